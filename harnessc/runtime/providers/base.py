@@ -1,0 +1,106 @@
+"""The provider interface: a harness context in, a stream of assistant-message events out.
+
+Every wire API (OpenAI chat completions, Anthropic messages, Google generative AI,
+the scripted and replay providers) implements ``Provider.stream``. The stream always
+ends with exactly one ``done`` or ``error`` event carrying the final AssistantMessage;
+errors are never raised out of ``stream`` (an error is an assistant message with stop
+reason ``error``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from harnessc.runtime.messages import AssistantMessage, Message
+from harnessc.runtime.options import (
+    AgentHarnessStreamOptions,
+    Model,
+    RetryOptions,
+    ThinkingLevel,
+)
+from harnessc.runtime.signal import AbortSignal
+
+__all__ = [
+    "AssistantMessageEvent",
+    "Context",
+    "Provider",
+    "ProviderRequest",
+    "ProviderRetry",
+    "ToolSpec",
+]
+
+
+@dataclass(slots=True)
+class ToolSpec:
+    """What the model is told about a tool."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(slots=True)
+class Context:
+    system_prompt: str
+    messages: list[Message]
+    tools: list[ToolSpec] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ProviderRetry:
+    """One failed attempt that will be retried after ``delay_ms``."""
+
+    attempt: int  # 1-based number of the attempt that failed
+    max_retries: int
+    delay_ms: int
+    status: int | None
+    error: str
+
+
+@dataclass(slots=True)
+class ProviderRequest:
+    model: Model
+    context: Context
+    stream_options: AgentHarnessStreamOptions = field(default_factory=AgentHarnessStreamOptions)
+    thinking_level: ThinkingLevel = ThinkingLevel.OFF
+    signal: AbortSignal = field(default_factory=AbortSignal)
+    session_id: str | None = None
+    retry: RetryOptions = field(default_factory=RetryOptions)
+    # before_provider_payload: the JSON body about to be sent -> the body to send.
+    on_payload: Callable[[Any], Awaitable[Any]] | None = None
+    # after_provider_response: HTTP status and headers of each response.
+    on_response: Callable[[int, dict[str, str]], Awaitable[None]] | None = None
+    # Each failed attempt that will be retried.
+    on_retry: Callable[[ProviderRetry], Awaitable[None]] | None = None
+
+
+EventType = Literal[
+    "start",
+    "text_start",
+    "text_delta",
+    "text_end",
+    "thinking_start",
+    "thinking_delta",
+    "thinking_end",
+    "toolcall_start",
+    "toolcall_delta",
+    "toolcall_end",
+    "done",
+    "error",
+]
+
+
+@dataclass(slots=True)
+class AssistantMessageEvent:
+    """One step of a streamed reply; ``partial`` is the message as built so far."""
+
+    type: EventType
+    partial: AssistantMessage
+    content_index: int = 0
+    delta: str = ""
+
+
+class Provider(Protocol):
+    def stream(self, request: ProviderRequest) -> AsyncIterator[AssistantMessageEvent]: ...

@@ -1,0 +1,120 @@
+"""The tool interface of seed 000: ``execute(tool_call_id, params, signal, on_update, context)``."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from harnessc.runtime.messages import ImageContent, TextContent, UserContent
+from harnessc.runtime.signal import AbortSignal
+
+__all__ = [
+    "AgentTool",
+    "ExecutionMode",
+    "ExternalTool",
+    "Tool",
+    "ToolExecute",
+    "ToolResult",
+    "ToolUpdate",
+    "error_result",
+    "text_result",
+]
+
+ExecutionMode = Literal["parallel", "sequential"]
+
+
+@dataclass(slots=True)
+class ToolResult:
+    """What a tool returns: content for the model, details for programs."""
+
+    content: list[UserContent] = field(default_factory=list)
+    details: Any = None
+    is_error: bool = False
+    # When every result of a batch says terminate, the loop stops after the batch.
+    terminate: bool = False
+
+
+ToolUpdate = Callable[[ToolResult], None]
+ToolExecute = Callable[
+    [str, dict[str, Any], AbortSignal, ToolUpdate, Any], Awaitable[ToolResult]
+]
+
+
+@runtime_checkable
+class AgentTool(Protocol):
+    """What the loop needs of a tool. ``Tool`` below is the ready-made implementation."""
+
+    name: str
+    label: str
+    description: str
+    parameters: dict[str, Any]
+    execution_mode: ExecutionMode
+    external: bool
+
+    async def execute(
+        self,
+        tool_call_id: str,
+        params: dict[str, Any],
+        signal: AbortSignal,
+        on_update: ToolUpdate,
+        context: Any,
+    ) -> ToolResult: ...
+
+
+@dataclass(slots=True)
+class Tool:
+    """A tool made of a description, a JSON schema and an async execute function."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    run: ToolExecute
+    label: str = ""
+    execution_mode: ExecutionMode = "parallel"
+    external: bool = False
+
+    async def execute(
+        self,
+        tool_call_id: str,
+        params: dict[str, Any],
+        signal: AbortSignal,
+        on_update: ToolUpdate,
+        context: Any,
+    ) -> ToolResult:
+        return await self.run(tool_call_id, params, signal, on_update, context)
+
+
+@dataclass(slots=True)
+class ExternalTool:
+    """A tool whose result comes from the caller (a pull point): no local implementation."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any] = field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
+    label: str = ""
+    execution_mode: ExecutionMode = "sequential"
+    external: bool = True
+
+    async def execute(
+        self,
+        tool_call_id: str,
+        params: dict[str, Any],
+        signal: AbortSignal,
+        on_update: ToolUpdate,
+        context: Any,
+    ) -> ToolResult:
+        raise RuntimeError(f"tool {self.name!r} is external: its result comes from the caller")
+
+
+def text_result(text: str, details: Any = None) -> ToolResult:
+    return ToolResult(content=[TextContent(text)], details=details)
+
+
+def error_result(text: str, details: Any = None) -> ToolResult:
+    return ToolResult(content=[TextContent(text)], details=details, is_error=True)
+
+
+_ = ImageContent  # re-exported type used by tools returning images
