@@ -1,0 +1,83 @@
+"""The harnessc runtime: everything a generated agent module imports at run time.
+
+Stays light: the standard library and httpx (watchfiles only when reloading).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from harnessc.runtime.budget import Budget
+from harnessc.runtime.events import Event, EventLog
+from harnessc.runtime.harness import AgentHarness, HarnessBusyError, RunResult
+from harnessc.runtime.hooks import HookSpec, PauseRequest
+from harnessc.runtime.loop import LoopState
+from harnessc.runtime.messages import (
+    AssistantMessage,
+    ImageContent,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from harnessc.runtime.options import (
+    AgentHarnessOptions,
+    AgentHarnessStreamOptions,
+    Model,
+    ModelCost,
+    QueueMode,
+    RetryOptions,
+    ThinkingLevel,
+    ToolContextSource,
+    env,
+)
+from harnessc.runtime.resources.types import AgentHarnessResources
+from harnessc.runtime.session.session import Session
+from harnessc.runtime.tools.base import ExternalTool, Tool, ToolResult
+
+if TYPE_CHECKING:
+    from harnessc.runtime.cli import run_cli
+
+__all__ = [
+    "AgentHarness",
+    "AgentHarnessOptions",
+    "AgentHarnessResources",
+    "AgentHarnessStreamOptions",
+    "AssistantMessage",
+    "Budget",
+    "Event",
+    "EventLog",
+    "ExternalTool",
+    "HarnessBusyError",
+    "HookSpec",
+    "ImageContent",
+    "LoopState",
+    "Model",
+    "ModelCost",
+    "PauseRequest",
+    "QueueMode",
+    "RetryOptions",
+    "RunResult",
+    "Session",
+    "TextContent",
+    "ThinkingLevel",
+    "Tool",
+    "ToolCall",
+    "ToolContextSource",
+    "ToolResult",
+    "ToolResultMessage",
+    "Usage",
+    "UserMessage",
+    "env",
+    "run_cli",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # run_cli pulls in the command line (argparse, terminal handling): load it on demand.
+    if name == "run_cli":
+        from harnessc.runtime.cli import run_cli
+
+        return run_cli
+    raise AttributeError(f"module 'harnessc.runtime' has no attribute {name!r}")

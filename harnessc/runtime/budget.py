@@ -1,0 +1,128 @@
+"""The budget envelope of seed 004: turns, tool calls, wall clock, tokens and cost."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["BUDGET_LIMITS", "Budget", "BudgetUsage", "BudgetWarning", "BudgetTracker"]
+
+BUDGET_LIMITS: tuple[str, ...] = ("turns", "tool_calls", "wall_clock_s", "tokens", "cost_usd")
+
+
+@dataclass(slots=True)
+class Budget:
+    """Hard limits (None = unlimited) and the fraction at which a warning is emitted."""
+
+    turns: int | None = None
+    tool_calls: int | None = None
+    wall_clock_s: float | None = None
+    tokens: int | None = None  # input + output tokens
+    cost_usd: float | None = None
+    soft_ratio: float = 0.8
+
+    def __post_init__(self) -> None:
+        for name in BUDGET_LIMITS:
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ValueError(f"budget {name} must not be negative (got {value})")
+        if not 0 < self.soft_ratio <= 1:
+            raise ValueError(f"budget soft_ratio must be in (0, 1] (got {self.soft_ratio})")
+
+
+@dataclass(slots=True)
+class BudgetUsage:
+    turns: int = 0
+    tool_calls: int = 0
+    wall_clock_s: float = 0.0
+    tokens: int = 0
+    cost_usd: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "turns": self.turns,
+            "tool_calls": self.tool_calls,
+            "wall_clock_s": round(self.wall_clock_s, 3),
+            "tokens": self.tokens,
+            "cost_usd": round(self.cost_usd, 6),
+        }
+
+    @staticmethod
+    def from_dict(data: Any) -> BudgetUsage:
+        if not isinstance(data, dict):
+            return BudgetUsage()
+        return BudgetUsage(
+            turns=int(data.get("turns", 0) or 0),
+            tool_calls=int(data.get("tool_calls", 0) or 0),
+            wall_clock_s=float(data.get("wall_clock_s", 0.0) or 0.0),
+            tokens=int(data.get("tokens", 0) or 0),
+            cost_usd=float(data.get("cost_usd", 0.0) or 0.0),
+        )
+
+
+@dataclass(slots=True)
+class BudgetWarning:
+    limit: str
+    used: float
+    maximum: float
+    level: str  # "soft" | "hard"
+
+
+@dataclass(slots=True)
+class BudgetTracker:
+    """Counts what a run used; ``check`` says which limits were crossed."""
+
+    budget: Budget = field(default_factory=Budget)
+    usage: BudgetUsage = field(default_factory=BudgetUsage)
+    _warned: set[str] = field(default_factory=set)
+    _clock_started: float | None = None
+
+    def start_clock(self) -> None:
+        if self._clock_started is None:
+            self._clock_started = time.monotonic()
+
+    def stop_clock(self) -> None:
+        if self._clock_started is not None:
+            self.usage.wall_clock_s += time.monotonic() - self._clock_started
+            self._clock_started = None
+
+    def elapsed(self) -> float:
+        running = 0.0 if self._clock_started is None else time.monotonic() - self._clock_started
+        return self.usage.wall_clock_s + running
+
+    def used(self, limit: str) -> float:
+        if limit == "wall_clock_s":
+            return self.elapsed()
+        return float(getattr(self.usage, limit))
+
+    def check(
+        self, limits: tuple[str, ...] = BUDGET_LIMITS, *, pending: int = 0
+    ) -> list[BudgetWarning]:
+        """Warnings for ``limits``: soft ones once each, hard ones every time.
+
+        ``pending`` counts what is about to be spent (1 for the next turn or tool call),
+        so a limit of N allows exactly N.
+        """
+        out: list[BudgetWarning] = []
+        for limit in limits:
+            maximum = getattr(self.budget, limit)
+            if maximum is None:
+                continue
+            used = self.used(limit)
+            if used + pending > maximum or (pending == 0 and used >= maximum and maximum > 0):
+                out.append(BudgetWarning(limit, used, maximum, "hard"))
+            elif used + pending >= maximum * self.budget.soft_ratio and limit not in self._warned:
+                self._warned.add(limit)
+                out.append(BudgetWarning(limit, used, maximum, "soft"))
+        return out
+
+    def raise_limits(self, budget: Budget) -> None:
+        """Replace the limits (resume after a budget pause); warnings may fire again."""
+        self.budget = budget
+        self._warned = {
+            name
+            for name in self._warned
+            if getattr(budget, name) is not None
+            and self.used(name) >= getattr(budget, name) * budget.soft_ratio
+        }

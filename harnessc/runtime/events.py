@@ -1,0 +1,417 @@
+"""The typed event stream: one dataclass per moment, seed-000 names, seed-004 aliases.
+
+Every event carries a sequence number and a timestamp and turns into JSON with
+``to_dict()``; ``EventLog`` keeps them append-only and replays them from any offset.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any, ClassVar
+
+from harnessc.runtime.messages import AssistantMessage, Message, ToolCall, ToolResultMessage
+
+__all__ = [
+    "EVENT_ALIASES",
+    "EVENT_TYPES",
+    "AbortEvent",
+    "AgentEndEvent",
+    "AgentPauseEvent",
+    "AgentResumeEvent",
+    "AgentStartEvent",
+    "BudgetWarnEvent",
+    "ErrorEvent",
+    "Event",
+    "EventLog",
+    "MessageEndEvent",
+    "MessageStartEvent",
+    "MessageUpdateEvent",
+    "ModelUpdateEvent",
+    "NoticeEvent",
+    "PlanCommitEvent",
+    "ProviderResponseEvent",
+    "QueueUpdateEvent",
+    "ResourcesUpdateEvent",
+    "RetryEvent",
+    "SessionCompactEvent",
+    "SessionTreeEvent",
+    "StateChangeEvent",
+    "ThinkingLevelUpdateEvent",
+    "ToolExecutionEndEvent",
+    "ToolExecutionStartEvent",
+    "ToolExecutionUpdateEvent",
+    "ToolsUpdateEvent",
+    "TurnEndEvent",
+    "TurnStartEvent",
+    "canonical_event_name",
+    "event_matches",
+    "to_jsonable",
+]
+
+
+def to_jsonable(value: Any) -> Any:
+    """Turn messages, dataclasses and enums into plain JSON values."""
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    to_dict = getattr(value, "to_dict", None)
+    if to_dict is not None and callable(to_dict):
+        return to_dict()
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [to_jsonable(v) for v in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Path):
+        return str(value)
+    return repr(value)
+
+
+@dataclass(slots=True, kw_only=True)
+class Event:
+    type: ClassVar[str] = "event"
+    seq: int = 0
+    timestamp: float = field(default_factory=time.time)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.type}
+        for f in dataclasses.fields(self):
+            out[f.name] = to_jsonable(getattr(self, f.name))
+        return out
+
+
+@dataclass(slots=True, kw_only=True)
+class AgentStartEvent(Event):
+    type: ClassVar[str] = "agent_start"
+    prompt: str = ""
+    run_id: str = ""
+
+
+@dataclass(slots=True, kw_only=True)
+class AgentEndEvent(Event):
+    type: ClassVar[str] = "agent_end"
+    run_id: str = ""
+    status: str = "done"
+    reason: str = ""
+    messages: list[Message] = field(default_factory=list)
+
+
+@dataclass(slots=True, kw_only=True)
+class TurnStartEvent(Event):
+    type: ClassVar[str] = "turn_start"
+    turn: int = 0
+
+
+@dataclass(slots=True, kw_only=True)
+class TurnEndEvent(Event):
+    type: ClassVar[str] = "turn_end"
+    turn: int = 0
+    message: AssistantMessage | None = None
+    tool_results: list[ToolResultMessage] = field(default_factory=list)
+
+
+@dataclass(slots=True, kw_only=True)
+class MessageStartEvent(Event):
+    type: ClassVar[str] = "message_start"
+    message: Message | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class MessageUpdateEvent(Event):
+    """A streamed delta of the assistant reply; ``message`` is the reply so far."""
+
+    type: ClassVar[str] = "message_update"
+    delta_type: str = ""  # text_delta, thinking_delta, toolcall_delta, ...
+    delta: str = ""
+    content_index: int = 0
+    message: AssistantMessage | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        # The partial message is omitted: a delta stream re-sent whole is quadratic.
+        return {
+            "type": self.type,
+            "seq": self.seq,
+            "timestamp": self.timestamp,
+            "delta_type": self.delta_type,
+            "delta": self.delta,
+            "content_index": self.content_index,
+        }
+
+
+@dataclass(slots=True, kw_only=True)
+class MessageEndEvent(Event):
+    type: ClassVar[str] = "message_end"
+    message: Message | None = None
+    entry_id: str | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class PlanCommitEvent(Event):
+    """The tool calls the loop is about to run (after the after_plan hook)."""
+
+    type: ClassVar[str] = "plan_commit"
+    tool_calls: list[ToolCall] = field(default_factory=list)
+
+
+@dataclass(slots=True, kw_only=True)
+class ToolExecutionStartEvent(Event):
+    type: ClassVar[str] = "tool_execution_start"
+    tool_call_id: str = ""
+    tool_name: str = ""
+    args: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True, kw_only=True)
+class ToolExecutionUpdateEvent(Event):
+    type: ClassVar[str] = "tool_execution_update"
+    tool_call_id: str = ""
+    tool_name: str = ""
+    partial_result: Any = None
+
+
+@dataclass(slots=True, kw_only=True)
+class ToolExecutionEndEvent(Event):
+    type: ClassVar[str] = "tool_execution_end"
+    tool_call_id: str = ""
+    tool_name: str = ""
+    result: ToolResultMessage | None = None
+    is_error: bool = False
+    duration_ms: float = 0.0
+
+
+@dataclass(slots=True, kw_only=True)
+class BudgetWarnEvent(Event):
+    type: ClassVar[str] = "budget_warn"
+    limit: str = ""
+    used: float = 0
+    maximum: float = 0
+    level: str = "soft"  # "soft": past the warning threshold; "hard": limit hit
+
+
+@dataclass(slots=True, kw_only=True)
+class AgentPauseEvent(Event):
+    type: ClassVar[str] = "agent_pause"
+    run_id: str = ""
+    reason: str = ""
+    pending_tool_calls: list[ToolCall] = field(default_factory=list)
+
+
+@dataclass(slots=True, kw_only=True)
+class AgentResumeEvent(Event):
+    type: ClassVar[str] = "agent_resume"
+    run_id: str = ""
+    reason: str = ""
+
+
+@dataclass(slots=True, kw_only=True)
+class StateChangeEvent(Event):
+    type: ClassVar[str] = "state_change"
+    from_state: str = ""
+    to_state: str = ""
+
+
+@dataclass(slots=True, kw_only=True)
+class ErrorEvent(Event):
+    """Something failed and was contained: a hook, a provider call, an extension."""
+
+    type: ClassVar[str] = "error"
+    source: str = ""
+    message: str = ""
+    fatal: bool = False
+
+
+@dataclass(slots=True, kw_only=True)
+class NoticeEvent(Event):
+    type: ClassVar[str] = "notice"
+    source: str = ""
+    level: str = "info"  # info | warning
+    message: str = ""
+
+
+@dataclass(slots=True, kw_only=True)
+class RetryEvent(Event):
+    type: ClassVar[str] = "retry"
+    attempt: int = 0
+    max_retries: int = 0
+    delay_ms: int = 0
+    status: int | None = None
+    error: str = ""
+
+
+@dataclass(slots=True, kw_only=True)
+class ProviderResponseEvent(Event):
+    type: ClassVar[str] = "provider_response"
+    status: int = 0
+
+
+@dataclass(slots=True, kw_only=True)
+class SessionCompactEvent(Event):
+    type: ClassVar[str] = "session_compact"
+    compaction_entry: dict[str, Any] = field(default_factory=dict)
+    from_hook: bool = False
+
+
+@dataclass(slots=True, kw_only=True)
+class SessionTreeEvent(Event):
+    type: ClassVar[str] = "session_tree"
+    new_leaf_id: str | None = None
+    old_leaf_id: str | None = None
+    summary_entry: dict[str, Any] | None = None
+    from_hook: bool = False
+
+
+@dataclass(slots=True, kw_only=True)
+class ModelUpdateEvent(Event):
+    type: ClassVar[str] = "model_update"
+    key: str = ""
+    provider: str = ""
+    model_id: str = ""
+
+
+@dataclass(slots=True, kw_only=True)
+class ThinkingLevelUpdateEvent(Event):
+    type: ClassVar[str] = "thinking_level_update"
+    level: str = ""
+
+
+@dataclass(slots=True, kw_only=True)
+class ToolsUpdateEvent(Event):
+    type: ClassVar[str] = "tools_update"
+    active_tool_names: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True, kw_only=True)
+class ResourcesUpdateEvent(Event):
+    type: ClassVar[str] = "resources_update"
+    skills: list[str] = field(default_factory=list)
+    prompt_templates: list[str] = field(default_factory=list)
+    diagnostics: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True, kw_only=True)
+class QueueUpdateEvent(Event):
+    type: ClassVar[str] = "queue_update"
+    steering: list[str] = field(default_factory=list)
+    follow_up: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True, kw_only=True)
+class AbortEvent(Event):
+    type: ClassVar[str] = "abort"
+    reason: str = ""
+
+
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.type: cls
+    for cls in (
+        AgentStartEvent,
+        AgentEndEvent,
+        TurnStartEvent,
+        TurnEndEvent,
+        MessageStartEvent,
+        MessageUpdateEvent,
+        MessageEndEvent,
+        PlanCommitEvent,
+        ToolExecutionStartEvent,
+        ToolExecutionUpdateEvent,
+        ToolExecutionEndEvent,
+        BudgetWarnEvent,
+        AgentPauseEvent,
+        AgentResumeEvent,
+        StateChangeEvent,
+        ErrorEvent,
+        NoticeEvent,
+        RetryEvent,
+        ProviderResponseEvent,
+        SessionCompactEvent,
+        SessionTreeEvent,
+        ModelUpdateEvent,
+        ThinkingLevelUpdateEvent,
+        ToolsUpdateEvent,
+        ResourcesUpdateEvent,
+        QueueUpdateEvent,
+        AbortEvent,
+    )
+}
+
+# Seed-004 dotted names -> (canonical event type, filter or None).
+EVENT_ALIASES: dict[str, tuple[str, Callable[[Any], bool] | None]] = {
+    "session.start": ("agent_start", None),
+    "plan.draft": (
+        "message_end",
+        lambda e: isinstance(getattr(e, "message", None), AssistantMessage),
+    ),
+    "plan.commit": ("plan_commit", None),
+    "step.start": ("turn_start", None),
+    "step.end": ("turn_end", None),
+    "tool.call": ("tool_execution_start", None),
+    "tool.result": ("tool_execution_end", lambda e: not getattr(e, "is_error", False)),
+    "tool.error": ("tool_execution_end", lambda e: bool(getattr(e, "is_error", False))),
+    "budget.warn": ("budget_warn", None),
+    "session.pause": ("agent_pause", None),
+    "session.complete": ("agent_end", None),
+}
+
+
+def canonical_event_name(name: str) -> str | None:
+    """The canonical event type for a name or alias, or None if it names no event."""
+    if name in EVENT_TYPES:
+        return name
+    alias = EVENT_ALIASES.get(name)
+    return alias[0] if alias else None
+
+
+def event_matches(name: str, event: Event) -> bool:
+    """True when ``event`` is what a subscriber to ``name`` (canonical or alias) wants."""
+    if name == event.type:
+        return True
+    alias = EVENT_ALIASES.get(name)
+    if alias is None or alias[0] != event.type:
+        return False
+    return alias[1] is None or alias[1](event)
+
+
+class EventLog:
+    """An append-only list of events that can be replayed from any offset."""
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self._events: list[Event] = []
+        self._path = Path(path) if path is not None else None
+
+    def __call__(self, event: Event) -> None:
+        self.append(event)
+
+    def append(self, event: Event) -> None:
+        self._events.append(event)
+        if self._path is not None:
+            with self._path.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(self._events)
+
+    @property
+    def events(self) -> list[Event]:
+        return list(self._events)
+
+    def replay(self, listener: Callable[[Event], Any], offset: int = 0) -> int:
+        """Feed the events from ``offset`` on to ``listener``; returns how many."""
+        count = 0
+        for event in self._events[offset:]:
+            listener(event)
+            count += 1
+        return count
+
+    def to_dicts(self, offset: int = 0) -> list[dict[str, Any]]:
+        return [e.to_dict() for e in self._events[offset:]]

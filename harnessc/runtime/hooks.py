@@ -1,0 +1,321 @@
+"""Hook moments, their aliases across the three designs, and the results hooks may return.
+
+A hook is a handler registered on a moment with ``harness.on(name, handler)`` or
+declared as a ``HookSpec`` in the options. Handlers run in registration order; sync
+or async; they receive the moment's event and may return the moment's result type (or
+a dict with the same keys, or None).
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from harnessc.runtime.events import EVENT_ALIASES, EVENT_TYPES
+from harnessc.runtime.messages import Message, ToolCall, Usage, UserContent
+
+__all__ = [
+    "ACTING_HOOKS",
+    "HOOK_ALIASES",
+    "HOOK_NAMES",
+    "SEED_004_TOPICS",
+    "AfterPlanEvent",
+    "AfterPlanResult",
+    "AfterProviderResponseEvent",
+    "BeforeAgentStartEvent",
+    "BeforeAgentStartResult",
+    "BeforeProviderPayloadEvent",
+    "BeforeProviderPayloadResult",
+    "BeforeProviderRequestEvent",
+    "BeforeProviderRequestResult",
+    "BeforeStopEvent",
+    "ContextEvent",
+    "ContextResult",
+    "HookSpec",
+    "PauseRequest",
+    "SessionBeforeCompactEvent",
+    "SessionBeforeCompactResult",
+    "SessionBeforeTreeEvent",
+    "SessionBeforeTreeResult",
+    "StopDecision",
+    "ToolCallEvent",
+    "ToolCallResult",
+    "ToolResultEvent",
+    "ToolResultPatch",
+    "UnknownHookError",
+    "canonical_hook_name",
+]
+
+# Moments where handlers act (their return value changes what the loop does). Each
+# receives its own event type below; none of these is part of the event stream.
+ACTING_HOOKS: tuple[str, ...] = (
+    "before_agent_start",
+    "context",
+    "before_provider_request",
+    "before_provider_payload",
+    "after_provider_response",
+    "after_plan",
+    "tool_call",
+    "tool_result",
+    "before_stop",
+    "on_budget_exceeded",
+    "session_before_compact",
+    "session_before_tree",
+)
+
+# Every other alias: seed-004 topics and seed-003 names -> canonical moment.
+HOOK_ALIASES: dict[str, str] = {
+    "before_plan": "before_agent_start",
+    "before_step": "context",
+    "before_tool_call": "tool_call",
+    "after_tool_call": "tool_result",
+    "after_step": "turn_end",
+    "on_complete": "agent_end",
+    "budget_exceeded": "on_budget_exceeded",
+    "turn_stop": "before_stop",
+    "on_pause": "agent_pause",
+    "on_error": "error",
+}
+
+SEED_004_TOPICS: tuple[str, ...] = (
+    "before_plan",
+    "after_plan",
+    "before_tool_call",
+    "after_tool_call",
+    "before_step",
+    "after_step",
+    "on_error",
+    "on_pause",
+    "on_budget_exceeded",
+    "on_complete",
+)
+
+HOOK_NAMES: frozenset[str] = frozenset(
+    set(ACTING_HOOKS) | set(HOOK_ALIASES) | set(EVENT_TYPES) | set(EVENT_ALIASES)
+)
+
+
+class UnknownHookError(ValueError):
+    pass
+
+
+def canonical_hook_name(name: str) -> str:
+    """The canonical moment for any accepted name; raises UnknownHookError otherwise."""
+    if name in ACTING_HOOKS or name in EVENT_TYPES or name in EVENT_ALIASES:
+        return name
+    alias = HOOK_ALIASES.get(name)
+    if alias is not None:
+        return alias
+    close = difflib.get_close_matches(name, sorted(HOOK_NAMES), n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise UnknownHookError(
+        f"unknown hook {name!r}{hint}; valid names: {', '.join(sorted(HOOK_NAMES))}"
+    )
+
+
+@dataclass(slots=True)
+class HookSpec:
+    """A handler declared in the options: registered on the harness at construction."""
+
+    moment: str
+    handler: Callable[..., Any]
+    matcher: str | None = None  # regex over the tool name (tool moments only)
+    name: str | None = None
+    timeout_s: float | None = None
+    _pattern: re.Pattern[str] | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        canonical_hook_name(self.moment)
+        if self.matcher:
+            self._pattern = re.compile(self.matcher)
+
+    def matches_tool(self, tool_name: str | None) -> bool:
+        """A matcher is a regex over the whole tool name (``write|edit``)."""
+        if self._pattern is None or tool_name is None:
+            return True
+        return self._pattern.fullmatch(tool_name) is not None
+
+
+def accepts_context(handler: Callable[..., Any]) -> bool:
+    """True when ``handler`` takes a second positional argument (the harness)."""
+    try:
+        params = list(inspect.signature(handler).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    positional = [
+        p
+        for p in params
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+    ]
+    return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
+
+
+# -- hook events --------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class BeforeAgentStartEvent:
+    prompt: str
+    images: list[UserContent] | None
+    system_prompt: str
+    resources: Any
+    hook: str = "before_agent_start"
+
+
+@dataclass(slots=True)
+class ContextEvent:
+    messages: list[Message]
+    turn: int = 0
+    hook: str = "context"
+
+
+@dataclass(slots=True)
+class BeforeProviderRequestEvent:
+    model: Any
+    session_id: str | None
+    stream_options: Any
+    hook: str = "before_provider_request"
+
+
+@dataclass(slots=True)
+class BeforeProviderPayloadEvent:
+    model: Any
+    payload: Any
+    hook: str = "before_provider_payload"
+
+
+@dataclass(slots=True)
+class AfterProviderResponseEvent:
+    status: int
+    headers: dict[str, str]
+    hook: str = "after_provider_response"
+
+
+@dataclass(slots=True)
+class AfterPlanEvent:
+    tool_calls: list[ToolCall]
+    message: Any = None
+    hook: str = "after_plan"
+
+
+@dataclass(slots=True)
+class ToolCallEvent:
+    tool_call_id: str
+    tool_name: str
+    input: dict[str, Any]
+    hook: str = "tool_call"
+
+
+@dataclass(slots=True)
+class ToolResultEvent:
+    tool_call_id: str
+    tool_name: str
+    input: dict[str, Any]
+    content: list[UserContent]
+    details: Any
+    is_error: bool
+    usage: Usage | None = None
+    hook: str = "tool_result"
+
+
+@dataclass(slots=True)
+class BeforeStopEvent:
+    """The model replied without tool calls: the run would stop here."""
+
+    message: Any
+    messages: list[Message]
+    hook: str = "before_stop"
+
+
+@dataclass(slots=True)
+class SessionBeforeCompactEvent:
+    preparation: Any
+    branch_entries: list[Any]
+    custom_instructions: str | None = None
+    hook: str = "session_before_compact"
+
+
+@dataclass(slots=True)
+class SessionBeforeTreeEvent:
+    preparation: Any
+    hook: str = "session_before_tree"
+
+
+# -- hook results -------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class BeforeAgentStartResult:
+    messages: list[Message] | None = None
+    system_prompt: str | None = None
+
+
+@dataclass(slots=True)
+class ContextResult:
+    messages: list[Message] | None = None
+
+
+@dataclass(slots=True)
+class BeforeProviderRequestResult:
+    stream_options: dict[str, Any] | None = None
+
+
+@dataclass(slots=True)
+class BeforeProviderPayloadResult:
+    payload: Any = None
+
+
+@dataclass(slots=True)
+class AfterPlanResult:
+    tool_calls: list[ToolCall] | None = None
+
+
+@dataclass(slots=True)
+class ToolCallResult:
+    block: bool = False
+    reason: str | None = None
+    input: dict[str, Any] | None = None  # replacement arguments
+
+
+@dataclass(slots=True)
+class ToolResultPatch:
+    content: list[UserContent] | None = None
+    details: Any = None
+    is_error: bool | None = None
+    usage: Usage | None = None
+    terminate: bool | None = None
+
+
+@dataclass(slots=True)
+class StopDecision:
+    """From ``before_stop``: go on with these messages instead of stopping."""
+
+    continue_: bool = False
+    messages: list[Message] = field(default_factory=list)
+    reason: str = ""
+
+
+@dataclass(slots=True)
+class SessionBeforeCompactResult:
+    cancel: bool = False
+    compaction: Any = None
+
+
+@dataclass(slots=True)
+class SessionBeforeTreeResult:
+    cancel: bool = False
+    summary: Any = None
+    custom_instructions: str | None = None
+    replace_instructions: bool | None = None
+    label: str | None = None
+
+
+@dataclass(slots=True)
+class PauseRequest:
+    """Any hook may return this to pause the run back to IDLE ("needs review")."""
+
+    reason: str = "needs_review"

@@ -1,0 +1,66 @@
+"""The loop contract of seed 004: six states and the one function that moves between them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from enum import Enum
+
+__all__ = ["IllegalTransitionError", "LoopState", "StateMachine", "TRANSITIONS"]
+
+
+class LoopState(str, Enum):
+    IDLE = "IDLE"
+    PLANNING = "PLANNING"
+    EXECUTING = "EXECUTING"
+    AWAITING_TOOL = "AWAITING_TOOL"
+    REFLECTING = "REFLECTING"
+    DONE = "DONE"
+
+
+TRANSITIONS: dict[LoopState, frozenset[LoopState]] = {
+    LoopState.IDLE: frozenset({LoopState.PLANNING}),
+    LoopState.PLANNING: frozenset({LoopState.EXECUTING, LoopState.IDLE, LoopState.DONE}),
+    LoopState.EXECUTING: frozenset({LoopState.AWAITING_TOOL, LoopState.REFLECTING, LoopState.IDLE}),
+    LoopState.AWAITING_TOOL: frozenset({LoopState.REFLECTING, LoopState.IDLE}),
+    LoopState.REFLECTING: frozenset(
+        {LoopState.PLANNING, LoopState.EXECUTING, LoopState.DONE, LoopState.IDLE}
+    ),
+    LoopState.DONE: frozenset(),
+}
+
+
+class IllegalTransitionError(RuntimeError):
+    pass
+
+
+class StateMachine:
+    """One run's state. IDLE is the only entry, DONE the only exit."""
+
+    __slots__ = ("_state", "_on_change", "history")
+
+    def __init__(
+        self,
+        on_change: Callable[[LoopState, LoopState], None] | None = None,
+        state: LoopState = LoopState.IDLE,
+    ) -> None:
+        self._state = state
+        self._on_change = on_change
+        self.history: list[LoopState] = [state]
+
+    @property
+    def state(self) -> LoopState:
+        return self._state
+
+    def transition(self, target: LoopState) -> None:
+        """Move to ``target``; raises IllegalTransitionError for a move the contract forbids."""
+        source = self._state
+        if target not in TRANSITIONS[source]:
+            allowed = ", ".join(s.value for s in sorted(TRANSITIONS[source], key=lambda s: s.value))
+            raise IllegalTransitionError(
+                f"illegal transition {source.value} -> {target.value}"
+                f" (allowed from {source.value}: {allowed or 'nothing'})"
+            )
+        self._state = target
+        self.history.append(target)
+        if self._on_change is not None:
+            self._on_change(source, target)
