@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from enum import Enum
+from enum import StrEnum
 
 __all__ = ["IllegalTransitionError", "LoopState", "StateMachine", "TRANSITIONS"]
 
 
-class LoopState(str, Enum):
+class LoopState(StrEnum):
     IDLE = "IDLE"
     PLANNING = "PLANNING"
     EXECUTING = "EXECUTING"

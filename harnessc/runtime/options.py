@@ -10,7 +10,7 @@ import os
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 
-class ThinkingLevel(str, Enum):
+class ThinkingLevel(StrEnum):
     OFF = "off"
     MINIMAL = "minimal"
     LOW = "low"
@@ -55,7 +55,7 @@ THINKING_BUDGETS: dict[ThinkingLevel, int] = {
 }
 
 
-class QueueMode(str, Enum):
+class QueueMode(StrEnum):
     ONE_AT_A_TIME = "one-at-a-time"
     ALL = "all"
 
