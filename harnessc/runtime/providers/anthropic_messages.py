@@ -1,0 +1,316 @@
+"""The ``anthropic-messages`` wire API: POST {base_url}/v1/messages, streamed."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from harnessc.runtime.messages import (
+    AssistantMessage,
+    StopReason,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserContent,
+    UserMessage,
+)
+from harnessc.runtime.options import THINKING_BUDGETS, ThinkingLevel
+from harnessc.runtime.providers.base import ProviderRequest
+from harnessc.runtime.providers.builder import MessageBuilder
+from harnessc.runtime.providers.convert import image_placeholder, wire_messages
+from harnessc.runtime.providers.errors import ProviderError
+from harnessc.runtime.providers.http import HttpProvider, HttpRequestSpec, join_url, json_data
+
+__all__ = [
+    "ANTHROPIC_VERSION",
+    "AnthropicMessagesProvider",
+    "AnthropicStreamState",
+    "DEFAULT_ANTHROPIC_BASE_URL",
+    "anthropic_messages",
+    "build_anthropic_payload",
+    "cache_control",
+]
+
+DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+ANTHROPIC_VERSION = "2023-06-01"
+
+_STOP: dict[str, StopReason] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "pause_turn": "stop",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "tool_use": "toolUse",
+}
+_RETRYABLE_STREAM_ERRORS = {"overloaded_error", "api_error", "rate_limit_error"}
+_BAD_ID = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+def _tool_id(call_id: str) -> str:
+    """Anthropic accepts tool ids of [a-zA-Z0-9_-] only (ids from other APIs vary)."""
+    return _BAD_ID.sub("_", call_id)[:64] or "call"
+
+
+def cache_control(retention: str | None) -> dict[str, Any] | None:
+    """The cache marker for a ``cache_retention`` (None means "short")."""
+    if retention == "none":
+        return None
+    if retention == "long":
+        return {"type": "ephemeral", "ttl": "1h"}
+    return {"type": "ephemeral"}
+
+
+def _blocks(content: str | list[UserContent], images_ok: bool) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    out: list[dict[str, Any]] = []
+    for block in content:
+        if isinstance(block, TextContent):
+            if block.text:
+                out.append({"type": "text", "text": block.text})
+        elif images_ok:
+            out.append(
+                {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": block.mime_type, "data": block.data},
+                }
+            )
+        else:
+            out.append({"type": "text", "text": image_placeholder().text})
+    return out
+
+
+def _assistant_blocks(message: AssistantMessage, same_api: bool) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, TextContent):
+            if block.text:
+                out.append({"type": "text", "text": block.text})
+        elif isinstance(block, ThinkingContent):
+            # Thinking goes back only with the signature Anthropic gave it.
+            if not same_api or not block.thinking_signature:
+                continue
+            if block.redacted:
+                out.append({"type": "redacted_thinking", "data": block.thinking_signature})
+            else:
+                out.append(
+                    {
+                        "type": "thinking",
+                        "thinking": block.thinking,
+                        "signature": block.thinking_signature,
+                    }
+                )
+        elif isinstance(block, ToolCall):
+            out.append(
+                {
+                    "type": "tool_use",
+                    "id": _tool_id(block.id),
+                    "name": block.name,
+                    "input": block.arguments,
+                }
+            )
+    return out
+
+
+def _tool_result(message: ToolResultMessage, images_ok: bool) -> dict[str, Any]:
+    content = _blocks(message.content, images_ok) or [{"type": "text", "text": "(no output)"}]
+    out: dict[str, Any] = {
+        "type": "tool_result",
+        "tool_use_id": _tool_id(message.tool_call_id),
+        "content": content,
+    }
+    if message.is_error:
+        out["is_error"] = True
+    return out
+
+
+def anthropic_messages(request: ProviderRequest) -> list[dict[str, Any]]:
+    """The ``messages`` array; consecutive same-role turns are merged."""
+    model = request.model
+    images_ok = "image" in model.input
+    out: list[dict[str, Any]] = []
+
+    def add(role: str, blocks: list[dict[str, Any]]) -> None:
+        if not blocks:
+            return
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+
+    for message in wire_messages(request.context.messages):
+        if isinstance(message, UserMessage):
+            add("user", _blocks(message.content, images_ok))
+        elif isinstance(message, AssistantMessage):
+            add("assistant", _assistant_blocks(message, message.api == model.api))
+        else:
+            add("user", [_tool_result(message, images_ok)])
+    return out
+
+
+def build_anthropic_payload(request: ProviderRequest) -> dict[str, Any]:
+    """The JSON body of a streamed messages request."""
+    model = request.model
+    options = request.stream_options
+    cache = cache_control(options.cache_retention)
+    messages = anthropic_messages(request)
+    max_tokens = model.max_tokens or 4096
+    payload: dict[str, Any] = {
+        "model": model.id,
+        "max_tokens": max_tokens,
+        "stream": True,
+        "messages": messages,
+    }
+    system = request.context.system_prompt
+    if system:
+        block: dict[str, Any] = {"type": "text", "text": system}
+        if cache:
+            block["cache_control"] = cache
+        payload["system"] = [block]
+    if cache and messages and messages[-1]["role"] == "user" and messages[-1]["content"]:
+        last = dict(messages[-1]["content"][-1])
+        last["cache_control"] = cache
+        messages[-1]["content"][-1] = last
+    if request.context.tools:
+        payload["tools"] = [
+            {"name": t.name, "description": t.description, "input_schema": t.parameters}
+            for t in request.context.tools
+        ]
+    level = ThinkingLevel(request.thinking_level)
+    if level != ThinkingLevel.OFF and model.reasoning:
+        budget = THINKING_BUDGETS[level]
+        if budget >= max_tokens:  # the budget must leave room for the answer
+            budget = max(1024, max_tokens - 1024)
+            if budget >= max_tokens:
+                payload["max_tokens"] = budget + 1024
+        payload["thinking"] = {"type": "enabled", "budget_tokens": budget}
+    metadata = options.metadata or {}
+    user_id = metadata.get("user_id")
+    if user_id is not None:
+        payload["metadata"] = {"user_id": str(user_id)}
+    return payload
+
+
+class AnthropicStreamState:
+    """Reads message_start, content_block_*, message_delta, message_stop, ping, error."""
+
+    __slots__ = ("builder", "done", "_tool", "_skip")
+
+    def __init__(self, builder: MessageBuilder) -> None:
+        self.builder = builder
+        self.done = False
+        self._tool = -1  # content index of the open tool_use block
+        self._skip = False  # inside a block type we do not keep
+
+    def handle(self, event: str, data: str) -> None:
+        msg = json_data(data)
+        kind = msg.get("type") or event
+        builder = self.builder
+        if kind == "content_block_delta":
+            if self._skip:
+                return
+            delta = msg["delta"]
+            dkind = delta.get("type")
+            if dkind == "text_delta":
+                builder.text(delta["text"])
+            elif dkind == "input_json_delta":
+                builder.tool_delta(self._tool, delta.get("partial_json") or "")
+            elif dkind == "thinking_delta":
+                builder.thinking(delta["thinking"])
+            elif dkind == "signature_delta":
+                builder.thinking_signature(delta["signature"])
+        elif kind == "content_block_start":
+            self._start(msg.get("content_block") or {})
+        elif kind == "content_block_stop":
+            if self._skip:
+                self._skip = False
+            else:
+                builder.end_block()
+                self._tool = -1
+        elif kind == "message_start":
+            self._usage((msg.get("message") or {}).get("usage"))
+        elif kind == "message_delta":
+            reason = (msg.get("delta") or {}).get("stop_reason")
+            if reason:
+                mapped = _STOP.get(reason)
+                if mapped is None:
+                    raise ProviderError(f"the model stopped the reply (stop_reason {reason!r})")
+                builder.stop_reason = mapped
+            self._usage(msg.get("usage"))
+        elif kind == "message_stop":
+            self.done = True
+        elif kind == "error":
+            error = msg.get("error") or {}
+            etype = error.get("type") or "error"
+            text = error.get("message") or json.dumps(error)
+            raise ProviderError(
+                f"{etype}: {text}",
+                status=529 if etype == "overloaded_error" else None,
+                retryable=etype in _RETRYABLE_STREAM_ERRORS,
+            )
+        # "ping" and unknown event types are ignored.
+
+    def _start(self, block: dict[str, Any]) -> None:
+        builder = self.builder
+        btype = block.get("type")
+        self._skip = False
+        if btype == "text":
+            builder.start_text()
+            if block.get("text"):
+                builder.text(block["text"])
+        elif btype == "thinking":
+            builder.start_thinking(signature=block.get("signature") or None)
+            if block.get("thinking"):
+                builder.thinking(block["thinking"])
+        elif btype == "redacted_thinking":
+            builder.start_thinking(redacted=True, signature=block.get("data"))
+        elif btype == "tool_use":
+            self._tool = builder.start_tool(block.get("id") or "", block.get("name") or "")
+            initial = block.get("input")
+            if initial:
+                builder.tool_delta(self._tool, json.dumps(initial))
+        else:  # server tools and other blocks this runtime does not model
+            self._skip = True
+
+    def _usage(self, raw: Any) -> None:
+        if not isinstance(raw, dict):
+            return
+        usage = self.builder.partial.usage
+        if raw.get("input_tokens") is not None:
+            usage.input = int(raw["input_tokens"])
+        if raw.get("output_tokens") is not None:
+            usage.output = int(raw["output_tokens"])
+        if raw.get("cache_read_input_tokens") is not None:
+            usage.cache_read = int(raw["cache_read_input_tokens"])
+        if raw.get("cache_creation_input_tokens") is not None:
+            usage.cache_write = int(raw["cache_creation_input_tokens"])
+
+    def end(self) -> None:
+        pass
+
+
+class AnthropicMessagesProvider(HttpProvider):
+    """Streams Anthropic messages."""
+
+    api = "anthropic-messages"
+    default_provider = "anthropic"
+
+    def build_request(self, request: ProviderRequest, api_key: str | None) -> HttpRequestSpec:
+        base = (request.model.base_url or DEFAULT_ANTHROPIC_BASE_URL).rstrip("/")
+        if base.endswith("/v1"):
+            base = base[:-3]
+        headers = {
+            "content-type": "application/json",
+            "accept": "text/event-stream",
+            "anthropic-version": ANTHROPIC_VERSION,
+        }
+        if api_key:
+            headers["x-api-key"] = api_key
+        return HttpRequestSpec(
+            join_url(base, "v1/messages"), headers, build_anthropic_payload(request)
+        )
+
+    def new_state(self, builder: MessageBuilder, request: ProviderRequest) -> AnthropicStreamState:
+        return AnthropicStreamState(builder)

@@ -1,0 +1,179 @@
+"""Builds the streamed AssistantMessage block by block and records its events.
+
+Every wire protocol decodes its own frames and calls these few methods; the builder
+keeps the event order of ``providers/base.py`` (a block's start, deltas, end; one
+block open at a time) and appends the events to ``out`` for the driver to yield.
+End events carry the block's whole text (or the raw argument JSON) as ``delta``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harnessc.runtime.messages import (
+    AssistantMessage,
+    StopReason,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    Usage,
+)
+from harnessc.runtime.options import Model
+from harnessc.runtime.providers.base import AssistantMessageEvent
+from harnessc.runtime.providers.tool_args import parse_tool_arguments
+
+__all__ = ["MessageBuilder", "compute_cost", "finalize_usage"]
+
+_END = {"text": "text_end", "thinking": "thinking_end", "toolcall": "toolcall_end"}
+
+
+class MessageBuilder:
+    """Mutates ``partial`` in place and queues AssistantMessageEvents in ``out``."""
+
+    __slots__ = ("partial", "out", "stop_reason", "_index", "_kind", "_block", "_args", "_late")
+
+    def __init__(self, partial: AssistantMessage) -> None:
+        self.partial = partial
+        self.out: list[AssistantMessageEvent] = []
+        self.stop_reason: StopReason | None = None
+        self._index = -1
+        self._kind = ""
+        self._block: Any = None
+        self._args: dict[int, list[str]] = {}
+        self._late: set[int] = set()
+
+    @property
+    def has_content(self) -> bool:
+        return bool(self.partial.content)
+
+    def reset(self) -> None:
+        """Forget everything built (before a retry, when nothing was yielded yet)."""
+        self.partial.content.clear()
+        self.partial.usage = Usage()
+        self.out.clear()
+        self.stop_reason = None
+        self._index = -1
+        self._kind = ""
+        self._block = None
+        self._args.clear()
+        self._late.clear()
+
+    def _open(self, kind: str, block: Any) -> None:
+        if self._kind:
+            self.end_block()
+        content = self.partial.content
+        content.append(block)
+        self._index = len(content) - 1
+        self._kind = kind
+        self._block = block
+        self.out.append(AssistantMessageEvent(kind + "_start", self.partial, self._index))  # type: ignore[arg-type]
+
+    def start_text(self) -> None:
+        """Open a new text block even if one is open (explicit block boundaries)."""
+        self._open("text", TextContent(""))
+
+    def text(self, delta: str) -> None:
+        if self._kind != "text":
+            self._open("text", TextContent(""))
+        self._block.text += delta
+        self.out.append(AssistantMessageEvent("text_delta", self.partial, self._index, delta))
+
+    def thinking(self, delta: str) -> None:
+        if self._kind != "thinking":
+            self._open("thinking", ThinkingContent(""))
+        self._block.thinking += delta
+        self.out.append(AssistantMessageEvent("thinking_delta", self.partial, self._index, delta))
+
+    def start_thinking(self, redacted: bool = False, signature: str | None = None) -> None:
+        """Open a thinking block explicitly (a redacted one carries only a signature)."""
+        self._open("thinking", ThinkingContent("", thinking_signature=signature, redacted=redacted))
+
+    def thinking_signature(self, signature: str, replace: bool = False) -> None:
+        """Add to (or replace) the signature of the open thinking block."""
+        if self._kind != "thinking":
+            self._open("thinking", ThinkingContent(""))
+        block: ThinkingContent = self._block
+        if replace or block.thinking_signature is None:
+            block.thinking_signature = signature
+        else:
+            block.thinking_signature += signature
+
+    def text_signature(self, signature: str) -> None:
+        if self._kind == "text":
+            self._block.text_signature = signature
+
+    def start_tool(self, call_id: str, name: str) -> int:
+        """Open a tool-call block; returns its content index."""
+        self._open("toolcall", ToolCall(id=call_id, name=name, arguments={}))
+        self._args[self._index] = []
+        return self._index
+
+    def tool_delta(self, index: int, fragment: str) -> None:
+        """Append argument JSON to the tool call at content ``index``."""
+        if not fragment:
+            return
+        parts = self._args.get(index)
+        if parts is None:
+            return
+        parts.append(fragment)
+        if index != self._index:
+            self._late.add(index)  # its block already ended: parse again at finish
+        self.out.append(AssistantMessageEvent("toolcall_delta", self.partial, index, fragment))
+
+    def end_block(self) -> None:
+        kind = self._kind
+        if not kind:
+            return
+        block = self._block
+        delta = ""
+        if kind == "text":
+            delta = block.text
+        elif kind == "thinking":
+            delta = block.thinking
+        else:
+            delta = self._parse_tool(self._index)
+        self.out.append(AssistantMessageEvent(_END[kind], self.partial, self._index, delta))  # type: ignore[arg-type]
+        self._kind = ""
+        self._block = None
+
+    def _parse_tool(self, index: int) -> str:
+        call = self.partial.content[index]
+        raw = "".join(self._args.get(index, ()))
+        if isinstance(call, ToolCall):
+            call.arguments, call.parse_error = parse_tool_arguments(raw, call.name)
+        return raw
+
+    def set_tool_arguments(self, index: int, arguments: dict[str, Any]) -> None:
+        """Arguments that arrived whole (Gemini): no JSON text to parse."""
+        call = self.partial.content[index]
+        if isinstance(call, ToolCall):
+            call.arguments = arguments
+        self._args.pop(index, None)
+
+    def finish(self) -> None:
+        """Close the open block, settle late tool fragments and the stop reason."""
+        self.end_block()
+        for index in sorted(self._late):
+            self._parse_tool(index)
+        self._late.clear()
+        reason = self.stop_reason or "stop"
+        if reason == "stop" and any(isinstance(c, ToolCall) for c in self.partial.content):
+            reason = "toolUse"
+        self.partial.stop_reason = reason
+
+
+def compute_cost(usage: Usage, model: Model) -> None:
+    """Fill ``usage.cost`` from the model's dollars-per-million-token prices."""
+    price = model.cost
+    cost = usage.cost
+    cost.input = usage.input * price.input / 1_000_000
+    cost.output = usage.output * price.output / 1_000_000
+    cost.cache_read = usage.cache_read * price.cache_read / 1_000_000
+    cost.cache_write = usage.cache_write * price.cache_write / 1_000_000
+    cost.total = cost.input + cost.output + cost.cache_read + cost.cache_write
+
+
+def finalize_usage(usage: Usage, model: Model) -> None:
+    """Total tokens and cost from the four counts."""
+    usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write
+    compute_cost(usage, model)

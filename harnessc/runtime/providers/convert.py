@@ -1,0 +1,84 @@
+"""Harness history -> a message list every wire API accepts.
+
+Shared by the providers before they map messages to their own JSON: failed or aborted
+replies are left out, every tool call gets exactly one result right after its reply,
+results without a call are dropped, custom messages become user messages.
+"""
+
+from __future__ import annotations
+
+from harnessc.runtime.messages import (
+    AssistantMessage,
+    CustomMessage,
+    ImageContent,
+    Message,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    UserContent,
+    UserMessage,
+)
+
+__all__ = ["NO_RESULT_TEXT", "has_images", "image_placeholder", "user_parts", "wire_messages"]
+
+NO_RESULT_TEXT = "No result provided"
+
+
+def image_placeholder() -> TextContent:
+    return TextContent("(image omitted: this model does not accept images)")
+
+
+def _synthetic(call: ToolCall) -> ToolResultMessage:
+    return ToolResultMessage(
+        tool_call_id=call.id,
+        tool_name=call.name,
+        content=[TextContent(NO_RESULT_TEXT)],
+        is_error=True,
+    )
+
+
+def wire_messages(
+    messages: list[Message],
+) -> list[UserMessage | AssistantMessage | ToolResultMessage]:
+    """The messages to send, in order, consistent about tool calls and results."""
+    out: list[UserMessage | AssistantMessage | ToolResultMessage] = []
+    pending: dict[str, ToolCall] = {}  # calls of the last reply still without a result
+
+    def close_pending() -> None:
+        for call in pending.values():
+            out.append(_synthetic(call))
+        pending.clear()
+
+    for message in messages:
+        if isinstance(message, ToolResultMessage):
+            if message.tool_call_id in pending:
+                del pending[message.tool_call_id]
+                out.append(message)
+            continue
+        if isinstance(message, AssistantMessage):
+            close_pending()
+            if message.stop_reason in ("error", "aborted") or not message.content:
+                continue
+            out.append(message)
+            for call in message.tool_calls:
+                pending[call.id] = call
+            continue
+        close_pending()
+        if isinstance(message, CustomMessage):
+            content: str | list[UserContent] = message.content
+            out.append(UserMessage(content=content, timestamp=message.timestamp))
+        elif isinstance(message, UserMessage):
+            out.append(message)
+    close_pending()
+    return out
+
+
+def user_parts(content: str | list[UserContent]) -> list[UserContent]:
+    """User content as a list of blocks."""
+    if isinstance(content, str):
+        return [TextContent(content)]
+    return list(content)
+
+
+def has_images(content: str | list[UserContent]) -> bool:
+    return not isinstance(content, str) and any(isinstance(c, ImageContent) for c in content)

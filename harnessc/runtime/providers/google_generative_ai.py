@@ -1,0 +1,245 @@
+"""The ``google-generative-ai`` wire API (Gemini):
+POST {base_url}/models/{id}:streamGenerateContent?alt=sse."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Any
+
+from harnessc.runtime.messages import (
+    AssistantMessage,
+    ImageContent,
+    StopReason,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    UserContent,
+    UserMessage,
+)
+from harnessc.runtime.options import THINKING_BUDGETS, ThinkingLevel
+from harnessc.runtime.providers.base import ProviderRequest
+from harnessc.runtime.providers.builder import MessageBuilder
+from harnessc.runtime.providers.convert import image_placeholder, wire_messages
+from harnessc.runtime.providers.errors import ProviderError, error_text_from_body
+from harnessc.runtime.providers.http import HttpProvider, HttpRequestSpec, join_url, json_data
+
+__all__ = [
+    "DEFAULT_GOOGLE_BASE_URL",
+    "GoogleGenerativeAIProvider",
+    "GoogleStreamState",
+    "build_google_payload",
+    "google_contents",
+]
+
+DEFAULT_GOOGLE_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
+
+_FINISH: dict[str, StopReason] = {"STOP": "stop", "MAX_TOKENS": "length"}
+
+
+def _parts(content: str | list[UserContent], images_ok: bool) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"text": content}] if content else []
+    out: list[dict[str, Any]] = []
+    for block in content:
+        if isinstance(block, TextContent):
+            if block.text:
+                out.append({"text": block.text})
+        elif images_ok:
+            out.append({"inlineData": {"mimeType": block.mime_type, "data": block.data}})
+        else:
+            out.append({"text": image_placeholder().text})
+    return out
+
+
+def _model_parts(message: AssistantMessage, same_api: bool) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, TextContent):
+            if block.text:
+                part: dict[str, Any] = {"text": block.text}
+                if same_api and block.text_signature:
+                    part["thoughtSignature"] = block.text_signature
+                out.append(part)
+        elif isinstance(block, ThinkingContent):
+            if same_api and block.thinking_signature and not block.redacted:
+                out.append(
+                    {
+                        "text": block.thinking,
+                        "thought": True,
+                        "thoughtSignature": block.thinking_signature,
+                    }
+                )
+        elif isinstance(block, ToolCall):
+            out.append({"functionCall": {"name": block.name, "args": block.arguments}})
+    return out
+
+
+def google_contents(request: ProviderRequest) -> list[dict[str, Any]]:
+    """The ``contents`` array; consecutive same-role turns are merged."""
+    model = request.model
+    images_ok = "image" in model.input
+    out: list[dict[str, Any]] = []
+
+    def add(role: str, parts: list[dict[str, Any]]) -> None:
+        if not parts:
+            return
+        if out and out[-1]["role"] == role:
+            out[-1]["parts"].extend(parts)
+        else:
+            out.append({"role": role, "parts": parts})
+
+    for message in wire_messages(request.context.messages):
+        if isinstance(message, UserMessage):
+            add("user", _parts(message.content, images_ok))
+        elif isinstance(message, AssistantMessage):
+            add("model", _model_parts(message, message.api == model.api))
+        else:
+            text = "\n".join(c.text for c in message.content if isinstance(c, TextContent))
+            key = "error" if message.is_error else "output"
+            parts: list[dict[str, Any]] = [
+                {"functionResponse": {"name": message.tool_name, "response": {key: text}}}
+            ]
+            images = [c for c in message.content if isinstance(c, ImageContent)]
+            parts.extend(_parts(list(images), images_ok))
+            add("user", parts)
+    return out
+
+
+def build_google_payload(request: ProviderRequest) -> dict[str, Any]:
+    """The JSON body of a streamGenerateContent request."""
+    model = request.model
+    payload: dict[str, Any] = {"contents": google_contents(request)}
+    system = request.context.system_prompt
+    if system:
+        payload["systemInstruction"] = {"parts": [{"text": system}]}
+    if request.context.tools:
+        payload["tools"] = [
+            {
+                "functionDeclarations": [
+                    {
+                        "name": t.name,
+                        "description": t.description,
+                        "parametersJsonSchema": t.parameters,
+                    }
+                    for t in request.context.tools
+                ]
+            }
+        ]
+    config: dict[str, Any] = {}
+    if model.max_tokens:
+        config["maxOutputTokens"] = model.max_tokens
+    level = ThinkingLevel(request.thinking_level)
+    if model.reasoning and level != ThinkingLevel.OFF:
+        config["thinkingConfig"] = {
+            "thinkingBudget": THINKING_BUDGETS[level],
+            "includeThoughts": True,
+        }
+    if config:
+        payload["generationConfig"] = config
+    return payload
+
+
+class GoogleStreamState:
+    """Reads GenerateContentResponse chunks: text, thoughts, function calls, usage."""
+
+    __slots__ = ("builder", "done", "_finish", "_calls", "_blocked")
+
+    def __init__(self, builder: MessageBuilder) -> None:
+        self.builder = builder
+        self.done = False
+        self._finish: str | None = None
+        self._calls = 0
+        self._blocked: str | None = None
+
+    def handle(self, event: str, data: str) -> None:
+        chunk = json_data(data)
+        if type(chunk) is not dict:
+            return
+        if chunk.get("error"):
+            raise ProviderError(error_text_from_body(data) or "the server reported an error")
+        builder = self.builder
+        candidates = chunk.get("candidates")
+        if candidates:
+            candidate = candidates[0]
+            content = candidate.get("content")
+            parts = content.get("parts") if content else None
+            if parts:
+                for part in parts:
+                    self._part(part)
+            finish = candidate.get("finishReason")
+            if finish:
+                self._finish = finish
+                reason = _FINISH.get(finish)
+                if reason is not None:
+                    builder.stop_reason = reason
+        feedback = chunk.get("promptFeedback")
+        if feedback and feedback.get("blockReason"):
+            self._blocked = str(feedback["blockReason"])
+        usage = chunk.get("usageMetadata")
+        if usage:
+            self._usage(usage)
+
+    def _part(self, part: dict[str, Any]) -> None:
+        builder = self.builder
+        call = part.get("functionCall")
+        if call is not None:
+            self._calls += 1
+            name = call.get("name") or ""
+            call_id = call.get("id") or f"call_{secrets.token_hex(6)}"
+            index = builder.start_tool(call_id, name)
+            args = call.get("args")
+            arguments = args if isinstance(args, dict) else {}
+            builder.tool_delta(index, json.dumps(arguments, ensure_ascii=False))
+            builder.end_block()
+            return
+        text = part.get("text")
+        signature = part.get("thoughtSignature")
+        if part.get("thought"):
+            if text:
+                builder.thinking(text)
+            if signature:
+                builder.thinking_signature(signature, replace=True)
+        elif text is not None:
+            if text:
+                builder.text(text)
+            if signature:
+                builder.text_signature(signature)
+
+    def _usage(self, raw: dict[str, Any]) -> None:
+        usage = self.builder.partial.usage
+        prompt = int(raw.get("promptTokenCount") or 0)
+        cached = int(raw.get("cachedContentTokenCount") or 0)
+        usage.input = max(0, prompt - cached)
+        usage.cache_read = cached
+        usage.output = int(raw.get("candidatesTokenCount") or 0) + int(
+            raw.get("thoughtsTokenCount") or 0
+        )
+
+    def end(self) -> None:
+        if self._blocked is not None:
+            raise ProviderError(f"the prompt was blocked (blockReason {self._blocked})")
+        if self._finish is None:
+            return
+        if self._finish not in _FINISH:
+            raise ProviderError(f"the model stopped the reply (finishReason {self._finish})")
+        self.done = True
+
+
+class GoogleGenerativeAIProvider(HttpProvider):
+    """Streams Gemini generateContent."""
+
+    api = "google-generative-ai"
+    default_provider = "google"
+
+    def build_request(self, request: ProviderRequest, api_key: str | None) -> HttpRequestSpec:
+        model = request.model
+        base = model.base_url or DEFAULT_GOOGLE_BASE_URL
+        headers = {"content-type": "application/json", "accept": "text/event-stream"}
+        if api_key:
+            headers["x-goog-api-key"] = api_key
+        url = join_url(base, f"models/{model.id}:streamGenerateContent?alt=sse")
+        return HttpRequestSpec(url, headers, build_google_payload(request))
+
+    def new_state(self, builder: MessageBuilder, request: ProviderRequest) -> GoogleStreamState:
+        return GoogleStreamState(builder)

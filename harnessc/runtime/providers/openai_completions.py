@@ -1,0 +1,334 @@
+"""The ``openai-completions`` wire API: POST {base_url}/chat/completions, streamed.
+
+Serves OpenAI and every OpenAI-compatible server (vLLM, Ollama, llama.cpp server,
+LM Studio, ...) picked by ``Model.base_url``. Fields some servers reject are
+governed by ``Model.compat`` (see ``openai_compat``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from harnessc.runtime.messages import (
+    AssistantMessage,
+    ImageContent,
+    StopReason,
+    TextContent,
+    ToolCall,
+    UserContent,
+    UserMessage,
+)
+from harnessc.runtime.options import Model, ThinkingLevel
+from harnessc.runtime.providers.base import ProviderRequest
+from harnessc.runtime.providers.builder import MessageBuilder
+from harnessc.runtime.providers.convert import image_placeholder, wire_messages
+from harnessc.runtime.providers.errors import ProviderError, error_text_from_body
+from harnessc.runtime.providers.http import HttpProvider, HttpRequestSpec, join_url, json_data
+
+__all__ = [
+    "DEFAULT_OPENAI_BASE_URL",
+    "OpenAICompletionsProvider",
+    "OpenAIStreamState",
+    "build_openai_payload",
+    "openai_compat",
+    "openai_messages",
+]
+
+DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+
+_EFFORT = {
+    ThinkingLevel.MINIMAL: "minimal",
+    ThinkingLevel.LOW: "low",
+    ThinkingLevel.MEDIUM: "medium",
+    ThinkingLevel.HIGH: "high",
+    ThinkingLevel.XHIGH: "high",
+}
+
+_FINISH: dict[str, StopReason] = {
+    "stop": "stop",
+    "end_turn": "stop",
+    "length": "length",
+    "max_tokens": "length",
+    "tool_calls": "toolUse",
+    "function_call": "toolUse",
+}
+
+
+def openai_compat(model: Model) -> dict[str, Any]:
+    """The server switches for ``model``: defaults by server, then ``Model.compat``.
+
+    Keys: supports_usage_in_streaming, supports_reasoning_effort, max_tokens_field
+    ("max_completion_tokens" | "max_tokens" | None), supports_developer_role,
+    supports_store, supports_metadata (OpenAI accepts metadata only with store=true,
+    so it is off unless turned on), supports_prompt_cache_key, supports_xhigh,
+    reasoning_effort_map (level name -> value).
+    """
+    base = model.base_url or DEFAULT_OPENAI_BASE_URL
+    official = "api.openai.com" in base
+    compat: dict[str, Any] = {
+        "supports_usage_in_streaming": True,
+        "supports_reasoning_effort": model.reasoning,
+        "max_tokens_field": "max_completion_tokens" if official else "max_tokens",
+        "supports_developer_role": official and model.reasoning,
+        "supports_store": official,
+        "supports_metadata": False,
+        "supports_prompt_cache_key": official,
+        "supports_xhigh": False,
+        "reasoning_effort_map": {},
+    }
+    compat.update(model.compat)
+    return compat
+
+
+def _image_part(image: ImageContent) -> dict[str, Any]:
+    return {
+        "type": "image_url",
+        "image_url": {"url": f"data:{image.mime_type};base64,{image.data}"},
+    }
+
+
+def _user_content(content: str | list[UserContent], images_ok: bool) -> Any:
+    if isinstance(content, str):
+        return content
+    parts: list[dict[str, Any]] = []
+    for block in content:
+        if isinstance(block, TextContent):
+            parts.append({"type": "text", "text": block.text})
+        elif images_ok:
+            parts.append(_image_part(block))
+        else:
+            parts.append({"type": "text", "text": image_placeholder().text})
+    if all(p["type"] == "text" for p in parts):
+        return "\n".join(p["text"] for p in parts)
+    return parts
+
+
+def _assistant(message: AssistantMessage) -> dict[str, Any] | None:
+    text = "".join(c.text for c in message.content if isinstance(c, TextContent))
+    calls = [
+        {
+            "id": c.id,
+            "type": "function",
+            "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)},
+        }
+        for c in message.content
+        if isinstance(c, ToolCall)
+    ]
+    if not text and not calls:
+        return None
+    out: dict[str, Any] = {"role": "assistant", "content": text or None}
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+def openai_messages(request: ProviderRequest, compat: dict[str, Any]) -> list[dict[str, Any]]:
+    """The chat-completions ``messages`` for a request's system prompt and history."""
+    model = request.model
+    images_ok = "image" in model.input
+    out: list[dict[str, Any]] = []
+    system = request.context.system_prompt
+    if system:
+        role = "developer" if compat.get("supports_developer_role") else "system"
+        out.append({"role": role, "content": system})
+    result_images: list[ImageContent] = []
+
+    def flush_images() -> None:
+        if result_images:
+            parts: list[dict[str, Any]] = [
+                {"type": "text", "text": "Images returned by the tool calls above:"}
+            ]
+            parts.extend(_image_part(image) for image in result_images)
+            out.append({"role": "user", "content": parts})
+            result_images.clear()
+
+    for message in wire_messages(request.context.messages):
+        if isinstance(message, UserMessage):
+            flush_images()
+            out.append({"role": "user", "content": _user_content(message.content, images_ok)})
+        elif isinstance(message, AssistantMessage):
+            flush_images()
+            mapped = _assistant(message)
+            if mapped is not None:
+                out.append(mapped)
+        else:
+            text = "\n".join(c.text for c in message.content if isinstance(c, TextContent))
+            images = [c for c in message.content if isinstance(c, ImageContent)]
+            if images and images_ok:
+                result_images.extend(images)
+                text = text or "(see the attached image)"
+            elif images:
+                text = (text + "\n" if text else "") + image_placeholder().text
+            out.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": text})
+    flush_images()
+    return out
+
+
+def build_openai_payload(request: ProviderRequest) -> dict[str, Any]:
+    """The JSON body of a streamed chat-completions request."""
+    model = request.model
+    compat = openai_compat(model)
+    options = request.stream_options
+    payload: dict[str, Any] = {
+        "model": model.id,
+        "messages": openai_messages(request, compat),
+        "stream": True,
+    }
+    if compat.get("supports_usage_in_streaming"):
+        payload["stream_options"] = {"include_usage": True}
+    field = compat.get("max_tokens_field")
+    if field and model.max_tokens:
+        payload[field] = model.max_tokens
+    if request.context.tools:
+        payload["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": tool.parameters,
+                },
+            }
+            for tool in request.context.tools
+        ]
+    level = ThinkingLevel(request.thinking_level)
+    if level != ThinkingLevel.OFF and model.reasoning and compat.get("supports_reasoning_effort"):
+        effort_map = compat.get("reasoning_effort_map") or {}
+        effort = effort_map.get(level.value)
+        if effort is None:
+            effort = (
+                "xhigh"
+                if level == ThinkingLevel.XHIGH and compat.get("supports_xhigh")
+                else _EFFORT[level]
+            )
+        payload["reasoning_effort"] = effort
+    metadata = options.metadata
+    if metadata and compat.get("supports_metadata"):
+        payload["metadata"] = {str(k): str(v) for k, v in metadata.items()}
+        payload["store"] = True
+    elif compat.get("supports_store"):
+        payload["store"] = False
+    retention = options.cache_retention or "short"
+    if compat.get("supports_prompt_cache_key") and retention != "none" and request.session_id:
+        payload["prompt_cache_key"] = request.session_id
+        if retention == "long":
+            payload["prompt_cache_retention"] = "24h"
+    return payload
+
+
+class OpenAIStreamState:
+    """Reads chat-completion chunks: text, reasoning, indexed tool-call fragments, usage."""
+
+    __slots__ = ("builder", "done", "_tools", "_last_key", "_finish", "_filtered")
+
+    def __init__(self, builder: MessageBuilder) -> None:
+        self.builder = builder
+        self.done = False
+        self._tools: dict[Any, int] = {}  # tool-call index (or id) -> content index
+        self._last_key: Any = None
+        self._finish = False
+        self._filtered: str | None = None
+
+    def handle(self, event: str, data: str) -> None:
+        if data[:1] == "[" and data.strip() == "[DONE]":
+            self.done = True
+            return
+        chunk = json_data(data)
+        if type(chunk) is not dict:
+            return
+        if "error" in chunk and chunk["error"]:
+            text = error_text_from_body(data) or "the server reported an error"
+            raise ProviderError(text, retryable=not self.builder.has_content)
+        choices = chunk.get("choices")
+        if choices:
+            choice = choices[0]
+            delta = choice.get("delta")
+            if delta:
+                builder = self.builder
+                reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+                if reasoning and type(reasoning) is str:
+                    builder.thinking(reasoning)
+                content = delta.get("content")
+                if content:
+                    builder.text(content)
+                calls = delta.get("tool_calls")
+                if calls:
+                    self._tool_calls(calls)
+            finish = choice.get("finish_reason")
+            if finish:
+                self._finish = True
+                reason = _FINISH.get(finish)
+                if reason is None:
+                    self._filtered = finish
+                else:
+                    self.builder.stop_reason = reason
+        usage = chunk.get("usage")
+        if usage:
+            self._usage(usage)
+
+    def _tool_calls(self, calls: list[dict[str, Any]]) -> None:
+        builder = self.builder
+        for call in calls:
+            key = call.get("index")
+            call_id = call.get("id")
+            if key is None:  # servers that send whole calls without an index
+                key = call_id if call_id and call_id not in self._tools else self._last_key
+                if key is None:
+                    key = 0
+            self._last_key = key
+            function = call.get("function") or {}
+            index = self._tools.get(key)
+            if index is None:
+                index = builder.start_tool(
+                    call_id or f"call_{len(self._tools)}", function.get("name") or ""
+                )
+                self._tools[key] = index
+            else:
+                block = builder.partial.content[index]
+                if isinstance(block, ToolCall):
+                    if call_id and not block.id:
+                        block.id = call_id
+                    if function.get("name") and not block.name:
+                        block.name = function["name"]
+            arguments = function.get("arguments")
+            if arguments:
+                if type(arguments) is not str:
+                    arguments = json.dumps(arguments)
+                builder.tool_delta(index, arguments)
+
+    def _usage(self, raw: dict[str, Any]) -> None:
+        usage = self.builder.partial.usage
+        prompt = int(raw.get("prompt_tokens") or 0)
+        details = raw.get("prompt_tokens_details") or {}
+        cached = int(details.get("cached_tokens") or 0) if isinstance(details, dict) else 0
+        usage.input = max(0, prompt - cached)
+        usage.cache_read = cached
+        usage.output = int(raw.get("completion_tokens") or 0)
+
+    def end(self) -> None:
+        if self._filtered is not None:
+            raise ProviderError(
+                f"the provider stopped the reply (finish_reason {self._filtered!r})"
+            )
+        if self._finish:
+            self.done = True
+
+
+class OpenAICompletionsProvider(HttpProvider):
+    """Streams OpenAI chat completions (and OpenAI-compatible servers)."""
+
+    api = "openai-completions"
+    default_provider = "openai"
+
+    def build_request(self, request: ProviderRequest, api_key: str | None) -> HttpRequestSpec:
+        base = request.model.base_url or DEFAULT_OPENAI_BASE_URL
+        headers = {"content-type": "application/json", "accept": "text/event-stream"}
+        if api_key:
+            headers["authorization"] = f"Bearer {api_key}"
+        return HttpRequestSpec(
+            join_url(base, "chat/completions"), headers, build_openai_payload(request)
+        )
+
+    def new_state(self, builder: MessageBuilder, request: ProviderRequest) -> OpenAIStreamState:
+        return OpenAIStreamState(builder)

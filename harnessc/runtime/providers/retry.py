@@ -1,0 +1,90 @@
+"""Retry policy of provider requests: which failures, how long to wait."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Mapping
+from email.utils import parsedate_to_datetime
+
+from harnessc.runtime.options import RetryOptions
+from harnessc.runtime.signal import AbortSignal
+
+__all__ = [
+    "DEFAULT_MAX_RETRIES",
+    "DEFAULT_MAX_RETRY_DELAY_MS",
+    "backoff_delay_ms",
+    "is_retryable_status",
+    "parse_retry_after_ms",
+    "retry_delay_ms",
+    "sleep_unless_aborted",
+]
+
+DEFAULT_MAX_RETRIES = 3
+DEFAULT_MAX_RETRY_DELAY_MS = 60_000
+
+
+def is_retryable_status(status: int) -> bool:
+    """408 timeout, 409 conflict, 429 rate limit and every 5xx may succeed later."""
+    return status in (408, 409, 429) or 500 <= status <= 599
+
+
+def parse_retry_after_ms(headers: Mapping[str, str], now: float | None = None) -> int | None:
+    """The wait a response asks for: ``retry-after-ms``, or ``Retry-After`` in
+    seconds or as an HTTP date. ``headers`` must have lower-case keys or be case-blind."""
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms:
+        try:
+            return max(0, int(float(raw_ms)))
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if not raw:
+        return None
+    raw = raw.strip()
+    try:
+        return max(0, int(float(raw) * 1000))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    if when is None:
+        return None
+    current = time.time() if now is None else now
+    return max(0, int((when.timestamp() - current) * 1000))
+
+
+def backoff_delay_ms(attempt: int, options: RetryOptions) -> int:
+    """Exponential backoff for the 1-based ``attempt`` that failed, with jitter."""
+    base = options.base_delay_ms * (options.multiplier ** max(0, attempt - 1))
+    jitter = max(0.0, min(1.0, options.jitter))
+    if jitter:
+        base *= random.uniform(1.0 - jitter, 1.0 + jitter)
+    return max(0, int(base))
+
+
+def retry_delay_ms(
+    attempt: int,
+    options: RetryOptions,
+    retry_after_ms: int | None,
+    max_delay_ms: int,
+) -> int:
+    """The wait before the next attempt: the server's ask, else backoff; capped."""
+    delay = retry_after_ms if retry_after_ms is not None else backoff_delay_ms(attempt, options)
+    return max(0, min(delay, max_delay_ms))
+
+
+async def sleep_unless_aborted(signal: AbortSignal, delay_ms: int) -> bool:
+    """Sleep ``delay_ms``; returns False at once if ``signal`` aborts meanwhile."""
+    if signal.aborted:
+        return False
+    if delay_ms <= 0:
+        return True
+    try:
+        await asyncio.wait_for(signal.wait(), timeout=delay_ms / 1000)
+    except TimeoutError:
+        return True
+    return False
