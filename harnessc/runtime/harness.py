@@ -271,7 +271,13 @@ class AgentHarness:
 
     @property
     def pending_tool_calls(self) -> list[ToolCall]:
-        return list(self._run.pending_external) if self._run is not None else []
+        """Calls without a result in a paused run (external ones when awaiting a tool)."""
+        run = self._run
+        if run is None or self._busy:
+            return []
+        if self.state is LoopState.AWAITING_TOOL:
+            return list(run.pending_external)
+        return [c for c in run.calls if c.id not in run.results]
 
     @property
     def paused_reason(self) -> str | None:

@@ -105,8 +105,10 @@ class UnknownHookError(ValueError):
 
 def canonical_hook_name(name: str) -> str:
     """The canonical moment for any accepted name; raises UnknownHookError otherwise."""
-    if name in ACTING_HOOKS or name in EVENT_TYPES or name in EVENT_ALIASES:
+    if name in ACTING_HOOKS or name in EVENT_TYPES:
         return name
+    if name in EVENT_ALIASES:
+        return EVENT_ALIASES[name][0]
     alias = HOOK_ALIASES.get(name)
     if alias is not None:
         return alias
@@ -141,17 +143,17 @@ class HookSpec:
 
 
 def accepts_context(handler: Callable[..., Any]) -> bool:
-    """True when ``handler`` takes a second positional argument (the harness)."""
+    """True when ``handler`` requires a second positional argument (the harness)."""
     try:
         params = list(inspect.signature(handler).parameters.values())
     except (TypeError, ValueError):
         return False
-    positional = [
+    required = [
         p
         for p in params
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
     ]
-    return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
+    return len(required) >= 2
 
 
 # -- hook events --------------------------------------------------------------

@@ -1,0 +1,103 @@
+"""Rebuild a harness's state from its event log, without calling a model (seed 004).
+
+``replay_events`` folds a recorded stream (Event objects or their JSON dicts, e.g. the
+lines of ``--json`` output) into the same observable state ``AgentHarness.snapshot``
+reports at the end of the live run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from harnessc.runtime.events import Event, to_jsonable
+from harnessc.runtime.loop import LoopState, StateMachine
+
+__all__ = ["ReplayState", "replay_events"]
+
+
+@dataclass(slots=True)
+class ReplayState:
+    state: str = LoopState.IDLE.value
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    model: str | None = None
+    thinking_level: str | None = None
+    active_tools: list[str] | None = None
+    pending_tool_calls: list[str] = field(default_factory=list)
+    usage: dict[str, Any] = field(default_factory=dict)
+    last_seq: int = 0
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "state": self.state,
+            "messages": self.messages,
+            "pending_tool_calls": self.pending_tool_calls,
+            "usage": self.usage,
+        }
+
+
+def _as_dict(event: Event | dict[str, Any]) -> dict[str, Any]:
+    return event.to_dict() if isinstance(event, Event) else event
+
+
+def replay_events(
+    events: Iterable[Event | dict[str, Any]], start: ReplayState | None = None
+) -> ReplayState:
+    """Fold ``events`` into a ReplayState; transitions are re-checked by the state machine."""
+    state = start or ReplayState()
+    machine = StateMachine(state=LoopState(state.state))
+    usage = {"turns": 0, "tool_calls": 0, "tokens": 0, "cost_usd": 0.0}
+    usage.update({k: v for k, v in state.usage.items() if k in usage})
+    for raw in events:
+        data = _as_dict(raw)
+        kind = data.get("type")
+        state.last_seq = int(data.get("seq", state.last_seq) or state.last_seq)
+        if kind == "state_change":
+            target = LoopState(str(data["to_state"]))
+            if target is LoopState.PLANNING and machine.state is LoopState.DONE:
+                machine = StateMachine()  # a new run starts a new machine
+            elif machine.state is LoopState.DONE or (
+                machine.state.value != data.get("from_state")
+            ):
+                machine = StateMachine(state=LoopState(str(data["from_state"])))
+            machine.transition(target)
+        elif kind == "agent_start":
+            usage = {"turns": 0, "tool_calls": 0, "tokens": 0, "cost_usd": 0.0}
+            state.pending_tool_calls = []
+        elif kind == "turn_start":
+            usage["turns"] += 1
+        elif kind == "tool_execution_start":
+            usage["tool_calls"] += 1
+        elif kind == "message_end":
+            message = data.get("message")
+            if isinstance(message, dict):
+                state.messages.append({k: v for k, v in message.items() if k != "timestamp"})
+                if message.get("role") == "assistant":
+                    tokens = message.get("usage") or {}
+                    usage["tokens"] += int(tokens.get("input", 0)) + int(tokens.get("output", 0))
+                    usage["cost_usd"] += float((tokens.get("cost") or {}).get("total", 0.0))
+        elif kind == "agent_pause":
+            calls = data.get("pending_tool_calls") or []
+            state.pending_tool_calls = [c.get("id", "") for c in calls if isinstance(c, dict)]
+        elif kind in ("agent_resume", "agent_end"):
+            state.pending_tool_calls = []
+        elif kind == "model_update":
+            state.model = data.get("model_id")
+        elif kind == "thinking_level_update":
+            state.thinking_level = data.get("level")
+        elif kind == "tools_update":
+            state.active_tools = list(data.get("active_tool_names") or [])
+        elif kind == "session_compact":
+            state.messages = []  # the context was rebuilt; later events carry it again
+    state.state = machine.state.value
+    state.usage = {
+        "turns": usage["turns"],
+        "tool_calls": usage["tool_calls"],
+        "tokens": usage["tokens"],
+        "cost_usd": round(float(usage["cost_usd"]), 6),
+    }
+    return state
+
+
+_ = to_jsonable
