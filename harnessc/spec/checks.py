@@ -1,0 +1,364 @@
+"""Cross-field and on-disk checks of a spec, run on the raw YAML data.
+
+They work on the plain data (not the validated model) so they run even when another
+part of the file has a type error: every problem of a file is reported at once.
+Shapes that are wrong are skipped here; the model validation reports them.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import os
+import shlex
+from collections.abc import Iterator
+from pathlib import Path as FsPath
+from typing import Any
+
+from harnessc.runtime.hooks import canonical_hook_name
+from harnessc.spec.diagnostics import Diagnostic, Severity, did_you_mean
+from harnessc.spec.envref import ENV_FIELDS, malformed_env_ref
+from harnessc.spec.models import BUILTIN_TOOLS
+from harnessc.spec.yamlsource import Path, YamlSource
+
+__all__ = ["check_spec", "tool_names"]
+
+_TOOL_MOMENT = "tool_call"
+_SKIP_DIRS = {"__pycache__", "node_modules", "venv", ".venv", "site-packages"}
+
+
+class _Checker:
+    def __init__(self, source: YamlSource, spec_dir: FsPath) -> None:
+        self.source = source
+        self.data: dict[str, Any] = source.data if isinstance(source.data, dict) else {}
+        self.spec_dir = spec_dir
+        self.out: list[Diagnostic] = []
+        self._modules: list[str] | None = None
+
+    def report(self, path: Path, severity: Severity, message: str, *, key: bool = False) -> None:
+        mark = self.source.mark(path, key=key)
+        self.out.append(Diagnostic(self.source.path, mark.line, mark.col, severity, message))
+
+    def run(self) -> list[Diagnostic]:
+        self.check_model_ref()
+        self.check_models()
+        names = self.check_tools()
+        active = self.check_active_tools(names)
+        self.check_extensions(active)
+        self.check_resources()
+        self.check_hooks()
+        self.check_env_strings()
+        return self.out
+
+    # -- models ------------------------------------------------------------------------
+
+    def check_model_ref(self) -> None:
+        models = self.data.get("models")
+        model = self.data.get("model")
+        if isinstance(models, dict) and models and isinstance(model, str) and model:
+            if model not in models:
+                hint = did_you_mean(model, models)
+                keys = ", ".join(repr(k) for k in models)
+                self.report(
+                    ("model",), "error", f"model {model!r} is not a key of models ({keys}){hint}"
+                )
+
+    def check_models(self) -> None:
+        models = self.data.get("models")
+        if not isinstance(models, dict):
+            return
+        for key, model in models.items():
+            if not isinstance(model, dict) or "api_key_env" in model:
+                continue
+            if (
+                model.get("provider") in ("openai", "anthropic", "google")
+                and "base_url" not in model
+            ):
+                self.report(
+                    ("models", key),
+                    "warning",
+                    f"model {key!r} names no api_key_env; requests to the public "
+                    f"{model['provider']} API will carry no API key",
+                    key=True,
+                )
+
+    # -- tools -------------------------------------------------------------------------
+
+    def check_tools(self) -> dict[str, Path]:
+        names: dict[str, Path] = {}
+        tools = self.data.get("tools")
+        if not isinstance(tools, list):
+            return names
+        for i, (name, path) in enumerate(tool_names(tools)):
+            if name in names:
+                first = dotted_index(names[name])
+                self.report(path, "error", f"duplicate tool name {name!r} (also {first})")
+                continue
+            names[name] = path
+            entry = tools[i]
+            if isinstance(entry, dict) and "python" in entry:
+                spec = entry["python"]
+                function = spec.get("function") if isinstance(spec, dict) else spec
+                where = (
+                    ("tools", i, "python", "function")
+                    if isinstance(spec, dict)
+                    else ("tools", i, "python")
+                )
+                if isinstance(function, str):
+                    self.check_import(function, where)
+        return names
+
+    def check_active_tools(self, names: dict[str, Path]) -> set[str]:
+        active = self.data.get("active_tools")
+        if not isinstance(active, list):
+            return set(names)
+        seen: set[str] = set()
+        for i, name in enumerate(active):
+            if not isinstance(name, str) or not name:
+                continue
+            if name in seen:
+                self.report(("active_tools", i), "warning", f"active_tools lists {name!r} twice")
+            seen.add(name)
+            if name not in names and isinstance(self.data.get("tools", []), list):
+                hint = did_you_mean(name, names)
+                self.report(
+                    ("active_tools", i),
+                    "error",
+                    f"active_tools names {name!r}, which no tool defines{hint}",
+                )
+        return seen & set(names)
+
+    # -- extensions ----------------------------------------------------------------------
+
+    def check_extensions(self, active: set[str]) -> None:
+        extensions = self.data.get("extensions")
+        if not isinstance(extensions, dict) or "turn_continue" not in extensions:
+            return
+        config = extensions["turn_continue"]
+        if isinstance(config, dict) and config.get("max_continuations") == 0:
+            return
+        missing = [name for name in ("todo", "finish") if name not in active]
+        if missing:
+            listed = " and ".join(missing)
+            self.report(
+                ("extensions", "turn_continue"),
+                "error",
+                f"extension turn_continue needs the tools todo and finish to be active; "
+                f"add {listed} to tools (and to active_tools when it is set)",
+                key=True,
+            )
+
+    # -- resources -----------------------------------------------------------------------
+
+    def check_resources(self) -> None:
+        resources = self.data.get("resources")
+        if not isinstance(resources, dict):
+            return
+        for kind in ("skills", "prompt_templates"):
+            paths = resources.get(kind)
+            if not isinstance(paths, list):
+                continue
+            what = "skills folder" if kind == "skills" else "prompt templates folder"
+            for i, rel in enumerate(paths):
+                if isinstance(rel, str) and rel and not (self.spec_dir / rel).exists():
+                    self.report(
+                        ("resources", kind, i),
+                        "error",
+                        f"{what} {rel!r} does not exist (paths are relative to the spec's folder)",
+                    )
+
+    # -- hooks ---------------------------------------------------------------------------
+
+    def check_hooks(self) -> None:
+        hooks = self.data.get("hooks")
+        if not isinstance(hooks, dict):
+            return
+        for moment, handlers in hooks.items():
+            try:
+                canonical = canonical_hook_name(moment)
+            except ValueError:
+                continue  # reported by the model validation
+            if not isinstance(handlers, list):
+                continue
+            for i, handler in enumerate(handlers):
+                if not isinstance(handler, dict):
+                    continue
+                path: Path = ("hooks", moment, i)
+                if "block" in handler and canonical != _TOOL_MOMENT:
+                    self.report(
+                        (*path, "block"),
+                        "error",
+                        f"block rules apply to tool calls; move this handler from {moment!r} "
+                        "to 'tool_call'",
+                        key=True,
+                    )
+                if isinstance(handler.get("python"), str):
+                    self.check_import(handler["python"], (*path, "python"))
+                if isinstance(handler.get("command"), str):
+                    self.check_command(handler["command"], (*path, "command"))
+
+    def check_command(self, command: str, path: Path) -> None:
+        try:
+            words = shlex.split(command)
+        except ValueError as exc:
+            self.report(path, "error", f"command cannot be parsed: {exc}")
+            return
+        if not words or "/" not in words[0] or os.path.isabs(words[0]):
+            return
+        program = self.spec_dir / words[0]
+        if not program.exists():
+            self.report(
+                path, "warning", f"command {words[0]!r} does not exist in the spec's folder"
+            )
+        elif not os.access(program, os.X_OK):
+            self.report(path, "warning", f"command {words[0]!r} is not executable (chmod +x)")
+
+    # -- python import paths -------------------------------------------------------------
+
+    def module_file(self, module: str) -> FsPath | None:
+        base = self.spec_dir.joinpath(*module.split("."))
+        for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+            if candidate.is_file():
+                return candidate
+        return None
+
+    def local_modules(self) -> list[str]:
+        if self._modules is None:
+            found: list[str] = []
+            for root, dirs, files in os.walk(self.spec_dir):
+                dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS)
+                rel = FsPath(root).relative_to(self.spec_dir)
+                if len(rel.parts) > 3:
+                    dirs[:] = []
+                    continue
+                for name in sorted(files):
+                    if name.endswith(".py"):
+                        parts = [*rel.parts, name[:-3]]
+                        if parts[-1] == "__init__":
+                            parts = parts[:-1]
+                        if parts:
+                            found.append(".".join(parts))
+            self._modules = found
+        return self._modules
+
+    def check_import(self, target: str, path: Path) -> None:
+        if ":" not in target:
+            return
+        module, attr = target.split(":", 1)
+        file = self.module_file(module)
+        if file is None:
+            if importlib.util.find_spec(module.split(".")[0]) is not None:
+                return
+            hint = did_you_mean(module, self.local_modules())
+            self.report(
+                path,
+                "warning",
+                f"cannot find module {module!r} in the spec's folder or on sys.path{hint}",
+            )
+            return
+        names = _top_level_names(file)
+        first = attr.split(".")[0]
+        if names is not None and first not in names:
+            hint = did_you_mean(first, names)
+            self.report(path, "warning", f"module {module!r} defines no {first!r}{hint}")
+
+    # -- ${VAR} references -----------------------------------------------------------------
+
+    def check_env_strings(self) -> None:
+        for path, text in _env_strings(self.data):
+            bad = malformed_env_ref(text)
+            if bad is not None:
+                self.report(
+                    path,
+                    "warning",
+                    f"{bad!r} is not an environment reference (use ${{NAME}} or "
+                    f"${{NAME:-default}}; write $${{ for a literal '${{')",
+                )
+
+
+def check_spec(source: YamlSource, spec_dir: FsPath) -> list[Diagnostic]:
+    """Cross-field and on-disk problems of one spec (paths resolve against ``spec_dir``)."""
+    return _Checker(source, spec_dir).run()
+
+
+def dotted_index(path: Path) -> str:
+    return f"tools[{path[1]}]" if len(path) > 1 else "tools"
+
+
+def tool_names(tools: list[Any]) -> Iterator[tuple[str, Path]]:
+    """The name each well-formed tool entry gives its tool (raw YAML data)."""
+    for i, entry in enumerate(tools):
+        path: Path = ("tools", i)
+        if isinstance(entry, str) and entry in BUILTIN_TOOLS:
+            yield entry, path
+        elif isinstance(entry, dict) and len(entry) == 1:
+            kind, config = next(iter(entry.items()))
+            if kind in BUILTIN_TOOLS:
+                yield kind, path
+            elif kind == "python":
+                name = None
+                function = config
+                if isinstance(config, dict):
+                    name = config.get("name")
+                    function = config.get("function")
+                if isinstance(name, str):
+                    yield name, path
+                elif isinstance(function, str) and ":" in function:
+                    yield function.rsplit(":", 1)[1].rsplit(".", 1)[-1], path
+            elif kind == "external" and isinstance(config, dict):
+                name = config.get("name")
+                if isinstance(name, str):
+                    yield name, path
+
+
+def _env_strings(data: Any) -> Iterator[tuple[Path, str]]:
+    """Every string where ${VAR} references are expanded (``ENV_FIELDS``)."""
+
+    def walk(node: Any, pattern: tuple[str, ...], path: Path) -> Iterator[tuple[Path, str]]:
+        if not pattern or pattern == ("**",):
+            if isinstance(node, str):
+                yield path, node
+            elif pattern and isinstance(node, dict | list):
+                items = node.items() if isinstance(node, dict) else enumerate(node)
+                for key, value in items:
+                    yield from walk(value, pattern, (*path, key))
+            return
+        if not isinstance(node, dict):
+            return
+        head, rest = pattern[0], pattern[1:]
+        keys = list(node) if head == "*" else [head] if head in node else []
+        for key in keys:
+            yield from walk(node[key], rest, (*path, key))
+
+    for pattern in ENV_FIELDS:
+        yield from walk(data, pattern, ())
+
+
+def _top_level_names(file: FsPath) -> set[str] | None:
+    """Names a module defines at top level, read without importing it."""
+    try:
+        tree = ast.parse(file.read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return None
+    names: set[str] = set()
+    statements: list[ast.stmt] = list(tree.body)
+    while statements:
+        node = statements.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            if any(alias.name == "*" for alias in node.names):
+                return None
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.If | ast.Try | ast.With):
+            # Conditional definitions: count every branch.
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                for child in getattr(node, field, []):
+                    statements.extend(
+                        child.body if isinstance(child, ast.ExceptHandler) else [child]
+                    )
+    return names

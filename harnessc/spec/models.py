@@ -1,0 +1,621 @@
+"""Pydantic models of an agent spec (the YAML a user writes), version 1.
+
+Decoding is strict: unknown keys are rejected, values are not coerced between types,
+negative counts are invalid. Cross-field rules (model references, active tools,
+extension needs, paths on disk) live in ``checks.py`` so they run even when a part of
+the file fails here, and every problem of a file is reported at once.
+"""
+
+from __future__ import annotations
+
+import keyword
+import math
+import re
+import sys
+from collections.abc import Callable
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetJsonSchemaHandler,
+    PlainValidator,
+    ValidationInfo,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, PydanticCustomError
+
+from harnessc.runtime.hooks import HOOK_NAMES, canonical_hook_name
+from harnessc.spec.diagnostics import did_you_mean
+
+__all__ = [
+    "BUILTIN_TOOLS",
+    "DEFAULT_BASE_URLS",
+    "PROVIDER_APIS",
+    "SPEC_VERSION",
+    "AgentSpec",
+    "BlockRuleSpec",
+    "BudgetSpec",
+    "CompactionSpec",
+    "CostSpec",
+    "ExtensionsSpec",
+    "ExternalToolSpec",
+    "HookHandlerSpec",
+    "ModelSpec",
+    "PythonToolSpec",
+    "ResourcesSpec",
+    "SessionIndexSpec",
+    "SessionSpec",
+    "SpecModel",
+    "StreamSpec",
+    "ToolEntry",
+    "TurnContinueSpec",
+    "TurnNudgeSpec",
+    "module_name",
+]
+
+SPEC_VERSION = 1
+
+PROVIDER_APIS: dict[str, str] = {
+    "openai": "openai-completions",
+    "anthropic": "anthropic-messages",
+    "google": "google-generative-ai",
+}
+DEFAULT_BASE_URLS: dict[str, str] = {
+    "openai": "https://api.openai.com/v1",
+    "anthropic": "https://api.anthropic.com",
+    "google": "https://generativelanguage.googleapis.com/v1beta",
+}
+BUILTIN_TOOLS: tuple[str, ...] = (
+    "bash",
+    "read",
+    "write",
+    "edit",
+    "ls",
+    "grep",
+    "find",
+    "todo",
+    "finish",
+)
+
+# Mirrors of the runtime extension defaults (tests/compiler check they stay equal).
+DEFAULT_CONTINUE_PROMPT = (
+    "Keep going on the task. Review the remaining work, do the next concrete step, "
+    "and call finish when everything is done or you are blocked."
+)
+DEFAULT_NUDGE_NOTICE = "[budget status] {steps} steps taken, {elapsed} elapsed in this turn."
+DEFAULT_NUDGE_LIMIT_MESSAGE = (
+    "[budget status] {steps} steps taken, {elapsed} elapsed: the step or time limit of this "
+    "turn is reached. Summarise what you did and what is left, then end the turn."
+)
+
+
+class SpecModel(BaseModel):
+    """Strict base: unknown keys are errors, no type coercion, no inf/nan."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        allow_inf_nan=False,
+        use_attribute_docstrings=True,
+        populate_by_name=False,
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _remember_model(cls, data: Any, info: ValidationInfo) -> Any:
+        # Which model validated which mapping: the diagnostics use it to suggest keys.
+        if isinstance(data, dict) and isinstance(info.context, dict):
+            info.context.setdefault("models", {})[id(data)] = cls
+        return data
+
+
+def _custom(kind: str, message: str) -> PydanticCustomError:
+    return PydanticCustomError(kind, message.replace("{", "{{").replace("}", "}}"))
+
+
+# -- scalar types ---------------------------------------------------------------------
+
+NonNegInt = Annotated[int, Field(ge=0)]
+PosInt = Annotated[int, Field(gt=0)]
+
+
+def _number_check(
+    *, gt: float | None = None, ge: float | None = None, le: float | None = None
+) -> Callable[[Any], float]:
+    """A finite int or float that keeps the type written (120 stays 120 in the output)."""
+
+    def check(value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise PydanticCustomError("float_type", "Input should be a number")
+        if not math.isfinite(value):
+            raise PydanticCustomError("finite_number", "Input should be a finite number")
+        if gt is not None and not value > gt:
+            raise PydanticCustomError("greater_than", "out of range", {"bound": gt})
+        if ge is not None and not value >= ge:
+            raise PydanticCustomError("greater_than_equal", "out of range", {"bound": ge})
+        if le is not None and not value <= le:
+            raise PydanticCustomError("less_than_equal", "out of range", {"bound": le})
+        return value
+
+    return check
+
+
+NonNegFloat = Annotated[
+    float, PlainValidator(_number_check(ge=0)), WithJsonSchema({"type": "number", "minimum": 0})
+]
+PosFloat = Annotated[
+    float,
+    PlainValidator(_number_check(gt=0)),
+    WithJsonSchema({"type": "number", "exclusiveMinimum": 0}),
+]
+Ratio = Annotated[
+    float,
+    PlainValidator(_number_check(gt=0, le=1)),
+    WithJsonSchema({"type": "number", "exclusiveMinimum": 0, "maximum": 1}),
+]
+NonEmptyStr = Annotated[str, Field(min_length=1)]
+JsonObject = dict[str, Any]
+
+_AGENT_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
+_TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+_IMPORT_PATH = re.compile(
+    r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
+)
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_RESERVED_MODULES = frozenset({"harnessc", "test", "tests"}) | frozenset(sys.stdlib_module_names)
+
+
+def module_name(agent_name: str) -> str:
+    """The Python module an agent compiles to: ``-`` becomes ``_``."""
+    return agent_name.replace("-", "_")
+
+
+def _check_agent_name(value: str) -> str:
+    if not _AGENT_NAME.match(value):
+        raise _custom(
+            "agent_name",
+            f"invalid agent name {value!r}: use lowercase letters, digits, '_' and '-', "
+            "starting with a letter (at most 64 characters)",
+        )
+    module = module_name(value)
+    if keyword.iskeyword(module) or module in _RESERVED_MODULES:
+        raise _custom(
+            "agent_name",
+            f"agent name {value!r} would compile to module {module}.py, which shadows "
+            "a Python keyword or module; pick another name",
+        )
+    return value
+
+
+def _check_tool_name(value: str) -> str:
+    if not _TOOL_NAME.match(value):
+        raise _custom(
+            "tool_name",
+            f"invalid tool name {value!r}: use letters, digits, '_' and '-' "
+            "(at most 64 characters, not starting with a digit or '-')",
+        )
+    return value
+
+
+def _check_import_path(value: str) -> str:
+    if not _IMPORT_PATH.match(value):
+        raise _custom(
+            "import_path",
+            f"invalid import path {value!r}: expected 'package.module:function'",
+        )
+    return value
+
+
+def _check_env_name(value: str) -> str:
+    if not _ENV_NAME.match(value):
+        raise _custom(
+            "env_name",
+            f"invalid environment variable name {value!r}: name the variable "
+            "(e.g. OPENAI_API_KEY), never the key itself",
+        )
+    return value
+
+
+def _check_regex(value: str) -> str:
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise _custom("regex", f"invalid regular expression {value!r}: {exc}") from None
+    return value
+
+
+def _check_version(value: int) -> int:
+    if value != SPEC_VERSION:
+        raise _custom(
+            "version",
+            f"unsupported spec version {value}; this harnessc reads version {SPEC_VERSION}",
+        )
+    return value
+
+
+def _check_hook_moment(value: str) -> str:
+    try:
+        canonical_hook_name(value)
+    except ValueError:
+        raise _custom(
+            "hook_moment",
+            f"unknown hook moment {value!r}{did_you_mean(value, HOOK_NAMES)}",
+        ) from None
+    return value
+
+
+AgentName = Annotated[
+    str,
+    AfterValidator(_check_agent_name),
+    WithJsonSchema({"type": "string", "pattern": _AGENT_NAME.pattern}),
+]
+ToolName = Annotated[
+    str,
+    AfterValidator(_check_tool_name),
+    WithJsonSchema({"type": "string", "pattern": _TOOL_NAME.pattern}),
+]
+_IMPORT_PATH_SCHEMA: dict[str, Any] = {
+    "type": "string",
+    "pattern": _IMPORT_PATH.pattern,
+    "description": "'package.module:function'; the spec's folder comes first on sys.path",
+}
+ImportPath = Annotated[str, AfterValidator(_check_import_path), WithJsonSchema(_IMPORT_PATH_SCHEMA)]
+EnvName = Annotated[
+    str,
+    AfterValidator(_check_env_name),
+    WithJsonSchema({"type": "string", "pattern": _ENV_NAME.pattern}),
+]
+Regex = Annotated[
+    str, AfterValidator(_check_regex), WithJsonSchema({"type": "string", "format": "regex"})
+]
+HookMoment = Annotated[
+    str,
+    AfterValidator(_check_hook_moment),
+    WithJsonSchema({"type": "string", "enum": sorted(HOOK_NAMES)}),
+]
+Version = Annotated[
+    int,
+    AfterValidator(_check_version),
+    WithJsonSchema({"const": SPEC_VERSION, "description": "Spec format version."}),
+]
+ThinkingLevelName = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
+QueueModeName = Literal["one-at-a-time", "all"]
+
+
+# -- models ---------------------------------------------------------------------------
+
+
+InputKind = Literal["text", "image"]
+
+
+def _default_input() -> list[InputKind]:
+    return ["text", "image"]
+
+
+class CostSpec(SpecModel):
+    """Dollars per million tokens."""
+
+    input: NonNegFloat = 0.0
+    output: NonNegFloat = 0.0
+    cache_read: NonNegFloat = 0.0
+    cache_write: NonNegFloat = 0.0
+
+
+class ModelSpec(SpecModel):
+    """One model the agent may call."""
+
+    provider: Literal["openai", "anthropic", "google"]
+    """Wire API: openai (chat completions, also any OpenAI-compatible server), anthropic, google."""
+    id: NonEmptyStr
+    """The provider's model id; may hold ${VAR} references."""
+    name: str | None = None
+    """Display name."""
+    base_url: NonEmptyStr | None = None
+    """Endpoint; default: the provider's public API. May hold ${VAR} / ${VAR:-default}."""
+    api_key_env: EnvName | None = None
+    """Name of the environment variable holding the API key (the key is never in the spec)."""
+    context_window: PosInt = 128_000
+    max_tokens: PosInt = 16_384
+    reasoning: bool = False
+    """The model supports thinking / reasoning effort."""
+    input: list[InputKind] = Field(default_factory=_default_input)
+    cost: CostSpec | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    """Extra HTTP headers; values may hold ${VAR} references."""
+    compat: JsonObject = Field(default_factory=dict)
+    """Switches for OpenAI-compatible servers, e.g. {supports_developer_role: false}."""
+
+
+class NoConfig(SpecModel):
+    """A built-in tool without options."""
+
+
+class BashSpec(SpecModel):
+    timeout_s: PosFloat | None = None
+    """Default timeout of one command, in seconds."""
+
+
+class PythonToolSpec(SpecModel):
+    """A Python function exposed as a tool; its parameters come from its signature."""
+
+    function: ImportPath
+    name: ToolName | None = None
+    """Tool name; default: the function's name."""
+    description: str | None = None
+    """Default: the function's docstring."""
+    parameters: JsonObject | None = None
+    """JSON Schema of the arguments; default: derived from the type hints."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, data: Any) -> Any:
+        return {"function": data} if isinstance(data, str) else data
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        schema = handler.resolve_ref_schema(handler(core_schema))
+        return {"anyOf": [_IMPORT_PATH_SCHEMA, schema]}
+
+
+class ExternalToolSpec(SpecModel):
+    """A tool whose result comes from the caller (a pull point: the run waits for it)."""
+
+    name: ToolName
+    description: NonEmptyStr
+    parameters: JsonObject = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    """JSON Schema of the arguments."""
+
+
+class ToolEntry(SpecModel):
+    """One tool: a built-in name (``read``), or a single key naming the kind with its options."""
+
+    bash: BashSpec | None = None
+    read: NoConfig | None = None
+    write: NoConfig | None = None
+    edit: NoConfig | None = None
+    ls: NoConfig | None = None
+    grep: NoConfig | None = None
+    find: NoConfig | None = None
+    todo: NoConfig | None = None
+    finish: NoConfig | None = None
+    python: PythonToolSpec | None = None
+    external: ExternalToolSpec | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, data: Any) -> Any:
+        if isinstance(data, str):
+            if data not in BUILTIN_TOOLS:
+                hint = did_you_mean(data, (*BUILTIN_TOOLS, "python", "external"))
+                raise _custom("tool_kind", f"unknown built-in tool {data!r}{hint}")
+            return {data: None}
+        return data
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> ToolEntry:
+        kinds = sorted(self.model_fields_set)
+        if len(kinds) != 1:
+            found = ", ".join(repr(k) for k in kinds) or "nothing"
+            raise _custom(
+                "tool_entry",
+                f"a tool entry names exactly one tool kind, found {found}; "
+                "put options under the kind, e.g. `python: {function: mod:func, name: x}`",
+            )
+        if self.python is None and "python" in kinds:
+            raise _custom("tool_entry", "python: expected 'module:function'")
+        if self.external is None and "external" in kinds:
+            raise _custom("tool_entry", "external: expected {name, description, parameters}")
+        return self
+
+    @property
+    def kind(self) -> str:
+        return next(iter(self.model_fields_set))
+
+    @property
+    def tool_name(self) -> str:
+        """The name the model sees."""
+        if self.python is not None:
+            return self.python.name or self.python.function.rsplit(":", 1)[1].rsplit(".", 1)[-1]
+        if self.external is not None:
+            return self.external.name
+        return self.kind
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        schema = dict(handler.resolve_ref_schema(handler(core_schema)))
+        schema["minProperties"] = 1
+        schema["maxProperties"] = 1
+        return {"anyOf": [{"type": "string", "enum": list(BUILTIN_TOOLS)}, schema]}
+
+
+class BlockRuleSpec(SpecModel):
+    tool: Regex
+    """Regex over the tool name."""
+    pattern: Regex
+    """Regex searched in the call's JSON input."""
+
+
+class HookHandlerSpec(SpecModel):
+    """One handler: exactly one of python, command or block."""
+
+    python: ImportPath | None = None
+    """'module:function' called with the event (and the harness, if it takes two arguments)."""
+    command: NonEmptyStr | None = None
+    """Shell command (Claude Code protocol: event JSON on stdin, exit 2 blocks). Runs in the spec's folder."""
+    block: BlockRuleSpec | None = None
+    """Block tool calls whose name and input match (tool_call moment only)."""
+    matcher: Regex | None = None
+    """Command hooks: regex over the tool name."""
+    timeout_s: PosFloat | None = None
+    """Command hooks: seconds before the command is killed (default 60)."""
+    reason: NonEmptyStr | None = None
+    """Block rules: the reason given to the model."""
+
+    _COMMAND_ONLY: ClassVar[tuple[str, ...]] = ("matcher", "timeout_s")
+
+    @model_validator(mode="after")
+    def _one_handler(self) -> HookHandlerSpec:
+        kinds = [k for k in ("python", "command", "block") if k in self.model_fields_set]
+        if len(kinds) != 1:
+            found = ", ".join(repr(k) for k in kinds) or "none"
+            raise _custom(
+                "hook_handler",
+                f"a hook handler has exactly one of 'python', 'command' or 'block', found {found}",
+            )
+        if kinds[0] != "command":
+            for key in self._COMMAND_ONLY:
+                if key in self.model_fields_set:
+                    raise _custom("hook_handler", f"'{key}' applies only to command hooks")
+        if kinds[0] == "block" and self.reason is None:
+            raise _custom(
+                "hook_handler", "a block rule needs a 'reason' (it is shown to the model)"
+            )
+        if kinds[0] != "block" and "reason" in self.model_fields_set:
+            raise _custom("hook_handler", "'reason' applies only to block rules")
+        return self
+
+    @property
+    def kind(self) -> str:
+        return "python" if self.python else "command" if self.command else "block"
+
+
+class ResourcesSpec(SpecModel):
+    skills: list[NonEmptyStr] = Field(default_factory=list)
+    """Skill folders or files, relative to the spec's folder."""
+    prompt_templates: list[NonEmptyStr] = Field(default_factory=list)
+    """Prompt-template folders or files, relative to the spec's folder."""
+
+
+class CompactionSpec(SpecModel):
+    """Before-step compaction (seed 003 hook/before-step)."""
+
+    reserve_tokens: NonNegInt = 16384
+    keep_recent_tokens: NonNegInt = 20000
+    prune_tool_result_bytes: NonNegInt = 8192
+    trigger_ratio: Ratio = 0.7
+    enabled: bool = True
+
+
+class SessionIndexSpec(SpecModel):
+    """Full-text index of the sessions, refreshed after each turn (SQLite FTS5)."""
+
+
+class TurnContinueSpec(SpecModel):
+    """Keep an autonomous run going until finish is called; needs the todo and finish tools."""
+
+    max_continuations: NonNegInt = 10
+    """0 disables the extension."""
+    stall_limit: NonNegInt = 3
+    no_progress_limit: NonNegInt = 3
+    require_finish: bool = True
+    require_todos_done: bool = True
+    continue_prompt: NonEmptyStr = DEFAULT_CONTINUE_PROMPT
+
+
+class TurnNudgeSpec(SpecModel):
+    """Budget-status notices appended to tool results as a turn grows long."""
+
+    step_interval: NonNegInt = 20
+    time_interval_minutes: NonNegFloat = 10
+    step_limit: NonNegInt = 100
+    time_limit_minutes: NonNegFloat = 60
+    notice: NonEmptyStr = DEFAULT_NUDGE_NOTICE
+    """Filled with {steps} and {elapsed}."""
+    limit_message: NonEmptyStr = DEFAULT_NUDGE_LIMIT_MESSAGE
+
+
+class ExtensionsSpec(SpecModel):
+    """Built-in hook providers; an empty value (``session_index: {}``) enables one with defaults."""
+
+    compaction: CompactionSpec | None = None
+    session_index: SessionIndexSpec | None = None
+    turn_continue: TurnContinueSpec | None = None
+    turn_nudge: TurnNudgeSpec | None = None
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _empty_means_defaults(cls, value: Any) -> Any:
+        return {} if value is None else value
+
+
+class BudgetSpec(SpecModel):
+    """Hard limits of one run; a soft threshold warns first. Hitting one pauses the run."""
+
+    turns: PosInt | None = None
+    tool_calls: PosInt | None = None
+    wall_clock_s: PosFloat | None = None
+    tokens: PosInt | None = None
+    cost_usd: PosFloat | None = None
+    soft_ratio: Ratio | None = None
+    """Fraction of a limit at which a budget warning is emitted (default 0.8)."""
+
+
+class SessionSpec(SpecModel):
+    repo: Literal["jsonl", "memory"] = "jsonl"
+    """jsonl: pi v3 session files; memory: nothing is written."""
+    dir: NonEmptyStr = ".harnessc/sessions"
+    """Session folder, relative to the agent's working directory; may hold ${VAR} references."""
+
+
+class StreamSpec(SpecModel):
+    """Options of every provider request."""
+
+    transport: NonEmptyStr | None = None
+    timeout_ms: PosInt | None = None
+    max_retries: NonNegInt | None = None
+    max_retry_delay_ms: NonNegInt | None = None
+    headers: dict[str, str] | None = None
+    """Values may hold ${VAR} references."""
+    metadata: JsonObject | None = None
+    cache_retention: Literal["none", "short", "long"] | None = None
+
+
+class AgentSpec(SpecModel):
+    """A harnessc agent: models, tools, resources, hooks, extensions, budget and sessions."""
+
+    model_config = ConfigDict(title="harnessc agent spec")
+
+    version: Version
+    name: AgentName
+    """Agent name; compiles to <name>.py ('-' becomes '_')."""
+    description: str = ""
+    models: Annotated[dict[NonEmptyStr, ModelSpec], Field(min_length=1)]
+    model: NonEmptyStr | None = None
+    """Key of the model to start with; default: the first one."""
+    thinking_level: ThinkingLevelName | None = None
+    system_prompt: str | None = None
+    """Default: "You are a helpful assistant." Kept verbatim (no ${VAR} expansion)."""
+    tools: list[ToolEntry] = Field(default_factory=list)
+    active_tools: list[NonEmptyStr] | None = None
+    """Names of the tools the model may call; default: every tool."""
+    resources: ResourcesSpec = Field(default_factory=ResourcesSpec)
+    hooks: dict[HookMoment, list[HookHandlerSpec]] = Field(default_factory=dict)
+    """Handlers by moment; every name of seeds 000/003/004 is accepted."""
+    extensions: ExtensionsSpec = Field(default_factory=ExtensionsSpec)
+    budget: BudgetSpec | None = None
+    session: SessionSpec = Field(default_factory=SessionSpec)
+    stream: StreamSpec | None = None
+    steering_mode: QueueModeName | None = None
+    follow_up_mode: QueueModeName | None = None
+    tool_context: JsonObject | None = None
+    """Value handed to every tool call; string values may hold ${VAR} references."""
+    sequential_tools: bool = False
+    """Run the tool calls of one reply one at a time."""
+
+    @property
+    def module(self) -> str:
+        return module_name(self.name)
+
+    @property
+    def start_model(self) -> str:
+        return self.model or next(iter(self.models))

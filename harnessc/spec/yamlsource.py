@@ -1,0 +1,264 @@
+"""Load YAML into plain values while remembering where every key and value came from.
+
+Safe by construction: only the YAML 1.2 core scalar types (str, int, float, bool,
+null), no object-constructing tags, duplicate keys reported, a size cap on the file
+and a cap on the number of nodes after alias expansion ("billion laughs").
+Booleans are only ``true``/``false`` and there are no sexagesimal numbers or
+timestamps, so ``on``, ``no`` and ``12:30`` stay strings.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from harnessc.spec.diagnostics import Diagnostic
+
+__all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_NODES", "Mark", "Path", "YamlSource", "load_yaml"]
+
+MAX_BYTES = 10 * 1024 * 1024
+MAX_NODES = 200_000
+MAX_DEPTH = 64
+
+Path = tuple[str | int, ...]
+
+_STR = "tag:yaml.org,2002:str"
+_MAP = "tag:yaml.org,2002:map"
+_SEQ = "tag:yaml.org,2002:seq"
+_MERGE = "tag:yaml.org,2002:merge"
+_SCALAR_TAGS = frozenset(
+    {
+        _STR,
+        "tag:yaml.org,2002:int",
+        "tag:yaml.org,2002:float",
+        "tag:yaml.org,2002:bool",
+        "tag:yaml.org,2002:null",
+    }
+)
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader with YAML 1.2 core-schema scalar resolution."""
+
+    yaml_implicit_resolvers: dict[Any, list[tuple[str, re.Pattern[str]]]] = {}
+
+
+def _resolver(tag: str, pattern: str, first: str) -> None:
+    _Loader.add_implicit_resolver(tag, re.compile(pattern, re.X), list(first))
+
+
+_resolver("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF")
+_resolver(
+    "tag:yaml.org,2002:int",
+    r"^(?:[-+]?(?:0|[1-9][0-9_]*)|0x[0-9a-fA-F_]+)$",
+    "-+0123456789",
+)
+_resolver(
+    "tag:yaml.org,2002:float",
+    r"""^(?:[-+]?(?:\.[0-9][0-9_]*|[0-9][0-9_]*\.[0-9_]*)(?:[eE][-+]?[0-9]+)?
+    |[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+
+    |[-+]?\.(?:inf|Inf|INF)
+    |\.(?:nan|NaN|NAN))$""",
+    "-+0123456789.",
+)
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:null", re.compile(r"^(?:~|null|Null|NULL|)$"), ["~", "n", "N", ""]
+)
+_Loader.add_implicit_resolver("tag:yaml.org,2002:merge", re.compile(r"^(?:<<)$"), ["<"])
+
+
+@dataclass(slots=True, frozen=True)
+class Mark:
+    line: int  # from 1
+    col: int  # from 1
+
+
+@dataclass(slots=True)
+class YamlSource:
+    """Plain data plus the position of every value and every mapping key, by path."""
+
+    path: str
+    data: Any = None
+    values: dict[Path, Mark] = field(default_factory=dict)
+    keys: dict[Path, Mark] = field(default_factory=dict)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def mark(self, path: Path, *, key: bool = False) -> Mark:
+        """Where ``path`` is (its key when ``key``), else its closest known ancestor."""
+        table = self.keys if key else self.values
+        probe = tuple(path)
+        while probe:
+            if probe in table:
+                return table[probe]
+            if key and probe in self.values:
+                return self.values[probe]
+            probe = probe[:-1]
+        return self.values.get((), Mark(1, 1))
+
+    def error(self, mark: Mark, message: str) -> None:
+        self.diagnostics.append(Diagnostic(self.path, mark.line, mark.col, "error", message))
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _mark(node: Node) -> Mark:
+    return Mark(node.start_mark.line + 1, node.start_mark.column + 1)
+
+
+def _line_col(text: str, offset: int) -> Mark:
+    before = text[:offset]
+    line = before.count("\n") + 1
+    return Mark(line, offset - (before.rfind("\n") + 1) + 1)
+
+
+class _Builder:
+    def __init__(self, loader: _Loader, source: YamlSource) -> None:
+        self.loader = loader
+        self.source = source
+        self.nodes = 0
+        self.active: set[int] = set()
+
+    def build(self, node: Node, path: Path) -> Any:
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise _TooLarge
+        self.source.values.setdefault(path, _mark(node))
+        if len(path) > MAX_DEPTH:
+            self.source.error(_mark(node), f"nesting is deeper than {MAX_DEPTH} levels")
+            return None
+        if id(node) in self.active:
+            self.source.error(_mark(node), "recursive alias: a node contains itself")
+            return None
+        self.active.add(id(node))
+        try:
+            if isinstance(node, ScalarNode):
+                return self._scalar(node)
+            if isinstance(node, SequenceNode):
+                return self._sequence(node, path)
+            if isinstance(node, MappingNode):
+                return self._mapping(node, path)
+            return None  # pragma: no cover - the composer makes only these three
+        finally:
+            self.active.discard(id(node))
+
+    def _unsupported(self, node: Node) -> None:
+        tag = node.tag.replace("tag:yaml.org,2002:", "!!")
+        self.source.error(_mark(node), f"unsupported YAML tag {tag!r}")
+
+    def _scalar(self, node: ScalarNode) -> Any:
+        if node.tag not in _SCALAR_TAGS:
+            self._unsupported(node)
+            return None
+        try:
+            return self.loader.construct_object(node)
+        except (yaml.YAMLError, ValueError) as exc:
+            self.source.error(_mark(node), f"invalid {node.tag.rsplit(':', 1)[-1]}: {exc}")
+            return None
+
+    def _sequence(self, node: SequenceNode, path: Path) -> list[Any]:
+        if node.tag != _SEQ:
+            self._unsupported(node)
+        return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
+
+    def _key(self, node: Node) -> str | None:
+        if isinstance(node, ScalarNode):
+            value = self._scalar(node)
+            if isinstance(value, str):
+                return value
+            if node.tag not in _SCALAR_TAGS:
+                return None
+            text = node.value
+            self.source.error(
+                _mark(node), f"mapping keys must be strings; quote {text!r} as '{text}'"
+            )
+            return None
+        self.source.error(_mark(node), "mapping keys must be plain strings")
+        return None
+
+    def _mapping(self, node: MappingNode, path: Path) -> dict[str, Any]:
+        if node.tag != _MAP:
+            self._unsupported(node)
+        result: dict[str, Any] = {}
+        merged: dict[str, Any] = {}
+        seen: dict[str, Mark] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE:
+                self._merge(value_node, path, merged)
+                continue
+            key = self._key(key_node)
+            if key is None:
+                continue
+            key_mark = _mark(key_node)
+            if key in seen:
+                first = seen[key]
+                self.source.error(
+                    key_mark, f"duplicate key {key!r} (first defined at line {first.line})"
+                )
+                continue
+            seen[key] = key_mark
+            self.source.keys[(*path, key)] = key_mark
+            result[key] = self.build(value_node, (*path, key))
+        for key, value in merged.items():
+            result.setdefault(key, value)
+        return result
+
+    def _merge(self, node: Node, path: Path, into: dict[str, Any]) -> None:
+        sources = node.value if isinstance(node, SequenceNode) else [node]
+        for source in sources:
+            if not isinstance(source, MappingNode):
+                self.source.error(_mark(source), "'<<' merges only mappings")
+                continue
+            for key, value in self._mapping(source, path).items():
+                into.setdefault(key, value)
+
+
+def load_yaml(raw: bytes, path: str) -> YamlSource:
+    """Parse one YAML document; problems land in ``diagnostics``, never raised."""
+    source = YamlSource(path)
+    if len(raw) > MAX_BYTES:
+        source.error(Mark(1, 1), f"file is larger than {MAX_BYTES // (1024 * 1024)} MB")
+        return source
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        good = raw[: exc.start].decode("utf-8", "replace")
+        source.error(_line_col(good, len(good)), "file is not valid UTF-8")
+        return source
+    try:
+        loader = _Loader(text)
+    except yaml.reader.ReaderError as exc:
+        source.error(_line_col(text, exc.position), f"YAML syntax error: {exc.reason}")
+        return source
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return source
+        source.data = _Builder(loader, source).build(node, ())
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = Mark(mark.line + 1, mark.column + 1) if mark else Mark(1, 1)
+        problem = (exc.problem or exc.context or "invalid YAML").removeprefix("but ")
+        context = f" ({exc.context})" if exc.context and exc.problem else ""
+        source.error(where, f"YAML syntax error: {problem}{context}")
+        source.data = None
+    except yaml.reader.ReaderError as exc:
+        source.error(_line_col(text, exc.position), f"YAML syntax error: {exc.reason}")
+        source.data = None
+    except _TooLarge:
+        source.error(
+            Mark(1, 1),
+            f"document expands to more than {MAX_NODES} nodes (alias expansion); refusing to load it",
+        )
+        source.data = None
+    except RecursionError:
+        source.error(Mark(1, 1), "YAML nesting is too deep")
+        source.data = None
+    finally:
+        loader.dispose()
+    return source
