@@ -1,0 +1,464 @@
+"""harnessc against the frameworks users would pick instead (issue 9), side by side.
+
+Starts one scripted OpenAI-compatible server on 127.0.0.1, then runs each framework's
+add agent (benchmarks/peers/) as a whole process, in alternation, for N = 1 and
+N = --steps tool steps, and prints per framework: the median wall time for N = 1
+(start-up plus one step), the per-step overhead ((T_N - T_1) / (N - 1)), the peak RSS,
+and each figure's ratio to harnessc's.
+
+The peers (openai-agents, pydantic-ai) live in their own virtual environment,
+benchmarks/.peers-venv, which this script creates; they never enter the project's
+dependencies. harnessc's agent is compiled from benchmarks/peers/add_agent.yaml with
+``harnessc build`` when the compiler is there, else the hand-written equivalent
+benchmarks/peers/add_agent_manual.py runs.
+
+Usage: python benchmarks/peers.py [--runs 5] [--steps 50] [--skip-install]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent
+PEERS_DIR = ROOT / "peers"
+VENV = ROOT / ".peers-venv"
+GENERATED = PEERS_DIR / ".generated"
+SPEC = PEERS_DIR / "add_agent.yaml"
+MANUAL_AGENT = PEERS_DIR / "add_agent_manual.py"
+CHILD_TIMEOUT_S = 300.0
+PROMPT = "Add the numbers with the add tool until the server says you are done."
+
+
+# -- the scripted server ---------------------------------------------------------------
+
+_PATH = re.compile(r"^/n/(\d+)/r/([A-Za-z0-9_-]+)/v1/chat/completions$")
+
+
+def final_text(n: int) -> str:
+    return f"All {n} additions are done. FINAL-{n}"
+
+
+def _reply(n: int, body: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+    """(tool call, text): a call to add while fewer than n tool results are in the request."""
+    done = sum(1 for m in body.get("messages") or () if m.get("role") == "tool")
+    if done < n:
+        call = {
+            "id": f"call_{done}",
+            "type": "function",
+            "function": {"name": "add", "arguments": json.dumps({"a": done, "b": 1})},
+        }
+        return call, None
+    return None, final_text(n)
+
+
+def _completion(model: str, call: dict[str, Any] | None, text: str | None) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if call is not None:
+        message["tool_calls"] = [call]
+    return {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if call else "stop",
+                "logprobs": None,
+            }
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
+
+
+def _sse(model: str, call: dict[str, Any] | None, text: str | None, usage: bool) -> bytes:
+    def chunk(delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
+        return {
+            "id": "chatcmpl-bench",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+
+    frames = [chunk({"role": "assistant", "content": ""}, None)]
+    if call is not None:
+        frames.append(chunk({"tool_calls": [{"index": 0, **call}]}, None))
+        frames.append(chunk({}, "tool_calls"))
+    else:
+        frames.append(chunk({"content": text}, None))
+        frames.append(chunk({}, "stop"))
+    if usage:
+        frames.append(
+            {
+                "id": "chatcmpl-bench",
+                "object": "chat.completion.chunk",
+                "created": 0,
+                "model": model,
+                "choices": [],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+            }
+        )
+    out = "".join(f"data: {json.dumps(f)}\n\n" for f in frames) + "data: [DONE]\n\n"
+    return out.encode()
+
+
+class ScriptedServer:
+    """OpenAI chat completions at /n/{N}/r/{run id}/v1, counting requests per run."""
+
+    def __init__(self) -> None:
+        self.requests: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            # Headers and body go out in two writes: with Nagle on, the body would wait
+            # for the client's delayed ACK (~40 ms a request) and swamp every figure.
+            disable_nagle_algorithm = True
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+                pass
+
+            def do_POST(self) -> None:
+                match = _PATH.match(self.path)
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length)
+                if match is None:
+                    self._send(404, "application/json", b'{"error": {"message": "not found"}}')
+                    return
+                n, run_id = int(match.group(1)), match.group(2)
+                with outer._lock:
+                    outer.requests[run_id] += 1
+                body = json.loads(raw)
+                model = str(body.get("model") or "bench-model")
+                call, text = _reply(n, body)
+                if body.get("stream"):
+                    usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                    self._send(200, "text/event-stream", _sse(model, call, text, usage))
+                else:
+                    data = json.dumps(_completion(model, call, text)).encode()
+                    self._send(200, "application/json", data)
+
+            def _send(self, status: int, kind: str, data: bytes) -> None:
+                self.send_response(status)
+                self.send_header("content-type", kind)
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> ScriptedServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def base_url(self, n: int, run_id: str) -> str:
+        return f"http://127.0.0.1:{self.port}/n/{n}/r/{run_id}/v1"
+
+
+# -- frameworks ---------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Framework:
+    name: str
+    python: str
+    script: Path
+    note: str = ""
+    wall: dict[int, list[float]] = field(default_factory=dict)
+    rss: dict[int, list[float]] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Peer:
+    name: str
+    requirement: str
+    module: str
+    dist: str
+    script: str
+
+
+PEERS = [
+    Peer("openai-agents", "openai-agents", "agents", "openai-agents", "openai_agents_peer.py"),
+    Peer(
+        "pydantic-ai",
+        "pydantic-ai-slim[openai]",
+        "pydantic_ai",
+        "pydantic-ai-slim",
+        "pydantic_ai_peer.py",
+    ),
+]
+
+
+def _venv_python() -> Path:
+    return VENV / "bin" / "python"
+
+
+def _importable(python: Path, module: str) -> bool:
+    probe = subprocess.run(
+        [str(python), "-c", f"import {module}"], capture_output=True, text=True, check=False
+    )
+    return probe.returncode == 0
+
+
+def _version(python: Path, dist: str) -> str:
+    probe = subprocess.run(
+        [str(python), "-c", f"import importlib.metadata as m; print(m.version({dist!r}))"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return probe.stdout.strip() or "?"
+
+
+def prepare_peers(skip_install: bool) -> list[Framework]:
+    """The peers ready to run, installing them into benchmarks/.peers-venv when needed."""
+    python = _venv_python()
+    if not python.exists():
+        if skip_install:
+            print(f"skipping every peer: no virtual environment at {VENV} (--skip-install)")
+            return []
+        print(f"creating {VENV}")
+        made = subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=False)
+        if made.returncode != 0:
+            print("skipping every peer: could not create the virtual environment")
+            return []
+    ready: list[Framework] = []
+    for peer in PEERS:
+        if not _importable(python, peer.module):
+            if skip_install:
+                print(f"skipping {peer.name}: not installed in {VENV} (--skip-install)")
+                continue
+            print(f"installing {peer.requirement} into {VENV} ...")
+            done = subprocess.run(
+                [str(python), "-m", "pip", "install", "-q", peer.requirement],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if done.returncode != 0 or not _importable(python, peer.module):
+                tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-5:])
+                print(f"skipping {peer.name}: its install failed\n{tail}")
+                continue
+        note = f"{peer.dist} {_version(python, peer.dist)}"
+        ready.append(Framework(peer.name, str(python), PEERS_DIR / peer.script, note))
+    return ready
+
+
+def prepare_harnessc() -> Framework:
+    """harnessc's add agent: compiled from the spec if the compiler exists, else hand-written."""
+    compiler = shutil.which("harnessc")
+    if compiler is not None:
+        if GENERATED.exists():
+            shutil.rmtree(GENERATED)
+        built = subprocess.run(
+            [compiler, "build", str(SPEC), "-o", str(GENERATED)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        modules = sorted(GENERATED.glob("*.py")) if GENERATED.exists() else []
+        if built.returncode == 0 and modules:
+            return Framework("harnessc", sys.executable, modules[0], "compiled by harnessc build")
+        reason = (built.stderr or built.stdout).strip().splitlines()[-1:] or ["no module"]
+        print(f"harnessc build did not produce the agent ({reason[0]}); using {MANUAL_AGENT.name}")
+    return Framework("harnessc", sys.executable, MANUAL_AGENT, "hand-written stand-in")
+
+
+# -- running ----------------------------------------------------------------------------
+
+
+def run_once(fw: Framework, server: ScriptedServer, n: int, workdir: Path) -> tuple[float, float]:
+    """One whole process: (wall seconds, peak RSS in MiB). Raises RuntimeError on failure."""
+    run_id = uuid.uuid4().hex[:12]
+    child_env = dict(os.environ)
+    for name in ("PYTHONPATH", "OPENAI_BASE_URL", "VIRTUAL_ENV"):
+        child_env.pop(name, None)
+    child_env.update(
+        BENCH_BASE_URL=server.base_url(n, run_id),
+        OPENAI_API_KEY="sk-bench-dummy",
+        OPENAI_AGENTS_DISABLE_TRACING="1",
+    )
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(
+            [fw.python, str(fw.script), PROMPT],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            cwd=workdir,
+            env=child_env,
+        )
+        timer = threading.Timer(CHILD_TIMEOUT_S, proc.kill)
+        timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout = out.read().decode(errors="replace")
+        stderr = err.read().decode(errors="replace")
+    requests = server.requests.pop(run_id, 0)
+    problems = []
+    if proc.returncode != 0:
+        problems.append(f"exit code {proc.returncode}")
+    if final_text(n) not in stdout:
+        problems.append("the final text is missing from stdout")
+    if requests != n + 1:
+        problems.append(f"{requests} model requests (expected {n + 1})")
+    if problems:
+        tail = "\n    ".join((stderr.strip() or stdout.strip()).splitlines()[-8:])
+        raise RuntimeError(f"{'; '.join(problems)}\n    {tail}")
+    return wall, usage.ru_maxrss / 1024
+
+
+def measure(frameworks: list[Framework], steps: int, runs: int) -> None:
+    with ScriptedServer() as server, tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        for fw in frameworks:  # warm-up: bytecode caches, the page cache
+            try:
+                run_once(fw, server, 1, workdir)
+            except RuntimeError as exc:
+                fw.failures.append(f"warm-up: {exc}")
+        for r in range(runs):
+            order = frameworks[r % len(frameworks) :] + frameworks[: r % len(frameworks)]
+            for n in (1, steps):
+                for fw in order:
+                    try:
+                        wall, rss = run_once(fw, server, n, workdir)
+                    except RuntimeError as exc:
+                        fw.failures.append(f"N={n}: {exc}")
+                        continue
+                    fw.wall.setdefault(n, []).append(wall)
+                    fw.rss.setdefault(n, []).append(rss)
+            done = ", ".join(
+                f"{fw.name} {statistics.median(fw.wall[1]):.3f}s"
+                for fw in frameworks
+                if 1 in fw.wall
+            )
+            print(f"  round {r + 1}/{runs}: N=1 medians so far: {done}", flush=True)
+
+
+# -- the table ----------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Figures:
+    t1: float
+    tn: float
+    step_ms: float
+    rss: float
+
+
+def figures(fw: Framework, steps: int) -> Figures | None:
+    if not fw.wall.get(1) or not fw.wall.get(steps):
+        return None
+    t1 = statistics.median(fw.wall[1])
+    tn = statistics.median(fw.wall[steps])
+    rss = max(statistics.median(fw.rss[1]), statistics.median(fw.rss[steps]))
+    return Figures(t1, tn, (tn - t1) / (steps - 1) * 1000, rss)
+
+
+def _ratio(value: float, base: float) -> str:
+    return f"{value / base:.2f}x" if base > 0 else "-"
+
+
+def report(frameworks: list[Framework], steps: int, runs: int) -> None:
+    figs = {fw.name: figures(fw, steps) for fw in frameworks}
+    ours = figs.get("harnessc")
+    print()
+    print(f"whole processes, median of {runs} runs each; ratio = figure / harnessc's figure")
+    header = (
+        f"{'framework':<15} {'N=1 wall':>9} {'ratio':>7} {f'N={steps} wall':>10} "
+        f"{'per step':>9} {'ratio':>7} {'peak RSS':>9} {'ratio':>7}  version"
+    )
+    print(header)
+    print("-" * len(header))
+    for fw in frameworks:
+        f = figs[fw.name]
+        if f is None:
+            print(f"{fw.name:<15} {'failed':>9}  {fw.note}")
+            continue
+        r1 = _ratio(f.t1, ours.t1) if ours else "-"
+        rs = _ratio(f.step_ms, ours.step_ms) if ours else "-"
+        rr = _ratio(f.rss, ours.rss) if ours else "-"
+        print(
+            f"{fw.name:<15} {f.t1:>8.3f}s {r1:>7} {f.tn:>9.3f}s {f.step_ms:>7.1f}ms {rs:>7} "
+            f"{f.rss:>6.1f}MiB {rr:>7}  {fw.note}"
+        )
+    peers = [figs[fw.name] for fw in frameworks if fw.name != "harnessc" and figs[fw.name]]
+    if ours and peers:
+        best_t1 = min(p.t1 for p in peers)
+        best_step = min(p.step_ms for p in peers)
+        least_rss = min(p.rss for p in peers)
+        print()
+        print("targets (harnessc / best peer):")
+        for label, value, base, limit in (
+            ("N=1 wall time", ours.t1, best_t1, 0.25),
+            ("per-step overhead", ours.step_ms, best_step, 0.25),
+            ("peak RSS", ours.rss, least_rss, 0.6),
+        ):
+            share = value / base if base > 0 else float("inf")
+            verdict = "met" if share <= limit else "MISSED"
+            print(f"  {label:<18} {share:5.2f} (target <= {limit})  {verdict}")
+    for fw in frameworks:
+        for failure in fw.failures[:3]:
+            print(f"\n{fw.name} failed a run: {failure}")
+        if len(fw.failures) > 3:
+            print(f"{fw.name}: {len(fw.failures) - 3} more failed runs")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5, help="runs per framework and N")
+    parser.add_argument("--steps", type=int, default=50, help="tool steps of the long run")
+    parser.add_argument(
+        "--skip-install", action="store_true", help="use benchmarks/.peers-venv as it is"
+    )
+    parser.add_argument(
+        "--only", action="append", default=None, help="run only this framework (repeatable)"
+    )
+    args = parser.parse_args(argv)
+    if args.steps < 2:
+        parser.error("--steps must be at least 2")
+    frameworks = [prepare_harnessc(), *prepare_peers(args.skip_install)]
+    if args.only:
+        frameworks = [fw for fw in frameworks if fw.name in args.only]
+    print("frameworks: " + ", ".join(f"{fw.name} ({fw.note})" for fw in frameworks))
+    print(f"N = 1 and N = {args.steps}, {args.runs} runs each, in alternation")
+    measure(frameworks, args.steps, args.runs)
+    report(frameworks, args.steps, args.runs)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
