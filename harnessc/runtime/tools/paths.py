@@ -1,0 +1,142 @@
+"""Where file tools may look: the tool context's ``workspace`` confines every path."""
+
+from __future__ import annotations
+
+import os
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+__all__ = [
+    "PathError",
+    "ToolEnv",
+    "context_value",
+    "display_path",
+    "is_inside",
+    "resolve_path",
+    "tool_env",
+]
+
+
+class PathError(ValueError):
+    """A path the tool refuses (outside the workspace, unreadable encoding, ...)."""
+
+
+def context_value(context: Any, key: str, default: Any = None) -> Any:
+    """``context[key]`` for mappings, ``context.key`` for objects, else ``default``."""
+    if context is None:
+        return default
+    if isinstance(context, Mapping):
+        return context.get(key, default)
+    return getattr(context, key, default)
+
+
+@dataclass(slots=True)
+class ToolEnv:
+    """The folders a tool call works in, read from its context."""
+
+    base: Path  # where relative paths start (workspace, else cwd)
+    workspace: Path | None  # real path of the confining folder, None when unconfined
+    allow_outside: bool
+
+    @property
+    def confined(self) -> bool:
+        return self.workspace is not None and not self.allow_outside
+
+
+def tool_env(context: Any) -> ToolEnv:
+    """Resolve ``workspace`` / ``cwd`` / ``allow_outside_workspace`` from the context."""
+    cwd_value = context_value(context, "cwd")
+    cwd = Path(os.path.expanduser(str(cwd_value))) if cwd_value else Path.cwd()
+    if not cwd.is_absolute():
+        cwd = Path.cwd() / cwd
+    workspace_value = context_value(context, "workspace")
+    allow = bool(context_value(context, "allow_outside_workspace", False))
+    if workspace_value is None or workspace_value == "":
+        return ToolEnv(Path(os.path.realpath(cwd)), None, allow)
+    workspace = Path(os.path.expanduser(str(workspace_value)))
+    if not workspace.is_absolute():
+        workspace = cwd / workspace
+    real = Path(os.path.realpath(workspace))
+    return ToolEnv(real, real, allow)
+
+
+def is_inside(path: str | Path, root: str | Path) -> bool:
+    """True when ``path`` (already resolved) is ``root`` or below it."""
+    try:
+        return os.path.commonpath([str(path), str(root)]) == str(root)
+    except ValueError:
+        return False
+
+
+_INVISIBLE = {"Cc", "Cf", "Co", "Cs", "Zl", "Zp"}
+
+
+def _variants(raw: str) -> list[str]:
+    """Other readings of ``raw`` that a shell, URL parser or normaliser might produce."""
+    seen = [raw]
+    decoded = raw
+    for _ in range(4):  # percent-encoding, possibly applied twice or more
+        nxt = unquote(decoded)
+        if nxt == decoded:
+            break
+        decoded = nxt
+        seen.append(decoded)
+    for text in list(seen):
+        seen.append(unicodedata.normalize("NFKC", text))
+        seen.append(text.replace("\\", "/"))
+    return seen
+
+
+def _resolve_one(text: str, base: Path) -> Path:
+    expanded = os.path.expanduser(text)
+    candidate = Path(expanded)
+    if not candidate.is_absolute():
+        candidate = base / candidate
+    return Path(os.path.realpath(candidate))
+
+
+def resolve_path(path: str | None, context: Any, *, default: str = ".") -> Path:
+    """The real absolute path a tool should use, or PathError with a clear reason.
+
+    Relative paths start at the workspace (else ``context["cwd"]``, else the process
+    cwd). With a workspace and no ``allow_outside_workspace``, anything that lands
+    outside it is refused: ``..``, absolute paths, symlinks pointing out, and
+    spellings that decode to an escape (percent-encoding, full-width dots, ...).
+    """
+    env = tool_env(context)
+    raw = default if path is None or path == "" else str(path)
+    if raw.startswith("file://"):
+        raw = unquote(raw[len("file://") :])
+    if "\x00" in raw:
+        raise PathError(f"path {raw!r} contains a NUL byte")
+    target = _resolve_one(raw, env.base)
+    if not env.confined:
+        return target
+    assert env.workspace is not None
+    if any(unicodedata.category(ch) in _INVISIBLE for ch in raw):
+        raise PathError(
+            f"path {raw!r} contains invisible or control characters; "
+            "refusing it inside the workspace"
+        )
+    for variant in _variants(raw):
+        resolved = _resolve_one(variant, env.base)
+        if not is_inside(resolved, env.workspace):
+            shown = "" if variant == raw else f" (read as {variant!r})"
+            raise PathError(
+                f"path {raw!r}{shown} is outside the workspace {env.workspace}; "
+                "only files inside the workspace are allowed"
+            )
+    return target
+
+
+def display_path(path: Path, context: Any) -> str:
+    """``path`` relative to the workspace/cwd when below it, else absolute."""
+    base = tool_env(context).base
+    if is_inside(path, base):
+        rel = os.path.relpath(path, base)
+        return rel
+    return str(path)

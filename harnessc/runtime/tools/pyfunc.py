@@ -1,0 +1,218 @@
+"""Python functions as tools (``python_tool``) and ``import_object("mod:attr", base_dir)``."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import enum
+import functools
+import importlib
+import importlib.util
+import inspect
+import json
+import pathlib
+import sys
+import typing
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from harnessc.runtime.messages import ImageContent, TextContent
+from harnessc.runtime.signal import AbortSignal
+from harnessc.runtime.tools.base import Tool, ToolResult, ToolUpdate, error_result, text_result
+from harnessc.runtime.tools.schema import _hints, hint_target, schema_for_function
+from harnessc.runtime.tools.truncate import cap_text
+
+__all__ = ["import_object", "python_tool", "result_from_value"]
+
+
+def _coerce(value: Any, hint: Any) -> Any:
+    """Turn JSON arguments into the annotated Python types (dataclasses, enums, paths)."""
+    if value is None or hint is None or hint is Any:
+        return value
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is typing.Annotated:
+        return _coerce(value, args[0])
+    if origin is typing.Union or (
+        origin is not None and str(origin) == "<class 'types.UnionType'>"
+    ):
+        members = [a for a in args if a is not type(None)]
+        return _coerce(value, members[0]) if len(members) == 1 else value
+    if origin in (list, set, frozenset, tuple) and isinstance(value, list):
+        if origin is tuple:
+            if len(args) == 2 and args[1] is Ellipsis:
+                return tuple(_coerce(v, args[0]) for v in value)
+            return tuple(_coerce(v, a) for v, a in zip(value, args, strict=False))
+        items = [_coerce(v, args[0]) if args else v for v in value]
+        return origin(items) if origin is not list else items
+    if origin is dict and isinstance(value, dict) and len(args) == 2:
+        return {k: _coerce(v, args[1]) for k, v in value.items()}
+    if isinstance(hint, type):
+        if dataclasses.is_dataclass(hint) and isinstance(value, dict):
+            hints = _hints(hint)
+            names = {f.name for f in dataclasses.fields(hint) if f.init}
+            kwargs = {k: _coerce(v, hints.get(k)) for k, v in value.items() if k in names}
+            return hint(**kwargs)
+        if issubclass(hint, enum.Enum) and not isinstance(value, hint):
+            return hint(value)
+        if issubclass(hint, pathlib.PurePath) and isinstance(value, str):
+            return hint(value)
+        if hint is float and isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
+    return value
+
+
+def _to_jsonable(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, pathlib.PurePath | set | frozenset):
+        return str(value) if isinstance(value, pathlib.PurePath) else sorted(value, key=str)
+    return str(value)
+
+
+def result_from_value(value: Any) -> ToolResult:
+    """str -> text, ToolResult -> as is, anything else -> JSON text (capped)."""
+    if isinstance(value, ToolResult):
+        return value
+    if isinstance(value, TextContent | ImageContent):
+        return ToolResult(content=[value])
+    if isinstance(value, str):
+        return text_result(cap_text(value))
+    if value is None:
+        return text_result("(no output)")
+    try:
+        text = json.dumps(value, indent=2, ensure_ascii=False, default=_to_jsonable)
+    except (TypeError, ValueError):
+        text = str(value)
+    return text_result(cap_text(text), value if isinstance(value, dict | list) else None)
+
+
+def python_tool(
+    func: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    parameters: dict[str, Any] | None = None,
+) -> Tool:
+    """A tool that calls ``func`` with the model's arguments.
+
+    The schema comes from the signature and docstring unless ``parameters`` is given.
+    A parameter named ``context`` (or annotated ``ToolContext``) receives the tool
+    context and is left out of the schema. Sync functions run in a worker thread.
+    """
+    if not callable(func):
+        raise TypeError(f"python_tool needs a callable, got {type(func).__name__}")
+    derived, summary, context_names = schema_for_function(func)
+    schema = parameters if parameters is not None else derived
+    tool_name = name or getattr(func, "__name__", None) or type(func).__name__
+    signature = inspect.signature(func)
+    accepts_any = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
+    target = hint_target(func)
+    hints = _hints(target)
+    is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(target)
+
+    async def run(
+        tool_call_id: str,
+        params: dict[str, Any],
+        signal: AbortSignal,
+        on_update: ToolUpdate,
+        context: Any,
+    ) -> ToolResult:
+        kwargs: dict[str, Any] = {}
+        try:
+            for key, value in (params or {}).items():
+                if key in context_names:
+                    continue
+                if key in signature.parameters or accepts_any:
+                    kwargs[key] = _coerce(value, hints.get(key))
+            for key in context_names:
+                kwargs[key] = context
+            signature.bind(**kwargs)
+        except TypeError as exc:
+            return error_result(f"{tool_name}: bad arguments: {exc}")
+        except (ValueError, KeyError) as exc:
+            return error_result(f"{tool_name}: bad argument value: {type(exc).__name__}: {exc}")
+        try:
+            if is_async:
+                value = await func(**kwargs)
+            else:
+                value = await asyncio.to_thread(functools.partial(func, **kwargs))
+                if inspect.isawaitable(value):
+                    value = await value
+        except Exception as exc:  # the model sees the failure, the run goes on
+            return error_result(f"{tool_name} failed: {type(exc).__name__}: {exc}")
+        return result_from_value(value)
+
+    return Tool(
+        name=tool_name,
+        label=tool_name,
+        description=description or summary or f"Call the Python function {tool_name}.",
+        parameters=schema,
+        run=run,
+    )
+
+
+def _load_file_module(file: Path, base: Path | None) -> Any:
+    path = file if file.is_absolute() or base is None else base / file
+    if not path.is_file():
+        raise ImportError(f"cannot import {file}: no such file ({path})")
+    mod_name = f"_harnessc_user_{path.stem}_{abs(hash(str(path.resolve())))}"
+    if mod_name in sys.modules:
+        return sys.modules[mod_name]
+    spec = importlib.util.spec_from_file_location(mod_name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}: not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(mod_name, None)
+        raise
+    return module
+
+
+def import_object(ref: str, base_dir: str | Path | None = None) -> Any:
+    """Import ``"pkg.mod:attr"`` (``attr`` may be dotted; the module may be a ``.py`` path).
+
+    ``base_dir`` goes first on ``sys.path``. Failures raise ImportError naming the
+    reference and the folder searched.
+    """
+    if not isinstance(ref, str) or ref.count(":") != 1:
+        raise ImportError(f"bad reference {ref!r}: expected 'module:attribute'")
+    module_name, attr_path = (part.strip() for part in ref.split(":"))
+    if not module_name or not attr_path:
+        raise ImportError(f"bad reference {ref!r}: expected 'module:attribute'")
+    base = Path(base_dir).resolve() if base_dir is not None else None
+    where = f" (searched {base} first)" if base is not None else ""
+    if base is not None:
+        entry = str(base)
+        if entry in sys.path:
+            sys.path.remove(entry)
+        sys.path.insert(0, entry)
+        importlib.invalidate_caches()
+    try:
+        if module_name.endswith(".py") or "/" in module_name:
+            module = _load_file_module(Path(module_name), base)
+        else:
+            module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ImportError(
+            f"cannot import module {module_name!r} for {ref!r}{where}: {exc}"
+        ) from exc
+    except Exception as exc:
+        raise ImportError(
+            f"importing module {module_name!r} for {ref!r} failed: {type(exc).__name__}: {exc}"
+        ) from exc
+    obj: Any = module
+    for part in attr_path.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise ImportError(
+                f"module {module_name!r} has no attribute {attr_path!r} (wanted by {ref!r})"
+            ) from None
+    return obj

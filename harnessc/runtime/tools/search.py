@@ -1,0 +1,309 @@
+"""The ``grep`` and ``find`` tools, in pure Python (no ripgrep or fd needed)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections import deque
+from typing import Any
+
+from harnessc.runtime.signal import AbortSignal
+from harnessc.runtime.tools.base import Tool, ToolResult, ToolUpdate, error_result, text_result
+from harnessc.runtime.tools.paths import PathError, display_path, resolve_path, tool_env
+from harnessc.runtime.tools.walk import Entry, glob_matches, walk
+
+__all__ = [
+    "DEFAULT_FIND_LIMIT",
+    "DEFAULT_GREP_LIMIT",
+    "MAX_GREP_LINE",
+    "create_find_tool",
+    "create_grep_tool",
+]
+
+DEFAULT_GREP_LIMIT = 100
+DEFAULT_FIND_LIMIT = 1000
+MAX_GREP_LINE = 500
+_SNIFF = 8192
+
+_GREP_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "pattern": {"type": "string", "description": "Regular expression (or text if literal)."},
+        "path": {"type": "string", "description": "File or folder to search (default: workspace)."},
+        "glob": {"type": "string", "description": "Only files matching this glob, e.g. '*.py'."},
+        "ignore_case": {"type": "boolean", "description": "Case-insensitive search."},
+        "literal": {"type": "boolean", "description": "Treat pattern as plain text."},
+        "context": {"type": "integer", "minimum": 0, "description": "Lines around each match."},
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "description": f"Most matches to return (default {DEFAULT_GREP_LIMIT}).",
+        },
+    },
+    "required": ["pattern"],
+    "additionalProperties": False,
+}
+
+_FIND_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "pattern": {
+            "type": "string",
+            "description": "Glob, e.g. '*.py' (any depth) or 'src/**/*.ts' (from path).",
+        },
+        "path": {"type": "string", "description": "Folder to search (default: workspace)."},
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "description": f"Most results (default {DEFAULT_FIND_LIMIT}).",
+        },
+    },
+    "required": ["pattern"],
+    "additionalProperties": False,
+}
+
+_MAX_OUTPUT_BYTES = 50 * 1024
+_MAX_OUTPUT_LINES = 2000
+
+
+def _is_binary(path: str) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return b"\x00" in fh.read(_SNIFF)
+    except OSError:
+        return True
+
+
+def _clip(line: str) -> str:
+    return line if len(line) <= MAX_GREP_LINE else line[:MAX_GREP_LINE] + "... [line truncated]"
+
+
+class _Output:
+    """Lines of output until a cap (lines or bytes) is hit."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.size = 0
+        self.full = False
+
+    def add(self, line: str) -> bool:
+        cost = len(line.encode("utf-8", "replace")) + 1
+        if len(self.lines) >= _MAX_OUTPUT_LINES or self.size + cost > _MAX_OUTPUT_BYTES:
+            self.full = True
+            return False
+        self.lines.append(line)
+        self.size += cost
+        return True
+
+
+def _grep_file(
+    entry: Entry,
+    regex: re.Pattern[str],
+    context: int,
+    remaining: int,
+    out: _Output,
+    first_group: list[bool],
+) -> int:
+    """Search one file; returns the number of matches written."""
+    matches = 0
+    before: deque[tuple[int, str]] = deque(maxlen=context or 1)
+    after_left = 0
+    last_printed = 0
+    try:
+        fh = open(entry.path, encoding="utf-8", errors="replace")
+    except OSError:
+        return 0
+    with fh:
+        for number, raw in enumerate(fh, start=1):
+            line = raw.rstrip("\n").rstrip("\r")
+            if regex.search(line):
+                if matches >= remaining:
+                    break
+                pending = (
+                    [(no, text) for no, text in before if no > last_printed] if context else []
+                )
+                start = pending[0][0] if pending else number
+                gap = last_printed == 0 or start > last_printed + 1
+                if context and gap and not first_group[0]:
+                    out.add("--")
+                for before_no, before_line in pending:
+                    out.add(f"{entry.rel}-{before_no}- {_clip(before_line)}")
+                if not out.add(f"{entry.rel}:{number}: {_clip(line)}"):
+                    break
+                first_group[0] = False
+                matches += 1
+                last_printed = number
+                after_left = context
+                before.clear()
+            elif after_left:
+                out.add(f"{entry.rel}-{number}- {_clip(line)}")
+                last_printed = number
+                after_left -= 1
+            elif context:
+                before.append((number, line))
+            if out.full:
+                break
+    return matches
+
+
+def _grep(params: dict[str, Any], context: Any, signal: AbortSignal) -> ToolResult:
+    pattern = params.get("pattern")
+    if not isinstance(pattern, str) or pattern == "":
+        return error_result("grep needs a non-empty pattern")
+    limit = params.get("limit") or DEFAULT_GREP_LIMIT
+    around = params.get("context") or 0
+    if not isinstance(limit, int) or limit < 1:
+        return error_result(f"limit must be a positive integer (got {limit!r})")
+    if not isinstance(around, int) or around < 0:
+        return error_result(f"context must be 0 or more (got {around!r})")
+    flags = re.IGNORECASE if params.get("ignore_case") else 0
+    source = re.escape(pattern) if params.get("literal") else pattern
+    try:
+        regex = re.compile(source, flags)
+    except re.error as exc:
+        return error_result(
+            f"Invalid regular expression {pattern!r}: {exc}. "
+            "Set literal=true to search for the text as written."
+        )
+    try:
+        root = resolve_path(params.get("path"), context)
+    except PathError as exc:
+        return error_result(str(exc))
+    shown = display_path(root, context)
+    if not root.exists():
+        return error_result(f"Path not found: {shown}")
+    env = tool_env(context)
+    glob = params.get("glob")
+    entries: Any
+    if root.is_file():
+        entries = [Entry(shown, str(root), False)]
+    else:
+        entries = (
+            e
+            for e in walk(root, confine=env.workspace if env.confined else None)
+            if not glob or glob_matches(str(glob), e.rel)
+        )
+    out = _Output()
+    total = 0
+    files = 0
+    first_group = [True]
+    for entry in entries:
+        if signal.aborted:
+            return error_result("grep aborted")
+        if total >= limit or out.full:
+            break
+        if _is_binary(entry.path):
+            continue
+        found = _grep_file(entry, regex, around, limit - total, out, first_group)
+        if found:
+            files += 1
+            total += found
+    if total == 0:
+        where = f" in {shown}" + (f" (glob {glob})" if glob else "")
+        return text_result(f"No matches found for {pattern!r}{where}.", {"matches": 0})
+    body = "\n".join(out.lines)
+    notices: list[str] = []
+    if total >= limit:
+        notices.append(
+            f"[{limit} matches limit reached. Use limit={limit * 2} for more, "
+            "or refine the pattern, path or glob.]"
+        )
+    if out.full:
+        notices.append(
+            "[Output truncated at 50 KB / 2000 lines. Refine the pattern, path or glob.]"
+        )
+    if notices:
+        body += "\n\n" + "\n".join(notices)
+    return text_result(
+        body,
+        {
+            "matches": total,
+            "files": files,
+            "truncated": bool(notices),
+            "limit_reached": total >= limit,
+        },
+    )
+
+
+def _find(params: dict[str, Any], context: Any, signal: AbortSignal) -> ToolResult:
+    pattern = params.get("pattern")
+    if not isinstance(pattern, str) or not pattern.strip():
+        return error_result("find needs a glob pattern, e.g. '*.py'")
+    limit = params.get("limit") or DEFAULT_FIND_LIMIT
+    if not isinstance(limit, int) or limit < 1:
+        return error_result(f"limit must be a positive integer (got {limit!r})")
+    try:
+        root = resolve_path(params.get("path"), context)
+    except PathError as exc:
+        return error_result(str(exc))
+    shown = display_path(root, context)
+    if not root.is_dir():
+        return error_result(
+            f"Folder not found: {shown}" if not root.exists() else f"{shown} is not a folder"
+        )
+    env = tool_env(context)
+    found: list[str] = []
+    more = False
+    for entry in walk(root, confine=env.workspace if env.confined else None, dirs=True):
+        if signal.aborted:
+            return error_result("find aborted")
+        if glob_matches(pattern, entry.rel):
+            if len(found) >= limit:
+                more = True
+                break
+            found.append(entry.rel + ("/" if entry.is_dir else ""))
+    if not found:
+        return text_result(f"No files found matching {pattern!r} in {shown}.", {"count": 0})
+    found.sort()
+    out = _Output()
+    for item in found:
+        if not out.add(item):
+            break
+    body = "\n".join(out.lines)
+    if more:
+        body += (
+            f"\n\n[{limit} results limit reached. Use limit={limit * 2} for more, "
+            "or refine the pattern.]"
+        )
+    if out.full:
+        body += f"\n\n[Output truncated at 50 KB / 2000 lines: showing {len(out.lines)} of {len(found)} results. Refine the pattern or path.]"
+    return text_result(body, {"count": len(found), "limit_reached": more})
+
+
+def _make(name: str, label: str, description: str, parameters: dict[str, Any], fn: Any) -> Tool:
+    async def run(
+        tool_call_id: str,
+        params: dict[str, Any],
+        signal: AbortSignal,
+        on_update: ToolUpdate,
+        context: Any,
+    ) -> ToolResult:
+        return await asyncio.to_thread(fn, params, context, signal)
+
+    return Tool(name=name, label=label, description=description, parameters=parameters, run=run)
+
+
+def create_grep_tool() -> Tool:
+    """The ``grep`` built-in (regex or literal; skips .git, node_modules and binary files)."""
+    return _make(
+        "grep",
+        "Grep",
+        "Search file contents for a regular expression (or literal text). Output lines are "
+        "'path:line: text' (context lines 'path-line- text'). Skips .git, node_modules and "
+        f"binary files. At most limit matches (default {DEFAULT_GREP_LIMIT}).",
+        _GREP_PARAMETERS,
+        _grep,
+    )
+
+
+def create_find_tool() -> Tool:
+    """The ``find`` built-in (glob over paths; skips .git and node_modules)."""
+    return _make(
+        "find",
+        "Find",
+        "Find files and folders by glob pattern ('*.py' matches names at any depth, "
+        "'src/**/*.py' matches paths). Skips .git and node_modules. "
+        f"At most limit results (default {DEFAULT_FIND_LIMIT}).",
+        _FIND_PARAMETERS,
+        _find,
+    )
