@@ -1,0 +1,358 @@
+"""Full-text search over the sessions of a repo (seed 003 ``hook/session-index``).
+
+SQLite FTS5 (WAL) at ``<root>/.index.sqlite``. Only user and assistant text is
+indexed. ``refresh`` is incremental: an unchanged file (same size and mtime) is
+skipped; a file that only grew is read from the byte offset where the last refresh
+stopped (verified by the bytes just before it), so only its new lines are indexed; a
+file that shrank or changed otherwise is re-indexed; rows of deleted files go.
+
+Each message row's rowid is ``file_id << 32 | line number``, so a file's rows are one
+rowid range (cheap to delete) and ``seq`` is the entry's line in the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "INDEX_FILE_NAME",
+    "MAX_SEARCH_LIMIT",
+    "RefreshStats",
+    "SearchHit",
+    "SearchQueryError",
+    "SessionIndex",
+    "literal_query",
+]
+
+INDEX_FILE_NAME = ".index.sqlite"
+MAX_SEARCH_LIMIT = 50
+_SCHEMA_VERSION = "1"
+_TAIL = 64  # bytes before the resume offset that must be unchanged to resume
+_SEQ_BITS = 32
+
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS files(
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,      -- relative to the root
+    mtime_ns INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    max_seq INTEGER NOT NULL,       -- line number of the last complete line read
+    offset INTEGER NOT NULL,        -- byte offset just after that line
+    tail BLOB,                      -- the {_TAIL} bytes before offset
+    session_id TEXT                 -- NULL: not a session file
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS messages USING fts5(
+    session_id UNINDEXED, entry_id UNINDEXED, seq UNINDEXED, role UNINDEXED, body,
+    tokenize='porter'
+);
+"""
+
+
+class SearchQueryError(ValueError):
+    """A search query FTS5 cannot parse."""
+
+
+@dataclass(slots=True)
+class SearchHit:
+    session_id: str
+    path: str
+    entry_id: str
+    role: str
+    snippet: str  # matched terms between [ and ]
+    score: float  # -bm25: higher is better
+
+
+@dataclass(slots=True)
+class RefreshStats:
+    files_seen: int = 0
+    files_indexed: int = 0  # read from the start
+    files_appended: int = 0  # only new lines read
+    files_removed: int = 0
+    messages_added: int = 0
+
+
+def literal_query(text: str) -> str:
+    """A query matching ``text``'s words literally (each word quoted, FTS syntax off)."""
+    words = text.split()
+    return " ".join('"' + w.replace('"', '""') + '"' for w in words)
+
+
+class SessionIndex:
+    """The full-text index of the session files under ``root``; thread-safe."""
+
+    def __init__(self, root: str | os.PathLike[str], db_path: str | None = None) -> None:
+        self.root = Path(os.path.abspath(os.fspath(root)))
+        self.db_path = db_path or str(self.root / INDEX_FILE_NAME)
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+
+    # -- connection ----------------------------------------------------------
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            self.root.mkdir(parents=True, exist_ok=True)
+            try:
+                self._conn = self._open()
+            except sqlite3.DatabaseError:
+                # a damaged index is only a cache: rebuild it
+                for suffix in ("", "-wal", "-shm"):
+                    try:
+                        os.unlink(self.db_path + suffix)
+                    except FileNotFoundError:
+                        pass
+                self._conn = self._open()
+        return self._conn
+
+    def _open(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.db_path, check_same_thread=False, isolation_level=None)
+        try:
+            conn.execute("PRAGMA busy_timeout=10000")
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            row = None
+            try:
+                row = conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+            except sqlite3.OperationalError:
+                pass
+            if row is not None and row[0] != _SCHEMA_VERSION:
+                conn.executescript(
+                    "DROP TABLE IF EXISTS messages; DROP TABLE IF EXISTS files; "
+                    "DROP TABLE IF EXISTS meta;"
+                )
+            conn.executescript(_SCHEMA)
+            conn.execute(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema', ?)", (_SCHEMA_VERSION,)
+            )
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> SessionIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- refresh ----------------------------------------------------------------
+
+    def _session_files(self) -> dict[str, os.stat_result]:
+        found: dict[str, os.stat_result] = {}
+        if not self.root.is_dir():
+            return found
+        for directory in os.scandir(self.root):
+            if directory.name.startswith(".") or not directory.is_dir():
+                continue
+            try:
+                entries = list(os.scandir(directory.path))
+            except OSError:
+                continue
+            for entry in entries:
+                if entry.name.endswith(".jsonl") and entry.is_file():
+                    try:
+                        found[f"{directory.name}/{entry.name}"] = entry.stat()
+                    except OSError:
+                        continue
+        return found
+
+    def refresh(self) -> RefreshStats:
+        """Bring the index up to date with the files (see the module docstring)."""
+        stats = RefreshStats()
+        with self._lock:
+            conn = self._connection()
+            files = self._session_files()
+            stats.files_seen = len(files)
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                known = {
+                    row[1]: row
+                    for row in conn.execute(
+                        "SELECT id, path, mtime_ns, size, max_seq, offset, tail, session_id "
+                        "FROM files"
+                    )
+                }
+                for rel, row in known.items():
+                    if rel not in files:
+                        self._drop_rows(conn, row[0])
+                        conn.execute("DELETE FROM files WHERE id = ?", (row[0],))
+                        stats.files_removed += 1
+                for rel, st in files.items():
+                    row = known.get(rel)
+                    if row is not None and row[2] == st.st_mtime_ns and row[3] == st.st_size:
+                        continue
+                    self._index_file(conn, rel, st, row, stats)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return stats
+
+    @staticmethod
+    def _drop_rows(conn: sqlite3.Connection, file_id: int) -> None:
+        low = file_id << _SEQ_BITS
+        conn.execute(
+            "DELETE FROM messages WHERE rowid BETWEEN ? AND ?",
+            (low, low | ((1 << _SEQ_BITS) - 1)),
+        )
+
+    def _index_file(
+        self,
+        conn: sqlite3.Connection,
+        rel: str,
+        st: os.stat_result,
+        row: tuple[Any, ...] | None,
+        stats: RefreshStats,
+    ) -> None:
+        path = self.root / rel
+        try:
+            with open(path, "rb") as f:
+                resume = False
+                if row is not None and row[7] is not None and 0 < row[5] <= st.st_size:
+                    tail: bytes = row[6] or b""
+                    f.seek(row[5] - len(tail))
+                    resume = f.read(len(tail)) == tail
+                if not resume:
+                    f.seek(0)
+                data = f.read()
+        except OSError:
+            return  # vanished or unreadable: try again next time
+        if row is None:
+            cursor = conn.execute(
+                "INSERT INTO files(path, mtime_ns, size, max_seq, offset) VALUES (?, ?, ?, 0, 0)",
+                (rel, st.st_mtime_ns, st.st_size),
+            )
+            file_id = int(cursor.lastrowid or 0)
+        else:
+            file_id = int(row[0])
+        if resume:
+            assert row is not None
+            offset, seq, session_id = int(row[5]), int(row[4]), row[7]
+            stats.files_appended += 1
+        else:
+            if row is not None:
+                self._drop_rows(conn, file_id)
+            offset, seq, session_id = 0, 0, None
+            stats.files_indexed += 1
+        end = data.rfind(b"\n") + 1  # only complete lines
+        rows: list[tuple[int, str, str, int, str, str]] = []
+        base = file_id << _SEQ_BITS
+        for raw in data[:end].split(b"\n")[:-1] if end else ():
+            seq += 1
+            try:
+                obj = json.loads(raw)
+            except ValueError:
+                continue
+            if not isinstance(obj, dict):
+                continue
+            if seq == 1:
+                if obj.get("type") == "session" and isinstance(obj.get("id"), str):
+                    session_id = obj["id"]
+                continue
+            if session_id is None or obj.get("type") != "message":
+                continue
+            found = _message_text(obj.get("message"))
+            if found is not None:
+                role, body = found
+                rows.append((base | seq, session_id, str(obj.get("id", "")), seq, role, body))
+        if rows:
+            conn.executemany(
+                "INSERT INTO messages(rowid, session_id, entry_id, seq, role, body) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            stats.messages_added += len(rows)
+        new_offset = offset + end
+        previous_tail: bytes = (row[6] or b"") if resume and row is not None else b""
+        tail_bytes = (previous_tail + data[:end])[-_TAIL:] if new_offset else b""
+        conn.execute(
+            "UPDATE files SET mtime_ns=?, size=?, max_seq=?, offset=?, tail=?, session_id=? "
+            "WHERE id=?",
+            (st.st_mtime_ns, st.st_size, seq, new_offset, tail_bytes, session_id, file_id),
+        )
+
+    # -- search -------------------------------------------------------------------
+
+    def search(self, query: str, limit: int = 10) -> list[SearchHit]:
+        """The best matches of ``query`` (FTS5 syntax), ranked by bm25; at most 50."""
+        if not query or not query.strip():
+            return []
+        limit = max(1, min(int(limit), MAX_SEARCH_LIMIT))
+        with self._lock:
+            conn = self._connection()
+            try:
+                rows = conn.execute(
+                    "SELECT m.session_id, f.path, m.entry_id, m.role, m.snip, m.rank "
+                    "FROM (SELECT rowid, session_id, entry_id, role, "
+                    "snippet(messages, 4, '[', ']', '…', 16) AS snip, rank "
+                    "FROM messages WHERE messages MATCH ? ORDER BY rank LIMIT ?) AS m "
+                    "JOIN files AS f ON f.id = (m.rowid >> 32) ORDER BY m.rank",
+                    (query, limit),
+                ).fetchall()
+            except sqlite3.OperationalError as exc:
+                raise _query_error(query, exc) from None
+        return [
+            SearchHit(
+                session_id=row[0],
+                path=str(self.root / row[1]),
+                entry_id=row[2],
+                role=row[3],
+                snippet=row[4],
+                score=-float(row[5]),
+            )
+            for row in rows
+        ]
+
+    def count(self) -> int:
+        """Indexed messages."""
+        with self._lock:
+            return int(self._connection().execute("SELECT count(*) FROM messages").fetchone()[0])
+
+
+def _query_error(query: str, exc: sqlite3.OperationalError) -> Exception:
+    detail = str(exc)
+    lowered = detail.lower()
+    if not any(
+        key in lowered
+        for key in ("fts5", "syntax error", "no such column", "unterminated", "unknown special")
+    ):
+        return exc
+    detail = detail.removeprefix("fts5: ")
+    return SearchQueryError(
+        f"invalid search query {query!r}: {detail}. Queries use FTS5 syntax: words, "
+        '"quoted phrases", AND / OR / NOT, prefix*; put text with punctuation in double '
+        'quotes (e.g. "foo-bar" or "a.b").'
+    )
+
+
+def _message_text(message: Any) -> tuple[str, str] | None:
+    if not isinstance(message, dict):
+        return None
+    role = message.get("role")
+    if role not in ("user", "assistant"):
+        return None
+    content = message.get("content")
+    if isinstance(content, str):
+        text = content
+    elif isinstance(content, list):
+        text = "\n".join(
+            str(block.get("text", ""))
+            for block in content
+            if isinstance(block, dict) and block.get("type") == "text"
+        )
+    else:
+        return None
+    text = text.strip()
+    return (str(role), text) if text else None

@@ -1,0 +1,389 @@
+"""Session repositories: the ``SessionRepo`` protocol and the JSONL store (pi layout).
+
+Files live at ``<root>/<cwd-slug>/<timestamp>_<id>.jsonl``; the slug is pi's
+``--path-with-dashes--`` (leading slash dropped, ``/``, ``\\`` and ``:`` turned into
+``-``), the timestamp the header's with ``:`` and ``.`` turned into ``-``, so a repo
+rooted at pi's session directory lists pi's sessions and pi lists ours.
+
+Opening by id only ever finds files under the root (symlinks leading out are refused);
+an explicit path may point anywhere. A header's ``parentSession`` is data only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol, TypeAlias
+
+from harnessc.runtime.session.jsonl import (
+    JsonlStorage,
+    ReadOnlyStorage,
+    SessionFileError,
+    read_session_file,
+)
+from harnessc.runtime.session.lock import lock_exclusive, unlock
+from harnessc.runtime.session.session import (
+    Session,
+    SessionEntry,
+    SessionError,
+    SessionHeader,
+)
+
+__all__ = [
+    "ForkPosition",
+    "JsonlSessionRepo",
+    "SessionMeta",
+    "SessionNotFoundError",
+    "SessionRef",
+    "SessionRepo",
+    "cwd_slug",
+    "session_file_name",
+]
+
+ForkPosition: TypeAlias = Literal["before", "at"]
+
+
+class SessionNotFoundError(SessionError, LookupError):
+    """No session with that id (or path) in the repo."""
+
+
+@dataclass(slots=True)
+class SessionMeta:
+    """What ``list`` knows about a session without opening it."""
+
+    id: str
+    path: str
+    cwd: str = ""
+    timestamp: str = ""  # header creation time (ISO)
+    modified: float = 0.0  # file mtime, seconds since the epoch
+    size: int = 0
+    name: str | None = None  # latest session_info name (see JsonlSessionRepo.list)
+    first_prompt: str | None = None  # text of the first user message
+    parent_session: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    version: int = 3
+
+
+SessionRef: TypeAlias = "SessionMeta | Session | str | os.PathLike[str]"
+
+
+class SessionRepo(Protocol):
+    """Where sessions are created, found, listed, deleted and forked (seed 000)."""
+
+    def create(
+        self, *, cwd: str | None = None, metadata: dict[str, Any] | None = None
+    ) -> Session: ...
+
+    def open(self, target: SessionMeta | str | os.PathLike[str]) -> Session: ...
+
+    def list(self, cwd: str | None = None) -> list[SessionMeta]: ...
+
+    def delete(self, meta: SessionMeta | str | os.PathLike[str]) -> None: ...
+
+    def fork(
+        self,
+        source: SessionMeta | Session | str | os.PathLike[str],
+        entry_id: str | None = None,
+        position: ForkPosition = "before",
+    ) -> Session: ...
+
+
+def cwd_slug(cwd: str) -> str:
+    """pi's directory name for a working directory: ``/a/b`` -> ``--a-b--``."""
+    trimmed = cwd[1:] if cwd[:1] in ("/", "\\") else cwd
+    return "--" + re.sub(r"[/\\:]", "-", trimmed) + "--"
+
+
+def session_file_name(header: SessionHeader) -> str:
+    return f"{re.sub(r'[:.]', '-', header.timestamp)}_{header.id}.jsonl"
+
+
+_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+_HEAD_LINES = 64  # list(): lines read per file looking for the first prompt
+_HEAD_BYTES = 1 << 20
+_NAME_BYTES = 1 << 16  # list(): a session_info within this much of the start gives the name
+
+
+class JsonlSessionRepo:
+    """Sessions as pi v3 JSONL files under ``root`` (see the module docstring)."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(os.path.abspath(os.fspath(root)))
+        # (path, reason) of the files the last list() skipped
+        self.skipped: list[tuple[str, str]] = []
+
+    def __repr__(self) -> str:
+        return f"JsonlSessionRepo({str(self.root)!r})"
+
+    # -- create / open ---------------------------------------------------------
+
+    def create(
+        self,
+        *,
+        cwd: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        parent_session: str | None = None,
+    ) -> Session:
+        """A new, empty session for ``cwd`` (default: the current directory), locked."""
+        cwd = os.path.abspath(cwd) if cwd else os.getcwd()
+        header = SessionHeader.new(cwd=cwd, metadata=metadata, parent_session=parent_session)
+        directory = self.root / cwd_slug(cwd)
+        directory.mkdir(parents=True, exist_ok=True)
+        path = str(directory / session_file_name(header))
+        storage = JsonlStorage.create(path, header)
+        return Session(header=header, storage=storage, path=path)
+
+    def open(
+        self, target: SessionMeta | str | os.PathLike[str], *, read_only: bool = False
+    ) -> Session:
+        """Open a session by meta, id (or unique id prefix) or file path.
+
+        Unless ``read_only``, the file is locked for appending (SessionLockedError
+        when another process holds it). Problems in the file are in ``diagnostics``.
+        """
+        path = self.resolve(target)
+        if read_only:
+            loaded = read_session_file(path)
+            storage: Any = ReadOnlyStorage(path)
+        else:
+            storage, loaded = JsonlStorage.open_locked(path)
+            if loaded.generated_ids:
+                storage.close()
+                raise SessionError(
+                    f"{path} is a version {loaded.header.version} session file whose entries "
+                    "have no ids; open it read-only, or fork it to continue it"
+                )
+        return Session(
+            header=loaded.header,
+            entries=loaded.entries,
+            storage=storage,
+            path=path,
+            diagnostics=loaded.diagnostics,
+        )
+
+    def resolve(self, target: SessionMeta | str | os.PathLike[str]) -> str:
+        """The file of a meta, id, id prefix or path (ids only match files under the root)."""
+        if isinstance(target, SessionMeta):
+            path = Path(target.path)
+            self._check_inside(path)
+            return str(path)
+        if isinstance(target, os.PathLike) or _looks_like_path(target):
+            path = Path(os.fspath(target))
+            if not path.is_file():
+                raise SessionNotFoundError(f"no session file {path}")
+            return str(path)
+        return self._find_by_id(target)
+
+    def _find_by_id(self, session_id: str) -> str:
+        if not _ID_RE.match(session_id):
+            raise SessionNotFoundError(f"{session_id!r} is not a session id")
+        if not self.root.is_dir():
+            raise SessionNotFoundError(f"no session {session_id!r} (no directory {self.root})")
+        exact = sorted(self.root.glob(f"*/*_{session_id}.jsonl"))
+        matches = exact or sorted(self.root.glob(f"*/*_{session_id}*.jsonl"))
+        matches = [m for m in matches if m.is_file()]
+        if not matches:
+            raise SessionNotFoundError(f"no session {session_id!r} under {self.root}")
+        if len(matches) > 1:
+            ids = ", ".join(m.stem.split("_", 1)[-1] for m in matches[:5])
+            raise SessionNotFoundError(f"session id {session_id!r} is ambiguous: {ids}")
+        self._check_inside(matches[0])
+        return str(matches[0])
+
+    def _check_inside(self, path: Path) -> None:
+        real = Path(os.path.realpath(path))
+        root = Path(os.path.realpath(self.root))
+        if not real.is_relative_to(root):
+            raise SessionError(f"refusing {path}: it is outside the session root {self.root}")
+
+    # -- list ----------------------------------------------------------------
+
+    def list(self, cwd: str | None = None, *, full: bool = False) -> list[SessionMeta]:
+        """Sessions (of ``cwd``, else of every directory), most recently modified first.
+
+        Reads the header and the first lines of each file (for the first prompt and a
+        name set early). With ``full=True`` the whole file is scanned for the latest
+        ``session_info`` name (only those lines are parsed). Unreadable files are
+        skipped and recorded in ``self.skipped``.
+        """
+        self.skipped = []
+        if cwd is not None:
+            directories = [self.root / cwd_slug(os.path.abspath(cwd))]
+        elif self.root.is_dir():
+            directories = sorted(
+                p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(".")
+            )
+        else:
+            directories = []
+        metas: list[tuple[int, SessionMeta]] = []
+        for directory in directories:
+            try:
+                files = [p for p in directory.iterdir() if p.name.endswith(".jsonl")]
+            except OSError:
+                continue
+            for file in files:
+                try:
+                    stat = file.stat()
+                    meta = _read_meta(str(file), full)
+                except (OSError, ValueError) as exc:
+                    self.skipped.append((str(file), str(exc)))
+                    continue
+                meta.modified = stat.st_mtime
+                meta.size = stat.st_size
+                metas.append((stat.st_mtime_ns, meta))
+        metas.sort(key=lambda item: (item[0], item[1].timestamp), reverse=True)
+        return [meta for _, meta in metas]
+
+    def latest(self, cwd: str | None = None) -> SessionMeta | None:
+        """The most recently modified session (of ``cwd``), or None."""
+        found = self.list(cwd)
+        return found[0] if found else None
+
+    # -- delete / fork -------------------------------------------------------
+
+    def delete(self, meta: SessionMeta | str | os.PathLike[str]) -> None:
+        """Delete a session file under the root; refused while a writer holds it."""
+        path = self.resolve(meta)
+        self._check_inside(Path(path))
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            lock_exclusive(fd, path)
+            os.unlink(path)
+            unlock(fd)
+        finally:
+            os.close(fd)
+
+    def fork(
+        self,
+        source: SessionMeta | Session | str | os.PathLike[str],
+        entry_id: str | None = None,
+        position: ForkPosition = "before",
+    ) -> Session:
+        """A new session holding the branch of ``source`` up to ``entry_id``.
+
+        ``position="at"`` keeps ``entry_id`` itself, ``"before"`` stops at its parent
+        (pi's fork from a user message: re-ask it differently). Without ``entry_id``
+        the whole current branch is copied. Entry ids are kept; labels of copied
+        entries are carried over; the header names the source in ``parentSession``.
+        """
+        if position not in ("before", "at"):
+            raise ValueError(f"position must be 'before' or 'at', not {position!r}")
+        if isinstance(source, Session):
+            src, owned = source, False
+        else:
+            src, owned = self.open(source, read_only=True), True
+        try:
+            if entry_id is None:
+                path = src.branch()
+            else:
+                entry = src.get_entry(entry_id)
+                if entry is None:
+                    raise KeyError(f"no entry {entry_id!r} in session {src.id}")
+                end = entry.id if position == "at" else entry.parent_id
+                path = src.branch(end) if end is not None else []
+            copied = {e.id for e in path}
+            labels = {t: label for t, label in src.labels().items() if t in copied}
+            parent_path = os.path.abspath(src.path) if src.path else None
+            fork = self.create(
+                cwd=src.header.cwd or None,
+                metadata=dict(src.header.metadata),
+                parent_session=parent_path,
+            )
+            try:
+                for e in path:
+                    if e.type == "label":
+                        continue
+                    fork.append_entry(
+                        SessionEntry(e.type, e.id, e.parent_id, e.timestamp, _copy(e.data))
+                    )
+                for target, label in labels.items():
+                    fork.append_label(target, label)
+            except BaseException:
+                fork.close()
+                raise
+            return fork
+        finally:
+            if owned:
+                src.close()
+
+
+def _copy(data: dict[str, Any]) -> dict[str, Any]:
+    return json.loads(json.dumps(data))
+
+
+def _looks_like_path(target: str) -> bool:
+    return "/" in target or os.sep in target or target.endswith(".jsonl")
+
+
+def _read_meta(path: str, full: bool) -> SessionMeta:
+    """Header, first user prompt and session name from the head of a session file."""
+    name: str | None = None
+    first_prompt: str | None = None
+    with open(path, "rb") as f:
+        head = f.readline(_HEAD_BYTES)
+        try:
+            header = SessionHeader.from_dict(json.loads(head))
+        except ValueError as exc:
+            raise SessionFileError(f"not a session file ({exc})") from None
+        read = len(head)
+        for _ in range(_HEAD_LINES):
+            # past the first 64 KB only a missing first prompt is worth reading on for
+            if read >= _HEAD_BYTES or (first_prompt is not None and read >= _NAME_BYTES):
+                break
+            line = f.readline(_HEAD_BYTES)
+            if not line:
+                break
+            read += len(line)
+            if b'"session_info"' in line:
+                name = _session_name(line, name)
+            elif first_prompt is None and b'"user"' in line:
+                first_prompt = _user_text(line)
+        if full:
+            for line in f:
+                if b'"session_info"' in line:
+                    name = _session_name(line, name)
+    return SessionMeta(
+        id=header.id,
+        path=path,
+        cwd=header.cwd,
+        timestamp=header.timestamp,
+        name=name,
+        first_prompt=first_prompt,
+        parent_session=header.parent_session,
+        metadata=header.metadata,
+        version=header.version,
+    )
+
+
+def _session_name(line: bytes, current: str | None) -> str | None:
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return current
+    if not isinstance(obj, dict) or obj.get("type") != "session_info":
+        return current
+    value = obj.get("name")
+    return str(value) if value else None
+
+
+def _user_text(line: bytes) -> str | None:
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return None
+    message = obj.get("message") if isinstance(obj, dict) and obj.get("type") == "message" else None
+    if not isinstance(message, dict) or message.get("role") != "user":
+        return None
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            str(c.get("text", ""))
+            for c in content
+            if isinstance(c, dict) and c.get("type") == "text"
+        )
+    return None
