@@ -11,8 +11,8 @@ from harnessc.testing.streams import (
     openai_events,
     openai_tool_call_events,
     openai_usage,
-    sse_data,
     split_text,
+    sse_data,
 )
 
 __all__ = [

@@ -34,6 +34,7 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]
     body: bytes
+    client_port: int = 0  # the client's source port: equal ports mean a reused connection
 
     @property
     def json(self) -> Any:
@@ -122,6 +123,7 @@ class _Server(ThreadingHTTPServer):
 
 class _RequestHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # small SSE writes must not wait for delayed ACKs
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet
@@ -135,6 +137,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
             path=self.path,
             headers={k.lower(): v for k, v in self.headers.items()},
             body=body,
+            client_port=int(self.client_address[1]),
         )
         response = self.server.owner._record(recorded)
         try:
