@@ -166,7 +166,7 @@ def anthropic_events(
 ) -> list[bytes]:
     """A whole message stream; ``usage`` is (input, output, cache_read, cache_write)."""
     input_tokens, output_tokens, cache_read, cache_write = usage
-    message = {
+    message: dict[str, Any] = {
         "id": "msg_test",
         "type": "message",
         "role": "assistant",
