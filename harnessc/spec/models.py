@@ -52,6 +52,7 @@ __all__ = [
     "SessionIndexSpec",
     "SessionSpec",
     "SpecModel",
+    "agent_name_problem",
     "StreamSpec",
     "ToolEntry",
     "TurnContinueSpec",
@@ -176,20 +177,26 @@ def module_name(agent_name: str) -> str:
     return agent_name.replace("-", "_")
 
 
-def _check_agent_name(value: str) -> str:
+def agent_name_problem(value: str) -> str | None:
+    """Why ``value`` cannot name an agent, or None when it can."""
     if not _AGENT_NAME.match(value):
-        raise _custom(
-            "agent_name",
+        return (
             f"invalid agent name {value!r}: use lowercase letters, digits, '_' and '-', "
-            "starting with a letter (at most 64 characters)",
+            "starting with a letter (at most 64 characters)"
         )
     module = module_name(value)
     if keyword.iskeyword(module) or module in _RESERVED_MODULES:
-        raise _custom(
-            "agent_name",
+        return (
             f"agent name {value!r} would compile to module {module}.py, which shadows "
-            "a Python keyword or module; pick another name",
+            "a Python keyword or module; pick another name"
         )
+    return None
+
+
+def _check_agent_name(value: str) -> str:
+    problem = agent_name_problem(value)
+    if problem:
+        raise _custom("agent_name", problem)
     return value
 
 

@@ -245,7 +245,12 @@ def load_yaml(raw: bytes, path: str) -> YamlSource:
         where = Mark(mark.line + 1, mark.column + 1) if mark else Mark(1, 1)
         problem = (exc.problem or exc.context or "invalid YAML").removeprefix("but ")
         context = f" ({exc.context})" if exc.context and exc.problem else ""
-        source.error(where, f"YAML syntax error: {problem}{context}")
+        hint = ""
+        lines = text.splitlines()
+        if "flow" in (exc.context or "") and 0 < where.line <= len(lines):
+            if "${" in lines[where.line - 1]:
+                hint = "; quote values holding ${...} inside [ ] or { }"
+        source.error(where, f"YAML syntax error: {problem}{context}{hint}")
         source.data = None
     except yaml.reader.ReaderError as exc:
         source.error(_line_col(text, exc.position), f"YAML syntax error: {exc.reason}")

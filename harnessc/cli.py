@@ -1,0 +1,400 @@
+"""The ``harnessc`` command: build, check, schema, new, run, dev.
+
+Exit codes: 0 success (warnings allowed), 1 errors in a spec or stale output,
+2 usage errors. Diagnostics go to stderr as ``path:line:col: severity: message``.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import types
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+from typing import Any, NoReturn, TypeVar
+
+import click
+
+from harnessc import __version__
+from harnessc.compiler import compile as compile_specs
+from harnessc.compiler import output_name
+from harnessc.compiler.scaffold import scaffold_files
+from harnessc.compiler.write import FileStatus, check_outputs, find_orphans, write_outputs
+from harnessc.spec import Diagnostic, LoadedSpec, export_schema, format_diagnostics, load_spec
+from harnessc.spec.models import agent_name_problem
+
+__all__ = ["cli", "main"]
+
+DEFAULT_SPECS = "agents"
+DEFAULT_OUT = "generated"
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _guard(func: F) -> F:
+    """Unexpected failures print one line instead of a traceback (HARNESSC_DEBUG=1 shows it)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
+            raise
+        except KeyboardInterrupt:
+            raise SystemExit(130) from None
+        except Exception as exc:
+            if os.environ.get("HARNESSC_DEBUG"):
+                raise
+            click.echo(f"harnessc: internal error: {type(exc).__name__}: {exc}", err=True)
+            click.echo("(set HARNESSC_DEBUG=1 to see the traceback)", err=True)
+            raise SystemExit(1) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+# -- finding and loading specs ------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Inputs:
+    files: list[Path]
+    dirs: list[Path]
+
+
+def _display(path: Path) -> str:
+    return PurePath(path).as_posix()
+
+
+def _collect(paths: Sequence[str]) -> _Inputs:
+    """Spec files named directly, plus ``*.yaml``/``*.yml`` directly inside named folders."""
+    if not paths:
+        if not Path(DEFAULT_SPECS).is_dir():
+            raise click.UsageError(f"no {DEFAULT_SPECS}/ folder here; name a spec file or folder")
+        paths = [DEFAULT_SPECS]
+    files: list[Path] = []
+    dirs: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            dirs.append(path)
+            found = sorted(
+                p for p in path.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file()
+            )
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise click.UsageError(f"{raw}: no such file or folder")
+    unique = list(dict.fromkeys(files))
+    return _Inputs(unique, dirs)
+
+
+def _load_all(files: Sequence[Path]) -> list[LoadedSpec]:
+    loaded = [load_spec(path, _display(path)) for path in files]
+    _check_unique_names(loaded)
+    return loaded
+
+
+def _check_unique_names(loaded: Sequence[LoadedSpec]) -> None:
+    owners: dict[str, LoadedSpec] = {}
+    for item in loaded:
+        if item.spec is None:
+            continue
+        module = output_name(item.spec)
+        if module in owners:
+            other = owners[module].display_path
+            item.diagnostics.append(
+                Diagnostic(
+                    item.display_path,
+                    _name_line(item),
+                    1,
+                    "error",
+                    f"agent {item.spec.name!r} compiles to {module}, like {other}; "
+                    "agent names must be unique",
+                )
+            )
+            item.spec = None
+        else:
+            owners[module] = item
+
+
+def _name_line(item: LoadedSpec) -> int:
+    for number, line in enumerate(item.raw.decode("utf-8", "replace").splitlines(), 1):
+        if line.startswith("name:"):
+            return number
+    return 1
+
+
+def _report(loaded: Sequence[LoadedSpec]) -> tuple[int, int]:
+    """Print every diagnostic to stderr; returns (errors, warnings)."""
+    diagnostics = [d for item in loaded for d in item.diagnostics]
+    text = format_diagnostics(diagnostics)
+    if text:
+        click.echo(text, err=True, nl=False)
+    errors = sum(1 for d in diagnostics if d.severity == "error")
+    return errors, len(diagnostics) - errors
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _fail(errors: int, specs: int, tail: str) -> NoReturn:
+    click.echo(
+        f"harnessc: {_plural(errors, 'error')} in {_plural(specs, 'spec')}; {tail}", err=True
+    )
+    raise SystemExit(1)
+
+
+# -- commands -------------------------------------------------------------------------------
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="harnessc")
+def cli() -> None:
+    """Compile declarative YAML agent specs into runnable Python agents."""
+
+
+@cli.command()
+@click.argument("specs", nargs=-1)
+@click.option(
+    "-o", "--out", "out_dir", default=DEFAULT_OUT, show_default=True, help="Output folder."
+)
+@click.option(
+    "--check", is_flag=True, help="Write nothing; exit 1 if a generated file is stale or missing."
+)
+@click.option("--watch", is_flag=True, help="Rebuild whenever a spec changes.")
+@_guard
+def build(specs: tuple[str, ...], out_dir: str, check: bool, watch: bool) -> None:
+    """Compile SPEC files and folders (default: agents/) into OUT."""
+    if check and watch:
+        raise click.UsageError("--check and --watch do not go together")
+    inputs = _collect(specs)
+    if watch:
+        _watch(inputs, specs, out_dir)
+        return
+    raise SystemExit(_build_once(inputs, out_dir, check=check))
+
+
+def _build_once(inputs: _Inputs, out_dir: str, *, check: bool) -> int:
+    loaded = _load_all(inputs.files)
+    errors, _warnings = _report(loaded)
+    bad = sum(1 for item in loaded if not item.ok)
+    if errors:
+        _fail(errors, bad, "nothing written" if not check else "cannot check")
+    outputs = compile_specs(loaded, out_dir)
+    orphans = find_orphans(out_dir, outputs) if inputs.dirs else []
+    if check:
+        return _report_check(check_outputs(outputs, out_dir) + orphans)
+    statuses = write_outputs(outputs, out_dir)
+    for item, status in zip(loaded, statuses, strict=True):
+        assert item.spec is not None
+        click.echo(
+            f"{item.spec.name}: {item.display_path} -> {_display(status.path)} ({status.status})"
+        )
+    for orphan in orphans:
+        click.echo(
+            f"{_display(orphan.path)}: generated by harnessc but no spec produces it; delete it",
+            err=True,
+        )
+    if not loaded:
+        click.echo("no specs found", err=True)
+    return 0
+
+
+def _report_check(statuses: list[FileStatus]) -> int:
+    problems = [s for s in statuses if s.status != "current"]
+    notes = {
+        "stale": "stale: differs from its spec",
+        "missing": "missing",
+        "orphan": "generated by harnessc but no spec produces it",
+    }
+    for status in problems:
+        click.echo(f"{_display(status.path)}: {notes[status.status]}")
+    if problems:
+        click.echo("run `harnessc build` to update the generated files", err=True)
+        return 1
+    click.echo(f"{_plural(len(statuses), 'generated file')} current")
+    return 0
+
+
+def _watch(inputs: _Inputs, specs: tuple[str, ...], out_dir: str) -> None:
+    import watchfiles
+
+    def rebuild() -> None:
+        try:
+            _build_once(_collect(specs), out_dir, check=False)
+        except SystemExit:
+            pass  # errors were printed; keep watching
+
+    rebuild()
+    targets = [str(p) for p in inputs.dirs] + [
+        str(p) for p in inputs.files if p.parent not in inputs.dirs
+    ]
+    click.echo(f"watching {', '.join(targets)} (Ctrl-C to stop)", err=True)
+    try:
+        for _changes in watchfiles.watch(*targets, watch_filter=_spec_filter):
+            rebuild()
+    except KeyboardInterrupt:
+        pass
+
+
+def _spec_filter(change: Any, path: str) -> bool:
+    return path.endswith((".yaml", ".yml"))
+
+
+@cli.command()
+@click.argument("specs", nargs=-1)
+@_guard
+def check(specs: tuple[str, ...]) -> None:
+    """Validate SPEC files and folders (default: agents/) without compiling."""
+    loaded = _load_all(_collect(specs).files)
+    errors, _ = _report(loaded)
+    for item in loaded:
+        err = sum(1 for d in item.diagnostics if d.severity == "error")
+        warn = len(item.diagnostics) - err
+        if not err and not warn:
+            click.echo(f"{item.display_path}: ok")
+        else:
+            parts = [_plural(n, w) for n, w in ((err, "error"), (warn, "warning")) if n]
+            click.echo(f"{item.display_path}: {', '.join(parts)}")
+    raise SystemExit(1 if errors else 0)
+
+
+@cli.command()
+@click.option(
+    "-o", "--out", "out_file", type=click.Path(dir_okay=False), help="Write to this file."
+)
+@click.option("--check", is_flag=True, help="With -o: exit 1 if the file differs from the export.")
+@_guard
+def schema(out_file: str | None, check: bool) -> None:
+    """Export the JSON Schema of agent specs (stdout unless -o)."""
+    text = export_schema()
+    if out_file is None:
+        if check:
+            raise click.UsageError("--check needs -o FILE")
+        click.echo(text, nl=False)
+        return
+    path = Path(out_file)
+    current = path.read_text(encoding="utf-8") if path.is_file() else None
+    if check:
+        if current != text:
+            click.echo(f"{out_file}: stale; run `harnessc schema -o {out_file}`")
+            raise SystemExit(1)
+        click.echo(f"{out_file}: current")
+        return
+    if current != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        click.echo(f"{out_file}: written")
+    else:
+        click.echo(f"{out_file}: unchanged")
+
+
+@cli.command()
+@click.argument("name")
+@click.option(
+    "--dir", "spec_dir", default=DEFAULT_SPECS, show_default=True, help="Folder of the spec."
+)
+@_guard
+def new(name: str, spec_dir: str) -> None:
+    """Scaffold the spec NAME.yaml with a skill and a prompt template."""
+    problem = agent_name_problem(name)
+    if problem:
+        raise click.BadParameter(problem, param_hint="NAME")
+    root = Path(spec_dir)
+    schema_file = Path("schema/agent.schema.json")
+    schema_ref = None
+    if schema_file.is_file():
+        schema_ref = PurePath(os.path.relpath(schema_file.resolve(), root.resolve())).as_posix()
+    files = scaffold_files(name, schema_ref)
+    existing = [rel for rel in files if (root / rel).exists()]
+    if existing:
+        for rel in existing:
+            click.echo(f"{_display(root / rel)}: already exists", err=True)
+        click.echo("harnessc: nothing written", err=True)
+        raise SystemExit(1)
+    for rel, text in files.items():
+        target = root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+        click.echo(f"created {_display(target)}")
+    spec_path = root / f"{name}.yaml"
+    loaded = load_spec(spec_path, _display(spec_path))
+    _report([loaded])
+    click.echo(f"next: edit {_display(spec_path)}, then `harnessc build {_display(spec_path)}`")
+
+
+# -- run / dev ------------------------------------------------------------------------------
+
+
+def _compile_for_run(spec_path: str, out_dir: str) -> tuple[LoadedSpec, types.ModuleType]:
+    loaded = load_spec(spec_path, spec_path)
+    errors, _ = _report([loaded])
+    if errors:
+        _fail(errors, 1, "not running")
+    assert loaded.spec is not None
+    outputs = compile_specs(loaded, out_dir)
+    name = output_name(loaded.spec)
+    module = load_module(outputs[name], loaded.spec.module, Path(out_dir).resolve() / name)
+    return loaded, module
+
+
+def load_module(text: str, name: str, file: Path) -> types.ModuleType:
+    """Execute generated module text as module ``name`` whose ``__file__`` is ``file``."""
+    module = types.ModuleType(name)
+    module.__file__ = str(file)
+    code = compile(text, str(file), "exec")
+    sys.modules[name] = module
+    try:
+        exec(code, module.__dict__)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+_RUN_SETTINGS = {"ignore_unknown_options": True, "allow_interspersed_args": False}
+
+
+@cli.command(context_settings=_RUN_SETTINGS)
+@click.argument("spec", type=click.Path(exists=True, dir_okay=False))
+@click.argument("agent_args", nargs=-1, type=click.UNPROCESSED)
+@click.option(
+    "-o",
+    "--out",
+    "out_dir",
+    default=DEFAULT_OUT,
+    show_default=True,
+    help="Where the module would be written (for its relative paths).",
+)
+@_guard
+def run(spec: str, agent_args: tuple[str, ...], out_dir: str) -> None:
+    """Compile SPEC in memory and run the agent's command line with AGENT_ARGS (after --)."""
+    _loaded, module = _compile_for_run(spec, out_dir)
+    raise SystemExit(module.main(list(agent_args)))
+
+
+@cli.command(context_settings=_RUN_SETTINGS)
+@click.argument("spec", type=click.Path(exists=True, dir_okay=False))
+@click.argument("agent_args", nargs=-1, type=click.UNPROCESSED)
+@click.option(
+    "-o",
+    "--out",
+    "out_dir",
+    default=DEFAULT_OUT,
+    show_default=True,
+    help="Where the module would be written (for its relative paths).",
+)
+@_guard
+def dev(spec: str, agent_args: tuple[str, ...], out_dir: str) -> None:
+    """Run SPEC interactively; resources hot-reload and the spec recompiles between turns."""
+    from harnessc.compiler.live import run_dev
+
+    raise SystemExit(run_dev(spec, list(agent_args), out_dir))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the ``harnessc`` script."""
+    cli.main(args=argv, prog_name="harnessc")

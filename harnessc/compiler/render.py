@@ -1,0 +1,399 @@
+"""Pure code generation: a validated spec in, module text out (no I/O)."""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path, PurePath, PurePosixPath
+
+import jinja2
+
+from harnessc import __version__
+from harnessc.compiler.pyexpr import (
+    LINE_LENGTH,
+    Call,
+    Code,
+    DictExpr,
+    Expr,
+    ListExpr,
+    Lit,
+    TupleExpr,
+    from_json,
+    layout,
+    py_string,
+    string_lines,
+)
+from harnessc.runtime.hooks import canonical_hook_name
+from harnessc.spec.envref import EnvRef, split_env_refs
+from harnessc.spec.load import LoadedSpec
+from harnessc.spec.models import (
+    DEFAULT_BASE_URLS,
+    PROVIDER_APIS,
+    AgentSpec,
+    HookHandlerSpec,
+    ModelSpec,
+    SpecModel,
+    ToolEntry,
+)
+
+__all__ = ["CompileError", "compile", "output_name", "render"]
+
+RUNTIME = "harnessc.runtime"
+_FIELD_INDENT = 8  # option fields sit inside ``return AgentHarnessOptions(``
+
+
+class CompileError(ValueError):
+    """``compile`` was given a spec that did not validate."""
+
+
+def output_name(spec: AgentSpec) -> str:
+    """The file an agent compiles to, relative to the output folder."""
+    return f"{spec.module}.py"
+
+
+@lru_cache(maxsize=1)
+def _template() -> jinja2.Template:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("harnessc.compiler", "templates"),
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters["py"] = _py_filter
+    return env.get_template("agent.py.jinja")
+
+
+def _py_filter(value: object) -> str:
+    """Template filter: any spec value as a safe Python literal."""
+    if isinstance(value, Expr):
+        return value.flat()
+    return Lit(value).flat()
+
+
+@dataclass(slots=True)
+class _Imports:
+    """``from module import name`` lines, sorted the way ruff's isort sorts them."""
+
+    names: dict[str, set[str]] = field(default_factory=dict)
+
+    def use(self, module: str, *names: str) -> None:
+        self.names.setdefault(module, set()).update(names)
+
+    def lines(self) -> list[str]:
+        out = []
+        for module in sorted(self.names):
+            names = sorted(self.names[module], key=_isort_key)
+            single = f"from {module} import {', '.join(names)}"
+            if len(single) <= LINE_LENGTH:
+                out.append(single)
+            else:
+                body = "".join(f"    {name},\n" for name in names)
+                out.append(f"from {module} import (\n{body})")
+        return out
+
+
+def _isort_key(name: str) -> tuple[int, str]:
+    if name.isupper() and len(name) > 1:
+        return (0, name)
+    return (1, name) if name[:1].isupper() else (2, name)
+
+
+@dataclass(slots=True)
+class _Builder:
+    """Turns one spec into expressions, recording the runtime names they use."""
+
+    spec: AgentSpec
+    imports: _Imports = field(default_factory=_Imports)
+
+    def rt(self, module: str, name: str) -> str:
+        self.imports.use(f"{RUNTIME}{module}", name)
+        return name
+
+    def call(self, module: str, func: str, /, *args: Expr, **kwargs: Expr | None) -> Call:
+        return Call(
+            self.rt(module, func),
+            list(args),
+            [(k, v) for k, v in kwargs.items() if v is not None],
+        )
+
+    def env_str(self, text: str) -> Expr:
+        """A spec string whose ``${VAR}`` references resolve when the agent runs."""
+        parts = [self.env_part(part) for part in split_env_refs(text)]
+        if not parts:
+            return Lit("")
+        if len(parts) == 1:
+            return parts[0]
+        return Call('"".join', [ListExpr(parts)])
+
+    def env_part(self, part: str | EnvRef) -> Expr:
+        if isinstance(part, str):
+            return Lit(part)
+        args: list[Expr] = [Lit(part.name)]
+        if part.default is not None:
+            args.append(Lit(part.default))
+        return Call(self.rt("", "env"), args)
+
+    def env_json(self, value: object) -> Expr:
+        if isinstance(value, str):
+            return self.env_str(value)
+        if isinstance(value, dict):
+            return DictExpr([(Lit(k), self.env_json(v)) for k, v in value.items()])
+        if isinstance(value, list):
+            return ListExpr([self.env_json(v) for v in value])
+        return Lit(value)
+
+    def spec_path(self, rel: str) -> Expr:
+        """A path from the spec, relative to the spec's folder unless absolute."""
+        if PurePath(rel).is_absolute() or PurePosixPath(rel).is_absolute():
+            return Call("Path", [Lit(rel)])
+        normal = posixpath.normpath(PurePath(rel).as_posix())
+        return Code("SPEC_DIR" if normal == "." else f"SPEC_DIR / {py_string(normal)}")
+
+    # -- option fields -------------------------------------------------------------------
+
+    def fields(self) -> list[tuple[str, Expr]]:
+        spec = self.spec
+        out: list[tuple[str, Expr]] = [("session", Code("session"))]
+        out.append(("models", DictExpr([(Lit(k), self.model(m)) for k, m in spec.models.items()])))
+        out.append(("model", Lit(spec.start_model)))
+        if spec.tools:
+            out.append(("tools", ListExpr([self.tool(t) for t in spec.tools])))
+        if spec.resources.skills or spec.resources.prompt_templates:
+            out.append(("resources", self.resources()))
+        if spec.system_prompt is not None:
+            out.append(("system_prompt", Code("SYSTEM_PROMPT")))
+        if spec.stream is not None:
+            out.append(("stream_options", self.stream()))
+        if spec.thinking_level is not None:
+            level = self.rt("", "ThinkingLevel")
+            out.append(("thinking_level", Code(f"{level}.{spec.thinking_level.upper()}")))
+        if spec.active_tools is not None:
+            out.append(("active_tool_names", ListExpr([Lit(n) for n in spec.active_tools])))
+        for key, value in (
+            ("steering_mode", spec.steering_mode),
+            ("follow_up_mode", spec.follow_up_mode),
+        ):
+            if value is not None:
+                mode = self.rt("", "QueueMode")
+                out.append((key, Code(f"{mode}.{value.upper().replace('-', '_')}")))
+        if spec.tool_context is not None:
+            source = self.rt("", "ToolContextSource")
+            out.append(("tool_context", Call(source, [self.env_json(spec.tool_context)])))
+        if spec.budget is not None:
+            out.append(("budget", self.kwargs_call("", "Budget", spec.budget)))
+        hooks = [self.hook(moment, h) for moment, handlers in spec.hooks.items() for h in handlers]
+        if hooks:
+            out.append(("hooks", ListExpr(hooks)))
+        extensions = self.extensions()
+        if extensions:
+            out.append(("extensions", ListExpr(extensions)))
+        if spec.sequential_tools:
+            out.append(("sequential_tools", Lit(True)))
+        return out
+
+    def kwargs_call(self, module: str, func: str, model: SpecModel, /, **override: Expr) -> Call:
+        """``Name(key=value, ...)`` for the keys the spec sets, in declaration order."""
+        kwargs: dict[str, Expr | None] = {}
+        for key in type(model).model_fields:
+            if key in override:
+                kwargs[key] = override[key]
+            elif key in model.model_fields_set:
+                kwargs[key] = from_json(getattr(model, key))
+        return self.call(module, func, **kwargs)
+
+    def model(self, m: ModelSpec) -> Call:
+        base_url = m.base_url if m.base_url is not None else DEFAULT_BASE_URLS[m.provider]
+        kwargs: dict[str, Expr | None] = {
+            "id": self.env_str(m.id),
+            "api": Lit(PROVIDER_APIS[m.provider]),
+            "provider": Lit(m.provider),
+            "name": Lit(m.name) if m.name is not None else None,
+            "base_url": self.env_str(base_url),
+            "api_key_env": Lit(m.api_key_env) if m.api_key_env else None,
+        }
+        for key in ("context_window", "max_tokens", "reasoning"):
+            if key in m.model_fields_set:
+                kwargs[key] = Lit(getattr(m, key))
+        if "input" in m.model_fields_set:
+            kwargs["input"] = TupleExpr([Lit(kind) for kind in m.input])
+        if m.cost is not None:
+            kwargs["cost"] = self.kwargs_call("", "ModelCost", m.cost)
+        if m.headers:
+            kwargs["headers"] = DictExpr([(Lit(k), self.env_str(v)) for k, v in m.headers.items()])
+        if m.compat:
+            kwargs["compat"] = from_json(m.compat)
+        return self.call("", "Model", **kwargs)
+
+    def tool(self, entry: ToolEntry) -> Expr:
+        tools = ".tools"
+        if entry.python is not None:
+            py = entry.python
+            function = self.call(tools, "import_object", Lit(py.function), Code("SPEC_DIR"))
+            return self.call(
+                tools,
+                "python_tool",
+                function,
+                name=Lit(py.name) if py.name is not None else None,
+                description=Lit(py.description) if py.description is not None else None,
+                parameters=from_json(py.parameters) if py.parameters is not None else None,
+            )
+        if entry.external is not None:
+            ext = entry.external
+            return self.call(
+                tools,
+                "ExternalTool",
+                name=Lit(ext.name),
+                description=Lit(ext.description),
+                parameters=from_json(ext.parameters),
+            )
+        if entry.bash is not None and entry.bash.timeout_s is not None:
+            return self.call(tools, "create_bash_tool", timeout_s=Lit(entry.bash.timeout_s))
+        return self.call(tools, f"create_{entry.kind}_tool")
+
+    def resources(self) -> Call:
+        res = self.spec.resources
+        return self.call(
+            ".resources",
+            "load_resources",
+            skills=ListExpr([self.spec_path(p) for p in res.skills]),
+            prompt_templates=ListExpr([self.spec_path(p) for p in res.prompt_templates]),
+        )
+
+    def stream(self) -> Call:
+        stream = self.spec.stream
+        assert stream is not None
+        override: dict[str, Expr] = {}
+        if stream.headers is not None:
+            override["headers"] = DictExpr(
+                [(Lit(k), self.env_str(v)) for k, v in stream.headers.items()]
+            )
+        return self.kwargs_call("", "AgentHarnessStreamOptions", stream, **override)
+
+    def hook(self, moment: str, handler: HookHandlerSpec) -> Expr:
+        ext = ".extensions"
+        canonical = Lit(canonical_hook_name(moment))
+        if handler.python is not None:
+            return self.call(
+                ext, "python_hook", canonical, Lit(handler.python), base_dir=Code("SPEC_DIR")
+            )
+        if handler.command is not None:
+            return self.call(
+                ext,
+                "command_hook",
+                canonical,
+                Lit(handler.command),
+                matcher=Lit(handler.matcher) if handler.matcher is not None else None,
+                timeout_s=Lit(handler.timeout_s) if handler.timeout_s is not None else None,
+                cwd=Code("SPEC_DIR"),
+            )
+        assert handler.block is not None
+        return self.call(
+            ext,
+            "block_rule",
+            tool=Lit(handler.block.tool),
+            pattern=Lit(handler.block.pattern),
+            reason=Lit(handler.reason),
+        )
+
+    def extensions(self) -> list[Expr]:
+        ext = self.spec.extensions
+        out: list[Expr] = []
+        for key, cls, config in (
+            ("compaction", "CompactionExtension", "CompactionConfig"),
+            ("session_index", "SessionIndexExtension", "SessionIndexConfig"),
+            ("turn_continue", "TurnContinueExtension", "TurnContinueConfig"),
+            ("turn_nudge", "TurnNudgeExtension", "TurnNudgeConfig"),
+        ):
+            value = getattr(ext, key)
+            if value is not None:
+                out.append(
+                    self.call(".extensions", cls, self.kwargs_call(".extensions", config, value))
+                )
+        return out
+
+    def session_lines(self) -> list[str]:
+        """Body of ``if session is None:`` in build_options."""
+        if self.spec.session.repo == "memory":
+            return [f"session = {self.rt('.session', 'Session')}()"]
+        self.rt(".session", "Session")
+        create = Call(
+            f"{self.rt('.session', 'JsonlSessionRepo')}(SESSIONS_DIR).create",
+            [],
+            [("cwd", Code("cwd")), ("metadata", DictExpr([(Lit("agent"), Code("AGENT_NAME"))]))],
+        )
+        return ["session = " + layout(create, 8, 18)]
+
+
+def _relative(target: Path, start: Path) -> str:
+    try:
+        rel = os.path.relpath(target, start)
+    except ValueError:  # another drive (Windows)
+        return target.as_posix()
+    return PurePath(rel).as_posix()
+
+
+def _constant(name: str, text: str) -> str:
+    """``NAME = "..."``; a long multi-line text becomes one literal per line."""
+    single = f"{name} = {py_string(text)}"
+    if len(single) <= LINE_LENGTH or "\n" not in text.rstrip("\n"):
+        return single
+    body = "".join(f"    {part}\n" for part in string_lines(text))
+    return f"{name} = (\n{body})"
+
+
+def _comment_safe(text: str) -> str:
+    return text if text.isprintable() else py_string(text)
+
+
+def render(loaded: LoadedSpec, out_dir: str | os.PathLike[str]) -> str:
+    """The module text of one validated spec, as if written into ``out_dir``."""
+    spec = loaded.spec
+    if spec is None:
+        raise CompileError(f"{loaded.display_path} has errors; nothing to compile")
+    out = Path(os.path.abspath(out_dir))
+    builder = _Builder(spec)
+    for name in ("AgentHarnessOptions", "run_cli"):
+        builder.rt("", name)
+    fields = [
+        (name, layout(value, _FIELD_INDENT, _FIELD_INDENT + len(name) + 1, 1))
+        for name, value in builder.fields()
+    ]
+    session_lines = builder.session_lines()
+    sessions_dir: str | None = None
+    if spec.session.repo == "jsonl":
+        sessions_dir = layout(Call("Path", [builder.env_str(spec.session.dir)]), 0, 15)
+    return _template().render(
+        version=__version__,
+        spec_path=_comment_safe(_relative(loaded.path, out)),
+        sha256=loaded.sha256,
+        agent=spec,
+        spec_dir=_relative(loaded.path.parent, out),
+        sessions_dir=sessions_dir,
+        system_prompt=_constant("SYSTEM_PROMPT", spec.system_prompt)
+        if spec.system_prompt is not None
+        else None,
+        imports=builder.imports.lines(),
+        session_lines=session_lines,
+        fields=fields,
+    )
+
+
+def compile(  # noqa: A001 - the name the design gives this step
+    specs: LoadedSpec | Iterable[LoadedSpec], out_dir: str | os.PathLike[str]
+) -> dict[str, str]:
+    """``{path relative to out_dir: module text}`` for validated specs; pure."""
+    items = [specs] if isinstance(specs, LoadedSpec) else list(specs)
+    result: dict[str, str] = {}
+    for loaded in items:
+        if loaded.spec is None:
+            raise CompileError(f"{loaded.display_path} has errors; nothing to compile")
+        name = output_name(loaded.spec)
+        if name in result:
+            raise CompileError(f"two specs compile to {name}; agent names must be unique")
+        result[name] = render(loaded, out_dir)
+    return result

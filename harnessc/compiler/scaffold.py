@@ -1,0 +1,63 @@
+"""``harnessc new NAME``: a spec with one skill and one prompt template that compiles."""
+
+from __future__ import annotations
+
+__all__ = ["scaffold_files"]
+
+_SPEC = """\
+{schema_line}version: 1
+name: {name}
+description: Describe what {name} does in one line.
+models:
+  main:
+    provider: openai                 # openai | anthropic | google
+    id: gpt-4.1-mini
+    base_url: ${{OPENAI_BASE_URL:-https://api.openai.com/v1}}
+    api_key_env: OPENAI_API_KEY      # the key stays in the environment
+system_prompt: |
+  You are {name}, a helpful assistant. Work in small steps and say what you did.
+tools:
+  - read
+  - ls
+  - grep
+  - find
+resources:
+  skills: [{name}/skills]
+  prompt_templates: [{name}/templates]
+budget:
+  turns: 20
+  tool_calls: 100
+  wall_clock_s: 900
+session:
+  dir: .harnessc/sessions
+"""
+
+_SKILL = """\
+---
+name: checklist
+description: Turn a request with several steps into a short checklist and work through it in order.
+---
+# Checklist
+
+1. Restate the request as three to seven concrete steps.
+2. Do the steps in order; after each one, say in a line what changed.
+3. Finish with the list, each step marked done or explaining why it is not.
+"""
+
+_TEMPLATE = """\
+---
+description: Summarise a file in five bullet points
+argument-hint: <path>
+---
+Read $1 and summarise what it does in five bullet points. ${@:2}
+"""
+
+
+def scaffold_files(name: str, schema_ref: str | None = None) -> dict[str, str]:
+    """``{path relative to the spec folder: text}`` for a new agent ``name``."""
+    schema_line = f"# yaml-language-server: $schema={schema_ref}\n" if schema_ref else ""
+    return {
+        f"{name}.yaml": _SPEC.format(name=name, schema_line=schema_line),
+        f"{name}/skills/checklist/SKILL.md": _SKILL,
+        f"{name}/templates/summarize.md": _TEMPLATE,
+    }
