@@ -5,6 +5,9 @@ how to read its event stream (a ``StreamState`` fed with SSE events). This modul
 does the rest the same way for every API: the API-key check, the payload hook,
 header merging, sending with retries and backoff, response callbacks, timeouts,
 abort, and turning every failure into a final ``error`` event.
+
+``timeout_ms`` bounds each wait on the network (connecting, the response head, every
+body chunk), not the whole reply: a long answer that keeps streaming never times out.
 """
 
 from __future__ import annotations
