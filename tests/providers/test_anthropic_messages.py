@@ -296,3 +296,15 @@ def test_parallel_streams_share_one_client(server, make_request):
         return list(texts)
 
     assert asyncio.run(main()) == ["ok"] * 4
+
+
+def test_error_in_the_same_chunk_as_output_is_not_retried(server, make_request, collect):
+    full = anthropic_events([AnthropicBlock("text", ["partial ", "answer"])], stop=False)
+    body = full[:5] + [
+        anthropic_event("error", error={"type": "overloaded_error", "message": "Overloaded"})
+    ]
+    server.enqueue(ScriptedResponse.sse(body, per_chunk=len(body)), ScriptedResponse.sse(full))
+    events = collect(AnthropicMessagesProvider(), make_request(model_for(server)))
+    assert events[-1].type == "error"
+    assert [e.delta for e in events if e.type == "text_delta"] == ["partial ", "answer"]
+    assert len(server.requests) == 1

@@ -355,3 +355,25 @@ def test_consumer_breaking_early_closes_the_exchange(server, make_request):
     started = time.monotonic()
     asyncio.run(run())
     assert time.monotonic() - started < 1.0
+
+
+def test_bad_base_url_is_not_retried(make_request, collect):
+    model = Model(id="m", api="openai-completions", base_url="localhost:9/v1")
+    request = make_request(model, max_retries=3, retry_delay_ms=2000)
+    retries = record_retries(request)
+    started = time.monotonic()
+    events = collect(OpenAICompletionsProvider(), request)
+    assert time.monotonic() - started < 1
+    assert retries == []
+    assert (events[-1].partial.error_message or "").startswith("could not send the request")
+
+
+def test_payload_hook_returning_garbage(server, make_request, collect):
+    async def on_payload(payload: Any) -> Any:
+        return {"not": {1, 2}}
+
+    request = make_request(model_for(server))
+    request.on_payload = on_payload
+    events = collect(OpenAICompletionsProvider(), request)
+    assert "not valid JSON" in (events[-1].partial.error_message or "")
+    assert server.requests == []

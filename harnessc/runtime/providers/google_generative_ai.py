@@ -114,13 +114,16 @@ def build_google_payload(request: ProviderRequest) -> dict[str, Any]:
     if system:
         payload["systemInstruction"] = {"parts": [{"text": system}]}
     if request.context.tools:
+        # "parametersJsonSchema" takes full JSON Schema; endpoints that know only the
+        # OpenAPI subset want "parameters" (Model.compat["tool_schema_field"]).
+        schema_field = str(model.compat.get("tool_schema_field") or "parametersJsonSchema")
         payload["tools"] = [
             {
                 "functionDeclarations": [
                     {
                         "name": t.name,
                         "description": t.description,
-                        "parametersJsonSchema": t.parameters,
+                        schema_field: t.parameters,
                     }
                     for t in request.context.tools
                 ]

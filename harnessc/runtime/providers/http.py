@@ -143,6 +143,11 @@ class _Abort:
             self.queue.put_nowait((_ABORT,))
 
 
+def _retryable_exception(exc: BaseException) -> bool:
+    """Network trouble may pass; a malformed URL or request never will."""
+    return isinstance(exc, httpx.TimeoutException | httpx.NetworkError | httpx.RemoteProtocolError)
+
+
 def _transport_message(exc: BaseException, timeout_ms: int | None) -> str:
     if isinstance(exc, httpx.TimeoutException):
         limit = f" after {timeout_ms} ms" if timeout_ms else ""
@@ -150,9 +155,9 @@ def _transport_message(exc: BaseException, timeout_ms: int | None) -> str:
     text = str(exc) or type(exc).__name__
     if isinstance(exc, httpx.RemoteProtocolError):
         return f"connection lost: {text}"
-    if isinstance(exc, httpx.TransportError):
+    if isinstance(exc, httpx.NetworkError):
         return f"connection error: {text}"
-    return f"{type(exc).__name__}: {text}"
+    return f"could not send the request: {type(exc).__name__}: {text}"
 
 
 class HttpProvider:
@@ -243,7 +248,12 @@ class HttpProvider:
                 payload = replaced
         options = request.stream_options
         headers = merge_headers(spec.headers, model.headers, options.headers)
-        body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        try:
+            body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        except (TypeError, ValueError) as exc:
+            failure = ProviderError(f"the request payload is not valid JSON: {exc}")
+            yield self._final_error(builder, model, failure, secrets)
+            return
         timeout_ms = options.timeout_ms
         timeout = httpx.Timeout(timeout_ms / 1000) if timeout_ms else _DEFAULT_TIMEOUT
         max_retries = DEFAULT_MAX_RETRIES if options.max_retries is None else options.max_retries
@@ -278,7 +288,8 @@ class HttpProvider:
                         return
                     if kind == _FAIL:
                         error = ProviderError(
-                            _transport_message(item[1], timeout_ms), retryable=True
+                            _transport_message(item[1], timeout_ms),
+                            retryable=_retryable_exception(item[1]),
                         )
                     else:
                         status: int = item[1]
@@ -333,7 +344,8 @@ class HttpProvider:
                                     yield self._aborted(builder, model, signal.reason)
                                     return
                                 error = ProviderError(
-                                    _transport_message(item[1], timeout_ms), retryable=True
+                                    _transport_message(item[1], timeout_ms),
+                                    retryable=_retryable_exception(item[1]),
                                 )
                                 break
                             if error is None:
@@ -364,9 +376,14 @@ class HttpProvider:
                 if signal.aborted:
                     yield self._aborted(builder, model, signal.reason)
                     return
-                if not error.retryable or streamed or attempt > max_retries:
-                    if attempt > 1 and error.retryable and not streamed:
+                # Output received (even if not yielded yet) is never thrown away by a retry.
+                received = streamed or builder.has_content
+                if not error.retryable or received or attempt > max_retries:
+                    if attempt > 1 and error.retryable and not received:
                         error.message += f" (after {attempt} attempts)"
+                    for ev in builder.out:  # deltas decoded together with the failure
+                        yield ev
+                    builder.out.clear()
                     yield self._final_error(builder, model, error, secrets)
                     return
                 delay = retry_delay_ms(attempt, request.retry, error.retry_after_ms, max_delay)
