@@ -1,0 +1,418 @@
+"""The interactive mode: a REPL with history, /commands, steering and pull-point questions.
+
+The harness runs in the asyncio loop of the main thread; a reader thread reads lines
+(``input()`` with readline history) and hands them to the loop. While a run is going,
+typed text is queued as steering; Ctrl-C aborts the running turn (the session is kept)
+and Ctrl-D quits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sys
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from harnessc.runtime.cli_output import TextPrinter, one_line
+from harnessc.runtime.cli_pause import budget_limit, describe_pause
+from harnessc.runtime.harness import AgentHarness, HarnessBusyError, RunResult
+
+if TYPE_CHECKING:
+    from harnessc.runtime.cli import _Cli
+
+__all__ = ["Repl", "run_repl"]
+
+_EOF = object()  # Ctrl-D
+_INTERRUPT = object()  # Ctrl-C while a question waits for its answer
+
+
+def run_repl(cli: _Cli, harness: AgentHarness, prompt: str | None) -> int:
+    repl = Repl(cli, harness)
+    with _terminal_restored():
+        return asyncio.run(repl.main(prompt))
+
+
+@contextlib.contextmanager
+def _terminal_restored() -> Any:
+    """Put the terminal back as it was, even when we leave while readline holds it."""
+    saved = None
+    try:
+        import termios
+
+        if sys.stdin.isatty():
+            saved = termios.tcgetattr(sys.stdin.fileno())
+    except (ImportError, OSError, ValueError):
+        saved = None
+    try:
+        yield
+    finally:
+        if saved is not None:
+            with contextlib.suppress(Exception):
+                import termios
+
+                termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, saved)
+
+
+class _Reader:
+    """Reads lines in a thread; each read starts only when the loop asks for it."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[Any]) -> None:
+        self._loop = loop
+        self._queue = queue
+        self._go = threading.Event()
+        self._lock = threading.Lock()
+        self._prompt = ""
+        self._waiting = False  # parked, waiting for ``request``
+        self._thread = threading.Thread(target=self._run, name="repl-input", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def request(self, prompt: str) -> bool:
+        """Read the next line showing ``prompt``; False when a read is already going
+        (then the caller prints the prompt itself)."""
+        with self._lock:
+            if not self._waiting:
+                return False
+            self._waiting = False
+            self._prompt = prompt
+        self._go.set()
+        return True
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                self._waiting = True
+            self._go.wait()
+            self._go.clear()
+            try:
+                line: Any = input(self._prompt)
+            except EOFError:
+                line = _EOF
+            except Exception:  # a closed stdin
+                line = _EOF
+            try:
+                self._loop.call_soon_threadsafe(self._queue.put_nowait, line)
+            except RuntimeError:  # the loop is closed: we are quitting
+                return
+            if line is _EOF:
+                return
+
+
+class Repl:
+    """One interactive session; ``self.harness`` changes on /fork and /sessions ID."""
+
+    def __init__(self, cli: _Cli, harness: AgentHarness) -> None:
+        self.cli = cli
+        self.harness = harness
+        self.out = cli.out
+        self.err = cli.err
+        self.printer = TextPrinter(self.out, self.err)
+        self._unsubscribe = harness.subscribe(self.printer)
+        self.lines: asyncio.Queue[Any] = asyncio.Queue()
+        self.reader: _Reader | None = None
+        self.busy = False
+        self.asking = False
+        self.quit = False
+        self._history_file: str | None = None
+
+    # -- output ----------------------------------------------------------------
+
+    def say(self, text: str) -> None:
+        """Text for the user on stdout (command answers, questions)."""
+        self.printer.reply(text)
+
+    def note(self, text: str) -> None:
+        self.printer.line(text)
+
+    # -- main loop -------------------------------------------------------------
+
+    async def main(self, prompt: str | None) -> int:
+        loop = asyncio.get_running_loop()
+        self.lines = asyncio.Queue()
+        self._setup_history()
+        self.reader = _Reader(loop, self.lines)
+        _add_sigint(loop, self.on_interrupt)
+        try:
+            await self.cli.prepare(self.harness)
+            self.banner()
+            self.reader.start()
+            if self.harness.paused_reason is not None:
+                await self.answer_pause()
+            if prompt is not None and not self.quit:
+                await self.run(lambda: self.harness.prompt(prompt))
+            while not self.quit:
+                line = await self.next_line("> ")
+                if line is _EOF:
+                    break
+                if line is _INTERRUPT:
+                    continue
+                text = str(line).strip()
+                if not text:
+                    continue
+                await self.handle(text)
+        finally:
+            _remove_sigint(loop)
+            self.printer.close()
+            self._save_history()
+            from harnessc.runtime.cli import close_harness
+
+            await close_harness(self.harness)
+        self.out.write("\n" if not self.quit else "")
+        self.out.flush()
+        return 0
+
+    def banner(self) -> None:
+        session = self.harness.session
+        where = session.path or "in memory"
+        count = len(self.harness.messages)
+        self.note(
+            f"{self.cli.agent_name}: session {session.id[:8]} ({where}, {count} messages), "
+            f"model {self.harness.model_key()}. /help lists commands; Ctrl-C aborts a run, "
+            "Ctrl-D quits."
+        )
+
+    async def next_line(self, prompt: str) -> Any:
+        """The next line typed (or _EOF / _INTERRUPT)."""
+        assert self.reader is not None
+        if self.lines.empty() and not self.reader.request(prompt) and prompt:
+            self.out.write(prompt)
+            self.out.flush()
+        return await self.lines.get()
+
+    async def ask(self, question: str) -> str | None:
+        """Ask the user; None on Ctrl-C or Ctrl-D."""
+        self.asking = True
+        try:
+            line = await self.next_line(question)
+        finally:
+            self.asking = False
+        if line is _EOF:
+            self.quit = True
+            return None
+        if line is _INTERRUPT:
+            return None
+        return str(line).strip()
+
+    async def handle(self, text: str) -> None:
+        if text.startswith("/") and not text.startswith("//"):
+            from harnessc.runtime.cli_commands import run_command
+
+            await run_command(self, text)
+            return
+        await self.run(lambda: self.harness.prompt(text))
+
+    def on_interrupt(self) -> None:
+        if self.busy:
+            self.note("[interrupted] aborting the run; the session is kept")
+            self.harness.abort("interrupted by the user")
+        elif self.asking:
+            self.lines.put_nowait(_INTERRUPT)
+        else:
+            self.out.write("\n(Ctrl-D or /quit to quit)\n> ")
+            self.out.flush()
+
+    # -- runs --------------------------------------------------------------------
+
+    async def run(self, start: Callable[[], Awaitable[RunResult]]) -> RunResult | None:
+        """Run until done or paused; typed lines meanwhile are steering."""
+        assert self.reader is not None
+        self.busy = True
+        task: asyncio.Future[RunResult] = asyncio.ensure_future(start())
+        try:
+            while not task.done():
+                self.reader.request("")
+                getter = asyncio.ensure_future(self.lines.get())
+                done, _ = await asyncio.wait({task, getter}, return_when=asyncio.FIRST_COMPLETED)
+                if getter not in done:
+                    getter.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await getter
+                    continue
+                self.steer(getter.result())
+            try:
+                result = task.result()
+            except HarnessBusyError as exc:
+                self.note(f"error: {exc}")
+                return None
+        finally:
+            self.busy = False
+        await self.after_run(result)
+        return result
+
+    def steer(self, line: Any) -> None:
+        if line is _EOF:
+            self.quit = True
+            self.harness.abort("quit")
+            return
+        if line is _INTERRUPT:
+            return
+        text = str(line).strip()
+        if not text:
+            return
+        if text.startswith("/"):
+            self.note("(commands run when the agent is idle; Ctrl-C aborts the run)")
+            return
+        self.harness.steer(text)
+        self.note(f"[steering] queued: {one_line(text, 60)}")
+
+    async def after_run(self, result: RunResult) -> None:
+        if result.reply is not None:
+            self.say(result.reply)
+        elif result.status == "error":
+            self.printer.error(result.reason or "the run failed")
+        elif result.status == "aborted":
+            self.note("[aborted] the session is kept")
+        elif result.status in ("paused", "awaiting_tool") and not self.quit:
+            await self.answer_pause()
+
+    # -- pull points -------------------------------------------------------------
+
+    async def answer_pause(self) -> None:
+        """Ask the user what a paused run needs: tool results, a bigger budget, a go."""
+        harness = self.harness
+        state = harness.paused_reason
+        if state is None:
+            return
+        pending = harness.pending_tool_calls
+        if state == "awaiting_tool":
+            for line in describe_pause("awaiting_tool", pending, awaiting_tool=True):
+                self.note(line)
+            answers: dict[str, Any] = {}
+            for call in pending:
+                args = one_line(json.dumps(call.arguments, ensure_ascii=False, default=str), 200)
+                self.say(f"{call.name} ({call.id}) {args}")
+                answer = await self.ask("y = approve, n = deny, or type the result: ")
+                if answer is None or answer == "":
+                    self.note("left paused: /resume answers later")
+                    return
+                if answer.lower() in ("y", "yes"):
+                    answers[call.id] = "approved"
+                elif answer.lower() in ("n", "no"):
+                    answers[call.id] = {"error": "denied by the user"}
+                else:
+                    answers[call.id] = answer
+            await self.run(lambda: harness.resume(answers))
+            return
+        reason = self._pause_reason()
+        limit = budget_limit(reason)
+        if limit is not None:
+            budget = harness.budget.budget
+            maximum = getattr(budget, limit, None)
+            used = harness.budget.used(limit)
+            step = _default_step(limit, maximum)
+            answer = await self.ask(
+                f"budget limit {limit} hit ({_num(used)} of {_num(maximum)}). "
+                f"Extend by [{_num(step)}], or 0 to stay paused: "
+            )
+            if answer is None:
+                self.note("left paused: /resume continues later")
+                return
+            try:
+                extra = float(answer) if answer else step
+            except ValueError:
+                self.note(f"not a number: {answer!r}; left paused (/resume)")
+                return
+            if extra <= 0:
+                self.note("left paused: /resume continues later")
+                return
+            base = maximum if maximum is not None else used
+            value: float = base + extra
+            if limit in ("turns", "tool_calls", "tokens"):
+                value = int(value)
+            changes: dict[str, Any] = {limit: value}
+            raised = replace(budget, **changes)
+            await self.run(lambda: harness.resume(budget=raised))
+            return
+        answer = await self.ask(f"paused: {reason or 'by a hook'}. Continue? [Y/n] ")
+        if answer is None or answer.lower() in ("n", "no"):
+            self.note("left paused: /resume continues later")
+            return
+        await self.run(lambda: harness.resume())
+
+    def _pause_reason(self) -> str:
+        for entry in reversed(self.harness.session.branch()):
+            if entry.type == "custom" and entry.data.get("customType") == "harnessc.pause":
+                data = entry.data.get("data")
+                return str(data.get("reason", "")) if isinstance(data, dict) else ""
+        return ""
+
+    # -- harness switching (/fork, /sessions ID) ------------------------------------
+
+    async def switch_session(self, session: Any) -> None:
+        """Continue in ``session``: a fresh harness built by the agent module around it."""
+        old = self.harness
+        options = self.cli.build_options(session=session, cwd=self.cli.cwd)
+        if options.session is not session:
+            from harnessc.runtime.cli_sessions import discard_if_empty
+
+            discard_if_empty(options.session)
+            options.session = session
+        self.cli.apply_overrides(options)
+        if old.options.provider is not None and options.provider is None:
+            options.provider = old.options.provider
+        harness = AgentHarness(options)
+        self._unsubscribe()
+        self.harness = harness
+        self._unsubscribe = harness.subscribe(self.printer)
+        with contextlib.suppress(Exception):
+            await old.close()
+        self.banner()
+
+    # -- history -------------------------------------------------------------------
+
+    def _setup_history(self) -> None:
+        try:
+            import readline
+        except ImportError:
+            return
+        directory = self.cli.session_dir
+        if directory is None:
+            return
+        path = os.path.join(os.fspath(directory), ".history")
+        self._history_file = path
+        with contextlib.suppress(OSError):
+            readline.read_history_file(path)
+        readline.set_history_length(1000)
+
+    def _save_history(self) -> None:
+        if self._history_file is None:
+            return
+        try:
+            import readline
+
+            os.makedirs(os.path.dirname(self._history_file), exist_ok=True)
+            readline.write_history_file(self._history_file)
+        except (ImportError, OSError):
+            pass
+
+
+def _default_step(limit: str, maximum: float | None) -> float:
+    if maximum:
+        return maximum if limit != "wall_clock_s" else max(maximum, 60.0)
+    return 10.0
+
+
+def _num(value: float | None) -> str:
+    if value is None:
+        return "unlimited"
+    return str(int(value)) if float(value).is_integer() else f"{value:.2f}"
+
+
+def _add_sigint(loop: asyncio.AbstractEventLoop, handler: Callable[[], None]) -> None:
+    import signal
+
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        loop.add_signal_handler(signal.SIGINT, handler)
+
+
+def _remove_sigint(loop: asyncio.AbstractEventLoop) -> None:
+    import signal
+
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        loop.remove_signal_handler(signal.SIGINT)
