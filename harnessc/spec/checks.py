@@ -188,8 +188,8 @@ class _Checker:
                     self.report(
                         (*path, "block"),
                         "error",
-                        f"block rules apply to tool calls; move this handler from {moment!r} "
-                        "to 'tool_call'",
+                        f"hooks.{moment}[{i}]: block rules apply to tool calls; "
+                        "move this handler to 'tool_call'",
                         key=True,
                     )
                 if isinstance(handler.get("python"), str):

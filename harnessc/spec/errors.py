@@ -98,57 +98,67 @@ def _allowed_keys(model: type[BaseModel]) -> list[str]:
     return [info.alias or name for name, info in model.model_fields.items()]
 
 
-def _one(source: YamlSource, err: Any, models: dict[int, type[BaseModel]]) -> Diagnostic:
+_BOUNDS = {
+    "greater_than": ">",
+    "greater_than_equal": ">=",
+    "less_than": "<",
+    "less_than_equal": "<=",
+}
+
+
+def _body(kind: str, value: Any, ctx: dict[str, Any], msg: str) -> str:
+    """What is wrong with one value, without saying where."""
+    if kind in _EXPECTED:
+        return f"expected {_EXPECTED[kind]}, got {describe_value(value)}"
+    if kind == "literal_error":
+        choices = re.findall(r"'((?:[^'\\]|\\.)*)'", str(ctx.get("expected", "")))
+        hint = did_you_mean(value, choices) if isinstance(value, str) else ""
+        shown = ", ".join(repr(c) for c in choices)
+        got = repr(value) if isinstance(value, str) else describe_value(value)
+        return f"{got} is not one of {shown}{hint}"
+    if kind in _BOUNDS:
+        bound = next(iter(ctx.values()), "?")
+        return f"must be {_BOUNDS[kind]} {bound}, got {value!r}"
+    if kind == "finite_number":
+        return "must be a finite number"
+    if kind in ("too_short", "string_too_short") and ctx.get("min_length") == 1:
+        return "must not be empty"
+    message = msg.removeprefix("Value error, ")
+    if message.startswith("Input should"):
+        message = "should" + message[len("Input should") :]
+    return message
+
+
+def _one(source: YamlSource, err: Any, models: dict[int, type[BaseModel]]) -> Diagnostic | None:
     kind: str = err["type"]
     loc = tuple(err["loc"])
     value = err.get("input")
     path, rest, is_key = _resolve(source.data, loc)
+    if any(path[: len(b)] == b for b in source.broken):
+        return None  # the loader already reported this value
     ctx = err.get("ctx") or {}
 
     if kind == "extra_forbidden":
         key = path[-1] if path else (rest[-1] if rest else "?")
         parent = path[:-1]
         model = models.get(id(_parent_mapping(source.data, parent)))
-        hint = did_you_mean(str(key), _allowed_keys(model)) if model else ""
+        hint = ""
+        if model is not None:
+            hint = did_you_mean(str(key), _allowed_keys(model))
+            if not hint and str(key) in model.misplaced_keys:
+                hint = f"; {model.misplaced_keys[str(key)]}"
         where = f" in {dotted(parent)}" if parent else ""
         return _at(source, path, f"unknown key {key!r}{where}{hint}", key=True)
     if kind == "missing":
         key = rest[-1] if rest else loc[-1]
         where = dotted(path) + ": " if path else ""
         return _at(source, path, f"{where}missing required key {key!r}", key=True)
+    body = _body(kind, value, ctx, str(err["msg"]))
     if is_key:
-        message = err["msg"] if kind not in _EXPECTED else f"expected {_EXPECTED[kind]}"
-        return _at(source, path, f"{dotted(path[:-1])}: {message}", key=True)
-    where = dotted(path)
-    if kind in _EXPECTED:
-        return _at(
-            source, path, f"{where}: expected {_EXPECTED[kind]}, got {describe_value(value)}"
-        )
-    if kind == "literal_error":
-        choices = re.findall(r"'((?:[^'\\]|\\.)*)'", str(ctx.get("expected", "")))
-        hint = did_you_mean(value, choices) if isinstance(value, str) else ""
-        shown = ", ".join(repr(c) for c in choices)
-        got = repr(value) if isinstance(value, str) else describe_value(value)
-        return _at(source, path, f"{where}: {got} is not one of {shown}{hint}")
-    if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
-        op = {
-            "greater_than": ">",
-            "greater_than_equal": ">=",
-            "less_than": "<",
-            "less_than_equal": "<=",
-        }[kind]
-        bound = next(iter(ctx.values()), "?")
-        return _at(source, path, f"{where}: must be {op} {bound}, got {value!r}")
-    if kind == "finite_number":
-        return _at(source, path, f"{where}: must be a finite number")
-    if kind in ("too_short", "string_too_short"):
-        what = "must not be empty" if ctx.get("min_length") == 1 else err["msg"].lower()
-        return _at(source, path, f"{where}: {what}")
-    message = str(err["msg"])
-    message = message.removeprefix("Value error, ")
-    if message.startswith("Input should"):
-        message = "should" + message[len("Input should") :]
-    return _at(source, path, f"{where}: {message}")
+        key = path[-1] if path else "?"
+        about = "" if repr(key) in body else f"key {key!r}: "
+        return _at(source, path, f"{dotted(path[:-1])}: {about}{body}", key=True)
+    return _at(source, path, f"{dotted(path)}: {body}")
 
 
 def translate_errors(
@@ -160,6 +170,8 @@ def translate_errors(
     seen: set[tuple[int, int, str]] = set()
     for err in exc.errors(include_url=False):
         diagnostic = _one(source, err, models)
+        if diagnostic is None:
+            continue
         ident = (diagnostic.line, diagnostic.col, diagnostic.message)
         if ident not in seen:
             seen.add(ident)

@@ -106,6 +106,8 @@ class SpecModel(BaseModel):
         use_attribute_docstrings=True,
         populate_by_name=False,
     )
+    # Hints for keys that belong one level down (shown with "unknown key" errors).
+    misplaced_keys: ClassVar[dict[str, str]] = {}
 
     @model_validator(mode="before")
     @classmethod
@@ -117,7 +119,7 @@ class SpecModel(BaseModel):
 
 
 def _custom(kind: str, message: str) -> PydanticCustomError:
-    return PydanticCustomError(kind, message.replace("{", "{{").replace("}", "}}"))
+    return PydanticCustomError(kind, "{message}", {"message": message})
 
 
 # -- scalar types ---------------------------------------------------------------------
@@ -220,6 +222,12 @@ def _check_import_path(value: str) -> str:
 
 
 def _check_env_name(value: str) -> str:
+    ref = re.fullmatch(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", value)
+    if ref:
+        raise _custom(
+            "env_name",
+            f"write {ref.group(1)!r}, not {value!r}: api_key_env takes the variable's name",
+        )
     if not _ENV_NAME.match(value):
         raise _custom(
             "env_name",
@@ -395,6 +403,11 @@ class ToolEntry(SpecModel):
     finish: NoConfig | None = None
     python: PythonToolSpec | None = None
     external: ExternalToolSpec | None = None
+
+    misplaced_keys: ClassVar[dict[str, str]] = {
+        key: f"options go under the tool kind, e.g. `python: {{function: mod:func, {key}: ...}}`"
+        for key in ("function", "name", "description", "parameters")
+    } | {"timeout_s": "options go under the tool kind, e.g. `bash: {timeout_s: 60}`"}
 
     @model_validator(mode="before")
     @classmethod

@@ -86,6 +86,9 @@ class YamlSource:
     values: dict[Path, Mark] = field(default_factory=dict)
     keys: dict[Path, Mark] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    # Values already reported by the loader (unsupported tags ...): read as null and
+    # not reported again by the validation.
+    broken: set[Path] = field(default_factory=set)
 
     def mark(self, path: Path, *, key: bool = False) -> Mark:
         """Where ``path`` is (its key when ``key``), else its closest known ancestor."""
@@ -138,22 +141,27 @@ class _Builder:
         self.active.add(id(node))
         try:
             if isinstance(node, ScalarNode):
-                return self._scalar(node)
+                return self._scalar(node, path)
+            if node.tag not in (_SEQ, _MAP):
+                self._unsupported(node, path)
+                return None
             if isinstance(node, SequenceNode):
-                return self._sequence(node, path)
+                return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
             if isinstance(node, MappingNode):
                 return self._mapping(node, path)
             return None  # pragma: no cover - the composer makes only these three
         finally:
             self.active.discard(id(node))
 
-    def _unsupported(self, node: Node) -> None:
+    def _unsupported(self, node: Node, path: Path | None) -> None:
         tag = node.tag.replace("tag:yaml.org,2002:", "!!")
         self.source.error(_mark(node), f"unsupported YAML tag {tag!r}")
+        if path is not None:
+            self.source.broken.add(path)
 
-    def _scalar(self, node: ScalarNode) -> Any:
+    def _scalar(self, node: ScalarNode, path: Path | None) -> Any:
         if node.tag not in _SCALAR_TAGS:
-            self._unsupported(node)
+            self._unsupported(node, path)
             return None
         try:
             return self.loader.construct_object(node)
@@ -161,14 +169,9 @@ class _Builder:
             self.source.error(_mark(node), f"invalid {node.tag.rsplit(':', 1)[-1]}: {exc}")
             return None
 
-    def _sequence(self, node: SequenceNode, path: Path) -> list[Any]:
-        if node.tag != _SEQ:
-            self._unsupported(node)
-        return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
-
     def _key(self, node: Node) -> str | None:
         if isinstance(node, ScalarNode):
-            value = self._scalar(node)
+            value = self._scalar(node, None)
             if isinstance(value, str):
                 return value
             if node.tag not in _SCALAR_TAGS:
@@ -182,8 +185,6 @@ class _Builder:
         return None
 
     def _mapping(self, node: MappingNode, path: Path) -> dict[str, Any]:
-        if node.tag != _MAP:
-            self._unsupported(node)
         result: dict[str, Any] = {}
         merged: dict[str, Any] = {}
         seen: dict[str, Mark] = {}
