@@ -1,18 +1,40 @@
-"""The `/command` registry: one place that skills, templates and extensions plug into."""
+"""The `/command` registry: one place that skills, templates and extensions plug into.
+
+A prompt starting with ``/`` is a command. ``dispatch`` resolves it in this order:
+``/skill:name`` (a skill), a registered command (``/compact``, ``/status``, ...), a
+prompt template (``/name``); anything else gets a reply listing the known commands.
+Registering a name twice is an error naming both sources.
+"""
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
+import re
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Command", "CommandOutcome", "CommandRegistry", "DuplicateCommandError", "split_command"]
+__all__ = [
+    "Command",
+    "CommandNameError",
+    "CommandOutcome",
+    "CommandRegistry",
+    "DuplicateCommandError",
+    "split_command",
+]
 
 CommandHandler = Callable[[str], "str | None | Awaitable[str | None]"]
 
+# A command name: letters, digits, ``_ . -``; ``skill:`` is reserved for skills.
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+SKILL_PREFIX = "skill:"
+
 
 class DuplicateCommandError(ValueError):
+    pass
+
+
+class CommandNameError(ValueError):
     pass
 
 
@@ -51,7 +73,18 @@ class CommandRegistry:
     def register(
         self, name: str, description: str, handler: Callable[[str], Any], source: str = ""
     ) -> Callable[[], None]:
-        """Add ``/name``; duplicates are an error naming both sources."""
+        """Add ``/name``; duplicates are an error naming both sources.
+
+        The handler takes the argument text and returns the reply (str or None; may be
+        async). Returns a callable that removes the command again.
+        """
+        if name.startswith("/"):
+            name = name[1:]
+        if not _NAME.fullmatch(name):
+            reserved = " (skill: is reserved for skills)" if name.startswith(SKILL_PREFIX) else ""
+            raise CommandNameError(
+                f"bad command name {name!r}{reserved}: use letters, digits, '_', '.' or '-'"
+            )
         existing = self._commands.get(name)
         if existing is not None:
             raise DuplicateCommandError(
@@ -68,6 +101,12 @@ class CommandRegistry:
     def get(self, name: str) -> Command | None:
         return self._commands.get(name)
 
+    def __contains__(self, name: object) -> bool:
+        return name in self._commands
+
+    def __len__(self) -> int:
+        return len(self._commands)
+
     def names(self) -> list[str]:
         return sorted(self._commands)
 
@@ -80,3 +119,65 @@ class CommandRegistry:
         if inspect.isawaitable(result):
             result = await result
         return "" if result is None else str(result)
+
+    def known(self, resources: Any = None) -> list[str]:
+        """Every invocable ``/name``: registered commands, templates and skills, sorted."""
+        names = [f"/{n}" for n in self._commands]
+        if resources is not None:
+            names += [f"/{t.name}" for t in getattr(resources, "prompt_templates", ()) or ()]
+            names += [f"/{SKILL_PREFIX}{s.name}" for s in getattr(resources, "skills", ()) or ()]
+        return sorted(set(names))
+
+    def unknown_message(self, name: str, resources: Any = None) -> str:
+        known = self.known(resources)
+        return f"unknown command /{name}; known commands: {', '.join(known) or 'none'}"
+
+    def help_text(self, resources: Any = None) -> str:
+        """One line per command: ``/name  description``."""
+        lines = [f"/{c.name}  {c.description}".rstrip() for c in self.commands()]
+        if resources is not None:
+            lines += [
+                f"/{t.name}  {getattr(t, 'description', '')}".rstrip()
+                for t in getattr(resources, "prompt_templates", ()) or ()
+            ]
+            lines += [
+                f"/{SKILL_PREFIX}{s.name}  {getattr(s, 'description', '')}".rstrip()
+                for s in getattr(resources, "skills", ()) or ()
+            ]
+        return "\n".join(lines)
+
+    async def dispatch(self, name: str, args: str, resources: Any = None) -> CommandOutcome:
+        """Resolve ``/name args``: a skill, a registered command, a template, or unknown."""
+        text = f"/{name} {args}".strip()
+        if name.startswith(SKILL_PREFIX):
+            expanded = _expand("expand_skill_command", text, getattr(resources, "skills", ()))
+            if expanded is not None:
+                return CommandOutcome("prompt", expanded, name)
+            skills = getattr(resources, "skills", ()) or ()
+            available = ", ".join(f"/{SKILL_PREFIX}{s.name}" for s in skills) or "none"
+            return CommandOutcome(
+                "reply",
+                f"unknown skill {name[len(SKILL_PREFIX) :]!r}; available skills: {available}",
+                name,
+            )
+        if name in self._commands:
+            return CommandOutcome("reply", await self.run(name, args), name)
+        expanded = _expand(
+            "expand_prompt_template", text, getattr(resources, "prompt_templates", ())
+        )
+        if expanded is not None:
+            return CommandOutcome("prompt", expanded, name)
+        return CommandOutcome("reply", self.unknown_message(name, resources), name)
+
+
+def _expand(function: str, text: str, items: Iterable[Any] | None) -> str | None:
+    """Call the resources part's expander (imported lazily; absent -> None)."""
+    try:
+        from harnessc.runtime import resources as resources_module
+    except ImportError:
+        return None
+    expander = getattr(resources_module, function, None)
+    if expander is None:
+        return None
+    result = expander(text, list(items or ()))
+    return None if result is None else str(result)

@@ -1,0 +1,419 @@
+"""compaction (seed 003 hook/before-step): a pipeline of services before every model step.
+
+On the ``context`` moment the step's messages run through the services in order, each
+on the previous one's output:
+
+1. ``prune_tool_results``: a tool result over ``prune_tool_result_bytes`` (UTF-8 text)
+   is replaced by its head and tail (``prune_keep_bytes`` in all) around a notice. The
+   results of the last ``prune_protect_steps`` tool batches are left whole (the model
+   has not read them yet). Only the step's copy changes; the session keeps everything.
+2. ``token_limit``: estimates the context at ``chars_per_token`` characters per token;
+   below ``context_window * trigger_ratio`` the pipeline stops here.
+3. ``summary``: the session's summary compaction (``harness.compact()``; it keeps
+   ``keep_recent_tokens``), after which the step uses the compacted context (pruned
+   again).
+
+After an automatic summary attempt, the next one waits until the context has grown by
+10 %; after a failure (reported as an error event), none is tried until the next run.
+``/compact [instructions]`` runs the pipeline forced (no token limit) and replies
+"nothing to compact" or "applied N service(s): ...".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from harnessc.runtime.events import ErrorEvent
+from harnessc.runtime.extensions.base import (
+    ExtensionConfigError,
+    decode_config,
+    require_non_negative,
+)
+from harnessc.runtime.hooks import ContextEvent, ContextResult
+from harnessc.runtime.messages import (
+    AssistantMessage,
+    ImageContent,
+    Message,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+)
+
+__all__ = [
+    "CompactionConfig",
+    "CompactionExtension",
+    "CompactionService",
+    "PipelineContext",
+    "PipelineReport",
+    "PruneToolResults",
+    "ServiceOutcome",
+    "SummaryCompaction",
+    "TokenLimitTrigger",
+    "estimate_chars",
+]
+
+NAME = "compaction"
+IMAGE_CHARS = 4800
+REGROWTH = 1.1  # an automatic summary is retried once the context grew by 10 %
+
+
+@dataclass(slots=True)
+class CompactionConfig:
+    enabled: bool = True
+    reserve_tokens: int = 16384
+    keep_recent_tokens: int = 20000
+    prune_tool_result_bytes: int = 8192  # 0: no pruning
+    prune_keep_bytes: int = 2048  # head + tail kept of a pruned result
+    prune_protect_steps: int = 1  # newest tool batches never pruned
+    trigger_ratio: float = 0.7
+    chars_per_token: float = 4.0
+    contribute_commands: bool = True  # register /compact
+
+    def set_defaults(self) -> None:
+        pass
+
+    def validate(self) -> None:
+        require_non_negative(
+            self,
+            (
+                "reserve_tokens",
+                "keep_recent_tokens",
+                "prune_tool_result_bytes",
+                "prune_keep_bytes",
+                "prune_protect_steps",
+            ),
+            extension=NAME,
+        )
+        if not 0 < self.trigger_ratio <= 1:
+            raise ExtensionConfigError(
+                f"must be in (0, 1] (got {self.trigger_ratio})",
+                extension=NAME,
+                field="trigger_ratio",
+            )
+        if not self.chars_per_token > 0:
+            raise ExtensionConfigError(
+                f"must be positive (got {self.chars_per_token})",
+                extension=NAME,
+                field="chars_per_token",
+            )
+        if self.prune_tool_result_bytes and self.prune_keep_bytes >= self.prune_tool_result_bytes:
+            raise ExtensionConfigError(
+                f"must be smaller than prune_tool_result_bytes ({self.prune_tool_result_bytes}), "
+                f"got {self.prune_keep_bytes}: a pruned result would not get shorter",
+                extension=NAME,
+                field="prune_keep_bytes",
+            )
+
+
+# -- the pipeline ------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class PipelineContext:
+    harness: Any
+    forced: bool = False
+    reason: str = "threshold"  # passed to harness.compact: "threshold" | "manual"
+    custom_instructions: str | None = None
+    tokens: int = 0  # the token_limit service's estimate
+    summary_attempted: bool = False
+
+
+@dataclass(slots=True)
+class ServiceOutcome:
+    """What a service did. ``stop`` ends the pipeline; ``reloaded`` means the messages
+    were rebuilt from the session (earlier transforms are applied again)."""
+
+    messages: list[Message] | None = None
+    description: str = ""
+    stop: bool = False
+    reloaded: bool = False
+
+
+class CompactionService(Protocol):
+    name: str
+    reapply_after_reload: bool
+
+    async def apply(self, messages: list[Message], ctx: PipelineContext) -> ServiceOutcome: ...
+
+
+def estimate_chars(messages: Sequence[Message]) -> int:
+    """Characters the model reads: text, thinking, tool calls as JSON, images 4800 each."""
+    chars = 0
+    for message in messages:
+        if isinstance(message, AssistantMessage):
+            for block in message.content:
+                if isinstance(block, TextContent):
+                    chars += len(block.text)
+                elif isinstance(block, ThinkingContent):
+                    chars += len(block.thinking)
+                elif isinstance(block, ToolCall):
+                    chars += len(block.name) + len(
+                        json.dumps(block.arguments, ensure_ascii=False, default=str)
+                    )
+            continue
+        content = message.content
+        if isinstance(content, str):
+            chars += len(content)
+            continue
+        for part in content:
+            if isinstance(part, TextContent):
+                chars += len(part.text)
+            elif isinstance(part, ImageContent):
+                chars += IMAGE_CHARS
+    return chars
+
+
+def _cut_utf8(data: bytes, start: int, end: int) -> str:
+    return data[start:end].decode("utf-8", errors="ignore")
+
+
+@dataclass(slots=True)
+class PruneToolResults:
+    max_bytes: int
+    keep_bytes: int
+    protect_steps: int = 1
+    name: str = "prune_tool_results"
+    reapply_after_reload: bool = True
+
+    def prune_text(self, text: str) -> str:
+        data = text.encode("utf-8")
+        head = self.keep_bytes // 2
+        tail = self.keep_bytes - head
+        cut = len(data) - head - tail
+        return (
+            f"{_cut_utf8(data, 0, head)}\n\n[... tool result pruned: {cut} of {len(data)} bytes "
+            f"cut to save context; run the tool again for the full output ...]\n\n"
+            f"{_cut_utf8(data, len(data) - tail, len(data))}"
+        )
+
+    async def apply(self, messages: list[Message], ctx: PipelineContext) -> ServiceOutcome:
+        protected_from = len(messages)
+        seen = 0
+        for index in range(len(messages) - 1, -1, -1):
+            if seen >= self.protect_steps:
+                break
+            if isinstance(messages[index], AssistantMessage):
+                seen += 1
+                protected_from = index
+        if self.protect_steps == 0:
+            protected_from = len(messages)
+        out = list(messages)
+        pruned = 0
+        for index, message in enumerate(messages[:protected_from]):
+            if not isinstance(message, ToolResultMessage):
+                continue
+            text = "".join(c.text for c in message.content if isinstance(c, TextContent))
+            if len(text.encode("utf-8")) <= self.max_bytes:
+                continue
+            others = [c for c in message.content if not isinstance(c, TextContent)]
+            out[index] = dataclasses.replace(
+                message, content=[TextContent(self.prune_text(text)), *others]
+            )
+            pruned += 1
+        if not pruned:
+            return ServiceOutcome()
+        return ServiceOutcome(
+            messages=out,
+            description=f"pruned {pruned} tool result(s) over {self.max_bytes} bytes",
+        )
+
+
+@dataclass(slots=True)
+class TokenLimitTrigger:
+    ratio: float
+    chars_per_token: float
+    name: str = "token_limit"
+    reapply_after_reload: bool = False
+
+    def limit(self, harness: Any) -> int:
+        return int(harness.model.context_window * self.ratio)
+
+    async def apply(self, messages: list[Message], ctx: PipelineContext) -> ServiceOutcome:
+        ctx.tokens = math.ceil(estimate_chars(messages) / self.chars_per_token)
+        if ctx.forced:
+            return ServiceOutcome()
+        if ctx.tokens <= self.limit(ctx.harness):
+            return ServiceOutcome(stop=True)
+        return ServiceOutcome(
+            description=f"context ~{ctx.tokens} tokens over {self.limit(ctx.harness)}"
+        )
+
+
+@dataclass(slots=True)
+class SummaryCompaction:
+    name: str = "summary"
+    reapply_after_reload: bool = False
+
+    async def apply(self, messages: list[Message], ctx: PipelineContext) -> ServiceOutcome:
+        ctx.summary_attempted = True
+        outcome = await ctx.harness.compact(ctx.custom_instructions, reason=ctx.reason)
+        if not outcome:
+            return ServiceOutcome()
+        reload = getattr(ctx.harness, "reload_messages", None)
+        if callable(reload):
+            reload()
+        before = getattr(outcome, "tokens_before", None)
+        what = f"summarised the history (~{before} tokens before)" if before else "summarised"
+        return ServiceOutcome(messages=ctx.harness.messages, description=what, reloaded=True)
+
+
+@dataclass(slots=True)
+class PipelineReport:
+    messages: list[Message]
+    applied: list[tuple[str, str]] = field(default_factory=list)  # (service, description)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.applied)
+
+    def describe(self) -> str:
+        if not self.applied:
+            return "nothing to compact"
+        parts = ", ".join(f"{name} ({text})" if text else name for name, text in self.applied)
+        return f"applied {len(self.applied)} service(s): {parts}"
+
+
+async def run_pipeline(
+    services: Sequence[CompactionService], messages: list[Message], ctx: PipelineContext
+) -> PipelineReport:
+    """Run ``services`` in order, each on the previous output."""
+    report = PipelineReport(messages=list(messages))
+    for index, service in enumerate(services):
+        outcome = await service.apply(report.messages, ctx)
+        if outcome.messages is not None:
+            report.messages = list(outcome.messages)
+            report.applied.append((service.name, outcome.description))
+            if outcome.reloaded:
+                for earlier in services[:index]:
+                    if earlier.reapply_after_reload:
+                        again = await earlier.apply(report.messages, ctx)
+                        if again.messages is not None:
+                            report.messages = list(again.messages)
+        if outcome.stop:
+            break
+    return report
+
+
+# -- the extension ---------------------------------------------------------------------
+
+
+class CompactionExtension:
+    """Runs the pipeline on every ``context`` moment; contributes ``/compact``."""
+
+    name = NAME
+
+    def __init__(
+        self,
+        config: CompactionConfig | dict[str, Any] | None = None,
+        *,
+        services: Sequence[CompactionService] | None = None,
+    ) -> None:
+        self.config = decode_config(CompactionConfig, config, extension=NAME)
+        self.services: list[CompactionService] = (
+            list(services) if services is not None else self.default_services()
+        )
+        self._harness: Any = None
+        self._retry_above: int | None = None  # tokens the context must exceed to retry
+        self._failed = False
+
+    @classmethod
+    def from_config(cls, data: dict[str, Any] | None) -> CompactionExtension:
+        return cls(data)
+
+    def default_services(self) -> list[CompactionService]:
+        c = self.config
+        services: list[CompactionService] = []
+        if c.prune_tool_result_bytes > 0:
+            services.append(
+                PruneToolResults(
+                    c.prune_tool_result_bytes, c.prune_keep_bytes, c.prune_protect_steps
+                )
+            )
+        services.append(TokenLimitTrigger(c.trigger_ratio, c.chars_per_token))
+        services.append(SummaryCompaction())
+        return services
+
+    @property
+    def command_names(self) -> tuple[str, ...]:
+        return ("compact",) if self.config.contribute_commands else ()
+
+    def install(self, harness: Any) -> None:
+        from harnessc.runtime.session.compaction import CompactionSettings
+
+        c = self.config
+        self._harness = harness
+        harness.compaction_settings = CompactionSettings(
+            enabled=c.enabled,
+            reserve_tokens=c.reserve_tokens,
+            keep_recent_tokens=c.keep_recent_tokens,
+        )
+        if c.enabled:
+            harness.on("agent_start", self._on_agent_start)
+            harness.on("context", self._on_context)
+        if c.contribute_commands:
+            harness.commands.register(
+                "compact",
+                "compact the context now (optional: instructions for the summary)",
+                self.compact_command,
+                source=NAME,
+            )
+
+    def _on_agent_start(self, event: Any) -> None:
+        self._failed = False
+
+    def _services_for_step(self, messages: list[Message]) -> list[CompactionService]:
+        """Leave the summary out after a failure, or until the context regrew."""
+        if not self._failed and self._retry_above is None:
+            return self.services
+        tokens = math.ceil(estimate_chars(messages) / self.config.chars_per_token)
+        if not self._failed and self._retry_above is not None and tokens > self._retry_above:
+            self._retry_above = None
+            return self.services
+        return [s for s in self.services if not isinstance(s, SummaryCompaction)]
+
+    async def _on_context(self, event: ContextEvent, harness: Any) -> ContextResult | None:
+        messages = list(event.messages)
+        ctx = PipelineContext(harness=harness)
+        try:
+            report = await run_pipeline(self._services_for_step(messages), messages, ctx)
+        except Exception as exc:
+            self._failed = True
+            await harness.emit(
+                ErrorEvent(
+                    source=f"extension:{NAME}",
+                    message=f"compaction before the step failed (the step goes on uncompacted): "
+                    f"{type(exc).__name__}: {exc}",
+                )
+            )
+            return None
+        if ctx.summary_attempted:
+            after = math.ceil(estimate_chars(report.messages) / self.config.chars_per_token)
+            self._retry_above = int(after * REGROWTH)
+        if not report.changed:
+            return None
+        return ContextResult(messages=report.messages)
+
+    async def compact_command(self, args: str = "") -> str:
+        """``/compact [instructions]``: the pipeline, forced."""
+        harness = self._harness
+        if harness is None:
+            return "compaction is not installed on a harness"
+        ctx = PipelineContext(
+            harness=harness,
+            forced=True,
+            reason="manual",
+            custom_instructions=args.strip() or None,
+        )
+        try:
+            report = await run_pipeline(self.services, harness.messages, ctx)
+        except Exception as exc:
+            return f"compaction failed: {type(exc).__name__}: {exc}"
+        self._retry_above = None
+        self._failed = False
+        return report.describe()

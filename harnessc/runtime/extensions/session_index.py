@@ -1,0 +1,178 @@
+"""session_index (seed 003 hook/session-index): keep the sessions' full-text index fresh.
+
+After each successful run (``agent_end`` with status done, paused or awaiting_tool:
+seed 003's "turn" is one prompt) the SQLite FTS5 index of the session files is
+refreshed in the background: a task running the refresh in a worker thread, never
+awaited by the run. Refreshes do not pile up: one asked for while another runs is done
+once afterwards. A failure is reported as an error event (source
+``extension:session_index``) and never stops the agent. Contributes ``/search QUERY``.
+
+The sessions root is ``root`` when given, else the folder two levels above the session
+file (``<root>/<cwd-slug>/<file>.jsonl``, the JSONL repo layout).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harnessc.runtime.events import ErrorEvent
+from harnessc.runtime.extensions.base import ExtensionConfigError, decode_config
+
+__all__ = ["SessionIndexConfig", "SessionIndexExtension"]
+
+NAME = "session_index"
+SUCCESSFUL_RUNS = frozenset({"done", "paused", "awaiting_tool"})
+
+
+@dataclass(slots=True)
+class SessionIndexConfig:
+    root: str | None = None  # the sessions root; default: from the session file
+    search_limit: int = 10  # /search results (at most 50)
+    contribute_commands: bool = True  # register /search
+
+    def set_defaults(self) -> None:
+        if self.search_limit == 0:
+            self.search_limit = 10
+
+    def validate(self) -> None:
+        if not 0 < self.search_limit <= 50:
+            raise ExtensionConfigError(
+                f"must be between 1 and 50 (got {self.search_limit})",
+                extension=NAME,
+                field="search_limit",
+            )
+        if self.root is not None and not self.root.strip():
+            raise ExtensionConfigError("must not be empty", extension=NAME, field="root")
+
+
+class SessionIndexExtension:
+    """Refreshes a ``SessionIndex`` after each successful run, off the run's path."""
+
+    name = NAME
+
+    def __init__(self, config: SessionIndexConfig | dict[str, Any] | None = None) -> None:
+        self.config = decode_config(SessionIndexConfig, config, extension=NAME)
+        self.index: Any = None
+        self.refreshes = 0  # completed refreshes
+        self.last_stats: Any = None
+        self._harness: Any = None
+        self._task: asyncio.Task[None] | None = None
+        self._again = False
+        self._reported_no_root = False
+
+    @classmethod
+    def from_config(cls, data: dict[str, Any] | None) -> SessionIndexExtension:
+        return cls(data)
+
+    @property
+    def command_names(self) -> tuple[str, ...]:
+        return ("search",) if self.config.contribute_commands else ()
+
+    def install(self, harness: Any) -> None:
+        self._harness = harness
+        harness.on("agent_end", self._on_agent_end)
+        if self.config.contribute_commands:
+            harness.commands.register(
+                "search", "search the past sessions (FTS5 query)", self.search_command, source=NAME
+            )
+
+    def root(self) -> Path | None:
+        if self.config.root:
+            return Path(os.path.expanduser(self.config.root))
+        path = getattr(getattr(self._harness, "session", None), "path", None)
+        if not path:
+            return None
+        return Path(path).resolve().parent.parent
+
+    def _get_index(self) -> Any:
+        if self.index is None:
+            root = self.root()
+            if root is None:
+                return None
+            from harnessc.runtime.session.index import SessionIndex
+
+            self.index = SessionIndex(root)
+        return self.index
+
+    # -- the background refresh ----------------------------------------------------
+
+    def _on_agent_end(self, event: Any, harness: Any) -> None:
+        if getattr(event, "status", "done") not in SUCCESSFUL_RUNS:
+            return
+        self.schedule()
+
+    def schedule(self) -> None:
+        """Start a background refresh (or ask the running one to go once more)."""
+        if self._task is not None and not self._task.done():
+            self._again = True
+            return
+        self._task = asyncio.ensure_future(self._refresh_loop())
+
+    async def _refresh_loop(self) -> None:
+        while True:
+            self._again = False
+            await self._refresh_once()
+            if not self._again:
+                return
+
+    async def _refresh_once(self) -> None:
+        harness = self._harness
+        try:
+            index = self._get_index()
+            if index is None:
+                if not self._reported_no_root:
+                    self._reported_no_root = True
+                    await self._report(
+                        "the session has no file and no root is configured: nothing to index"
+                    )
+                return
+            self.last_stats = await asyncio.to_thread(index.refresh)
+            self.refreshes += 1
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if harness is not None:
+                await self._report(f"index refresh failed: {type(exc).__name__}: {exc}")
+
+    async def _report(self, message: str) -> None:
+        if self._harness is not None:
+            await self._harness.emit(ErrorEvent(source=f"extension:{NAME}", message=message))
+
+    async def wait_idle(self) -> None:
+        """Wait for the background refresh, if one runs (tests, shutdown)."""
+        while self._task is not None and not self._task.done():
+            await asyncio.wait({self._task})
+
+    def close(self) -> None:
+        if self.index is not None:
+            self.index.close()
+            self.index = None
+
+    # -- /search -----------------------------------------------------------------------
+
+    async def search_command(self, args: str = "") -> str:
+        query = args.strip()
+        if not query:
+            return 'usage: /search QUERY (FTS5 syntax: words, "phrases", AND/OR/NOT, prefix*)'
+        await self.wait_idle()
+        index = self._get_index()
+        if index is None:
+            return "no session index: the session has no file and no root is configured"
+        try:
+            await asyncio.to_thread(index.refresh)
+            hits = await asyncio.to_thread(index.search, query, self.config.search_limit)
+        except ValueError as exc:  # SearchQueryError
+            return str(exc)
+        except Exception as exc:
+            return f"search failed: {type(exc).__name__}: {exc}"
+        if not hits:
+            return f"no matches for {query!r}"
+        lines = [f"{len(hits)} match(es) for {query!r}:"]
+        for hit in hits:
+            snippet = " ".join(str(hit.snippet).split())
+            lines.append(f"- {hit.session_id[:8]} {hit.role} ({hit.entry_id}): {snippet}")
+        return "\n".join(lines)
