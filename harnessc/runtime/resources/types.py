@@ -38,3 +38,7 @@ class AgentHarnessResources:
     prompt_templates: list[PromptTemplate] = field(default_factory=list)
     skills: list[Skill] = field(default_factory=list)
     diagnostics: list[ResourceDiagnostic] = field(default_factory=list)
+    # Where the skills and templates came from (load_resources fills these in), so a
+    # watcher can reload them without being told again.
+    skill_dirs: list[str] = field(default_factory=list)
+    template_dirs: list[str] = field(default_factory=list)
