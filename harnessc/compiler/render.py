@@ -277,9 +277,17 @@ class _Builder:
     def hook(self, moment: str, handler: HookHandlerSpec) -> Expr:
         ext = ".extensions"
         canonical = Lit(canonical_hook_name(moment))
+        matcher = Lit(handler.matcher) if handler.matcher is not None else None
+        timeout = Lit(handler.timeout_s) if handler.timeout_s is not None else None
         if handler.python is not None:
             return self.call(
-                ext, "python_hook", canonical, Lit(handler.python), base_dir=Code("SPEC_DIR")
+                ext,
+                "python_hook",
+                canonical,
+                Lit(handler.python),
+                base_dir=Code("SPEC_DIR"),
+                timeout_s=timeout,
+                matcher=matcher,
             )
         if handler.command is not None:
             return self.call(
@@ -287,8 +295,8 @@ class _Builder:
                 "command_hook",
                 canonical,
                 Lit(handler.command),
-                matcher=Lit(handler.matcher) if handler.matcher is not None else None,
-                timeout_s=Lit(handler.timeout_s) if handler.timeout_s is not None else None,
+                matcher=matcher,
+                timeout_s=timeout,
                 cwd=Code("SPEC_DIR"),
             )
         assert handler.block is not None

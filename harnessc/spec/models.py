@@ -475,13 +475,13 @@ class HookHandlerSpec(SpecModel):
     block: BlockRuleSpec | None = None
     """Block tool calls whose name and input match (tool_call moment only)."""
     matcher: Regex | None = None
-    """Command hooks: regex over the tool name."""
+    """Python and command hooks: regex over the tool name (tool moments)."""
     timeout_s: PosFloat | None = None
-    """Command hooks: seconds before the command is killed (default 60)."""
+    """Python and command hooks: seconds before the handler is given up (commands: 60)."""
     reason: NonEmptyStr | None = None
     """Block rules: the reason given to the model."""
 
-    _COMMAND_ONLY: ClassVar[tuple[str, ...]] = ("matcher", "timeout_s")
+    _NOT_FOR_BLOCK: ClassVar[tuple[str, ...]] = ("matcher", "timeout_s")
 
     @model_validator(mode="after")
     def _one_handler(self) -> HookHandlerSpec:
@@ -492,10 +492,13 @@ class HookHandlerSpec(SpecModel):
                 "hook_handler",
                 f"a hook handler has exactly one of 'python', 'command' or 'block', found {found}",
             )
-        if kinds[0] != "command":
-            for key in self._COMMAND_ONLY:
+        if kinds[0] == "block":
+            for key in self._NOT_FOR_BLOCK:
                 if key in self.model_fields_set:
-                    raise _custom("hook_handler", f"'{key}' applies only to command hooks")
+                    raise _custom(
+                        "hook_handler",
+                        f"'{key}' does not apply to block rules (block.tool selects the tools)",
+                    )
         if kinds[0] == "block" and self.reason is None:
             raise _custom(
                 "hook_handler", "a block rule needs a 'reason' (it is shown to the model)"
@@ -519,15 +522,30 @@ class ResourcesSpec(SpecModel):
 class CompactionSpec(SpecModel):
     """Before-step compaction (seed 003 hook/before-step)."""
 
-    reserve_tokens: NonNegInt = 16384
-    keep_recent_tokens: NonNegInt = 20000
-    prune_tool_result_bytes: NonNegInt = 8192
-    trigger_ratio: Ratio = 0.7
     enabled: bool = True
+    reserve_tokens: NonNegInt = 16384
+    """Compact when the context exceeds the context window minus this."""
+    keep_recent_tokens: NonNegInt = 20000
+    """Newest tokens kept verbatim after a summary."""
+    prune_tool_result_bytes: NonNegInt = 8192
+    """Tool results larger than this are cut to their head and tail (0: never)."""
+    prune_keep_bytes: NonNegInt = 2048
+    prune_protect_steps: NonNegInt = 1
+    """Newest tool batches that are never pruned."""
+    trigger_ratio: Ratio = 0.7
+    """Fraction of the context window that triggers the summary service."""
+    chars_per_token: PosFloat = 4.0
+    contribute_commands: bool = True
+    """Register /compact."""
 
 
 class SessionIndexSpec(SpecModel):
-    """Full-text index of the sessions, refreshed after each turn (SQLite FTS5)."""
+    """Full-text index of the sessions, refreshed after each run (SQLite FTS5)."""
+
+    search_limit: Annotated[int, Field(gt=0, le=50)] = 10
+    """Results of /search."""
+    contribute_commands: bool = True
+    """Register /search."""
 
 
 class TurnContinueSpec(SpecModel):
