@@ -7,7 +7,7 @@ import tracemalloc
 from pathlib import Path
 
 from harnessc.runtime.signal import AbortSignal
-from harnessc.runtime.tools import create_bash_tool
+from harnessc.runtime.tools import create_bash_tool, create_read_tool
 from harnessc.runtime.tools.truncate import MAX_BYTES
 
 IGNORES_TERM = 'trap "" TERM; sleep 100 & echo $!; wait'
@@ -147,6 +147,11 @@ def test_huge_output_keeps_tail_and_saves_full_file(ws, run_tool, txt):
         assert fh.readline() == "1\n"
     assert len(text.encode()) < MAX_BYTES + 1024
     assert peak < 4 * 1024 * 1024  # output is ~21 MB; memory stays bounded
+    # the saved file is readable from a confined workspace (the notice sends the model there)
+    page = run_tool(create_read_tool(), {"path": str(full), "offset": 1000, "limit": 2}, ctx)
+    assert txt(page).startswith("  1000\t1000\n  1001\t1001"), txt(page)
+    other = run_tool(create_read_tool(), {"path": str(full.parent / "other.log")}, ctx)
+    assert other.is_error and "outside the workspace" in txt(other)
     full.unlink()
 
 

@@ -20,7 +20,7 @@ from typing import IO, Any
 
 from harnessc.runtime.signal import AbortSignal
 from harnessc.runtime.tools.base import Tool, ToolResult, ToolUpdate, error_result, text_result
-from harnessc.runtime.tools.paths import context_value, tool_env
+from harnessc.runtime.tools.paths import allow_read, context_value, tool_env
 from harnessc.runtime.tools.truncate import MAX_BYTES, MAX_LINES, format_size, truncate_tail
 
 __all__ = ["OutputSink", "create_bash_tool", "kill_process_group", "wait_exit"]
@@ -50,6 +50,7 @@ class OutputSink:
             self.total_bytes > self.max_bytes or self.newlines > self.max_lines
         ):
             fd, self.full_path = tempfile.mkstemp(prefix="harnessc-bash-", suffix=".log")
+            allow_read(self.full_path)  # the notice sends the model there
             self._file = os.fdopen(fd, "wb")
             self._file.write(self.tail)  # everything so far: nothing was dropped yet
         if self._file is not None:

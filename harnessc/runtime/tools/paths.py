@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import threading
 import unicodedata
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +14,7 @@ from urllib.parse import unquote
 
 __all__ = [
     "PathError",
+    "allow_read",
     "ToolEnv",
     "context_value",
     "display_path",
@@ -74,6 +77,25 @@ def is_inside(path: str | Path, root: str | Path) -> bool:
 
 _INVISIBLE = {"Cc", "Cf", "Co", "Cs", "Zl", "Zp"}
 
+# Files outside any workspace that tools may still read: the full-output files bash
+# saves in the temp folder (the notice tells the model to read them).
+_READABLE: OrderedDict[str, None] = OrderedDict()
+_READABLE_MAX = 512
+_READABLE_LOCK = threading.Lock()
+
+
+def allow_read(path: str | Path) -> None:
+    """Let read-only tools open ``path`` even when it lies outside the workspace."""
+    with _READABLE_LOCK:
+        _READABLE[os.path.realpath(path)] = None
+        while len(_READABLE) > _READABLE_MAX:
+            _READABLE.popitem(last=False)
+
+
+def _readable(path: Path) -> bool:
+    with _READABLE_LOCK:
+        return str(path) in _READABLE
+
 
 def _variants(raw: str) -> list[str]:
     """Other readings of ``raw`` that a shell, URL parser or normaliser might produce."""
@@ -99,7 +121,9 @@ def _resolve_one(text: str, base: Path) -> Path:
     return Path(os.path.realpath(candidate))
 
 
-def resolve_path(path: str | None, context: Any, *, default: str = ".") -> Path:
+def resolve_path(
+    path: str | None, context: Any, *, default: str = ".", read_only: bool = False
+) -> Path:
     """The real absolute path a tool should use, or PathError with a clear reason.
 
     Relative paths start at the workspace (else ``context["cwd"]``, else the process
@@ -114,7 +138,7 @@ def resolve_path(path: str | None, context: Any, *, default: str = ".") -> Path:
     if "\x00" in raw:
         raise PathError(f"path {raw!r} contains a NUL byte")
     target = _resolve_one(raw, env.base)
-    if not env.confined:
+    if not env.confined or (read_only and _readable(target)):
         return target
     assert env.workspace is not None
     if any(unicodedata.category(ch) in _INVISIBLE for ch in raw):

@@ -127,7 +127,7 @@ def _read(path_arg: Any, offset_arg: Any, limit_arg: Any, context: Any) -> ToolR
     if not path_arg:
         return error_result("read needs a path")
     try:
-        path = resolve_path(path_arg, context)
+        path = resolve_path(path_arg, context, read_only=True)
     except PathError as exc:
         return error_result(str(exc))
     shown = display_path(path, context)

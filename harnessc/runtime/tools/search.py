@@ -166,7 +166,7 @@ def _grep(params: dict[str, Any], context: Any, signal: AbortSignal) -> ToolResu
             "Set literal=true to search for the text as written."
         )
     try:
-        root = resolve_path(params.get("path"), context)
+        root = resolve_path(params.get("path"), context, read_only=True)
     except PathError as exc:
         return error_result(str(exc))
     shown = display_path(root, context)
@@ -233,7 +233,7 @@ def _find(params: dict[str, Any], context: Any, signal: AbortSignal) -> ToolResu
     if not isinstance(limit, int) or limit < 1:
         return error_result(f"limit must be a positive integer (got {limit!r})")
     try:
-        root = resolve_path(params.get("path"), context)
+        root = resolve_path(params.get("path"), context, read_only=True)
     except PathError as exc:
         return error_result(str(exc))
     shown = display_path(root, context)
