@@ -739,6 +739,7 @@ class AgentHarness:
         await self._flush_pending_events()
         if not run.turn_open and (paused := await self._open_turn(run)) is not None:
             return paused
+        await self._auto_compact()
         assistant = await self._call_model(run)
         self.budget.usage.tokens += assistant.usage.input + assistant.usage.output
         self.budget.usage.cost_usd += assistant.usage.cost.total
@@ -1083,6 +1084,16 @@ class AgentHarness:
         if inspect.isawaitable(result):
             result = await result
         return result
+
+    async def _auto_compact(self) -> None:
+        """Compact before a model call once the context passes window - reserve tokens."""
+        from harnessc.runtime.session.compaction import needs_compaction
+
+        if needs_compaction(self):
+            try:
+                await self.compact(reason="threshold")
+            except Exception as exc:
+                await self._report_error("compaction", exc)
 
     def reload_messages(self) -> None:
         """Rebuild the model context from the session (after compaction or a tree move)."""

@@ -60,11 +60,13 @@ __all__ = [
     "build_summary_prompt",
     "build_turn_prefix_prompt",
     "compact",
+    "compact_harness",
     "estimate_context_tokens",
     "estimate_tokens",
     "find_cut_point",
     "generate_branch_summary",
     "generate_summary",
+    "needs_compaction",
     "prepare_branch_summary",
     "prepare_compaction",
     "serialize_conversation",
@@ -126,12 +128,13 @@ def _usage_tokens(message: AssistantMessage) -> int:
     return usage.total_tokens or (usage.input + usage.output + usage.cache_read + usage.cache_write)
 
 
-def estimate_context_tokens(messages: Sequence[Message]) -> int:
+def estimate_context_tokens(messages: Sequence[Message], use_usage: bool = True) -> int:
     """Context size: the last reply's reported usage plus estimates of what came after.
 
-    Without any usable usage, the sum of the estimates of every message.
+    Without any usable usage (or with ``use_usage=False``, e.g. when that usage was
+    measured before a compaction), the sum of the estimates of every message.
     """
-    for i in range(len(messages) - 1, -1, -1):
+    for i in range(len(messages) - 1, -1, -1) if use_usage else ():
         message = messages[i]
         if (
             isinstance(message, AssistantMessage)
@@ -347,11 +350,18 @@ def prepare_compaction(
         messages_to_summarize=to_summarize,
         turn_prefix_messages=prefix,
         is_split_turn=cut.is_split_turn,
-        tokens_before=estimate_context_tokens(build_context(path).messages),
+        tokens_before=estimate_context_tokens(
+            build_context(path).messages, _reply_after(path, previous_index)
+        ),
         previous_summary=previous_summary,
         file_ops=file_ops,
         settings=settings,
     )
+
+
+def _reply_after(path: Sequence[SessionEntry], index: int) -> bool:
+    """True when an assistant reply follows ``path[index]`` (its usage is current)."""
+    return any(e.role == "assistant" for e in path[index + 1 :])
 
 
 # -- serialisation and prompts -----------------------------------------------------------
@@ -809,3 +819,105 @@ async def generate_branch_summary(
     return BranchSummaryResult(
         summary=summary, from_id=preparation.old_leaf_id, details=preparation.file_ops.details()
     )
+
+
+# -- the harness side ------------------------------------------------------------------------
+
+
+def _supplied_compaction(value: Any) -> CompactionResult | Mapping[str, Any]:
+    if isinstance(value, CompactionResult | Mapping):
+        return value
+    if hasattr(value, "summary"):  # a CompactResult-like object
+        return {
+            "summary": value.summary,
+            "firstKeptEntryId": getattr(value, "first_kept_entry_id", None),
+            "tokensBefore": getattr(value, "tokens_before", None),
+            "details": getattr(value, "details", None),
+        }
+    raise CompactionError(f"a hook supplied a compaction of type {type(value).__name__}")
+
+
+def needs_compaction(harness: Any) -> bool:
+    """True when the harness's context passed ``context_window - reserve_tokens``."""
+    settings = getattr(harness, "compaction_settings", None) or CompactionSettings()
+    if not settings.enabled:
+        return False
+    tokens = estimate_context_tokens(harness.messages, not _compacted_since_reply(harness.session))
+    return should_compact(tokens, harness.model.context_window, settings)
+
+
+def _compacted_since_reply(session: Session) -> bool:
+    """True when a compaction came after the last reply (its usage predates the cut)."""
+    for entry in reversed(session.branch()):
+        if entry.type == "compaction":
+            return True
+        if entry.role == "assistant":
+            return False
+    return False
+
+
+async def compact_harness(
+    harness: Any, *, custom_instructions: str | None = None, reason: str = "manual"
+) -> CompactionResult | None:
+    """``AgentHarness.compact``: prepare, let ``session_before_compact`` hooks cancel or
+    supply the compaction, else summarise with the harness's model; then append the
+    entry, rebuild the harness context and emit ``session_compact``.
+
+    ``reason`` is "manual", "threshold" or "overflow"; automatic ones do nothing when
+    ``harness.compaction_settings.enabled`` is False. Returns None when there is
+    nothing to compact or a hook cancelled.
+    """
+    from harnessc.runtime.events import SessionCompactEvent
+    from harnessc.runtime.hooks import SessionBeforeCompactEvent
+
+    settings = getattr(harness, "compaction_settings", None) or CompactionSettings()
+    if reason != "manual" and not settings.enabled:
+        return None
+    session: Session = harness.session
+    branch = session.branch()
+    preparation = prepare_compaction(branch, settings)
+    if preparation is None:
+        return None
+    supplied: Any = None
+    if harness.has_handlers("session_before_compact"):
+        call_hooks = getattr(harness, "call_hooks", None) or harness._call_hooks
+        event = SessionBeforeCompactEvent(
+            preparation=preparation,
+            branch_entries=branch,
+            custom_instructions=custom_instructions,
+        )
+        for result in await call_hooks("session_before_compact", event):
+            if isinstance(result, Mapping):
+                cancel, compaction = result.get("cancel"), result.get("compaction")
+            else:
+                cancel = getattr(result, "cancel", False)
+                compaction = getattr(result, "compaction", None)
+            if cancel:
+                return None
+            if compaction is not None:
+                supplied = compaction
+    if supplied is not None:
+        outcome = apply_compaction(
+            session, _supplied_compaction(supplied), preparation, from_hook=True
+        )
+    else:
+        signal = getattr(harness, "_signal", None)
+        if signal is None or signal.aborted:
+            signal = AbortSignal()
+        outcome = await compact(
+            session,
+            harness.model,
+            harness.provider_for(harness.model),
+            settings,
+            custom_instructions=custom_instructions,
+            preparation=preparation,
+            signal=signal,
+            stream_options=harness.stream_options,
+        )
+    session.sync()
+    harness.reload_messages()
+    assert outcome.entry is not None
+    await harness.emit(
+        SessionCompactEvent(compaction_entry=outcome.entry.to_dict(), from_hook=outcome.from_hook)
+    )
+    return outcome

@@ -85,8 +85,6 @@ def js_number(value: float) -> str:
     """``value`` as JavaScript's ``Number.prototype.toString`` writes it."""
     if value == 0:
         return "0"
-    if value.is_integer() and abs(value) < 1e21:
-        return str(int(value))
     sign, digits, exponent = Decimal(repr(value)).as_tuple()
     text = "".join(map(str, digits)).rstrip("0") or "0"
     point = len(digits) + int(exponent)  # value = 0.<text> x 10**point
@@ -159,6 +157,8 @@ def parse_session(data: bytes, path: str = "<memory>") -> LoadedSession:
 
 
 def _parse_session(data: bytes, path: str) -> LoadedSession:
+    if not data.strip():
+        raise SessionFileError(f"{path}: empty file, not a session")
     lines = data.split(b"\n")
     ends_with_newline = data.endswith(b"\n")
     if ends_with_newline:

@@ -16,7 +16,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from harnessc.runtime.session.jsonl import (
     JsonlStorage,
@@ -70,6 +70,7 @@ class SessionMeta:
 SessionRef: TypeAlias = "SessionMeta | Session | str | os.PathLike[str]"
 
 
+@runtime_checkable
 class SessionRepo(Protocol):
     """Where sessions are created, found, listed, deleted and forked (seed 000)."""
 
@@ -228,7 +229,7 @@ class JsonlSessionRepo:
                 try:
                     stat = file.stat()
                     meta = _read_meta(str(file), full)
-                except (OSError, ValueError) as exc:
+                except (OSError, ValueError, SessionError) as exc:
                     self.skipped.append((str(file), str(exc)))
                     continue
                 meta.modified = stat.st_mtime
@@ -294,13 +295,13 @@ class JsonlSessionRepo:
             )
             try:
                 for e in path:
-                    if e.type == "label":
-                        continue
                     fork.append_entry(
                         SessionEntry(e.type, e.id, e.parent_id, e.timestamp, _copy(e.data))
                     )
+                have = fork.labels()
                 for target, label in labels.items():
-                    fork.append_label(target, label)
+                    if have.get(target) != label:  # set off the copied path
+                        fork.append_label(target, label)
             except BaseException:
                 fork.close()
                 raise
@@ -387,3 +388,7 @@ def _user_text(line: bytes) -> str | None:
             if isinstance(c, dict) and c.get("type") == "text"
         )
     return None
+
+
+def _conforms(repo: JsonlSessionRepo) -> SessionRepo:
+    return repo  # mypy checks that JsonlSessionRepo implements the protocol

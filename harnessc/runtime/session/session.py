@@ -42,6 +42,7 @@ __all__ = [
     "build_context",
     "entry_message",
     "iso_now",
+    "iso_to_ms",
     "no_gc",
 ]
 
@@ -559,7 +560,11 @@ def _build_context(path: Sequence[SessionEntry]) -> SessionContext:
             add(entry)
         return ctx
     compaction = path[compaction_index]
-    messages.append(compaction_summary_message(str(compaction.data.get("summary", ""))))
+    messages.append(
+        compaction_summary_message(
+            str(compaction.data.get("summary", "")), iso_to_ms(compaction.timestamp)
+        )
+    )
     ids.append(compaction.id)
     first_kept = compaction.data.get("firstKeptEntryId")
     keeping = False
@@ -573,19 +578,29 @@ def _build_context(path: Sequence[SessionEntry]) -> SessionContext:
     return ctx
 
 
-def compaction_summary_message(summary: str) -> CustomMessage:
+def iso_to_ms(timestamp: str) -> int:
+    """Milliseconds since the epoch of an ISO timestamp (0 when it does not parse)."""
+    try:
+        return int(datetime.fromisoformat(timestamp).timestamp() * 1000)
+    except (ValueError, TypeError):
+        return 0
+
+
+def compaction_summary_message(summary: str, timestamp: int = 0) -> CustomMessage:
     return CustomMessage(
         custom_type="compaction_summary",
         content=f"{COMPACTION_SUMMARY_PREFIX}\n\n<summary>\n{summary}\n</summary>",
         display=False,
+        timestamp=timestamp,
     )
 
 
-def branch_summary_message(summary: str) -> CustomMessage:
+def branch_summary_message(summary: str, timestamp: int = 0) -> CustomMessage:
     return CustomMessage(
         custom_type="branch_summary",
         content=f"{BRANCH_SUMMARY_PREFIX}\n\n<summary>\n{summary}\n</summary>",
         display=False,
+        timestamp=timestamp,
     )
 
 
@@ -611,9 +626,12 @@ def entry_message(entry: SessionEntry) -> Message | None:
             content=parsed.content,
             display=bool(entry.data.get("display", True)),
             details=entry.data.get("details"),
+            timestamp=iso_to_ms(entry.timestamp),
         )
     if kind == "branch_summary":
-        return branch_summary_message(str(entry.data.get("summary", "")))
+        return branch_summary_message(
+            str(entry.data.get("summary", "")), iso_to_ms(entry.timestamp)
+        )
     return None
 
 
@@ -625,9 +643,9 @@ def _parse_message(raw: dict[str, Any]) -> Message | None:
         if role == "hookMessage":  # pi v2 name of the custom role
             raw = {**raw, "role": "custom"}
         elif role == "branchSummary":
-            return branch_summary_message(str(raw.get("summary", "")))
+            return branch_summary_message(str(raw.get("summary", "")), _ms(raw))
         elif role == "compactionSummary":
-            return compaction_summary_message(str(raw.get("summary", "")))
+            return compaction_summary_message(str(raw.get("summary", "")), _ms(raw))
         return message_from_dict(raw)
     except (ValueError, TypeError, AttributeError):
         return None
@@ -643,7 +661,9 @@ def _bash_execution_message(raw: dict[str, Any]) -> Message | None:
         text += "\n\n(command cancelled)"
     elif raw.get("exitCode") not in (None, 0):
         text += f"\n\nCommand exited with code {raw.get('exitCode')}"
+    return UserMessage(content=[TextContent(text)], timestamp=_ms(raw))
+
+
+def _ms(raw: dict[str, Any]) -> int:
     ts = raw.get("timestamp")
-    if isinstance(ts, int | float):
-        return UserMessage(content=[TextContent(text)], timestamp=int(ts))
-    return UserMessage(content=[TextContent(text)])
+    return int(ts) if isinstance(ts, int | float) else 0
