@@ -28,6 +28,7 @@ import sys
 import tempfile
 import threading
 import time
+import tomllib
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
@@ -38,6 +39,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent
 PEERS_DIR = ROOT / "peers"
 VENV = ROOT / ".peers-venv"
+# harnessc's own clean environment: the project's declared dependencies and nothing else,
+# harnessc itself taken from this work tree (PYTHONPATH), as a user's install would have.
+HARNESSC_VENV = PEERS_DIR / ".harnessc-venv"
+REPO = ROOT.parent
 GENERATED = PEERS_DIR / ".generated"
 SPEC = PEERS_DIR / "add_agent.yaml"
 MANUAL_AGENT = PEERS_DIR / "add_agent_manual.py"
@@ -190,8 +195,10 @@ class Framework:
     python: str
     script: Path
     note: str = ""
+    env: dict[str, str] = field(default_factory=dict)
     wall: dict[int, list[float]] = field(default_factory=dict)
     rss: dict[int, list[float]] = field(default_factory=dict)
+    cpu: dict[int, list[float]] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
 
 
@@ -216,8 +223,28 @@ PEERS = [
 ]
 
 
-def _venv_python() -> Path:
-    return VENV / "bin" / "python"
+def _venv_python(venv: Path = VENV) -> Path:
+    return venv / "bin" / "python"
+
+
+def _make_venv(venv: Path) -> bool:
+    if _venv_python(venv).exists():
+        return True
+    print(f"creating {venv}")
+    return subprocess.run([sys.executable, "-m", "venv", str(venv)], check=False).returncode == 0
+
+
+def _pip_install(python: Path, requirements: list[str]) -> str | None:
+    """None when the install worked, else the tail of pip's complaint."""
+    done = subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", *requirements],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode == 0:
+        return None
+    return "\n".join((done.stderr or done.stdout).strip().splitlines()[-5:])
 
 
 def _importable(python: Path, module: str) -> bool:
@@ -240,15 +267,12 @@ def _version(python: Path, dist: str) -> str:
 def prepare_peers(skip_install: bool) -> list[Framework]:
     """The peers ready to run, installing them into benchmarks/.peers-venv when needed."""
     python = _venv_python()
-    if not python.exists():
-        if skip_install:
-            print(f"skipping every peer: no virtual environment at {VENV} (--skip-install)")
-            return []
-        print(f"creating {VENV}")
-        made = subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=False)
-        if made.returncode != 0:
-            print("skipping every peer: could not create the virtual environment")
-            return []
+    if not python.exists() and skip_install:
+        print(f"skipping every peer: no virtual environment at {VENV} (--skip-install)")
+        return []
+    if not _make_venv(VENV):
+        print("skipping every peer: could not create the virtual environment")
+        return []
     ready: list[Framework] = []
     for peer in PEERS:
         if not _importable(python, peer.module):
@@ -256,22 +280,16 @@ def prepare_peers(skip_install: bool) -> list[Framework]:
                 print(f"skipping {peer.name}: not installed in {VENV} (--skip-install)")
                 continue
             print(f"installing {peer.requirement} into {VENV} ...")
-            done = subprocess.run(
-                [str(python), "-m", "pip", "install", "-q", peer.requirement],
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-            if done.returncode != 0 or not _importable(python, peer.module):
-                tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-5:])
-                print(f"skipping {peer.name}: its install failed\n{tail}")
+            failed = _pip_install(python, [peer.requirement])
+            if failed is not None or not _importable(python, peer.module):
+                print(f"skipping {peer.name}: its install failed\n{failed or ''}")
                 continue
         note = f"{peer.dist} {_version(python, peer.dist)}"
         ready.append(Framework(peer.name, str(python), PEERS_DIR / peer.script, note))
     return ready
 
 
-def prepare_harnessc() -> Framework:
+def harnessc_agent() -> tuple[Path, str]:
     """harnessc's add agent: compiled from the spec if the compiler exists, else hand-written."""
     compiler = shutil.which("harnessc")
     if compiler is not None:
@@ -285,26 +303,66 @@ def prepare_harnessc() -> Framework:
         )
         modules = sorted(GENERATED.glob("*.py")) if GENERATED.exists() else []
         if built.returncode == 0 and modules:
-            return Framework("harnessc", sys.executable, modules[0], "compiled by harnessc build")
+            return modules[0], "compiled by harnessc build"
         reason = (built.stderr or built.stdout).strip().splitlines()[-1:] or ["no module"]
         print(f"harnessc build did not produce the agent ({reason[0]}); using {MANUAL_AGENT.name}")
-    return Framework("harnessc", sys.executable, MANUAL_AGENT, "hand-written stand-in")
+    return MANUAL_AGENT, "hand-written stand-in"
+
+
+def _declared_dependencies() -> list[str]:
+    with open(REPO / "pyproject.toml", "rb") as fh:
+        return list(tomllib.load(fh)["project"]["dependencies"])
+
+
+def prepare_harnessc(skip_install: bool) -> list[Framework]:
+    """harnessc in a clean venv (the reference row) and in the project's own interpreter."""
+    agent, how = harnessc_agent()
+    rows: list[Framework] = []
+    python = _venv_python(HARNESSC_VENV)
+    ready = python.exists() and _importable(python, "httpx")
+    if not ready and not skip_install and _make_venv(HARNESSC_VENV):
+        print(f"installing harnessc's declared dependencies into {HARNESSC_VENV} ...")
+        failed = _pip_install(python, _declared_dependencies())
+        ready = failed is None
+        if failed:
+            print(f"no clean-venv harnessc row: the install failed\n{failed}")
+    if ready:
+        rows.append(
+            Framework(
+                "harnessc",
+                str(python),
+                agent,
+                f"{how}; clean venv",
+                env={"PYTHONPATH": str(REPO)},
+            )
+        )
+    else:
+        print(f"no clean-venv harnessc row: {HARNESSC_VENV} is not set up")
+    dev = "harnessc" if not rows else "harnessc-dev"
+    rows.append(Framework(dev, sys.executable, agent, f"{how}; the project's interpreter"))
+    return rows
 
 
 # -- running ----------------------------------------------------------------------------
 
 
-def run_once(fw: Framework, server: ScriptedServer, n: int, workdir: Path) -> tuple[float, float]:
-    """One whole process: (wall seconds, peak RSS in MiB). Raises RuntimeError on failure."""
+def run_once(
+    fw: Framework, server: ScriptedServer, n: int, workdir: Path
+) -> tuple[float, float, float]:
+    """One whole process: (wall s, CPU s, peak RSS MiB). Raises RuntimeError on failure."""
     run_id = uuid.uuid4().hex[:12]
     child_env = dict(os.environ)
-    for name in ("PYTHONPATH", "OPENAI_BASE_URL", "VIRTUAL_ENV"):
+    # PYTHONDONTWRITEBYTECODE would make each run compile harnessc from source while the
+    # peers load the bytecode pip wrote at install: every child caches bytecode (the
+    # warm-up run writes it), as on a user's machine.
+    for name in ("PYTHONPATH", "OPENAI_BASE_URL", "VIRTUAL_ENV", "PYTHONDONTWRITEBYTECODE"):
         child_env.pop(name, None)
     child_env.update(
         BENCH_BASE_URL=server.base_url(n, run_id),
         OPENAI_API_KEY="sk-bench-dummy",
         OPENAI_AGENTS_DISABLE_TRACING="1",
     )
+    child_env.update(fw.env)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         proc = subprocess.Popen(
@@ -338,7 +396,7 @@ def run_once(fw: Framework, server: ScriptedServer, n: int, workdir: Path) -> tu
     if problems:
         tail = "\n    ".join((stderr.strip() or stdout.strip()).splitlines()[-8:])
         raise RuntimeError(f"{'; '.join(problems)}\n    {tail}")
-    return wall, usage.ru_maxrss / 1024
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def measure(frameworks: list[Framework], steps: int, runs: int) -> None:
@@ -354,12 +412,13 @@ def measure(frameworks: list[Framework], steps: int, runs: int) -> None:
             for n in (1, steps):
                 for fw in order:
                     try:
-                        wall, rss = run_once(fw, server, n, workdir)
+                        wall, cpu, rss = run_once(fw, server, n, workdir)
                     except RuntimeError as exc:
                         fw.failures.append(f"N={n}: {exc}")
                         continue
                     fw.wall.setdefault(n, []).append(wall)
                     fw.rss.setdefault(n, []).append(rss)
+                    fw.cpu.setdefault(n, []).append(cpu)
             done = ", ".join(
                 f"{fw.name} {statistics.median(fw.wall[1]):.3f}s"
                 for fw in frameworks
@@ -377,6 +436,8 @@ class Figures:
     tn: float
     step_ms: float
     rss: float
+    cpu1: float
+    cpu_step_ms: float
 
 
 def figures(fw: Framework, steps: int) -> Figures | None:
@@ -385,7 +446,10 @@ def figures(fw: Framework, steps: int) -> Figures | None:
     t1 = statistics.median(fw.wall[1])
     tn = statistics.median(fw.wall[steps])
     rss = max(statistics.median(fw.rss[1]), statistics.median(fw.rss[steps]))
-    return Figures(t1, tn, (tn - t1) / (steps - 1) * 1000, rss)
+    c1 = statistics.median(fw.cpu[1])
+    cn = statistics.median(fw.cpu[steps])
+    per_step = (tn - t1) / (steps - 1) * 1000
+    return Figures(t1, tn, per_step, rss, c1, (cn - c1) / (steps - 1) * 1000)
 
 
 def _ratio(value: float, base: float) -> str:
@@ -396,36 +460,48 @@ def report(frameworks: list[Framework], steps: int, runs: int) -> None:
     figs = {fw.name: figures(fw, steps) for fw in frameworks}
     ours = figs.get("harnessc")
     print()
-    print(f"whole processes, median of {runs} runs each; ratio = figure / harnessc's figure")
+    print(
+        f"whole processes, medians of {runs} runs; per step = (T{steps} - T1) / {steps - 1}; "
+        "ratio = figure / harnessc's"
+    )
     header = (
-        f"{'framework':<15} {'N=1 wall':>9} {'ratio':>7} {f'N={steps} wall':>10} "
-        f"{'per step':>9} {'ratio':>7} {'peak RSS':>9} {'ratio':>7}  version"
+        f"{'framework':<14} {'N=1 wall':>9} {'ratio':>6} {f'N={steps} wall':>10} "
+        f"{'per step':>9} {'ratio':>6} {'peak RSS':>10} {'ratio':>6} "
+        f"{'N=1 CPU':>8} {'CPU/step':>9}"
     )
     print(header)
     print("-" * len(header))
     for fw in frameworks:
         f = figs[fw.name]
         if f is None:
-            print(f"{fw.name:<15} {'failed':>9}  {fw.note}")
+            print(f"{fw.name:<14} {'failed':>9}")
             continue
         r1 = _ratio(f.t1, ours.t1) if ours else "-"
         rs = _ratio(f.step_ms, ours.step_ms) if ours else "-"
         rr = _ratio(f.rss, ours.rss) if ours else "-"
         print(
-            f"{fw.name:<15} {f.t1:>8.3f}s {r1:>7} {f.tn:>9.3f}s {f.step_ms:>7.1f}ms {rs:>7} "
-            f"{f.rss:>6.1f}MiB {rr:>7}  {fw.note}"
+            f"{fw.name:<14} {f.t1:>8.3f}s {r1:>6} {f.tn:>9.3f}s {f.step_ms:>7.1f}ms {rs:>6} "
+            f"{f.rss:>6.1f} MiB {rr:>6} {f.cpu1:>7.3f}s {f.cpu_step_ms:>7.1f}ms"
         )
-    peers = [figs[fw.name] for fw in frameworks if fw.name != "harnessc" and figs[fw.name]]
-    if ours and peers:
-        best_t1 = min(p.t1 for p in peers)
-        best_step = min(p.step_ms for p in peers)
-        least_rss = min(p.rss for p in peers)
+    print()
+    for fw in frameworks:
+        print(f"  {fw.name}: {fw.note}")
+    peers = [f for fw in frameworks if not fw.name.startswith("harnessc") and (f := figs[fw.name])]
+    if not peers:
+        return
+    best_t1 = min(p.t1 for p in peers)
+    best_step = min(p.step_ms for p in peers)
+    least_rss = min(p.rss for p in peers)
+    for fw in frameworks:
+        mine = figs[fw.name]
+        if not fw.name.startswith("harnessc") or mine is None:
+            continue
         print()
-        print("targets (harnessc / best peer):")
+        print(f"targets ({fw.name} / best peer):")
         for label, value, base, limit in (
-            ("N=1 wall time", ours.t1, best_t1, 0.25),
-            ("per-step overhead", ours.step_ms, best_step, 0.25),
-            ("peak RSS", ours.rss, least_rss, 0.6),
+            ("N=1 wall time", mine.t1, best_t1, 0.25),
+            ("per-step overhead", mine.step_ms, best_step, 0.25),
+            ("peak RSS", mine.rss, least_rss, 0.6),
         ):
             share = value / base if base > 0 else float("inf")
             verdict = "met" if share <= limit else "MISSED"
@@ -450,7 +526,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.steps < 2:
         parser.error("--steps must be at least 2")
-    frameworks = [prepare_harnessc(), *prepare_peers(args.skip_install)]
+    frameworks = [*prepare_harnessc(args.skip_install), *prepare_peers(args.skip_install)]
     if args.only:
         frameworks = [fw for fw in frameworks if fw.name in args.only]
     print("frameworks: " + ", ".join(f"{fw.name} ({fw.note})" for fw in frameworks))
