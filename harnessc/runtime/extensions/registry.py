@@ -69,11 +69,19 @@ def _canonical(name: str) -> str:
     return EXTENSION_ALIASES.get(key.replace("-", "_"), key.replace("-", "_"))
 
 
-def register_extension(name: str, factory: ExtensionFactory, *, replace: bool = False) -> None:
-    """Make ``factory(config_dict)`` buildable as ``name``."""
+def register_extension(
+    name: str, factory: ExtensionFactory, *, replace: bool = False
+) -> Callable[[], None]:
+    """Make ``factory(config_dict)`` buildable as ``name``; returns an unregister callable."""
     if not replace and (name in _factories or name in _BUILTIN_NAMES):
         raise ExtensionConfigError(f"an extension named {name!r} is already registered")
     _factories[name] = factory
+
+    def unregister() -> None:
+        if _factories.get(name) is factory:
+            del _factories[name]
+
+    return unregister
 
 
 def build_extension(name: str, config: Mapping[str, Any] | None = None) -> Extension:
@@ -85,6 +93,10 @@ def build_extension(name: str, config: Mapping[str, Any] | None = None) -> Exten
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise ExtensionConfigError(
             f"unknown extension {name!r}{hint}; known: {', '.join(extension_names())}"
+        )
+    if config is not None and not isinstance(config, Mapping):
+        raise ExtensionConfigError(
+            f"the config must be a mapping, got {type(config).__name__}", extension=key
         )
     return factory(dict(config) if config is not None else None)
 
