@@ -156,6 +156,16 @@ class _Cli:
             self._saved_stdout = None
 
     def enter_cwd(self) -> None:
+        """Move to --cwd; paths given on the command line stay relative to where we started."""
+        args = self.args
+        for name in ("session_dir", "replay"):
+            value = getattr(args, name)
+            if value:
+                setattr(args, name, os.path.abspath(os.path.expanduser(value)))
+        if args.session and ("/" in args.session or args.session.endswith(".jsonl")):
+            args.session = os.path.abspath(os.path.expanduser(args.session))
+        if args.session_dir:
+            self.session_dir = args.session_dir
         if self.args.cwd:
             target = Path(self.args.cwd).expanduser()
             if not target.is_dir():

@@ -44,6 +44,9 @@ def key_argument(args: Any, limit: int = 60) -> str:
     for value in args.values():
         if isinstance(value, str):
             return one_line(value, limit)
+    for key, value in args.items():
+        if isinstance(value, int | float | bool):
+            return one_line(f"{key}={json.dumps(value)}", limit)
     return one_line(json.dumps(args, ensure_ascii=False, default=str), limit)
 
 

@@ -1,0 +1,92 @@
+"""Start-up of a generated agent: process start -> first HTTP request, and the whole run.
+
+Runs ``python generated/hello.py "hi"`` (or an equivalent agent written to a temporary
+directory when generated/ is missing) against a local OpenAI-compatible server, N times,
+and prints the median, min and max. Target: first request in under 250 ms.
+
+    python benchmarks/startup.py [--runs 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+from harnessc.testing import ProtocolServer, RecordedRequest, ScriptedResponse, openai_events
+
+ROOT = Path(__file__).resolve().parent.parent
+HELLO = ROOT / "generated" / "hello.py"
+
+FALLBACK_AGENT = textwrap.dedent(
+    """
+    from harnessc.runtime import AgentHarnessOptions, Model, env, run_cli
+    from harnessc.runtime.session import Session
+
+
+    def build_options(*, session=None, cwd=None):
+        return AgentHarnessOptions(
+            session=session if session is not None else Session(),
+            models={"local": Model(id="llama3.2", api="openai-completions",
+                                   base_url=env("HELLO_BASE_URL"))},
+            model="local",
+        )
+
+
+    if __name__ == "__main__":
+        raise SystemExit(run_cli(build_options, agent_name="hello"))
+    """
+)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=20)
+    options = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp, ProtocolServer() as server:
+        agent = HELLO
+        if not agent.is_file():
+            agent = Path(tmp) / "hello.py"
+            agent.write_text(FALLBACK_AGENT)
+        arrivals: list[float] = []
+
+        def answer(request: RecordedRequest) -> ScriptedResponse:
+            arrivals.append(time.monotonic())
+            return ScriptedResponse.sse(openai_events(["Hi", " there", "!"]))
+
+        server.set_handler(answer)
+        env = dict(os.environ, HELLO_BASE_URL=f"{server.url}/v1", PYTHONDONTWRITEBYTECODE="0")
+        command = [sys.executable, str(agent), "hi"]
+        subprocess.run(command, env=env, capture_output=True, check=True, cwd=tmp)  # warm caches
+        first: list[float] = []
+        whole: list[float] = []
+        for _ in range(options.runs):
+            arrivals.clear()
+            started = time.monotonic()
+            done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=tmp)
+            ended = time.monotonic()
+            if done.returncode != 0 or not arrivals:
+                sys.exit(f"run failed ({done.returncode}): {done.stderr.strip()}")
+            first.append((arrivals[0] - started) * 1000)
+            whole.append((ended - started) * 1000)
+
+    name = agent.relative_to(ROOT) if agent.is_relative_to(ROOT) else "fallback agent"
+    print(f'{name} "hi" against a local server, {options.runs} runs')
+    for label, values in (("first HTTP request", first), ("whole run", whole)):
+        print(
+            f"  {label:<19} median {statistics.median(values):6.1f} ms"
+            f"   min {min(values):6.1f}   max {max(values):6.1f}"
+        )
+    verdict = "meets" if statistics.median(first) < 250 else "misses"
+    print(f"  target: first request under 250 ms ({verdict} it)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""Interactive mode on a pseudo-terminal: /status, /compact, Ctrl-C, steering, pull points."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from harnessc.testing import ProtocolServer
+
+from .clikit import Agent, Terminal, text_reply, tool_reply
+
+
+@pytest.fixture
+def terminals() -> Iterator[list[Terminal]]:
+    opened: list[Terminal] = []
+    yield opened
+    for terminal in opened:
+        terminal.close()
+
+
+def _messages(request: object) -> list[tuple[str, str]]:
+    messages = request.json["messages"]  # type: ignore[attr-defined]
+    return [(m["role"], str(m.get("content"))) for m in messages]
+
+
+def test_status_ctrl_c_during_a_slow_tool_and_compact(
+    agent: Agent, server: ProtocolServer, terminals: list[Terminal]
+) -> None:
+    term = Terminal(agent, "-i")
+    terminals.append(term)
+    term.expect("/help lists commands")
+    term.expect_prompt()
+
+    server.enqueue(text_reply("Hi ", "there"))
+    term.sendline("hello")
+    term.expect("Hi there")
+    term.expect_prompt()
+
+    term.sendline("/status")
+    status = term.expect_prompt()
+    for part in ("session", "main: test-model", "tools     slow, approve", "context   2 messages"):
+        assert part in status, status
+
+    server.enqueue(tool_reply(("call_1", "slow", {"seconds": 30})))
+    term.sendline("wait a long time")
+    term.expect("slow seconds=30")  # the spinner shows the running tool
+    term.interrupt()
+    term.expect("[aborted] the session is kept")
+    term.expect_prompt()
+
+    server.enqueue(text_reply("still here"))
+    term.sendline("are you there?")
+    term.expect("still here")
+    term.expect_prompt()
+    conversation = _messages(server.requests[-1])
+    assert ("user", "wait a long time") in conversation  # the session was kept
+    assert any("No result provided" in text for role, text in conversation if role == "tool")
+
+    before = len(server.requests)
+    server.set_handler(lambda request: text_reply("SUMMARY: greeted, waited, aborted."))
+    term.sendline("/compact")
+    term.expect("compacted: ")
+    term.expect_prompt()
+    server.set_handler(None)
+    summary_requests = server.requests[before:]
+    assert summary_requests  # the model was asked for the summary
+    assert "summar" in str(summary_requests[0].json).lower()
+    term.sendline("/tree")
+    tree = term.expect_prompt()
+    assert "compaction" in tree and "<- current" in tree
+
+    term.eof()
+    assert term.wait() == 0
+    (session_file,) = agent.session_files()
+    assert '"type":"compaction"' in session_file.read_text().replace(" ", "")
+
+
+def test_steering_and_answering_an_external_tool(
+    agent: Agent, server: ProtocolServer, terminals: list[Terminal]
+) -> None:
+    term = Terminal(agent, "-i")
+    terminals.append(term)
+    term.expect_prompt()
+
+    server.enqueue(tool_reply(("call_1", "slow", {"seconds": 1.5})), text_reply("steered"))
+    term.sendline("start working")
+    term.expect("slow seconds=1.5")
+    term.sendline("also check the logs")
+    term.expect("[steering] queued")
+    term.expect("steered")
+    term.expect_prompt()
+    after_tool = _messages(server.requests[1])
+    assert after_tool[-1] == ("user", "also check the logs")
+    assert after_tool[-2][0] == "tool"
+
+    server.enqueue(
+        tool_reply(("call_2", "approve", {"action": "deploy"})), text_reply("not deployed")
+    )
+    term.sendline("deploy it")
+    term.expect("approve (call_2)")
+    term.expect("y = approve, n = deny")
+    term.sendline("n")
+    term.expect("not deployed")
+    term.expect_prompt()
+    tool_messages = [text for role, text in _messages(server.requests[-1]) if role == "tool"]
+    assert "denied by the user" in tool_messages[-1]
+
+    term.sendline("/quit")
+    assert term.wait() == 0
+
+
+def test_budget_pause_asks_to_extend(
+    agent: Agent, server: ProtocolServer, terminals: list[Terminal]
+) -> None:
+    term = Terminal(agent, "-i", "--max-turns", "1")
+    terminals.append(term)
+    term.expect_prompt()
+    server.enqueue(tool_reply(("call_1", "slow", {"seconds": 0})), text_reply("all done"))
+    term.sendline("two turns of work")
+    term.expect("budget limit turns hit (1 of 1)")
+    term.expect("Extend by [1]")
+    term.sendline("")
+    term.expect("all done")
+    term.expect_prompt()
+    term.eof()
+    assert term.wait() == 0
