@@ -290,6 +290,13 @@ class TextPrinter:
         tokens = event.compaction_entry.get("tokensBefore")
         self.line(f"[compact] context compacted ({tokens} tokens before)")
 
+    def _on_resources_update(self, event: Any) -> None:
+        self.line(
+            f"[resources] {len(event.skills)} skills, {len(event.prompt_templates)} prompt templates"
+        )
+        for problem in event.diagnostics:
+            self.line(f"[resources] {problem}")
+
     def _on_agent_pause(self, event: Any) -> None:
         self._idle()
 

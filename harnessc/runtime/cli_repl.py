@@ -368,7 +368,7 @@ class Repl:
 
     def _setup_history(self) -> None:
         try:
-            import readline
+            import readline  # line editing and history for input()
         except ImportError:
             return
         directory = self.cli.session_dir

@@ -36,6 +36,7 @@ AGENT_SOURCE = textwrap.dedent(
     import os
 
     from harnessc.runtime import AgentHarnessOptions, Budget, Model, env, run_cli
+    from harnessc.runtime.resources import load_resources
     from harnessc.runtime.session import JsonlSessionRepo, Session
     from harnessc.runtime.session.compaction import CompactionSettings
     from harnessc.runtime.tools import ExternalTool, Tool, text_result
@@ -58,6 +59,13 @@ AGENT_SOURCE = textwrap.dedent(
     def build_options(*, session=None, cwd=None):
         turns = os.environ.get("AGENT_MAX_TURNS")
         base_url = env("TEST_BASE_URL")
+        resources = None
+        if os.environ.get("AGENT_RESOURCES"):
+            root = os.environ["AGENT_RESOURCES"]
+            resources = load_resources(
+                skills=[os.path.join(root, "skills")],
+                prompt_templates=[os.path.join(root, "templates")],
+            )
         if session is None:
             session = JsonlSessionRepo(SESSIONS_DIR).create(cwd=cwd, metadata={"agent": "tester"})
         return AgentHarnessOptions(
@@ -80,6 +88,7 @@ AGENT_SOURCE = textwrap.dedent(
                                          "properties": {"action": {"type": "string"}}}),
             ],
             budget=Budget(turns=int(turns)) if turns else None,
+            resources=resources,
             extensions=[SmallCompaction()],
         )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -123,5 +124,44 @@ def test_budget_pause_asks_to_extend(
     term.sendline("")
     term.expect("all done")
     term.expect_prompt()
+    term.eof()
+    assert term.wait() == 0
+
+
+def test_templates_skills_and_hot_reload(
+    agent: Agent, server: ProtocolServer, terminals: list[Terminal], tmp_path: Path
+) -> None:
+    resources = tmp_path / "resources"
+    (resources / "templates").mkdir(parents=True)
+    (resources / "skills" / "tidy").mkdir(parents=True)
+    (resources / "templates" / "review.md").write_text(
+        "---\ndescription: Review a file\n---\nReview $1 carefully.\n"
+    )
+    (resources / "skills" / "tidy" / "SKILL.md").write_text(
+        "---\nname: tidy\ndescription: Tidy up code\n---\nRemove dead code.\n"
+    )
+    term = Terminal(agent, "-i", "--watch", env={"AGENT_RESOURCES": str(resources)})
+    terminals.append(term)
+    term.expect_prompt()
+    term.sendline("/templates")
+    listing = term.expect_prompt()
+    assert "/review" in listing and "Review a file" in listing and "/skill:tidy" in listing
+
+    server.enqueue(text_reply("reviewed"), text_reply("tidied"))
+    term.sendline("/review main.py")
+    term.expect("reviewed")
+    term.expect_prompt()
+    assert server.requests[0].json["messages"][-1]["content"] == "Review main.py carefully."
+    term.sendline("/skill:tidy now")
+    term.expect("tidied")
+    term.expect_prompt()
+    skill_prompt = str(server.requests[1].json["messages"][-1]["content"])
+    assert "Remove dead code." in skill_prompt and "now" in skill_prompt
+
+    # --watch: a new template file is picked up while the REPL runs.
+    (resources / "templates" / "explain.md").write_text("Explain $@ simply.\n")
+    term.expect("[resources] 1 skills, 2 prompt templates", timeout=10)
+    term.sendline("/help")
+    assert "/explain" in term.expect_prompt()
     term.eof()
     assert term.wait() == 0
