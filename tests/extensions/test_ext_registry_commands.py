@@ -32,6 +32,8 @@ from harnessc.runtime.providers.scripted import reply_text
 from harnessc.runtime.resources import load_resources
 from harnessc.runtime.tools.tasks import create_task_tools
 
+from ._ext_support import echo_tool
+
 
 def test_public_names() -> None:
     assert sorted(extensions.__all__) == sorted(
@@ -101,7 +103,7 @@ def test_duplicate_commands_are_an_error() -> None:
     assert [e.name for e in built] == ["compaction", "turn_continue", "session_index"]
 
 
-def test_register_custom_extension() -> None:
+def test_register_custom_extension(make_harness: Any) -> None:
     class Hello:
         name = "hello_ext"
         command_names = ("hello",)
@@ -111,6 +113,7 @@ def test_register_custom_extension() -> None:
 
         def install(self, harness: Any) -> None:
             harness.commands.register("hello", "say hi", lambda args: self.greeting)
+            harness.add_tools([echo_tool("greet")])
 
     unregister = register_extension("hello_ext", Hello)
     try:
@@ -120,6 +123,9 @@ def test_register_custom_extension() -> None:
             register_extension("compaction", Hello)
         ext = build_extension("hello_ext", {"greeting": "hey"})
         assert isinstance(ext, Extension) and ext.greeting == "hey"  # type: ignore[attr-defined]
+        harness, _ = make_harness([], [], extensions=[ext])
+        assert "greet" in harness.active_tool_names
+        assert asyncio.run(harness.prompt("/hello")).reply == "hey"
     finally:
         unregister()
     with pytest.raises(ExtensionConfigError, match="unknown extension"):
