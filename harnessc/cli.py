@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import functools
 import os
-import sys
-import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
@@ -20,6 +18,7 @@ import click
 from harnessc import __version__
 from harnessc.compiler import compile as compile_specs
 from harnessc.compiler import output_name
+from harnessc.compiler.live import LiveAgent, run_dev
 from harnessc.compiler.scaffold import scaffold_files
 from harnessc.compiler.write import FileStatus, check_outputs, find_orphans, write_outputs
 from harnessc.spec import Diagnostic, LoadedSpec, export_schema, format_diagnostics, load_spec
@@ -329,32 +328,6 @@ def new(name: str, spec_dir: str) -> None:
 # -- run / dev ------------------------------------------------------------------------------
 
 
-def _compile_for_run(spec_path: str, out_dir: str) -> tuple[LoadedSpec, types.ModuleType]:
-    loaded = load_spec(spec_path, spec_path)
-    errors, _ = _report([loaded])
-    if errors:
-        _fail(errors, 1, "not running")
-    assert loaded.spec is not None
-    outputs = compile_specs(loaded, out_dir)
-    name = output_name(loaded.spec)
-    module = load_module(outputs[name], loaded.spec.module, Path(out_dir).resolve() / name)
-    return loaded, module
-
-
-def load_module(text: str, name: str, file: Path) -> types.ModuleType:
-    """Execute generated module text as module ``name`` whose ``__file__`` is ``file``."""
-    module = types.ModuleType(name)
-    module.__file__ = str(file)
-    code = compile(text, str(file), "exec")
-    sys.modules[name] = module
-    try:
-        exec(code, module.__dict__)
-    except BaseException:
-        sys.modules.pop(name, None)
-        raise
-    return module
-
-
 _RUN_SETTINGS = {"ignore_unknown_options": True, "allow_interspersed_args": False}
 
 
@@ -372,8 +345,12 @@ _RUN_SETTINGS = {"ignore_unknown_options": True, "allow_interspersed_args": Fals
 @_guard
 def run(spec: str, agent_args: tuple[str, ...], out_dir: str) -> None:
     """Compile SPEC in memory and run the agent's command line with AGENT_ARGS (after --)."""
-    _loaded, module = _compile_for_run(spec, out_dir)
-    raise SystemExit(module.main(list(agent_args)))
+    live = LiveAgent(spec, out_dir)
+    if not live.load():
+        click.echo(f"harnessc: {spec} has errors; not running", err=True)
+        raise SystemExit(1)
+    assert live.module is not None
+    raise SystemExit(live.module.main(list(agent_args)))
 
 
 @cli.command(context_settings=_RUN_SETTINGS)
@@ -390,8 +367,6 @@ def run(spec: str, agent_args: tuple[str, ...], out_dir: str) -> None:
 @_guard
 def dev(spec: str, agent_args: tuple[str, ...], out_dir: str) -> None:
     """Run SPEC interactively; resources hot-reload and the spec recompiles between turns."""
-    from harnessc.compiler.live import run_dev
-
     raise SystemExit(run_dev(spec, list(agent_args), out_dir))
 
 
