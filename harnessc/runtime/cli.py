@@ -110,9 +110,9 @@ class _Cli:
     def main(self) -> int:
         args = self.args
         check_args(args)
+        self.enter_cwd()
         if args.sessions or args.search:
             return self.listing()
-        self.enter_cwd()
         if args.json:
             # Only events go to stdout: anything else printing to it (a hook) goes to stderr.
             self._saved_stdout = sys.stdout
@@ -143,7 +143,7 @@ class _Cli:
 
         repo = open_repo(self.session_dir)
         if self.args.sessions:
-            print_sessions(list_sessions(repo), self.out, as_json=self.args.json)
+            print_sessions(list_sessions(repo), self.out, as_json=self.args.json, cwd=self.cwd)
         else:
             hits = search_sessions(repo.root, self.args.search)
             print_hits(hits, self.out, as_json=self.args.json)

@@ -362,7 +362,7 @@ async def _sessions(repl: Repl, args: str) -> None:
     import io
 
     buffer = io.StringIO()
-    print_sessions(repo.list(full=True)[:30], buffer, as_json=False)
+    print_sessions(repo.list(full=True)[:30], buffer, as_json=False, cwd=repl.cli.cwd)
     repl.say(buffer.getvalue().rstrip("\n") + "\n/sessions ID switches")
 
 

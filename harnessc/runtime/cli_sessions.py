@@ -141,7 +141,10 @@ def _local_time(meta: SessionMeta) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(stamp)) if stamp else meta.timestamp
 
 
-def print_sessions(metas: list[SessionMeta], out: TextIO, *, as_json: bool) -> None:
+def print_sessions(
+    metas: list[SessionMeta], out: TextIO, *, as_json: bool, cwd: str | None = None
+) -> None:
+    """One line per session: id prefix, time, name (or -), first prompt [, other cwd]."""
     if as_json:
         import json
 
@@ -161,9 +164,12 @@ def print_sessions(metas: list[SessionMeta], out: TextIO, *, as_json: bool) -> N
     if not metas:
         out.write("no sessions\n")
         return
+    width = max(len(meta.name or "-") for meta in metas)
     for meta in metas:
-        title = meta.name or one_line(meta.first_prompt or "(no prompt)", 60)
-        out.write(f"{meta.id[:8]}  {_local_time(meta)}  {title}  [{meta.cwd}]\n")
+        prompt = one_line(meta.first_prompt or "(no prompt yet)", 70)
+        where = f"  (in {meta.cwd})" if cwd is not None and meta.cwd != cwd else ""
+        name = (meta.name or "-").ljust(width)
+        out.write(f"{meta.id[:8]}  {_local_time(meta)}  {name}  {prompt}{where}\n")
 
 
 def search_sessions(root: str | os.PathLike[str], query: str) -> list[Any]:

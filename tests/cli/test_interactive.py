@@ -165,3 +165,50 @@ def test_templates_skills_and_hot_reload(
     assert "/explain" in term.expect_prompt()
     term.eof()
     assert term.wait() == 0
+
+
+def test_settings_fork_and_tree_commands(
+    agent: Agent, server: ProtocolServer, terminals: list[Terminal]
+) -> None:
+    term = Terminal(agent, "-i", env={"OTHER_API_KEY": "other-key"})
+    terminals.append(term)
+    term.expect_prompt()
+    server.enqueue(text_reply("one"))
+    term.sendline("first")
+    term.expect("one")
+    term.expect_prompt()
+
+    term.sendline("/model other")
+    assert "model: other (other-model)" in term.expect_prompt()
+    term.sendline("/thinking high")
+    assert "thinking: high" in term.expect_prompt()
+    term.sendline("/tools -approve")
+    assert "active tools: slow" in term.expect_prompt()
+    server.enqueue(text_reply("two"))
+    term.sendline("second")
+    term.expect("two")
+    term.expect_prompt()
+    request = server.requests[-1]
+    assert request.json["model"] == "other-model"
+    assert [t["function"]["name"] for t in request.json["tools"]] == ["slow"]
+    assert request.headers["authorization"] == "Bearer other-key"
+
+    term.sendline("/tree")
+    tree = term.expect_prompt()
+    first_reply = next(line for line in tree.splitlines() if "assistant: one" in line)
+    entry_id = first_reply.split()[1]
+    term.sendline(f"/fork {entry_id}")
+    assert "forked" in term.expect_prompt()
+    server.enqueue(text_reply("three"))
+    term.sendline("third")
+    term.expect("three")
+    term.expect_prompt()
+    contents = [m.get("content") for m in server.requests[-1].json["messages"]]
+    assert "second" not in contents and contents[-3:] == ["first", "one", "third"]
+    assert len(agent.session_files()) == 2
+
+    term.sendline("/sessions")
+    listing = term.expect_prompt()
+    assert listing.count("first") == 2  # the original and the fork
+    term.eof()
+    assert term.wait() == 0
