@@ -200,9 +200,8 @@ class _Checker:
     def check_command(self, command: str, path: Path) -> None:
         try:
             words = shlex.split(command)
-        except ValueError as exc:
-            self.report(path, "error", f"command cannot be parsed: {exc}")
-            return
+        except ValueError:
+            return  # shlex is not the shell: leave the command to it
         if not words or "/" not in words[0] or os.path.isabs(words[0]):
             return
         program = self.spec_dir / words[0]

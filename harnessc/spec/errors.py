@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from harnessc.spec.diagnostics import Diagnostic, did_you_mean
+from harnessc.spec.models import SpecModel
 from harnessc.spec.yamlsource import Path, YamlSource
 
 __all__ = ["describe_value", "dotted", "translate_errors"]
@@ -94,7 +95,7 @@ def _parent_mapping(data: Any, path: Path) -> Any:
     return node
 
 
-def _allowed_keys(model: type[BaseModel]) -> list[str]:
+def _allowed_keys(model: type[SpecModel]) -> list[str]:
     return [info.alias or name for name, info in model.model_fields.items()]
 
 
@@ -129,7 +130,7 @@ def _body(kind: str, value: Any, ctx: dict[str, Any], msg: str) -> str:
     return message
 
 
-def _one(source: YamlSource, err: Any, models: dict[int, type[BaseModel]]) -> Diagnostic | None:
+def _one(source: YamlSource, err: Any, models: dict[int, type[SpecModel]]) -> Diagnostic | None:
     kind: str = err["type"]
     loc = tuple(err["loc"])
     value = err.get("input")
@@ -165,7 +166,7 @@ def translate_errors(
     exc: ValidationError, source: YamlSource, context: dict[str, Any]
 ) -> list[Diagnostic]:
     """One diagnostic per pydantic error, located in the YAML, deduplicated."""
-    models: dict[int, type[BaseModel]] = context.get("models", {})
+    models: dict[int, type[SpecModel]] = context.get("models", {})
     out: list[Diagnostic] = []
     seen: set[tuple[int, int, str]] = set()
     for err in exc.errors(include_url=False):

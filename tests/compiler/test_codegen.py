@@ -1,0 +1,412 @@
+"""Code generation properties: safe literals, determinism, env refs, imports, names."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harnessc.compiler import compile, render
+from harnessc.compiler.pyexpr import Call, DictExpr, ListExpr, Lit, layout, py_literal, py_string
+from harnessc.spec import LoadedSpec, parse_spec
+from harnessc.spec import models as spec_models
+
+REPO = Path(__file__).resolve().parents[2]
+MINIMAL = """\
+version: 1
+name: mini
+models:
+  main: {provider: openai, id: gpt-4.1, api_key_env: OPENAI_API_KEY}
+"""
+TRICKY = [
+    "",
+    'say "hi"',
+    "it's",
+    "both ' and \"",
+    "\"\"\"triple\"\"\" and '''triple'''",
+    "back\\slash\\",
+    'trailing quote"',
+    "line one\nline two\n",
+    "{{ jinja }} {% if x %}{% endif %} {# c #}",
+    "tab\there\r\nCRLF",
+    "unicode é ✓ 😀 \u2028 \x00 \x7f",
+    "${NOT_EXPANDED} in a prompt",
+    "x" * 300,
+    ("long line with words " * 12 + "\n") * 3,
+]
+
+
+def q(value: str) -> str:
+    """``value`` as a YAML double-quoted scalar (PyYAML's own emitter escapes it)."""
+    dumped = yaml.safe_dump({"k": value}, default_style='"', allow_unicode=True, width=1 << 30)
+    return dumped.strip().removeprefix('"k": ')
+
+
+def spec_text(**fields: str) -> str:
+    """A spec whose string fields hold ``fields`` exactly."""
+    return f"""\
+version: 1
+name: tricky
+description: {q(fields["description"])}
+models:
+  main:
+    provider: openai
+    id: gpt-4.1
+    api_key_env: OPENAI_API_KEY
+    headers: {{X-Note: {q(fields["header"])}}}
+system_prompt: {q(fields["prompt"])}
+tools:
+  - external:
+      name: ask
+      description: {q(fields["tool"] or "x")}
+      parameters: {{type: object, properties: {{q: {{type: string, description: {q(fields["param"])}}}}}}}
+hooks:
+  tool_call:
+    - block: {{tool: ask, pattern: {q(fields["pattern"])}}}
+      reason: {q(fields["reason"] or "r")}
+    - command: {q(fields["command"] or "true")}
+tool_context: {{note: {q(fields["context"])}}}
+"""
+
+
+def parse(text: str, tmp: Path) -> LoadedSpec:
+    loaded = parse_spec(text.encode(), tmp / "tricky.yaml")
+    assert loaded.ok, [d.format() for d in loaded.diagnostics]
+    return loaded
+
+
+def literal_values(module_text: str) -> dict[str, Any]:
+    """Values of the constants and of the keyword arguments named below, from the AST."""
+    tree = ast.parse(module_text)
+    found: dict[str, Any] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            try:
+                found[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                pass
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            for kw in node.keywords:
+                try:
+                    found[f"{node.func.id}.{kw.arg}"] = ast.literal_eval(kw.value)
+                except ValueError:
+                    pass
+            if node.func.id in ("command_hook", "ToolContextSource"):
+                found[f"{node.func.id}.args"] = [ast.literal_eval(a) for a in node.args]
+    return found
+
+
+def check_round_trip(tmp: Path, **fields: str) -> str:
+    defaults = dict.fromkeys(
+        (
+            "description",
+            "header",
+            "prompt",
+            "tool",
+            "param",
+            "pattern",
+            "reason",
+            "command",
+            "context",
+        ),
+        "",
+    )
+    values = {**defaults, **fields}
+    values["pattern"] = values["pattern"] if _is_regex(values["pattern"]) else "x"
+    text = render(parse(spec_text(**values), tmp), tmp / "generated")
+    got = literal_values(text)
+    assert got["DESCRIPTION"] == values["description"]
+    assert got["SYSTEM_PROMPT"] == values["prompt"]
+    assert got["Model.headers"] == {"X-Note": values["header"]}
+    assert got["ExternalTool.description"] == (values["tool"] or "x")
+    assert got["ExternalTool.parameters"]["properties"]["q"]["description"] == values["param"]
+    assert got["block_rule.pattern"] == values["pattern"]
+    assert got["block_rule.reason"] == (values["reason"] or "r")
+    assert got["command_hook.args"] == ["tool_call", values["command"] or "true"]
+    assert got["ToolContextSource.args"] == [{"note": values["context"]}]
+    return text
+
+
+def _is_regex(text: str) -> bool:
+    import re
+
+    try:
+        re.compile(text)
+    except re.error:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("value", TRICKY, ids=range(len(TRICKY)))
+def test_tricky_strings_round_trip_exactly(value: str, tmp_path: Path) -> None:
+    if "${" in value:  # env fields would expand it; verbatim fields keep it
+        check_round_trip(tmp_path, description=value, prompt=value, tool=value, reason=value)
+        return
+    check_round_trip(
+        tmp_path,
+        description=value,
+        header=value,
+        prompt=value,
+        tool=value,
+        param=value,
+        pattern=value,
+        reason=value,
+        command=value,
+        context=value,
+    )
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60))
+def test_any_string_round_trips(tmp_path: Path, value: str) -> None:
+    value = value.replace("${", "$ {")  # references are tested on their own
+    check_round_trip(
+        tmp_path, description=value, prompt=value, tool=value, reason=value, param=value
+    )
+
+
+def test_output_with_tricky_strings_is_ruff_clean(
+    tmp_path: Path, ruff: Callable[..., subprocess.CompletedProcess[str]]
+) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    for i, value in enumerate(TRICKY):
+        fields = dict(description=value, prompt=value, tool=value, reason=value, param=value)
+        text = check_round_trip(tmp_path, **fields)
+        (out / f"m{i}.py").write_text(text, encoding="utf-8")
+    result = ruff("format", "--check", "--line-length", "100", str(out))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=40))
+def test_py_string_evaluates_to_its_text(value: str) -> None:
+    assert ast.literal_eval(py_string(value)) == value
+
+
+def test_numbers_read_like_the_spec() -> None:
+    assert [py_literal(v) for v in (120, 128000, 16384, 5.0, 0.4, 1e20, -3, True, None)] == [
+        "120",
+        "128_000",
+        "16_384",
+        "5.0",
+        "0.4",
+        "1e20",
+        "-3",
+        "True",
+        "None",
+    ]
+
+
+def test_layout_explodes_only_what_does_not_fit() -> None:
+    short = Call("f", [Lit(1)], [("b", ListExpr([Lit("x")]))])
+    assert layout(short, 0, 0) == 'f(1, b=["x"])'
+    long = Call(
+        "f", [], [("items", DictExpr([(Lit("k" * 40), Lit("v" * 40)), (Lit("a"), Lit(1))]))]
+    )
+    assert layout(long, 0, 0) == (
+        f'f(\n    items={{\n        "{"k" * 40}": "{"v" * 40}",\n        "a": 1,\n    }},\n)'
+    )
+
+
+def test_compile_is_deterministic_and_independent_of_the_cwd(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = REPO / "agents" / "coder.yaml"
+    from harnessc.spec import load_spec
+
+    first = compile(load_spec(spec, "agents/coder.yaml"), REPO / "generated")
+    monkeypatch.chdir(tmp_path)
+    second = compile(load_spec(spec, str(spec)), REPO / "generated")
+    assert first == second
+    assert first["coder.py"] == (REPO / "generated" / "coder.py").read_text()
+
+
+def test_header_names_version_spec_and_hash(tmp_path: Path) -> None:
+    import hashlib
+
+    from harnessc import __version__
+
+    loaded = parse(
+        spec_text(
+            **dict.fromkeys(
+                (
+                    "description",
+                    "header",
+                    "prompt",
+                    "tool",
+                    "param",
+                    "pattern",
+                    "reason",
+                    "command",
+                    "context",
+                ),
+                "x",
+            )
+        ),
+        tmp_path,
+    )
+    text = render(loaded, tmp_path / "out")
+    lines = text.splitlines()
+    assert lines[0] == f"# Generated by harnessc {__version__} from ../tricky.yaml; do not edit."
+    assert lines[2] == f"# spec sha256: {hashlib.sha256(loaded.raw).hexdigest()}"
+    assert render(loaded, tmp_path / "out") == text  # no timestamp or other varying input
+
+
+def test_env_refs_are_resolved_at_run_time_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOST", "build-time-value")
+    text = (
+        MINIMAL.replace(
+            "  main: {provider: openai, id: gpt-4.1, api_key_env: OPENAI_API_KEY}\n",
+            "  main:\n"
+            "    provider: openai\n"
+            "    id: ${MODEL:-gpt-4.1}\n"
+            "    base_url: https://${HOST}/v1\n"
+            "    api_key_env: OPENAI_API_KEY\n"
+            "    headers: {X-Team: '${TEAM:-core}', X-Lit: 'cost $${5}'}\n",
+        )
+        + "session: {dir: '${SESSIONS}'}\ntool_context: {root: '${ROOT:-.}', deep: ['${A}']}\n"
+    )
+    out = render(parse(text, tmp_path), tmp_path)
+    assert "build-time-value" not in out
+    assert 'id=env("MODEL", "gpt-4.1")' in out
+    assert 'base_url="".join(["https://", env("HOST"), "/v1"])' in out
+    assert '"X-Team": env("TEAM", "core")' in out and '"X-Lit": "cost ${5}"' in out
+    assert 'SESSIONS_DIR = Path(env("SESSIONS"))' in out
+    assert 'ToolContextSource({"root": env("ROOT", "."), "deep": [env("A")]})' in out
+
+
+def test_api_keys_are_only_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-value")
+    out = render(parse(MINIMAL, tmp_path), tmp_path)
+    assert "sk-secret-value" not in out and 'api_key_env="OPENAI_API_KEY"' in out
+
+
+def test_generated_modules_import_only_the_runtime() -> None:
+    allowed = {"__future__", "pathlib"}
+    for path in sorted((REPO / "generated").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                raise AssertionError(f"{path.name}: plain import {ast.unparse(node)}")
+            if isinstance(node, ast.ImportFrom):
+                module = node.module or ""
+                assert (
+                    module in allowed
+                    or module == "harnessc.runtime"
+                    or module.startswith("harnessc.runtime.")
+                ), f"{path.name}: {module}"
+
+
+def test_generated_modules_use_exactly_the_contract_names() -> None:
+    contract = {
+        "harnessc.runtime": {
+            "AgentHarnessOptions",
+            "AgentHarnessStreamOptions",
+            "Budget",
+            "Model",
+            "ModelCost",
+            "QueueMode",
+            "ThinkingLevel",
+            "ToolContextSource",
+            "env",
+            "run_cli",
+        },
+        "harnessc.runtime.tools": {
+            "create_bash_tool",
+            "create_read_tool",
+            "create_write_tool",
+            "create_edit_tool",
+            "create_ls_tool",
+            "create_grep_tool",
+            "create_find_tool",
+            "create_todo_tool",
+            "create_finish_tool",
+            "python_tool",
+            "import_object",
+            "ExternalTool",
+        },
+        "harnessc.runtime.resources": {"load_resources"},
+        "harnessc.runtime.session": {"JsonlSessionRepo", "Session"},
+        "harnessc.runtime.extensions": {
+            "python_hook",
+            "command_hook",
+            "block_rule",
+            "CompactionExtension",
+            "CompactionConfig",
+            "SessionIndexExtension",
+            "SessionIndexConfig",
+            "TurnContinueExtension",
+            "TurnContinueConfig",
+            "TurnNudgeExtension",
+            "TurnNudgeConfig",
+        },
+        "pathlib": {"Path"},
+        "__future__": {"annotations"},
+    }
+    used: dict[str, set[str]] = {}
+    for path in sorted((REPO / "generated").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                used.setdefault(node.module or "", set()).update(a.name for a in node.names)
+    for module, names in used.items():
+        assert names <= contract[module], (module, names - contract[module])
+    # Every contract name exists in the runtime with that name.
+    import importlib
+
+    for module, names in contract.items():
+        loaded = importlib.import_module(module)
+        for name in names:
+            assert name == "annotations" or hasattr(loaded, name), (module, name)
+
+
+@pytest.mark.parametrize(
+    ("spec_cls", "runtime"),
+    [
+        ("CompactionSpec", "CompactionConfig"),
+        ("SessionIndexSpec", "SessionIndexConfig"),
+        ("TurnContinueSpec", "TurnContinueConfig"),
+        ("TurnNudgeSpec", "TurnNudgeConfig"),
+    ],
+)
+def test_extension_specs_mirror_the_runtime_configs(spec_cls: str, runtime: str) -> None:
+    from harnessc.runtime import extensions
+
+    config = getattr(extensions, runtime)
+    defaults = {f.name: f.default for f in dataclasses.fields(config)}
+    model = getattr(spec_models, spec_cls)
+    for name, info in model.model_fields.items():
+        assert name in defaults, f"{runtime} has no field {name}"
+        assert info.default == defaults[name], name
+    # Every runtime field is reachable from the spec, except the sessions root
+    # (derived from the session file).
+    assert set(defaults) - set(model.model_fields) <= {"root"}
+
+
+def test_agent_names_map_to_module_names(tmp_path: Path) -> None:
+    loaded = parse(MINIMAL.replace("name: mini", "name: my-agent"), tmp_path)
+    out = compile(loaded, tmp_path / "generated")
+    assert list(out) == ["my_agent.py"]
+    assert 'AGENT_NAME = "my-agent"' in out["my_agent.py"]
+
+
+def test_paths_are_relative_to_the_spec_and_posix(tmp_path: Path) -> None:
+    (tmp_path / "skills" / "a").mkdir(parents=True)
+    (tmp_path / "tpl").mkdir()
+    text = (
+        MINIMAL + "resources: {skills: [skills/a, ./skills/../skills], prompt_templates: [tpl]}\n"
+    )
+    out = render(parse(text, tmp_path / "specs" / ".."), tmp_path / "deep" / "out")
+    assert 'SPEC_DIR = (Path(__file__).resolve().parent / "../..").resolve()' in out
+    assert 'skills=[SPEC_DIR / "skills/a", SPEC_DIR / "skills"]' in out
