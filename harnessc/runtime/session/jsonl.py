@@ -165,8 +165,11 @@ def _parse_session(data: bytes, path: str) -> LoadedSession:
         lines.pop()
     if not lines:
         raise SessionFileError(f"{path}: empty file, not a session")
+    # fast path: a well-formed file parses as one JSON array (one C call instead of one
+    # per line); anything unusual falls back to reading line by line
+    parsed = _parse_all(data, len(lines)) if ends_with_newline else None
     try:
-        header = SessionHeader.from_dict(_loads(lines[0]))
+        header = SessionHeader.from_dict(parsed[0] if parsed else _loads(lines[0]))
     except ValueError as exc:
         raise SessionFileError(f"{path}: line 1 is not a session header ({exc})") from None
 
@@ -193,7 +196,7 @@ def _parse_session(data: bytes, path: str) -> LoadedSession:
                 valid_end = pos
             continue
         try:
-            obj = _loads(raw)
+            obj = parsed[index] if parsed is not None else _loads(raw)
             if legacy and type(obj) is dict and "id" not in obj:
                 obj["id"] = _fresh_id(known)
                 obj.setdefault("parentId", last_id)
@@ -255,6 +258,19 @@ def _parse_session(data: bytes, path: str) -> LoadedSession:
     )
 
 
+def _parse_all(data: bytes, count: int) -> list[Any] | None:
+    """Every line of ``data`` (ending with a newline) parsed at once, or None."""
+    try:
+        values = _loads("[" + data[:-1].decode("utf-8").replace("\n", ",") + "]")
+    except ValueError:
+        return None
+    # a line holding anything but one object (or a blank line) makes the counts or
+    # the types disagree: then the slow path reports it with its line number
+    if len(values) != count or any(type(v) is not dict for v in values):
+        return None
+    return values
+
+
 def _fresh_id(known: set[str]) -> str:
     while True:
         candidate = secrets.token_hex(4)
@@ -307,6 +323,7 @@ class JsonlStorage:
         self._repair_to = repair_to  # truncate to this size before the next append
         self._newline = newline  # write a newline before the next append
         self._dirty = False
+        self._new_file = False  # the directory entry still needs an fsync
 
     @staticmethod
     def create(path: str, header: SessionHeader) -> JsonlStorage:
@@ -315,6 +332,7 @@ class JsonlStorage:
         try:
             lock_exclusive(fd, path)
             storage = JsonlStorage(path, fd)
+            storage._new_file = True
             storage.append(header.to_dict())
         except BaseException:
             os.close(fd)
@@ -370,6 +388,9 @@ class JsonlStorage:
         if self._fd is not None and self._dirty:
             os.fsync(self._fd)
             self._dirty = False
+        if self._new_file:  # a new file survives a crash only once its directory does
+            self._new_file = False
+            _fsync_directory(os.path.dirname(self.path) or ".")
 
     def close(self) -> None:
         fd, self._fd = self._fd, None
@@ -378,6 +399,21 @@ class JsonlStorage:
         try:
             if self._dirty:
                 os.fsync(fd)
+            if self._new_file:
+                _fsync_directory(os.path.dirname(self.path) or ".")
         finally:
             unlock(fd)
             os.close(fd)
+
+
+def _fsync_directory(path: str) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
