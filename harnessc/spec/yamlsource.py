@@ -21,8 +21,9 @@ from harnessc.spec.diagnostics import Diagnostic
 __all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_NODES", "Mark", "Path", "YamlSource", "load_yaml"]
 
 MAX_BYTES = 10 * 1024 * 1024
-MAX_NODES = 200_000
+MAX_NODES = 50_000
 MAX_DEPTH = 64
+MAX_FLOW_DEPTH = 256  # checked before parsing: PyYAML slows down badly on deep flow nesting
 
 Path = tuple[str | int, ...]
 
@@ -219,6 +220,39 @@ class _Builder:
                 into.setdefault(key, value)
 
 
+_FLOW_TOKENS = re.compile(r"[\[\]{}'\"#\n\\]")
+
+
+def _flow_depth_exceeded(text: str) -> int | None:
+    """Offset where ``[``/``{`` nesting (outside quotes and comments) passes the cap."""
+    depth = 0
+    quote = ""
+    comment = False
+    escaped = False
+    for match in _FLOW_TOKENS.finditer(text):
+        ch = match.group()
+        if comment:
+            comment = ch != "\n"
+        elif quote:
+            if quote == '"' and ch == "\\" and not escaped:
+                escaped = True
+                continue
+            if ch == quote and not escaped:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#":
+            comment = True
+        elif ch in "[{":
+            depth += 1
+            if depth > MAX_FLOW_DEPTH:
+                return match.start()
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+        escaped = False
+    return None
+
+
 def load_yaml(raw: bytes, path: str) -> YamlSource:
     """Parse one YAML document; problems land in ``diagnostics``, never raised."""
     source = YamlSource(path)
@@ -230,6 +264,12 @@ def load_yaml(raw: bytes, path: str) -> YamlSource:
     except UnicodeDecodeError as exc:
         good = raw[: exc.start].decode("utf-8", "replace")
         source.error(_line_col(good, len(good)), "file is not valid UTF-8")
+        return source
+    too_deep = _flow_depth_exceeded(text)
+    if too_deep is not None:
+        source.error(
+            _line_col(text, too_deep), f"YAML nesting is deeper than {MAX_FLOW_DEPTH} levels"
+        )
         return source
     try:
         loader = _Loader(text)
