@@ -103,6 +103,16 @@ def test_corrupt_middle_line_is_reported_and_the_rest_kept(repo: JsonlSessionRep
     assert json.loads(data[-1])["id"] == entry.id
 
 
+def test_odd_lines_fall_back_to_line_by_line_reading(repo: JsonlSessionRepo) -> None:
+    path, ids = make_session(repo, 3)
+    lines = Path(path).read_bytes().splitlines(keepends=True)
+    odd = [lines[0], lines[1], b'{"a":1},{"b":2}\n', b"\n", b"[1,\n", b"2]\n", *lines[2:]]
+    Path(path).write_bytes(b"".join(odd))
+    s = repo.open(path, read_only=True)
+    assert [e.id for e in s.entries()] == ids
+    assert [d.split(": ", 1)[0].rsplit(":", 1)[1] for d in s.diagnostics] == ["3", "5", "6"]
+
+
 def test_not_a_session_file(repo: JsonlSessionRepo, tmp_path: Path) -> None:
     bad = tmp_path / "x.jsonl"
     bad.write_text('{"type":"message"}\n')
