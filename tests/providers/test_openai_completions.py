@@ -407,3 +407,22 @@ def test_metadata_needs_compat_switch(server, make_request, collect):
     assert "metadata" not in first
     assert second["metadata"] == {"user_id": "u1", "run": "3"}
     assert second["store"] is True
+
+
+def test_repeated_call_ids_each_keep_their_result(server, make_request, collect):
+    history = [
+        UserMessage("twice"),
+        AssistantMessage(
+            content=[
+                ToolCall("dup", "read", {"path": "a"}),
+                ToolCall("dup", "read", {"path": "b"}),
+            ],
+            stop_reason="toolUse",
+        ),
+        ToolResultMessage("dup", "read", [TextContent("A")]),
+        ToolResultMessage("dup", "read", [TextContent("B")]),
+    ]
+    server.enqueue(ScriptedResponse.sse(openai_events(["ok"])))
+    collect(OpenAICompletionsProvider(), make_request(model_for(server), history))
+    tool_messages = [m for m in server.requests[0].json["messages"] if m["role"] == "tool"]
+    assert [m["content"] for m in tool_messages] == ["A", "B"]

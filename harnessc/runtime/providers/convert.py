@@ -42,26 +42,28 @@ def wire_messages(
 ) -> list[UserMessage | AssistantMessage | ToolResultMessage]:
     """The messages to send, in order, consistent about tool calls and results."""
     out: list[UserMessage | AssistantMessage | ToolResultMessage] = []
-    pending: dict[str, ToolCall] = {}  # calls of the last reply still without a result
+    # Calls of the last reply still without a result (a list: a model may repeat an id).
+    pending: list[ToolCall] = []
 
     def close_pending() -> None:
-        for call in pending.values():
+        for call in pending:
             out.append(_synthetic(call))
         pending.clear()
 
     for message in messages:
         if isinstance(message, ToolResultMessage):
-            if message.tool_call_id in pending:
-                del pending[message.tool_call_id]
-                out.append(message)
+            for position, call in enumerate(pending):
+                if call.id == message.tool_call_id:
+                    del pending[position]
+                    out.append(message)
+                    break
             continue
         if isinstance(message, AssistantMessage):
             close_pending()
             if message.stop_reason in ("error", "aborted") or not message.content:
                 continue
             out.append(message)
-            for call in message.tool_calls:
-                pending[call.id] = call
+            pending.extend(message.tool_calls)
             continue
         close_pending()
         if isinstance(message, CustomMessage):
