@@ -1,0 +1,70 @@
+"""Start-up stays cheap: packages load their heavy parts only when a name is used.
+
+benchmarks/peers.py measures the effect; these tests pin the behaviour without timing
+anything.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+
+import pytest
+
+# package -> submodules a one-shot run of a python-tool agent never needs
+LAZY = {
+    "harnessc.runtime.tools": [
+        "harnessc.runtime.tools.bash",
+        "harnessc.runtime.tools.edit",
+        "harnessc.runtime.tools.search",
+        "harnessc.runtime.tools.tasks",
+    ],
+}
+
+
+def _loaded_after(code: str) -> set[str]:
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    return set(json.loads(out.splitlines()[-1]))
+
+
+@pytest.mark.parametrize("package", sorted(LAZY))
+def test_importing_the_package_leaves_heavy_parts_unloaded(package: str) -> None:
+    loaded = _loaded_after(f"import {package}")
+    assert not loaded & set(LAZY[package])
+
+
+def test_the_generated_agents_imports_stay_lazy() -> None:
+    loaded = _loaded_after("from harnessc.runtime.tools import import_object, python_tool")
+    assert not loaded & set(LAZY["harnessc.runtime.tools"])
+
+
+@pytest.mark.parametrize("package", sorted(LAZY))
+def test_every_public_name_still_resolves(package: str) -> None:
+    module = importlib.import_module(package)
+    for name in module.__all__:
+        assert getattr(module, name) is not None, name
+        assert name in dir(module)
+
+
+def test_unknown_names_raise_attribute_error() -> None:
+    module = importlib.import_module("harnessc.runtime.tools")
+    with pytest.raises(AttributeError):
+        module.no_such_tool  # noqa: B018
+
+
+def test_submodules_still_import_through_the_package() -> None:
+    from harnessc.runtime.tools import tasks
+
+    assert tasks.__name__ == "harnessc.runtime.tools.tasks"
+
+
+def test_builtin_tools_still_builds_every_tool() -> None:
+    from harnessc.runtime.tools import builtin_tools
+
+    names = [tool.name for tool in builtin_tools()]
+    assert {"read", "bash", "edit", "write", "ls", "grep", "find", "todo", "finish"} <= set(names)
