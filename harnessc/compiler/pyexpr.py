@@ -38,6 +38,8 @@ INDENT = 4
 
 def py_string(text: str) -> str:
     """A quoted literal that evaluates to ``text`` and that ruff leaves unchanged."""
+    if text.isprintable() and "\\" not in text and '"' not in text:
+        return f'"{text}"'  # the common case: nothing to escape
     quote = "'" if text.count('"') > text.count("'") else '"'
     out = [quote]
     for ch in text:

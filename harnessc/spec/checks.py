@@ -8,6 +8,7 @@ Shapes that are wrong are skipped here; the model validation reports them.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import os
 import shlex
@@ -336,7 +337,15 @@ def _env_strings(data: Any) -> Iterator[tuple[Path, str]]:
 def _top_level_names(file: FsPath) -> set[str] | None:
     """Names a module defines at top level, read without importing it."""
     try:
-        tree = ast.parse(file.read_bytes())
+        return _names_in(str(file), file.stat().st_mtime_ns)
+    except OSError:
+        return None
+
+
+@functools.lru_cache(maxsize=256)
+def _names_in(file: str, _mtime_ns: int) -> set[str] | None:
+    try:
+        tree = ast.parse(FsPath(file).read_bytes())
     except (OSError, SyntaxError, ValueError):
         return None
     names: set[str] = set()

@@ -52,6 +52,16 @@ def _resolver(tag: str, pattern: str, first: str) -> None:
     _Loader.add_implicit_resolver(tag, re.compile(pattern, re.X), list(first))
 
 
+_FastLoader: Any = None
+if getattr(yaml, "__with_libyaml__", False):
+
+    class _CLoader(yaml.CSafeLoader):
+        """libyaml's parser with the same resolvers as ``_Loader``."""
+
+    _CLoader.yaml_implicit_resolvers = _Loader.yaml_implicit_resolvers
+    _FastLoader = _CLoader
+
+
 _resolver("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF")
 _resolver(
     "tag:yaml.org,2002:int",
@@ -271,13 +281,9 @@ def load_yaml(raw: bytes, path: str) -> YamlSource:
             _line_col(text, too_deep), f"YAML nesting is deeper than {MAX_FLOW_DEPTH} levels"
         )
         return source
+    loader: Any = None
     try:
-        loader = _Loader(text)
-    except yaml.reader.ReaderError as exc:
-        source.error(_line_col(text, exc.position), f"YAML syntax error: {exc.reason}")
-        return source
-    try:
-        node = loader.get_single_node()
+        loader, node = _compose(text)
         if node is None:
             return source
         source.data = _Builder(loader, source).build(node, ())
@@ -306,5 +312,22 @@ def load_yaml(raw: bytes, path: str) -> YamlSource:
         source.error(Mark(1, 1), "YAML nesting is too deep")
         source.data = None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     return source
+
+
+def _compose(text: str) -> tuple[Any, Node | None]:
+    """The node tree, composed by libyaml when PyYAML has it (several times faster).
+
+    A document libyaml rejects is parsed again by the pure-Python parser, so error
+    messages are the same with and without libyaml.
+    """
+    if _FastLoader is not None:
+        fast = _FastLoader(text)
+        try:
+            return fast, fast.get_single_node()
+        except yaml.YAMLError:
+            fast.dispose()
+    loader = _Loader(text)
+    return loader, loader.get_single_node()
