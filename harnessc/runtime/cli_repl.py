@@ -66,36 +66,39 @@ class _Reader:
         self._queue = queue
         self._go = threading.Event()
         self._lock = threading.Lock()
-        self._prompt = ""
-        self._waiting = False  # parked, waiting for ``request``
+        self._pending: str | None = None  # the prompt of a requested read not started yet
+        self._reading = False  # inside input()
         self._thread = threading.Thread(target=self._run, name="repl-input", daemon=True)
 
     def start(self) -> None:
         self._thread.start()
 
     def request(self, prompt: str) -> bool:
-        """Read the next line showing ``prompt``; False when a read is already going
-        (then the caller prints the prompt itself)."""
+        """Ask for the next line, shown with ``prompt``. False when a read is already
+        going (it will deliver the line; the caller prints the prompt itself)."""
         with self._lock:
-            if not self._waiting:
+            if self._reading:
                 return False
-            self._waiting = False
-            self._prompt = prompt
-        self._go.set()
-        return True
+            self._pending = prompt  # a read not started yet shows the latest prompt
+            self._go.set()
+            return True
 
     def _run(self) -> None:
         while True:
-            with self._lock:
-                self._waiting = True
             self._go.wait()
-            self._go.clear()
+            with self._lock:
+                self._go.clear()
+                prompt = self._pending or ""
+                self._pending = None
+                self._reading = True
             try:
-                line: Any = input(self._prompt)
+                line: Any = input(prompt)
             except EOFError:
                 line = _EOF
             except Exception:  # a closed stdin
                 line = _EOF
+            with self._lock:
+                self._reading = False
             try:
                 self._loop.call_soon_threadsafe(self._queue.put_nowait, line)
             except RuntimeError:  # the loop is closed: we are quitting
