@@ -16,7 +16,7 @@ import asyncio
 import functools
 import json
 import ssl
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, ClassVar, Protocol
 from urllib.parse import urlsplit
 
@@ -113,7 +113,7 @@ def feed_sse(parser: SSEParser, state: StreamState, chunk: bytes) -> None:
 
 # The decoder's scanner, called directly: json.loads adds two Python frames and two
 # whitespace regex matches per call, a third of the cost of a small delta frame.
-_scan_once = json.JSONDecoder().scan_once
+_scan_once: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
 def json_data(data: str) -> Any:
