@@ -180,10 +180,20 @@ class _Cli:
         words: list[str] = self.args.prompt
         if words:
             if "-" in words:
-                data = sys.stdin.read()
-                words = [data.strip() if w == "-" else w for w in words]
-                return "\n\n".join(w for w in words if w) if len(words) > 1 else words[0]
-            return " ".join(words)
+                # Words around "-" stay a sentence; stdin's text is set apart by blank lines.
+                data = sys.stdin.read().strip()
+                parts: list[list[str]] = [[]]
+                for word in words:
+                    if word == "-":
+                        parts += [[data], []]
+                    else:
+                        parts[-1].append(word)
+                text = "\n\n".join(" ".join(p) for p in parts if " ".join(p).strip())
+            else:
+                text = " ".join(words)
+            if not text.strip():
+                raise UsageError("the prompt is empty")
+            return text
         if self.args.interactive or self.args.resume_with is not None or _stdin_is_tty():
             return None
         data = sys.stdin.read().strip()

@@ -36,7 +36,7 @@ def test_reply_streams_to_stdout_and_tools_go_to_stderr(
 def test_prompt_from_piped_stdin_and_dash(agent: Agent, server: ProtocolServer) -> None:
     server.enqueue(text_reply("one"), text_reply("two"))
     assert agent.run(stdin="from a pipe\n").returncode == 0
-    assert agent.run("review this:", "-", stdin="DIFF\n").returncode == 0
+    assert agent.run("review", "this:", "-", stdin="DIFF\n").returncode == 0
     prompts = [r.json["messages"][-1]["content"] for r in server.requests]
     assert prompts == ["from a pipe", "review this:\n\nDIFF"]
 
@@ -101,6 +101,9 @@ def test_missing_api_key_exits_2_naming_the_variable(agent: Agent, server: Proto
         (["--thinking", "huge", "hi"], "invalid choice"),
         (["--resume-with", "[1]"], "JSON object"),
         (["--cwd", "/no/such/dir", "hi"], "no directory"),
+        (["-"], "the prompt is empty"),
+        ([], "no prompt"),
+        (["--sessions", "hi"], "takes no prompt"),
     ],
 )
 def test_usage_and_config_errors_exit_2(agent: Agent, args: list[str], message: str) -> None:
