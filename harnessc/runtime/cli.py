@@ -35,7 +35,16 @@ from harnessc.runtime.cli_sessions import SessionChoice, choose_session, discard
 from harnessc.runtime.harness import AgentHarness, HarnessBusyError, RunResult
 from harnessc.runtime.options import AgentHarnessOptions
 
-__all__ = ["EXIT_ABORTED", "EXIT_DONE", "EXIT_ERROR", "EXIT_PAUSED", "EXIT_USAGE", "run_cli"]
+__all__ = [
+    "EXIT_ABORTED",
+    "EXIT_DONE",
+    "EXIT_ERROR",
+    "EXIT_PAUSED",
+    "EXIT_USAGE",
+    "CliInvocation",
+    "close_harness",
+    "run_cli",
+]
 
 BuildOptions = Callable[..., AgentHarnessOptions]
 
@@ -54,7 +63,9 @@ def run_cli(
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help (0) or a usage error argparse already printed (2)
         return exc.code if isinstance(exc.code, int) else (EXIT_DONE if exc.code is None else 2)
-    cli = _Cli(build_options, args, prog=prog, agent_name=agent_name, session_dir=session_dir)
+    cli = CliInvocation(
+        build_options, args, prog=prog, agent_name=agent_name, session_dir=session_dir
+    )
     try:
         return cli.main()
     except UsageError as exc:
@@ -82,8 +93,13 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-class _Cli:
-    """One invocation: arguments in, exit code out."""
+class CliInvocation:
+    """One invocation: arguments in, exit code out.
+
+    The interactive mode (and ``harnessc dev``) use ``build_options``, ``cwd``,
+    ``session_dir``, ``apply_overrides`` and ``prepare`` to rebuild a harness around
+    another session.
+    """
 
     def __init__(
         self,

@@ -23,7 +23,7 @@ from harnessc.runtime.cli_pause import budget_limit, describe_pause
 from harnessc.runtime.harness import AgentHarness, HarnessBusyError, RunResult
 
 if TYPE_CHECKING:
-    from harnessc.runtime.cli import _Cli
+    from harnessc.runtime.cli import CliInvocation
 
 __all__ = ["Repl", "run_repl"]
 
@@ -31,7 +31,7 @@ _EOF = object()  # Ctrl-D
 _INTERRUPT = object()  # Ctrl-C while a question waits for its answer
 
 
-def run_repl(cli: _Cli, harness: AgentHarness, prompt: str | None) -> int:
+def run_repl(cli: CliInvocation, harness: AgentHarness, prompt: str | None) -> int:
     repl = Repl(cli, harness)
     with _terminal_restored():
         return asyncio.run(repl.main(prompt))
@@ -110,7 +110,7 @@ class _Reader:
 class Repl:
     """One interactive session; ``self.harness`` changes on /fork and /sessions ID."""
 
-    def __init__(self, cli: _Cli, harness: AgentHarness) -> None:
+    def __init__(self, cli: CliInvocation, harness: AgentHarness) -> None:
         self.cli = cli
         self.harness = harness
         self.out = cli.out
