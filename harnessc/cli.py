@@ -233,7 +233,7 @@ def _watch(inputs: _Inputs, specs: tuple[str, ...], out_dir: str) -> None:
     ]
     click.echo(f"watching {', '.join(targets)} (Ctrl-C to stop)", err=True)
     try:
-        for _changes in watchfiles.watch(*targets, watch_filter=_spec_filter):
+        for _changes in watchfiles.watch(*targets, watch_filter=_spec_filter, debounce=300):
             rebuild()
     except KeyboardInterrupt:
         pass

@@ -256,3 +256,31 @@ def test_dev_recompiles_between_turns_and_keeps_the_session(tmp_path: Path) -> N
     assert first[0]["content"].endswith("Answer in one or two sentences.")
     assert second[0]["content"].endswith("Answer in French.")
     assert [m["content"] for m in second[1:]] == ["hello", "first answer", "again"]
+
+
+def test_build_watch_rebuilds_when_a_spec_changes(project: Path) -> None:
+    proc = subprocess.Popen(
+        [*_harnessc(), "build", "--watch"],
+        cwd=project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        out, err = _Pipe(proc.stdout), _Pipe(proc.stderr)
+        out.wait_for("generated/hello.py (written)")
+        err.wait_for("watching agents")
+        spec = project / "agents" / "hello.yaml"
+        original = spec.read_text()
+        for attempt in range(20):  # the watcher may start a moment after its message
+            spec.write_text(original.replace("one or two sentences", f"{attempt} words"))
+            with out._cond:
+                if out._cond.wait_for(lambda: out.data.count("(written)") >= 2, timeout=1.5):
+                    break
+        assert "words." in (project / "generated" / "hello.py").read_text()
+        (project / "agents" / "broken.yaml").write_text("version: 1\nname: broken\n")
+        err.wait_for("agents/broken.yaml:1:1: error: missing required key 'models'")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -410,3 +410,21 @@ def test_paths_are_relative_to_the_spec_and_posix(tmp_path: Path) -> None:
     out = render(parse(text, tmp_path / "specs" / ".."), tmp_path / "deep" / "out")
     assert 'SPEC_DIR = (Path(__file__).resolve().parent / "../..").resolve()' in out
     assert 'skills=[SPEC_DIR / "skills/a", SPEC_DIR / "skills"]' in out
+
+
+DESIGN_MOMENTS = """
+before_agent_start agent_start before_plan session.start context before_step step.start
+turn_start before_provider_request before_provider_payload after_provider_response
+message_start message_update message_end plan.draft after_plan plan.commit tool_call
+tool_execution_start before_tool_call tool.call tool_result tool_execution_end
+after_tool_call tool.result tool.error turn_end after_step step.end before_stop
+on_budget_exceeded budget.warn on_pause session.pause agent_end on_complete
+session.complete on_error session_before_compact session_compact session_before_tree
+session_tree model_update thinking_level_update tools_update resources_update
+""".split()
+
+
+def test_every_moment_of_the_design_table_is_accepted(tmp_path: Path) -> None:
+    hooks = "".join(f"  {q(m)}:\n    - command: 'true'\n" for m in DESIGN_MOMENTS)
+    text = render(parse(MINIMAL + "hooks:\n" + hooks, tmp_path), tmp_path)
+    assert text.count("command_hook(") == len(DESIGN_MOMENTS)
