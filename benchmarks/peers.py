@@ -196,6 +196,7 @@ class Framework:
     script: Path
     note: str = ""
     env: dict[str, str] = field(default_factory=dict)
+    args: list[str] = field(default_factory=list)
     wall: dict[int, list[float]] = field(default_factory=dict)
     rss: dict[int, list[float]] = field(default_factory=dict)
     cpu: dict[int, list[float]] = field(default_factory=dict)
@@ -327,13 +328,16 @@ def prepare_harnessc(skip_install: bool) -> list[Framework]:
         if failed:
             print(f"no clean-venv harnessc row: the install failed\n{failed}")
     if ready:
+        clean = {"PYTHONPATH": str(REPO)}
+        rows.append(Framework("harnessc", str(python), agent, f"{how}; clean venv", clean))
         rows.append(
             Framework(
-                "harnessc",
+                "harnessc-nosess",
                 str(python),
                 agent,
-                f"{how}; clean venv",
-                env={"PYTHONPATH": str(REPO)},
+                "the same with --no-session (no session file, no fsync per turn)",
+                clean,
+                ["--no-session"],
             )
         )
     else:
@@ -366,7 +370,7 @@ def run_once(
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         proc = subprocess.Popen(
-            [fw.python, str(fw.script), PROMPT],
+            [fw.python, str(fw.script), *fw.args, PROMPT],
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=err,
@@ -531,8 +535,10 @@ def main(argv: list[str] | None = None) -> int:
         frameworks = [fw for fw in frameworks if fw.name in args.only]
     print("frameworks: " + ", ".join(f"{fw.name} ({fw.note})" for fw in frameworks))
     print(f"N = 1 and N = {args.steps}, {args.runs} runs each, in alternation")
+    load_before = os.getloadavg()[0]
     measure(frameworks, args.steps, args.runs)
     report(frameworks, args.steps, args.runs)
+    print(f"\nload average (1 min): {load_before:.2f} before, {os.getloadavg()[0]:.2f} after")
     return 0
 
 
