@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
+from shlex import quote
 from typing import Any, TextIO
 
 from harnessc.runtime.cli_args import (
@@ -446,14 +448,21 @@ class CliInvocation:
             lines.append("the session is in memory only (--no-session): it cannot be continued")
             return lines
         if awaiting:
-            example = ", ".join(f'"{c.id}": "RESULT"' for c in result.pending_tool_calls)
+            example = ", ".join(
+                f"{json.dumps(c.id)}: " + '"RESULT"' for c in result.pending_tool_calls
+            )
             lines.append(
-                f"continue with: {self.prog} {target} --resume-with '{{{example}}}'"
+                f"continue with: {self.prog} {target} --resume-with {quote('{' + example + '}')}"
                 '  (a result is a string or {"error": "..."})'
             )
         elif limit == "turns":
             raised = int(used[0]) + 10 if used is not None else 10
             lines.append(f"continue with: {self.prog} {target} --max-turns {raised}")
+        elif limit is not None:
+            lines.append(
+                f"the {limit} limit comes from the agent's spec: raise it there, or continue "
+                f"with {self.prog} {target} -i and extend it when asked"
+            )
         else:
             lines.append(f"continue with: {self.prog} {target}")
         return lines
@@ -464,13 +473,15 @@ class CliInvocation:
         if not path:
             return None
         flags = f"--session {harness.session.id}"
+        if self.args.cwd:
+            flags += f" --cwd {quote(self.cwd)}"
         if self.session_dir is not None:
             root = Path(self.session_dir).resolve()
             if Path(path).resolve().is_relative_to(root):
-                return flags + (
-                    f" --session-dir {self.args.session_dir}" if self.args.session_dir else ""
-                )
-        return f"--session {path}"
+                if self.args.session_dir:
+                    flags += f" --session-dir {quote(self.args.session_dir)}"
+                return flags
+        return f"--session {quote(path)}" + (f" --cwd {quote(self.cwd)}" if self.args.cwd else "")
 
     def session_hint(self, harness: AgentHarness) -> str:
         target = self.session_target(harness)
