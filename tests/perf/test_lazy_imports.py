@@ -15,6 +15,13 @@ import pytest
 
 # package -> submodules a one-shot run of a python-tool agent never needs
 LAZY = {
+    "harnessc.runtime.resources": [
+        "harnessc.runtime.resources.frontmatter",
+        "harnessc.runtime.resources.loader",
+        "harnessc.runtime.resources.skills",
+        "harnessc.runtime.resources.templates",
+        "harnessc.runtime.resources.watch",
+    ],
     "harnessc.runtime.tools": [
         "harnessc.runtime.tools.bash",
         "harnessc.runtime.tools.edit",
@@ -39,8 +46,12 @@ def test_importing_the_package_leaves_heavy_parts_unloaded(package: str) -> None
 
 
 def test_the_generated_agents_imports_stay_lazy() -> None:
-    loaded = _loaded_after("from harnessc.runtime.tools import import_object, python_tool")
+    loaded = _loaded_after(
+        "from harnessc.runtime import AgentHarnessOptions, Model, env\n"
+        "from harnessc.runtime.tools import import_object, python_tool"
+    )
     assert not loaded & set(LAZY["harnessc.runtime.tools"])
+    assert not loaded & set(LAZY["harnessc.runtime.resources"])
 
 
 @pytest.mark.parametrize("package", sorted(LAZY))

@@ -1,26 +1,53 @@
 """Skills and prompt templates: loading, prompt formatting, ``/`` commands, hot reload."""
 
-from harnessc.runtime.resources.frontmatter import Frontmatter, parse_frontmatter
-from harnessc.runtime.resources.loader import load_resources
-from harnessc.runtime.resources.skills import (
-    expand_skill_command,
-    format_skills_for_prompt,
-    load_skills,
-    validate_skill_name,
-)
-from harnessc.runtime.resources.templates import (
-    expand_prompt_template,
-    load_prompt_templates,
-    parse_command_args,
-    substitute_args,
-)
-from harnessc.runtime.resources.types import (
-    AgentHarnessResources,
-    PromptTemplate,
-    ResourceDiagnostic,
-    Skill,
-)
-from harnessc.runtime.resources.watch import ResourceWatcher
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harnessc.runtime.resources.frontmatter import Frontmatter, parse_frontmatter
+    from harnessc.runtime.resources.loader import load_resources
+    from harnessc.runtime.resources.skills import (
+        expand_skill_command,
+        format_skills_for_prompt,
+        load_skills,
+        validate_skill_name,
+    )
+    from harnessc.runtime.resources.templates import (
+        expand_prompt_template,
+        load_prompt_templates,
+        parse_command_args,
+        substitute_args,
+    )
+    from harnessc.runtime.resources.types import (
+        AgentHarnessResources,
+        PromptTemplate,
+        ResourceDiagnostic,
+        Skill,
+    )
+    from harnessc.runtime.resources.watch import ResourceWatcher
+
+# Public name -> the module defining it; imported on first use so that importing
+# this package stays cheap for a one-shot agent run.
+_EXPORTS: dict[str, str] = {
+    "Frontmatter": "harnessc.runtime.resources.frontmatter",
+    "parse_frontmatter": "harnessc.runtime.resources.frontmatter",
+    "load_resources": "harnessc.runtime.resources.loader",
+    "expand_skill_command": "harnessc.runtime.resources.skills",
+    "format_skills_for_prompt": "harnessc.runtime.resources.skills",
+    "load_skills": "harnessc.runtime.resources.skills",
+    "validate_skill_name": "harnessc.runtime.resources.skills",
+    "expand_prompt_template": "harnessc.runtime.resources.templates",
+    "load_prompt_templates": "harnessc.runtime.resources.templates",
+    "parse_command_args": "harnessc.runtime.resources.templates",
+    "substitute_args": "harnessc.runtime.resources.templates",
+    "AgentHarnessResources": "harnessc.runtime.resources.types",
+    "PromptTemplate": "harnessc.runtime.resources.types",
+    "ResourceDiagnostic": "harnessc.runtime.resources.types",
+    "Skill": "harnessc.runtime.resources.types",
+    "ResourceWatcher": "harnessc.runtime.resources.watch",
+}
 
 __all__ = [
     "AgentHarnessResources",
@@ -40,3 +67,16 @@ __all__ = [
     "substitute_args",
     "validate_skill_name",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
