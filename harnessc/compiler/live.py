@@ -3,16 +3,17 @@
 The generated text is executed as a module named after the agent whose ``__file__`` is
 where ``harnessc build`` would write it, so its relative paths resolve as in a build.
 
-``dev`` runs the agent's interactive mode (``run_cli -i --watch``: skills and
-templates hot-reload) and checks the spec between turns: when its bytes changed and it
-still validates, the module is recompiled and the harness rebuilt around the same
-session, so the conversation continues with the new models, tools, hooks and budget.
-A spec with errors is reported and the previous build stays in use.
+``dev`` runs the agent's interactive mode (``run_cli --interactive --watch``: skills
+and templates hot-reload) with the runtime's REPL class swapped, for that call, for a
+subclass that checks the spec before every line: when its bytes changed and it still
+validates, the module is recompiled and the REPL's own session switch rebuilds the
+harness around the same session (reopened from its file), so the conversation goes on
+with the new models, tools, hooks, extensions and budget. A spec with errors is
+reported and the previous build stays in use.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import hashlib
 import sys
@@ -108,60 +109,39 @@ def run_dev(spec_path: str, argv: list[str], out_dir: str) -> int:
 
 @contextlib.contextmanager
 def _dev_repl(live: LiveAgent) -> Iterator[None]:
-    """Let run_cli's interactive mode use the REPL below for this call."""
+    """Make run_cli's interactive mode use ``DevRepl`` (bound to ``live``) for this call."""
     from harnessc.runtime import cli_repl
 
-    def run_dev_repl(cli: Any, harness: Any, prompt: str | None) -> int:
-        repl = _dev_repl_class()(cli, harness)
-        repl.live = live
-        with cli_repl._terminal_restored():
-            return asyncio.run(repl.main(prompt))
+    original = cli_repl.Repl
 
-    original = cli_repl.run_repl
-    cli_repl.run_repl = run_dev_repl
-    try:
-        yield
-    finally:
-        cli_repl.run_repl = original
-
-
-def _dev_repl_class() -> type[Any]:
-    from harnessc.runtime.cli_repl import Repl
-
-    class DevRepl(Repl):  # type: ignore[misc]
-        """The runtime's REPL, plus a spec check before every line handled."""
-
-        live: LiveAgent
+    class DevRepl(original):  # type: ignore[misc, valid-type]
+        """The runtime's REPL, plus a spec check before every line it handles."""
 
         async def handle(self, text: str) -> None:
-            if self.live.changed():
+            if live.changed():
                 await self.reload_spec()
             await super().handle(text)
 
         async def reload_spec(self) -> None:
-            self.note(f"[dev] {self.live.spec_path} changed: recompiling")
-            if not self.live.load():
+            self.note(f"[dev] {live.spec_path} changed: recompiling")
+            if not live.load():
                 self.note("[dev] the spec has errors (above); keeping the previous build")
                 return
             old = self.harness
             session = old.session
-            options = self.cli.build_options(session=session, cwd=self.cli.cwd)
-            if options.session is not session:
-                options.session = session
-            self.cli.apply_overrides(options)
-            if old.options.provider is not None and options.provider is None:
-                options.provider = old.options.provider
-            from harnessc.runtime.harness import AgentHarness
+            await old.close()  # stops its resource watcher and releases the session file
+            if session.path:
+                from harnessc.runtime.session import JsonlSessionRepo
 
-            harness = AgentHarness(options)
-            watcher = getattr(old, "_watcher", None)
-            if watcher is not None:  # stop the old resource watcher, keep the session open
-                await watcher.stop()
-                old._watcher = None
-            self._unsubscribe()
-            self.harness = harness
-            self._unsubscribe = harness.subscribe(self.printer)
-            await self.cli.prepare(harness)
-            self.note(f"[dev] rebuilt; session {session.id[:8]} continues")
+                session = JsonlSessionRepo(Path(session.path).parent).open(session.path)
+            # The REPL's own session switch builds a harness from cli.build_options,
+            # which is ``live.build_options``: the module just compiled.
+            await self.switch_session(session)
+            await self.cli.prepare(self.harness)  # --watch and overrides on the new harness
+            self.note(f"[dev] rebuilt from the new spec; session {session.id[:8]} continues")
 
-    return DevRepl
+    setattr(cli_repl, "Repl", DevRepl)  # noqa: B010 - run_repl looks the class up here
+    try:
+        yield
+    finally:
+        setattr(cli_repl, "Repl", original)  # noqa: B010

@@ -225,6 +225,7 @@ def test_dev_recompiles_between_turns_and_keeps_the_session(tmp_path: Path) -> N
         server.enqueue(
             ScriptedResponse.sse(openai_events(["first answer"])),
             ScriptedResponse.sse(openai_events(["second answer"])),
+            ScriptedResponse.sse(openai_events(["third answer"])),
         )
         proc = subprocess.Popen(
             [*_harnessc(), "dev", "hello.yaml"],
@@ -244,15 +245,23 @@ def test_dev_recompiles_between_turns_and_keeps_the_session(tmp_path: Path) -> N
             spec.write_text(spec.read_text().replace("one or two sentences", "French"))
             proc.stdin.write("again\n")
             proc.stdin.flush()
-            out.wait_for("second answer")
+            out.wait_for("second answer\n> ")
+            spec.write_text("version: 1\nname: hello\nmodels: {}\n")  # broken: keep the build
+            proc.stdin.write("third\n")
+            proc.stdin.flush()
+            out.wait_for("third answer\n> ")
             proc.stdin.close()
             proc.wait(timeout=30)
         finally:
             if proc.poll() is None:
                 proc.kill()
-        first, second = (r.json["messages"] for r in server.requests)
+        first, second, third = (r.json["messages"] for r in server.requests)
     assert proc.returncode == 0, err.text()
     assert "[dev] hello.yaml changed: recompiling" in err.text()
+    assert "[dev] rebuilt from the new spec; session " in err.text()
+    assert "hello.yaml:3:9: error: models: must not be empty" in err.text()
+    assert "[dev] the spec has errors (above); keeping the previous build" in err.text()
+    assert third[0]["content"].endswith("Answer in French.") and len(third) == 6
     assert first[0]["content"].endswith("Answer in one or two sentences.")
     assert second[0]["content"].endswith("Answer in French.")
     assert [m["content"] for m in second[1:]] == ["hello", "first answer", "again"]
