@@ -122,6 +122,7 @@ class CliInvocation:
         self._saved_stdout: TextIO | None = None
         self.cwd = os.getcwd()
         self.choice: SessionChoice | None = None
+        self.resume_results: dict[str, Any] | None = None  # --resume-with, for -i too
 
     # -- entry -----------------------------------------------------------------
 
@@ -137,6 +138,7 @@ class CliInvocation:
             sys.stdout = sys.stderr
         prompt = self.read_prompt()
         results = self.read_resume_with()
+        self.resume_results = results
         harness = self.make_harness(required_session=results is not None)
         try:
             action = self.choose_action(harness, prompt, results)

@@ -145,7 +145,10 @@ class Repl:
             await self.cli.prepare(self.harness)
             self.banner()
             self.reader.start()
-            if self.harness.paused_reason is not None:
+            results = self.cli.resume_results
+            if results is not None and self.harness.paused_reason == "awaiting_tool":
+                await self.run(lambda: self.harness.resume(results))
+            elif self.harness.paused_reason is not None:
                 await self.answer_pause()
             if prompt is not None and not self.quit:
                 await self.run(lambda: self.harness.prompt(prompt))
