@@ -78,16 +78,17 @@ class Spinner:
 
     def set(self, label: str) -> None:
         """Show ``label`` (the elapsed time restarts when the label changes)."""
-        if label != self._label:
-            self._label = label
-            self._since = time.monotonic()
         if self._task is None:
             try:
                 loop = asyncio.get_running_loop()
             except RuntimeError:
                 return
             self._task = loop.create_task(self._spin())
-        self._draw()
+        if label != self._label or not self._shown:
+            if label != self._label:
+                self._since = time.monotonic()
+            self._label = label
+            self._draw()
 
     def hide(self) -> None:
         self._label = None
