@@ -24,7 +24,6 @@ __all__ = [
     "ListExpr",
     "Lit",
     "TupleExpr",
-    "flat",
     "from_json",
     "layout",
     "py_literal",
@@ -174,10 +173,6 @@ class DictExpr(Expr):
     def brackets(self) -> tuple[str, str, list[tuple[str, Expr]]] | None:
         pairs = [(f"{k.flat()}: ", v) for k, v in self.items]
         return ("{", "}", pairs) if pairs else None
-
-
-def flat(expr: Expr) -> str:
-    return expr.flat()
 
 
 def layout(expr: Expr, indent: int, lead: int, trail: int = 0) -> str:

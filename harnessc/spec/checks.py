@@ -20,7 +20,7 @@ from harnessc.runtime.hooks import canonical_hook_name
 from harnessc.spec.diagnostics import Diagnostic, Severity, did_you_mean
 from harnessc.spec.envref import ENV_FIELDS, malformed_env_ref
 from harnessc.spec.models import BUILTIN_TOOLS
-from harnessc.spec.yamlsource import Path, YamlSource
+from harnessc.spec.yamlsource import KeyPath, YamlSource
 
 __all__ = ["check_spec", "tool_names"]
 
@@ -36,7 +36,7 @@ class _Checker:
         self.out: list[Diagnostic] = []
         self._modules: list[str] | None = None
 
-    def report(self, path: Path, severity: Severity, message: str, *, key: bool = False) -> None:
+    def report(self, path: KeyPath, severity: Severity, message: str, *, key: bool = False) -> None:
         mark = self.source.mark(path, key=key)
         self.out.append(Diagnostic(self.source.path, mark.line, mark.col, severity, message))
 
@@ -85,14 +85,14 @@ class _Checker:
 
     # -- tools -------------------------------------------------------------------------
 
-    def check_tools(self) -> dict[str, Path]:
-        names: dict[str, Path] = {}
+    def check_tools(self) -> dict[str, KeyPath]:
+        names: dict[str, KeyPath] = {}
         tools = self.data.get("tools")
         if not isinstance(tools, list):
             return names
         for i, (name, path) in enumerate(tool_names(tools)):
             if name in names:
-                first = dotted_index(names[name])
+                first = _dotted_index(names[name])
                 self.report(path, "error", f"duplicate tool name {name!r} (also {first})")
                 continue
             names[name] = path
@@ -109,7 +109,7 @@ class _Checker:
                     self.check_import(function, where)
         return names
 
-    def check_active_tools(self, names: dict[str, Path]) -> set[str]:
+    def check_active_tools(self, names: dict[str, KeyPath]) -> set[str]:
         active = self.data.get("active_tools")
         if not isinstance(active, list):
             return set(names)
@@ -184,7 +184,7 @@ class _Checker:
             for i, handler in enumerate(handlers):
                 if not isinstance(handler, dict):
                     continue
-                path: Path = ("hooks", moment, i)
+                path: KeyPath = ("hooks", moment, i)
                 if "block" in handler and canonical != _TOOL_MOMENT:
                     self.report(
                         (*path, "block"),
@@ -198,7 +198,7 @@ class _Checker:
                 if isinstance(handler.get("command"), str):
                     self.check_command(handler["command"], (*path, "command"))
 
-    def check_command(self, command: str, path: Path) -> None:
+    def check_command(self, command: str, path: KeyPath) -> None:
         try:
             words = shlex.split(command)
         except ValueError:
@@ -241,7 +241,7 @@ class _Checker:
             self._modules = found
         return self._modules
 
-    def check_import(self, target: str, path: Path) -> None:
+    def check_import(self, target: str, path: KeyPath) -> None:
         if ":" not in target:
             return
         module, attr = target.split(":", 1)
@@ -281,14 +281,14 @@ def check_spec(source: YamlSource, spec_dir: FsPath) -> list[Diagnostic]:
     return _Checker(source, spec_dir).run()
 
 
-def dotted_index(path: Path) -> str:
+def _dotted_index(path: KeyPath) -> str:
     return f"tools[{path[1]}]" if len(path) > 1 else "tools"
 
 
-def tool_names(tools: list[Any]) -> Iterator[tuple[str, Path]]:
+def tool_names(tools: list[Any]) -> Iterator[tuple[str, KeyPath]]:
     """The name each well-formed tool entry gives its tool (raw YAML data)."""
     for i, entry in enumerate(tools):
-        path: Path = ("tools", i)
+        path: KeyPath = ("tools", i)
         if isinstance(entry, str) and entry in BUILTIN_TOOLS:
             yield entry, path
         elif isinstance(entry, dict) and len(entry) == 1:
@@ -311,10 +311,10 @@ def tool_names(tools: list[Any]) -> Iterator[tuple[str, Path]]:
                     yield name, path
 
 
-def _env_strings(data: Any) -> Iterator[tuple[Path, str]]:
+def _env_strings(data: Any) -> Iterator[tuple[KeyPath, str]]:
     """Every string where ${VAR} references are expanded (``ENV_FIELDS``)."""
 
-    def walk(node: Any, pattern: tuple[str, ...], path: Path) -> Iterator[tuple[Path, str]]:
+    def walk(node: Any, pattern: tuple[str, ...], path: KeyPath) -> Iterator[tuple[KeyPath, str]]:
         if not pattern or pattern == ("**",):
             if isinstance(node, str):
                 yield path, node

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["ENV_FIELDS", "EnvRef", "has_env_refs", "malformed_env_ref", "split_env_refs"]
+__all__ = ["ENV_FIELDS", "EnvRef", "malformed_env_ref", "split_env_refs"]
 
 # Where references are expanded ("*": any key, "**": any depth). Elsewhere strings are
 # verbatim: system prompts, descriptions and commands may talk about ${HOME} freely.
@@ -53,10 +53,6 @@ def split_env_refs(text: str) -> list[str | EnvRef]:
         pos = match.end()
     literal(text[pos:])
     return parts
-
-
-def has_env_refs(text: str) -> bool:
-    return any(isinstance(part, EnvRef) for part in split_env_refs(text))
 
 
 def malformed_env_ref(text: str) -> str | None:

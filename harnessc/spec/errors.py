@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from harnessc.spec.diagnostics import Diagnostic, did_you_mean
 from harnessc.spec.models import SpecModel
-from harnessc.spec.yamlsource import Path, YamlSource
+from harnessc.spec.yamlsource import KeyPath, YamlSource
 
 __all__ = ["describe_value", "dotted", "translate_errors"]
 
@@ -27,7 +27,7 @@ _EXPECTED = {
 }
 
 
-def dotted(path: Path) -> str:
+def dotted(path: KeyPath) -> str:
     """``tools[0].bash.timeout_s``; the whole file is ``spec``."""
     out = ""
     for part in path:
@@ -58,7 +58,7 @@ def describe_value(value: Any) -> str:
     return type(value).__name__
 
 
-def _resolve(data: Any, loc: tuple[Any, ...]) -> tuple[Path, list[Any], bool]:
+def _resolve(data: Any, loc: tuple[Any, ...]) -> tuple[KeyPath, list[Any], bool]:
     """Follow ``loc`` through the YAML data; skip union tags and converted shapes.
 
     Returns the deepest path that exists in the data, the loc parts left over, and
@@ -83,12 +83,12 @@ def _resolve(data: Any, loc: tuple[Any, ...]) -> tuple[Path, list[Any], bool]:
     return tuple(path), rest, is_key
 
 
-def _at(source: YamlSource, path: Path, message: str, *, key: bool = False) -> Diagnostic:
+def _at(source: YamlSource, path: KeyPath, message: str, *, key: bool = False) -> Diagnostic:
     mark = source.mark(path, key=key and bool(path) and isinstance(path[-1], str))
     return Diagnostic(source.path, mark.line, mark.col, "error", message)
 
 
-def _parent_mapping(data: Any, path: Path) -> Any:
+def _parent_mapping(data: Any, path: KeyPath) -> Any:
     node = data
     for part in path:
         node = node[part]

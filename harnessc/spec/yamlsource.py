@@ -18,14 +18,14 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from harnessc.spec.diagnostics import Diagnostic
 
-__all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_NODES", "Mark", "Path", "YamlSource", "load_yaml"]
+__all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_NODES", "Mark", "KeyPath", "YamlSource", "load_yaml"]
 
 MAX_BYTES = 10 * 1024 * 1024
 MAX_NODES = 50_000
 MAX_DEPTH = 64
 MAX_FLOW_DEPTH = 256  # checked before parsing: PyYAML slows down badly on deep flow nesting
 
-Path = tuple[str | int, ...]
+KeyPath = tuple[str | int, ...]
 
 _STR = "tag:yaml.org,2002:str"
 _MAP = "tag:yaml.org,2002:map"
@@ -94,14 +94,14 @@ class YamlSource:
 
     path: str
     data: Any = None
-    values: dict[Path, Mark] = field(default_factory=dict)
-    keys: dict[Path, Mark] = field(default_factory=dict)
+    values: dict[KeyPath, Mark] = field(default_factory=dict)
+    keys: dict[KeyPath, Mark] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     # Values already reported by the loader (unsupported tags ...): read as null and
     # not reported again by the validation.
-    broken: set[Path] = field(default_factory=set)
+    broken: set[KeyPath] = field(default_factory=set)
 
-    def mark(self, path: Path, *, key: bool = False) -> Mark:
+    def mark(self, path: KeyPath, *, key: bool = False) -> Mark:
         """Where ``path`` is (its key when ``key``), else its closest known ancestor."""
         table = self.keys if key else self.values
         probe = tuple(path)
@@ -138,7 +138,7 @@ class _Builder:
         self.nodes = 0
         self.active: set[int] = set()
 
-    def build(self, node: Node, path: Path) -> Any:
+    def build(self, node: Node, path: KeyPath) -> Any:
         self.nodes += 1
         if self.nodes > MAX_NODES:
             raise _TooLarge
@@ -164,13 +164,13 @@ class _Builder:
         finally:
             self.active.discard(id(node))
 
-    def _unsupported(self, node: Node, path: Path | None) -> None:
+    def _unsupported(self, node: Node, path: KeyPath | None) -> None:
         tag = node.tag.replace("tag:yaml.org,2002:", "!!")
         self.source.error(_mark(node), f"unsupported YAML tag {tag!r}")
         if path is not None:
             self.source.broken.add(path)
 
-    def _scalar(self, node: ScalarNode, path: Path | None) -> Any:
+    def _scalar(self, node: ScalarNode, path: KeyPath | None) -> Any:
         if node.tag not in _SCALAR_TAGS:
             self._unsupported(node, path)
             return None
@@ -195,7 +195,7 @@ class _Builder:
         self.source.error(_mark(node), "mapping keys must be plain strings")
         return None
 
-    def _mapping(self, node: MappingNode, path: Path) -> dict[str, Any]:
+    def _mapping(self, node: MappingNode, path: KeyPath) -> dict[str, Any]:
         result: dict[str, Any] = {}
         merged: dict[str, Any] = {}
         seen: dict[str, Mark] = {}
@@ -220,7 +220,7 @@ class _Builder:
             result.setdefault(key, value)
         return result
 
-    def _merge(self, node: Node, path: Path, into: dict[str, Any]) -> None:
+    def _merge(self, node: Node, path: KeyPath, into: dict[str, Any]) -> None:
         sources = node.value if isinstance(node, SequenceNode) else [node]
         for source in sources:
             if not isinstance(source, MappingNode):
