@@ -364,6 +364,7 @@ class AgentHarness:
         tool_name: str | None = None,
         *,
         fail: list[str] | None = None,
+        on_result: Callable[[Any], None] | None = None,
     ) -> list[Any]:
         """Run the handlers of ``moment`` in order; a raising handler is reported as an error.
 
@@ -396,6 +397,8 @@ class AgentHarness:
                 continue
             if result is not None:
                 out.append(result)
+                if on_result is not None:
+                    on_result(result)  # chained moments: the next handler sees the change
         return out
 
     async def _report_error(
@@ -737,8 +740,8 @@ class AgentHarness:
         if self._pending_resources is not None:
             await self._apply_resources(self._pending_resources)
         await self._flush_pending_events()
-        if not run.turn_open and (paused := await self._open_turn(run)) is not None:
-            return paused
+        if not run.turn_open and (held := await self._open_turn(run)) is not None:
+            return held
         await self._auto_compact()
         assistant = await self._call_model(run)
         self.budget.usage.tokens += assistant.usage.input + assistant.usage.output
@@ -1180,6 +1183,8 @@ class AgentHarness:
             fail=failures,
         ):
             if isinstance(result, PauseRequest):
+                if self._run is not None:
+                    self._run.pause_requested = result.reason
                 return _error(f"Tool call held for review: {result.reason}")
             result = _coerce(result, ToolCallResult)
             if result.block:
@@ -1220,10 +1225,13 @@ class AgentHarness:
                 details=result.details,
                 is_error=result.is_error,
             )
-            for patch in await self._call_hooks("tool_result", event, tool_name=call.name):
+            terminate = result.terminate
+
+            def apply(patch: Any) -> None:
+                nonlocal terminate
                 if isinstance(patch, PauseRequest):
                     run.pause_requested = patch.reason
-                    continue
+                    return
                 patch = _coerce(patch, ToolResultPatch)
                 if patch.content is not None:
                     event.content = list(patch.content)
@@ -1232,8 +1240,10 @@ class AgentHarness:
                 if patch.is_error is not None:
                     event.is_error = patch.is_error
                 if patch.terminate is not None:
-                    result.terminate = patch.terminate
-            result = ToolResult(event.content, event.details, event.is_error, result.terminate)
+                    terminate = patch.terminate
+
+            await self._call_hooks("tool_result", event, tool_name=call.name, on_result=apply)
+            result = ToolResult(event.content, event.details, event.is_error, terminate)
         run.terminate[call.id] = result.terminate
         message = ToolResultMessage(
             tool_call_id=call.id,
@@ -1551,30 +1561,8 @@ class AgentHarness:
         }
 
     async def dispatch_command(self, name: str, args: str) -> CommandOutcome:
-        """Resolve ``/name args``: a skill, a prompt template, or a registered command."""
-        resources = self._pending_resources or self._resources
-        text = f"/{name} {args}".strip()
-        if name.startswith("skill:"):
-            expanded = _expand_skill(text, resources)
-            if expanded is not None:
-                return CommandOutcome("prompt", expanded, name)
-            known = ", ".join(f"/skill:{s.name}" for s in resources.skills) or "none"
-            return CommandOutcome(
-                "reply", f"unknown skill {name[6:]!r}; available skills: {known}", name
-            )
-        if self.commands.get(name) is not None:
-            return CommandOutcome("reply", await self.commands.run(name, args), name)
-        expanded = _expand_template(text, resources)
-        if expanded is not None:
-            return CommandOutcome("prompt", expanded, name)
-        known_names = [f"/{n}" for n in self.commands.names()]
-        known_names += [f"/{t.name}" for t in resources.prompt_templates]
-        known_names += [f"/skill:{s.name}" for s in resources.skills]
-        return CommandOutcome(
-            "reply",
-            f"unknown command /{name}; known commands: {', '.join(sorted(known_names)) or 'none'}",
-            name,
-        )
+        """Resolve ``/name args`` through the one command registry (skills, commands, templates)."""
+        return await self.commands.dispatch(name, args, self._pending_resources or self._resources)
 
     async def watch_resources(
         self, skill_dirs: Sequence[str] = (), template_dirs: Sequence[str] = ()
@@ -1691,26 +1679,6 @@ def _strip_timestamps(data: dict[str, Any]) -> dict[str, Any]:
 def _skills_block(resources: AgentHarnessResources) -> str:
     if not resources.skills:
         return ""
-    try:
-        from harnessc.runtime.resources import format_skills_for_prompt
-    except ImportError:
-        return ""
-    return str(format_skills_for_prompt(resources.skills))
+    from harnessc.runtime.resources import format_skills_for_prompt
 
-
-def _expand_skill(text: str, resources: AgentHarnessResources) -> str | None:
-    try:
-        from harnessc.runtime.resources import expand_skill_command
-    except ImportError:
-        return None
-    result = expand_skill_command(text, resources.skills)
-    return None if result is None else str(result)
-
-
-def _expand_template(text: str, resources: AgentHarnessResources) -> str | None:
-    try:
-        from harnessc.runtime.resources import expand_prompt_template
-    except ImportError:
-        return None
-    result = expand_prompt_template(text, resources.prompt_templates)
-    return None if result is None else str(result)
+    return format_skills_for_prompt(resources.skills)

@@ -255,3 +255,19 @@ def test_async_handlers_and_unsubscribe(make_harness: Any) -> None:
     off()
     harness.prompt_sync("two")
     assert seen == ["agent_end"]
+
+
+def test_tool_result_patches_chain(make_harness: Any, kit: Any) -> None:
+    harness, _ = make_harness([reply_tool_calls([("add", {"a": 1, "b": 1})]), "ok"], tools=[kit.add_tool()])
+    harness.on("tool_result", lambda e: {"content": [TextContent(e.content[0].text + " redacted")]})
+    harness.on("tool_result", lambda e: {"content": [*e.content, TextContent(" [notice]")]})
+    harness.prompt_sync("go")
+    result = next(m for m in harness.messages if isinstance(m, ToolResultMessage))
+    assert result.text == "2 redacted [notice]"
+
+
+def test_pause_request_from_tool_call_hook_pauses_the_run(make_harness: Any, kit: Any) -> None:
+    harness, _ = make_harness([reply_tool_calls([("add", {"a": 1, "b": 1})]), "approved"], tools=[kit.add_tool()])
+    harness.on("tool_call", lambda e: PauseRequest("needs approval"))
+    result = harness.prompt_sync("go")
+    assert result.status == "paused" and result.reason == "needs approval"
