@@ -154,7 +154,13 @@ def test_ctrl_c_aborts_a_one_shot_run_and_keeps_the_session(
     )
     try:
         assert server.wait_for_requests(1, timeout_s=10)
-        time.sleep(0.3)  # the reply is streamed and the tool starts
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # the reply is in the session: the tool runs
+            files = agent.session_files()
+            if files and '"toolCall"' in files[0].read_text():
+                break
+            time.sleep(0.05)
+        time.sleep(0.1)
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=10)
     finally:
