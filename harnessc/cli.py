@@ -103,11 +103,12 @@ def _check_unique_names(loaded: Sequence[LoadedSpec]) -> None:
         module = output_name(item.spec)
         if module in owners:
             other = owners[module].display_path
+            mark = item.source.mark(("name",)) if item.source else None
             item.diagnostics.append(
                 Diagnostic(
                     item.display_path,
-                    _name_line(item),
-                    1,
+                    mark.line if mark else 1,
+                    mark.col if mark else 1,
                     "error",
                     f"agent {item.spec.name!r} compiles to {module}, like {other}; "
                     "agent names must be unique",
@@ -116,13 +117,6 @@ def _check_unique_names(loaded: Sequence[LoadedSpec]) -> None:
             item.spec = None
         else:
             owners[module] = item
-
-
-def _name_line(item: LoadedSpec) -> int:
-    for number, line in enumerate(item.raw.decode("utf-8", "replace").splitlines(), 1):
-        if line.startswith("name:"):
-            return number
-    return 1
 
 
 def _report(loaded: Sequence[LoadedSpec]) -> tuple[int, int]:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import ast
 import functools
-import importlib.util
+import importlib.machinery
 import os
 import shlex
+import sys
 from collections.abc import Iterator
 from pathlib import Path as FsPath
 from typing import Any
@@ -247,7 +248,7 @@ class _Checker:
         module, attr = target.split(":", 1)
         file = self.module_file(module)
         if file is None:
-            if importlib.util.find_spec(module.split(".")[0]) is not None:
+            if _installed(module):
                 return
             hint = did_you_mean(module, self.local_modules())
             self.report(
@@ -332,6 +333,45 @@ def _env_strings(data: Any) -> Iterator[tuple[KeyPath, str]]:
 
     for pattern in ENV_FIELDS:
         yield from walk(data, pattern, ())
+
+
+# sys.path as the process started: folders that agents put first on sys.path later
+# (import_object) must not make another spec's missing module look installed.
+_START_SYS_PATH = [entry for entry in sys.path if entry]
+
+
+def _installed(module: str) -> bool:
+    """Whether ``module`` is importable from the starting sys.path, found without importing."""
+    top, *rest = module.split(".")
+    spec = None
+    for finder in sys.meta_path:
+        find = getattr(finder, "find_spec", None)
+        if find is None:
+            continue
+        if finder is importlib.machinery.PathFinder:
+            spec = importlib.machinery.PathFinder.find_spec(top, _START_SYS_PATH)
+        else:
+            spec = find(top, None)
+        if spec is not None:
+            break
+    if spec is None:
+        return False
+    if spec.submodule_search_locations is None:
+        return True  # a plain module: its attributes (os.path) cannot be told apart here
+    locations = list(spec.submodule_search_locations)
+    for i, part in enumerate(rest):
+        last = i == len(rest) - 1
+        found: list[str] = []
+        for location in locations:
+            base = FsPath(location) / part
+            if last and base.with_suffix(".py").is_file():
+                return True
+            if base.is_dir():
+                found.append(str(base))
+        if not found:
+            return False
+        locations = found
+    return True
 
 
 def _top_level_names(file: FsPath) -> set[str] | None:

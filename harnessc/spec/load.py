@@ -28,6 +28,7 @@ class LoadedSpec:
     raw: bytes
     spec: AgentSpec | None = None
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    source: YamlSource | None = None  # the data with the position of every key and value
 
     @property
     def ok(self) -> bool:
@@ -46,6 +47,7 @@ def parse_spec(
     shown = display_path if display_path is not None else str(path)
     loaded = LoadedSpec(abs_path, shown, raw)
     source = load_yaml(raw, shown)
+    loaded.source = source
     loaded.diagnostics.extend(source.diagnostics)
     if source.diagnostics and source.data is None:
         return loaded

@@ -83,7 +83,7 @@ def test_duplicate_agent_names_are_an_error(project: Path) -> None:
     result = invoke("check")
     assert result.exit_code == 1
     assert (
-        "agents/hello.yaml:5:1: error: agent 'hello' compiles to hello.py, like agents/copy.yaml"
+        "agents/hello.yaml:5:7: error: agent 'hello' compiles to hello.py, like agents/copy.yaml"
         in result.stderr
     )
 
