@@ -22,6 +22,11 @@ LAZY = {
         "harnessc.runtime.resources.templates",
         "harnessc.runtime.resources.watch",
     ],
+    "harnessc.runtime.session": [
+        "harnessc.runtime.session.index",
+        "harnessc.runtime.session.replay",
+        "harnessc.runtime.session.tree",
+    ],
     "harnessc.runtime.tools": [
         "harnessc.runtime.tools.bash",
         "harnessc.runtime.tools.edit",
@@ -48,10 +53,11 @@ def test_importing_the_package_leaves_heavy_parts_unloaded(package: str) -> None
 def test_the_generated_agents_imports_stay_lazy() -> None:
     loaded = _loaded_after(
         "from harnessc.runtime import AgentHarnessOptions, Model, env\n"
+        "from harnessc.runtime.session import JsonlSessionRepo, Session\n"
         "from harnessc.runtime.tools import import_object, python_tool"
     )
-    assert not loaded & set(LAZY["harnessc.runtime.tools"])
-    assert not loaded & set(LAZY["harnessc.runtime.resources"])
+    for package, heavy in LAZY.items():
+        assert not loaded & set(heavy), package
 
 
 @pytest.mark.parametrize("package", sorted(LAZY))
@@ -69,9 +75,11 @@ def test_unknown_names_raise_attribute_error() -> None:
 
 
 def test_submodules_still_import_through_the_package() -> None:
+    from harnessc.runtime.session import compaction
     from harnessc.runtime.tools import tasks
 
     assert tasks.__name__ == "harnessc.runtime.tools.tasks"
+    assert compaction.__name__ == "harnessc.runtime.session.compaction"
 
 
 def test_builtin_tools_still_builds_every_tool() -> None:
