@@ -197,6 +197,7 @@ class Framework:
     note: str = ""
     env: dict[str, str] = field(default_factory=dict)
     args: list[str] = field(default_factory=list)
+    ours: bool = True  # a harnessc row (targets compare these with the peers)
     wall: dict[int, list[float]] = field(default_factory=dict)
     rss: dict[int, list[float]] = field(default_factory=dict)
     cpu: dict[int, list[float]] = field(default_factory=dict)
@@ -286,7 +287,7 @@ def prepare_peers(skip_install: bool) -> list[Framework]:
                 print(f"skipping {peer.name}: its install failed\n{failed or ''}")
                 continue
         note = f"{peer.dist} {_version(python, peer.dist)}"
-        ready.append(Framework(peer.name, str(python), PEERS_DIR / peer.script, note))
+        ready.append(Framework(peer.name, str(python), PEERS_DIR / peer.script, note, ours=False))
     return ready
 
 
@@ -315,8 +316,12 @@ def _declared_dependencies() -> list[str]:
         return list(tomllib.load(fh)["project"]["dependencies"])
 
 
-def prepare_harnessc(skip_install: bool) -> list[Framework]:
-    """harnessc in a clean venv (the reference row) and in the project's own interpreter."""
+def prepare_harnessc(skip_install: bool, trees: list[str]) -> list[Framework]:
+    """harnessc in a clean venv (the reference row) and in the project's own interpreter.
+
+    ``trees`` ("NAME=PATH") add clean-venv rows running another copy of the harnessc
+    package (PATH holds its ``harnessc/`` folder), to measure a change side by side.
+    """
     agent, how = harnessc_agent()
     rows: list[Framework] = []
     python = _venv_python(HARNESSC_VENV)
@@ -340,6 +345,11 @@ def prepare_harnessc(skip_install: bool) -> list[Framework]:
                 ["--no-session"],
             )
         )
+        for item in trees:
+            name, _, path = item.partition("=")
+            tree = Path(path).resolve()
+            note = f"clean venv, harnessc from {tree}"
+            rows.append(Framework(name, str(python), agent, note, {"PYTHONPATH": str(tree)}))
     else:
         print(f"no clean-venv harnessc row: {HARNESSC_VENV} is not set up")
     dev = "harnessc" if not rows else "harnessc-dev"
@@ -490,7 +500,7 @@ def report(frameworks: list[Framework], steps: int, runs: int) -> None:
     print()
     for fw in frameworks:
         print(f"  {fw.name}: {fw.note}")
-    peers = [f for fw in frameworks if not fw.name.startswith("harnessc") and (f := figs[fw.name])]
+    peers = [f for fw in frameworks if not fw.ours and (f := figs[fw.name])]
     if not peers:
         return
     best_t1 = min(p.t1 for p in peers)
@@ -498,7 +508,7 @@ def report(frameworks: list[Framework], steps: int, runs: int) -> None:
     least_rss = min(p.rss for p in peers)
     for fw in frameworks:
         mine = figs[fw.name]
-        if not fw.name.startswith("harnessc") or mine is None:
+        if not fw.ours or mine is None:
             continue
         print()
         print(f"targets ({fw.name} / best peer):")
@@ -527,10 +537,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only", action="append", default=None, help="run only this framework (repeatable)"
     )
+    parser.add_argument(
+        "--tree",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="also run harnessc from another copy of the package (repeatable)",
+    )
     args = parser.parse_args(argv)
     if args.steps < 2:
         parser.error("--steps must be at least 2")
-    frameworks = [*prepare_harnessc(args.skip_install), *prepare_peers(args.skip_install)]
+    frameworks = [
+        *prepare_harnessc(args.skip_install, args.tree),
+        *prepare_peers(args.skip_install),
+    ]
     if args.only:
         frameworks = [fw for fw in frameworks if fw.name in args.only]
     print("frameworks: " + ", ".join(f"{fw.name} ({fw.note})" for fw in frameworks))
