@@ -163,7 +163,25 @@ Ratio = Annotated[
     WithJsonSchema({"type": "number", "exclusiveMinimum": 0, "maximum": 1}),
 ]
 NonEmptyStr = Annotated[str, Field(min_length=1)]
-JsonObject = dict[str, Any]
+
+
+def _finite_json(value: dict[str, Any]) -> dict[str, Any]:
+    """Free-form JSON has no NaN or infinity (the generated module could not spell it)."""
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            raise PydanticCustomError(
+                "finite_number", "Input should hold only finite numbers (no .nan or .inf)"
+            )
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return value
+
+
+JsonObject = Annotated[dict[str, Any], AfterValidator(_finite_json)]
 
 _AGENT_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 _TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
@@ -485,7 +503,8 @@ class HookHandlerSpec(SpecModel):
 
     @model_validator(mode="after")
     def _one_handler(self) -> HookHandlerSpec:
-        kinds = [k for k in ("python", "command", "block") if k in self.model_fields_set]
+        # an explicit null (``block: null``) names no handler
+        kinds = [k for k in ("python", "command", "block") if getattr(self, k) is not None]
         if len(kinds) != 1:
             found = ", ".join(repr(k) for k in kinds) or "none"
             raise _custom(
