@@ -165,6 +165,16 @@ Ratio = Annotated[
 NonEmptyStr = Annotated[str, Field(min_length=1)]
 
 
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise PydanticCustomError("string_too_short", "String should not be blank")
+    return value
+
+
+# Text the runtime refuses when it is only whitespace (hook commands, block reasons).
+NonBlankStr = Annotated[str, Field(min_length=1), AfterValidator(_not_blank)]
+
+
 def _finite_json(value: dict[str, Any]) -> dict[str, Any]:
     """Free-form JSON has no NaN or infinity (the generated module could not spell it)."""
     stack: list[Any] = [value]
@@ -199,7 +209,7 @@ def module_name(agent_name: str) -> str:
 
 def agent_name_problem(value: str) -> str | None:
     """Why ``value`` cannot name an agent, or None when it can."""
-    if not _AGENT_NAME.match(value):
+    if not _AGENT_NAME.fullmatch(value):
         return (
             f"invalid agent name {value!r}: use lowercase letters, digits, '_' and '-', "
             "starting with a letter (at most 64 characters)"
@@ -221,7 +231,7 @@ def _check_agent_name(value: str) -> str:
 
 
 def _check_tool_name(value: str) -> str:
-    if not _TOOL_NAME.match(value):
+    if not _TOOL_NAME.fullmatch(value):
         raise _custom(
             "tool_name",
             f"invalid tool name {value!r}: use letters, digits, '_' and '-' "
@@ -231,7 +241,7 @@ def _check_tool_name(value: str) -> str:
 
 
 def _check_import_path(value: str) -> str:
-    if not _IMPORT_PATH.match(value):
+    if not _IMPORT_PATH.fullmatch(value):
         raise _custom(
             "import_path",
             f"invalid import path {value!r}: expected 'package.module:function'",
@@ -246,7 +256,7 @@ def _check_env_name(value: str) -> str:
             "env_name",
             f"write {ref.group(1)!r}, not {value!r}: api_key_env takes the variable's name",
         )
-    if not _ENV_NAME.match(value):
+    if not _ENV_NAME.fullmatch(value):
         raise _custom(
             "env_name",
             f"invalid environment variable name {value!r}: name the variable "
@@ -488,7 +498,7 @@ class HookHandlerSpec(SpecModel):
 
     python: ImportPath | None = None
     """'module:function' called with the event (and the harness, if it takes two arguments)."""
-    command: NonEmptyStr | None = None
+    command: NonBlankStr | None = None
     """Shell command (Claude Code protocol: event JSON on stdin, exit 2 blocks). Runs in the spec's folder."""
     block: BlockRuleSpec | None = None
     """Block tool calls whose name and input match (tool_call moment only)."""
@@ -496,7 +506,7 @@ class HookHandlerSpec(SpecModel):
     """Python and command hooks: regex over the tool name (tool moments)."""
     timeout_s: PosFloat | None = None
     """Python and command hooks: seconds before the handler is given up (commands: 60)."""
-    reason: NonEmptyStr | None = None
+    reason: NonBlankStr | None = None
     """Block rules: the reason given to the model."""
 
     _NOT_FOR_BLOCK: ClassVar[tuple[str, ...]] = ("matcher", "timeout_s")
