@@ -66,13 +66,13 @@ system_prompt: {q(fields["prompt"])}
 tools:
   - external:
       name: ask
-      description: {q(fields["tool"] or "x")}
+      description: {q(fields["tool"])}
       parameters: {{type: object, properties: {{q: {{type: string, description: {q(fields["param"])}}}}}}}
 hooks:
   tool_call:
     - block: {{tool: ask, pattern: {q(fields["pattern"])}}}
-      reason: {q(fields["reason"] or "r")}
-    - command: {q(fields["command"] or "true")}
+      reason: {q(fields["reason"])}
+    - command: {q(fields["command"])}
 tool_context: {{note: {q(fields["context"])}}}
 """
 
@@ -121,16 +121,20 @@ def check_round_trip(tmp: Path, **fields: str) -> str:
     )
     values = {**defaults, **fields}
     values["pattern"] = values["pattern"] if _is_regex(values["pattern"]) else "x"
+    # Texts the runtime needs (a tool description, a block reason, a command) must not
+    # be blank: those cases are diagnostics, tested with the bad specs.
+    for key, fallback in (("tool", "x"), ("reason", "r"), ("command", "true")):
+        values[key] = values[key] if values[key].strip() else fallback
     text = render(parse(spec_text(**values), tmp), tmp / "generated")
     got = literal_values(text)
     assert got["DESCRIPTION"] == values["description"]
     assert got["SYSTEM_PROMPT"] == values["prompt"]
     assert got["Model.headers"] == {"X-Note": values["header"]}
-    assert got["ExternalTool.description"] == (values["tool"] or "x")
+    assert got["ExternalTool.description"] == values["tool"]
     assert got["ExternalTool.parameters"]["properties"]["q"]["description"] == values["param"]
     assert got["block_rule.pattern"] == values["pattern"]
-    assert got["block_rule.reason"] == (values["reason"] or "r")
-    assert got["command_hook.args"] == ["tool_call", values["command"] or "true"]
+    assert got["block_rule.reason"] == values["reason"]
+    assert got["command_hook.args"] == ["tool_call", values["command"]]
     assert got["ToolContextSource.args"] == [{"note": values["context"]}]
     return text
 
