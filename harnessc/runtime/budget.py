@@ -114,7 +114,7 @@ class BudgetTracker:
                 out.append(BudgetWarning(limit, used, maximum, "hard"))
             elif used + pending >= maximum * self.budget.soft_ratio and limit not in self._warned:
                 self._warned.add(limit)
-                out.append(BudgetWarning(limit, used, maximum, "soft"))
+                out.append(BudgetWarning(limit, used + pending, maximum, "soft"))
         return out
 
     def raise_limits(self, budget: Budget) -> None:
