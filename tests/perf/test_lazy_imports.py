@@ -58,6 +58,16 @@ def test_the_generated_agents_imports_stay_lazy() -> None:
     )
     for package, heavy in LAZY.items():
         assert not loaded & set(heavy), package
+    assert "decimal" not in loaded  # only js_number needs it, for unusual floats
+    assert "sqlite3" not in loaded  # only the full-text index needs it
+
+
+def test_js_number_still_spells_unusual_floats() -> None:
+    from harnessc.runtime.session.jsonl import js_number
+
+    assert js_number(1.8e-05) == "0.000018"
+    assert js_number(1.5e16) == "15000000000000000"
+    assert js_number(0.0) == "0"
 
 
 @pytest.mark.parametrize("package", sorted(LAZY))

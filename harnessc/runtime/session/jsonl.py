@@ -20,7 +20,6 @@ import os
 import re
 import secrets
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any
 
 from harnessc.runtime.session.lock import lock_exclusive, unlock
@@ -85,6 +84,8 @@ def js_number(value: float) -> str:
     """``value`` as JavaScript's ``Number.prototype.toString`` writes it."""
     if value == 0:
         return "0"
+    from decimal import Decimal  # only for unusual floats; decimal costs ms to import
+
     sign, digits, exponent = Decimal(repr(value)).as_tuple()
     text = "".join(map(str, digits)).rstrip("0") or "0"
     point = len(digits) + int(exponent)  # value = 0.<text> x 10**point
