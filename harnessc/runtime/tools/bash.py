@@ -29,6 +29,8 @@ _CHUNK = 64 * 1024
 _TAIL_KEEP = 2 * MAX_BYTES
 _UPDATE_EVERY_S = 0.25
 _DRAIN_IDLE_S = 0.2  # after exit: keep reading while output still arrives
+# An abort (or a cancelled task) is the user waiting: SIGKILL sooner than after a timeout.
+_ABORT_GRACE_S = 0.2
 
 
 class OutputSink:
@@ -254,14 +256,16 @@ async def _run_command(
         )
         if waiter not in done:
             outcome = "aborted" if aborter in done else "timeout"
-            await kill_process_group(process, grace_s)
+            await kill_process_group(
+                process, min(grace_s, _ABORT_GRACE_S) if outcome == "aborted" else grace_s
+            )
         # Keep reading while output still arrives; a background child may hold the pipe.
         seen = -1
         while not reader.done() and seen != sink.total_bytes:
             seen = sink.total_bytes
             await asyncio.wait({reader}, timeout=_DRAIN_IDLE_S)
     except asyncio.CancelledError:
-        await kill_process_group(process, grace_s)
+        await kill_process_group(process, min(grace_s, _ABORT_GRACE_S))
         raise
     finally:
         for task in (reader, waiter, aborter):

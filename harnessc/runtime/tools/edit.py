@@ -10,9 +10,9 @@ from typing import Any
 
 from harnessc.runtime.signal import AbortSignal
 from harnessc.runtime.tools.base import Tool, ToolResult, ToolUpdate, error_result, text_result
-from harnessc.runtime.tools.fileio import atomic_write_bytes, path_lock
+from harnessc.runtime.tools.fileio import FileChangedError, atomic_write_bytes, path_lock
 from harnessc.runtime.tools.paths import PathError, display_path, resolve_path
-from harnessc.runtime.tools.truncate import cap_text
+from harnessc.runtime.tools.truncate import cap_text, format_size
 
 __all__ = ["Replacement", "apply_edits", "create_edit_tool"]
 
@@ -45,6 +45,8 @@ _PARAMETERS: dict[str, Any] = {
 }
 
 _SNIPPET = 300
+MAX_EDIT_BYTES = 64 * 1024 * 1024  # larger files are not loaded into memory to be edited
+_ATTEMPTS = 3  # reapply when another process changes the file while it is being edited
 
 
 @dataclass(slots=True)
@@ -161,7 +163,25 @@ def _edit(params: dict[str, Any], context: Any) -> ToolResult:
         return error_result(f"File not found: {shown}")
     if path.is_dir():
         return error_result(f"{shown} is a directory, not a file")
+    for _ in range(_ATTEMPTS):
+        result = _edit_once(path, shown, edits)
+        if result is not None:
+            return result
+    return error_result(
+        f"No changes made to {shown}: another process kept changing it while the edit was "
+        "being applied. Read the file again, then retry."
+    )
+
+
+def _edit_once(path: Path, shown: str, edits: list[Replacement]) -> ToolResult | None:
+    """One read-change-write; None when the file changed underneath (try again)."""
     try:
+        size = path.stat().st_size
+        if size > MAX_EDIT_BYTES:
+            return error_result(
+                f"{shown} is {format_size(size)}; edit works on files up to "
+                f"{format_size(MAX_EDIT_BYTES)}. Use bash (e.g. sed -i) to change it."
+            )
         raw = path.read_bytes()  # always the current file, never a cached copy
     except OSError as exc:
         return error_result(f"Cannot read {shown}: {exc.strerror or exc}")
@@ -194,8 +214,17 @@ def _edit(params: dict[str, Any], context: Any) -> ToolResult:
     out = new_text.replace("\n", "\r\n") if crlf else new_text
     if bom:
         out = "\ufeff" + out
+
+    def unchanged() -> bool:
+        try:
+            return path.read_bytes() == raw
+        except OSError:
+            return False
+
     try:
-        atomic_write_bytes(path, out.encode("utf-8"))
+        atomic_write_bytes(path, out.encode("utf-8"), unchanged=unchanged)
+    except FileChangedError:
+        return None
     except OSError as exc:
         return error_result(f"Cannot write {shown}: {exc.strerror or exc}")
     noun = "edit" if len(edits) == 1 else "edits"

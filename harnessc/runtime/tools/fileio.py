@@ -7,9 +7,15 @@ import os
 import stat
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["atomic_write_bytes", "path_lock"]
+__all__ = ["FileChangedError", "atomic_write_bytes", "path_lock"]
+
+
+class FileChangedError(Exception):
+    """The target changed on disk while a new version was being written (not replaced)."""
+
 
 _LOCKS: dict[str, threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
@@ -35,10 +41,14 @@ def _read_umask() -> int:
 _UMASK = _read_umask()
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
+def atomic_write_bytes(
+    path: Path, data: bytes, *, unchanged: Callable[[], bool] | None = None
+) -> None:
     """Write ``data`` to ``path`` so readers see the old or the new file, never a mix.
 
-    Parent folders are created; an existing file keeps its permission bits.
+    Parent folders are created; an existing file keeps its permission bits. With
+    ``unchanged``, it is asked right before the rename whether the target is still
+    what the caller read; if not, nothing is replaced and FileChangedError is raised.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -55,6 +65,8 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             os.chmod(tmp, mode)
         else:
             os.chmod(tmp, 0o666 & ~_UMASK)
+        if unchanged is not None and not unchanged():
+            raise FileChangedError(str(path))
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -11,7 +11,7 @@ from harnessc.runtime.messages import ImageContent, TextContent
 from harnessc.runtime.signal import AbortSignal
 from harnessc.runtime.tools.base import Tool, ToolResult, ToolUpdate, error_result, text_result
 from harnessc.runtime.tools.paths import PathError, display_path, resolve_path
-from harnessc.runtime.tools.truncate import MAX_BYTES, MAX_LINES, format_size
+from harnessc.runtime.tools.truncate import MAX_BYTES, MAX_LINES, bounded_lines, format_size
 
 __all__ = ["IMAGE_TYPES", "MAX_IMAGE_BYTES", "create_read_tool", "is_binary_file"]
 
@@ -70,10 +70,11 @@ def _read_text(path: Path, shown: str, offset: int, limit: int | None) -> ToolRe
     stop_reason: str | None = None  # "limit" | "lines" | "bytes" | "long_line"
     last_kept = offset - 1
     with path.open("r", encoding="utf-8", errors="replace", newline=None) as fh:
-        for total, line in enumerate(fh, start=1):  # noqa: B007 - total is read after the loop
+        # a line longer than the byte cap is cut (it is shown as "too long" anyway)
+        lines = bounded_lines(fh, MAX_BYTES + 1)
+        for total, (text, _) in enumerate(lines, start=1):  # noqa: B007 - read after the loop
             if total < offset or stop_reason is not None:
                 continue
-            text = line[:-1] if line.endswith("\n") else line
             if limit is not None and len(kept) >= limit:
                 stop_reason = "limit"
                 continue

@@ -10,6 +10,7 @@ from typing import Any
 from harnessc.runtime.signal import AbortSignal
 from harnessc.runtime.tools.base import Tool, ToolResult, ToolUpdate, error_result, text_result
 from harnessc.runtime.tools.paths import PathError, display_path, resolve_path, tool_env
+from harnessc.runtime.tools.truncate import bounded_lines
 from harnessc.runtime.tools.walk import Entry, glob_matches, walk
 
 __all__ = [
@@ -63,6 +64,7 @@ _FIND_PARAMETERS: dict[str, Any] = {
 }
 
 _MAX_OUTPUT_BYTES = 50 * 1024
+_MAX_LINE_CHARS = 64 * 1024  # longer lines are searched in their first 64 K characters only
 _MAX_OUTPUT_LINES = 2000
 
 
@@ -114,8 +116,9 @@ def _grep_file(
     except OSError:
         return 0
     with fh:
-        for number, raw in enumerate(fh, start=1):
-            line = raw.rstrip("\n").rstrip("\r")
+        # lines are cut at a bound (a 2 GB line costs no memory); matches show clipped
+        for number, (raw, _) in enumerate(bounded_lines(fh, _MAX_LINE_CHARS), start=1):
+            line = raw.rstrip("\r")
             if regex.search(line):
                 if matches >= remaining:
                     break

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TextIO
 
 __all__ = [
     "MAX_BYTES",
     "MAX_LINES",
     "Truncation",
+    "bounded_lines",
     "cap_text",
     "format_size",
     "truncate_head",
@@ -116,3 +118,25 @@ def cap_text(text: str, hint: str = "") -> str:
         f"{cut.content}\n\n[Output truncated at {limit}: showing {cut.output_lines} of "
         f"{cut.total_lines} lines.{(' ' + hint) if hint else ''}]"
     )
+
+
+def bounded_lines(fh: TextIO, limit: int) -> Iterator[tuple[str, bool]]:
+    """The lines of a text file without their newline, never holding more than
+    ``limit`` characters: a longer line comes back cut to ``limit`` (second value
+    True) and the rest of it is read in pieces and dropped (a 2 GB line costs no memory).
+    """
+    while True:
+        piece = fh.readline(limit)
+        if not piece:
+            return
+        if piece.endswith("\n"):
+            yield piece[:-1], False
+            continue
+        if len(piece) < limit:  # the last line, without a newline
+            yield piece, False
+            return
+        while True:
+            rest = fh.readline(limit)
+            if not rest or rest.endswith("\n"):
+                break
+        yield piece, True
