@@ -221,6 +221,8 @@ class AgentHarness:
         self._signal: AbortSignal | None = None
         self._busy = False
         self._watcher: Any = None
+        # Set by the compaction extension; None means CompactionSettings() defaults.
+        self.compaction_settings: Any = None
         self._pending_events: list[Event] = []
         self._messages: list[Message] = []
         self._message_entry_ids: list[str | None] = []
@@ -331,6 +333,10 @@ class AgentHarness:
                 handlers.remove(entry)
 
         return remove
+
+    async def call_hooks(self, moment: str, event: Any, tool_name: str | None = None) -> list[Any]:
+        """Run the handlers of a moment (for parts of the runtime that own a moment)."""
+        return await self._call_hooks(moment, event, tool_name)
 
     def has_handlers(self, moment: str) -> bool:
         return bool(self._handlers.get(moment))
@@ -1098,6 +1104,26 @@ class AgentHarness:
             except Exception as exc:
                 await self._report_error("compaction", exc)
 
+    async def navigate_tree(
+        self,
+        target_id: str | None,
+        *,
+        summarize: bool = False,
+        custom_instructions: str | None = None,
+        label: str | None = None,
+    ) -> Any:
+        """Move the session leaf to ``target_id`` (session_before_tree / session_tree hooks)."""
+        self._check_idle()
+        from harnessc.runtime.session.tree import navigate_tree
+
+        return await navigate_tree(
+            self,
+            target_id,
+            summarize=summarize,
+            custom_instructions=custom_instructions,
+            label=label,
+        )
+
     def reload_messages(self) -> None:
         """Rebuild the model context from the session (after compaction or a tree move)."""
         ctx = self.session.context()
@@ -1514,15 +1540,12 @@ class AgentHarness:
         self._restore_pause()
 
     def _restore_pause(self) -> None:
-        pause: dict[str, Any] | None = None
-        for entry in self.session.branch():
-            if entry.type == "custom" and entry.data.get("customType") == PAUSE_ENTRY:
-                data = entry.data.get("data")
-                pause = data if isinstance(data, dict) else None
-            elif entry.type == "custom" and entry.data.get("customType") == RESUME_ENTRY:
-                pause = None
-        if pause is None:
+        from harnessc.runtime.session.replay import pending_state
+
+        open_pause = pending_state(self.session)
+        if open_pause is None:
             return
+        pause = open_pause.data
         last_assistant = next(
             (m for m in reversed(self._messages) if isinstance(m, AssistantMessage)), None
         )
