@@ -277,7 +277,9 @@ class CustomMessage:
 Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage | CustomMessage
 
 
-def content_from_dict(data: dict[str, Any]) -> TextContent | ImageContent | ThinkingContent | ToolCall:
+def content_from_dict(
+    data: dict[str, Any],
+) -> TextContent | ImageContent | ThinkingContent | ToolCall:
     """One content block from its JSON form; raises ValueError on an unknown type."""
     kind = data.get("type")
     if kind == "text":

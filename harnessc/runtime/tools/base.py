@@ -36,9 +36,7 @@ class ToolResult:
 
 
 ToolUpdate = Callable[[ToolResult], None]
-ToolExecute = Callable[
-    [str, dict[str, Any], AbortSignal, ToolUpdate, Any], Awaitable[ToolResult]
-]
+ToolExecute = Callable[[str, dict[str, Any], AbortSignal, ToolUpdate, Any], Awaitable[ToolResult]]
 
 
 @runtime_checkable
@@ -91,9 +89,7 @@ class ExternalTool:
 
     name: str
     description: str
-    parameters: dict[str, Any] = field(
-        default_factory=lambda: {"type": "object", "properties": {}}
-    )
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
     label: str = ""
     execution_mode: ExecutionMode = "sequential"
     external: bool = True
