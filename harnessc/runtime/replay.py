@@ -57,9 +57,7 @@ def replay_events(
             target = LoopState(str(data["to_state"]))
             if target is LoopState.PLANNING and machine.state is LoopState.DONE:
                 machine = StateMachine()  # a new run starts a new machine
-            elif machine.state is LoopState.DONE or (
-                machine.state.value != data.get("from_state")
-            ):
+            elif machine.state is LoopState.DONE or (machine.state.value != data.get("from_state")):
                 machine = StateMachine(state=LoopState(str(data["from_state"])))
             machine.transition(target)
         elif kind == "agent_start":

@@ -17,7 +17,9 @@ ADD_SCHEMA = {
 }
 
 
-async def _add(call_id: str, params: dict[str, Any], signal: Any, on_update: Any, ctx: Any) -> ToolResult:
+async def _add(
+    call_id: str, params: dict[str, Any], signal: Any, on_update: Any, ctx: Any
+) -> ToolResult:
     return text_result(str(params["a"] + params["b"]))
 
 
@@ -26,18 +28,26 @@ def add_tool(**kw: Any) -> Tool:
 
 
 def sleep_tool(seconds: float = 5.0) -> Tool:
-    async def run(call_id: str, params: dict[str, Any], signal: Any, on_update: Any, ctx: Any) -> ToolResult:
+    async def run(
+        call_id: str, params: dict[str, Any], signal: Any, on_update: Any, ctx: Any
+    ) -> ToolResult:
         await asyncio.sleep(float(params.get("seconds", seconds)))
         return text_result("slept")
 
-    return Tool("sleep", "Sleep.", {"type": "object", "properties": {"seconds": {"type": "number"}}}, run)
+    return Tool(
+        "sleep", "Sleep.", {"type": "object", "properties": {"seconds": {"type": "number"}}}, run
+    )
 
 
 def ask_tool() -> ExternalTool:
     return ExternalTool(
         "ask_user",
         "Ask the user.",
-        {"type": "object", "properties": {"question": {"type": "string"}}, "required": ["question"]},
+        {
+            "type": "object",
+            "properties": {"question": {"type": "string"}},
+            "required": ["question"],
+        },
     )
 
 
@@ -63,7 +73,9 @@ def make_harness() -> MakeHarness:
     return make
 
 
-def types(log: EventLog, *, skip: tuple[str, ...] = ("message_update", "state_change")) -> list[str]:
+def types(
+    log: EventLog, *, skip: tuple[str, ...] = ("message_update", "state_change")
+) -> list[str]:
     return [e.type for e in log if e.type not in skip]
 
 
@@ -73,5 +85,9 @@ def kit() -> Any:
     from types import SimpleNamespace
 
     return SimpleNamespace(
-        add_tool=add_tool, sleep_tool=sleep_tool, ask_tool=ask_tool, types=types, ADD_SCHEMA=ADD_SCHEMA
+        add_tool=add_tool,
+        sleep_tool=sleep_tool,
+        ask_tool=ask_tool,
+        types=types,
+        ADD_SCHEMA=ADD_SCHEMA,
     )

@@ -84,7 +84,9 @@ def test_messages_are_persisted_in_the_session(make_harness: Any, kit: Any) -> N
     kinds = [e.type for e in harness.session.entries()]
     assert kinds[:2] == ["model_change", "thinking_level_change"]
     assert kinds.count("message") == 4
-    assert [m.role for m in harness.session.context().messages] == [m.role for m in harness.messages]
+    assert [m.role for m in harness.session.context().messages] == [
+        m.role for m in harness.messages
+    ]
 
 
 def test_parallel_batch_runs_concurrently_and_keeps_call_order(make_harness: Any) -> None:
@@ -126,7 +128,9 @@ def test_sequential_tool_forces_sequential_batch(make_harness: Any) -> None:
         Tool("a", "a", {"type": "object"}, run),
         Tool("b", "b", {"type": "object"}, run, execution_mode="sequential"),
     ]
-    harness, _ = make_harness([reply_tool_calls([("a", {}), ("b", {}), ("a", {})]), "done"], tools=tools)
+    harness, _ = make_harness(
+        [reply_tool_calls([("a", {}), ("b", {}), ("a", {})]), "done"], tools=tools
+    )
     harness.prompt_sync("go")
     assert peak == 1
 
@@ -159,7 +163,8 @@ def test_a_raising_tool_becomes_an_error_result(make_harness: Any) -> None:
         raise RuntimeError("disk on fire")
 
     harness, _ = make_harness(
-        [reply_tool_calls([("boom", {})]), "sorry"], tools=[Tool("boom", "b", {"type": "object"}, boom)]
+        [reply_tool_calls([("boom", {})]), "sorry"],
+        tools=[Tool("boom", "b", {"type": "object"}, boom)],
     )
     assert harness.prompt_sync("go").status == "done"
     result = next(m for m in harness.messages if isinstance(m, ToolResultMessage))
@@ -199,11 +204,15 @@ def test_provider_error_ends_the_run_with_error_status(make_harness: Any) -> Non
     result = harness.prompt_sync("go")
     assert result.status == "error" and "HTTP 400" in result.reason
     assert log.events[-1].type == "agent_end"
-    assert harness.prompt_sync("again").status == "error"  # next prompt still runs (no replies left)
+    assert (
+        harness.prompt_sync("again").status == "error"
+    )  # next prompt still runs (no replies left)
 
 
 def test_busy_harness_rejects_a_second_run(make_harness: Any, kit: Any) -> None:
-    harness, _ = make_harness([reply_tool_calls([("sleep", {"seconds": 0.2})]), "done"], tools=[kit.sleep_tool()])
+    harness, _ = make_harness(
+        [reply_tool_calls([("sleep", {"seconds": 0.2})]), "done"], tools=[kit.sleep_tool()]
+    )
 
     async def main() -> None:
         first = asyncio.create_task(harness.prompt("one"))
@@ -222,14 +231,14 @@ def test_steering_one_at_a_time_and_all(make_harness: Any, kit: Any) -> None:
         )
         harness, log = make_harness(provider, tools=[kit.sleep_tool()], steering_mode=mode)
 
-        async def main() -> None:
+        async def main(harness: AgentHarness) -> None:
             task = asyncio.create_task(harness.prompt("start"))
             await asyncio.sleep(0.03)
             harness.steer("first steer")
             harness.steer("second steer")
             await task
 
-        asyncio.run(main())
+        asyncio.run(main(harness))
         turns = [e for e in log if e.type == "turn_start"]
         assert len(turns) == expected_turns, mode
         users = [m.content for m in harness.messages if isinstance(m, UserMessage)]
@@ -287,7 +296,9 @@ def test_determinism_and_replay(make_harness: Any, kit: Any) -> None:
     def run() -> tuple[list[str], AgentHarness, Any]:
         harness, log = make_harness(
             [
-                reply_tool_calls([("add", {"a": 1, "b": 2}, "c1"), ("add", {"a": 3, "b": 4}, "c2")]),
+                reply_tool_calls(
+                    [("add", {"a": 1, "b": 2}, "c1"), ("add", {"a": 3, "b": 4}, "c2")]
+                ),
                 reply_tool_calls([("add", {"a": 3, "b": 7}, "c3")]),
                 "10",
             ],

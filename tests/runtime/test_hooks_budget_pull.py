@@ -30,14 +30,21 @@ from harnessc.runtime.providers.scripted import ScriptedProvider, reply_text, re
 
 def test_the_ten_seed_004_topics_fire_in_order(make_harness: Any, kit: Any) -> None:
     harness, _ = make_harness(
-        [reply_tool_calls([("add", {"a": 1, "b": 1})]), reply_tool_calls([("add", {"a": 1, "b": 1})]), "x"],
+        [
+            reply_tool_calls([("add", {"a": 1, "b": 1})]),
+            reply_tool_calls([("add", {"a": 1, "b": 1})]),
+            "x",
+        ],
         tools=[kit.add_tool()],
         budget=Budget(turns=2),
     )
     fired: list[str] = []
     for topic in SEED_004_TOPICS:
         harness.on(topic, lambda e, t=topic: fired.append(t))
-    harness.on("tool_call", lambda e: (_ for _ in ()).throw(RuntimeError("boom")) if e.input["a"] > 5 else None)
+    harness.on(
+        "tool_call",
+        lambda e: (_ for _ in ()).throw(RuntimeError("boom")) if e.input["a"] > 5 else None,
+    )
     result = harness.prompt_sync("go")
     assert result.status == "paused" and result.reason == "budget_exceeded:turns"
     assert fired == [
@@ -57,7 +64,9 @@ def test_the_ten_seed_004_topics_fire_in_order(make_harness: Any, kit: Any) -> N
     ]
     # an error and completion on the next run
     fired.clear()
-    harness.options.provider = ScriptedProvider([reply_tool_calls([("add", {"a": 9, "b": 1})]), "done"])
+    harness.options.provider = ScriptedProvider(
+        [reply_tool_calls([("add", {"a": 9, "b": 1})]), "done"]
+    )
     harness.budget.raise_limits(Budget())
     result = harness.prompt_sync("again")
     assert result.status == "done"
@@ -68,8 +77,17 @@ def test_the_ten_seed_004_topics_fire_in_order(make_harness: Any, kit: Any) -> N
 def test_dotted_event_aliases_reach_subscribers(make_harness: Any, kit: Any) -> None:
     harness, _ = make_harness([reply_tool_calls([("add", {"a": 1})]), "x"], tools=[kit.add_tool()])
     seen: dict[str, int] = {}
-    for name in ("session.start", "plan.draft", "plan.commit", "step.start", "step.end", "tool.call",
-                 "tool.result", "tool.error", "session.complete"):
+    for name in (
+        "session.start",
+        "plan.draft",
+        "plan.commit",
+        "step.start",
+        "step.end",
+        "tool.call",
+        "tool.result",
+        "tool.error",
+        "session.complete",
+    ):
         harness.on(name, lambda e, n=name: seen.__setitem__(n, seen.get(n, 0) + 1))
     harness.prompt_sync("go")
     assert seen["session.start"] == 1 and seen["session.complete"] == 1
@@ -85,11 +103,18 @@ def test_blocked_and_patched_tool_calls(make_harness: Any, kit: Any) -> None:
         ],
         tools=[kit.add_tool()],
     )
-    harness.on("tool_call", lambda e: ToolCallResult(block=True, reason="too big") if e.input["a"] > 50 else None)
+    harness.on(
+        "tool_call",
+        lambda e: ToolCallResult(block=True, reason="too big") if e.input["a"] > 50 else None,
+    )
     harness.on("tool_call", lambda e: {"input": {"a": e.input["a"], "b": 10}})
     harness.on(
         "tool_result",
-        lambda e: ToolResultPatch(content=[TextContent(f"patched:{e.content[0].text}")]) if not e.is_error else None,
+        lambda e: (
+            ToolResultPatch(content=[TextContent(f"patched:{e.content[0].text}")])
+            if not e.is_error
+            else None
+        ),
     )
     harness.prompt_sync("go")
     results = {m.tool_call_id: m for m in harness.messages if isinstance(m, ToolResultMessage)}
@@ -98,7 +123,9 @@ def test_blocked_and_patched_tool_calls(make_harness: Any, kit: Any) -> None:
 
 
 def test_raising_hook_is_reported_and_tool_call_fails_closed(make_harness: Any, kit: Any) -> None:
-    harness, log = make_harness([reply_tool_calls([("add", {"a": 1, "b": 2})]), "ok"], tools=[kit.add_tool()])
+    harness, log = make_harness(
+        [reply_tool_calls([("add", {"a": 1, "b": 2})]), "ok"], tools=[kit.add_tool()]
+    )
 
     def bad(event: Any) -> None:
         raise ValueError("hook bug")
@@ -117,7 +144,10 @@ def test_raising_hook_is_reported_and_tool_call_fails_closed(make_harness: Any, 
 def test_before_agent_start_and_context_hooks(make_harness: Any) -> None:
     provider = ScriptedProvider(["hi"])
     harness, _ = make_harness(provider)
-    harness.on("before_agent_start", lambda e: BeforeAgentStartResult(system_prompt=e.system_prompt + " Be brief."))
+    harness.on(
+        "before_agent_start",
+        lambda e: BeforeAgentStartResult(system_prompt=e.system_prompt + " Be brief."),
+    )
     harness.on("context", lambda e: ContextResult(messages=e.messages[-1:]))
     harness.prompt_sync("hello")
     request = provider.requests[0]
@@ -129,7 +159,10 @@ def test_before_provider_request_merges_headers(make_harness: Any) -> None:
     provider = ScriptedProvider(["hi"])
     harness, _ = make_harness(provider, stream_options=None)
     harness.on("before_provider_request", lambda e: {"stream_options": {"headers": {"X-A": "1"}}})
-    harness.on("before_provider_request", lambda e: {"stream_options": {"headers": {"X-B": "2"}, "timeout_ms": 5}})
+    harness.on(
+        "before_provider_request",
+        lambda e: {"stream_options": {"headers": {"X-B": "2"}, "timeout_ms": 5}},
+    )
     harness.prompt_sync("hello")
     options = provider.requests[0].stream_options
     assert options.headers == {"X-A": "1", "X-B": "2"} and options.timeout_ms == 5
@@ -145,7 +178,9 @@ def test_before_provider_request_merges_headers(make_harness: Any) -> None:
         ("wall_clock_s", Budget(wall_clock_s=0.05), None),
     ],
 )
-def test_each_budget_limit_pauses_and_resumes(make_harness: Any, kit: Any, limit: str, budget: Budget, replies: Any) -> None:
+def test_each_budget_limit_pauses_and_resumes(
+    make_harness: Any, kit: Any, limit: str, budget: Budget, replies: Any
+) -> None:
     from harnessc.runtime import Usage
     from harnessc.runtime.messages import Cost
 
@@ -155,7 +190,9 @@ def test_each_budget_limit_pauses_and_resumes(make_harness: Any, kit: Any, limit
         reply_tool_calls([("add", {"a": 2, "b": 2})]),
         reply_text("finished"),
     ]
-    harness, log = make_harness(script, tools=[kit.add_tool(), kit.sleep_tool()], budget=budget, sequential_tools=True)
+    harness, log = make_harness(
+        script, tools=[kit.add_tool(), kit.sleep_tool()], budget=budget, sequential_tools=True
+    )
     result = harness.prompt_sync("go")
     assert result.status == "paused"
     assert result.reason == f"budget_exceeded:{limit}"
@@ -190,7 +227,12 @@ def test_budget_hook_may_raise_the_limit(make_harness: Any) -> None:
 
 def test_external_tool_round_trip(make_harness: Any, kit: Any) -> None:
     provider = ScriptedProvider(
-        [reply_tool_calls([("ask_user", {"question": "Deploy?"}, "q1"), ("add", {"a": 1, "b": 2}, "c2")]), "deployed"]
+        [
+            reply_tool_calls(
+                [("ask_user", {"question": "Deploy?"}, "q1"), ("add", {"a": 1, "b": 2}, "c2")]
+            ),
+            "deployed",
+        ]
     )
     harness, log = make_harness(provider, tools=[kit.ask_tool(), kit.add_tool()])
     result = harness.prompt_sync("deploy it")
@@ -213,7 +255,9 @@ def test_pending_external_call_survives_a_restart(kit: Any) -> None:
     models = {"main": Model(id="m", api="scripted", provider="test")}
     first = AgentHarness(
         AgentHarnessOptions(
-            session=session, models=models, tools=[kit.ask_tool()],
+            session=session,
+            models=models,
+            tools=[kit.ask_tool()],
             provider=ScriptedProvider([reply_tool_calls([("ask_user", {"question": "?"}, "q9")])]),
         )
     )
@@ -222,7 +266,9 @@ def test_pending_external_call_survives_a_restart(kit: Any) -> None:
     reopened = Session(header=session.header, entries=session.entries())
     second = AgentHarness(
         AgentHarnessOptions(
-            session=reopened, models=models, tools=[kit.ask_tool()],
+            session=reopened,
+            models=models,
+            tools=[kit.ask_tool()],
             provider=ScriptedProvider(["thanks"]),
         )
     )
@@ -235,7 +281,9 @@ def test_pending_external_call_survives_a_restart(kit: Any) -> None:
 
 
 def test_hook_pause_request_needs_review(make_harness: Any, kit: Any) -> None:
-    harness, log = make_harness([reply_tool_calls([("add", {"a": 1, "b": 1})]), "after review"], tools=[kit.add_tool()])
+    harness, log = make_harness(
+        [reply_tool_calls([("add", {"a": 1, "b": 1})]), "after review"], tools=[kit.add_tool()]
+    )
     harness.on("after_step", lambda e: PauseRequest("needs_review") if e.turn == 1 else None)
     result = harness.prompt_sync("go")
     assert result.status == "paused" and result.reason == "needs_review"
@@ -258,7 +306,9 @@ def test_async_handlers_and_unsubscribe(make_harness: Any) -> None:
 
 
 def test_tool_result_patches_chain(make_harness: Any, kit: Any) -> None:
-    harness, _ = make_harness([reply_tool_calls([("add", {"a": 1, "b": 1})]), "ok"], tools=[kit.add_tool()])
+    harness, _ = make_harness(
+        [reply_tool_calls([("add", {"a": 1, "b": 1})]), "ok"], tools=[kit.add_tool()]
+    )
     harness.on("tool_result", lambda e: {"content": [TextContent(e.content[0].text + " redacted")]})
     harness.on("tool_result", lambda e: {"content": [*e.content, TextContent(" [notice]")]})
     harness.prompt_sync("go")
@@ -267,7 +317,9 @@ def test_tool_result_patches_chain(make_harness: Any, kit: Any) -> None:
 
 
 def test_pause_request_from_tool_call_hook_pauses_the_run(make_harness: Any, kit: Any) -> None:
-    harness, _ = make_harness([reply_tool_calls([("add", {"a": 1, "b": 1})]), "approved"], tools=[kit.add_tool()])
+    harness, _ = make_harness(
+        [reply_tool_calls([("add", {"a": 1, "b": 1})]), "approved"], tools=[kit.add_tool()]
+    )
     harness.on("tool_call", lambda e: PauseRequest("needs approval"))
     result = harness.prompt_sync("go")
     assert result.status == "paused" and result.reason == "needs approval"
