@@ -84,6 +84,7 @@ from harnessc.runtime.messages import (
     ToolResultMessage,
     UserContent,
     UserMessage,
+    estimate_tokens,
 )
 from harnessc.runtime.options import (
     AgentHarnessOptions,
@@ -226,6 +227,7 @@ class AgentHarness:
         self._pending_events: list[Event] = []
         self._messages: list[Message] = []
         self._message_entry_ids: list[str | None] = []
+        self._estimates: list[int] = []  # chars/4 estimate of each message, kept incrementally
         for spec in options.hooks:
             self._add_handler(spec.moment, spec.handler, spec)
         self._restore_from_session()
@@ -1104,6 +1106,31 @@ class AgentHarness:
             except Exception as exc:
                 await self._report_error("compaction", exc)
 
+    def _set_context(self, messages: Sequence[Message], entry_ids: Sequence[str | None]) -> None:
+        self._messages = list(messages)
+        self._message_entry_ids = list(entry_ids)
+        self._estimates = [estimate_tokens(m) for m in self._messages]
+
+    def context_tokens(self, use_usage: bool = True) -> int:
+        """The context size: the last reply's reported usage plus estimates after it.
+
+        Kept incrementally, so checking it before every model call costs O(1) per message.
+        """
+        messages = self._messages
+        for i in range(len(messages) - 1, -1, -1) if use_usage else ():
+            message = messages[i]
+            if isinstance(message, AssistantMessage) and message.stop_reason not in (
+                "error",
+                "aborted",
+            ):
+                usage = message.usage
+                used = usage.total_tokens or (
+                    usage.input + usage.output + usage.cache_read + usage.cache_write
+                )
+                if used > 0:
+                    return used + sum(self._estimates[i + 1 :])
+        return sum(self._estimates)
+
     async def navigate_tree(
         self,
         target_id: str | None,
@@ -1127,8 +1154,7 @@ class AgentHarness:
     def reload_messages(self) -> None:
         """Rebuild the model context from the session (after compaction or a tree move)."""
         ctx = self.session.context()
-        self._messages = list(ctx.messages)
-        self._message_entry_ids = list(ctx.entry_ids)
+        self._set_context(ctx.messages, ctx.entry_ids)
 
     # -- tools --------------------------------------------------------------
 
@@ -1502,6 +1528,7 @@ class AgentHarness:
         entry = self.session.append_message(message)
         self._messages.append(message)
         self._message_entry_ids.append(entry.id)
+        self._estimates.append(estimate_tokens(message))
         run.new_messages.append(message)
         await self.emit(MessageEndEvent(message=message, entry_id=entry.id))
 
@@ -1519,8 +1546,7 @@ class AgentHarness:
     def _restore_from_session(self) -> None:
         """Continue an existing session: context, settings and a pending pause."""
         ctx = self.session.context()
-        self._messages = list(ctx.messages)
-        self._message_entry_ids = list(ctx.entry_ids)
+        self._set_context(ctx.messages, ctx.entry_ids)
         self._session_settings: dict[str, Any] = {
             "model": ctx.model,
             "thinking_level": ctx.thinking_level,

@@ -6,6 +6,8 @@ session files (camelCase keys), so sessions written by either tool open in the o
 
 from __future__ import annotations
 
+import json
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
@@ -26,6 +28,7 @@ __all__ = [
     "UserContent",
     "UserMessage",
     "content_from_dict",
+    "estimate_tokens",
     "message_from_dict",
     "message_text",
     "now_ms",
@@ -377,3 +380,28 @@ def message_text(message: Message) -> str:
     if isinstance(content, str):
         return content
     return "".join(c.text for c in content if isinstance(c, TextContent))
+
+
+IMAGE_CHARS = 4800  # an image counts as about 1,200 tokens in estimates
+
+
+def estimate_tokens(message: Message) -> int:
+    """A rough token count of one message: characters / 4, rounded up."""
+    chars = 0
+    if isinstance(message, AssistantMessage):
+        for block in message.content:
+            if isinstance(block, TextContent):
+                chars += len(block.text)
+            elif isinstance(block, ThinkingContent):
+                chars += len(block.thinking)
+            elif isinstance(block, ToolCall):
+                chars += len(block.name) + len(json.dumps(block.arguments, ensure_ascii=False))
+    elif isinstance(message.content, str):
+        chars = len(message.content)
+    else:
+        for item in message.content:
+            if isinstance(item, TextContent):
+                chars += len(item.text)
+            elif isinstance(item, ImageContent):
+                chars += IMAGE_CHARS
+    return math.ceil(chars / 4)

@@ -11,7 +11,7 @@ import asyncio
 import itertools
 import json
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from copy import deepcopy
+import copy
 from typing import Any, TypeAlias
 
 from harnessc.runtime.messages import (
@@ -84,7 +84,7 @@ class ScriptedProvider:
                 reply = reply(context)
         if isinstance(reply, str):
             return reply_text(reply)
-        return deepcopy(reply)
+        return _clone(reply)
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[AssistantMessageEvent]:
         self.requests.append(request)
@@ -154,3 +154,19 @@ class ScriptedProvider:
     async def _pause(self) -> None:
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
+
+
+def _clone(message: AssistantMessage) -> AssistantMessage:
+    """A copy of a scripted reply, so serving it twice never shares state."""
+    content: list[Any] = []
+    for block in message.content:
+        if isinstance(block, ToolCall):
+            content.append(
+                ToolCall(block.id, block.name, copy.deepcopy(block.arguments), block.parse_error)
+            )
+        else:
+            content.append(copy.copy(block))
+    clone = copy.copy(message)
+    clone.content = content
+    clone.usage = copy.deepcopy(message.usage)
+    return clone

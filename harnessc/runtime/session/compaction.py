@@ -16,7 +16,6 @@ short summary, appended to the history summary.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -31,6 +30,7 @@ from harnessc.runtime.messages import (
     ToolCall,
     ToolResultMessage,
     UserMessage,
+    estimate_tokens,
 )
 from harnessc.runtime.options import AgentHarnessStreamOptions, Model, ThinkingLevel
 from harnessc.runtime.providers.base import Context, Provider, ProviderRequest
@@ -74,7 +74,6 @@ __all__ = [
 ]
 
 TOOL_RESULT_MAX_CHARS = 2000
-IMAGE_CHARS = 4800  # an image counts as ~1200 tokens
 
 
 class CompactionError(Exception):
@@ -93,34 +92,6 @@ class CompactionSettings:
 
 
 # -- token estimates ------------------------------------------------------------
-
-
-def _content_chars(content: str | Sequence[Any]) -> int:
-    if isinstance(content, str):
-        return len(content)
-    chars = 0
-    for block in content:
-        if isinstance(block, TextContent):
-            chars += len(block.text)
-        elif isinstance(block, ImageContent):
-            chars += IMAGE_CHARS
-    return chars
-
-
-def estimate_tokens(message: Message) -> int:
-    """A rough token count of one message: characters / 4, rounded up."""
-    if isinstance(message, AssistantMessage):
-        chars = 0
-        for block in message.content:
-            if isinstance(block, TextContent):
-                chars += len(block.text)
-            elif isinstance(block, ThinkingContent):
-                chars += len(block.thinking)
-            elif isinstance(block, ToolCall):
-                chars += len(block.name) + len(json.dumps(block.arguments, ensure_ascii=False))
-    else:
-        chars = _content_chars(message.content)
-    return math.ceil(chars / 4)
 
 
 def _usage_tokens(message: AssistantMessage) -> int:
@@ -842,17 +813,32 @@ def needs_compaction(harness: Any) -> bool:
     settings = getattr(harness, "compaction_settings", None) or CompactionSettings()
     if not settings.enabled:
         return False
-    tokens = estimate_context_tokens(harness.messages, not _compacted_since_reply(harness.session))
+    use_usage = not _compacted_since_reply(harness.session)
+    counter = getattr(harness, "context_tokens", None)
+    if counter is not None:
+        tokens = counter(use_usage)
+    else:
+        tokens = estimate_context_tokens(harness.messages, use_usage)
     return should_compact(tokens, harness.model.context_window, settings)
 
 
 def _compacted_since_reply(session: Session) -> bool:
-    """True when a compaction came after the last reply (its usage predates the cut)."""
-    for entry in reversed(session.branch()):
+    """True when a compaction came after the last reply (its usage predates the cut).
+
+    Walks back from the leaf and stops at the first reply, so it costs a few steps.
+    """
+    entry_id = session.leaf_id
+    seen: set[str] = set()
+    while entry_id is not None and entry_id not in seen:
+        seen.add(entry_id)
+        entry = session.get_entry(entry_id)
+        if entry is None:
+            return False
         if entry.type == "compaction":
             return True
         if entry.role == "assistant":
             return False
+        entry_id = entry.parent_id
     return False
 
 
