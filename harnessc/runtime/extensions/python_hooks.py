@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harnessc.runtime.extensions.protocol import HookTimeoutError, check_result
+from harnessc.runtime.extensions.protocol import HookProtocolError, HookTimeoutError, check_result
 from harnessc.runtime.hooks import HookSpec, accepts_context, canonical_hook_name
 
 __all__ = ["DEFAULT_PYTHON_HOOK_TIMEOUT_S", "HookTimeoutError", "PythonHook", "python_hook"]
@@ -33,6 +33,12 @@ def _settle(future: asyncio.Future[Any], value: Any, error: BaseException | None
         future.set_exception(error)
     else:
         future.set_result(value)
+
+
+def _contained(exc: BaseException, label: str) -> HookProtocolError:
+    """A SystemExit or KeyboardInterrupt raised by hook code, as an ordinary hook failure."""
+    detail = f"{type(exc).__name__}({exc})" if str(exc) else type(exc).__name__
+    return HookProtocolError(f"{label} raised {detail}")
 
 
 async def run_in_daemon_thread(
@@ -51,8 +57,10 @@ async def run_in_daemon_thread(
         error: BaseException | None = None
         try:
             value = func(*args)
-        except BaseException as exc:  # handed to the loop, never lost
+        except Exception as exc:  # handed to the loop, never lost
             error = exc
+        except BaseException as exc:  # SystemExit / KeyboardInterrupt: a failed hook, not an exit
+            error = _contained(exc, label)
         try:
             loop.call_soon_threadsafe(_settle, future, value, error)
         except RuntimeError:  # the loop is closed: nobody waits any more
@@ -80,6 +88,13 @@ class PythonHook:
         self.label = f"python hook {target}"
         self._takes_harness = accepts_context(func)
 
+    async def _guarded(self, awaitable: Any) -> Any:
+        # Caught inside the coroutine: a SystemExit that reached the task would stop the loop.
+        try:
+            return await awaitable
+        except SystemExit as exc:  # sys.exit() in a hook fails the hook, not the agent
+            raise _contained(exc, self.label) from None
+
     def __repr__(self) -> str:
         return f"PythonHook({self.moment!r}, {self.target!r}, timeout_s={self.timeout_s})"
 
@@ -96,7 +111,7 @@ class PythonHook:
 
     async def _await(self, awaitable: Any) -> Any:
         try:
-            return await asyncio.wait_for(awaitable, self.timeout_s)
+            return await asyncio.wait_for(self._guarded(awaitable), self.timeout_s)
         except TimeoutError:
             raise HookTimeoutError(
                 f"{self.label} did not return within {self.timeout_s:g} s"
