@@ -5,7 +5,6 @@ resources: every turn's system prompt lists a complete, valid version of each sk
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import shutil
 import threading
