@@ -147,6 +147,8 @@ def resolve_path(
             "refusing it inside the workspace"
         )
     for variant in _variants(raw):
+        if "\x00" in variant:  # percent-encoded NUL
+            raise PathError(f"path {raw!r} (read as {variant!r}) contains a NUL byte")
         resolved = _resolve_one(variant, env.base)
         if not is_inside(resolved, env.workspace):
             shown = "" if variant == raw else f" (read as {variant!r})"
