@@ -16,6 +16,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from harnessc.runtime.session.jsonl import (
@@ -211,6 +212,7 @@ class JsonlSessionRepo:
         skipped and recorded in ``self.skipped``.
         """
         self.skipped = []
+        root = Path(os.path.realpath(self.root))
         if cwd is not None:
             directories = [self.root / cwd_slug(os.path.abspath(cwd))]
         elif self.root.is_dir():
@@ -221,13 +223,21 @@ class JsonlSessionRepo:
             directories = []
         metas: list[tuple[int, SessionMeta]] = []
         for directory in directories:
+            if not Path(os.path.realpath(directory)).is_relative_to(root):
+                continue  # a symlink leading out of the root: never read
             try:
                 files = [p for p in directory.iterdir() if p.name.endswith(".jsonl")]
             except OSError:
                 continue
             for file in files:
                 try:
-                    stat = file.stat()
+                    real = Path(os.path.realpath(file))
+                    stat = real.stat()
+                    if not real.is_relative_to(root) or not S_ISREG(stat.st_mode):
+                        # a link out of the root, a FIFO or device: opening it could read
+                        # outside the sessions folder or block forever
+                        self.skipped.append((str(file), "not a regular file inside the root"))
+                        continue
                     meta = _read_meta(str(file), full)
                 except (OSError, ValueError, SessionError) as exc:
                     self.skipped.append((str(file), str(exc)))
@@ -327,7 +337,7 @@ def _read_meta(path: str, full: bool) -> SessionMeta:
         head = f.readline(_HEAD_BYTES)
         try:
             header = SessionHeader.from_dict(json.loads(head))
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep JSON
             raise SessionFileError(f"not a session file ({exc})") from None
         read = len(head)
         for _ in range(_HEAD_LINES):
@@ -362,7 +372,7 @@ def _read_meta(path: str, full: bool) -> SessionMeta:
 def _session_name(line: bytes, current: str | None) -> str | None:
     try:
         obj = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return current
     if not isinstance(obj, dict) or obj.get("type") != "session_info":
         return current
@@ -373,7 +383,7 @@ def _session_name(line: bytes, current: str | None) -> str | None:
 def _user_text(line: bytes) -> str | None:
     try:
         obj = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     message = obj.get("message") if isinstance(obj, dict) and obj.get("type") == "message" else None
     if not isinstance(message, dict) or message.get("role") != "user":

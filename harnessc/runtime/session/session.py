@@ -647,7 +647,7 @@ def _parse_message(raw: dict[str, Any]) -> Message | None:
         elif role == "compactionSummary":
             return compaction_summary_message(str(raw.get("summary", "")), _ms(raw))
         return message_from_dict(raw)
-    except (ValueError, TypeError, AttributeError):
+    except (ValueError, TypeError, AttributeError, OverflowError):  # e.g. "timestamp": Infinity
         return None
 
 
