@@ -161,6 +161,7 @@ def hook_payload(moment: str, event: Any, harness: Any) -> dict[str, Any]:
         event_type = getattr(event, "type", None)
         if isinstance(event_type, str):
             payload["event_type"] = event_type
+    _scrub_headers(payload)
     tool_name = getattr(event, "tool_name", None)
     if tool_name is not None:
         payload["tool_name"] = tool_name
@@ -175,6 +176,22 @@ def hook_payload(moment: str, event: Any, harness: Any) -> dict[str, Any]:
         message = getattr(event, "message", None)
         payload["last_assistant_message"] = message_text(message) if message is not None else ""
     return payload
+
+
+def _scrub_headers(value: Any) -> None:
+    """Replace credential header values (model and stream ``headers``) in place: a hook
+    command never receives an API key or gateway token on its stdin."""
+    from harnessc.runtime.providers.errors import redact_headers
+
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "headers" and isinstance(item, dict):
+                value[key] = redact_headers(item)
+            else:
+                _scrub_headers(item)
+    elif isinstance(value, list):
+        for item in value:
+            _scrub_headers(item)
 
 
 # -- what a decision means at each moment ------------------------------------------------

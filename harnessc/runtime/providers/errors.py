@@ -11,14 +11,19 @@ __all__ = [
     "ProviderError",
     "error_text_from_body",
     "is_context_overflow_text",
+    "is_secret_header",
     "redact",
     "redact_headers",
+    "secret_values",
 ]
 
 # Request headers that carry credentials; never logged or put into a message.
 SECRET_HEADERS = frozenset({"authorization", "x-api-key", "x-goog-api-key", "api-key"})
 
 _REDACTED = "[redacted]"
+# Header names that carry credentials whatever the gateway calls them (X-Gateway-Key,
+# X-Auth-Token, Proxy-Authorization, Cookie, ...).
+_SECRET_NAME = re.compile(r"auth|key|token|secret|passw|cookie|signature|credential", re.I)
 
 # Texts providers (and OpenAI-compatible servers) use when the prompt did not fit.
 _OVERFLOW = re.compile(
@@ -86,12 +91,32 @@ def redact(text: str, secrets: Iterable[str | None]) -> str:
     return text
 
 
+def is_secret_header(name: str) -> bool:
+    """True for a header whose value is a credential (never shown, logged or echoed)."""
+    return name.lower() in SECRET_HEADERS or _SECRET_NAME.search(name) is not None
+
+
 def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
     """A copy of ``headers`` safe to log: credential headers are replaced."""
     return {
-        key: (_REDACTED if key.lower() in SECRET_HEADERS else value)
-        for key, value in headers.items()
+        key: (_REDACTED if is_secret_header(str(key)) else value) for key, value in headers.items()
     }
+
+
+def secret_values(api_key: str | None, headers: Mapping[str, str] | None = None) -> list[str]:
+    """Every text to cut from messages: the key (also without surrounding whitespace, as
+    an escaped ``\\r\\n`` in an exception would hide the raw one) and the values of
+    credential headers (with and without their ``Bearer``/``Basic`` scheme)."""
+    out: list[str] = []
+    values = [api_key] if api_key else []
+    for name, value in (headers or {}).items():
+        if isinstance(value, str) and is_secret_header(str(name)):
+            values.append(value)
+    for value in values:
+        for candidate in (value, value.strip(), value.strip().partition(" ")[2].strip()):
+            if len(candidate) >= 4 and candidate not in out:
+                out.append(candidate)
+    return sorted(out, key=len, reverse=True)  # longest first: no partial leftovers
 
 
 def _message_in(data: object) -> str | None:

@@ -26,7 +26,12 @@ from harnessc.runtime.messages import AssistantMessage
 from harnessc.runtime.options import Model
 from harnessc.runtime.providers.base import AssistantMessageEvent, ProviderRequest, ProviderRetry
 from harnessc.runtime.providers.builder import MessageBuilder, finalize_usage
-from harnessc.runtime.providers.errors import ProviderError, error_text_from_body, redact
+from harnessc.runtime.providers.errors import (
+    ProviderError,
+    error_text_from_body,
+    redact,
+    secret_values,
+)
 from harnessc.runtime.providers.retry import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_MAX_RETRY_DELAY_MS,
@@ -240,7 +245,7 @@ class HttpProvider:
                 [],
             )
             return
-        secrets = [api_key]
+        secrets: list[str | None] = list(secret_values(api_key))
         try:
             spec = self.build_request(request, api_key)
         except Exception as exc:
@@ -259,6 +264,7 @@ class HttpProvider:
                 payload = replaced
         options = request.stream_options
         headers = merge_headers(spec.headers, model.headers, options.headers)
+        secrets[:] = secret_values(api_key, headers)
         try:
             body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
         except (TypeError, ValueError) as exc:
