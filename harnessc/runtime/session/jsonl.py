@@ -171,7 +171,7 @@ def _parse_session(data: bytes, path: str) -> LoadedSession:
     parsed = _parse_all(data, len(lines)) if ends_with_newline else None
     try:
         header = SessionHeader.from_dict(parsed[0] if parsed else _loads(lines[0]))
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep JSON
         raise SessionFileError(f"{path}: line 1 is not a session header ({exc})") from None
 
     diagnostics: list[str] = []
@@ -203,7 +203,7 @@ def _parse_session(data: bytes, path: str) -> LoadedSession:
                 obj.setdefault("parentId", last_id)
                 generated = True
             entry = from_json(obj)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             lineno = index + 1
             if torn:
                 diagnostics.append(
@@ -263,7 +263,7 @@ def _parse_all(data: bytes, count: int) -> list[Any] | None:
     """Every line of ``data`` (ending with a newline) parsed at once, or None."""
     try:
         values = _loads("[" + data[:-1].decode("utf-8").replace("\n", ",") + "]")
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     # a line holding anything but one object (or a blank line) makes the counts or
     # the types disagree: then the slow path reports it with its line number
@@ -279,7 +279,7 @@ def _fresh_id(known: set[str]) -> str:
             return candidate
 
 
-def _reason(exc: ValueError) -> str:
+def _reason(exc: Exception) -> str:
     text = str(exc)
     return text if len(text) <= 120 else text[:117] + "..."
 
@@ -295,7 +295,7 @@ def read_header(path: str, max_bytes: int = 1 << 20) -> SessionHeader:
         line = f.readline(max_bytes)
     try:
         return SessionHeader.from_dict(_loads(line))
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise SessionFileError(f"{path}: line 1 is not a session header ({exc})") from None
 
 
