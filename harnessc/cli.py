@@ -260,10 +260,18 @@ def check(specs: tuple[str, ...]) -> None:
     "-o", "--out", "out_file", type=click.Path(dir_okay=False), help="Write to this file."
 )
 @click.option("--check", is_flag=True, help="With -o: exit 1 if the file differs from the export.")
+@click.option(
+    "--markdown", is_flag=True, help="The spec reference as Markdown tables, made from the schema."
+)
 @_guard
-def schema(out_file: str | None, check: bool) -> None:
-    """Export the JSON Schema of agent specs (stdout unless -o)."""
+def schema(out_file: str | None, check: bool, markdown: bool) -> None:
+    """Export the JSON Schema of agent specs, or the spec reference (stdout unless -o)."""
     text = export_schema()
+    if markdown:
+        from harnessc.compiler.reference import render_reference
+        from harnessc.spec.schema import schema_dict
+
+        text = render_reference(schema_dict())
     if out_file is None:
         if check:
             raise click.UsageError("--check needs -o FILE")
@@ -273,7 +281,8 @@ def schema(out_file: str | None, check: bool) -> None:
     current = path.read_text(encoding="utf-8") if path.is_file() else None
     if check:
         if current != text:
-            click.echo(f"{out_file}: stale; run `harnessc schema -o {out_file}`")
+            flag = " --markdown" if markdown else ""
+            click.echo(f"{out_file}: stale; run `harnessc schema{flag} -o {out_file}`")
             raise SystemExit(1)
         click.echo(f"{out_file}: current")
         return

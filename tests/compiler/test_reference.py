@@ -1,0 +1,119 @@
+"""The spec reference (docs/spec-reference.md) is the fresh rendering of the JSON Schema,
+and the README documents every top-level key, every hook name, and a spec that validates."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harnessc.cli import cli
+from harnessc.compiler.reference import render_reference
+from harnessc.runtime.hooks import HOOK_NAMES
+from harnessc.spec import format_diagnostics, parse_spec
+from harnessc.spec.schema import schema_dict
+
+REPO = Path(__file__).resolve().parents[2]
+REFERENCE = REPO / "docs" / "spec-reference.md"
+README = REPO / "README.md"
+
+
+def _section(text: str, title: str) -> str:
+    """The body of the ``## title`` section of a Markdown text (up to the next ``## ``)."""
+    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", text, re.M | re.S)
+    assert match, f"README has no '## {title}' section"
+    return match.group(1)
+
+
+def test_committed_reference_equals_the_rendering() -> None:
+    committed = REFERENCE.read_text(encoding="utf-8")
+    assert committed == render_reference(schema_dict()), (
+        "run `harnessc schema --markdown -o docs/spec-reference.md`"
+    )
+
+
+def test_schema_markdown_prints_the_reference_and_checks_the_file(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(REPO)
+    runner = CliRunner()
+    printed = runner.invoke(cli, ["schema", "--markdown"])
+    assert printed.exit_code == 0, printed.output
+    assert printed.stdout == render_reference(schema_dict())
+    checked = runner.invoke(
+        cli, ["schema", "--markdown", "-o", "docs/spec-reference.md", "--check"]
+    )
+    assert checked.exit_code == 0, checked.output
+
+
+def test_schema_markdown_check_reports_a_stale_file(tmp_path: Path) -> None:
+    target = tmp_path / "reference.md"
+    target.write_text("# old\n", encoding="utf-8")
+    result = CliRunner().invoke(cli, ["schema", "--markdown", "-o", str(target), "--check"])
+    assert result.exit_code == 1
+    assert "harnessc schema --markdown -o" in result.stdout
+
+
+def test_every_top_level_key_is_documented() -> None:
+    keys = list(schema_dict()["properties"])
+    assert keys
+    section = _section(README.read_text(encoding="utf-8"), "Spec reference")
+    assert "docs/spec-reference.md" in section
+    reference = REFERENCE.read_text(encoding="utf-8")
+    missing = [k for k in keys if f"`{k}`" not in section and f"| `{k}` |" not in reference]
+    assert not missing, f"top-level keys missing from the reference: {missing}"
+
+
+def test_every_nested_key_has_a_row() -> None:
+    reference = REFERENCE.read_text(encoding="utf-8")
+    defs = schema_dict()["$defs"]
+    for name in ("ModelSpec", "BudgetSpec", "CompactionSpec", "HookHandlerSpec", "StreamSpec"):
+        for key in defs[name]["properties"]:
+            assert re.search(rf"\| `[^`]*\.{re.escape(key)}` \|", reference), (name, key)
+
+
+def test_every_hook_name_is_in_the_readme() -> None:
+    section = _section(README.read_text(encoding="utf-8"), "Hooks")
+    missing = sorted(name for name in HOOK_NAMES if f"`{name}`" not in section)
+    assert not missing, f"hook names missing from README's Hooks section: {missing}"
+
+
+def test_the_annotated_readme_spec_validates() -> None:
+    section = _section(README.read_text(encoding="utf-8"), "Writing a spec")
+    blocks = re.findall(r"```yaml\n(.*?)```", section, re.S)
+    assert blocks, "no yaml example under 'Writing a spec'"
+    # As if it were a file beside the examples: its paths resolve against agents/.
+    loaded = parse_spec(blocks[0].encode(), REPO / "agents" / "readme-example.yaml")
+    assert loaded.ok and not loaded.diagnostics, format_diagnostics(loaded.diagnostics)
+
+
+def test_render_reference_types_defaults_and_nesting() -> None:
+    schema = {
+        "title": "t",
+        "type": "object",
+        "required": ["name"],
+        "properties": {
+            "name": {"type": "string", "pattern": "^[a-z]+$", "description": "The <name>."},
+            "limit": {
+                "anyOf": [{"type": "integer", "exclusiveMinimum": 0}, {"type": "null"}],
+                "default": None,
+            },
+            "mode": {"enum": ["a", "b"], "type": "string", "default": "a"},
+            "items": {"type": "array", "items": {"$ref": "#/$defs/Item"}},
+        },
+        "$defs": {
+            "Item": {
+                "type": "object",
+                "description": "One item.",
+                "properties": {"flag": {"type": "boolean", "default": True}},
+            }
+        },
+    }
+    text = render_reference(schema)
+    assert "| `name` | string | required | The &lt;name&gt;. Pattern: `^[a-z]+$`. |" in text
+    assert "| `limit` | integer (> 0) | `null` |  |" in text
+    assert '| `mode` | `"a"` \\| `"b"` | `"a"` |  |' in text
+    assert "## `items[]`" in text
+    assert "| `items[].flag` | boolean | `true` |  |" in text
