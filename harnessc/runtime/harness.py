@@ -358,7 +358,7 @@ class AgentHarness:
                 if not isinstance(event, ErrorEvent):
                     await self._report_error(f"subscriber:{event.type}", exc)
         if event.type in self._handlers:
-            results = await self._call_hooks(event.type, event)
+            results = await self._call_hooks(event.type, event, getattr(event, "tool_name", None))
             for result in results:
                 if isinstance(result, PauseRequest) and self._run is not None:
                     self._run.pause_requested = result.reason

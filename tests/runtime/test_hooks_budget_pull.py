@@ -323,3 +323,18 @@ def test_pause_request_from_tool_call_hook_pauses_the_run(make_harness: Any, kit
     harness.on("tool_call", lambda e: PauseRequest("needs approval"))
     result = harness.prompt_sync("go")
     assert result.status == "paused" and result.reason == "needs approval"
+
+
+def test_matcher_applies_to_tool_events(make_harness: Any, kit: Any) -> None:
+    from harnessc.runtime import HookSpec
+
+    seen: list[str] = []
+    harness, _ = make_harness(
+        [reply_tool_calls([("add", {"a": 1, "b": 1}), ("sleep", {"seconds": 0})]), "ok"],
+        tools=[kit.add_tool(), kit.sleep_tool()],
+        hooks=[
+            HookSpec("tool_execution_start", lambda e: seen.append(e.tool_name), matcher="sleep")
+        ],
+    )
+    harness.prompt_sync("go")
+    assert seen == ["sleep"]

@@ -8,10 +8,10 @@ sees exactly the events a real provider would produce.
 from __future__ import annotations
 
 import asyncio
+import copy
 import itertools
 import json
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-import copy
 from typing import Any, TypeAlias
 
 from harnessc.runtime.messages import (
