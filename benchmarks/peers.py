@@ -470,7 +470,7 @@ def _ratio(value: float, base: float) -> str:
     return f"{value / base:.2f}x" if base > 0 else "-"
 
 
-def report(frameworks: list[Framework], steps: int, runs: int) -> None:
+def report(frameworks: list[Framework], steps: int, runs: int, verbose: bool = False) -> None:
     figs = {fw.name: figures(fw, steps) for fw in frameworks}
     ours = figs.get("harnessc")
     print()
@@ -500,6 +500,13 @@ def report(frameworks: list[Framework], steps: int, runs: int) -> None:
     print()
     for fw in frameworks:
         print(f"  {fw.name}: {fw.note}")
+    if verbose:
+        print()
+        for fw in frameworks:
+            for n, walls in sorted(fw.wall.items()):
+                cpus = fw.cpu.get(n, [])
+                runs = " ".join(f"{w:.3f}/{c:.3f}" for w, c in zip(walls, cpus, strict=False))
+                print(f"  {fw.name} N={n} wall/CPU s: {runs}")
     peers = [f for fw in frameworks if not fw.ours and (f := figs[fw.name])]
     if not peers:
         return
@@ -537,6 +544,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only", action="append", default=None, help="run only this framework (repeatable)"
     )
+    parser.add_argument("--verbose", action="store_true", help="also print every run's figures")
     parser.add_argument(
         "--tree",
         action="append",
@@ -557,7 +565,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"N = 1 and N = {args.steps}, {args.runs} runs each, in alternation")
     load_before = os.getloadavg()[0]
     measure(frameworks, args.steps, args.runs)
-    report(frameworks, args.steps, args.runs)
+    report(frameworks, args.steps, args.runs, args.verbose)
     print(f"\nload average (1 min): {load_before:.2f} before, {os.getloadavg()[0]:.2f} after")
     return 0
 
