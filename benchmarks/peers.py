@@ -251,14 +251,18 @@ def _pip_install(python: Path, requirements: list[str]) -> str | None:
 
 def _importable(python: Path, module: str) -> bool:
     probe = subprocess.run(
-        [str(python), "-c", f"import {module}"], capture_output=True, text=True, check=False
+        # -I: the work tree's own agents/ folder must not pass for the agents package
+        [str(python), "-I", "-c", f"import {module}"],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     return probe.returncode == 0
 
 
 def _version(python: Path, dist: str) -> str:
     probe = subprocess.run(
-        [str(python), "-c", f"import importlib.metadata as m; print(m.version({dist!r}))"],
+        [str(python), "-I", "-c", f"import importlib.metadata as m; print(m.version({dist!r}))"],
         capture_output=True,
         text=True,
         check=False,
