@@ -56,15 +56,22 @@ class Zygote:
         line, _, self.buffer = self.buffer.partition(b"\n")
         return line.decode()
 
-    def run(self, directory: Path, kill_after: float | None) -> tuple[list[str], bool]:
-        """Run one child; kill it after ``kill_after`` seconds. Returns its lines and
-        whether it was killed before finishing."""
+    def run(
+        self, directory: Path, kill: tuple[int, float] | None
+    ) -> tuple[list[str], bool, list[float]]:
+        """Run one child; with ``kill=(turn, delay)`` SIGKILL it ``delay`` seconds after
+        it reports that turn (turn 0: after the fork). Returns its lines, whether it was
+        killed before finishing, and the times of its turn reports."""
         assert self.proc.stdin is not None
+        started = time.monotonic()
         self.proc.stdin.write(f"run {directory}\n".encode())
-        deadline = None if kill_after is None else time.monotonic() + kill_after
         pid: int | None = None
         lines: list[str] = []
+        stamps: list[float] = []
         killed = False
+        deadline: float | None = None
+        if kill is not None and kill[0] == 0:
+            deadline = started + kill[1]
         while True:
             wait = 10.0 if deadline is None else max(0.0, deadline - time.monotonic())
             line = self.line(wait)
@@ -87,11 +94,15 @@ class Zygote:
             if line.startswith("reaped "):
                 status = int(line.split()[2])
                 if killed and os.WIFSIGNALED(status):
-                    return lines, True
+                    return lines, True, stamps
                 assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, (status, lines[-3:])
-                return lines, False
+                return lines, False, stamps
             assert not line.startswith("crashed"), line
             lines.append(line)
+            if line.startswith("turn "):
+                stamps.append(time.monotonic() - started)
+                if kill is not None and not killed and len(stamps) == kill[0]:
+                    deadline = time.monotonic() + kill[1]
 
     def close(self) -> None:
         assert self.proc.stdin is not None
@@ -145,18 +156,25 @@ def test_sigkill_at_random_moments(tmp_path: Path) -> None:
     outcomes: Counter[str] = Counter()
     dangling = 0
     try:
-        durations = []
-        for warmup in range(5):  # the first fork pays for lazy imports
-            started = time.monotonic()
-            lines, killed = zygote.run(tmp_path / f"calibrate{warmup}", None)
-            durations.append(time.monotonic() - started)
+        gaps: dict[int, list[float]] = {}
+        for warmup in range(4):  # the first fork also pays for lazy imports
+            lines, killed, stamps = zygote.run(tmp_path / f"calibrate{warmup}", None)
             assert not killed and lines[-1] == "finished"
-        duration = sorted(durations[1:])[1]
-        verify_s = 0.0
+            if warmup:
+                for turn, (a, b) in enumerate(zip([0.0, *stamps], stamps, strict=False)):
+                    gaps.setdefault(turn, []).append(b - a)
         full_turns = sum(1 for line in lines if line.startswith("turn "))
+        # median time from the report of turn k (k=0: the fork) to the next report
+        gap = {k: sorted(v)[len(v) // 2] for k, v in gaps.items()}
+        gap[full_turns] = gap[full_turns - 1]
+        verify_s = 0.0
         for trial in range(KILLS):
             directory = tmp_path / f"t{trial}"
-            lines, killed = zygote.run(directory, rng.uniform(0, duration))
+            # a random moment: after a random turn report, a random part of that turn
+            # later (up to 1.5 turns, so some kills land in the next turn too)
+            turn = rng.randrange(full_turns + 1)
+            kill = (turn, rng.uniform(0, 1.5 * gap[turn]))
+            lines, killed, _ = zygote.run(directory, kill)
             paths = [line.split(" ", 1)[1] for line in lines if line.startswith("path ")]
             turns = [line.split()[1:] for line in lines if line.startswith("turn ")]
             if not paths:
@@ -181,6 +199,6 @@ def test_sigkill_at_random_moments(tmp_path: Path) -> None:
         zygote.close()
     assert sum(outcomes.values()) == KILLS
     print(
-        f"\nSIGKILL: {KILLS} runs of {duration * 1000:.0f} ms; "
+        f"\nSIGKILL: {KILLS} kills in runs of {sum(gap.values()) * 1000:.0f} ms; "
         f"{dict(sorted(outcomes.items()))}; {dangling} reopened mid tool batch; verify {verify_s:.1f} s"
     )
