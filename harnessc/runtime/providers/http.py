@@ -187,7 +187,9 @@ class HttpProvider:
     default_provider: ClassVar[str] = ""
 
     def __init__(self) -> None:
-        self._client: httpx.AsyncClient | None = None
+        # One client for https and one for plain http: a plain-http client needs no TLS
+        # context, which saves building one (tens of ms) for local servers.
+        self._clients: dict[bool, httpx.AsyncClient] = {}
         self._client_loop: asyncio.AbstractEventLoop | None = None
 
     # -- to implement -------------------------------------------------------------
@@ -200,24 +202,29 @@ class HttpProvider:
 
     # -- client -------------------------------------------------------------------
 
-    def http_client(self) -> httpx.AsyncClient:
+    def http_client(self, secure: bool = True) -> httpx.AsyncClient:
         loop = asyncio.get_running_loop()
-        client = self._client
-        if client is None or client.is_closed or self._client_loop is not loop:
+        if self._client_loop is not loop:
+            self._clients = {}
+            self._client_loop = loop
+        client = self._clients.get(secure)
+        if client is None or client.is_closed:
+            # Redirects are never followed, so the plain-http client never speaks TLS.
             client = httpx.AsyncClient(
-                verify=_ssl_context(),
+                verify=_ssl_context() if secure else False,
                 timeout=_DEFAULT_TIMEOUT,
                 limits=httpx.Limits(max_connections=100, max_keepalive_connections=20),
+                follow_redirects=False,
             )
-            self._client = client
-            self._client_loop = loop
+            self._clients[secure] = client
         return client
 
     async def aclose(self) -> None:
-        """Close the shared HTTP client (a later request opens a new one)."""
-        client, self._client = self._client, None
-        if client is not None and self._client_loop is asyncio.get_running_loop():
-            await client.aclose()
+        """Close the shared HTTP clients (a later request opens new ones)."""
+        clients, self._clients = list(self._clients.values()), {}
+        if self._client_loop is asyncio.get_running_loop():
+            for client in clients:
+                await client.aclose()
 
     # -- streaming ----------------------------------------------------------------
 
@@ -433,7 +440,7 @@ class HttpProvider:
     ) -> None:
         """Send one request and pass its head, body chunks and end (or failure) on."""
         try:
-            client = self.http_client()
+            client = self.http_client(secure=not url.startswith("http://"))
             async with client.stream(
                 "POST", url, headers=headers, content=body, timeout=timeout
             ) as response:
