@@ -14,12 +14,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from harnessc.runtime import AgentHarness, AgentHarnessOptions, EventLog, Model, ToolContextSource
 from harnessc.runtime.providers.scripted import ScriptedProvider, reply_tool_calls
 from harnessc.runtime.signal import AbortSignal
 from harnessc.runtime.tools import (
     create_bash_tool,
     create_edit_tool,
+    create_grep_tool,
     create_read_tool,
 )
 
@@ -409,3 +412,44 @@ def test_other_file_tools_on_a_two_gigabyte_file(tmp_path: Path) -> None:
     assert "big.txt" in ls["text"] and "big.txt" in find["text"]
     assert edit["is_error"] and "edit works on files up to" in edit["text"]
     assert out["maxrss_mb"] < 200
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        ("bash", {"command": "yes"}),  # endless output
+        ("bash", {"command": "cat /dev/zero | tr '\\0' x"}),
+        ("bash", {"command": "python3 -c 'import sys; sys.stdin.read()'; sleep 30"}),
+        ("read", {"path": "text.log"}),  # 2 GB: scanning it takes a while
+        ("grep", {"pattern": "never-there"}),
+    ],
+    ids=["yes", "zeros", "stdin-then-sleep", "read-2gb", "grep-2gb"],
+)
+def test_abort_during_a_heavy_tool_returns_within_a_second(
+    call: tuple[str, dict[str, Any]], tmp_path: Path
+) -> None:
+    _sparse(tmp_path / "text.log", TEXT_HEAD, TWO_GB)
+    tools = [create_bash_tool(), create_read_tool(), create_grep_tool()]
+    harness, log = agent(tmp_path, [call], tools)
+
+    async def go() -> tuple[Any, float, float, Any]:
+        with Ticker() as ticker:
+            task = asyncio.create_task(harness.prompt("go"))
+            while not [e for e in log if e.type == "tool_execution_start"]:
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.3)
+            started = time.monotonic()
+            harness.abort()
+            result = await task
+            latency = time.monotonic() - started
+        fresh = await harness.prompt("next")  # the agent is usable again at once
+        return result, latency, ticker.worst, fresh
+
+    result, latency, stall, fresh = asyncio.run(go())
+    print(
+        f"\nabort during {call[0]} {call[1]}: {latency * 1000:.0f} ms, loop stall {stall * 1000:.0f} ms"
+    )
+    assert result.status == "aborted"
+    assert latency < 1.0, f"abort took {latency:.2f} s"
+    assert stall < 0.25
+    assert fresh.status in ("done", "error")  # the script has no reply left: still an answer
