@@ -4,6 +4,7 @@ readable error, the session file stays valid, and the next prompt works."""
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import time
 from dataclasses import dataclass, field
@@ -12,8 +13,11 @@ from pathlib import Path
 import pytest
 
 from harnessc.testing import (
+    AnthropicBlock,
     ProtocolServer,
     ScriptedResponse,
+    anthropic_events,
+    google_events,
     openai_chunk,
     openai_events,
     openai_tool_call_events,
@@ -299,6 +303,103 @@ def test_abort_during_slow_stream(fresh_server: ProtocolServer, tmp_path: Path) 
     assert result.status == "aborted"
     assert latency < 1.0
     assert second.status == "done" and second.text == "next"
+    path = harness.session.path
+    harness.session.close()
+    assert_session_valid(path)
+
+
+# -- the same faults on the Anthropic and Gemini wire APIs ---------------------------
+
+
+def _api_model(api: str, url: str) -> dict[str, object]:
+    if api == "anthropic-messages":
+        return {"id": "claude-test", "api": api, "base_url": url, "max_tokens": 1024}
+    return {"id": "gemini-test", "api": api, "base_url": url + "/v1beta", "max_tokens": 1024}
+
+
+def _reply(api: str, text: str) -> list[bytes]:
+    if api == "anthropic-messages":
+        return anthropic_events([AnthropicBlock("text", [text])])
+    return google_events([text])
+
+
+def _call(api: str, name: str, raw_args: str) -> list[bytes]:
+    if api == "anthropic-messages":
+        return anthropic_events(
+            [AnthropicBlock("tool_use", [raw_args], id="toolu_1", name=name)],
+            stop_reason="tool_use",
+        )
+    return google_events(calls=[(name, json.loads(raw_args))])
+
+
+def _faults(api: str) -> dict[str, tuple[list[ScriptedResponse], str, str]]:
+    whole = _reply(api, "whole")
+    truncated = whole[:-2] if api == "anthropic-messages" else whole[:-1]
+    out = {
+        "429-then-ok": (
+            [status(429, **{"retry-after": "0"}), ScriptedResponse.sse(whole)],
+            "done",
+            "whole",
+        ),
+        "overloaded-then-ok": (
+            [status(529 if api == "anthropic-messages" else 503), ScriptedResponse.sse(whole)],
+            "done",
+            "whole",
+        ),
+        "no-final-event": (
+            [ScriptedResponse.sse(truncated)],
+            "error",
+            "ended before the reply was complete",
+        ),
+        "malformed-json": (
+            [ScriptedResponse.sse(whole[:1] + [b"data: {broken\n\n"] + whole[1:])],
+            "error",
+            "invalid JSON",
+        ),
+        "reset-mid-stream": (
+            [ScriptedResponse.sse(whole, drop_after=4 if api == "anthropic-messages" else 1)],
+            "error",
+            "connection lost",
+        ),
+        "unknown-tool": (
+            [ScriptedResponse.sse(_call(api, "nope", '{"x": 1}')), ScriptedResponse.sse(whole)],
+            "done",
+            "whole",
+        ),
+    }
+    if api == "anthropic-messages":
+        out["bad-tool-json"] = (
+            [ScriptedResponse.sse(_call(api, "add", '{"a": 1,')), ScriptedResponse.sse(whole)],
+            "done",
+            "whole",
+        )
+    return out
+
+
+API_FAULTS = [
+    (api, name) for api in ("anthropic-messages", "google-generative-ai") for name in _faults(api)
+]
+
+
+@pytest.mark.parametrize(("api", "name"), API_FAULTS)
+def test_other_wire_apis(api: str, name: str, fresh_server: ProtocolServer, tmp_path: Path) -> None:
+    responses, outcome, says = _faults(api)[name]
+    fresh_server.enqueue(*responses)
+    harness, _ = make_agent(fresh_server.url, tmp_path / "s", tools=[add_tool()])
+    model = harness.model
+    for key, value in _api_model(api, fresh_server.url).items():
+        setattr(model, key, value)
+
+    async def go():
+        first = await harness.prompt("hello")
+        fresh_server.enqueue(ScriptedResponse.sse(_reply(api, "second answer")))
+        return first, await harness.prompt("again")
+
+    first, second = asyncio.run(go())
+    assert first.status == outcome, (first.status, first.reason)
+    assert says in _final(first)
+    assert SENTINEL not in first.reason
+    assert second.status == "done" and second.text == "second answer", second.reason
     path = harness.session.path
     harness.session.close()
     assert_session_valid(path)
