@@ -332,3 +332,29 @@ def test_symlinks_out_of_the_sessions_folder(tmp_path: Path) -> None:
         assert repo.latest() is None
 
     _with_timeout(everything, 10, unblock)
+
+
+def test_full_text_index_over_hostile_files(tmp_path: Path) -> None:
+    from harnessc.runtime.session import SessionIndex
+
+    fifo, unblock = _fifo_outside(tmp_path)
+    secret = tmp_path / "outside" / "secret.jsonl"
+    secret_entry = entry("message", "x1", None, message={"role": "user", "content": "zebrasecret"})
+    secret.write_bytes(line({**HEADER, "id": "secret-id"}) + line(secret_entry))
+    root = tmp_path / "sessions"
+    folder = root / "--work--"
+    folder.mkdir(parents=True)
+    for number, (name, data) in enumerate(hostile_files().items()):
+        (folder / f"2026-01-01T00-00-{number:02d}-000Z_{name}.jsonl").write_bytes(data)
+    (folder / "2026-01-01T00-00-00-000Z_fifo-id.jsonl").symlink_to(fifo)
+    (folder / "2026-01-01T00-00-00-000Z_secret-id.jsonl").symlink_to(secret)
+    (root / "--linked-dir--").symlink_to(tmp_path / "outside", target_is_directory=True)
+
+    def everything() -> tuple[Any, Any]:
+        index = SessionIndex(root)
+        index.refresh()
+        return index.search("hello"), index.search("zebrasecret")
+
+    hello, zebra = _with_timeout(everything, 20, unblock)
+    assert hello, "the readable sessions are indexed"
+    assert not zebra, "a file outside the sessions folder was indexed"

@@ -153,15 +153,20 @@ class SessionIndex:
         found: dict[str, os.stat_result] = {}
         if not self.root.is_dir():
             return found
+        root = os.path.realpath(self.root)
         for directory in os.scandir(self.root):
             if directory.name.startswith(".") or not directory.is_dir():
                 continue
+            if not _inside(directory.path, root):
+                continue  # a link out of the root: its files are not ours to read
             try:
                 entries = list(os.scandir(directory.path))
             except OSError:
                 continue
             for entry in entries:
                 if entry.name.endswith(".jsonl") and entry.is_file():
+                    if entry.is_symlink() and not _inside(entry.path, root):
+                        continue
                     try:
                         found[f"{directory.name}/{entry.name}"] = entry.stat()
                     except OSError:
@@ -253,7 +258,7 @@ class SessionIndex:
             seq += 1
             try:
                 obj = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: absurdly deep JSON
                 continue
             if not isinstance(obj, dict):
                 continue
@@ -266,7 +271,10 @@ class SessionIndex:
             found = _message_text(obj.get("message"))
             if found is not None:
                 role, body = found
-                rows.append((base | seq, session_id, str(obj.get("id", "")), seq, role, body))
+                entry_id = _clean(str(obj.get("id", "")))
+                rows.append(
+                    (base | seq, _clean(session_id), entry_id, seq, _clean(role), _clean(body))
+                )
         if rows:
             conn.executemany(
                 "INSERT INTO messages(rowid, session_id, entry_id, seq, role, body) "
@@ -356,3 +364,17 @@ def _message_text(message: Any) -> tuple[str, str] | None:
         return None
     text = text.strip()
     return (str(role), text) if text else None
+
+
+def _inside(path: str, root: str) -> bool:
+    real = os.path.realpath(path)
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _clean(text: str) -> str:
+    """``text`` storable in SQLite: lone surrogates (from ``\\udc80`` escapes) become U+FFFD."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return text
