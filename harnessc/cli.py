@@ -18,7 +18,7 @@ import click
 from harnessc import __version__
 from harnessc.compiler import compile as compile_specs
 from harnessc.compiler import output_name
-from harnessc.compiler.live import LiveAgent, run_dev
+from harnessc.compiler.live import LiveAgent, agent_prog, run_dev
 from harnessc.compiler.scaffold import scaffold_files
 from harnessc.compiler.write import FileStatus, check_outputs, find_orphans, write_outputs
 from harnessc.spec import Diagnostic, LoadedSpec, export_schema, format_diagnostics, load_spec
@@ -334,6 +334,21 @@ def new(name: str, spec_dir: str) -> None:
 _RUN_SETTINGS = {"ignore_unknown_options": True, "allow_interspersed_args": False}
 
 
+def _agent_argv(agent_args: Sequence[str]) -> list[str]:
+    """The agent's arguments without the ``--`` that separates them from harnessc's.
+
+    Click stops at SPEC and keeps a following ``--``; passed on, argparse would read
+    everything after it as prompt text. One leading ``--`` is dropped, so
+    ``harnessc run SPEC -- --continue`` passes ``--continue`` (``-- --`` keeps one).
+    """
+    args = list(agent_args)
+    return args[1:] if args[:1] == ["--"] else args
+
+
+def _prog(command: str, spec: str, out_dir: str) -> str:
+    return agent_prog(command, spec, None if out_dir == DEFAULT_OUT else out_dir)
+
+
 @cli.command(context_settings=_RUN_SETTINGS)
 @click.argument("spec", type=click.Path(exists=True, dir_okay=False))
 @click.argument("agent_args", nargs=-1, type=click.UNPROCESSED)
@@ -352,8 +367,7 @@ def run(spec: str, agent_args: tuple[str, ...], out_dir: str) -> None:
     if not live.load():
         click.echo(f"harnessc: {spec} has errors; not running", err=True)
         raise SystemExit(1)
-    assert live.module is not None
-    raise SystemExit(live.module.main(list(agent_args)))
+    raise SystemExit(live.run(_agent_argv(agent_args), prog=_prog("run", spec, out_dir)))
 
 
 @cli.command(context_settings=_RUN_SETTINGS)
@@ -370,7 +384,8 @@ def run(spec: str, agent_args: tuple[str, ...], out_dir: str) -> None:
 @_guard
 def dev(spec: str, agent_args: tuple[str, ...], out_dir: str) -> None:
     """Run SPEC interactively; resources hot-reload and the spec recompiles between turns."""
-    raise SystemExit(run_dev(spec, list(agent_args), out_dir))
+    argv = _agent_argv(agent_args)
+    raise SystemExit(run_dev(spec, argv, out_dir, prog=_prog("dev", spec, out_dir)))
 
 
 def main(argv: list[str] | None = None) -> None:

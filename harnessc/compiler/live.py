@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import shlex
 import sys
 import types
 from collections.abc import Iterator
@@ -26,7 +27,21 @@ from harnessc.compiler.render import compile as compile_specs
 from harnessc.compiler.render import output_name
 from harnessc.spec import LoadedSpec, format_diagnostics, has_errors, load_spec
 
-__all__ = ["LiveAgent", "load_module", "run_dev"]
+__all__ = ["LiveAgent", "agent_prog", "load_module", "run_dev"]
+
+
+def agent_prog(command: str, spec_path: str, out_dir: str | None = None) -> str:
+    """The shell command that reruns ``spec_path`` through ``harnessc run|dev``.
+
+    The agent shows it in its help and in "continue with" hints (run_cli's ``prog``),
+    so a hint printed under ``harnessc run`` is a command that works. ``out_dir`` is
+    given when it is not the default; options go before the spec.
+    """
+    words = ["harnessc", command]
+    if out_dir is not None:
+        words += ["-o", out_dir]
+    words.append(spec_path)
+    return " ".join(shlex.quote(word) for word in words)
 
 
 def load_module(text: str, name: str, file: Path) -> types.ModuleType:
@@ -81,6 +96,19 @@ class LiveAgent:
         assert self.module is not None
         return self.module.build_options(session=session, cwd=cwd)
 
+    def run(self, argv: list[str], prog: str | None = None) -> int:
+        """The module's command line (what its ``main`` runs), shown as ``prog``."""
+        assert self.module is not None
+        from harnessc.runtime.cli import run_cli
+
+        return run_cli(
+            self.build_options,
+            argv,
+            agent_name=self.agent_name,
+            session_dir=self.session_dir,
+            prog=prog,
+        )
+
     @property
     def agent_name(self) -> str:
         assert self.module is not None
@@ -92,7 +120,7 @@ class LiveAgent:
         return self.module.SESSIONS_DIR
 
 
-def run_dev(spec_path: str, argv: list[str], out_dir: str) -> int:
+def run_dev(spec_path: str, argv: list[str], out_dir: str, prog: str | None = None) -> int:
     """``harnessc dev``: the interactive agent, recompiled between turns."""
     live = LiveAgent(spec_path, out_dir)
     if not live.load():
@@ -103,7 +131,11 @@ def run_dev(spec_path: str, argv: list[str], out_dir: str) -> int:
     args = ["--interactive", "--watch", *argv]
     with _dev_repl(live):
         return run_cli(
-            live.build_options, args, agent_name=live.agent_name, session_dir=live.session_dir
+            live.build_options,
+            args,
+            agent_name=live.agent_name,
+            session_dir=live.session_dir,
+            prog=prog,
         )
 
 

@@ -21,11 +21,12 @@ _PREAMBLE = """\
 Every key of an agent spec, generated from the JSON Schema (`schema/agent.schema.json`)
 by `harnessc schema --markdown`; do not edit by hand. A key path reads `models.<key>.id`
 for the `id` of every entry of `models`, and `tools[]` for each item of the list
-`tools`. The default column shows the default the schema records; "required" marks a
-key that must be present, and "-" a key that may be left out without a recorded
-default (a null default means "not set": the runtime's own default applies, as the
-description says). Unknown keys are errors everywhere except in free-form objects
-(`parameters`, `compat`, `metadata`, `tool_context`).
+`tools`. The default column shows the value a key takes when it is left out;
+"required" marks a key that must be present. A section whose default is `{}` has
+every key at the default its own table lists; a null default means "not set": the
+runtime's own default applies, as the description says ("-" would mark a key left out
+without a recorded default). Unknown keys are errors everywhere except in free-form
+objects (`parameters`, `compat`, `metadata`, `tool_context`).
 """
 
 
@@ -164,8 +165,12 @@ class _Walker:
 
     def object_section(self, path: str, node: dict[str, Any], fallback: str = "") -> None:
         """Add the section of object ``node`` at ``path``, then the sections below it."""
+        # The section text is the object's own docstring; the key's description (which
+        # the schema puts beside a ``$ref``) is in the parent's row.
+        name = self.def_name(node)
+        own = self.defs.get(name, {}).get("description") if name is not None else None
         node = self.resolve(node)
-        section = _Section(path, _text(node.get("description") or ""))
+        section = _Section(path, _text(own or node.get("description") or ""))
         self.sections.append(section)
         children: list[tuple[str, dict[str, Any]]] = []
         required = set(node.get("required") or [])

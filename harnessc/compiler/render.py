@@ -26,6 +26,7 @@ from harnessc.compiler.pyexpr import (
     py_string,
     string_lines,
 )
+from harnessc.runtime.events import EVENT_ALIASES
 from harnessc.runtime.hooks import canonical_hook_name
 from harnessc.spec.envref import EnvRef, split_env_refs
 from harnessc.spec.load import LoadedSpec
@@ -39,7 +40,7 @@ from harnessc.spec.models import (
     ToolEntry,
 )
 
-__all__ = ["CompileError", "compile", "output_name", "render"]
+__all__ = ["CompileError", "compile", "hook_moment", "output_name", "render"]
 
 RUNTIME = "harnessc.runtime"
 _FIELD_INDENT = 8  # option fields sit inside ``return AgentHarnessOptions(``
@@ -276,14 +277,14 @@ class _Builder:
 
     def hook(self, moment: str, handler: HookHandlerSpec) -> Expr:
         ext = ".extensions"
-        canonical = Lit(canonical_hook_name(moment))
+        name = Lit(hook_moment(moment))
         matcher = Lit(handler.matcher) if handler.matcher is not None else None
         timeout = Lit(handler.timeout_s) if handler.timeout_s is not None else None
         if handler.python is not None:
             return self.call(
                 ext,
                 "python_hook",
-                canonical,
+                name,
                 Lit(handler.python),
                 base_dir=Code("SPEC_DIR"),
                 timeout_s=timeout,
@@ -293,7 +294,7 @@ class _Builder:
             return self.call(
                 ext,
                 "command_hook",
-                canonical,
+                name,
                 Lit(handler.command),
                 matcher=matcher,
                 timeout_s=timeout,
@@ -335,6 +336,19 @@ class _Builder:
             [("cwd", Code("cwd")), ("metadata", DictExpr([(Lit("agent"), Code("AGENT_NAME"))]))],
         )
         return ["session = " + layout(create, 8, 18)]
+
+
+def hook_moment(moment: str) -> str:
+    """The moment name the module registers a spec hook under.
+
+    The canonical name, except for aliases that filter their event (``tool.error``,
+    ``tool.result``, ``plan.draft``): those keep the name as written, because the
+    harness applies the filter only when a handler is registered under the alias.
+    """
+    alias = EVENT_ALIASES.get(moment)
+    if alias is not None and alias[1] is not None:
+        return moment
+    return canonical_hook_name(moment)
 
 
 def _relative(target: Path, start: Path) -> str:

@@ -57,9 +57,14 @@ def run_cli(
     *,
     agent_name: str,
     session_dir: str | Path | None = None,
+    prog: str | None = None,
 ) -> int:
-    """Run a generated agent from the command line; returns the process exit code."""
-    prog = program_name()
+    """Run a generated agent from the command line; returns the process exit code.
+
+    ``prog`` is the command shown in help and "continue with" hints; default: how the
+    process was started (``program_name()``).
+    """
+    prog = prog or program_name()
     parser = build_parser(prog, agent_name)
     try:
         args = parser.parse_args(argv)

@@ -134,10 +134,12 @@ def _one(source: YamlSource, err: Any, models: dict[int, type[SpecModel]]) -> Di
     kind: str = err["type"]
     loc = tuple(err["loc"])
     value = err.get("input")
+    ctx = err.get("ctx") or {}
+    if kind == "extension_config" and ctx.get("field"):
+        loc = (*loc, str(ctx["field"]))  # the runtime's check names the field at fault
     path, rest, is_key = _resolve(source.data, loc)
     if any(path[: len(b)] == b for b in source.broken):
         return None  # the loader already reported this value
-    ctx = err.get("ctx") or {}
 
     if kind == "extra_forbidden":
         key = path[-1] if path else (rest[-1] if rest else "?")
@@ -155,6 +157,10 @@ def _one(source: YamlSource, err: Any, models: dict[int, type[SpecModel]]) -> Di
         where = dotted(path) + ": " if path else ""
         return _at(source, path, f"{where}missing required key {key!r}", key=True)
     body = _body(kind, value, ctx, str(err["msg"]))
+    if kind == "extension_config":
+        # A field the spec leaves at its default is named, pointing at its mapping.
+        named = (*path, *(str(part) for part in rest))
+        return _at(source, path, f"{dotted(named)}: {body}", key=bool(rest))
     if is_key:
         key = path[-1] if path else "?"
         about = "" if repr(key) in body else f"key {key!r}: "

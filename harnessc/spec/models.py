@@ -345,9 +345,13 @@ class CostSpec(SpecModel):
     """Dollars per million tokens."""
 
     input: NonNegFloat = 0.0
+    """Dollars per million input tokens (not read from the cache)."""
     output: NonNegFloat = 0.0
+    """Dollars per million output tokens (thinking included)."""
     cache_read: NonNegFloat = 0.0
+    """Dollars per million input tokens read from the provider's prompt cache."""
     cache_write: NonNegFloat = 0.0
+    """Dollars per million input tokens written to the provider's prompt cache."""
 
 
 class ModelSpec(SpecModel):
@@ -364,11 +368,15 @@ class ModelSpec(SpecModel):
     api_key_env: EnvName | None = None
     """Name of the environment variable holding the API key (the key is never in the spec)."""
     context_window: PosInt = 128_000
+    """Tokens the model can read at once; compaction and /status measure the context against it."""
     max_tokens: PosInt = 16_384
+    """Most tokens one reply may have (the request's output limit)."""
     reasoning: bool = False
     """The model supports thinking / reasoning effort."""
     input: list[InputKind] = Field(default_factory=_default_input)
+    """What the model reads: text, and image when it accepts images (otherwise an image is sent as a placeholder text)."""
     cost: CostSpec | None = None
+    """Prices used to count cost (usage reports, budget.cost_usd); default: all zero."""
     headers: dict[str, str] = Field(default_factory=dict)
     """Extra HTTP headers; values may hold ${VAR} references."""
     compat: JsonObject = Field(default_factory=dict)
@@ -388,6 +396,7 @@ class PythonToolSpec(SpecModel):
     """A Python function exposed as a tool; its parameters come from its signature."""
 
     function: ImportPath
+    """The function, as 'package.module:function'; imported with the spec's folder first on sys.path."""
     name: ToolName | None = None
     """Tool name; default: the function's name."""
     description: str | None = None
@@ -412,7 +421,9 @@ class ExternalToolSpec(SpecModel):
     """A tool whose result comes from the caller (a pull point: the run waits for it)."""
 
     name: ToolName
+    """Tool name the model calls."""
     description: NonEmptyStr
+    """What the tool does, as the model sees it."""
     parameters: JsonObject = Field(default_factory=lambda: {"type": "object", "properties": {}})
     """JSON Schema of the arguments."""
 
@@ -421,16 +432,27 @@ class ToolEntry(SpecModel):
     """One tool: a built-in name (``read``), or a single key naming the kind with its options."""
 
     bash: BashSpec | None = None
+    """Run a bash command in the agent's working directory; option: timeout_s."""
     read: NoConfig | None = None
+    """Read a text file (with line numbers) or an image."""
     write: NoConfig | None = None
+    """Create or replace a file, with any missing parent folders."""
     edit: NoConfig | None = None
+    """Edit a file by exact text replacement."""
     ls: NoConfig | None = None
+    """List a folder's entries."""
     grep: NoConfig | None = None
+    """Search file contents for a regular expression or literal text."""
     find: NoConfig | None = None
+    """Find files and folders by glob pattern."""
     todo: NoConfig | None = None
+    """Track the tasks of the run (a todo list; turn_continue reads it)."""
     finish: NoConfig | None = None
+    """End the run as completed or blocked, with a summary (turn_continue stops on it)."""
     python: PythonToolSpec | None = None
+    """A Python function as a tool: 'module:function', or {function, name, description, parameters}."""
     external: ExternalToolSpec | None = None
+    """A tool answered by the caller: calling it pauses the run until its result is given (--resume-with)."""
 
     misplaced_keys: ClassVar[dict[str, str]] = {
         key: f"options go under the tool kind, e.g. `python: {{function: mod:func, {key}: ...}}`"
@@ -548,10 +570,59 @@ class ResourcesSpec(SpecModel):
     """Prompt-template folders or files, relative to the spec's folder."""
 
 
-class CompactionSpec(SpecModel):
+def _runtime_config(name: str) -> type:
+    """The runtime's config dataclass of extension ``name`` (imported when first used)."""
+    from harnessc.runtime.extensions import (
+        CompactionConfig,
+        SessionIndexConfig,
+        TurnContinueConfig,
+        TurnNudgeConfig,
+    )
+
+    configs: dict[str, type] = {
+        "compaction": CompactionConfig,
+        "session_index": SessionIndexConfig,
+        "turn_continue": TurnContinueConfig,
+        "turn_nudge": TurnNudgeConfig,
+    }
+    return configs[name]
+
+
+class ExtensionSpecModel(SpecModel):
+    """An extension's config: the keys and types here, then the runtime's own checks.
+
+    After the fields validate, the values the spec sets go through the runtime's
+    ``decode_config`` (decode, defaults, ``validate()``), the path the agent takes when
+    it starts, so a config the agent would refuse is an error at build time. The
+    error's field is where the diagnostic points (``errors.py``).
+    """
+
+    extension_name: ClassVar[str] = ""
+
+    @model_validator(mode="after")
+    def _runtime_validate(self) -> ExtensionSpecModel:
+        from harnessc.runtime.extensions.base import ExtensionConfigError, decode_config
+
+        name = self.extension_name
+        values = {key: getattr(self, key) for key in self.model_fields_set}
+        try:
+            decode_config(_runtime_config(name), values, extension=name)
+        except ExtensionConfigError as exc:
+            prefix = f"{exc.extension or 'extension'}" + (f".{exc.field}" if exc.field else "")
+            message = str(exc).removeprefix(f"{prefix}: ")
+            raise PydanticCustomError(
+                "extension_config", "{message}", {"message": message, "field": exc.field}
+            ) from None
+        return self
+
+
+class CompactionSpec(ExtensionSpecModel):
     """Before-step compaction (seed 003 hook/before-step)."""
 
+    extension_name: ClassVar[str] = "compaction"
+
     enabled: bool = True
+    """Compact automatically before model steps; false leaves only /compact."""
     reserve_tokens: NonNegInt = 16384
     """Compact when the context exceeds the context window minus this."""
     keep_recent_tokens: NonNegInt = 20000
@@ -559,17 +630,21 @@ class CompactionSpec(SpecModel):
     prune_tool_result_bytes: NonNegInt = 8192
     """Tool results larger than this are cut to their head and tail (0: never)."""
     prune_keep_bytes: NonNegInt = 2048
+    """Bytes of head and tail, together, that a pruned tool result keeps; below prune_tool_result_bytes."""
     prune_protect_steps: NonNegInt = 1
     """Newest tool batches that are never pruned."""
     trigger_ratio: Ratio = 0.7
     """Fraction of the context window that triggers the summary service."""
     chars_per_token: PosFloat = 4.0
+    """Characters per token when estimating the context's size."""
     contribute_commands: bool = True
     """Register /compact."""
 
 
-class SessionIndexSpec(SpecModel):
+class SessionIndexSpec(ExtensionSpecModel):
     """Full-text index of the sessions, refreshed after each run (SQLite FTS5)."""
+
+    extension_name: ClassVar[str] = "session_index"
 
     search_limit: Annotated[int, Field(gt=0, le=50)] = 10
     """Results of /search."""
@@ -577,37 +652,55 @@ class SessionIndexSpec(SpecModel):
     """Register /search."""
 
 
-class TurnContinueSpec(SpecModel):
+class TurnContinueSpec(ExtensionSpecModel):
     """Keep an autonomous run going until finish is called; needs the todo and finish tools."""
 
+    extension_name: ClassVar[str] = "turn_continue"
+
     max_continuations: NonNegInt = 10
-    """0 disables the extension."""
+    """Continue prompts sent at most per run; 0 disables the extension."""
     stall_limit: NonNegInt = 3
+    """Stop when this many tool calls in a row are the same call (name and input); 0 keeps the default."""
     no_progress_limit: NonNegInt = 3
+    """Stop after this many continuations in a row without a tool call, todo update or finish; 0 keeps the default."""
     require_finish: bool = True
+    """Work is outstanding until finish is called."""
     require_todos_done: bool = True
+    """Work is outstanding while a todo item is not done (at least one of the two requirements must be true)."""
     continue_prompt: NonEmptyStr = DEFAULT_CONTINUE_PROMPT
+    """Message that continues the run; the outstanding todo items are listed after it."""
 
 
-class TurnNudgeSpec(SpecModel):
+class TurnNudgeSpec(ExtensionSpecModel):
     """Budget-status notices appended to tool results as a turn grows long."""
 
+    extension_name: ClassVar[str] = "turn_nudge"
+
     step_interval: NonNegInt = 20
+    """Steps between two notices; 0 keeps the default."""
     time_interval_minutes: NonNegFloat = 10
+    """Minutes between two notices; 0 keeps the default."""
     step_limit: NonNegInt = 100
+    """From this many steps on every tool result gets limit_message; 0 keeps the default."""
     time_limit_minutes: NonNegFloat = 60
+    """From this many minutes on every tool result gets limit_message; 0 keeps the default."""
     notice: NonEmptyStr = DEFAULT_NUDGE_NOTICE
-    """Filled with {steps} and {elapsed}."""
+    """Text appended to a tool result at each interval; {steps} and {elapsed} are filled in (no other placeholders)."""
     limit_message: NonEmptyStr = DEFAULT_NUDGE_LIMIT_MESSAGE
+    """Text appended to every tool result once a limit is reached; {steps} and {elapsed} are filled in."""
 
 
 class ExtensionsSpec(SpecModel):
     """Built-in hook providers; an empty value (``session_index: {}``) enables one with defaults."""
 
     compaction: CompactionSpec | None = None
+    """Compact the context before model steps (prune large tool results, summarise); adds /compact."""
     session_index: SessionIndexSpec | None = None
+    """Full-text index of the sessions; adds /search."""
     turn_continue: TurnContinueSpec | None = None
+    """Keep an autonomous run going until finish; needs the todo and finish tools."""
     turn_nudge: TurnNudgeSpec | None = None
+    """Budget-status notices in tool results as a run grows long."""
 
     @field_validator("*", mode="before")
     @classmethod
@@ -619,10 +712,15 @@ class BudgetSpec(SpecModel):
     """Hard limits of one run; a soft threshold warns first. Hitting one pauses the run."""
 
     turns: PosInt | None = None
+    """Most model steps (one model call with its tool calls) in one run."""
     tool_calls: PosInt | None = None
+    """Most tool calls in one run."""
     wall_clock_s: PosFloat | None = None
+    """Most seconds one run may spend working (the clock stops while the run is paused)."""
     tokens: PosInt | None = None
+    """Most input plus output tokens in one run."""
     cost_usd: PosFloat | None = None
+    """Most dollars one run may cost (from the models' cost)."""
     soft_ratio: Ratio | None = None
     """Fraction of a limit at which a budget warning is emitted (default 0.8)."""
 
@@ -638,13 +736,19 @@ class StreamSpec(SpecModel):
     """Options of every provider request."""
 
     transport: NonEmptyStr | None = None
+    """Transport preference passed to providers; the built-in HTTP providers always stream over HTTP (SSE) and ignore it."""
     timeout_ms: PosInt | None = None
+    """Longest wait for the network (connect, response head, each streamed chunk), in milliseconds; default: 30 s to connect, 600 s otherwise."""
     max_retries: NonNegInt | None = None
+    """Retries of a failed request (rate limits, 5xx, connection errors) before giving up; default 3."""
     max_retry_delay_ms: NonNegInt | None = None
+    """Longest wait before a retry, in milliseconds, even when the server asks for more; default 60000."""
     headers: dict[str, str] | None = None
-    """Values may hold ${VAR} references."""
+    """Extra HTTP headers of every request; values may hold ${VAR} references."""
     metadata: JsonObject | None = None
+    """Request metadata: Anthropic sends user_id; OpenAI-compatible servers only with compat {supports_metadata: true}."""
     cache_retention: Literal["none", "short", "long"] | None = None
+    """Prompt caching: none, short (the default) or long (Anthropic 1 h, OpenAI 24 h where supported)."""
 
 
 class AgentSpec(SpecModel):
@@ -653,27 +757,39 @@ class AgentSpec(SpecModel):
     model_config = ConfigDict(title="harnessc agent spec")
 
     version: Version
+    """Spec format version; always 1."""
     name: AgentName
     """Agent name; compiles to <name>.py ('-' becomes '_')."""
     description: str = ""
+    """What the agent is for (documentation; not sent to the model)."""
     models: Annotated[dict[NonEmptyStr, ModelSpec], Field(min_length=1)]
+    """The models the agent may use, by key (the key is what model, --model and /model name)."""
     model: NonEmptyStr | None = None
     """Key of the model to start with; default: the first one."""
     thinking_level: ThinkingLevelName | None = None
+    """Reasoning effort to start with (models with reasoning: true); default off. --thinking and /thinking change it."""
     system_prompt: str | None = None
     """Default: "You are a helpful assistant." Kept verbatim (no ${VAR} expansion)."""
     tools: list[ToolEntry] = Field(default_factory=list)
+    """The tools: built-in names, python functions and external tools."""
     active_tools: list[NonEmptyStr] | None = None
     """Names of the tools the model may call; default: every tool."""
     resources: ResourcesSpec = Field(default_factory=ResourcesSpec)
+    """Skills and prompt templates loaded from files."""
     hooks: dict[HookMoment, list[HookHandlerSpec]] = Field(default_factory=dict)
     """Handlers by moment; every name of seeds 000/003/004 is accepted."""
     extensions: ExtensionsSpec = Field(default_factory=ExtensionsSpec)
+    """Built-in extensions to install; an empty value (``turn_nudge: {}``) installs one with its defaults."""
     budget: BudgetSpec | None = None
+    """Hard limits of one run (hitting one pauses the run); default: unlimited."""
     session: SessionSpec = Field(default_factory=SessionSpec)
+    """Where sessions are kept."""
     stream: StreamSpec | None = None
+    """Options of every provider request (timeouts, retries, headers, caching)."""
     steering_mode: QueueModeName | None = None
+    """How messages typed while the agent works reach it: one-at-a-time (the default) or all at once, before its next step."""
     follow_up_mode: QueueModeName | None = None
+    """How queued follow-up messages are delivered when the agent would stop: one-at-a-time (the default) or all at once."""
     tool_context: JsonObject | None = None
     """Value handed to every tool call; string values may hold ${VAR} references."""
     sequential_tools: bool = False

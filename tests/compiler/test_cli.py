@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -15,7 +16,12 @@ from click.testing import CliRunner, Result
 
 from harnessc.cli import cli
 from harnessc.spec import export_schema
-from harnessc.testing import ProtocolServer, ScriptedResponse, openai_events
+from harnessc.testing import (
+    ProtocolServer,
+    ScriptedResponse,
+    openai_events,
+    openai_tool_call_events,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 HELLO = (REPO / "agents" / "hello.yaml").read_text()
@@ -191,6 +197,108 @@ def test_run_refuses_a_spec_with_errors(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["run", str(bad)])
     assert result.exit_code == 1
     assert "missing required key 'models'" in result.stderr
+
+
+APPROVE = HELLO.replace("repo: memory", "repo: jsonl") + (
+    "tools:\n  - external: {name: approve, description: Ask a human to approve.}\n"
+)
+
+
+def _run_harnessc(
+    args: list[str], server: ProtocolServer, cwd: Path
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*_harnessc(), *args],
+        env=_env(HELLO_BASE_URL=server.url + "/v1"),
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_run_passes_agent_flags_after_the_separator(tmp_path: Path) -> None:
+    """`harnessc run SPEC -- --flag ...`: the agent reads the flags, not a prompt "--flag"."""
+    (tmp_path / "hello.yaml").write_text(HELLO.replace("repo: memory", "repo: jsonl"))
+    with ProtocolServer() as server:
+        server.enqueue(
+            ScriptedResponse.sse(openai_events(["first"])),
+            ScriptedResponse.sse(openai_events(["second"])),
+        )
+        first = _run_harnessc(
+            ["run", "hello.yaml", "--", "--max-turns", "2", "hi"], server, tmp_path
+        )
+        assert (first.returncode, first.stdout) == (0, "first\n"), first.stderr
+        again = _run_harnessc(
+            ["run", "hello.yaml", "--", "--continue", "--max-turns", "2", "and", "more"],
+            server,
+            tmp_path,
+        )
+        assert (again.returncode, again.stdout) == (0, "second\n"), again.stderr
+        first_body, second_body = (r.json for r in server.requests)
+    assert first_body["messages"][1:] == [{"role": "user", "content": "hi"}]
+    # --continue reopened the session: the earlier exchange is in the context
+    assert [m["content"] for m in second_body["messages"][1:]] == ["hi", "first", "and more"]
+
+
+def test_a_second_separator_reaches_the_agent(tmp_path: Path) -> None:
+    with ProtocolServer() as server:
+        server.enqueue(ScriptedResponse.sse(openai_events(["ok"])))
+        proc = _run_harnessc(
+            ["run", str(REPO / "agents" / "hello.yaml"), "--", "--", "--not-a-flag"],
+            server,
+            tmp_path,
+        )
+        assert proc.returncode == 0, proc.stderr
+        body = server.requests[0].json
+    assert body["messages"][1] == {"role": "user", "content": "--not-a-flag"}
+
+
+def test_dev_drops_the_separator_and_names_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import harnessc.cli as harnessc_cli
+
+    seen: dict[str, object] = {}
+
+    def fake_run_dev(spec: str, argv: list[str], out_dir: str, prog: str | None = None) -> int:
+        seen.update(spec=spec, argv=argv, out_dir=out_dir, prog=prog)
+        return 0
+
+    monkeypatch.setattr(harnessc_cli, "run_dev", fake_run_dev)
+    spec = tmp_path / "my agent.yaml"
+    spec.write_text(HELLO)
+    result = invoke("dev", str(spec), "--", "--continue", "--model", "local")
+    assert result.exit_code == 0, result.output
+    assert seen["argv"] == ["--continue", "--model", "local"]
+    assert seen["prog"] == f"harnessc dev '{spec}'"
+    result = invoke("dev", "-o", "out", str(spec), "--continue")
+    assert seen["argv"] == ["--continue"]
+    assert seen["prog"] == f"harnessc dev -o out '{spec}'"
+
+
+def test_run_pause_hint_is_a_command_that_works(tmp_path: Path) -> None:
+    """The "continue with" hint under `harnessc run` reruns the spec; pasting it resumes."""
+    (tmp_path / "approve.yaml").write_text(APPROVE)
+    with ProtocolServer() as server:
+        server.enqueue(
+            ScriptedResponse.sse(openai_tool_call_events([("c_1", "approve", '{"x": 1}')])),
+            ScriptedResponse.sse(openai_events(["approved, shipping"])),
+        )
+        paused = _run_harnessc(["run", "approve.yaml", "--", "ship it?"], server, tmp_path)
+        assert paused.returncode == 3, paused.stderr
+        hint = next(
+            line for line in paused.stderr.splitlines() if line.startswith("continue with: ")
+        )
+        command = shlex.split(hint.removeprefix("continue with: ").split("  (")[0])
+        assert command[:4] == ["harnessc", "run", "approve.yaml", "--session"], hint
+        assert command[-2] == "--resume-with"
+        command[-1] = command[-1].replace('"RESULT"', '"yes"')
+        resumed = _run_harnessc(command[1:], server, tmp_path)
+        assert (resumed.returncode, resumed.stdout) == (0, "approved, shipping\n"), resumed.stderr
+        body = server.requests[1].json
+    assert body["messages"][-1]["role"] == "tool"
+    assert body["messages"][-1]["content"] == "yes"
 
 
 class _Pipe:

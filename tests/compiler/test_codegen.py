@@ -398,6 +398,52 @@ def test_extension_specs_mirror_the_runtime_configs(spec_cls: str, runtime: str)
     assert set(defaults) - set(model.model_fields) <= {"root"}
 
 
+@pytest.mark.parametrize(
+    ("extension", "config", "where"),
+    [
+        (
+            "turn_continue",
+            {"require_finish": False, "require_todos_done": False},
+            "require_finish",
+        ),
+        ("compaction", {"prune_tool_result_bytes": 4096, "prune_keep_bytes": 4096}, None),
+        ("compaction", {"prune_tool_result_bytes": 1000}, "compaction"),  # default keep 2048
+        ("turn_nudge", {"notice": "{steps} of {max_steps}"}, None),
+        ("turn_nudge", {"limit_message": "done {"}, None),
+    ],
+)
+def test_extension_configs_the_runtime_refuses_are_build_errors(
+    tmp_path: Path, extension: str, config: dict[str, Any], where: str | None
+) -> None:
+    """The spec runs the runtime's own decode/validate: same refusal, located in the YAML."""
+    from harnessc.runtime import extensions
+    from harnessc.runtime.extensions.base import ExtensionConfigError, decode_config
+    from harnessc.runtime.extensions.registry import build_extension
+
+    runtime_cls = {
+        "compaction": extensions.CompactionConfig,
+        "turn_continue": extensions.TurnContinueConfig,
+        "turn_nudge": extensions.TurnNudgeConfig,
+    }[extension]
+    with pytest.raises(ExtensionConfigError) as refused:
+        decode_config(runtime_cls, config, extension=extension)
+    with pytest.raises(ExtensionConfigError):
+        build_extension(extension, config)  # what the generated agent does at start
+    body = "".join(
+        f"\n    {key}: {yaml.safe_dump(value).split(chr(10))[0]}" for key, value in config.items()
+    )
+    text = MINIMAL + f"tools: [todo, finish]\nextensions:\n  {extension}:{body}\n"
+    loaded = parse_spec(text.encode(), tmp_path / "spec.yaml")
+    errors = [d for d in loaded.diagnostics if d.severity == "error"]
+    assert not loaded.ok and len(errors) == 1, errors
+    message = f"extensions.{refused.value.extension}.{refused.value.field}: "
+    assert errors[0].message.startswith(message)
+    assert str(refused.value).split(": ", 1)[1] in errors[0].message
+    lines = text.splitlines()
+    line = lines[errors[0].line - 1]
+    assert line.strip().startswith(f"{where or refused.value.field}:"), line
+
+
 def test_agent_names_map_to_module_names(tmp_path: Path) -> None:
     loaded = parse(MINIMAL.replace("name: mini", "name: my-agent"), tmp_path)
     out = compile(loaded, tmp_path / "generated")

@@ -13,6 +13,8 @@ from harnessc.cli import cli
 from harnessc.compiler.reference import render_reference
 from harnessc.runtime.hooks import HOOK_NAMES
 from harnessc.spec import format_diagnostics, parse_spec
+from harnessc.spec import models as spec_models
+from harnessc.spec.models import SpecModel
 from harnessc.spec.schema import schema_dict
 
 REPO = Path(__file__).resolve().parents[2]
@@ -72,6 +74,44 @@ def test_every_nested_key_has_a_row() -> None:
     for name in ("ModelSpec", "BudgetSpec", "CompactionSpec", "HookHandlerSpec", "StreamSpec"):
         for key in defs[name]["properties"]:
             assert re.search(rf"\| `[^`]*\.{re.escape(key)}` \|", reference), (name, key)
+
+
+def _spec_models() -> list[type[SpecModel]]:
+    found = [getattr(spec_models, name) for name in dir(spec_models)]
+    return [m for m in found if isinstance(m, type) and issubclass(m, SpecModel)]
+
+
+def test_every_field_has_a_description() -> None:
+    """Editor hover text and the reference come from these; none may be blank."""
+    blank = [
+        f"{model.__name__}.{name}"
+        for model in _spec_models()
+        for name, info in model.model_fields.items()
+        if not (info.description or "").strip()
+    ]
+    assert not blank, f"fields without a description: {blank}"
+    for node in schema_dict()["$defs"].values():
+        for key, prop in (node.get("properties") or {}).items():
+            assert prop.get("description"), key
+    for key, prop in schema_dict()["properties"].items():
+        assert prop.get("description"), key
+
+
+def test_every_optional_key_records_its_default() -> None:
+    """Defaults from a factory are in the schema too; the reference has no "-" cell."""
+    reference = REFERENCE.read_text(encoding="utf-8")
+    assert "| - |" not in reference
+    props = schema_dict()["properties"]
+    assert props["tools"]["default"] == []
+    assert props["hooks"]["default"] == {}
+    assert props["resources"]["default"] == {}
+    assert props["session"]["default"] == {}
+    assert props["extensions"]["default"] == {}
+    model = schema_dict()["$defs"]["ModelSpec"]["properties"]
+    assert model["input"]["default"] == ["text", "image"]
+    assert model["headers"]["default"] == {}
+    assert "| `models.<key>.input` | list of" in reference
+    assert '| `["text", "image"]` |' in reference
 
 
 def test_every_hook_name_is_in_the_readme() -> None:
