@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +63,9 @@ def _read_image(path: Path, mime: str, shown: str) -> ToolResult:
     )
 
 
-def _read_text(path: Path, shown: str, offset: int, limit: int | None) -> ToolResult:
+def _read_text(
+    path: Path, shown: str, offset: int, limit: int | None, stop: Callable[[], bool] | None = None
+) -> ToolResult:
     """Stream the file: keep only the requested window, count the rest."""
     kept: list[str] = []
     used = 0
@@ -71,7 +74,7 @@ def _read_text(path: Path, shown: str, offset: int, limit: int | None) -> ToolRe
     last_kept = offset - 1
     with path.open("r", encoding="utf-8", errors="replace", newline=None) as fh:
         # a line longer than the byte cap is cut (it is shown as "too long" anyway)
-        lines = bounded_lines(fh, MAX_BYTES + 1)
+        lines = bounded_lines(fh, MAX_BYTES + 1, stop)
         for total, (text, _) in enumerate(lines, start=1):  # noqa: B007 - read after the loop
             if total < offset or stop_reason is not None:
                 continue
@@ -124,7 +127,13 @@ def _read_text(path: Path, shown: str, offset: int, limit: int | None) -> ToolRe
     return text_result(body, details)
 
 
-def _read(path_arg: Any, offset_arg: Any, limit_arg: Any, context: Any) -> ToolResult:
+def _read(
+    path_arg: Any,
+    offset_arg: Any,
+    limit_arg: Any,
+    context: Any,
+    stop: Callable[[], bool] | None = None,
+) -> ToolResult:
     if not path_arg:
         return error_result("read needs a path")
     try:
@@ -155,7 +164,7 @@ def _read(path_arg: Any, offset_arg: Any, limit_arg: Any, context: Any) -> ToolR
                 f"{shown} is a binary file ({format_size(size)}); read can only show text "
                 "and png/jpg/gif/webp images. Use bash (e.g. xxd | head) to inspect it."
             )
-        return _read_text(path, shown, offset, limit)
+        return _read_text(path, shown, offset, limit, stop)
     except OSError as exc:
         return error_result(f"Cannot read {shown}: {exc.strerror or exc}")
 
@@ -171,7 +180,12 @@ def create_read_tool() -> Tool:
         context: Any,
     ) -> ToolResult:
         return await asyncio.to_thread(
-            _read, params.get("path"), params.get("offset"), params.get("limit"), context
+            _read,
+            params.get("path"),
+            params.get("offset"),
+            params.get("limit"),
+            context,
+            lambda: signal.aborted,  # an abort stops the thread's reading too
         )
 
     return Tool(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from harnessc.runtime.signal import AbortSignal
@@ -105,6 +106,7 @@ def _grep_file(
     remaining: int,
     out: _Output,
     first_group: list[bool],
+    stop: Callable[[], bool] | None = None,
 ) -> int:
     """Search one file; returns the number of matches written."""
     matches = 0
@@ -117,7 +119,7 @@ def _grep_file(
         return 0
     with fh:
         # lines are cut at a bound (a 2 GB line costs no memory); matches show clipped
-        for number, (raw, _) in enumerate(bounded_lines(fh, _MAX_LINE_CHARS), start=1):
+        for number, (raw, _) in enumerate(bounded_lines(fh, _MAX_LINE_CHARS, stop), start=1):
             line = raw.rstrip("\r")
             if regex.search(line):
                 if matches >= remaining:
@@ -197,7 +199,9 @@ def _grep(params: dict[str, Any], context: Any, signal: AbortSignal) -> ToolResu
             break
         if _is_binary(entry.path):
             continue
-        found = _grep_file(entry, regex, around, limit - total, out, first_group)
+        found = _grep_file(
+            entry, regex, around, limit - total, out, first_group, lambda: signal.aborted
+        )
         if found:
             files += 1
             total += found

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal, TextIO
 
@@ -120,15 +120,20 @@ def cap_text(text: str, hint: str = "") -> str:
     )
 
 
-def bounded_lines(fh: TextIO, limit: int) -> Iterator[tuple[str, bool]]:
+def bounded_lines(
+    fh: TextIO, limit: int, stop: Callable[[], bool] | None = None
+) -> Iterator[tuple[str, bool]]:
     """The lines of a text file without their newline, never holding more than
     ``limit`` characters: a longer line comes back cut to ``limit`` (second value
     True) and the rest of it is read in pieces and dropped (a 2 GB line costs no memory).
+    Ends early once ``stop()`` is true (an aborted run: the thread stops reading).
     """
     if getattr(fh, "_CHUNK_SIZE", 1 << 16) < 1 << 16:
         # TextIOWrapper decodes 8 KB at a time by default: 20x slower on huge lines
         fh._CHUNK_SIZE = 1 << 16  # type: ignore[attr-defined]
     while True:
+        if stop is not None and stop():
+            return
         piece = fh.readline(limit)
         if not piece:
             return
@@ -140,6 +145,6 @@ def bounded_lines(fh: TextIO, limit: int) -> Iterator[tuple[str, bool]]:
             return
         while True:
             rest = fh.readline(limit)
-            if not rest or rest.endswith("\n"):
+            if not rest or rest.endswith("\n") or (stop is not None and stop()):
                 break
         yield piece, True
