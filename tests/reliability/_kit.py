@@ -173,3 +173,19 @@ class StallingServer:
                 conn.close()
             except OSError:
                 pass
+
+
+def processes_with(tag: str) -> list[int]:
+    """PIDs whose command line contains ``tag`` (read from /proc, no pgrep needed)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                command = fh.read().replace(b"\0", b" ").decode("utf-8", "replace")
+        except OSError:
+            continue
+        if tag in command:
+            found.append(int(entry))
+    return found

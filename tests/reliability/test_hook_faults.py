@@ -5,7 +5,6 @@ as an error event; at tool_call a failed hook blocks the call (fail closed)."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import sys
 import textwrap
 import time
@@ -18,7 +17,7 @@ from harnessc.runtime import AgentHarness, AgentHarnessOptions, EventLog, Model
 from harnessc.runtime.extensions import command_hook, python_hook
 from harnessc.runtime.providers.scripted import ScriptedProvider, reply_tool_calls
 
-from ._kit import add_tool
+from ._kit import add_tool, processes_with
 
 HOOKS_PY = textwrap.dedent(
     """
@@ -224,7 +223,7 @@ def test_command_hook_timeout_kills_the_process_group(tmp_path: Path) -> None:
     result, log, seconds = _run([hook])
     assert seconds < 3.0
     time.sleep(0.1)
-    alive = subprocess.run(["pgrep", "-f", tag], capture_output=True, text=True).stdout.split()
+    alive = processes_with(tag)
     assert not alive, "the timed-out hook's processes survived"
 
 

@@ -26,6 +26,8 @@ from harnessc.runtime.tools import (
     create_read_tool,
 )
 
+from ._kit import processes_with
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -69,9 +71,8 @@ class Ticker:
         self._task.cancel()
 
 
-def _alive(tag: str) -> list[str]:
-    out = subprocess.run(["pgrep", "-f", tag], capture_output=True, text=True)
-    return out.stdout.split()
+def _alive(tag: str) -> list[int]:
+    return processes_with(tag)
 
 
 def test_abort_kills_children_that_ignore_sigterm(tmp_path: Path) -> None:
