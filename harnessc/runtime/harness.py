@@ -393,7 +393,7 @@ class AgentHarness:
                     result = await (asyncio.wait_for(result, timeout) if timeout else result)
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:
+            except (Exception, SystemExit) as exc:  # a hook's sys.exit() must not end the agent
                 label = (spec.name if spec and spec.name else None) or getattr(
                     handler.fn, "__qualname__", "handler"
                 )
@@ -755,7 +755,7 @@ class AgentHarness:
         self.budget.usage.tokens += assistant.usage.input + assistant.usage.output
         self.budget.usage.cost_usd += assistant.usage.cost.total
         run.assistant = assistant
-        run.calls = list(assistant.tool_calls)
+        run.calls = _unique_call_ids(assistant.tool_calls)
         run.results = {}
         run.terminate = {}
         run.committed = set()
@@ -1731,3 +1731,17 @@ def _skills_block(resources: AgentHarnessResources) -> str:
     from harnessc.runtime.resources import format_skills_for_prompt
 
     return format_skills_for_prompt(resources.skills)
+
+
+def _unique_call_ids(calls: list[ToolCall]) -> list[ToolCall]:
+    """The calls, with empty or repeated ids made unique (each result must find its call)."""
+    seen: set[str] = set()
+    for index, call in enumerate(calls):
+        if not call.id or call.id in seen:
+            base = call.id or "call"
+            candidate = f"{base}_{index}"
+            while candidate in seen:
+                candidate += "_"
+            call.id = candidate
+        seen.add(call.id)
+    return list(calls)

@@ -95,7 +95,7 @@ class Model:
         """The key from the environment variable the model names (never stored)."""
         if not self.api_key_env:
             return None
-        return os.environ.get(self.api_key_env) or None
+        return os.environ.get(self.api_key_env, "").strip() or None
 
 
 @dataclass(slots=True)

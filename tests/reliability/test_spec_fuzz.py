@@ -405,7 +405,7 @@ def test_billion_laughs_rejected_quickly() -> None:
     elapsed = time.monotonic() - started
     assert loaded.spec is None
     assert any("expands to more than" in d.message for d in loaded.diagnostics), loaded.diagnostics
-    assert elapsed < 1.0, f"{elapsed:.2f} s"
+    assert elapsed < 3.0, f"{elapsed:.2f} s"
 
 
 @pytest.mark.parametrize("raw", [DEEP_FLOW, DEEP_BLOCK], ids=["flow", "block"])

@@ -319,3 +319,26 @@ def test_determinism_and_replay(make_harness: Any, kit: Any) -> None:
     half = len(log) // 2
     start = replay_events(log.to_dicts()[:half])
     assert replay_events(log.to_dicts()[half:], start).messages == live["messages"]
+
+
+def test_repeated_tool_call_ids_keep_every_result(make_harness: Any, kit: Any) -> None:
+    twice = AssistantMessage(
+        content=[
+            ToolCall("dup", "add", {"a": 1, "b": 1}),
+            ToolCall("dup", "add", {"a": 2, "b": 2}),
+        ],
+        stop_reason="toolUse",
+    )
+    harness, _ = make_harness([twice, "ok"], tools=[kit.add_tool()])
+    harness.prompt_sync("go")
+    results = [m.text for m in harness.messages if isinstance(m, ToolResultMessage)]
+    assert results == ["2", "4"]
+
+
+def test_a_hook_calling_sys_exit_is_contained(make_harness: Any) -> None:
+    import sys
+
+    harness, log = make_harness(["fine"])
+    harness.on("turn_start", lambda e: sys.exit(3))
+    assert harness.prompt_sync("go").status == "done"
+    assert any(e.type == "error" and "SystemExit" in e.message for e in log)
