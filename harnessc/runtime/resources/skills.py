@@ -212,29 +212,36 @@ def scan_skills(
     return files, diagnostics
 
 
-def merge_skills(files: Sequence[LoadedFile]) -> tuple[list[Skill], list[ResourceDiagnostic]]:
-    """Skills in order, first of each name wins; every file's diagnostics kept."""
-    skills: list[Skill] = []
+def merge_loaded(
+    files: Sequence[LoadedFile], kind: type[Any], noun: str
+) -> tuple[list[Any], list[ResourceDiagnostic]]:
+    """Items of type ``kind`` in order, first of each name wins; every file's diagnostics kept."""
+    items: list[Any] = []
     diagnostics: list[ResourceDiagnostic] = []
-    by_name: dict[str, Skill] = {}
+    by_name: dict[str, Any] = {}
     for loaded in files:
         diagnostics.extend(loaded.diagnostics)
-        skill = loaded.item
-        if not isinstance(skill, Skill):
+        item = loaded.item
+        if not isinstance(item, kind):
             continue
-        first = by_name.get(skill.name)
+        first = by_name.get(item.name)
         if first is not None:
             diagnostics.append(
                 _warning(
-                    f"skill name {skill.name!r} is already used by {first.file_path}; "
-                    f"this file ({skill.file_path}) is ignored",
-                    skill.file_path,
+                    f"{noun} name {item.name!r} is already used by {first.file_path}; "
+                    f"this file ({item.file_path}) is ignored",
+                    item.file_path,
                 )
             )
             continue
-        by_name[skill.name] = skill
-        skills.append(skill)
-    return skills, diagnostics
+        by_name[item.name] = item
+        items.append(item)
+    return items, diagnostics
+
+
+def merge_skills(files: Sequence[LoadedFile]) -> tuple[list[Skill], list[ResourceDiagnostic]]:
+    """Skills in order, first of each name wins; every file's diagnostics kept."""
+    return merge_loaded(files, Skill, "skill")
 
 
 def load_skills(

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from harnessc.runtime.resources.frontmatter import parse_frontmatter
-from harnessc.runtime.resources.skills import LoadedFile, read_text_file
+from harnessc.runtime.resources.skills import LoadedFile, merge_loaded, read_text_file
 from harnessc.runtime.resources.types import PromptTemplate, ResourceDiagnostic
 
 __all__ = [
@@ -112,28 +112,7 @@ def merge_templates(
     files: Sequence[LoadedFile],
 ) -> tuple[list[PromptTemplate], list[ResourceDiagnostic]]:
     """Templates in order, first of each name wins."""
-    templates: list[PromptTemplate] = []
-    diagnostics: list[ResourceDiagnostic] = []
-    by_name: dict[str, PromptTemplate] = {}
-    for loaded in files:
-        diagnostics.extend(loaded.diagnostics)
-        template = loaded.item
-        if not isinstance(template, PromptTemplate):
-            continue
-        first = by_name.get(template.name)
-        if first is not None:
-            diagnostics.append(
-                ResourceDiagnostic(
-                    "warning",
-                    f"template name {template.name!r} is already used by {first.file_path}; "
-                    f"this file ({template.file_path}) is ignored",
-                    template.file_path,
-                )
-            )
-            continue
-        by_name[template.name] = template
-        templates.append(template)
-    return templates, diagnostics
+    return merge_loaded(files, PromptTemplate, "template")
 
 
 def load_prompt_templates(

@@ -4,8 +4,9 @@ Python-callable / external tools.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from harnessc.runtime.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from harnessc.runtime.tools.base import (
@@ -144,14 +145,4 @@ def builtin_tools(*, bash_timeout_s: float | None = None) -> list[Tool]:
     ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS, __all__)
