@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -19,6 +20,7 @@ __all__ = [
     "ToolUpdate",
     "error_result",
     "text_result",
+    "threaded",
 ]
 
 ExecutionMode = Literal["parallel", "sequential"]
@@ -103,6 +105,21 @@ class ExternalTool:
         context: Any,
     ) -> ToolResult:
         raise RuntimeError(f"tool {self.name!r} is external: its result comes from the caller")
+
+
+def threaded(function: Callable[[dict[str, Any], Any], ToolResult]) -> ToolExecute:
+    """An execute function running ``function(params, context)`` in a worker thread."""
+
+    async def run(
+        tool_call_id: str,
+        params: dict[str, Any],
+        signal: AbortSignal,
+        on_update: ToolUpdate,
+        context: Any,
+    ) -> ToolResult:
+        return await asyncio.to_thread(function, params, context)
+
+    return run
 
 
 def text_result(text: str, details: Any = None) -> ToolResult:

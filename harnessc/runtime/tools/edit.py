@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import difflib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harnessc.runtime.signal import AbortSignal
-from harnessc.runtime.tools.base import Tool, ToolResult, ToolUpdate, error_result, text_result
+from harnessc.runtime.tools.base import Tool, ToolResult, error_result, text_result, threaded
 from harnessc.runtime.tools.fileio import FileChangedError, atomic_write_bytes, path_lock
 from harnessc.runtime.tools.paths import PathError, display_path, resolve_path
 from harnessc.runtime.tools.truncate import cap_text, format_size
@@ -246,19 +244,10 @@ def _edit_locked(params: dict[str, Any], context: Any) -> ToolResult:
 def create_edit_tool() -> Tool:
     """The ``edit`` built-in."""
 
-    async def run(
-        tool_call_id: str,
-        params: dict[str, Any],
-        signal: AbortSignal,
-        on_update: ToolUpdate,
-        context: Any,
-    ) -> ToolResult:
-        return await asyncio.to_thread(_edit_locked, params, context)
-
     return Tool(
         name="edit",
         label="Edit",
         description=_DESCRIPTION,
         parameters=_PARAMETERS,
-        run=run,
+        run=threaded(_edit_locked),
     )

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 from typing import Any
 
-from harnessc.runtime.signal import AbortSignal
-from harnessc.runtime.tools.base import Tool, ToolResult, ToolUpdate, error_result, text_result
+from harnessc.runtime.tools.base import Tool, ToolResult, error_result, text_result, threaded
 from harnessc.runtime.tools.paths import PathError, display_path, resolve_path
 from harnessc.runtime.tools.truncate import cap_text
 
@@ -65,15 +63,6 @@ def _ls(params: dict[str, Any], context: Any) -> ToolResult:
 def create_ls_tool() -> Tool:
     """The ``ls`` built-in."""
 
-    async def run(
-        tool_call_id: str,
-        params: dict[str, Any],
-        signal: AbortSignal,
-        on_update: ToolUpdate,
-        context: Any,
-    ) -> ToolResult:
-        return await asyncio.to_thread(_ls, params, context)
-
     return Tool(
         name="ls",
         label="List",
@@ -82,5 +71,5 @@ def create_ls_tool() -> Tool:
             f"with '/'. At most limit entries (default {DEFAULT_LS_LIMIT})."
         ),
         parameters=_PARAMETERS,
-        run=run,
+        run=threaded(_ls),
     )

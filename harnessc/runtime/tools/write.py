@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
-from harnessc.runtime.signal import AbortSignal
-from harnessc.runtime.tools.base import Tool, ToolResult, ToolUpdate, error_result, text_result
+from harnessc.runtime.tools.base import Tool, ToolResult, error_result, text_result, threaded
 from harnessc.runtime.tools.fileio import atomic_write_bytes, path_lock
 from harnessc.runtime.tools.paths import PathError, display_path, resolve_path
 
@@ -54,15 +52,6 @@ def _write(params: dict[str, Any], context: Any) -> ToolResult:
 def create_write_tool() -> Tool:
     """The ``write`` built-in."""
 
-    async def run(
-        tool_call_id: str,
-        params: dict[str, Any],
-        signal: AbortSignal,
-        on_update: ToolUpdate,
-        context: Any,
-    ) -> ToolResult:
-        return await asyncio.to_thread(_write, params, context)
-
     return Tool(
         name="write",
         label="Write",
@@ -71,5 +60,5 @@ def create_write_tool() -> Tool:
             "entirely). Prefer edit for changes to an existing file."
         ),
         parameters=_PARAMETERS,
-        run=run,
+        run=threaded(_write),
     )
