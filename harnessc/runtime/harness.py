@@ -921,16 +921,19 @@ class AgentHarness:
             result = _coerce(result, ContextResult)
             if result.messages is not None:
                 messages = list(result.messages)
-        options = self._stream_options
-        for result in await self._call_hooks(
-            "before_provider_request",
-            BeforeProviderRequestEvent(
-                model=model, session_id=self.session.id, stream_options=options
-            ),
-        ):
+        request_event = BeforeProviderRequestEvent(
+            model=model, session_id=self.session.id, stream_options=self._stream_options
+        )
+
+        def patch_options(result: Any) -> None:  # chained: the next handler sees the patch
             result = _coerce(result, BeforeProviderRequestResult)
             if result.stream_options:
-                options = _patch_stream_options(options, result.stream_options)
+                request_event.stream_options = _patch_stream_options(
+                    request_event.stream_options, result.stream_options
+                )
+
+        await self._call_hooks("before_provider_request", request_event, on_result=patch_options)
+        options = request_event.stream_options
         assert self._signal is not None
         request = ProviderRequest(
             model=model,
@@ -1034,17 +1037,19 @@ class AgentHarness:
         return final
 
     async def _on_payload(self, payload: Any) -> Any:
-        for result in await self._call_hooks(
-            "before_provider_payload",
-            BeforeProviderPayloadEvent(model=self._model, payload=payload),
-        ):
+        event = BeforeProviderPayloadEvent(model=self._model, payload=payload)
+
+        def replace_payload(result: Any) -> None:  # chained: the next handler sees it
             if isinstance(result, BeforeProviderPayloadResult):
-                payload = result.payload if result.payload is not None else payload
+                if result.payload is not None:
+                    event.payload = result.payload
             elif isinstance(result, dict) and set(result) == {"payload"}:
-                payload = result["payload"]
+                event.payload = result["payload"]
             else:
-                payload = result
-        return payload
+                event.payload = result
+
+        await self._call_hooks("before_provider_payload", event, on_result=replace_payload)
+        return event.payload
 
     async def _on_response(self, status: int, headers: dict[str, str]) -> None:
         await self.emit(ProviderResponseEvent(status=status))

@@ -168,6 +168,26 @@ def test_before_provider_request_merges_headers(make_harness: Any) -> None:
     assert options.headers == {"X-A": "1", "X-B": "2"} and options.timeout_ms == 5
 
 
+def test_provider_request_and_payload_hooks_chain(make_harness: Any) -> None:
+    """Each handler sees the options / payload as the handlers before it left them."""
+    provider = ScriptedProvider(["hi"])
+    harness, _ = make_harness(provider)
+    seen_headers: list[dict[str, str]] = []
+    seen_payloads: list[dict[str, Any]] = []
+    harness.on("before_provider_request", lambda e: {"stream_options": {"headers": {"X-A": "1"}}})
+    harness.on(
+        "before_provider_request",
+        lambda e: seen_headers.append(dict(e.stream_options.headers or {})),
+    )
+    harness.on("before_provider_payload", lambda e: {**e.payload, "first": 1})
+    harness.on("before_provider_payload", lambda e: {"payload": {**e.payload, "second": 2}})
+    harness.on("before_provider_payload", lambda e: seen_payloads.append(dict(e.payload)))
+    harness.prompt_sync("hello")
+    assert seen_headers == [{"X-A": "1"}]
+    assert seen_payloads and seen_payloads[0]["first"] == 1 and seen_payloads[0]["second"] == 2
+    assert provider.requests[0].stream_options.headers == {"X-A": "1"}
+
+
 @pytest.mark.parametrize(
     "limit,budget,replies",
     [
