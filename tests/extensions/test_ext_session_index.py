@@ -113,6 +113,25 @@ def test_failed_runs_do_not_refresh(make_harness: Any, tmp_path: Path) -> None:
     assert ext.refreshes == 0
 
 
+def test_paused_runs_refresh_too(make_harness: Any, tmp_path: Path) -> None:
+    """A run that pauses (review, budget, external tool) ends without agent_end."""
+    from harnessc.runtime import PauseRequest
+
+    harness, _, ext = _harness(make_harness, tmp_path, [reply_text("about narwhals")])
+    harness.on("turn_end", lambda e: PauseRequest("needs_review"))
+
+    async def main() -> None:
+        result = await harness.prompt("tell me about narwhals")
+        assert result.status == "paused"
+        await ext.wait_idle()
+
+    asyncio.run(main())
+    assert ext.refreshes == 1
+    ext.close()
+    with SessionIndex(tmp_path / "sessions") as index:
+        assert sorted(h.role for h in index.search("narwhals")) == ["assistant", "user"]
+
+
 def test_in_memory_session_reports_once(make_harness: Any) -> None:
     ext = SessionIndexExtension()
     harness, log = make_harness([reply_text("a"), reply_text("b")], [], extensions=[ext])

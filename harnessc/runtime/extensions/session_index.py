@@ -1,7 +1,8 @@
 """session_index (seed 003 hook/session-index): keep the sessions' full-text index fresh.
 
-After each successful run (``agent_end`` with status done, paused or awaiting_tool:
-seed 003's "turn" is one prompt) the SQLite FTS5 index of the session files is
+After each successful run (``agent_end`` with status done, or ``agent_pause``: a
+budget or review pause, or a wait for external tool results; seed 003's "turn" is one
+prompt) the SQLite FTS5 index of the session files is
 refreshed in the background: a task running the refresh in a worker thread, never
 awaited by the run. Refreshes do not pile up: one asked for while another runs is done
 once afterwards. A failure is reported as an error event (source
@@ -25,7 +26,7 @@ from harnessc.runtime.extensions.base import ExtensionConfigError, decode_config
 __all__ = ["SessionIndexConfig", "SessionIndexExtension"]
 
 NAME = "session_index"
-SUCCESSFUL_RUNS = frozenset({"done", "paused", "awaiting_tool"})
+SUCCESSFUL_RUNS = frozenset({"done"})  # agent_end statuses; every agent_pause counts
 
 
 @dataclass(slots=True)
@@ -75,6 +76,7 @@ class SessionIndexExtension:
     def install(self, harness: Any) -> None:
         self._harness = harness
         harness.on("agent_end", self._on_agent_end)
+        harness.on("agent_pause", self._on_agent_end)  # a paused run has no agent_end
         if self.config.contribute_commands:
             harness.commands.register(
                 "search", "search the past sessions (FTS5 query)", self.search_command, source=NAME
@@ -101,7 +103,7 @@ class SessionIndexExtension:
     # -- the background refresh ----------------------------------------------------
 
     def _on_agent_end(self, event: Any, harness: Any) -> None:
-        if getattr(event, "status", "done") not in SUCCESSFUL_RUNS:
+        if event.type == "agent_end" and event.status not in SUCCESSFUL_RUNS:
             return
         self.schedule()
 
