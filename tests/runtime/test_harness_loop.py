@@ -342,3 +342,73 @@ def test_a_hook_calling_sys_exit_is_contained(make_harness: Any) -> None:
     harness.on("turn_start", lambda e: sys.exit(3))
     assert harness.prompt_sync("go").status == "done"
     assert any(e.type == "error" and "SystemExit" in e.message for e in log)
+
+
+def test_setters_emit_updates_and_apply_from_the_next_turn(kit: Any) -> None:
+    from harnessc.runtime import AgentHarnessOptions, EventLog, Model, ThinkingLevel
+
+    async def switch(cid: str, params: Any, signal: Any, upd: Any, ctx: Any) -> ToolResult:
+        await harness.set_model("alt")
+        await harness.set_thinking_level("high")
+        await harness.set_active_tools(["add"])
+        return text_result("switched")
+
+    provider = ScriptedProvider([reply_tool_calls([("switch", {})]), "done"])
+    harness = AgentHarness(
+        AgentHarnessOptions(
+            models={
+                "main": Model(id="scripted-1", api="scripted", provider="test"),
+                "alt": Model(id="scripted-2", api="scripted", provider="test"),
+            },
+            tools=[Tool("switch", "s", {"type": "object"}, switch), kit.add_tool()],
+            provider=provider,
+        )
+    )
+    log = EventLog()
+    harness.subscribe(log)
+    assert harness.prompt_sync("go").status == "done"
+    first, second = provider.requests
+    assert (first.model.id, first.thinking_level) == ("scripted-1", ThinkingLevel.OFF)
+    assert [t.name for t in first.context.tools] == ["switch", "add"]
+    assert (second.model.id, second.thinking_level) == ("scripted-2", ThinkingLevel.HIGH)
+    assert [t.name for t in second.context.tools] == ["add"]
+    updates = [e for e in log if e.type.endswith("_update") and e.type != "message_update"]
+    assert [e.type for e in updates] == ["model_update", "thinking_level_update", "tools_update"]
+    assert (updates[0].key, updates[1].level, updates[2].active_tool_names) == (
+        "alt",
+        "high",
+        ["add"],
+    )
+    kinds = [e.type for e in harness.session.entries()]
+    assert {"model_change", "thinking_level_change", "active_tools_change"} <= set(kinds)
+    with pytest.raises(KeyError, match="unknown tools: nope"):
+        asyncio.run(harness.set_active_tools(["nope"]))
+
+
+def test_follow_up_all_mode_delivers_the_whole_queue(make_harness: Any) -> None:
+    for mode, answers in ((QueueMode.ONE_AT_A_TIME, 3), (QueueMode.ALL, 2)):
+        harness, _ = make_harness(["a", "b", "c"], follow_up_mode=mode)
+        harness.follow_up("one more")
+        harness.follow_up("and another")
+        result = harness.prompt_sync("hello")
+        users = [m.content for m in result.messages if isinstance(m, UserMessage)]
+        assert users == ["hello", "one more", "and another"], mode
+        assert sum(isinstance(m, AssistantMessage) for m in result.messages) == answers, mode
+
+
+def test_event_log_replays_from_any_offset_and_wait_for_idle(make_harness: Any) -> None:
+    harness, log = make_harness(["a", "b"])
+
+    async def main() -> None:
+        task = asyncio.create_task(harness.prompt("one"))
+        await asyncio.sleep(0)
+        await harness.wait_for_idle()
+        assert task.done() and not harness.is_busy
+        assert (await harness.prompt("two")).status == "done"
+
+    asyncio.run(main())
+    seen: list[Any] = []
+    assert log.replay(seen.append) == len(log) and seen == log.events
+    seen.clear()
+    assert log.replay(seen.append, offset=5) == len(log) - 5
+    assert seen == log.events[5:] and [e["seq"] for e in log.to_dicts(5)] == [e.seq for e in seen]
