@@ -150,3 +150,27 @@ def test_stream_without_finish_reason_is_incomplete(server, make_request, collec
     events = collect(GoogleGenerativeAIProvider(), make_request(model_for(server)))
     assert events[-1].type == "error"
     assert "ended before" in (events[-1].partial.error_message or "")
+
+
+def test_error_frames_in_the_stream(server, make_request, collect):
+    overloaded = {
+        "error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}
+    }
+    invalid = {"error": {"code": 400, "message": "Bad thing", "status": "INVALID_ARGUMENT"}}
+    server.enqueue(
+        ScriptedResponse.sse([sse_data(overloaded)]),  # before any output: retried
+        ScriptedResponse.sse(google_events(["ok"])),
+        ScriptedResponse.sse([sse_data(invalid)]),  # a final status: reported at once
+        ScriptedResponse.sse(google_events(["half"])[:1] + [sse_data(overloaded)]),
+    )
+    provider = GoogleGenerativeAIProvider()
+    first = collect(provider, make_request(model_for(server)))
+    assert first[-1].type == "done" and first[-1].partial.text == "ok"
+    assert len(server.requests) == 2
+    second = collect(provider, make_request(model_for(server)))
+    assert second[-1].type == "error" and len(server.requests) == 3
+    assert second[-1].partial.error_message == "HTTP 400: INVALID_ARGUMENT: Bad thing"
+    third = collect(provider, make_request(model_for(server)))  # after output: never retried
+    assert third[-1].type == "error" and len(server.requests) == 4
+    assert third[-1].partial.text == "half"
+    assert "The model is overloaded." in (third[-1].partial.error_message or "")

@@ -23,6 +23,7 @@ from harnessc.runtime.providers.builder import MessageBuilder
 from harnessc.runtime.providers.convert import image_placeholder, wire_messages
 from harnessc.runtime.providers.errors import ProviderError, error_text_from_body
 from harnessc.runtime.providers.http import HttpProvider, HttpRequestSpec, join_url, json_data
+from harnessc.runtime.providers.retry import is_retryable_status
 
 __all__ = [
     "DEFAULT_GOOGLE_BASE_URL",
@@ -159,8 +160,20 @@ class GoogleStreamState:
         chunk = json_data(data)
         if type(chunk) is not dict:
             return
-        if chunk.get("error"):
-            raise ProviderError(error_text_from_body(data) or "the server reported an error")
+        error = chunk.get("error")
+        if error:
+            # An error frame carries the HTTP code it stands for (429, 503, ...): retried
+            # like that status, as long as nothing of the reply was received.
+            code = error.get("code") if isinstance(error, dict) else None
+            status = code if type(code) is int else None
+            text = error_text_from_body(data) or "the server reported an error"
+            raise ProviderError(
+                f"HTTP {status}: {text}" if status else text,
+                status=status,
+                retryable=status is not None
+                and is_retryable_status(status)
+                and not self.builder.has_content,
+            )
         builder = self.builder
         candidates = chunk.get("candidates")
         if candidates:
