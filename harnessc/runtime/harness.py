@@ -1233,11 +1233,16 @@ class AgentHarness:
                 f"Validation failed for tool {call.name}:\n{listed}\nReceived arguments: {_short_json(call.arguments)}"
             )
         failures: list[str] = []
+        event = ToolCallEvent(tool_call_id=call.id, tool_name=call.name, input=args)
+
+        def chain_input(result: Any) -> None:  # later handlers see a rewritten input
+            if not isinstance(result, PauseRequest):
+                patch = _coerce(result, ToolCallResult)
+                if patch.input is not None and not patch.block:
+                    event.input = patch.input
+
         for result in await self._call_hooks(
-            "tool_call",
-            ToolCallEvent(tool_call_id=call.id, tool_name=call.name, input=args),
-            tool_name=call.name,
-            fail=failures,
+            "tool_call", event, tool_name=call.name, fail=failures, on_result=chain_input
         ):
             if isinstance(result, PauseRequest):
                 if self._run is not None:
@@ -1246,10 +1251,16 @@ class AgentHarness:
             result = _coerce(result, ToolCallResult)
             if result.block:
                 return _error(f"Tool call blocked: {result.reason or 'blocked by a hook'}")
-            if result.input is not None:
-                args = result.input
         if failures:  # fail closed: a tool_call hook that raised blocks the call
             return _error(f"Tool call blocked: {failures[0]}")
+        if event.input is not args:  # a rewritten input meets the schema too
+            args, errors = validate_arguments(event.input, tool.parameters)
+            if errors:
+                listed = "\n".join(f"  - {e}" for e in errors)
+                return _error(
+                    f"Tool call blocked: a tool_call hook rewrote the {call.name} arguments "
+                    f"into an invalid call:\n{listed}"
+                )
         assert self._signal is not None
 
         def on_update(partial: ToolResult) -> None:

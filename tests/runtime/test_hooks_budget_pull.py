@@ -122,6 +122,28 @@ def test_blocked_and_patched_tool_calls(make_harness: Any, kit: Any) -> None:
     assert results["c2"].is_error and results["c2"].text == "Tool call blocked: too big"
 
 
+def test_tool_call_rewrites_chain_and_are_validated(make_harness: Any, kit: Any) -> None:
+    harness, _ = make_harness(
+        [
+            reply_tool_calls([("add", {"a": 1, "b": 2}, "c1"), ("add", {"a": 2, "b": 2}, "c2")]),
+            "done",
+        ],
+        tools=[kit.add_tool()],
+    )
+    # the first handler rewrites, the second (a block rule, say) checks the rewritten input
+    harness.on("tool_call", lambda e: {"input": {**e.input, "a": e.input["a"] * 100}})
+    harness.on(
+        "tool_call",
+        lambda e: ToolCallResult(block=True, reason="too big") if e.input["a"] > 150 else None,
+    )
+    harness.on("tool_call", lambda e: {"input": {"a": "many"}} if e.input["a"] == 100 else None)
+    harness.prompt_sync("go")
+    results = {m.tool_call_id: m for m in harness.messages if isinstance(m, ToolResultMessage)}
+    assert results["c2"].is_error and results["c2"].text == "Tool call blocked: too big"
+    assert results["c1"].is_error and "rewrote the add arguments" in results["c1"].text
+    assert "b: required property is missing" in results["c1"].text
+
+
 def test_raising_hook_is_reported_and_tool_call_fails_closed(make_harness: Any, kit: Any) -> None:
     harness, log = make_harness(
         [reply_tool_calls([("add", {"a": 1, "b": 2})]), "ok"], tools=[kit.add_tool()]
