@@ -1087,6 +1087,8 @@ class AgentHarness:
         The compaction machinery lives in ``harnessc.runtime.session.compaction``; an
         extension may replace it through ``self.compactor``.
         """
+        if reason == "manual" and self._busy:  # the loop compacts by itself mid-run
+            raise HarnessBusyError("the agent is busy with a run; compact when it is idle")
         compactor = getattr(self, "compactor", None)
         if compactor is None:
             try:

@@ -412,3 +412,22 @@ def test_event_log_replays_from_any_offset_and_wait_for_idle(make_harness: Any) 
     seen.clear()
     assert log.replay(seen.append, offset=5) == len(log) - 5
     assert seen == log.events[5:] and [e["seq"] for e in log.to_dicts(5)] == [e.seq for e in seen]
+
+
+def test_manual_compact_during_a_run_is_busy(make_harness: Any) -> None:
+    outcome: list[str] = []
+
+    async def compact_now(cid: str, params: Any, signal: Any, upd: Any, ctx: Any) -> ToolResult:
+        try:
+            await harness.compact()
+        except HarnessBusyError as exc:
+            outcome.append(str(exc))
+        return text_result("tried")
+
+    harness, _ = make_harness(
+        [reply_tool_calls([("compact_now", {})]), "ok"],
+        tools=[Tool("compact_now", "c", {"type": "object"}, compact_now)],
+    )
+    assert harness.prompt_sync("go").status == "done"
+    assert outcome and "busy" in outcome[0]
+    assert asyncio.run(harness.compact()) is None  # idle: allowed (nothing to compact)
