@@ -168,7 +168,12 @@ class CliInvocation:
 
         repo = open_repo(self.session_dir)
         if self.args.sessions:
-            print_sessions(list_sessions(repo), self.out, as_json=self.args.json, cwd=self.cwd)
+            print_sessions(
+                list_sessions(repo, self.agent_name),
+                self.out,
+                as_json=self.args.json,
+                cwd=self.cwd,
+            )
         else:
             hits = search_sessions(repo.root, self.args.search)
             print_hits(hits, self.out, as_json=self.args.json)

@@ -60,7 +60,7 @@ examples:
   git diff | {prog} "review this:" -      "-" is replaced by stdin
   {prog} -i                               interactive (type /help for commands)
   {prog} --json "hi" | jq .type           one JSON event per line
-  {prog} --continue "and now the tests"   go on in the latest session of this directory
+  {prog} --continue "and now the tests"   go on in its latest session in this directory
   {prog} --sessions                       list sessions; --search "error AND retry"
   {prog} --session 3f2a --fork 9c1d0e2a "try another way"
   {prog} --continue --resume-with '{{"call_1": "approved"}}'
@@ -111,13 +111,13 @@ def build_parser(prog: str, agent_name: str) -> argparse.ArgumentParser:
         "--continue",
         dest="continue_",
         action="store_true",
-        help="go on in the latest session of this directory",
+        help="go on in this agent's latest session in this directory",
     )
     sessions.add_argument(
         "--fork",
         metavar="ENTRY_ID",
         help="start a new session holding the branch up to ENTRY_ID of --session "
-        "(default: the latest session of this directory)",
+        "(default: this agent's latest session in this directory)",
     )
     sessions.add_argument(
         "--sessions", action="store_true", help="list sessions: id, time, name, first prompt"

@@ -341,7 +341,7 @@ def _entry_text(entry: SessionEntry) -> str | None:
 
 async def _sessions(repl: Repl, args: str) -> None:
     from harnessc.runtime.cli_args import UsageError
-    from harnessc.runtime.cli_sessions import open_repo, print_sessions
+    from harnessc.runtime.cli_sessions import list_sessions, open_repo, print_sessions
 
     try:
         repo = open_repo(repl.cli.session_dir)
@@ -362,7 +362,8 @@ async def _sessions(repl: Repl, args: str) -> None:
     import io
 
     buffer = io.StringIO()
-    print_sessions(repo.list(full=True)[:30], buffer, as_json=False, cwd=repl.cli.cwd)
+    mine = list_sessions(repo, repl.cli.agent_name)[:30]
+    print_sessions(mine, buffer, as_json=False, cwd=repl.cli.cwd)
     repl.say(buffer.getvalue().rstrip("\n") + "\n/sessions ID switches")
 
 

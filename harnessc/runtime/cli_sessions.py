@@ -20,6 +20,7 @@ __all__ = [
     "choose_session",
     "discard_if_empty",
     "fork_session",
+    "latest_session",
     "list_sessions",
     "open_repo",
     "print_sessions",
@@ -74,7 +75,7 @@ def choose_session(
             return SessionChoice(repo.open(session_arg), False)
         if continue_ or fork is not None:
             repo = open_repo(session_dir)
-            meta = repo.latest(cwd)
+            meta = latest_session(repo, cwd, agent_name)
             if meta is None:
                 if required or fork is not None:
                     raise UsageError(f"no session to continue for {cwd} under {repo.root}")
@@ -132,8 +133,21 @@ def discard_if_empty(session: Session | None) -> None:
 # -- listings ------------------------------------------------------------------
 
 
-def list_sessions(repo: JsonlSessionRepo) -> list[SessionMeta]:
-    return repo.list(full=True)
+def is_agents(meta: SessionMeta, agent_name: str | None) -> bool:
+    """A session of this agent, or one no agent claims (pi files, the Python API)."""
+    owner = meta.metadata.get("agent") if isinstance(meta.metadata, dict) else None
+    return agent_name is None or owner is None or owner == agent_name
+
+
+def latest_session(repo: JsonlSessionRepo, cwd: str, agent_name: str) -> SessionMeta | None:
+    """The most recently modified session of this agent in ``cwd`` (agents often share a
+    session directory: another agent's session is never continued by default)."""
+    return next((meta for meta in repo.list(cwd) if is_agents(meta, agent_name)), None)
+
+
+def list_sessions(repo: JsonlSessionRepo, agent_name: str | None = None) -> list[SessionMeta]:
+    """The sessions, newest first; with ``agent_name`` only that agent's (and untagged ones)."""
+    return [meta for meta in repo.list(full=True) if is_agents(meta, agent_name)]
 
 
 def _local_time(meta: SessionMeta) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from harnessc.testing import ProtocolServer
@@ -110,3 +111,19 @@ def test_replay_serves_recorded_replies_without_calling_the_model(
     assert server.requests == []
     missing = agent.run("--replay", "nope.jsonl", "question")
     assert missing.returncode == 2 and "nope.jsonl" in missing.stderr
+
+
+def test_agents_sharing_a_session_dir_continue_only_their_own(
+    agent: Agent, server: ProtocolServer
+) -> None:
+    other = replace(agent, path=agent.path.with_name("other.py"))
+    other.path.write_text(agent.path.read_text().replace('"tester"', '"other"'))
+    server.enqueue(text_reply("t1"), text_reply("o1"), text_reply("t2"), text_reply("o2"))
+    assert agent.run("tester asks").returncode == 0
+    assert other.run("other asks").returncode == 0  # the newest session is other's
+    assert agent.run("--continue", "tester again").returncode == 0
+    assert _contents(server.requests[2])[-3:] == ["tester asks", "t1", "tester again"]
+    assert other.run("--continue", "other again").returncode == 0
+    assert _contents(server.requests[3])[-3:] == ["other asks", "o1", "other again"]
+    rows = events_of(agent.run("--sessions", "--json").stdout)
+    assert [r["first_prompt"] for r in rows] == ["tester asks"]
