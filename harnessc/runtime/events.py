@@ -257,6 +257,7 @@ class SessionCompactEvent(Event):
     type: ClassVar[str] = "session_compact"
     compaction_entry: dict[str, Any] = field(default_factory=dict)
     from_hook: bool = False
+    messages: list[Message] = field(default_factory=list)  # the rebuilt context (for replay)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -266,6 +267,7 @@ class SessionTreeEvent(Event):
     old_leaf_id: str | None = None
     summary_entry: dict[str, Any] | None = None
     from_hook: bool = False
+    messages: list[Message] = field(default_factory=list)  # the rebuilt context (for replay)
 
 
 @dataclass(slots=True, kw_only=True)

@@ -86,8 +86,13 @@ def replay_events(
             state.thinking_level = data.get("level")
         elif kind == "tools_update":
             state.active_tools = list(data.get("active_tool_names") or [])
-        elif kind == "session_compact":
-            state.messages = []  # the context was rebuilt; later events carry it again
+        elif kind in ("session_compact", "session_tree"):  # the context was rebuilt
+            rebuilt = data.get("messages")
+            state.messages = [
+                {k: v for k, v in m.items() if k != "timestamp"}
+                for m in (rebuilt if isinstance(rebuilt, list) else [])
+                if isinstance(m, dict)
+            ]
     state.state = machine.state.value
     state.usage = {
         "turns": usage["turns"],

@@ -201,3 +201,18 @@ def test_navigate_tree_with_a_branch_summary(repo: JsonlSessionRepo) -> None:
     leaf = harness.session.leaf_id
     assert asyncio.run(navigate_tree(harness, first_answer.id)).cancelled
     assert harness.session.leaf_id == leaf
+
+
+def test_event_log_replay_follows_compaction_and_tree_moves(repo: JsonlSessionRepo) -> None:
+    from harnessc.runtime.replay import replay_events
+
+    harness, log = make(repo, Model_())
+    ask(harness, 8, size=2000)
+    assert [e for e in log if e.type == "session_compact"]
+    assert replay_events(log.to_dicts()).messages == harness.snapshot()["messages"]
+    first_answer = [e for e in harness.session.branch() if e.role == "assistant"][0]
+    asyncio.run(navigate_tree(harness, first_answer.id))
+    ask(harness, 1)
+    replayed = replay_events(log.to_dicts())
+    assert replayed.messages == harness.snapshot()["messages"]
+    assert len(replayed.messages) == 4  # question 0, answer 1, then the new turn

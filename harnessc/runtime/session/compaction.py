@@ -904,6 +904,10 @@ async def compact_harness(
     harness.reload_messages()
     assert outcome.entry is not None
     await harness.emit(
-        SessionCompactEvent(compaction_entry=outcome.entry.to_dict(), from_hook=outcome.from_hook)
+        SessionCompactEvent(
+            compaction_entry=outcome.entry.to_dict(),
+            from_hook=outcome.from_hook,
+            messages=harness.messages,
+        )
     )
     return outcome

@@ -120,6 +120,7 @@ async def navigate_tree(
             old_leaf_id=old_leaf,
             summary_entry=entry.to_dict() if entry is not None else None,
             from_hook=from_hook,
+            messages=harness.messages,
         )
     )
     return TreeNavigation(old_leaf, session.leaf_id, entry, False, from_hook)
