@@ -123,6 +123,10 @@ class Repl:
         self.asking = False
         self.quit = False
         self._history_file: str | None = None
+        # A session created for this REPL: deleted again when left without any entry, so
+        # opening -i and quitting does not leave an empty "latest" session for --continue.
+        fresh = cli.choice is None or cli.choice.new
+        self._fresh_path: str | None = harness.session.path if fresh else None
 
     # -- output ----------------------------------------------------------------
 
@@ -169,6 +173,7 @@ class Repl:
             from harnessc.runtime.cli import close_harness
 
             await close_harness(self.harness)
+            self._drop_if_fresh_and_empty(self.harness.session)
         self.out.write("\n" if not self.quit else "")
         self.out.flush()
         return 0
@@ -368,7 +373,15 @@ class Repl:
         self._unsubscribe = harness.subscribe(self.printer)
         with contextlib.suppress(Exception):
             await old.close()
+        self._drop_if_fresh_and_empty(old.session, keep=session.path)
         self.banner()
+
+    def _drop_if_fresh_and_empty(self, session: Any, keep: str | None = None) -> None:
+        path = session.path
+        if path and path == self._fresh_path and path != keep and len(session) == 0:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            self._fresh_path = None
 
     # -- history -------------------------------------------------------------------
 

@@ -212,3 +212,20 @@ def test_settings_fork_and_tree_commands(
     assert listing.count("first") == 2  # the original and the fork
     term.eof()
     assert term.wait() == 0
+
+
+def test_quitting_before_any_prompt_leaves_no_empty_session(
+    agent: Agent, server: ProtocolServer, terminals: list[Terminal]
+) -> None:
+    server.enqueue(text_reply("noted"), text_reply("kiwi"))
+    assert agent.run("remember kiwi").returncode == 0
+    term = Terminal(agent, "-i")
+    terminals.append(term)
+    term.expect_prompt()
+    term.eof()
+    assert term.wait() == 0
+    assert len(agent.session_files()) == 1  # the empty session of -i is gone
+    done = agent.run("--continue", "which fruit?")
+    assert done.returncode == 0, done.stderr
+    contents = [m.get("content") for m in server.requests[-1].json["messages"]]
+    assert contents[-3:] == ["remember kiwi", "noted", "which fruit?"]
