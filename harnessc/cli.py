@@ -177,7 +177,7 @@ def _build_once(inputs: _Inputs, out_dir: str, *, check: bool) -> int:
     if errors:
         _fail(errors, bad, "nothing written" if not check else "cannot check")
     outputs = compile_specs(loaded, out_dir)
-    orphans = find_orphans(out_dir, outputs) if inputs.dirs else []
+    orphans = find_orphans(out_dir, outputs, inputs.dirs) if inputs.dirs else []
     if check:
         return _report_check(check_outputs(outputs, out_dir) + orphans)
     statuses = write_outputs(outputs, out_dir)
@@ -206,7 +206,10 @@ def _report_check(statuses: list[FileStatus]) -> int:
     for status in problems:
         click.echo(f"{_display(status.path)}: {notes[status.status]}")
     if problems:
-        click.echo("run `harnessc build` to update the generated files", err=True)
+        if any(s.status == "orphan" for s in problems):
+            click.echo("delete the generated files that no spec produces", err=True)
+        if any(s.status != "orphan" for s in problems):
+            click.echo("run `harnessc build` to update the generated files", err=True)
         return 1
     click.echo(f"{_plural(len(statuses), 'generated file')} current")
     return 0
