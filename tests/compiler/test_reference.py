@@ -157,3 +157,13 @@ def test_render_reference_types_defaults_and_nesting() -> None:
     assert '| `mode` | `"a"` \\| `"b"` | `"a"` |  |' in text
     assert "## `items[]`" in text
     assert "| `items[].flag` | boolean | `true` |  |" in text
+
+
+def test_ci_runs_exactly_the_readme_test_command() -> None:
+    quick_start = _section(README.read_text(encoding="utf-8"), "Quick start")
+    blocks = re.findall(r"Run the tests:\n\n```bash\n(.*?)\n```", quick_start, re.S)
+    assert len(blocks) == 1, "README's Quick start has no 'Run the tests:' command"
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    commands = [line for line in ci.splitlines() if line.strip() and not line.startswith("#")]
+    assert commands[-1] == blocks[0].strip()  # the last step is the README's command
+    assert any("pip install" in line and "-e '.[dev]'" in line for line in commands)
