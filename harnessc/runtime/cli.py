@@ -418,6 +418,8 @@ class CliInvocation:
             if isinstance(printer, TextPrinter):
                 printer.close()
             await close_harness(harness)
+            if self.choice is not None and self.choice.new:
+                discard_if_empty(harness.session)  # a /command answered: nothing to keep
         return self.report(result, harness, printer)
 
     def report(

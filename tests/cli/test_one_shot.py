@@ -204,3 +204,18 @@ def test_generated_hello_runs_against_the_local_server(
     assert done.returncode == 0, done.stderr
     assert done.stdout == "Hello from hello\n"
     assert server.requests[0].json["messages"][-1] == {"role": "user", "content": "hi"}
+
+
+def test_a_command_as_the_prompt_answers_and_leaves_no_session(
+    agent: Agent, server: ProtocolServer
+) -> None:
+    server.enqueue(text_reply("kept"))
+    assert agent.run("a real question").returncode == 0
+    as_json = agent.run("--json", "/nothing")
+    assert as_json.returncode == 0, as_json.stderr
+    (reply,) = events_of(as_json.stdout)  # one line, nothing else
+    assert reply["type"] == "command_reply" and "unknown command /nothing" in reply["text"]
+    as_text = agent.run("/nothing")
+    assert as_text.stdout.startswith("unknown command /nothing")
+    assert server.requests[1:] == []  # no model call
+    assert len(agent.session_files()) == 1  # only the real question's session
