@@ -27,6 +27,7 @@ def test_reply_streams_to_stdout_and_tools_go_to_stderr(
     assert done.stdout == "Hello world\n"
     assert "[slow] seconds=0.05  0.0" in done.stderr  # tool name, key argument, duration
     assert "error" not in done.stderr
+    assert "\r" not in done.stderr and "\033[" not in done.stderr  # no spinner: not a terminal
     first = server.requests[0]
     assert first.json["messages"][-1] == {"role": "user", "content": "say hello"}
     assert first.headers["authorization"] == f"Bearer {API_KEY}"
