@@ -127,3 +127,18 @@ def test_agents_sharing_a_session_dir_continue_only_their_own(
     assert _contents(server.requests[3])[-3:] == ["other asks", "o1", "other again"]
     rows = events_of(agent.run("--sessions", "--json").stdout)
     assert [r["first_prompt"] for r in rows] == ["tester asks"]
+
+
+def test_continue_keeps_a_model_and_thinking_override(agent: Agent, server: ProtocolServer) -> None:
+    server.enqueue(text_reply("from other"), text_reply("still other"))
+    keys = {"OTHER_API_KEY": "other-key"}
+    first = agent.run("--model", "other", "--thinking", "high", "hi", env=keys)
+    assert first.returncode == 0, first.stderr
+    again = agent.run("--continue", "and again", env=keys)
+    assert again.returncode == 0, again.stderr
+    assert [r.json["model"] for r in server.requests] == ["other-model", "other-model"]
+    assert server.requests[1].headers["authorization"] == "Bearer other-key"
+    (session,) = agent.session_files()
+    assert '"thinkingLevel":"high"' in session.read_text().replace(" ", "")
+    missing = agent.run("--continue", "no key")  # the recorded model's key is checked
+    assert missing.returncode == 2 and "OTHER_API_KEY" in missing.stderr
