@@ -780,7 +780,9 @@ class AgentHarness:
                 )
             await self._commit_results(run)
             await self._end_turn(run)
-            return await self._finish(run, "error", assistant.error_message or "model call failed")
+            reason = assistant.error_message or "model call failed"
+            await self.emit(ErrorEvent(source="provider", message=reason, fatal=True))  # on_error
+            return await self._finish(run, "error", reason)
         if assistant.stop_reason == "length" and run.calls:
             for call in run.calls:
                 result = ToolResult(

@@ -201,9 +201,12 @@ def test_terminate_stops_after_the_batch(make_harness: Any) -> None:
 def test_provider_error_ends_the_run_with_error_status(make_harness: Any) -> None:
     failing = AssistantMessage(stop_reason="error", error_message="HTTP 400: bad request")
     harness, log = make_harness([failing])
+    on_error: list[str] = []
+    harness.on("on_error", lambda e: on_error.append(e.message))
     result = harness.prompt_sync("go")
     assert result.status == "error" and "HTTP 400" in result.reason
     assert log.events[-1].type == "agent_end"
+    assert on_error == ["HTTP 400: bad request"]  # seed 004: on_error for any error
     assert (
         harness.prompt_sync("again").status == "error"
     )  # next prompt still runs (no replies left)
