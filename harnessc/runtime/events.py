@@ -93,6 +93,10 @@ class AgentStartEvent(Event):
     type: ClassVar[str] = "agent_start"
     prompt: str = ""
     run_id: str = ""
+    # The settings the run starts with, so a replay of the log knows them too.
+    model: str = ""
+    thinking_level: str = ""
+    active_tools: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True, kw_only=True)

@@ -657,7 +657,15 @@ class AgentHarness:
                     system_prompt = result.system_prompt
                     run.system_prompt = system_prompt  # this run only; else re-read each turn
             self._record_settings_if_new()
-            await self.emit(AgentStartEvent(prompt=prompt_text, run_id=run.id))
+            await self.emit(
+                AgentStartEvent(
+                    prompt=prompt_text,
+                    run_id=run.id,
+                    model=self._model.id,
+                    thinking_level=self._thinking_level.value,
+                    active_tools=list(self._active_tool_names),
+                )
+            )
             paused = await self._open_turn(run)
             await self._append(message, run)
             for item in extra:

@@ -32,6 +32,9 @@ class ReplayState:
         return {
             "state": self.state,
             "messages": self.messages,
+            "model": self.model,
+            "thinking_level": self.thinking_level,
+            "active_tools": self.active_tools,
             "pending_tool_calls": self.pending_tool_calls,
             "usage": self.usage,
         }
@@ -63,6 +66,10 @@ def replay_events(
         elif kind == "agent_start":
             usage = {"turns": 0, "tool_calls": 0, "tokens": 0, "cost_usd": 0.0}
             state.pending_tool_calls = []
+            state.model = data.get("model") or state.model
+            state.thinking_level = data.get("thinking_level") or state.thinking_level
+            if isinstance(data.get("active_tools"), list):
+                state.active_tools = list(data["active_tools"])
         elif kind == "turn_start":
             usage["turns"] += 1
         elif kind == "tool_execution_start":

@@ -315,9 +315,7 @@ def test_determinism_and_replay(make_harness: Any, kit: Any) -> None:
     assert first == second
     replayed = replay_events(log.to_dicts())
     live = harness.snapshot()
-    assert replayed.state == live["state"]
-    assert replayed.messages == live["messages"]
-    assert replayed.usage == live["usage"]
+    assert replayed.snapshot() == live  # state, messages, settings, pending calls, usage
     # replay from an offset continues from an earlier replay
     half = len(log) // 2
     start = replay_events(log.to_dicts()[:half])
@@ -384,6 +382,7 @@ def test_setters_emit_updates_and_apply_from_the_next_turn(kit: Any) -> None:
     )
     kinds = [e.type for e in harness.session.entries()]
     assert {"model_change", "thinking_level_change", "active_tools_change"} <= set(kinds)
+    assert replay_events(log.to_dicts()).snapshot() == harness.snapshot()
     with pytest.raises(KeyError, match="unknown tools: nope"):
         asyncio.run(harness.set_active_tools(["nope"]))
 
