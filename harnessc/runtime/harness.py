@@ -77,6 +77,7 @@ from harnessc.runtime.hooks import (
 from harnessc.runtime.loop import LoopState, StateMachine
 from harnessc.runtime.messages import (
     AssistantMessage,
+    CustomMessage,
     ImageContent,
     Message,
     TextContent,
@@ -394,20 +395,34 @@ class AgentHarness:
             except asyncio.CancelledError:
                 raise
             except (Exception, SystemExit) as exc:  # a hook's sys.exit() must not end the agent
-                label = (spec.name if spec and spec.name else None) or getattr(
-                    handler.fn, "__qualname__", "handler"
-                )
-                message = f"hook {moment} ({label}) failed: {_describe_exception(exc)}"
-                if fail is not None:
-                    fail.append(message)
-                if moment != "error":
-                    await self._report_error(f"hook:{moment}", exc, message=message)
+                await self._hook_failed(moment, handler, exc, "failed", fail)
                 continue
             if result is not None:
-                out.append(result)
                 if on_result is not None:
-                    on_result(result)  # chained moments: the next handler sees the change
+                    try:
+                        on_result(result)  # chained moments: the next handler sees the change
+                    except Exception as exc:
+                        await self._hook_failed(moment, handler, exc, "returned", fail)
+                        continue
+                out.append(result)
         return out
+
+    async def _hook_failed(
+        self, moment: str, handler: _Handler, exc: BaseException, what: str, fail: Any
+    ) -> None:
+        spec = handler.spec
+        label = (spec.name if spec and spec.name else None) or getattr(
+            handler.fn, "__qualname__", "handler"
+        )
+        if what == "returned":
+            message = f"hook {moment} ({label}) returned an unusable result: "
+        else:
+            message = f"hook {moment} ({label}) failed: "
+        message += _describe_exception(exc)
+        if fail is not None:
+            fail.append(message)
+        if moment != "error":
+            await self._report_error(f"hook:{moment}", exc, message=message)
 
     async def _report_error(
         self, source: str, exc: BaseException | None, *, message: str = ""
@@ -641,21 +656,24 @@ class AgentHarness:
             self._transition(LoopState.PLANNING)
             system_prompt = await self.system_prompt()
             extra: list[Message] = []
-            for result in await self._call_hooks(
-                "before_agent_start",
-                BeforeAgentStartEvent(
-                    prompt=prompt_text,
-                    images=list(images) or None,
-                    system_prompt=system_prompt,
-                    resources=self._resources,
-                ),
-            ):
+            start_event = BeforeAgentStartEvent(
+                prompt=prompt_text,
+                images=list(images) or None,
+                system_prompt=system_prompt,
+                resources=self._resources,
+            )
+
+            def take_start(result: Any) -> None:  # checked whole, then applied
                 result = _coerce(result, BeforeAgentStartResult)
-                if result.messages:
-                    extra.extend(result.messages)
+                added = _checked_messages(result.messages) if result.messages else []
+                if result.system_prompt and not isinstance(result.system_prompt, str):
+                    raise TypeError("system_prompt must be a string")
+                extra.extend(added)
                 if result.system_prompt:
-                    system_prompt = result.system_prompt
-                    run.system_prompt = system_prompt  # this run only; else re-read each turn
+                    start_event.system_prompt = result.system_prompt  # the next handler sees it
+                    run.system_prompt = result.system_prompt  # this run only
+
+            await self._call_hooks("before_agent_start", start_event, on_result=take_start)
             self._record_settings_if_new()
             await self.emit(
                 AgentStartEvent(
@@ -924,13 +942,15 @@ class AgentHarness:
 
     async def _call_model(self, run: _Run) -> AssistantMessage:
         model = self._model
-        messages = list(self._messages)
-        for result in await self._call_hooks(
-            "context", ContextEvent(messages=messages, turn=run.turn)
-        ):
+        context_event = ContextEvent(messages=list(self._messages), turn=run.turn)
+
+        def take_context(result: Any) -> None:  # chained: the next handler sees the result
             result = _coerce(result, ContextResult)
             if result.messages is not None:
-                messages = list(result.messages)
+                context_event.messages = _checked_messages(result.messages)
+
+        await self._call_hooks("context", context_event, on_result=take_context)
+        messages = context_event.messages
         request_event = BeforeProviderRequestEvent(
             model=model, session_id=self.session.id, stream_options=self._stream_options
         )
@@ -1719,9 +1739,19 @@ def _coerce(result: Any, cls: type[Any]) -> Any:
     return cls()
 
 
+def _checked_messages(value: Any) -> list[Message]:
+    """Messages a hook returned, or TypeError (a hook result never breaks the run)."""
+    kinds = (UserMessage, AssistantMessage, ToolResultMessage, CustomMessage)
+    if not isinstance(value, list | tuple) or not all(isinstance(m, kinds) for m in value):
+        raise TypeError(f"messages must be a list of messages, not {_short_json(value, 80)}")
+    return list(value)
+
+
 def _patch_stream_options(
     options: AgentHarnessStreamOptions, patch: dict[str, Any]
 ) -> AgentHarnessStreamOptions:
+    if not isinstance(patch, dict):
+        raise TypeError(f"stream_options must be a mapping, not {type(patch).__name__}")
     changes: dict[str, Any] = {}
     for key, value in patch.items():
         if key in _STATUS_FIELDS and isinstance(value, dict):

@@ -171,10 +171,30 @@ def test_before_agent_start_and_context_hooks(make_harness: Any) -> None:
         lambda e: BeforeAgentStartResult(system_prompt=e.system_prompt + " Be brief."),
     )
     harness.on("context", lambda e: ContextResult(messages=e.messages[-1:]))
+    harness.on("context", lambda e: ContextResult(messages=[*e.messages, e.messages[0]]))
+    seen: list[int] = []
+    harness.on("context", lambda e: seen.append(len(e.messages)))  # chained
     harness.prompt_sync("hello")
+    assert seen == [2]
     request = provider.requests[0]
     assert request.context.system_prompt == "You are a helpful assistant. Be brief."
-    assert len(request.context.messages) == 1
+    assert len(request.context.messages) == 2
+
+
+def test_unusable_hook_results_are_reported_not_fatal(make_harness: Any) -> None:
+    provider = ScriptedProvider(["hi"])
+    harness, log = make_harness(provider)
+    harness.on("before_agent_start", lambda e: {"messages": 5})
+    harness.on("before_agent_start", lambda e: {"system_prompt": e.system_prompt + " Kept."})
+    harness.on("context", lambda e: {"messages": "not a list"})
+    harness.on("before_provider_request", lambda e: {"stream_options": "x"})
+    result = harness.prompt_sync("hello")
+    assert result.status == "done" and result.text == "hi"
+    errors = [e.message for e in log if e.type == "error"]
+    assert len(errors) == 3 and all("returned an unusable result: TypeError" in m for m in errors)
+    request = provider.requests[0]
+    assert request.context.system_prompt.endswith(" Kept.")
+    assert [m.role for m in request.context.messages] == ["user"]
 
 
 def test_before_provider_request_merges_headers(make_harness: Any) -> None:
