@@ -111,3 +111,13 @@ def test_state_from_messages(run_tool):
     assert (
         TaskState.from_messages([ToolResultMessage("i", "bash", [TextContent("x")])]) == TaskState()
     )
+
+
+def test_todo_output_is_capped_and_keeps_the_counts(run_tool, txt):
+    todo = create_todo_tool(TaskState())
+    items = [{"title": "x" * 100} for _ in range(3000)]
+    text = txt(run_tool(todo, {"op": "set", "items": items}))
+    assert len(text.encode()) <= 50 * 1024 and len(text.splitlines()) <= 2000
+    assert "[List truncated at 2000 lines / 50 KB" in text
+    assert text.endswith("3000 tasks: 0 done, 0 in progress, 3000 pending.")
+    assert len(todo.state.todos) == 3000  # only the text is capped

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from harnessc.runtime.signal import AbortSignal
 from harnessc.runtime.tools.base import Tool, ToolResult, ToolUpdate, error_result, text_result
+from harnessc.runtime.tools.truncate import MAX_BYTES, MAX_LINES, truncate_head
 
 __all__ = [
     "ALL_DONE_MESSAGE",
@@ -168,13 +169,21 @@ class TaskTool(Tool):
 def _render(state: TaskState) -> str:
     if not state.todos:
         return "No tasks."
-    lines = [f"- [{t.status}] {t.title} (id: {t.id})" for t in state.todos]
+    listing = "\n".join(f"- [{t.status}] {t.title} (id: {t.id})" for t in state.todos)
+    # Capped like every tool output (2000 lines / 50 KB), room left for the counts.
+    cut = truncate_head(listing, MAX_LINES - 10, MAX_BYTES - 1024)
+    if cut.truncated:
+        listing = (
+            f"{cut.content}\n[List truncated at 2000 lines / 50 KB: showing {cut.output_lines} "
+            f"of {cut.total_lines} lines. Complete tasks or set a shorter list to see the rest.]"
+        )
     c = state.counts()
-    lines.append("")
-    lines.append(
+    lines = [
+        listing,
+        "",
         f"{c['total']} tasks: {c['done']} done, {c['in_progress']} in progress, "
-        f"{c['pending']} pending."
-    )
+        f"{c['pending']} pending.",
+    ]
     if state.all_done:
         lines.append(ALL_DONE_MESSAGE)
     return "\n".join(lines)
