@@ -431,7 +431,7 @@ class CliInvocation:
                 printer.write({"type": "command_reply", "text": result.reply})
             else:
                 printer.reply(result.reply)
-            return EXIT_DONE
+            return EXIT_USAGE if result.reason == "unknown_command" else EXIT_DONE
         if result.status == "done":
             return EXIT_DONE
         if result.status == "error":

@@ -48,7 +48,8 @@ class Command:
 
 @dataclass(slots=True)
 class CommandOutcome:
-    """``prompt``: send ``text`` to the model; ``reply``: show ``text``, no model call."""
+    """``prompt``: send ``text`` to the model; ``reply``: show ``text``, no model call;
+    ``unknown``: no such command (``text`` lists the known ones)."""
 
     kind: str
     text: str
@@ -167,7 +168,7 @@ class CommandRegistry:
         )
         if expanded is not None:
             return CommandOutcome("prompt", expanded, name)
-        return CommandOutcome("reply", self.unknown_message(name, resources), name)
+        return CommandOutcome("unknown", self.unknown_message(name, resources), name)
 
 
 def _expand(function: str, text: str, items: Iterable[Any] | None) -> str | None:

@@ -555,6 +555,8 @@ class AgentHarness:
             outcome = await self.dispatch_command(*command)
             if outcome.kind == "reply":
                 return RunResult(status="done", reply=outcome.text)
+            if outcome.kind == "unknown":
+                return RunResult(status="error", reason="unknown_command", reply=outcome.text)
             prompt_text = outcome.text
         content: str | list[UserContent] = prompt_text
         if images:
@@ -1174,6 +1176,7 @@ class AgentHarness:
         *,
         summarize: bool = False,
         custom_instructions: str | None = None,
+        replace_instructions: bool = False,
         label: str | None = None,
     ) -> Any:
         """Move the session leaf to ``target_id`` (session_before_tree / session_tree hooks)."""
@@ -1185,6 +1188,7 @@ class AgentHarness:
             target_id,
             summarize=summarize,
             custom_instructions=custom_instructions,
+            replace_instructions=replace_instructions,
             label=label,
         )
 
@@ -1225,7 +1229,14 @@ class AgentHarness:
             for c in local
         )
         if sequential:
-            for call in local:
+            for index, call in enumerate(local):
+                # Between two calls the clock, token and cost limits are checked again, so a
+                # long sequential batch pauses with the rest of its calls still pending.
+                if index:
+                    spent = await self._check_budget(("wall_clock_s", "tokens", "cost_usd"))
+                    if spent is not None:
+                        limited_reason = spent
+                        break
                 run.results[call.id] = await self._run_tool_call(run, call, context)
         else:
             done = await asyncio.gather(*(self._run_tool_call(run, c, context) for c in local))

@@ -213,10 +213,11 @@ def test_a_command_as_the_prompt_answers_and_leaves_no_session(
     server.enqueue(text_reply("kept"))
     assert agent.run("a real question").returncode == 0
     as_json = agent.run("--json", "/nothing")
-    assert as_json.returncode == 0, as_json.stderr
+    assert as_json.returncode == 2, as_json.stderr  # an unknown command is a usage error
     (reply,) = events_of(as_json.stdout)  # one line, nothing else
     assert reply["type"] == "command_reply" and "unknown command /nothing" in reply["text"]
     as_text = agent.run("/nothing")
+    assert as_text.returncode == 2
     assert as_text.stdout.startswith("unknown command /nothing")
     assert server.requests[1:] == []  # no model call
     assert len(agent.session_files()) == 1  # only the real question's session

@@ -400,3 +400,30 @@ def test_matcher_applies_to_tool_events(make_harness: Any, kit: Any) -> None:
     )
     harness.prompt_sync("go")
     assert seen == ["sleep"]
+
+
+def test_wall_clock_is_checked_between_sequential_tool_calls(make_harness: Any, kit: Any) -> None:
+    harness, _ = make_harness(
+        [
+            reply_tool_calls(
+                [("sleep", {"seconds": 0.08}, "s1"), ("sleep", {"seconds": 0.01}, "s2")]
+            ),
+            "done",
+        ],
+        tools=[kit.sleep_tool()],
+        budget=Budget(wall_clock_s=0.05),
+        sequential_tools=True,
+    )
+    result = harness.prompt_sync("go")
+    assert result.status == "paused" and result.reason == "budget_exceeded:wall_clock_s"
+    assert [c.id for c in result.pending_tool_calls] == ["s2"]
+    assert harness.resume_sync(budget=Budget()).text == "done"
+    answered = [m.tool_call_id for m in harness.messages if isinstance(m, ToolResultMessage)]
+    assert answered == ["s1", "s2"]
+
+
+def test_unknown_command_is_an_error_result(make_harness: Any) -> None:
+    harness, _ = make_harness([])
+    result = harness.prompt_sync("/nonsense now")
+    assert result.status == "error" and result.reason == "unknown_command"
+    assert result.reply is not None and "unknown command /nonsense" in result.reply

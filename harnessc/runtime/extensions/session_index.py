@@ -1,9 +1,10 @@
 """session_index (seed 003 hook/session-index): keep the sessions' full-text index fresh.
 
-After each successful run (``agent_end`` with status done, or ``agent_pause``: a
-budget or review pause, or a wait for external tool results; seed 003's "turn" is one
-prompt) the SQLite FTS5 index of the session files is
-refreshed in the background: a task running the refresh in a worker thread, never
+After each successful turn (``turn_end`` whose model reply did not fail: DESIGN.md's
+"turn finished" row; one model call plus its tool batch) and at every ``agent_pause``
+(a budget or review pause, or a wait for external tool results, which ends a run in
+the middle of a turn) the SQLite FTS5 index of the session files is refreshed in the
+background: a task running the refresh in a worker thread, never
 awaited by the run. Refreshes do not pile up: one asked for while another runs is done
 once afterwards. A failure is reported as an error event (source
 ``extension:session_index``) and never stops the agent. Contributes ``/search QUERY``.
@@ -26,7 +27,7 @@ from harnessc.runtime.extensions.base import ExtensionConfigError, decode_config
 __all__ = ["SessionIndexConfig", "SessionIndexExtension"]
 
 NAME = "session_index"
-SUCCESSFUL_RUNS = frozenset({"done"})  # agent_end statuses; every agent_pause counts
+FAILED_REPLIES = frozenset({"error", "aborted"})  # turn_end replies that refresh nothing
 
 
 @dataclass(slots=True)
@@ -51,7 +52,7 @@ class SessionIndexConfig:
 
 
 class SessionIndexExtension:
-    """Refreshes a ``SessionIndex`` after each successful run, off the run's path."""
+    """Refreshes a ``SessionIndex`` after each successful turn, off the run's path."""
 
     name = NAME
 
@@ -75,8 +76,8 @@ class SessionIndexExtension:
 
     def install(self, harness: Any) -> None:
         self._harness = harness
-        harness.on("agent_end", self._on_agent_end)
-        harness.on("agent_pause", self._on_agent_end)  # a paused run has no agent_end
+        harness.on("turn_end", self._on_turn_end)
+        harness.on("agent_pause", self._on_turn_end)  # a wait for a tool ends mid-turn
         if self.config.contribute_commands:
             harness.commands.register(
                 "search", "search the past sessions (FTS5 query)", self.search_command, source=NAME
@@ -102,8 +103,9 @@ class SessionIndexExtension:
 
     # -- the background refresh ----------------------------------------------------
 
-    def _on_agent_end(self, event: Any, harness: Any) -> None:
-        if event.type == "agent_end" and event.status not in SUCCESSFUL_RUNS:
+    def _on_turn_end(self, event: Any, harness: Any) -> None:
+        message = getattr(event, "message", None)
+        if event.type == "turn_end" and getattr(message, "stop_reason", None) in FAILED_REPLIES:
             return
         self.schedule()
 

@@ -164,16 +164,19 @@ def _retryable_exception(exc: BaseException) -> bool:
     return isinstance(exc, httpx.TimeoutException | httpx.NetworkError | httpx.RemoteProtocolError)
 
 
-def _transport_message(exc: BaseException, timeout_ms: int | None) -> str:
+def _transport_message(exc: BaseException, timeout_ms: int | None, url: str = "") -> str:
+    """A readable transport failure naming where the request went (no query string)."""
+    parts = urlsplit(url)
+    where = f" ({parts.scheme}://{parts.netloc}{parts.path})" if parts.netloc else ""
     if isinstance(exc, httpx.TimeoutException):
         limit = f" after {timeout_ms} ms" if timeout_ms else ""
-        return f"request timed out{limit} ({type(exc).__name__})"
+        return f"request timed out{limit}{where} ({type(exc).__name__})"
     text = str(exc) or type(exc).__name__
     if isinstance(exc, httpx.RemoteProtocolError):
-        return f"connection lost: {text}"
+        return f"connection lost{where}: {text}"
     if isinstance(exc, httpx.NetworkError):
-        return f"connection error: {text}"
-    return f"could not send the request: {type(exc).__name__}: {text}"
+        return f"connection error{where}: {text}"
+    return f"could not send the request{where}: {type(exc).__name__}: {text}"
 
 
 class HttpProvider:
@@ -312,7 +315,7 @@ class HttpProvider:
                         return
                     if kind == _FAIL:
                         error = ProviderError(
-                            _transport_message(item[1], timeout_ms),
+                            _transport_message(item[1], timeout_ms, spec.url),
                             retryable=_retryable_exception(item[1]),
                         )
                     else:
@@ -368,7 +371,7 @@ class HttpProvider:
                                     yield self._aborted(builder, model, signal.reason)
                                     return
                                 error = ProviderError(
-                                    _transport_message(item[1], timeout_ms),
+                                    _transport_message(item[1], timeout_ms, spec.url),
                                     retryable=_retryable_exception(item[1]),
                                 )
                                 break
