@@ -642,7 +642,7 @@ class CompactionSpec(ExtensionSpecModel):
 
 
 class SessionIndexSpec(ExtensionSpecModel):
-    """Full-text index of the sessions, refreshed after each run (SQLite FTS5)."""
+    """Full-text index of the sessions, refreshed after each turn (SQLite FTS5)."""
 
     extension_name: ClassVar[str] = "session_index"
 
