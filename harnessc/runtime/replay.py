@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from harnessc.runtime.events import Event, to_jsonable
+from harnessc.runtime.events import Event
 from harnessc.runtime.loop import LoopState, StateMachine
 
 __all__ = ["ReplayState", "replay_events"]
@@ -108,6 +108,3 @@ def replay_events(
         "cost_usd": round(float(usage["cost_usd"]), 6),
     }
     return state
-
-
-_ = to_jsonable

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from harnessc.runtime.messages import ImageContent, TextContent, UserContent
+from harnessc.runtime.messages import TextContent, UserContent
 from harnessc.runtime.signal import AbortSignal
 
 __all__ = [
@@ -128,6 +128,3 @@ def text_result(text: str, details: Any = None) -> ToolResult:
 
 def error_result(text: str, details: Any = None) -> ToolResult:
     return ToolResult(content=[TextContent(text)], details=details, is_error=True)
-
-
-_ = ImageContent  # re-exported type used by tools returning images
