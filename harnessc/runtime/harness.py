@@ -85,6 +85,7 @@ from harnessc.runtime.messages import (
     ToolResultMessage,
     UserContent,
     UserMessage,
+    estimate_context_tokens,
     estimate_tokens,
 )
 from harnessc.runtime.options import (
@@ -1153,22 +1154,9 @@ class AgentHarness:
     def context_tokens(self, use_usage: bool = True) -> int:
         """The context size: the last reply's reported usage plus estimates after it.
 
-        Kept incrementally, so checking it before every model call costs O(1) per message.
+        Uses the per-message estimates kept incrementally, so no message is measured twice.
         """
-        messages = self._messages
-        for i in range(len(messages) - 1, -1, -1) if use_usage else ():
-            message = messages[i]
-            if isinstance(message, AssistantMessage) and message.stop_reason not in (
-                "error",
-                "aborted",
-            ):
-                usage = message.usage
-                used = usage.total_tokens or (
-                    usage.input + usage.output + usage.cache_read + usage.cache_write
-                )
-                if used > 0:
-                    return used + sum(self._estimates[i + 1 :])
-        return sum(self._estimates)
+        return estimate_context_tokens(self._messages, use_usage, self._estimates)
 
     async def navigate_tree(
         self,

@@ -22,7 +22,6 @@ After an automatic summary attempt, the next one waits until the context has gro
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -37,12 +36,10 @@ from harnessc.runtime.extensions.base import (
 from harnessc.runtime.hooks import ContextEvent, ContextResult
 from harnessc.runtime.messages import (
     AssistantMessage,
-    ImageContent,
     Message,
     TextContent,
-    ThinkingContent,
-    ToolCall,
     ToolResultMessage,
+    message_chars,
 )
 
 __all__ = [
@@ -59,7 +56,6 @@ __all__ = [
 ]
 
 NAME = "compaction"
-IMAGE_CHARS = 4800
 REGROWTH = 1.1  # an automatic summary is retried once the context grew by 10 %
 
 
@@ -144,29 +140,7 @@ class CompactionService(Protocol):
 
 def estimate_chars(messages: Sequence[Message]) -> int:
     """Characters the model reads: text, thinking, tool calls as JSON, images 4800 each."""
-    chars = 0
-    for message in messages:
-        if isinstance(message, AssistantMessage):
-            for block in message.content:
-                if isinstance(block, TextContent):
-                    chars += len(block.text)
-                elif isinstance(block, ThinkingContent):
-                    chars += len(block.thinking)
-                elif isinstance(block, ToolCall):
-                    chars += len(block.name) + len(
-                        json.dumps(block.arguments, ensure_ascii=False, default=str)
-                    )
-            continue
-        content = message.content
-        if isinstance(content, str):
-            chars += len(content)
-            continue
-        for part in content:
-            if isinstance(part, TextContent):
-                chars += len(part.text)
-            elif isinstance(part, ImageContent):
-                chars += IMAGE_CHARS
-    return chars
+    return sum(message_chars(m) for m in messages)
 
 
 def _cut_utf8(data: bytes, start: int, end: int) -> str:

@@ -30,6 +30,7 @@ from harnessc.runtime.messages import (
     ToolCall,
     ToolResultMessage,
     UserMessage,
+    estimate_context_tokens,
     estimate_tokens,
 )
 from harnessc.runtime.options import AgentHarnessStreamOptions, Model, ThinkingLevel
@@ -92,28 +93,6 @@ class CompactionSettings:
 
 
 # -- token estimates ------------------------------------------------------------
-
-
-def _usage_tokens(message: AssistantMessage) -> int:
-    usage = message.usage
-    return usage.total_tokens or (usage.input + usage.output + usage.cache_read + usage.cache_write)
-
-
-def estimate_context_tokens(messages: Sequence[Message], use_usage: bool = True) -> int:
-    """Context size: the last reply's reported usage plus estimates of what came after.
-
-    Without any usable usage (or with ``use_usage=False``, e.g. when that usage was
-    measured before a compaction), the sum of the estimates of every message.
-    """
-    for i in range(len(messages) - 1, -1, -1) if use_usage else ():
-        message = messages[i]
-        if (
-            isinstance(message, AssistantMessage)
-            and message.stop_reason not in ("error", "aborted")
-            and _usage_tokens(message) > 0
-        ):
-            return _usage_tokens(message) + sum(estimate_tokens(m) for m in messages[i + 1 :])
-    return sum(estimate_tokens(m) for m in messages)
 
 
 def should_compact(
