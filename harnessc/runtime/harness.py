@@ -105,6 +105,7 @@ from harnessc.runtime.providers.base import (
     ToolSpec,
 )
 from harnessc.runtime.resources.types import AgentHarnessResources
+from harnessc.runtime.session.replay import pending_state, record_pause, record_resume
 from harnessc.runtime.session.session import Session
 from harnessc.runtime.signal import AbortSignal
 from harnessc.runtime.tools.base import AgentTool, ToolResult
@@ -119,8 +120,6 @@ __all__ = [
 ]
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
-PAUSE_ENTRY = "harnessc.pause"
-RESUME_ENTRY = "harnessc.resume"
 
 RunStatus = Literal["done", "paused", "awaiting_tool", "aborted", "error"]
 
@@ -701,7 +700,7 @@ class AgentHarness:
 
     async def _abandon(self, previous: _Run, run: _Run) -> None:
         """Give every call of a paused run that never ran an error result."""
-        self.session.append_custom(RESUME_ENTRY, {"run_id": previous.id, "abandoned": True})
+        record_resume(self.session, run_id=previous.id, abandoned=True)
         for call in previous.calls:
             if call.id not in previous.results:
                 previous.results[call.id] = ToolResultMessage(
@@ -720,7 +719,7 @@ class AgentHarness:
     async def _resume_tools(self, run: _Run, results: dict[str, Any]) -> RunResult:
         try:
             await self.emit(AgentResumeEvent(run_id=run.id, reason="tool_results"))
-            self.session.append_custom(RESUME_ENTRY, {"run_id": run.id})
+            record_resume(self.session, run_id=run.id)
             for call in run.pending_external:
                 result = _external_result(results[call.id])
                 message = await self._finish_tool_call(run, call, result, 0.0)
@@ -738,7 +737,7 @@ class AgentHarness:
     async def _resume_paused(self, run: _Run) -> RunResult:
         try:
             await self.emit(AgentResumeEvent(run_id=run.id, reason="paused"))
-            self.session.append_custom(RESUME_ENTRY, {"run_id": run.id})
+            record_resume(self.session, run_id=run.id)
             run.pause_requested = None
             self._transition(LoopState.PLANNING)
             return await self._drive(run)
@@ -1451,16 +1450,14 @@ class AgentHarness:
         )
 
     async def _record_pause(self, run: _Run, reason: str, pending: list[ToolCall]) -> None:
-        self.session.append_custom(
-            PAUSE_ENTRY,
-            {
-                "run_id": run.id,
-                "reason": reason,
-                "state": self.state.value,
-                "pending_tool_calls": [c.to_dict() for c in pending],
-                "external_tool_calls": [c.id for c in run.pending_external],
-                "usage": self.budget.usage.to_dict(),
-            },
+        record_pause(
+            self.session,
+            reason,
+            pending,
+            run_id=run.id,
+            state=self.state.value,
+            external_tool_calls=[c.id for c in run.pending_external],
+            usage=self.budget.usage.to_dict(),
         )
         self.session.sync()
 
@@ -1613,8 +1610,6 @@ class AgentHarness:
         self._restore_pause()
 
     def _restore_pause(self) -> None:
-        from harnessc.runtime.session.replay import pending_state
-
         open_pause = pending_state(self.session)
         if open_pause is None:
             return
