@@ -783,7 +783,7 @@ class AgentHarness:
         self.budget.usage.tokens += assistant.usage.input + assistant.usage.output
         self.budget.usage.cost_usd += assistant.usage.cost.total
         run.assistant = assistant
-        run.calls = _unique_call_ids(assistant.tool_calls)
+        run.calls = list(assistant.tool_calls)
         run.results = {}
         run.terminate = {}
         run.committed = set()
@@ -1065,6 +1065,7 @@ class AgentHarness:
             )
         if partial is None:
             await self.emit(MessageStartEvent(message=final))
+        _unique_call_ids(final.tool_calls)  # before it is recorded: each result answers one call
         await self._append(final, run, started=True)
         return final
 
@@ -1785,8 +1786,8 @@ def _skills_block(resources: AgentHarnessResources) -> str:
     return format_skills_for_prompt(resources.skills)
 
 
-def _unique_call_ids(calls: list[ToolCall]) -> list[ToolCall]:
-    """The calls, with empty or repeated ids made unique (each result must find its call)."""
+def _unique_call_ids(calls: list[ToolCall]) -> None:
+    """Make empty or repeated call ids unique, in place (each result must find its call)."""
     seen: set[str] = set()
     for index, call in enumerate(calls):
         if not call.id or call.id in seen:
@@ -1796,4 +1797,3 @@ def _unique_call_ids(calls: list[ToolCall]) -> list[ToolCall]:
                 candidate += "_"
             call.id = candidate
         seen.add(call.id)
-    return list(calls)

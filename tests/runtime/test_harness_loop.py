@@ -334,6 +334,10 @@ def test_repeated_tool_call_ids_keep_every_result(make_harness: Any, kit: Any) -
     harness.prompt_sync("go")
     results = [m.text for m in harness.messages if isinstance(m, ToolResultMessage)]
     assert results == ["2", "4"]
+    # the session records the unique ids, so a reopened session pairs every result too
+    recorded = [m for m in harness.session.context().messages if isinstance(m, AssistantMessage)]
+    ids = [c.id for c in recorded[0].tool_calls]
+    assert len(set(ids)) == 2 and ids[0] == "dup"
 
 
 def test_a_hook_calling_sys_exit_is_contained(make_harness: Any) -> None:

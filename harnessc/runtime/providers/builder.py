@@ -105,15 +105,9 @@ class MessageBuilder:
     def start_tool(self, call_id: str, name: str) -> int:
         """Open a tool-call block; returns its content index.
 
-        An empty id, or one an earlier call of this reply already has, is made unique:
-        every tool result must answer exactly one call.
+        Ids are kept as the model sent them; the harness makes empty or repeated ones
+        unique (for every provider) before the reply is recorded.
         """
-        used = {c.id for c in self.partial.content if isinstance(c, ToolCall)}
-        if not call_id or call_id in used:
-            base, n = call_id or "call", len(used)
-            while f"{base}_{n}" in used:
-                n += 1
-            call_id = f"{base}_{n}"
         self._open("toolcall", ToolCall(id=call_id, name=name, arguments={}))
         self._args[self._index] = []
         return self._index
