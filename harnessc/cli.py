@@ -352,18 +352,28 @@ def _prog(command: str, spec: str, out_dir: str) -> str:
     return agent_prog(command, spec, None if out_dir == DEFAULT_OUT else out_dir)
 
 
-@cli.command(context_settings=_RUN_SETTINGS)
-@click.argument("spec", type=click.Path(exists=True, dir_okay=False))
-@click.argument("agent_args", nargs=-1, type=click.UNPROCESSED)
-@click.option(
-    "-o",
-    "--out",
-    "out_dir",
-    default=DEFAULT_OUT,
-    show_default=True,
-    help="Where the module would be written (for its relative paths).",
-)
-@_guard
+def _agent_command(function: Callable[..., None]) -> Any:
+    """``run`` and ``dev``: SPEC, the agent's own arguments, and where the module would live."""
+    decorators = (
+        cli.command(context_settings=_RUN_SETTINGS),
+        click.argument("spec", type=click.Path(exists=True, dir_okay=False)),
+        click.argument("agent_args", nargs=-1, type=click.UNPROCESSED),
+        click.option(
+            "-o",
+            "--out",
+            "out_dir",
+            default=DEFAULT_OUT,
+            show_default=True,
+            help="Where the module would be written (for its relative paths).",
+        ),
+        _guard,
+    )
+    for decorate in reversed(decorators):
+        function = decorate(function)
+    return function
+
+
+@_agent_command
 def run(spec: str, agent_args: tuple[str, ...], out_dir: str) -> None:
     """Compile SPEC in memory and run the agent's command line with AGENT_ARGS (after --)."""
     live = LiveAgent(spec, out_dir)
@@ -373,18 +383,7 @@ def run(spec: str, agent_args: tuple[str, ...], out_dir: str) -> None:
     raise SystemExit(live.run(_agent_argv(agent_args), prog=_prog("run", spec, out_dir)))
 
 
-@cli.command(context_settings=_RUN_SETTINGS)
-@click.argument("spec", type=click.Path(exists=True, dir_okay=False))
-@click.argument("agent_args", nargs=-1, type=click.UNPROCESSED)
-@click.option(
-    "-o",
-    "--out",
-    "out_dir",
-    default=DEFAULT_OUT,
-    show_default=True,
-    help="Where the module would be written (for its relative paths).",
-)
-@_guard
+@_agent_command
 def dev(spec: str, agent_args: tuple[str, ...], out_dir: str) -> None:
     """Run SPEC interactively; resources hot-reload and the spec recompiles between turns."""
     argv = _agent_argv(agent_args)
