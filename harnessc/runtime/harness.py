@@ -105,7 +105,6 @@ from harnessc.runtime.providers.base import (
     ToolSpec,
 )
 from harnessc.runtime.resources.types import AgentHarnessResources
-from harnessc.runtime.session.replay import pending_state, record_pause, record_resume
 from harnessc.runtime.session.session import Session
 from harnessc.runtime.signal import AbortSignal
 from harnessc.runtime.tools.base import AgentTool, ToolResult
@@ -700,7 +699,7 @@ class AgentHarness:
 
     async def _abandon(self, previous: _Run, run: _Run) -> None:
         """Give every call of a paused run that never ran an error result."""
-        record_resume(self.session, run_id=previous.id, abandoned=True)
+        _session_records().record_resume(self.session, run_id=previous.id, abandoned=True)
         for call in previous.calls:
             if call.id not in previous.results:
                 previous.results[call.id] = ToolResultMessage(
@@ -719,7 +718,7 @@ class AgentHarness:
     async def _resume_tools(self, run: _Run, results: dict[str, Any]) -> RunResult:
         try:
             await self.emit(AgentResumeEvent(run_id=run.id, reason="tool_results"))
-            record_resume(self.session, run_id=run.id)
+            _session_records().record_resume(self.session, run_id=run.id)
             for call in run.pending_external:
                 result = _external_result(results[call.id])
                 message = await self._finish_tool_call(run, call, result, 0.0)
@@ -737,7 +736,7 @@ class AgentHarness:
     async def _resume_paused(self, run: _Run) -> RunResult:
         try:
             await self.emit(AgentResumeEvent(run_id=run.id, reason="paused"))
-            record_resume(self.session, run_id=run.id)
+            _session_records().record_resume(self.session, run_id=run.id)
             run.pause_requested = None
             self._transition(LoopState.PLANNING)
             return await self._drive(run)
@@ -1451,7 +1450,7 @@ class AgentHarness:
         )
 
     async def _record_pause(self, run: _Run, reason: str, pending: list[ToolCall]) -> None:
-        record_pause(
+        _session_records().record_pause(
             self.session,
             reason,
             pending,
@@ -1611,7 +1610,7 @@ class AgentHarness:
         self._restore_pause()
 
     def _restore_pause(self) -> None:
-        open_pause = pending_state(self.session)
+        open_pause = _session_records().pending_state(self.session)
         if open_pause is None:
             return
         pause = open_pause.data
@@ -1797,3 +1796,10 @@ def _unique_call_ids(calls: list[ToolCall]) -> None:
                 candidate += "_"
             call.id = candidate
         seen.add(call.id)
+
+
+def _session_records() -> Any:
+    """The session's pause/resume records (imported on first use: start-up stays lean)."""
+    from harnessc.runtime.session import replay
+
+    return replay
