@@ -39,6 +39,7 @@ from harnessc.runtime.extensions.protocol import (
 )
 from harnessc.runtime.hooks import BeforeAgentStartResult, HookSpec, canonical_hook_name
 from harnessc.runtime.messages import UserMessage
+from harnessc.runtime.secrets import scrubbed_environ
 
 __all__ = [
     "DEFAULT_COMMAND_TIMEOUT_S",
@@ -164,7 +165,7 @@ class CommandHook:
         return f"CommandHook({self.moment!r}, {self.command!r}, timeout_s={self.timeout_s})"
 
     def _env(self, payload: dict[str, Any]) -> dict[str, str]:
-        env = dict(os.environ)
+        env = scrubbed_environ()  # no API keys or other credentials (runtime/secrets.py)
         env["HARNESSC_HOOK_EVENT"] = self.moment
         env["HARNESSC_SESSION_ID"] = str(payload.get("session_id") or "")
         env["HARNESSC_PROJECT_DIR"] = str(payload.get("cwd") or "")
