@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from harnessc.runtime.cli_args import UsageError
-from harnessc.runtime.cli_output import one_line
+from harnessc.runtime.cli.args import UsageError
+from harnessc.runtime.cli.output import one_line
 from harnessc.runtime.session.session import Session, SessionError, SessionHeader
 
 if TYPE_CHECKING:

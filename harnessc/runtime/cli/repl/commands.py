@@ -11,16 +11,16 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from harnessc.runtime.cli_output import one_line
+from harnessc.runtime.cli.host import ReplHost
+from harnessc.runtime.cli.output import one_line
 from harnessc.runtime.options import ThinkingLevel
 
 if TYPE_CHECKING:
-    from harnessc.runtime.cli_repl import Repl
     from harnessc.runtime.session.session import Session, SessionEntry
 
 __all__ = ["BUILTIN_COMMANDS", "run_command"]
 
-Handler = Callable[["Repl", str], Awaitable[None]]
+Handler = Callable[["ReplHost", str], Awaitable[None]]
 
 BUILTIN_COMMANDS: dict[str, str] = {
     "help": "list the commands, prompt templates and skills",
@@ -39,7 +39,7 @@ BUILTIN_COMMANDS: dict[str, str] = {
 }
 
 
-async def run_command(repl: Repl, text: str) -> None:
+async def run_command(repl: ReplHost, text: str) -> None:
     name, _, rest = text[1:].partition(" ")
     args = rest.strip()
     if name == "exit":
@@ -58,7 +58,7 @@ async def run_command(repl: Repl, text: str) -> None:
 # -- commands ------------------------------------------------------------------
 
 
-async def _help(repl: Repl, args: str) -> None:
+async def _help(repl: ReplHost, args: str) -> None:
     harness = repl.harness
     lines = ["commands:"]
     lines += [f"  /{name:<10} {text}" for name, text in BUILTIN_COMMANDS.items()]
@@ -74,7 +74,7 @@ async def _help(repl: Repl, args: str) -> None:
     repl.say("\n".join(lines))
 
 
-def _resource_lines(repl: Repl) -> list[str]:
+def _resource_lines(repl: ReplHost) -> list[str]:
     resources = repl.harness.resources
     lines: list[str] = []
     if resources.prompt_templates:
@@ -89,7 +89,7 @@ def _resource_lines(repl: Repl) -> list[str]:
     return lines
 
 
-async def _status(repl: Repl, args: str) -> None:
+async def _status(repl: ReplHost, args: str) -> None:
     harness = repl.harness
     session = harness.session
     model = harness.model
@@ -143,7 +143,7 @@ def _budget_line(harness: Any) -> str:
     return ", ".join(parts) or "no limits"
 
 
-async def _compact(repl: Repl, args: str) -> None:
+async def _compact(repl: ReplHost, args: str) -> None:
     harness = repl.harness
     if harness.commands.get("compact") is not None:
         repl.say(await harness.commands.run("compact", args) or "compacted")
@@ -170,7 +170,7 @@ async def _compact(repl: Repl, args: str) -> None:
     repl.say(f"compacted: {before} messages -> {len(harness.messages)}{detail}")
 
 
-async def _model(repl: Repl, args: str) -> None:
+async def _model(repl: ReplHost, args: str) -> None:
     harness = repl.harness
     if args:
         if args not in harness.models:
@@ -193,7 +193,7 @@ async def _model(repl: Repl, args: str) -> None:
     repl.say("\n".join(lines) + "\n/model KEY switches")
 
 
-async def _thinking(repl: Repl, args: str) -> None:
+async def _thinking(repl: ReplHost, args: str) -> None:
     harness = repl.harness
     levels = [level.value for level in ThinkingLevel]
     if not args:
@@ -206,7 +206,7 @@ async def _thinking(repl: Repl, args: str) -> None:
     repl.say(f"thinking: {args}")
 
 
-async def _tools(repl: Repl, args: str) -> None:
+async def _tools(repl: ReplHost, args: str) -> None:
     harness = repl.harness
     known = harness.tools
     active = harness.active_tool_names
@@ -237,19 +237,19 @@ async def _tools(repl: Repl, args: str) -> None:
     repl.say(f"active tools: {', '.join(names) or 'none'}")
 
 
-async def _templates(repl: Repl, args: str) -> None:
+async def _templates(repl: ReplHost, args: str) -> None:
     lines = _resource_lines(repl)
     repl.say("\n".join(lines) if lines else "no prompt templates or skills")
 
 
-async def _fork(repl: Repl, args: str) -> None:
+async def _fork(repl: ReplHost, args: str) -> None:
     harness = repl.harness
     session = harness.session
     if not session.path:
         repl.say("this session is in memory only (--no-session): nothing to fork")
         return
-    from harnessc.runtime.cli_args import UsageError
-    from harnessc.runtime.cli_sessions import fork_session, open_repo
+    from harnessc.runtime.cli.args import UsageError
+    from harnessc.runtime.cli.sessions import fork_session, open_repo
 
     repo = open_repo(repl.cli.session_dir or _dirname_up(session.path))
     try:
@@ -268,7 +268,7 @@ def _dirname_up(path: str) -> str:
     return os.path.dirname(os.path.dirname(os.path.abspath(path)))
 
 
-async def _tree(repl: Repl, args: str) -> None:
+async def _tree(repl: ReplHost, args: str) -> None:
     harness = repl.harness
     session = harness.session
     if args:
@@ -339,9 +339,9 @@ def _entry_text(entry: SessionEntry) -> str | None:
     return None
 
 
-async def _sessions(repl: Repl, args: str) -> None:
-    from harnessc.runtime.cli_args import UsageError
-    from harnessc.runtime.cli_sessions import list_sessions, open_repo, print_sessions
+async def _sessions(repl: ReplHost, args: str) -> None:
+    from harnessc.runtime.cli.args import UsageError
+    from harnessc.runtime.cli.sessions import list_sessions, open_repo, print_sessions
 
     try:
         repo = open_repo(repl.cli.session_dir)
@@ -367,11 +367,11 @@ async def _sessions(repl: Repl, args: str) -> None:
     repl.say(buffer.getvalue().rstrip("\n") + "\n/sessions ID switches")
 
 
-async def _reload(repl: Repl, args: str) -> None:
+async def _reload(repl: ReplHost, args: str) -> None:
     harness = repl.harness
     options = repl.cli.build_options(session=harness.session, cwd=repl.cli.cwd)
     if options.session is not harness.session:
-        from harnessc.runtime.cli_sessions import discard_if_empty
+        from harnessc.runtime.cli.sessions import discard_if_empty
 
         discard_if_empty(options.session)
     resources = options.resources
@@ -386,14 +386,14 @@ async def _reload(repl: Repl, args: str) -> None:
     )
 
 
-async def _resume(repl: Repl, args: str) -> None:
+async def _resume(repl: ReplHost, args: str) -> None:
     if repl.harness.paused_reason is None:
         repl.say("nothing to resume: the agent is not paused")
         return
     await repl.answer_pause()
 
 
-async def _quit(repl: Repl, args: str) -> None:
+async def _quit(repl: ReplHost, args: str) -> None:
     repl.quit = True
 
 

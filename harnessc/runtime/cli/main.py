@@ -20,7 +20,7 @@ from pathlib import Path
 from shlex import quote
 from typing import Any, TextIO
 
-from harnessc.runtime.cli_args import (
+from harnessc.runtime.cli.args import (
     EXIT_ABORTED,
     EXIT_DONE,
     EXIT_ERROR,
@@ -31,9 +31,11 @@ from harnessc.runtime.cli_args import (
     check_args,
     program_name,
 )
-from harnessc.runtime.cli_output import JsonPrinter, TextPrinter
-from harnessc.runtime.cli_pause import budget_limit, check_results, describe_pause
-from harnessc.runtime.cli_sessions import SessionChoice, choose_session, discard_if_empty
+from harnessc.runtime.cli.host import BuildOptions
+from harnessc.runtime.cli.output import JsonPrinter, TextPrinter
+from harnessc.runtime.cli.pause import budget_limit, check_results, describe_pause
+from harnessc.runtime.cli.sessions import SessionChoice, choose_session, discard_if_empty
+from harnessc.runtime.cli.shutdown import close_harness
 from harnessc.runtime.harness import AgentHarness, HarnessBusyError, RunResult
 from harnessc.runtime.options import AgentHarnessOptions
 
@@ -47,8 +49,6 @@ __all__ = [
     "close_harness",
     "run_cli",
 ]
-
-BuildOptions = Callable[..., AgentHarnessOptions]
 
 
 def run_cli(
@@ -151,14 +151,14 @@ class CliInvocation:
             self.discard(harness)
             raise
         if action == "repl":
-            from harnessc.runtime.cli_repl import run_repl
+            from harnessc.runtime.cli.repl import run_repl
 
             return run_repl(self, harness, prompt)
         return asyncio.run(self.one_shot(harness, action, prompt, results))
 
     def listing(self) -> int:
         """--sessions / --search: print and exit."""
-        from harnessc.runtime.cli_sessions import (
+        from harnessc.runtime.cli.sessions import (
             list_sessions,
             open_repo,
             print_hits,
@@ -233,7 +233,7 @@ class CliInvocation:
         raw = self.args.resume_with
         if raw is None:
             return None
-        from harnessc.runtime.cli_pause import parse_resume_with
+        from harnessc.runtime.cli.pause import parse_resume_with
 
         return parse_resume_with(sys.stdin.read() if raw == "-" else raw)
 
@@ -500,31 +500,6 @@ class CliInvocation:
     def session_hint(self, harness: AgentHarness) -> str:
         target = self.session_target(harness)
         return f" (continue with: {self.prog} {target})" if target else ""
-
-
-async def close_harness(harness: AgentHarness) -> None:
-    """Stop the watcher, close the session and the HTTP clients of the providers used."""
-    try:
-        await harness.close()
-    except Exception:
-        pass
-    if "harnessc.runtime.providers.http" not in sys.modules:
-        return
-    from harnessc.runtime.providers import get_provider
-
-    seen: set[int] = set()
-    for model in harness.models.values():
-        try:
-            provider = harness.options.provider or get_provider(model.api)
-        except Exception:
-            continue
-        aclose = getattr(provider, "aclose", None)
-        if aclose is not None and id(provider) not in seen:
-            seen.add(id(provider))
-            try:
-                await aclose()
-            except Exception:
-                pass
 
 
 def _close(session: Any) -> None:
