@@ -18,7 +18,7 @@ from harnessc.runtime.options import ThinkingLevel
 if TYPE_CHECKING:
     from harnessc.runtime.session.session import Session, SessionEntry
 
-__all__ = ["BUILTIN_COMMANDS", "run_command"]
+__all__ = ["BUILTIN_COMMANDS", "run_command", "unknown_command"]
 
 Handler = Callable[["ReplHost", str], Awaitable[None]]
 
@@ -31,7 +31,7 @@ BUILTIN_COMMANDS: dict[str, str] = {
     "tools": "show the tools, or set the active ones: /tools NAME... (+NAME / -NAME)",
     "templates": "list the prompt templates and skills (/NAME args, /skill:NAME args)",
     "fork": "continue in a new session copying this branch (up to /fork ENTRY_ID)",
-    "tree": "show the session tree with entry ids; /tree ENTRY_ID moves there",
+    "tree": "show the session tree; /tree ENTRY_ID [summarize] moves there",
     "sessions": "list the sessions; /sessions ID switches to one",
     "reload": "reload skills and prompt templates from disk",
     "resume": "answer or continue a paused run",
@@ -46,13 +46,27 @@ async def run_command(repl: ReplHost, text: str) -> None:
         name = "quit"
     handler: Handler | None = _HANDLERS.get(name)
     if handler is None:
-        # skill:NAME, a prompt template, or an extension's command: the harness decides.
+        known = repl.harness.commands.known(repl.harness.resources)
+        if f"/{name}" not in known:
+            repl.say(unknown_command(name, known))
+            return
+        # skill:NAME, a prompt template, or an extension's command: the harness runs it.
         await repl.run(lambda: repl.harness.prompt(text))
         return
     try:
         await handler(repl, args)
     except Exception as exc:  # a command never ends the REPL
         repl.say(f"/{name} failed: {type(exc).__name__}: {exc}")
+
+
+def unknown_command(name: str, others: list[str]) -> str:
+    """ "unknown command /NAME" with a did-you-mean and every command the REPL knows."""
+    import difflib
+
+    everything = sorted({f"/{n}" for n in BUILTIN_COMMANDS} | set(others))
+    close = difflib.get_close_matches(f"/{name}", everything, n=3, cutoff=0.7)
+    guess = f"; did you mean {' or '.join(close)}?" if close else ""
+    return f"unknown command /{name}{guess}\ncommands: {' '.join(everything)}  (/help explains)"
 
 
 # -- commands ------------------------------------------------------------------
@@ -272,12 +286,22 @@ async def _tree(repl: ReplHost, args: str) -> None:
     harness = repl.harness
     session = harness.session
     if args:
-        if session.get_entry(args) is None:
-            repl.say(f"no entry {args!r} in this session (/tree lists them)")
+        target, _, option = args.partition(" ")
+        option = option.strip()
+        if option not in ("", "summarize"):
+            repl.say("usage: /tree ENTRY_ID [summarize]")
             return
-        session.move_to(args)
-        harness.reload_messages()
-        repl.say(f"moved to {args}: {len(harness.messages)} messages in context")
+        if session.get_entry(target) is None:
+            repl.say(f"no entry {target!r} in this session (/tree lists them)")
+            return
+        # The harness's navigation: session_before_tree / session_tree hooks, an optional
+        # branch summary, and a paused run left behind on the old branch is cleared.
+        moved = await harness.navigate_tree(target, summarize=option == "summarize")
+        if moved.cancelled:
+            repl.say(f"not moved: a session_before_tree hook cancelled the move to {target}")
+            return
+        summary = " (the branch left behind is summarized)" if moved.summary_entry else ""
+        repl.say(f"moved to {target}: {len(harness.messages)} messages in context{summary}")
         return
     lines = render_tree(session)
     repl.say("\n".join(lines) if lines else "the session is empty")

@@ -20,6 +20,7 @@ from harnessc.runtime.cli.host import CliHost
 from harnessc.runtime.cli.output import TextPrinter, one_line
 from harnessc.runtime.cli.pause import budget_limit, describe_pause
 from harnessc.runtime.cli.repl.reader import EOF, INTERRUPT, LineReader
+from harnessc.runtime.cli.sessions import has_exchange
 from harnessc.runtime.cli.shutdown import close_harness
 from harnessc.runtime.harness import AgentHarness, HarnessBusyError, RunResult
 
@@ -41,6 +42,10 @@ class Repl:
         self.busy = False
         self.asking = False
         self.quit = False
+        self.quit_after_run = False  # Ctrl-D during a run: leave once it ends
+        # Lines piped in (``printf 'hi\n/status\n' | agent -i``) are a script: each runs
+        # after the previous one finished, no prompts are drawn, the end of input quits.
+        self.scripted = not _stdin_is_terminal()
         self._history_file: str | None = None
         # A session created for this REPL: deleted again when left without any entry, so
         # opening -i and quitting does not leave an empty "latest" session for --continue.
@@ -91,7 +96,7 @@ class Repl:
             self._save_history()
             await close_harness(self.harness)
             self._drop_if_fresh_and_empty(self.harness.session)
-        self.out.write("\n" if not self.quit else "")
+        self.out.write("\n" if not (self.quit or self.scripted) else "")
         self.out.flush()
         return 0
 
@@ -108,6 +113,8 @@ class Repl:
     async def next_line(self, prompt: str) -> Any:
         """The next line typed (or EOF / INTERRUPT)."""
         assert self.reader is not None
+        if self.scripted:
+            prompt = ""
         if self.lines.empty() and not self.reader.request(prompt) and prompt:
             self.out.write(prompt)
             self.out.flush()
@@ -133,6 +140,10 @@ class Repl:
 
             await run_command(self, text)
             return
+        if self.harness.paused_reason == "awaiting_tool":
+            ids = ", ".join(f"{c.name} {c.id}" for c in self.harness.pending_tool_calls)
+            self.note(f"the agent is waiting for external tool results ({ids}): /resume answers")
+            return
         await self.run(lambda: self.harness.prompt(text))
 
     def on_interrupt(self) -> None:
@@ -153,6 +164,8 @@ class Repl:
         self.busy = True
         task: asyncio.Future[RunResult] = asyncio.ensure_future(start())
         try:
+            while not task.done() and self.scripted:
+                await asyncio.wait({task})
             while not task.done():
                 self.reader.request("")
                 getter = asyncio.ensure_future(self.lines.get())
@@ -166,17 +179,22 @@ class Repl:
             try:
                 result = task.result()
             except HarnessBusyError as exc:
-                self.note(f"error: {exc}")
+                self.note(
+                    f"error: {str(exc).replace('call resume() with them', '/resume answers')}"
+                )
                 return None
         finally:
             self.busy = False
         await self.after_run(result)
+        if self.quit_after_run:
+            self.quit = True
         return result
 
     def steer(self, line: Any) -> None:
         if line is EOF:
-            self.quit = True
-            self.harness.abort("quit")
+            # Ctrl-D while the agent works: let the run finish, then leave (Ctrl-C aborts).
+            self.quit_after_run = True
+            self.note("[quit] leaving when this run ends (Ctrl-C aborts it)")
             return
         if line is INTERRUPT:
             return
@@ -196,7 +214,9 @@ class Repl:
             self.printer.error(result.reason or "the run failed")
         elif result.status == "aborted":
             self.note("[aborted] the session is kept")
-        elif result.status in ("paused", "awaiting_tool") and not self.quit:
+        elif result.status in ("paused", "awaiting_tool") and not (
+            self.quit or self.quit_after_run
+        ):
             await self.answer_pause()
 
     # -- pull points -------------------------------------------------------------
@@ -295,7 +315,7 @@ class Repl:
 
     def _drop_if_fresh_and_empty(self, session: Any, keep: str | None = None) -> None:
         path = session.path
-        if path and path == self._fresh_path and path != keep and len(session) == 0:
+        if path and path == self._fresh_path and path != keep and not has_exchange(session):
             with contextlib.suppress(OSError):
                 os.unlink(path)
             self._fresh_path = None
@@ -352,3 +372,12 @@ def _remove_sigint(loop: asyncio.AbstractEventLoop) -> None:
 
     with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
         loop.remove_signal_handler(signal.SIGINT)
+
+
+def _stdin_is_terminal() -> bool:
+    import sys
+
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except (ValueError, OSError):
+        return False
