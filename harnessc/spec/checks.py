@@ -21,7 +21,7 @@ from typing import Any
 from harnessc.runtime.hooks import canonical_hook_name
 from harnessc.spec.diagnostics import Diagnostic, Severity, did_you_mean
 from harnessc.spec.envref import ENV_FIELDS, malformed_env_ref
-from harnessc.spec.models import BUILTIN_TOOLS
+from harnessc.spec.models import BUILTIN_TOOLS, PROVIDER_NAMES
 from harnessc.spec.yamlsource import KeyPath, YamlSource
 
 __all__ = ["check_spec", "hook_program_problem", "tool_names"]
@@ -73,10 +73,7 @@ class _Checker:
         for key, model in models.items():
             if not isinstance(model, dict) or "api_key_env" in model:
                 continue
-            if (
-                model.get("provider") in ("openai", "anthropic", "google")
-                and "base_url" not in model
-            ):
+            if model.get("provider") in PROVIDER_NAMES and "base_url" not in model:
                 self.report(
                     ("models", key),
                     "warning",

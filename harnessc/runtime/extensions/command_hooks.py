@@ -50,6 +50,7 @@ from harnessc.runtime.extensions.claude_output import (
 )
 from harnessc.runtime.extensions.protocol import HookProtocolError, HookTimeoutError
 from harnessc.runtime.hooks import HookSpec, canonical_hook_name
+from harnessc.runtime.secrets import scrubbed_environ
 
 __all__ = [
     "DEFAULT_COMMAND_TIMEOUT_S",
@@ -249,7 +250,7 @@ class CommandHook:
         return f"CommandHook({self.moment!r}, {self.command!r}, timeout_s={self.timeout_s})"
 
     def _env(self, payload: dict[str, Any], cwd: str) -> dict[str, str]:
-        env = dict(os.environ)
+        env = scrubbed_environ()  # no API keys or other credentials (runtime/secrets.py)
         env["HARNESSC_HOOK_EVENT"] = self.moment
         env["HARNESSC_SESSION_ID"] = str(payload.get("session_id") or "")
         env["HARNESSC_PROJECT_DIR"] = cwd
