@@ -129,7 +129,10 @@ def test_matchers_as_claude_code_documents_them(
         assert test is not None and not test(name), name
 
 
-def test_updated_input_reaches_the_tool(make_harness: Any, script: Any, tmp_path: Path) -> None:
+def test_updated_input_reaches_the_tool(
+    make_harness: Any, script: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the write tool's workspace
     decision = {
         "hookSpecificOutput": {
             "hookEventName": "PreToolUse",
