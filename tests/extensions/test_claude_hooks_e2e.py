@@ -396,3 +396,20 @@ def test_background_child_left_by_a_hook(project: Project) -> None:
     finally:
         for pid in _alive(tag):
             os.kill(pid, 9)
+
+
+ASK = LOG_PRELUDE + textwrap.dedent(
+    """\
+    print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+        "permissionDecision": "ask", "permissionDecisionReason": "deploys need a human"}}))
+    """
+)
+
+
+def test_ask_without_a_terminal_is_a_pull_point(project: Project) -> None:
+    hook = project.script("ask.py", ASK)
+    module = project.build(f"hooks:\n  tool_call:\n    - {{command: {hook}, matcher: Bash}}\n")
+    project.server.enqueue(tool_reply(("c1", "bash", {"command": "make deploy"})))
+    done = project.run(module, "deploy")
+    assert done.returncode == 3, done.stderr  # paused: resumable with --continue
+    assert "approval needed: deploys need a human" in done.stderr
