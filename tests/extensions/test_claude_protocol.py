@@ -252,3 +252,19 @@ def test_check_reads_the_claude_settings_file(tmp_path: Path) -> None:
     assert any(s == "warning" and "no moment for SubagentStop" in m for s, m in found), found
     found = _diagnostics(tmp_path, "  claude_settings: nope.json\n")
     assert any(s == "error" and "no such file" in m for s, m in found), found
+
+
+def test_user_prompt_submit_block_drops_the_prompt(make_harness: Any, script: Any) -> None:
+    hook = command_hook(
+        "before_agent_start", script("deny.sh", "echo 'no secrets in prompts' >&2\nexit 2\n")
+    )
+    harness, log = make_harness([reply_text("never")], hooks=[hook])
+    result = asyncio.run(harness.prompt("my password is hunter2"))
+    assert result.status == "aborted"
+    assert harness.messages == []  # never sent, never stored
+    assert any(
+        e.type == "notice" and "prompt blocked" in e.message and "no secrets" in e.message
+        for e in log
+    )
+    again = asyncio.run(harness.prompt("hello"))  # the harness is usable afterwards
+    assert again.status == "aborted"  # the same hook blocks every prompt
