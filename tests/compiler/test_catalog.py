@@ -118,9 +118,7 @@ def test_the_compiler_emits_every_catalog_entry(tmp_path: Path) -> None:
     )
     tools = "".join(f"  - {name}\n" for name in TOOL_NAMES)
     extensions = "".join(f"  {name}: {{}}\n" for name in EXTENSION_NAMES)
-    text = (
-        f"version: 1\nname: every\nmodels:\n{models}tools:\n{tools}extensions:\n{extensions}"
-    )
+    text = f"version: 1\nname: every\nmodels:\n{models}tools:\n{tools}extensions:\n{extensions}"
     spec = tmp_path / "every.yaml"
     spec.write_text(text)
     loaded = parse_spec(text.encode(), spec)
