@@ -232,6 +232,8 @@ class OpenAIStreamState:
 
     def handle(self, event: str, data: str) -> None:
         if data[:1] == "[" and data.strip() == "[DONE]":
+            self._finish = True
+            self.end()  # the reply is complete here, even if the connection stays open
             self.done = True
             return
         chunk = json_data(data)
