@@ -12,6 +12,7 @@ __all__ = [
     "ProviderError",
     "cut_text",
     "error_text_from_body",
+    "reported_error",
     "is_context_overflow_text",
     "is_secret_header",
     "redact",
@@ -187,6 +188,17 @@ def _message_in(data: object) -> str | None:
         value = data.get(key)
         if isinstance(value, str) and value:
             return value
+    return None
+
+
+def reported_error(body: bytes) -> str | None:
+    """The message of a JSON body that reports an error (``{"error": ...}``), else None."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    if isinstance(data, dict) and data.get("error"):
+        return _message_in(data)
     return None
 
 

@@ -24,6 +24,7 @@ from harnessc.runtime.providers.errors import (
     error_text_from_body,
     is_context_overflow_text,
     redact_url,
+    reported_error,
 )
 from harnessc.runtime.providers.retry import is_retryable_status, parse_retry_after_ms
 
@@ -185,6 +186,9 @@ def answer_error(
         message = f"HTTP {status}: the server redirects{target}"
     elif status >= 400:
         message = f"HTTP {status}: {text or '(no error text)'}"
+    elif reported_error(raw) is not None:
+        message = f"HTTP {status} with an error from {where(url)}: {text}"
+        hint = ""
     else:
         message = (
             f"HTTP {status} without an event stream (content-type {content_type}) from "

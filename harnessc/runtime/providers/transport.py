@@ -158,7 +158,8 @@ class BodyDecoder:
         if self._z is None:
             yield data
             return
-        while data:
+        more = True
+        while more:
             try:
                 out = self._z.decompress(data, _PIECE)
             except zlib.error as exc:
@@ -171,10 +172,14 @@ class BodyDecoder:
             if out:
                 self._out += len(out)
                 yield out
-            data = self._z.unconsumed_tail
-            if not data and self._z.eof and self._z.unused_data:  # another gzip member
+            if self._z.eof:
                 data = self._z.unused_data
-                self._z = self._new()
+                if data and self._mode == "gzip":  # another gzip member
+                    self._z = self._new()
+                    continue
+                return  # anything after the end of a deflate stream is ignored
+            data = self._z.unconsumed_tail
+            more = bool(data) or len(out) == _PIECE  # drain output still held back
 
 
 def _too_big(limit: int) -> ProviderError:
