@@ -937,9 +937,9 @@ class AgentHarness:
     def provider_for(self, model: Model) -> Provider:
         if self.options.provider is not None:
             return self.options.provider
-        from harnessc.runtime.providers import get_provider
+        from harnessc.runtime.providers.pool import pool_of  # one pool per harness
 
-        return get_provider(model.api)
+        return pool_of(self).get(model.api)
 
     async def _call_model(self, run: _Run) -> AssistantMessage:
         model = self._model
@@ -1677,6 +1677,9 @@ class AgentHarness:
         if self._watcher is not None:
             await self._watcher.stop()
             self._watcher = None
+        from harnessc.runtime.providers.pool import close_pool_of  # this harness's clients only
+
+        await close_pool_of(self)
         self.session.close()
 
 
