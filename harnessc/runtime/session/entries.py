@@ -96,6 +96,9 @@ class SessionWriteError(SessionError, OSError):
     valid (a partly written line is cut off before the next append).
     """
 
+    def __str__(self) -> str:  # the message, not OSError's "[Errno N] ..." form
+        return str(self.args[0]) if self.args else ""
+
 
 def iso_now() -> str:
     """An ISO-8601 UTC timestamp with milliseconds, as pi writes them."""
