@@ -384,8 +384,8 @@ def test_setters_emit_updates_and_apply_from_the_next_turn(kit: Any) -> None:
         "high",
         ["add"],
     )
-    kinds = [e.type for e in harness.session.entries()]
-    assert {"model_change", "thinking_level_change", "active_tools_change"} <= set(kinds)
+    kinds = [e.data.get("customType", e.type) for e in harness.session.entries()]
+    assert {"model_change", "thinking_level_change", "harnessc.active_tools"} <= set(kinds)
     assert replay_events(log.to_dicts()).snapshot() == harness.snapshot()
     with pytest.raises(KeyError, match="unknown tools: nope"):
         asyncio.run(harness.set_active_tools(["nope"]))
