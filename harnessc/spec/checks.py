@@ -346,7 +346,7 @@ def hook_program_problem(command: str, base: FsPath) -> tuple[Severity, str] | N
         return None  # shlex is not the shell: leave the command to it
     if not words or "=" in words[0].split("/")[0]:
         return None  # empty, or an environment assignment first
-    word = words[0]
+    word = shown = words[0]
     for var in ("$CLAUDE_PROJECT_DIR", "${CLAUDE_PROJECT_DIR}"):
         if word.startswith(var + "/"):
             word = os.fspath(base) + word[len(var) :]
@@ -365,11 +365,11 @@ def hook_program_problem(command: str, base: FsPath) -> tuple[Severity, str] | N
     try:
         exists = program.is_file()
     except OSError as exc:
-        return "error", f"hook program {word!r} cannot be checked: {exc.strerror or exc}"
+        return "error", f"hook program {shown!r} cannot be checked: {exc.strerror or exc}"
     if not exists:
-        return "error", f"hook program {word!r} does not exist (looked for {_shown(program)})"
+        return "error", f"hook program {shown!r} does not exist (looked for {_shown(program)})"
     if not os.access(program, os.X_OK):
-        return "error", f"hook program {word!r} is not executable (chmod +x {_shown(program)})"
+        return "error", f"hook program {shown!r} is not executable (chmod +x {_shown(program)})"
     return None
 
 
