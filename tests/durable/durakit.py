@@ -131,6 +131,25 @@ class DurableAgent:
             stdin=subprocess.DEVNULL,
         )
 
+    def client(self, *args: str) -> tuple[int, str, str]:
+        """A client verb (--runs, --follow, ...) run in this process: no executor starts
+        here, and no interpreter start-up per call."""
+        import io
+
+        from harnessc.runtime.durable import DurableConfig, run_durable_cli
+
+        out, err = io.StringIO(), io.StringIO()
+        config = DurableConfig(database_url=self.env["DURABLE_URL"], queue="dtest")
+        code = run_durable_cli(
+            _no_agent,
+            [*args, "--cwd", str(self.workdir)],
+            agent_name="dtester",
+            durable=lambda: config,
+            stdout=out,
+            stderr=err,
+        )
+        return code, out.getvalue(), err.getvalue()
+
     def worker(
         self, worker_id: str, *extra: str, env: dict[str, str] | None = None
     ) -> subprocess.Popen[str]:
@@ -173,6 +192,14 @@ class DurableAgent:
                 if what == "end":
                     counts[call_id] = counts.get(call_id, 0) + 1
         return counts
+
+
+def _no_agent(**_: Any) -> Any:
+    raise AssertionError("a client must never build the agent")
+
+
+def _no_agent(**_: Any) -> Any:
+    raise AssertionError("a client must never build the agent")
 
 
 def make_agent(

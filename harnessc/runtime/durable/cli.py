@@ -213,7 +213,7 @@ def _follow(config: DurableConfig, run_id: str, cwd: str, out: TextIO, *, as_jso
             raise DurableError(f"no run {run_id}")
         _pump(
             lambda offset: client.read_stream_offset(
-                run_id, EVENT_STREAM, offset, timeout_seconds=0.2
+                run_id, EVENT_STREAM, offset, timeout_seconds=0.2, polling_interval_sec=0.05
             ),
             lambda: client.retrieve_workflow(run_id).get_status().status,
             lambda: _waiting(client, run_id),
@@ -334,7 +334,7 @@ def _one_shot(
             handle = DBOS.start_workflow(durable_run, {"prompt": prompt, "cwd": cwd})
         _pump(
             lambda offset: DBOS.read_stream_offset(
-                run_id, EVENT_STREAM, offset, timeout_seconds=0.1
+                run_id, EVENT_STREAM, offset, timeout_seconds=0.1, polling_interval_sec=0.05
             ),
             lambda: handle.get_status().status,
             lambda: _waits(run_id),
