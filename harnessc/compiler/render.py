@@ -197,6 +197,14 @@ class _Builder:
         if spec.budget is not None:
             out.append(("budget", self.kwargs_call("", "Budget", spec.budget)))
         hooks = [self.hook(moment, h) for moment, handlers in spec.hooks.items() for h in handlers]
+        if spec.claude_settings is not None:  # read when the agent starts: edits need no build
+            settings = self.call(
+                ".extensions",
+                "claude_settings_hooks",
+                Lit(spec.claude_settings),
+                spec_dir=Code("SPEC_DIR"),
+            )
+            hooks.append(Code("*" + settings.flat()))
         if hooks:
             out.append(("hooks", ListExpr(hooks)))
         extensions = self.extensions()
@@ -308,7 +316,7 @@ class _Builder:
                 Lit(handler.command),
                 matcher=matcher,
                 timeout_s=timeout,
-                cwd=Code("SPEC_DIR"),
+                spec_dir=Code("SPEC_DIR"),
             )
         assert handler.block is not None
         return self.call(

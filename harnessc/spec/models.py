@@ -21,7 +21,9 @@ from pydantic import (
     ConfigDict,
     Field,
     GetJsonSchemaHandler,
+    ModelWrapValidatorHandler,
     PlainValidator,
+    PrivateAttr,
     ValidationInfo,
     WithJsonSchema,
     create_model,
@@ -301,6 +303,22 @@ EnvName = Annotated[
 Regex = Annotated[
     str, AfterValidator(_check_regex), WithJsonSchema({"type": "string", "format": "regex"})
 ]
+
+
+def _check_hook_matcher(value: str) -> str:
+    from harnessc.runtime.extensions.claude_events import compile_matcher
+
+    try:
+        compile_matcher(value)
+    except ValueError as exc:
+        raise _custom("regex", str(exc)) from None
+    return value
+
+
+# Claude Code's matcher forms: names, ``A|B``, ``A,B``, ``*``, "", or a regex.
+HookMatcher = Annotated[
+    str, AfterValidator(_check_hook_matcher), WithJsonSchema({"type": "string"})
+]
 HookMoment = Annotated[
     str,
     AfterValidator(_check_hook_moment),
@@ -561,11 +579,11 @@ class HookHandlerSpec(SpecModel):
     python: ImportPath | None = None
     """'module:function' called with the event (and the harness, if it takes two arguments)."""
     command: NonBlankStr | None = None
-    """Shell command (Claude Code protocol: event JSON on stdin, exit 2 blocks). Runs in the spec's folder."""
+    """Shell command speaking Claude Code's hook protocol (event JSON on stdin, exit 2 blocks). Runs in the agent's working directory; a relative program path (hooks/guard.sh) is found in the spec's folder."""
     block: BlockRuleSpec | None = None
     """Block tool calls whose name and input match (tool_call moment only)."""
-    matcher: Regex | None = None
-    """Python and command hooks: regex over the tool name (tool moments)."""
+    matcher: HookMatcher | None = None
+    """Tool moments. Command hooks match as Claude Code does, under harnessc's or Claude Code's tool name (bash or Bash; Edit|Write; Edit,Write; * or empty for all; else a regex searched in the name); python hooks: a regex over the whole tool name."""
     timeout_s: PosFloat | None = None
     """Python and command hooks: seconds before the handler is given up (commands: 60)."""
     reason: NonBlankStr | None = None
@@ -590,6 +608,8 @@ class HookHandlerSpec(SpecModel):
                         "hook_handler",
                         f"'{key}' does not apply to block rules (block.tool selects the tools)",
                     )
+        if kinds[0] == "python" and self.matcher is not None:
+            _check_regex(self.matcher)
         if kinds[0] == "block" and self.reason is None:
             raise _custom(
                 "hook_handler", "a block rule needs a 'reason' (it is shown to the model)"
@@ -918,6 +938,19 @@ class StreamSpec(SpecModel):
     """Prompt caching: none, short (the default) or long (Anthropic 1 h, OpenAI 24 h where supported)."""
 
 
+CLAUDE_SETTINGS_KEY = "claude_settings"
+
+
+def _hooks_schema(schema: dict[str, Any]) -> None:
+    """``hooks`` also takes ``claude_settings: <path>`` beside the moments."""
+    names = schema.get("propertyNames")
+    if isinstance(names, dict) and isinstance(names.get("enum"), list):
+        names["enum"] = sorted([*names["enum"], CLAUDE_SETTINGS_KEY])
+    handlers = schema.get("additionalProperties")
+    if isinstance(handlers, dict):
+        schema["additionalProperties"] = {"anyOf": [handlers, {"type": "string"}]}
+
+
 class AgentSpec(SpecModel):
     """A harnessc agent: models, tools, resources, hooks, extensions, budget and sessions."""
 
@@ -945,8 +978,10 @@ class AgentSpec(SpecModel):
     """MCP servers whose tools the agent may call; needs the mcp extra (pip install 'harnessc[mcp]')."""
     resources: ResourcesSpec = Field(default_factory=ResourcesSpec)
     """Skills and prompt templates loaded from files."""
-    hooks: dict[HookMoment, list[HookHandlerSpec]] = Field(default_factory=dict)
-    """Handlers by moment; every name of seeds 000/003/004 is accepted."""
+    hooks: dict[HookMoment, list[HookHandlerSpec]] = Field(
+        default_factory=dict, json_schema_extra=_hooks_schema
+    )
+    """Handlers by moment; every name of seeds 000/003/004 is accepted. claude_settings: a Claude Code settings file (relative to the spec's folder) whose command hooks run as they are."""
     extensions: ExtensionsSpec = Field(default_factory=ExtensionsSpec)
     """Built-in extensions to install; an empty value (``turn_nudge: {}``) installs one with its defaults."""
     budget: BudgetSpec | None = None
@@ -963,6 +998,37 @@ class AgentSpec(SpecModel):
     """Value handed to every tool call; string values may hold ${VAR} references."""
     sequential_tools: bool = False
     """Run the tool calls of one reply one at a time."""
+
+    _claude_settings: str | None = PrivateAttr(default=None)
+
+    @field_validator("hooks", mode="before")
+    @classmethod
+    def _hooks_without_settings(cls, value: Any) -> Any:
+        if isinstance(value, dict) and CLAUDE_SETTINGS_KEY in value:
+            settings = value[CLAUDE_SETTINGS_KEY]
+            if not isinstance(settings, str) or not settings.strip():
+                raise _custom(
+                    "claude_settings",
+                    "hooks.claude_settings must be the path of a Claude Code settings file",
+                )
+            return {k: v for k, v in value.items() if k != CLAUDE_SETTINGS_KEY}
+        return value
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _keep_claude_settings(
+        cls, data: Any, handler: ModelWrapValidatorHandler[AgentSpec]
+    ) -> AgentSpec:
+        model = handler(data)
+        hooks = data.get("hooks") if isinstance(data, dict) else None
+        if isinstance(hooks, dict) and isinstance(hooks.get(CLAUDE_SETTINGS_KEY), str):
+            model._claude_settings = hooks[CLAUDE_SETTINGS_KEY]
+        return model
+
+    @property
+    def claude_settings(self) -> str | None:
+        """``hooks.claude_settings``: the Claude Code settings file, as written."""
+        return self._claude_settings
 
     @property
     def module(self) -> str:
