@@ -34,6 +34,7 @@ from harnessc.spec.load import LoadedSpec
 from harnessc.spec.models import (
     AgentSpec,
     HookHandlerSpec,
+    McpSpec,
     ModelSpec,
     SpecModel,
     ToolEntry,
@@ -334,7 +335,33 @@ class _Builder:
             if value is not None:
                 config = self.call_object(entry.config, **_set_kwargs(value, {}))
                 out.append(self.call_object(entry.factory, config))
+        if self.spec.mcp is not None:
+            out.append(self.mcp(self.spec.mcp))
         return out
+
+    def mcp(self, section: McpSpec) -> Expr:
+        """``McpToolset([McpServerConfig(...), ...], from_file=...)``: the servers as wiring."""
+        source = catalog.tool_source("mcp")
+        servers: list[Expr] = []
+        for name, server in section.servers.items():
+            kwargs: dict[str, Expr | None] = {"name": Lit(name)}
+            for key in type(server).model_fields:
+                if key not in server.model_fields_set:
+                    continue
+                value = getattr(server, key)
+                if key in ("command", "url", "cwd"):
+                    kwargs[key] = self.env_str(value) if value is not None else None
+                elif key == "args":
+                    kwargs[key] = ListExpr([self.env_str(v) for v in value])
+                elif key in ("env", "headers"):
+                    kwargs[key] = DictExpr([(Lit(k), self.env_str(v)) for k, v in value.items()])
+                else:
+                    kwargs[key] = from_json(value)
+            if server.command is not None:
+                kwargs["base_dir"] = Code("SPEC_DIR")
+            servers.append(self.call_object(source.config, **kwargs))
+        from_file = self.spec_path(section.from_) if section.from_ is not None else None
+        return self.call_object(source.factory, ListExpr(servers), from_file=from_file)
 
     def session_lines(self) -> list[str]:
         """Body of ``if session is None:`` in build_options."""

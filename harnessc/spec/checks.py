@@ -21,6 +21,7 @@ from typing import Any
 from harnessc.runtime.hooks import canonical_hook_name
 from harnessc.spec.diagnostics import Diagnostic, Severity, did_you_mean
 from harnessc.spec.envref import ENV_FIELDS, malformed_env_ref
+from harnessc.spec.mcp_checks import McpNames, check_mcp
 from harnessc.spec.models import BUILTIN_TOOLS, PROVIDER_NAMES
 from harnessc.spec.pathnames import exists_quietly as _exists
 from harnessc.spec.pathnames import path_problem, runtime_modules
@@ -39,6 +40,7 @@ class _Checker:
         self.spec_dir = spec_dir
         self.out: list[Diagnostic] = []
         self._modules: list[str] | None = None
+        self.mcp = McpNames()
 
     def report(self, path: KeyPath, severity: Severity, message: str, *, key: bool = False) -> None:
         mark = self.source.mark(path, key=key)
@@ -49,6 +51,7 @@ class _Checker:
         self.check_model_ref()
         self.check_models()
         names = self.check_tools()
+        self.mcp = check_mcp(self.data, self.spec_dir, self.report)
         active = self.check_active_tools(names)
         self.check_extensions(active)
         self.check_resources()
@@ -139,7 +142,14 @@ class _Checker:
             if name in seen:
                 self.report(("active_tools", i), "warning", f"active_tools lists {name!r} twice")
             seen.add(name)
-            if name not in names and isinstance(self.data.get("tools", []), list):
+            if name in names:
+                continue
+            why_not_mcp = self.mcp.accepts(name)  # None: an MCP tool, "": not one
+            if why_not_mcp:
+                self.report(
+                    ("active_tools", i), "error", f"active_tools names {name!r}: {why_not_mcp}"
+                )
+            elif why_not_mcp is not None and isinstance(self.data.get("tools", []), list):
                 hint = did_you_mean(name, names)
                 self.report(
                     ("active_tools", i),
