@@ -44,7 +44,8 @@ class Repl:
         self.quit = False
         self.quit_after_run = False  # Ctrl-D during a run: leave once it ends
         # Lines piped in (``printf 'hi\n/status\n' | agent -i``) are a script: each runs
-        # after the previous one finished, no prompts are drawn, the end of input quits.
+        # after the previous one finished (no steering), the end of input quits. The "> "
+        # prompt is still written: a program driving the REPL sees when it is idle.
         self.scripted = not _stdin_is_terminal()
         self._history_file: str | None = None
         # A session created for this REPL: deleted again when left without any entry, so
@@ -113,8 +114,6 @@ class Repl:
     async def next_line(self, prompt: str) -> Any:
         """The next line typed (or EOF / INTERRUPT)."""
         assert self.reader is not None
-        if self.scripted:
-            prompt = ""
         if self.lines.empty() and not self.reader.request(prompt) and prompt:
             self.out.write(prompt)
             self.out.flush()
