@@ -41,6 +41,7 @@ from harnessc.runtime.cli.sessions import (
     discard_if_unused,
 )
 from harnessc.runtime.cli.shutdown import close_harness
+from harnessc.runtime.cli.summary import RunSummary, model_is_priced
 from harnessc.runtime.harness import AgentHarness, HarnessBusyError, RunResult
 from harnessc.runtime.options import AgentHarnessOptions
 
@@ -397,6 +398,8 @@ class CliInvocation:
         printer: JsonPrinter | TextPrinter
         printer = JsonPrinter(self.out) if self.args.json else TextPrinter(self.out, self.err)
         harness.subscribe(printer)
+        summary = RunSummary(priced=model_is_priced(harness.model))
+        harness.subscribe(summary)
         if isinstance(printer, TextPrinter):
             printer.know_calls(harness.pending_tool_calls)
         loop = asyncio.get_running_loop()
@@ -435,7 +438,11 @@ class CliInvocation:
                 discard_if_empty(harness.session)  # a /command answered: nothing to keep
         if self.choice is not None and self.choice.new and result.status == "error":
             discard_if_unused(harness.session)  # the first request failed: nothing to keep
-        return self.report(result, harness, printer)
+        code = self.report(result, harness, printer)
+        if isinstance(printer, TextPrinter) and result.reply is None:
+            summary.stop()
+            self.err.write(f"[usage] {summary.line()}\n")
+        return code
 
     def report(
         self, result: RunResult, harness: AgentHarness, printer: JsonPrinter | TextPrinter

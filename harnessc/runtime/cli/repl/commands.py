@@ -12,7 +12,8 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.cli.host import ReplHost
-from harnessc.runtime.cli.output import one_line
+from harnessc.runtime.cli.output import format_number, one_line
+from harnessc.runtime.cli.pause import budget_limit, pause_reason
 from harnessc.runtime.options import ThinkingLevel
 
 if TYPE_CHECKING:
@@ -113,11 +114,12 @@ async def _status(repl: ReplHost, args: str) -> None:
     lines = [
         f"session   {session.id}  {session.path or '(in memory)'}  ({len(session)} entries)",
         f"model     {harness.model_key()}: {model.id} ({model.provider or model.api})"
-        f"  thinking {harness.thinking_level.value}",
+        + (f"  thinking {harness.thinking_level.value}" if model.reasoning else ""),
         f"tools     {', '.join(active) or 'none'}"
         + (f"  ({len(harness.tools)} known)" if len(harness.tools) != len(active) else ""),
         f"context   {len(messages)} messages, ~{tokens} tokens of {model.context_window}",
         "budget    " + _budget_line(harness),
+        f"usage     {repl.summary.line()} (this session)",
         f"state     {harness.state.value}",
     ]
     paused = harness.paused_reason
@@ -125,7 +127,10 @@ async def _status(repl: ReplHost, args: str) -> None:
         ids = ", ".join(f"{c.name} {c.id}" for c in harness.pending_tool_calls)
         lines.append(f"paused    waiting for tool results: {ids} (/resume)")
     elif paused == "paused":
-        lines.append("paused    (/resume continues)")
+        reason = pause_reason(session)
+        limit = budget_limit(reason)
+        why = f"budget limit {limit} hit" if limit else (reason or "by a hook")
+        lines.append(f"paused    {why} (/resume continues)")
     command = harness.commands.get("status")
     if command is not None:
         extra = await harness.commands.run("status", args)
@@ -150,19 +155,27 @@ def _budget_line(harness: Any) -> str:
         used = tracker.used(limit)
         if maximum is None and not used:
             continue
-        shown = (
-            f"{used:.2f}" if isinstance(used, float) and not used.is_integer() else str(int(used))
-        )
-        parts.append(f"{limit} {shown}/{maximum if maximum is not None else '-'}")
+        cap = format_number(maximum) if maximum is not None else "-"
+        parts.append(f"{limit} {format_number(used)}/{cap}")
     return ", ".join(parts) or "no limits"
 
 
 async def _compact(repl: ReplHost, args: str) -> None:
     harness = repl.harness
-    if harness.commands.get("compact") is not None:
-        repl.say(await harness.commands.run("compact", args) or "compacted")
-        return
     before = len(harness.messages)
+    if harness.commands.get("compact") is not None:
+        # The compaction extension's pipeline (prune, summary, custom services).
+        tokens_before = harness.context_tokens(False)
+        answer = await harness.commands.run("compact", args)
+        after = len(harness.messages)
+        if after == before and harness.context_tokens(False) == tokens_before:
+            repl.say(answer or "nothing to compact")
+            return
+        repl.say(
+            f"compacted: {before} messages -> {after}, ~{tokens_before} tokens -> "
+            f"~{harness.context_tokens(False)}"
+        )
+        return
     repl.busy = True
     try:
         outcome = await harness.compact(args or None)
@@ -402,7 +415,11 @@ async def _reload(repl: ReplHost, args: str) -> None:
     if resources is None:
         repl.say("this agent has no skills or prompt templates")
         return
-    await harness.set_resources(resources)
+    repl.printer.muted.add("resources_update")  # the answer below says it once
+    try:
+        await harness.set_resources(resources)
+    finally:
+        repl.printer.muted.discard("resources_update")
     problems = [f"  {d.path}: {d.message}" for d in resources.diagnostics]
     repl.say(
         f"reloaded: {len(resources.skills)} skills, {len(resources.prompt_templates)} "

@@ -17,11 +17,12 @@ from dataclasses import replace
 from typing import Any
 
 from harnessc.runtime.cli.host import CliHost
-from harnessc.runtime.cli.output import TextPrinter, one_line
-from harnessc.runtime.cli.pause import budget_limit, describe_pause
+from harnessc.runtime.cli.output import TextPrinter, format_number, one_line
+from harnessc.runtime.cli.pause import budget_limit, describe_pause, pause_reason
 from harnessc.runtime.cli.repl.reader import EOF, INTERRUPT, LineReader
 from harnessc.runtime.cli.sessions import has_exchange
 from harnessc.runtime.cli.shutdown import close_harness
+from harnessc.runtime.cli.summary import RunSummary, model_is_priced
 from harnessc.runtime.harness import AgentHarness, HarnessBusyError, RunResult
 
 __all__ = ["Repl"]
@@ -36,7 +37,10 @@ class Repl:
         self.out = cli.out
         self.err = cli.err
         self.printer = TextPrinter(self.out, self.err)
-        self._unsubscribe = harness.subscribe(self.printer)
+        priced = model_is_priced(harness.model)
+        self.summary = RunSummary(priced=priced)  # the whole interactive session
+        self.run_summary = RunSummary(priced=priced)  # the latest run
+        self._unsubscribe = self._listen(harness)
         self.lines: asyncio.Queue[Any] = asyncio.Queue()
         self.reader: LineReader | None = None
         self.busy = False
@@ -52,6 +56,15 @@ class Repl:
         # opening -i and quitting does not leave an empty "latest" session for --continue.
         fresh = cli.choice is None or cli.choice.new
         self._fresh_path: str | None = harness.session.path if fresh else None
+
+    def _listen(self, harness: AgentHarness) -> Callable[[], None]:
+        removers = [harness.subscribe(x) for x in (self.printer, self.summary, self.run_summary)]
+
+        def unsubscribe() -> None:
+            for remove in removers:
+                remove()
+
+        return unsubscribe
 
     # -- output ----------------------------------------------------------------
 
@@ -69,6 +82,9 @@ class Repl:
         self.lines = asyncio.Queue()
         self._setup_history()
         self.reader = LineReader(loop, self.lines)
+        if not self.scripted:
+            reader = self.reader
+            self.printer.prompt_on_screen = lambda: None if self.busy else reader.showing()
         _add_sigint(loop, self.on_interrupt)
         try:
             await self.cli.prepare(self.harness)
@@ -161,6 +177,7 @@ class Repl:
         """Run until done or paused; typed lines meanwhile are steering."""
         assert self.reader is not None
         self.busy = True
+        self.run_summary.reset()
         task: asyncio.Future[RunResult] = asyncio.ensure_future(start())
         try:
             while not task.done() and self.scripted:
@@ -207,6 +224,9 @@ class Repl:
         self.note(f"[steering] queued: {one_line(text, 60)}")
 
     async def after_run(self, result: RunResult) -> None:
+        if result.reply is None and self.run_summary.turns:
+            self.run_summary.stop()
+            self.note(f"[usage] {self.run_summary.line()}")
         if result.reply is not None:
             self.say(result.reply)
         elif result.status == "error":
@@ -283,11 +303,7 @@ class Repl:
         await self.run(lambda: harness.resume())
 
     def _pause_reason(self) -> str:
-        for entry in reversed(self.harness.session.branch()):
-            if entry.type == "custom" and entry.data.get("customType") == "harnessc.pause":
-                data = entry.data.get("data")
-                return str(data.get("reason", "")) if isinstance(data, dict) else ""
-        return ""
+        return pause_reason(self.harness.session)
 
     # -- harness switching (/fork, /sessions ID) ------------------------------------
 
@@ -306,7 +322,7 @@ class Repl:
         harness = AgentHarness(options)
         self._unsubscribe()
         self.harness = harness
-        self._unsubscribe = harness.subscribe(self.printer)
+        self._unsubscribe = self._listen(harness)
         with contextlib.suppress(Exception):
             await old.close()
         self._drop_if_fresh_and_empty(old.session, keep=session.path)
@@ -356,7 +372,7 @@ def _default_step(limit: str, maximum: float | None) -> float:
 def _num(value: float | None) -> str:
     if value is None:
         return "unlimited"
-    return str(int(value)) if float(value).is_integer() else f"{value:.2f}"
+    return format_number(value)
 
 
 def _add_sigint(loop: asyncio.AbstractEventLoop, handler: Callable[[], None]) -> None:
