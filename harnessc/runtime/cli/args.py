@@ -97,6 +97,11 @@ def build_parser(prog: str, agent_name: str) -> argparse.ArgumentParser:
         "-i", "--interactive", action="store_true", help="interactive mode (REPL with history)"
     )
     mode.add_argument(
+        "--show-thinking",
+        action="store_true",
+        help="print the model's thinking text (dimmed, on stderr) as it streams",
+    )
+    mode.add_argument(
         "--json",
         action="store_true",
         help="print every event as one JSON object per line on stdout (nothing else)",

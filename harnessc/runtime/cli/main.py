@@ -32,7 +32,7 @@ from harnessc.runtime.cli.args import (
     program_name,
 )
 from harnessc.runtime.cli.host import BuildOptions
-from harnessc.runtime.cli.output import JsonPrinter, TextPrinter
+from harnessc.runtime.cli.output import JsonPrinter, TextPrinter, make_printer
 from harnessc.runtime.cli.pause import budget_limit, check_results, describe_pause
 from harnessc.runtime.cli.sessions import (
     SessionChoice,
@@ -396,7 +396,11 @@ class CliInvocation:
     ) -> int:
         self.prompt_text = prompt
         printer: JsonPrinter | TextPrinter
-        printer = JsonPrinter(self.out) if self.args.json else TextPrinter(self.out, self.err)
+        printer = (
+            JsonPrinter(self.out)
+            if self.args.json
+            else make_printer(self.out, self.err, show_thinking=self.args.show_thinking)
+        )
         harness.subscribe(printer)
         summary = RunSummary(priced=model_is_priced(harness.model))
         harness.subscribe(summary)
@@ -441,7 +445,7 @@ class CliInvocation:
         code = self.report(result, harness, printer)
         if isinstance(printer, TextPrinter) and result.reply is None:
             summary.stop()
-            self.err.write(f"[usage] {summary.line()}\n")
+            printer.line(f"[usage] {summary.line()}")
         return code
 
     def report(

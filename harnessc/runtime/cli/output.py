@@ -17,6 +17,7 @@ from harnessc.runtime.messages import AssistantMessage, ToolResultMessage
 
 __all__ = [
     "JsonPrinter",
+    "make_printer",
     "Spinner",
     "TextPrinter",
     "format_duration",
@@ -148,9 +149,18 @@ class Spinner:
 class TextPrinter:
     """Streams reply text to ``out``; tool activity, retries, warnings to ``err``."""
 
-    def __init__(self, out: TextIO, err: TextIO, *, spinner: bool | None = None) -> None:
+    def __init__(
+        self,
+        out: TextIO,
+        err: TextIO,
+        *,
+        spinner: bool | None = None,
+        show_thinking: bool = False,
+    ) -> None:
         self.out = out
         self.err = err
+        self.show_thinking = show_thinking
+        self._thinking_open = False
         use_spinner = err.isatty() if spinner is None else spinner
         self.spinner: Spinner | None = Spinner(err) if use_spinner else None
         self._line_open = False  # reply text written without its final newline
@@ -237,19 +247,40 @@ class TextPrinter:
         if kind == "text_delta" and event.delta:
             if self.spinner is not None:
                 self.spinner.hide()
-            self.out.write(event.delta)
-            self.out.flush()
-            self._line_open = not event.delta.endswith("\n")
+            self._end_thinking()
+            self.write_reply_text(event.delta)
             self._streamed = True
+        elif kind == "thinking_delta" and self.show_thinking and event.delta:
+            if self.spinner is not None:
+                self.spinner.hide()
+            self.thinking_text(event.delta)
+            self._thinking_open = not event.delta.endswith("\n")
         elif kind.startswith("thinking"):
             self._status("thinking")
         elif kind.startswith("toolcall"):
             self._status("preparing a tool call")
 
+    def write_reply_text(self, delta: str) -> None:
+        """A piece of the streaming reply, on stdout."""
+        self.out.write(delta)
+        self.out.flush()
+        self._line_open = not delta.endswith("\n")
+
+    def thinking_text(self, text: str) -> None:
+        """A piece of the model's thinking (--show-thinking), on stderr."""
+        self.err.write(text)
+        self.err.flush()
+
+    def _end_thinking(self) -> None:
+        if self._thinking_open:
+            self.thinking_text("\n")
+            self._thinking_open = False
+
     def _on_message_end(self, event: Any) -> None:
         message = event.message
         if not isinstance(message, AssistantMessage):
             return
+        self._end_thinking()
         if not self._streamed and message.text:
             # A provider that sent no deltas: print the whole reply now.
             if self.spinner is not None:
@@ -351,3 +382,25 @@ class JsonPrinter:
     def write(self, obj: dict[str, Any]) -> None:
         self.out.write(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
         self.out.flush()
+
+
+def make_printer(out: TextIO, err: TextIO, *, show_thinking: bool = False) -> TextPrinter:
+    """The printer of a text run: rendered Markdown on a terminal (when rich is installed,
+    ``NO_COLOR`` is unset and ``TERM`` is not ``dumb``), plain text otherwise."""
+    import os
+
+    if _renders(out) and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb":
+        try:
+            from harnessc.runtime.cli.render import RichPrinter
+        except ImportError:  # rich is not installed: the plain printer
+            pass
+        else:
+            return RichPrinter(out, err, show_thinking=show_thinking)
+    return TextPrinter(out, err, show_thinking=show_thinking)
+
+
+def _renders(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (ValueError, OSError):
+        return False

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from harnessc.runtime.cli.host import CliHost
-from harnessc.runtime.cli.output import TextPrinter, format_number, one_line
+from harnessc.runtime.cli.output import format_number, make_printer, one_line
 from harnessc.runtime.cli.pause import budget_limit, describe_pause, pause_reason
 from harnessc.runtime.cli.repl.reader import EOF, INTERRUPT, LineReader
 from harnessc.runtime.cli.sessions import has_exchange
@@ -36,7 +36,7 @@ class Repl:
         self.harness = harness
         self.out = cli.out
         self.err = cli.err
-        self.printer = TextPrinter(self.out, self.err)
+        self.printer = make_printer(self.out, self.err, show_thinking=cli.args.show_thinking)
         priced = model_is_priced(harness.model)
         self.summary = RunSummary(priced=priced)  # the whole interactive session
         self.run_summary = RunSummary(priced=priced)  # the latest run
