@@ -32,8 +32,9 @@ from harnessc.runtime.cli.args import (
     program_name,
 )
 from harnessc.runtime.cli.host import BuildOptions
-from harnessc.runtime.cli.output import JsonPrinter, TextPrinter, make_printer
+from harnessc.runtime.cli.output import JsonPrinter, TextPrinter
 from harnessc.runtime.cli.pause import budget_limit, check_results, describe_pause
+from harnessc.runtime.cli.render import make_printer
 from harnessc.runtime.cli.sessions import (
     SessionChoice,
     choose_session,

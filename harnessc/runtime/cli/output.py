@@ -17,13 +17,13 @@ from harnessc.runtime.messages import AssistantMessage, ToolResultMessage
 
 __all__ = [
     "JsonPrinter",
-    "make_printer",
     "Spinner",
     "TextPrinter",
     "format_duration",
     "format_number",
     "key_argument",
     "one_line",
+    "typed_so_far",
 ]
 
 # Tool arguments worth showing, most telling first.
@@ -71,7 +71,7 @@ def format_duration(seconds: float) -> str:
     return f"{minutes}m{rest:02d}s"
 
 
-def _typed_so_far() -> str:
+def typed_so_far() -> str:
     """What the user typed at the prompt so far (readline's buffer), if readline is loaded."""
     import sys
 
@@ -185,7 +185,7 @@ class TextPrinter:
         self.err.write(text + "\n")
         self.err.flush()
         if prompt is not None:
-            self.out.write(prompt + _typed_so_far())
+            self.out.write(prompt + typed_so_far())
             self.out.flush()
 
     def error(self, text: str) -> None:
@@ -382,25 +382,3 @@ class JsonPrinter:
     def write(self, obj: dict[str, Any]) -> None:
         self.out.write(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
         self.out.flush()
-
-
-def make_printer(out: TextIO, err: TextIO, *, show_thinking: bool = False) -> TextPrinter:
-    """The printer of a text run: rendered Markdown on a terminal (when rich is installed,
-    ``NO_COLOR`` is unset and ``TERM`` is not ``dumb``), plain text otherwise."""
-    import os
-
-    if _renders(out) and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb":
-        try:
-            from harnessc.runtime.cli.render import RichPrinter
-        except ImportError:  # rich is not installed: the plain printer
-            pass
-        else:
-            return RichPrinter(out, err, show_thinking=show_thinking)
-    return TextPrinter(out, err, show_thinking=show_thinking)
-
-
-def _renders(stream: TextIO) -> bool:
-    try:
-        return stream.isatty()
-    except (ValueError, OSError):
-        return False

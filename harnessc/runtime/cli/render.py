@@ -1,7 +1,7 @@
 """Replies rendered on a terminal: Markdown with highlighted code, dimmed tool lines and a
-diff view for ``edit``. Uses rich (the ``render`` extra), imported here only, and this
-module is imported only when stdout is a terminal, ``NO_COLOR`` is unset and ``TERM``
-is not ``dumb`` (``output.make_printer`` decides). Piped and ``--json`` runs never load it.
+diff view for ``edit``. Uses rich (the ``render`` extra), imported only when
+``make_printer`` finds stdout is a terminal, ``NO_COLOR`` unset and ``TERM`` not
+``dumb``: piped and ``--json`` runs never load it.
 """
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from __future__ import annotations
 import time
 from typing import Any, TextIO
 
-from harnessc.runtime.cli.output import TextPrinter
+from harnessc.runtime.cli.output import TextPrinter, typed_so_far
 from harnessc.runtime.messages import AssistantMessage, ToolResultMessage
 
-__all__ = ["RichPrinter"]
+__all__ = ["RichPrinter", "make_printer"]
 
 _REFRESH_S = 0.08  # redraw the streaming reply at most this often
 
@@ -84,9 +84,7 @@ class RichPrinter(TextPrinter):
         self._err_console.print(text, style=style, markup=False, highlight=False)
         self.err.flush()
         if prompt is not None:
-            from harnessc.runtime.cli.output import _typed_so_far
-
-            self.out.write(prompt + _typed_so_far())
+            self.out.write(prompt + typed_so_far())
             self.out.flush()
 
     def thinking_text(self, text: str) -> None:
@@ -112,3 +110,23 @@ class RichPrinter(TextPrinter):
             self._streamed = True
             self.write_reply_text(message.text)
         super()._on_message_end(event)
+
+
+def make_printer(out: TextIO, err: TextIO, *, show_thinking: bool = False) -> TextPrinter:
+    """The printer of a text run: rendered Markdown on a terminal (when rich is installed,
+    ``NO_COLOR`` is unset and ``TERM`` is not ``dumb``), plain text otherwise."""
+    import os
+
+    if _renders(out) and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb":
+        try:
+            return RichPrinter(out, err, show_thinking=show_thinking)
+        except ImportError:  # rich is not installed: the plain printer
+            pass
+    return TextPrinter(out, err, show_thinking=show_thinking)
+
+
+def _renders(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (ValueError, OSError):
+        return False

@@ -17,8 +17,9 @@ from dataclasses import replace
 from typing import Any
 
 from harnessc.runtime.cli.host import CliHost
-from harnessc.runtime.cli.output import format_number, make_printer, one_line
+from harnessc.runtime.cli.output import format_number, one_line
 from harnessc.runtime.cli.pause import budget_limit, describe_pause, pause_reason
+from harnessc.runtime.cli.render import make_printer
 from harnessc.runtime.cli.repl.reader import EOF, INTERRUPT, LineReader
 from harnessc.runtime.cli.sessions import has_exchange
 from harnessc.runtime.cli.shutdown import close_harness
