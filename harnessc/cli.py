@@ -1,4 +1,4 @@
-"""The ``harnessc`` command: build, check, schema, new, run, dev.
+"""The ``harnessc`` command: build, check, schema, new, list, run, dev, doctor, serve-demo.
 
 Exit codes: 0 success (warnings allowed), 1 errors in a spec or stale output,
 2 usage errors. Diagnostics go to stderr as ``path:line:col: severity: message``.
@@ -478,6 +478,44 @@ def dev(spec: str, agent_args: tuple[str, ...], out_dir: str) -> None:
 
 
 cli.add_command(sessions)  # harnessc sessions export|import (PostgreSQL <-> JSONL)
+
+
+@cli.command("doctor")
+@click.argument("spec", metavar="SPEC|NAME")
+@click.option("--base-url", metavar="URL", help="Check every model at URL instead.")
+@click.option("-o", "--out", "out_dir", default=DEFAULT_OUT, show_default=True, hidden=True)
+@_guard
+def doctor_command(spec: str, base_url: str | None, out_dir: str) -> None:
+    """Check each model of SPEC: its key variable, that its endpoint answers, its model id."""
+    from harnessc.doctor import doctor
+    from harnessc.runtime.cli.args import UsageError
+    from harnessc.runtime.cli.main import BASE_URL_VARIABLE, override_base_url
+    from harnessc.runtime.session import Session
+
+    spec = _find_spec(spec)
+    live = LiveAgent(spec, out_dir)
+    if not live.load():
+        click.echo(f"harnessc: {spec} has errors; run `harnessc check {spec}`", err=True)
+        raise SystemExit(1)
+    options = live.build_options(session=Session(), cwd=os.getcwd())
+    url = base_url or os.environ.get(BASE_URL_VARIABLE)
+    if url:
+        try:
+            override_base_url(options, url, "--base-url" if base_url else BASE_URL_VARIABLE)
+        except UsageError as exc:
+            raise click.UsageError(str(exc)) from None
+    raise SystemExit(doctor(dict(options.models), click.echo))
+
+
+@cli.command("serve-demo")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8765, show_default=True, help="Port (0: any free one).")
+@_guard
+def serve_demo(host: str, port: int) -> None:
+    """A key-free local demo model (OpenAI-compatible) to try agents with; Ctrl-C stops it."""
+    from harnessc.testing.demo import main as demo_main
+
+    raise SystemExit(demo_main(["--host", host, "--port", str(port)], prog="harnessc serve-demo"))
 
 
 def main(argv: list[str] | None = None) -> None:
