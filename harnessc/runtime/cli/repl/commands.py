@@ -34,6 +34,7 @@ BUILTIN_COMMANDS: dict[str, str] = {
     "fork": "continue in a new session copying this branch (up to /fork ENTRY_ID)",
     "tree": "show the session tree; /tree ENTRY_ID [summarize] moves there",
     "sessions": "list the sessions; /sessions ID switches to one",
+    "name": "show or set this session's name (shown by --sessions): /name NAME",
     "reload": "reload skills and prompt templates from disk",
     "resume": "answer or continue a paused run",
     "quit": "leave (Ctrl-D does too)",
@@ -427,6 +428,17 @@ async def _reload(repl: ReplHost, args: str) -> None:
     )
 
 
+async def _name(repl: ReplHost, args: str) -> None:
+    session = repl.harness.session
+    if not args:
+        current = session.name
+        repl.say(f"name: {current}" if current else "this session has no name; /name NAME sets one")
+        return
+    name = " ".join(args.split())
+    session.set_name(name)
+    repl.say(f"named: {name}")
+
+
 async def _resume(repl: ReplHost, args: str) -> None:
     if repl.harness.paused_reason is None:
         repl.say("nothing to resume: the agent is not paused")
@@ -449,6 +461,7 @@ _HANDLERS: dict[str, Handler] = {
     "fork": _fork,
     "tree": _tree,
     "sessions": _sessions,
+    "name": _name,
     "reload": _reload,
     "resume": _resume,
     "quit": _quit,

@@ -127,6 +127,34 @@ class Repl:
             f"model {self.harness.model_key()}. /help lists commands; Ctrl-C aborts a run, "
             "Ctrl-D quits."
         )
+        self.show_last_exchange()
+
+    def show_last_exchange(self) -> None:
+        """Continuing a session: its last prompt and reply, to see where it stands."""
+        from harnessc.runtime.messages import AssistantMessage, UserMessage, message_text
+
+        messages = self.harness.messages
+        last_user = next(
+            (i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], UserMessage)),
+            None,
+        )
+        if last_user is None:
+            return
+        reply = next(
+            (
+                m
+                for m in messages[last_user + 1 :][::-1]
+                if isinstance(m, AssistantMessage) and m.text
+            ),
+            None,
+        )
+        self.note("last exchange:")
+        self.note(f"  > {one_line(message_text(messages[last_user]), 200)}")
+        if reply is not None:
+            text = reply.text.strip()
+            lines = text.splitlines()
+            shown = "\n".join(f"  {line}" for line in lines[:12])
+            self.note(shown + ("\n  ..." if len(lines) > 12 else ""))
 
     async def next_line(self, prompt: str) -> Any:
         """The next line typed (or EOF / INTERRUPT)."""
