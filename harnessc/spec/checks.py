@@ -323,6 +323,10 @@ class _Checker:
                 f"cannot find module {module!r} in the spec's folder or on sys.path{hint}",
             )
             return
+        broken = _syntax_problem(file)
+        if broken is not None:
+            self.report(path, "error", f"module {module!r} does not compile: {broken}")
+            return
         names = _top_level_names(file)
         first = attr.split(".")[0]
         if names is not None and first not in names:
@@ -493,6 +497,17 @@ def _installed(module: str) -> bool:
             return False
         locations = found
     return True
+
+
+def _syntax_problem(file: FsPath) -> str | None:
+    """Where and why ``file`` does not compile (None when it does, or cannot be read)."""
+    try:
+        compile(file.read_bytes(), str(file), "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        return f"{file.name}:{exc.lineno}: {exc.msg}"
+    except (OSError, ValueError):
+        return None
+    return None
 
 
 def _top_level_names(file: FsPath) -> set[str] | None:

@@ -377,6 +377,22 @@ class CostSpec(SpecModel):
     """Dollars per million input tokens written to the provider's prompt cache."""
 
 
+def base_url_problem(value: str | None) -> str | None:
+    """A base_url (or the default of its leading ${VAR:-default}) without http(s)://."""
+    from harnessc.spec.envref import split_env_refs
+
+    if not value:
+        return None
+    first = split_env_refs(value)[0]
+    literal = first if isinstance(first, str) else first.default
+    if literal is None or literal.startswith(("http://", "https://")):
+        return None
+    return (
+        f"base_url {literal!r} has no scheme: write http://{literal} "
+        "(or https:// for a remote server)"
+    )
+
+
 class ModelSpec(SpecModel):
     """One model the agent may call."""
 
@@ -404,6 +420,14 @@ class ModelSpec(SpecModel):
     """Extra HTTP headers; values may hold ${VAR} references."""
     compat: JsonObject = Field(default_factory=dict)
     """Switches for OpenAI-compatible servers, e.g. {supports_developer_role: false}."""
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url_has_a_scheme(cls, value: str | None) -> str | None:
+        problem = base_url_problem(value)
+        if problem:
+            raise _custom("base_url_scheme", problem)
+        return value
 
 
 class NoConfig(SpecModel):
