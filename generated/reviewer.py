@@ -116,9 +116,9 @@ def build_options(*, session: Session | None = None, cwd: str | None = None) -> 
                 "reviewer/readonly.sh",
                 matcher="bash",
                 timeout_s=5,
-                cwd=SPEC_DIR,
+                spec_dir=SPEC_DIR,
             ),
-            command_hook("agent_end", "reviewer/notify.sh", timeout_s=15, cwd=SPEC_DIR),
+            command_hook("agent_end", "reviewer/notify.sh", timeout_s=15, spec_dir=SPEC_DIR),
         ],
     )
 

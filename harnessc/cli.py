@@ -16,6 +16,7 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from harnessc import __version__
+from harnessc.cli_sessions import sessions
 from harnessc.compiler import compile as compile_specs
 from harnessc.compiler import output_name
 from harnessc.compiler.live import LiveAgent, agent_prog, run_dev
@@ -388,6 +389,9 @@ def dev(spec: str, agent_args: tuple[str, ...], out_dir: str) -> None:
     """Run SPEC interactively; resources hot-reload and the spec recompiles between turns."""
     argv = _agent_argv(agent_args)
     raise SystemExit(run_dev(spec, argv, out_dir, prog=_prog("dev", spec, out_dir)))
+
+
+cli.add_command(sessions)  # harnessc sessions export|import (PostgreSQL <-> JSONL)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from harnessc.runtime.secrets import register_secret_names
+
 if TYPE_CHECKING:
     from harnessc.runtime.budget import Budget
     from harnessc.runtime.hooks import HookSpec
@@ -90,6 +92,9 @@ class Model:
     # {"supports_reasoning_effort": False, "supports_usage_in_streaming": False,
     #  "max_tokens_field": "max_tokens", "supports_developer_role": False}.
     compat: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:  # child processes never see this model's key
+        register_secret_names([self.api_key_env])
 
     def api_key(self) -> str | None:
         """The key from the environment variable the model names (never stored)."""

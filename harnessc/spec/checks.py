@@ -12,6 +12,7 @@ import functools
 import importlib.machinery
 import os
 import shlex
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path as FsPath
@@ -20,10 +21,10 @@ from typing import Any
 from harnessc.runtime.hooks import canonical_hook_name
 from harnessc.spec.diagnostics import Diagnostic, Severity, did_you_mean
 from harnessc.spec.envref import ENV_FIELDS, malformed_env_ref
-from harnessc.spec.models import BUILTIN_TOOLS
+from harnessc.spec.models import BUILTIN_TOOLS, PROVIDER_NAMES
 from harnessc.spec.yamlsource import KeyPath, YamlSource
 
-__all__ = ["check_spec", "tool_names"]
+__all__ = ["check_spec", "hook_program_problem", "tool_names"]
 
 _TOOL_MOMENT = "tool_call"
 _SKIP_DIRS = {"__pycache__", "node_modules", "venv", ".venv", "site-packages"}
@@ -72,10 +73,7 @@ class _Checker:
         for key, model in models.items():
             if not isinstance(model, dict) or "api_key_env" in model:
                 continue
-            if (
-                model.get("provider") in ("openai", "anthropic", "google")
-                and "base_url" not in model
-            ):
+            if model.get("provider") in PROVIDER_NAMES and "base_url" not in model:
                 self.report(
                     ("models", key),
                     "warning",
@@ -176,6 +174,9 @@ class _Checker:
         if not isinstance(hooks, dict):
             return
         for moment, handlers in hooks.items():
+            if moment == "claude_settings":
+                self.check_claude_settings(handlers)
+                continue
             try:
                 canonical = canonical_hook_name(moment)
             except ValueError:
@@ -199,20 +200,44 @@ class _Checker:
                 if isinstance(handler.get("command"), str):
                     self.check_command(handler["command"], (*path, "command"))
 
-    def check_command(self, command: str, path: KeyPath) -> None:
+    def check_command(
+        self, command: str, path: KeyPath, base: FsPath | None = None, where: str = ""
+    ) -> None:
+        """A hook program that is missing or not executable is an error: at a tool_call
+        the hook would block every call (fail closed), elsewhere it would never run."""
+        problem = hook_program_problem(command, base or self.spec_dir)
+        if problem is not None:
+            self.report(path, problem[0], where + problem[1])
+
+    def check_claude_settings(self, value: Any) -> None:
+        from harnessc.runtime.extensions.claude_settings import (
+            ClaudeSettingsError,
+            project_dir_of,
+            read_claude_settings,
+            unsupported_events,
+        )
+
+        path: KeyPath = ("hooks", "claude_settings")
+        if not isinstance(value, str) or not value.strip():
+            return  # reported by the model validation
+        file = self.spec_dir / value
         try:
-            words = shlex.split(command)
-        except ValueError:
-            return  # shlex is not the shell: leave the command to it
-        if not words or "/" not in words[0] or os.path.isabs(words[0]):
+            entries = read_claude_settings(file)
+        except ClaudeSettingsError as exc:
+            self.report(path, "error", str(exc))
             return
-        program = self.spec_dir / words[0]
-        if not program.exists():
+        project = project_dir_of(file.resolve())
+        for entry in entries:
+            if entry.supported:
+                self.check_command(entry.command, path, project, f"{value} {entry.where}: ")
+        skipped = unsupported_events(entries)
+        if skipped:
             self.report(
-                path, "warning", f"command {words[0]!r} does not exist in the spec's folder"
+                path,
+                "warning",
+                f"{value}: harnessc has no moment for {', '.join(skipped)}; "
+                "those hooks are skipped",
             )
-        elif not os.access(program, os.X_OK):
-            self.report(path, "warning", f"command {words[0]!r} is not executable (chmod +x)")
 
     # -- python import paths -------------------------------------------------------------
 
@@ -275,6 +300,50 @@ class _Checker:
                     f"{bad!r} is not an environment reference (use ${{NAME}} or "
                     f"${{NAME:-default}}; write $${{ for a literal '${{')",
                 )
+
+
+def hook_program_problem(command: str, base: FsPath) -> tuple[Severity, str] | None:
+    """What is wrong with the program a hook command starts, if anything.
+
+    A path (``hooks/guard.sh``, ``$CLAUDE_PROJECT_DIR/.claude/hooks/x.sh``; relative to
+    ``base``) must exist and be executable: an error otherwise. A bare name not on PATH
+    is a warning (the machine that runs the agent may have it).
+    """
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None  # shlex is not the shell: leave the command to it
+    if not words or "=" in words[0].split("/")[0]:
+        return None  # empty, or an environment assignment first
+    word = words[0]
+    for var in ("$CLAUDE_PROJECT_DIR", "${CLAUDE_PROJECT_DIR}"):
+        if word.startswith(var + "/"):
+            word = os.fspath(base) + word[len(var) :]
+    if any(c in word for c in "$`*?["):
+        return None  # the shell decides
+    if "/" not in word:
+        if shutil.which(word) is None and word not in _SHELL_WORDS:
+            return "warning", f"hook program {word!r} is not on PATH"
+        return None
+    program = FsPath(os.path.expanduser(word))
+    if not program.is_absolute():
+        program = base / program
+    try:
+        exists = program.is_file()
+    except OSError as exc:
+        return "error", f"hook program {word!r} cannot be checked: {exc.strerror or exc}"
+    if not exists:
+        return "error", f"hook program {word!r} does not exist (looked for {program})"
+    if not os.access(program, os.X_OK):
+        return "error", f"hook program {word!r} is not executable (chmod +x {program})"
+    return None
+
+
+# Shell builtins and keywords a hook command may start with.
+_SHELL_WORDS = frozenset(
+    "cd echo exit printf test [ true false read set export exec eval if for while case "
+    "command type ulimit umask trap wait source . : !".split()
+)
 
 
 def check_spec(source: YamlSource, spec_dir: FsPath) -> list[Diagnostic]:

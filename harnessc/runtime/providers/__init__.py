@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
+from harnessc.runtime import catalog
 from harnessc.runtime.providers.base import (
     AssistantMessageEvent,
     Context,
@@ -26,11 +27,7 @@ __all__ = [
 ]
 
 # api name -> "module:Class"; imported on first use so start-up stays cheap.
-_BUILTIN: dict[str, str] = {
-    "openai-completions": "harnessc.runtime.providers.openai_completions:OpenAICompletionsProvider",
-    "anthropic-messages": "harnessc.runtime.providers.anthropic_messages:AnthropicMessagesProvider",
-    "google-generative-ai": "harnessc.runtime.providers.google_generative_ai:GoogleGenerativeAIProvider",
-}
+_BUILTIN: dict[str, str] = {entry.api: entry.provider for entry in catalog.PROVIDERS}
 _factories: dict[str, Callable[[], Provider]] = {}
 _instances: dict[str, Provider] = {}
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from harnessc.runtime.resources.frontmatter import parse_frontmatter
 from harnessc.runtime.resources.types import ResourceDiagnostic, Skill
+from harnessc.runtime.tools.paths import allow_read_tree
 
 __all__ = [
     "MAX_DESCRIPTION_LENGTH",
@@ -145,6 +146,7 @@ def load_skill_file(path: str, default_name: str, *, check_folder: bool = False)
         file_path=path,
         disable_model_invocation=disable,
     )
+    allow_read_tree(os.path.dirname(path))  # the model reads it (and its files) with read
     return loaded
 
 

@@ -18,6 +18,7 @@ import time
 from collections.abc import Mapping
 from typing import IO, Any
 
+from harnessc.runtime.secrets import scrubbed_environ
 from harnessc.runtime.signal import AbortSignal
 from harnessc.runtime.tools.base import Tool, ToolResult, ToolUpdate, error_result, text_result
 from harnessc.runtime.tools.paths import allow_read, context_value, tool_env
@@ -162,6 +163,15 @@ def _finish_text(sink: OutputSink, footer: str) -> tuple[str, dict[str, Any]]:
     return body, details
 
 
+def _names(value: Any) -> list[str]:
+    """``tool_context.env_passthrough``: a list of names, or one comma-separated string."""
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    if isinstance(value, list | tuple):
+        return [str(item) for item in value]
+    return []
+
+
 def create_bash_tool(timeout_s: float | None = None, *, kill_grace_s: float = 1.0) -> Tool:
     """The ``bash`` built-in; ``timeout_s`` is the default when a call gives none."""
 
@@ -207,7 +217,7 @@ def create_bash_tool(timeout_s: float | None = None, *, kill_grace_s: float = 1.
         cwd = tool_env(context).base
         if not cwd.is_dir():
             return error_result(f"Working directory {cwd} does not exist")
-        env = dict(os.environ)
+        env = scrubbed_environ(passthrough=_names(context_value(context, "env_passthrough")))
         extra_env = context_value(context, "env")
         if isinstance(extra_env, Mapping):
             env.update({str(k): str(v) for k, v in extra_env.items()})

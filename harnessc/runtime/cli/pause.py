@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from harnessc.runtime.cli_args import UsageError
+from harnessc.runtime.cli.args import UsageError
 from harnessc.runtime.messages import ToolCall
 
 __all__ = ["budget_limit", "check_results", "describe_pause", "parse_resume_with"]
