@@ -172,9 +172,7 @@ def test_3_local_result_before_a_pull_point_is_recorded_and_never_rerun(
 
 
 def test_4_external_calls_pass_tool_call_hooks_events_and_budget() -> None:
-    harness, log = make(
-        [reply_tool_calls([("approve", {}, "c1")]), "done"], tools=[approve_tool()]
-    )
+    harness, log = make([reply_tool_calls([("approve", {}, "c1")]), "done"], tools=[approve_tool()])
     seen: list[str] = []
     harness.on("before_tool_call", lambda e: seen.append(e.tool_name))
     result = harness.prompt_sync("go")
@@ -244,7 +242,9 @@ def test_6_tool_updates_arrive_while_the_tool_runs() -> None:
             return text_result("no progress shown")
         return text_result("progress shown")
 
-    harness, log = make([reply_tool_calls([("slow", {})]), "done"], tools=[Tool("slow", "", OBJ, slow)])
+    harness, log = make(
+        [reply_tool_calls([("slow", {})]), "done"], tools=[Tool("slow", "", OBJ, slow)]
+    )
     harness.subscribe(lambda e: seen_update.set() if e.type == "tool_execution_update" else None)
     harness.prompt_sync("go")
     result = next(m for m in harness.messages if m.role == "toolResult")

@@ -12,7 +12,7 @@ from typing import Any
 
 from harnessc.runtime.agent.parts import Parts
 from harnessc.runtime.agent.run_state import CallRecord, RunState
-from harnessc.runtime.budget import BudgetUsage
+from harnessc.runtime.budget import BUDGET_LIMITS, Budget, BudgetUsage
 from harnessc.runtime.loop import LoopState
 from harnessc.runtime.messages import AssistantMessage, ToolResultMessage
 
@@ -42,6 +42,17 @@ def from_session(parts: Parts) -> None:
     parts.run = run
     parts.budget.usage = run.usage
     parts.budget.warned = set(run.warned)
+    if run.limits is not None:  # a limit raised during the run stays raised
+        parts.budget.budget = _wider(parts.budget.budget, run.limits)
+
+
+def _wider(configured: Budget, recorded: Budget) -> Budget:
+    """Per limit the larger of the two (None, unlimited, is the largest)."""
+    values: dict[str, Any] = {}
+    for name in BUDGET_LIMITS:
+        mine, theirs = getattr(configured, name), getattr(recorded, name)
+        values[name] = None if mine is None or theirs is None else max(mine, theirs)
+    return Budget(**values, soft_ratio=configured.soft_ratio)
 
 
 def _legacy(parts: Parts, pause: dict[str, Any]) -> RunState | None:

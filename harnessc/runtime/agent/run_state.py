@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from harnessc.runtime.budget import BudgetUsage
+from harnessc.runtime.budget import BUDGET_LIMITS, Budget, BudgetUsage
 from harnessc.runtime.loop import LoopState
 from harnessc.runtime.messages import (
     AssistantMessage,
@@ -109,6 +109,7 @@ class RunState:
     turn_open: bool = False
     usage: BudgetUsage = field(default_factory=BudgetUsage)
     warned: set[str] = field(default_factory=set)  # soft budget warnings already given
+    limits: Budget | None = None  # the limits in force at the pause (raised ones stay raised)
     reply: AssistantMessage | None = None
     calls: list[CallRecord] = field(default_factory=list)
     plan_committed: bool = False
@@ -161,6 +162,7 @@ class RunState:
             "turn_open": self.turn_open,
             "usage": usage,
             "warned": sorted(self.warned),
+            "limits": _limits_dict(self.limits) if self.limits is not None else None,
             "reply": self.reply.to_dict() if self.reply is not None else None,
             "calls": [r.to_dict() for r in self.calls],
             "plan_committed": self.plan_committed,
@@ -184,6 +186,7 @@ class RunState:
         if message is not None and not isinstance(message, AssistantMessage):
             raise ValueError("a run's reply must be an assistant message")
         calls = data.get("calls") or []
+        limits = data.get("limits")
         if not isinstance(calls, list):
             raise ValueError("calls must be a list")
         return RunState(
@@ -193,6 +196,7 @@ class RunState:
             turn_open=bool(data.get("turn_open", False)),
             usage=BudgetUsage.from_dict(data.get("usage")),
             warned={str(w) for w in data.get("warned") or ()},
+            limits=_limits_from(limits) if isinstance(limits, dict) else None,
             reply=message,
             calls=[CallRecord.from_dict(c) for c in calls],
             plan_committed=bool(data.get("plan_committed", False)),
@@ -202,3 +206,11 @@ class RunState:
             pause_reason=data.get("pause_reason"),
             finish_reason=data.get("finish_reason"),
         )
+
+
+def _limits_dict(budget: Budget) -> dict[str, Any]:
+    return {name: getattr(budget, name) for name in (*BUDGET_LIMITS, "soft_ratio")}
+
+
+def _limits_from(data: dict[str, Any]) -> Budget:
+    return Budget(**{k: data[k] for k in (*BUDGET_LIMITS, "soft_ratio") if k in data})
