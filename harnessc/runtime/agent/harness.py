@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.agent import driver, restore
 from harnessc.runtime.agent.parts import Parts
@@ -43,6 +43,9 @@ from harnessc.runtime.session.session import Session
 from harnessc.runtime.signal import AbortSignal
 from harnessc.runtime.tools.base import AgentTool
 
+if TYPE_CHECKING:
+    from harnessc.runtime.extensions.base import HarnessContext
+
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "AgentHarness"]
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
@@ -67,8 +70,9 @@ class AgentHarness:
         for spec in options.hooks:
             self._parts.hooks.add(spec.moment, spec.handler, spec)
         restore.from_session(self._parts)
+        context: HarnessContext = self  # the typed seam extensions see (checked by mypy)
         for extension in options.extensions:
-            extension.install(self)
+            extension.install(context)
 
     # -- what the harness is ------------------------------------------------------
 
