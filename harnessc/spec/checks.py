@@ -333,10 +333,18 @@ def hook_program_problem(command: str, base: FsPath) -> tuple[Severity, str] | N
     except OSError as exc:
         return "error", f"hook program {word!r} cannot be checked: {exc.strerror or exc}"
     if not exists:
-        return "error", f"hook program {word!r} does not exist (looked for {program})"
+        return "error", f"hook program {word!r} does not exist (looked for {_shown(program)})"
     if not os.access(program, os.X_OK):
-        return "error", f"hook program {word!r} is not executable (chmod +x {program})"
+        return "error", f"hook program {word!r} is not executable (chmod +x {_shown(program)})"
     return None
+
+
+def _shown(path: FsPath) -> str:
+    """``path`` as a user would type it here: relative to the working directory inside it."""
+    try:
+        return os.path.relpath(path) if path.resolve().is_relative_to(FsPath.cwd()) else str(path)
+    except (OSError, ValueError):
+        return str(path)
 
 
 # Shell builtins and keywords a hook command may start with.

@@ -40,6 +40,7 @@ def test_public_names() -> None:
         [
             "python_hook",
             "command_hook",
+            "claude_settings_hooks",
             "block_rule",
             "CompactionExtension",
             "CompactionConfig",
