@@ -48,6 +48,7 @@ __all__ = [
     "claude_event_name",
     "claude_payload",
     "compile_matcher",
+    "session_cwd",
     "tool_base",
 ]
 
@@ -152,13 +153,17 @@ class StopContinuations:
 STOP_CONTINUATIONS = StopContinuations()
 
 
+def session_cwd(harness: Any) -> str:
+    """The agent's working directory: the session's cwd (else the process's), absolute."""
+    header = getattr(getattr(harness, "session", None), "header", None)
+    return os.path.abspath(getattr(header, "cwd", "") or os.getcwd())
+
+
 def _session_fields(harness: Any) -> tuple[str, str, str | None]:
     session = getattr(harness, "session", None)
     session_id = getattr(session, "id", None) or ""
-    header = getattr(session, "header", None)
-    cwd = getattr(header, "cwd", "") or os.getcwd()
     path = getattr(session, "path", None)
-    return str(session_id), os.path.abspath(cwd), os.fspath(path) if path else None
+    return str(session_id), session_cwd(harness), os.fspath(path) if path else None
 
 
 def _result_text(event: Any) -> str:
@@ -195,9 +200,15 @@ def _scrub_headers(value: Any) -> None:
 
 
 async def claude_payload(
-    moment: str, event: Any, harness: Any, *, event_name: str | None = None
+    moment: str,
+    event: Any,
+    harness: Any,
+    *,
+    event_name: str | None = None,
+    base: Path | None = None,
 ) -> dict[str, Any]:
-    """The JSON object a command hook at ``moment`` reads on stdin."""
+    """The JSON object a command hook at ``moment`` reads on stdin (``base``: where the
+    tools' relative paths start; found with ``tool_base`` when not given)."""
     session_id, cwd, path = _session_fields(harness)
     name = event_name or claude_event_name(moment, event)
     payload: dict[str, Any] = {
@@ -211,7 +222,8 @@ async def claude_payload(
     tool = getattr(event, "tool_name", None)
     if tool is not None and moment in ("tool_call", "tool_result"):
         arguments = getattr(event, "input", None) or {}
-        base = await tool_base(harness, cwd)
+        if base is None:
+            base = await tool_base(harness, cwd)
         payload["tool_name"] = claude_tool_name(tool)
         payload["tool_input"] = to_jsonable(claude_tool_input(tool, arguments, base))
         payload["tool_use_id"] = getattr(event, "tool_call_id", None)

@@ -38,6 +38,7 @@ from harnessc.runtime.extensions.claude_events import (
     claude_event_name,
     claude_payload,
     compile_matcher,
+    session_cwd,
     tool_base,
 )
 from harnessc.runtime.extensions.claude_output import (
@@ -277,7 +278,10 @@ class CommandHook:
         name = self.event_name or claude_event_name(self.moment, event)
         if not self._applies(event, harness, name):
             return None
-        payload = await claude_payload(self.moment, event, harness, event_name=name)
+        base = None
+        if self.moment in ("tool_call", "tool_result"):
+            base = await tool_base(harness, session_cwd(harness))
+        payload = await claude_payload(self.moment, event, harness, event_name=name, base=base)
         cwd = self.cwd or payload["cwd"]
         data = json.dumps(payload, ensure_ascii=False, default=repr).encode("utf-8", "replace")
         try:
@@ -290,9 +294,7 @@ class CommandHook:
             raise HookProtocolError(f"{self.label} could not start: {exc}") from exc
         stdout = _decode(run.stdout, run.stdout_truncated)
         stderr = _decode(run.stderr, run.stderr_truncated)
-        call = HookCall(name, self.moment, event, harness, self.label)
-        if name == "PreToolUse":
-            call.tool_base = await tool_base(harness, payload["cwd"])
+        call = HookCall(name, self.moment, event, harness, self.label, tool_base=base)
         if run.returncode != 0:
             outcome = interpret_exit(call, run.returncode, stdout, stderr)
         else:
