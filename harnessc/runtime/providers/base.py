@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from harnessc.runtime.messages import AssistantMessage, Message
-from harnessc.runtime.options import (
+from harnessc.runtime.model_options import (
     AgentHarnessStreamOptions,
     Model,
     RetryOptions,

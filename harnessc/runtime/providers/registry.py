@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from harnessc.runtime import catalog
 from harnessc.runtime.providers.base import Provider
 from harnessc.runtime.providers.transport import HttpClientPool
 
@@ -17,26 +18,16 @@ __all__ = ["PROVIDER_FACTORIES", "BuiltinFactory"]
 BuiltinFactory = Callable[[HttpClientPool | None], Provider]
 
 
-def _openai_completions(clients: HttpClientPool | None = None) -> Provider:
-    from harnessc.runtime.providers.openai_completions import OpenAICompletionsProvider
+def _factory(entry: catalog.ProviderEntry) -> BuiltinFactory:
+    """A factory importing ``entry``'s class on first call, so start-up stays cheap."""
 
-    return OpenAICompletionsProvider(clients)
+    def build(clients: HttpClientPool | None = None) -> Provider:
+        cls: Callable[..., Provider] = entry.load()
+        return cls(clients)
 
-
-def _anthropic_messages(clients: HttpClientPool | None = None) -> Provider:
-    from harnessc.runtime.providers.anthropic_messages import AnthropicMessagesProvider
-
-    return AnthropicMessagesProvider(clients)
-
-
-def _google_generative_ai(clients: HttpClientPool | None = None) -> Provider:
-    from harnessc.runtime.providers.google_generative_ai import GoogleGenerativeAIProvider
-
-    return GoogleGenerativeAIProvider(clients)
+    return build
 
 
 PROVIDER_FACTORIES: dict[str, BuiltinFactory] = {
-    "openai-completions": _openai_completions,
-    "anthropic-messages": _anthropic_messages,
-    "google-generative-ai": _google_generative_ai,
+    entry.api: _factory(entry) for entry in catalog.PROVIDERS
 }

@@ -1,0 +1,204 @@
+"""The command line of a generated agent: argparse parser, help text and checks."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass
+
+from harnessc.runtime.options import ThinkingLevel
+
+__all__ = [
+    "EXIT_ABORTED",
+    "EXIT_DONE",
+    "EXIT_ERROR",
+    "EXIT_PAUSED",
+    "EXIT_USAGE",
+    "UsageError",
+    "build_parser",
+    "check_args",
+    "program_name",
+]
+
+EXIT_DONE = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_PAUSED = 3
+EXIT_ABORTED = 130  # Ctrl-C in one-shot mode (the shell convention 128 + SIGINT)
+
+
+class UsageError(Exception):
+    """A usage or configuration problem: printed as ``PROG: error: ...``, exit code 2."""
+
+
+@dataclass(slots=True)
+class _Help:
+    prog: str
+    agent: str
+
+
+def program_name(argv0: str | None = None) -> str:
+    """How the user started the agent, for help and "continue with" hints."""
+    arg = argv0 if argv0 is not None else (sys.argv[0] if sys.argv else "")
+    if not arg or arg in ("-c", "-m"):
+        return "agent"
+    if arg.endswith(".py"):
+        return f"python {arg}"
+    return os.path.basename(arg)
+
+
+_DESCRIPTION = """\
+Run the {agent} agent. With a PROMPT it runs once: the reply streams to stdout, tool
+activity, retries and warnings go to stderr. Without one it reads the prompt from piped
+stdin, or starts the interactive mode when stdin is a terminal.
+"""
+
+_EPILOG = """\
+examples:
+  {prog} "list the files here"            one run, reply on stdout
+  git diff | {prog} "review this:" -      "-" is replaced by stdin
+  {prog} -i                               interactive (type /help for commands)
+  {prog} --json "hi" | jq .type           one JSON event per line
+  {prog} --continue "and now the tests"   go on in its latest session in this directory
+  {prog} --sessions                       list sessions; --search "error AND retry"
+  {prog} --session 3f2a --fork 9c1d0e2a "try another way"
+  {prog} --continue --resume-with '{{"call_1": "approved"}}'
+  {prog} --continue --resume-with '{{"call_1": {{"error": "denied"}}}}'
+  {prog} --continue --max-turns 40        resume after a budget pause, higher limit
+  {prog} --model fast --thinking high "..."
+  {prog} --base-url http://127.0.0.1:8765/v1 "hi"   e.g. the demo: harnessc serve-demo
+
+interactive commands: /help /status /compact /model /thinking /tools /templates
+  /skill:NAME /fork /tree /sessions /reload /quit; Ctrl-C aborts the running turn (the
+  session is kept), Ctrl-D quits; text typed while the agent works is queued as steering.
+
+exit codes: 0 done, 1 runtime error, 2 usage or configuration error (e.g. a missing API
+  key), 3 paused (external tool results pending, or a budget limit hit), 130 aborted by
+  Ctrl-C.
+"""
+
+
+def build_parser(prog: str, agent_name: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=_DESCRIPTION.format(agent=agent_name),
+        epilog=_EPILOG.format(prog=prog),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "prompt",
+        nargs="*",
+        metavar="PROMPT",
+        help='the prompt (words are joined with spaces); "-" stands for stdin',
+    )
+
+    mode = parser.add_argument_group("modes")
+    mode.add_argument(
+        "-i", "--interactive", action="store_true", help="interactive mode (REPL with history)"
+    )
+    mode.add_argument(
+        "--show-thinking",
+        action="store_true",
+        help="print the model's thinking text (dimmed, on stderr) as it streams",
+    )
+    mode.add_argument(
+        "--json",
+        action="store_true",
+        help="print every event as one JSON object per line on stdout (nothing else)",
+    )
+
+    sessions = parser.add_argument_group("sessions")
+    sessions.add_argument(
+        "--session", metavar="ID|PATH", help="open a session (id, id prefix or file) and go on"
+    )
+    sessions.add_argument(
+        "-c",
+        "--continue",
+        dest="continue_",
+        action="store_true",
+        help="go on in this agent's latest session in this directory",
+    )
+    sessions.add_argument(
+        "--fork",
+        metavar="ENTRY_ID",
+        help="start a new session holding the branch up to ENTRY_ID of --session "
+        "(default: this agent's latest session in this directory)",
+    )
+    sessions.add_argument(
+        "--sessions", action="store_true", help="list sessions: id, time, name, first prompt"
+    )
+    sessions.add_argument("--search", metavar="QUERY", help="full-text search of the sessions")
+    sessions.add_argument("--session-dir", metavar="DIR", help="where session files live")
+    sessions.add_argument(
+        "--no-session", action="store_true", help="keep the session in memory only"
+    )
+
+    overrides = parser.add_argument_group("overrides")
+    overrides.add_argument("--model", metavar="KEY", help="use this model (a key of the spec)")
+    overrides.add_argument(
+        "--thinking",
+        metavar="LEVEL",
+        choices=[level.value for level in ThinkingLevel],
+        help="thinking level: " + ", ".join(level.value for level in ThinkingLevel),
+    )
+    overrides.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="send every model's requests to URL (also $HARNESSC_BASE_URL); a server on this "
+        "machine needs no API key",
+    )
+    overrides.add_argument("--cwd", metavar="DIR", help="run in this directory")
+    overrides.add_argument(
+        "--max-turns", metavar="N", type=_positive_int, help="turn budget of the run"
+    )
+    overrides.add_argument(
+        "--replay",
+        metavar="SESSION_FILE",
+        help="serve the model replies recorded in a session file (no model calls)",
+    )
+    overrides.add_argument(
+        "--watch", action="store_true", help="reload skills and templates when they change"
+    )
+
+    pull = parser.add_argument_group("pull points")
+    pull.add_argument(
+        "--resume-with",
+        metavar="JSON",
+        help='results of the pending tool calls: {"CALL_ID": "result" | {"error": "..."}}; '
+        '"-" reads them from stdin (implies --continue without --session)',
+    )
+    return parser
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 (got {value})")
+    return value
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """Combinations argparse cannot express; raises UsageError."""
+    listing = [
+        flag for flag, on in (("--sessions", args.sessions), ("--search", args.search)) if on
+    ]
+    if len(listing) > 1:
+        raise UsageError("--sessions and --search cannot be combined")
+    if listing and (args.prompt or args.interactive or args.resume_with is not None):
+        raise UsageError(f"{listing[0]} takes no prompt")
+    if args.json and args.interactive:
+        raise UsageError("--json and --interactive cannot be combined")
+    if args.session and args.continue_:
+        raise UsageError("--session and --continue cannot be combined")
+    if args.no_session and (args.session or args.continue_ or args.fork):
+        raise UsageError("--no-session cannot be combined with --session, --continue or --fork")
+    if args.no_session and args.resume_with is not None:
+        raise UsageError("--resume-with needs a stored session (not --no-session)")
+    if args.resume_with is not None and args.prompt:
+        raise UsageError("--resume-with continues a paused run and takes no prompt")
+    if args.resume_with is not None and args.fork:
+        raise UsageError("--resume-with cannot be combined with --fork")

@@ -1,0 +1,93 @@
+"""Pull points on the command line: what a paused run waits for, and the answers to it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from harnessc.runtime.cli.args import UsageError
+from harnessc.runtime.cli.output import format_number
+from harnessc.runtime.messages import ToolCall
+
+__all__ = ["budget_limit", "check_results", "describe_pause", "parse_resume_with", "pause_reason"]
+
+
+def parse_resume_with(text: str) -> dict[str, Any]:
+    """The ``--resume-with`` JSON: call id -> result string or ``{"error": "..."}``."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"--resume-with is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise UsageError(
+            "--resume-with must be a JSON object mapping call ids to results, e.g. "
+            '{"call_1": "approved"} or {"call_1": {"error": "denied"}}'
+        )
+    for call_id, value in data.items():
+        if isinstance(value, dict) and not ({"error", "content"} & set(value)):
+            raise UsageError(
+                f'--resume-with: the result of {call_id} must be a string or {{"error": "..."}}'
+            )
+        if value is None:
+            raise UsageError(f"--resume-with: the result of {call_id} is null")
+    return data
+
+
+def check_results(results: dict[str, Any], pending: Sequence[ToolCall]) -> None:
+    """Every pending call answered, nothing else; raises UsageError naming the ids."""
+    wanted = [c.id for c in pending]
+    missing = [i for i in wanted if i not in results]
+    unknown = [i for i in results if i not in wanted]
+    problems = []
+    if missing:
+        problems.append("no result for " + ", ".join(missing))
+    if unknown:
+        problems.append("no pending call " + ", ".join(unknown))
+    if problems:
+        raise UsageError(
+            "--resume-with: " + "; ".join(problems) + f" (pending: {', '.join(wanted) or 'none'})"
+        )
+
+
+def budget_limit(reason: str) -> str | None:
+    """``"budget_exceeded:turns"`` -> ``"turns"``."""
+    prefix = "budget_exceeded:"
+    return reason[len(prefix) :] if reason.startswith(prefix) else None
+
+
+def describe_pause(
+    reason: str,
+    pending: Sequence[ToolCall],
+    *,
+    awaiting_tool: bool,
+    limit_used: tuple[float, float | None] | None = None,
+) -> list[str]:
+    """Lines saying what a paused run waits for (tool name, call id, arguments; or the limit)."""
+    lines: list[str] = []
+    limit = budget_limit(reason)
+    if awaiting_tool:
+        lines.append("paused: waiting for the results of external tool calls")
+    elif limit is not None:
+        detail = ""
+        if limit_used is not None and limit_used[1] is not None:
+            detail = f" ({format_number(limit_used[0])} of {format_number(limit_used[1])} used)"
+        lines.append(f"paused: budget limit hit: {limit}{detail}")
+    else:
+        lines.append(f"paused: {reason or 'paused by a hook'}")
+    for call in pending:
+        args = json.dumps(call.arguments, ensure_ascii=False, default=str)
+        if len(args) > 400:
+            args = args[:397] + "..."
+        label = "pending" if awaiting_tool else "not run yet"
+        lines.append(f"  {label}: {call.name}  id={call.id}  arguments={args}")
+    return lines
+
+
+def pause_reason(session: Any) -> str:
+    """The reason of the latest pause recorded on the session's branch ("" if none)."""
+    for entry in reversed(session.branch()):
+        if entry.type == "custom" and entry.data.get("customType") == "harnessc.pause":
+            data = entry.data.get("data")
+            return str(data.get("reason", "")) if isinstance(data, dict) else ""
+    return ""

@@ -1,0 +1,427 @@
+"""The interactive mode: a REPL with history, /commands, steering and pull-point questions.
+
+The harness runs in the asyncio loop of the main thread; a reader thread reads lines
+(``input()`` with readline history) and hands them to the loop. While a run is going,
+typed text is queued as steering; Ctrl-C aborts the running turn (the session is kept)
+and Ctrl-D quits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from typing import Any
+
+from harnessc.runtime.cli.host import CliHost
+from harnessc.runtime.cli.output import format_number, one_line
+from harnessc.runtime.cli.pause import budget_limit, describe_pause, pause_reason
+from harnessc.runtime.cli.render import make_printer
+from harnessc.runtime.cli.repl.reader import EOF, INTERRUPT, LineReader
+from harnessc.runtime.cli.sessions import has_exchange
+from harnessc.runtime.cli.shutdown import close_harness
+from harnessc.runtime.cli.summary import RunSummary, model_is_priced
+from harnessc.runtime.harness import AgentHarness, HarnessBusyError, RunResult
+
+__all__ = ["Repl"]
+
+
+class Repl:
+    """One interactive session; ``self.harness`` changes on /fork and /sessions ID."""
+
+    def __init__(self, cli: CliHost, harness: AgentHarness) -> None:
+        self.cli = cli
+        self.harness = harness
+        self.out = cli.out
+        self.err = cli.err
+        self.printer = make_printer(self.out, self.err, show_thinking=cli.args.show_thinking)
+        priced = model_is_priced(harness.model)
+        self.summary = RunSummary(priced=priced)  # the whole interactive session
+        self.run_summary = RunSummary(priced=priced)  # the latest run
+        self._unsubscribe = self._listen(harness)
+        self.lines: asyncio.Queue[Any] = asyncio.Queue()
+        self.reader: LineReader | None = None
+        self.busy = False
+        self.asking = False
+        self.quit = False
+        self.quit_after_run = False  # Ctrl-D during a run: leave once it ends
+        # Lines piped in (``printf 'hi\n/status\n' | agent -i``) are a script: each runs
+        # after the previous one finished (no steering), the end of input quits. The "> "
+        # prompt is still written: a program driving the REPL sees when it is idle.
+        self.scripted = not _stdin_is_terminal()
+        self._history_file: str | None = None
+        # A session created for this REPL: deleted again when left without any entry, so
+        # opening -i and quitting does not leave an empty "latest" session for --continue.
+        fresh = cli.choice is None or cli.choice.new
+        self._fresh_path: str | None = harness.session.path if fresh else None
+
+    def _listen(self, harness: AgentHarness) -> Callable[[], None]:
+        removers = [harness.subscribe(x) for x in (self.printer, self.summary, self.run_summary)]
+
+        def unsubscribe() -> None:
+            for remove in removers:
+                remove()
+
+        return unsubscribe
+
+    # -- output ----------------------------------------------------------------
+
+    def say(self, text: str) -> None:
+        """Text for the user on stdout (command answers, questions)."""
+        self.printer.reply(text)
+
+    def note(self, text: str) -> None:
+        self.printer.line(text)
+
+    # -- main loop -------------------------------------------------------------
+
+    async def main(self, prompt: str | None) -> int:
+        loop = asyncio.get_running_loop()
+        self.lines = asyncio.Queue()
+        self._setup_history()
+        self.reader = LineReader(loop, self.lines)
+        if not self.scripted:
+            reader = self.reader
+            self.printer.prompt_on_screen = lambda: None if self.busy else reader.showing()
+        _add_sigint(loop, self.on_interrupt)
+        try:
+            await self.cli.prepare(self.harness)
+            self.banner()
+            self.reader.start()
+            results = self.cli.resume_results
+            if results is not None and self.harness.paused_reason == "awaiting_tool":
+                await self.run(lambda: self.harness.resume(results))
+            elif self.harness.paused_reason is not None:
+                await self.answer_pause()
+            if prompt is not None and not self.quit:
+                await self.run(lambda: self.harness.prompt(prompt))
+            while not self.quit:
+                line = await self.next_line("> ")
+                if line is EOF:
+                    break
+                if line is INTERRUPT:
+                    continue
+                text = str(line).strip()
+                if not text:
+                    continue
+                await self.handle(text)
+        finally:
+            _remove_sigint(loop)
+            self.printer.close()
+            self._save_history()
+            await close_harness(self.harness)
+            self._drop_if_fresh_and_empty(self.harness.session)
+        self.out.write("\n" if not (self.quit or self.scripted) else "")
+        self.out.flush()
+        return 0
+
+    def banner(self) -> None:
+        session = self.harness.session
+        where = session.path or "in memory"
+        count = len(self.harness.messages)
+        self.note(
+            f"{self.cli.agent_name}: session {session.id[:8]} ({where}, {count} messages), "
+            f"model {self.harness.model_key()}. /help lists commands; Ctrl-C aborts a run, "
+            "Ctrl-D quits."
+        )
+        self.show_last_exchange()
+
+    def show_last_exchange(self) -> None:
+        """Continuing a session: its last prompt and reply, to see where it stands."""
+        from harnessc.runtime.messages import AssistantMessage, UserMessage, message_text
+
+        messages = self.harness.messages
+        last_user = next(
+            (i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], UserMessage)),
+            None,
+        )
+        if last_user is None:
+            return
+        reply = next(
+            (
+                m
+                for m in messages[last_user + 1 :][::-1]
+                if isinstance(m, AssistantMessage) and m.text
+            ),
+            None,
+        )
+        self.note("last exchange:")
+        self.note(f"  > {one_line(message_text(messages[last_user]), 200)}")
+        if reply is not None:
+            text = reply.text.strip()
+            lines = text.splitlines()
+            shown = "\n".join(f"  {line}" for line in lines[:12])
+            self.note(shown + ("\n  ..." if len(lines) > 12 else ""))
+
+    async def next_line(self, prompt: str) -> Any:
+        """The next line typed (or EOF / INTERRUPT)."""
+        assert self.reader is not None
+        if self.lines.empty() and not self.reader.request(prompt) and prompt:
+            self.out.write(prompt)
+            self.out.flush()
+        return await self.lines.get()
+
+    async def ask(self, question: str) -> str | None:
+        """Ask the user; None on Ctrl-C or Ctrl-D."""
+        self.asking = True
+        try:
+            line = await self.next_line(question)
+        finally:
+            self.asking = False
+        if line is EOF:
+            self.quit = True
+            return None
+        if line is INTERRUPT:
+            return None
+        return str(line).strip()
+
+    async def handle(self, text: str) -> None:
+        if text.startswith("/") and not text.startswith("//"):
+            from harnessc.runtime.cli.repl.commands import run_command
+
+            await run_command(self, text)
+            return
+        if self.harness.paused_reason == "awaiting_tool":
+            ids = ", ".join(f"{c.name} {c.id}" for c in self.harness.pending_tool_calls)
+            self.note(f"the agent is waiting for external tool results ({ids}): /resume answers")
+            return
+        await self.run(lambda: self.harness.prompt(text))
+
+    def on_interrupt(self) -> None:
+        if self.busy:
+            self.note("[interrupted] aborting the run; the session is kept")
+            self.harness.abort("interrupted by the user")
+        elif self.asking:
+            self.lines.put_nowait(INTERRUPT)
+        else:
+            self.out.write("\n(Ctrl-D or /quit to quit)\n> ")
+            self.out.flush()
+
+    # -- runs --------------------------------------------------------------------
+
+    async def run(self, start: Callable[[], Awaitable[RunResult]]) -> RunResult | None:
+        """Run until done or paused; typed lines meanwhile are steering."""
+        assert self.reader is not None
+        self.busy = True
+        self.run_summary.reset()
+        task: asyncio.Future[RunResult] = asyncio.ensure_future(start())
+        try:
+            while not task.done() and self.scripted:
+                await asyncio.wait({task})
+            while not task.done():
+                self.reader.request("")
+                getter = asyncio.ensure_future(self.lines.get())
+                done, _ = await asyncio.wait({task, getter}, return_when=asyncio.FIRST_COMPLETED)
+                if getter not in done:
+                    getter.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await getter
+                    continue
+                self.steer(getter.result())
+            try:
+                result = task.result()
+            except HarnessBusyError as exc:
+                self.note(
+                    f"error: {str(exc).replace('call resume() with them', '/resume answers')}"
+                )
+                return None
+        finally:
+            self.busy = False
+        await self.after_run(result)
+        if self.quit_after_run:
+            self.quit = True
+        return result
+
+    def steer(self, line: Any) -> None:
+        if line is EOF:
+            # Ctrl-D while the agent works: let the run finish, then leave (Ctrl-C aborts).
+            self.quit_after_run = True
+            self.note("[quit] leaving when this run ends (Ctrl-C aborts it)")
+            return
+        if line is INTERRUPT:
+            return
+        text = str(line).strip()
+        if not text:
+            return
+        if text.startswith("/"):
+            self.note("(commands run when the agent is idle; Ctrl-C aborts the run)")
+            return
+        self.harness.steer(text)
+        self.note(f"[steering] queued: {one_line(text, 60)}")
+
+    async def after_run(self, result: RunResult) -> None:
+        if result.reply is None and self.run_summary.turns:
+            self.run_summary.stop()
+            self.note(f"[usage] {self.run_summary.line()}")
+        if result.reply is not None:
+            self.say(result.reply)
+        elif result.status == "error":
+            self.printer.error(result.reason or "the run failed")
+        elif result.status == "aborted":
+            self.note("[aborted] the session is kept")
+        elif result.status in ("paused", "awaiting_tool") and not (
+            self.quit or self.quit_after_run
+        ):
+            await self.answer_pause()
+
+    # -- pull points -------------------------------------------------------------
+
+    async def answer_pause(self) -> None:
+        """Ask the user what a paused run needs: tool results, a bigger budget, a go."""
+        harness = self.harness
+        state = harness.paused_reason
+        if state is None:
+            return
+        pending = harness.pending_tool_calls
+        if state == "awaiting_tool":
+            for line in describe_pause("awaiting_tool", pending, awaiting_tool=True):
+                self.note(line)
+            answers: dict[str, Any] = {}
+            for call in pending:
+                args = one_line(json.dumps(call.arguments, ensure_ascii=False, default=str), 200)
+                self.say(f"{call.name} ({call.id}) {args}")
+                answer = await self.ask("y = approve, n = deny, or type the result: ")
+                if answer is None or answer == "":
+                    self.note("left paused: /resume answers later")
+                    return
+                if answer.lower() in ("y", "yes"):
+                    answers[call.id] = "approved"
+                elif answer.lower() in ("n", "no"):
+                    answers[call.id] = {"error": "denied by the user"}
+                else:
+                    answers[call.id] = answer
+            await self.run(lambda: harness.resume(answers))
+            return
+        reason = self._pause_reason()
+        limit = budget_limit(reason)
+        if limit is not None:
+            budget = harness.budget.budget
+            maximum = getattr(budget, limit, None)
+            used = harness.budget.used(limit)
+            step = _default_step(limit, maximum)
+            answer = await self.ask(
+                f"budget limit {limit} hit ({_num(used)} of {_num(maximum)}). "
+                f"Extend by [{_num(step)}], or 0 to stay paused: "
+            )
+            if answer is None:
+                self.note("left paused: /resume continues later")
+                return
+            try:
+                extra = float(answer) if answer else step
+            except ValueError:
+                self.note(f"not a number: {answer!r}; left paused (/resume)")
+                return
+            if extra <= 0:
+                self.note("left paused: /resume continues later")
+                return
+            base = maximum if maximum is not None else used
+            value: float = base + extra
+            if limit in ("turns", "tool_calls", "tokens"):
+                value = int(value)
+            changes: dict[str, Any] = {limit: value}
+            raised = replace(budget, **changes)
+            await self.run(lambda: harness.resume(budget=raised))
+            return
+        answer = await self.ask(f"paused: {reason or 'by a hook'}. Continue? [Y/n] ")
+        if answer is None or answer.lower() in ("n", "no"):
+            self.note("left paused: /resume continues later")
+            return
+        await self.run(lambda: harness.resume())
+
+    def _pause_reason(self) -> str:
+        return pause_reason(self.harness.session)
+
+    # -- harness switching (/fork, /sessions ID) ------------------------------------
+
+    async def switch_session(self, session: Any) -> None:
+        """Continue in ``session``: a fresh harness built by the agent module around it."""
+        old = self.harness
+        options = self.cli.build_options(session=session, cwd=self.cli.cwd)
+        if options.session is not session:
+            from harnessc.runtime.cli.sessions import discard_if_empty
+
+            discard_if_empty(options.session)
+            options.session = session
+        self.cli.apply_overrides(options)
+        if old.options.provider is not None and options.provider is None:
+            options.provider = old.options.provider
+        harness = AgentHarness(options)
+        self._unsubscribe()
+        self.harness = harness
+        self._unsubscribe = self._listen(harness)
+        with contextlib.suppress(Exception):
+            await old.close()
+        self._drop_if_fresh_and_empty(old.session, keep=session.path)
+        self.banner()
+
+    def _drop_if_fresh_and_empty(self, session: Any, keep: str | None = None) -> None:
+        path = session.path
+        if path and path == self._fresh_path and path != keep and not has_exchange(session):
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            self._fresh_path = None
+
+    # -- history -------------------------------------------------------------------
+
+    def _setup_history(self) -> None:
+        try:
+            import readline  # line editing and history for input()
+        except ImportError:
+            return
+        directory = self.cli.session_dir
+        if directory is None:
+            return
+        path = os.path.join(os.fspath(directory), ".history")
+        self._history_file = path
+        with contextlib.suppress(OSError):
+            readline.read_history_file(path)
+        readline.set_history_length(1000)
+
+    def _save_history(self) -> None:
+        if self._history_file is None:
+            return
+        try:
+            import readline
+
+            os.makedirs(os.path.dirname(self._history_file), exist_ok=True)
+            readline.write_history_file(self._history_file)
+        except (ImportError, OSError):
+            pass
+
+
+def _default_step(limit: str, maximum: float | None) -> float:
+    if maximum:
+        return maximum if limit != "wall_clock_s" else max(maximum, 60.0)
+    return 10.0
+
+
+def _num(value: float | None) -> str:
+    if value is None:
+        return "unlimited"
+    return format_number(value)
+
+
+def _add_sigint(loop: asyncio.AbstractEventLoop, handler: Callable[[], None]) -> None:
+    import signal
+
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        loop.add_signal_handler(signal.SIGINT, handler)
+
+
+def _remove_sigint(loop: asyncio.AbstractEventLoop) -> None:
+    import signal
+
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        loop.remove_signal_handler(signal.SIGINT)
+
+
+def _stdin_is_terminal() -> bool:
+    import sys
+
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except (ValueError, OSError):
+        return False

@@ -1,0 +1,279 @@
+"""Session flags: which session a run uses, and the ``--sessions`` / ``--search`` listings."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from harnessc.runtime.cli.args import UsageError
+from harnessc.runtime.cli.output import one_line
+from harnessc.runtime.session.session import Session, SessionError, SessionHeader
+
+if TYPE_CHECKING:
+    from harnessc.runtime.session.repo import JsonlSessionRepo, SessionMeta
+
+__all__ = [
+    "SessionChoice",
+    "choose_session",
+    "discard_if_empty",
+    "discard_if_unused",
+    "has_exchange",
+    "fork_session",
+    "latest_session",
+    "list_sessions",
+    "open_repo",
+    "print_sessions",
+    "search_sessions",
+]
+
+
+@dataclass(slots=True)
+class SessionChoice:
+    """The session to hand to ``build_options`` (None: let it create one)."""
+
+    session: Session | None
+    new: bool  # a fresh session (removed again when the run never starts)
+    note: str | None = None  # something to tell the user on stderr
+
+
+def open_repo(root: str | os.PathLike[str] | None) -> JsonlSessionRepo:
+    from harnessc.runtime.session.repo import JsonlSessionRepo
+
+    if root is None:
+        raise UsageError(
+            "this agent has no session directory: pass --session-dir DIR (or --no-session)"
+        )
+    return JsonlSessionRepo(root)
+
+
+def choose_session(
+    *,
+    session_arg: str | None,
+    continue_: bool,
+    fork: str | None,
+    no_session: bool,
+    session_dir: str | os.PathLike[str] | None,
+    dir_given: bool,
+    cwd: str,
+    agent_name: str,
+    required: bool = False,
+) -> SessionChoice:
+    """Resolve --session / --continue / --fork / --no-session / --session-dir.
+
+    ``required``: the run needs an existing session (``--resume-with``), so
+    ``--continue`` finding none is an error instead of starting afresh.
+    """
+    metadata = {"agent": agent_name}
+    if no_session:
+        return SessionChoice(Session(SessionHeader.new(cwd=cwd, metadata=metadata)), True)
+    try:
+        if session_arg is not None:
+            repo = _repo_for(session_arg, session_dir)
+            if fork is not None:
+                return SessionChoice(fork_session(repo, session_arg, fork), True)
+            return SessionChoice(repo.open(session_arg), False)
+        if continue_ or fork is not None:
+            repo = open_repo(session_dir)
+            meta = latest_session(repo, cwd, agent_name)
+            if meta is None:
+                if required or fork is not None:
+                    raise UsageError(f"no session to continue for {cwd} under {repo.root}")
+                note = "no earlier session in this directory: starting a new one"
+                return SessionChoice(_create(repo, cwd, metadata), True, note)
+            if fork is not None:
+                return SessionChoice(fork_session(repo, meta, fork), True)
+            return SessionChoice(repo.open(meta), False)
+        if required:
+            raise UsageError("--resume-with needs --continue or --session")
+        if dir_given:
+            return SessionChoice(_create(open_repo(session_dir), cwd, metadata), True)
+        return SessionChoice(None, True)
+    except SessionError as exc:
+        raise UsageError(_session_problem(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"cannot open the session: {exc}") from None
+
+
+def _session_problem(exc: SessionError) -> str:
+    """The message for a session that cannot be opened, with what to do on the command line."""
+    from harnessc.runtime.session.lock import SessionLockedError
+
+    if isinstance(exc, SessionLockedError):
+        who = f"process {exc.pid}" if exc.pid is not None else "another process"
+        return (
+            f"session {exc.path} is in use by {who} (another run of an agent); wait for it "
+            "to finish, or continue in a copy: --session ID --fork ENTRY_ID "
+            "(/tree in -i lists entry ids)"
+        )
+    return str(exc)
+
+
+def _repo_for(target: str, session_dir: str | os.PathLike[str] | None) -> JsonlSessionRepo:
+    """The repo to open ``target`` from; a file path needs no session directory."""
+    if session_dir is None and ("/" in target or target.endswith(".jsonl")):
+        from harnessc.runtime.session.repo import JsonlSessionRepo
+
+        return JsonlSessionRepo(Path(target).resolve().parent)
+    return open_repo(session_dir)
+
+
+def _create(repo: JsonlSessionRepo, cwd: str, metadata: dict[str, Any]) -> Session:
+    return repo.create(cwd=cwd, metadata=metadata)
+
+
+def fork_session(repo: JsonlSessionRepo, source: Any, entry_id: str | None) -> Session:
+    """A new session holding the branch of ``source`` up to and including ``entry_id``."""
+    try:
+        return repo.fork(source, entry_id, position="at")
+    except KeyError as exc:
+        raise UsageError(str(exc.args[0]) if exc.args else str(exc)) from None
+
+
+def discard_if_empty(session: Session | None) -> None:
+    """Close a fresh session that got no entries and delete its file (a run that never began)."""
+    if session is None:
+        return
+    path = session.path
+    empty = len(session) == 0
+    session.close()
+    if path and empty:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+def has_exchange(session: Session) -> bool:
+    """Whether the model ever answered in ``session`` (an error reply does not count)."""
+    for entry in session.entries():
+        if entry.type != "message":
+            continue
+        raw = entry.data.get("message")
+        if isinstance(raw, dict) and raw.get("role") == "assistant":
+            if raw.get("stopReason") != "error":
+                return True
+    return False
+
+
+def discard_if_unused(session: Session | None) -> bool:
+    """Close a fresh session and delete its file when the model never answered in it (a
+    first request that failed: 401, connection refused). True when it was deleted."""
+    if session is None:
+        return False
+    if len(session) and has_exchange(session):
+        session.close()
+        return False
+    path = session.path
+    session.close()
+    if path:
+        try:
+            os.unlink(path)
+        except OSError:
+            return False
+        return True
+    return False
+
+
+# -- listings ------------------------------------------------------------------
+
+
+def is_agents(meta: SessionMeta, agent_name: str | None) -> bool:
+    """A session of this agent, or one no agent claims (pi files, the Python API)."""
+    owner = meta.metadata.get("agent") if isinstance(meta.metadata, dict) else None
+    return agent_name is None or owner is None or owner == agent_name
+
+
+def latest_session(repo: JsonlSessionRepo, cwd: str, agent_name: str) -> SessionMeta | None:
+    """The most recently modified session of this agent in ``cwd`` (agents often share a
+    session directory: another agent's session is never continued by default)."""
+    return next((meta for meta in repo.list(cwd) if is_agents(meta, agent_name)), None)
+
+
+def list_sessions(repo: JsonlSessionRepo, agent_name: str | None = None) -> list[SessionMeta]:
+    """The sessions, newest first; with ``agent_name`` only that agent's (and untagged ones)."""
+    return [meta for meta in repo.list(full=True) if is_agents(meta, agent_name)]
+
+
+def _local_time(meta: SessionMeta) -> str:
+    stamp = meta.modified or 0.0
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(stamp)) if stamp else meta.timestamp
+
+
+def print_sessions(
+    metas: list[SessionMeta], out: TextIO, *, as_json: bool, cwd: str | None = None
+) -> None:
+    """One line per session: id prefix, time, name (or -), first prompt [, other cwd]."""
+    if as_json:
+        import json
+
+        for meta in metas:
+            row = {
+                "id": meta.id,
+                "path": meta.path,
+                "cwd": meta.cwd,
+                "created": meta.timestamp,
+                "modified": meta.modified,
+                "name": meta.name,
+                "first_prompt": meta.first_prompt,
+                "parent_session": meta.parent_session,
+            }
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        return
+    if not metas:
+        out.write("no sessions\n")
+        return
+    width = max(len(meta.name or "-") for meta in metas)
+    for meta in metas:
+        prompt = one_line(meta.first_prompt or "(no prompt yet)", 70)
+        where = f"  (in {meta.cwd})" if cwd is not None and meta.cwd != cwd else ""
+        fork = f"  (fork of {_short_id(meta.parent_session)})" if meta.parent_session else ""
+        name = (meta.name or "-").ljust(width)
+        out.write(f"{meta.id[:8]}  {_local_time(meta)}  {name}  {prompt}{fork}{where}\n")
+
+
+def _short_id(parent: str) -> str:
+    """A parent session (a path or an id) as the id prefix the listing shows."""
+    stem = Path(parent).stem
+    return stem.rsplit("_", 1)[-1][:8] if "_" in stem else stem[:8]
+
+
+def search_sessions(root: str | os.PathLike[str], query: str) -> list[Any]:
+    """Refresh the full-text index beside the sessions and search it.
+
+    A query FTS5 cannot parse is searched again as literal words.
+    """
+    from harnessc.runtime.session.index import SearchQueryError, SessionIndex, literal_query
+
+    with SessionIndex(root) as index:
+        index.refresh()
+        try:
+            return index.search(query, limit=20)
+        except SearchQueryError:
+            return index.search(literal_query(query), limit=20)
+
+
+def print_hits(hits: list[Any], out: TextIO, *, as_json: bool) -> None:
+    if as_json:
+        import json
+
+        for hit in hits:
+            row = {
+                "session_id": hit.session_id,
+                "path": hit.path,
+                "entry_id": hit.entry_id,
+                "role": hit.role,
+                "snippet": hit.snippet,
+                "score": hit.score,
+            }
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        return
+    if not hits:
+        out.write("no matches\n")
+        return
+    for hit in hits:
+        out.write(
+            f"{hit.session_id[:8]}  {hit.entry_id}  {hit.role:<9}  {one_line(hit.snippet, 100)}\n"
+        )

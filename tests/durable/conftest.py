@@ -1,0 +1,110 @@
+"""PostgreSQL for the tests: the server ``.ci/run`` started (HARNESSC_TEST_PG_DSN), or one
+``scripts/pg-test-up`` starts now (and ``scripts/pg-test-down`` stops at the end).
+Each test gets its own schema (``pg_schema``) or database (``pg_database``), dropped
+afterwards. Without any PostgreSQL the tests that need one skip and say why."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shlex
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _exports(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        words = shlex.split(line)
+        if len(words) == 2 and words[0] == "export" and "=" in words[1]:
+            key, _, value = words[1].partition("=")
+            out[key] = value
+    return out
+
+
+@pytest.fixture(scope="session")
+def pg_dsn() -> Iterator[str]:
+    try:
+        import psycopg
+    except ImportError:
+        pytest.skip("psycopg is not installed (pip install -e '.[dev]')")
+    dsn = os.environ.get("HARNESSC_TEST_PG_DSN", "")
+    started: dict[str, str] = {}
+    if not dsn:
+        script = ROOT / "scripts" / "pg-test-up"
+        proc = subprocess.run(
+            [str(script)], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
+        )
+        if proc.returncode != 0:
+            pytest.skip(f"no PostgreSQL could be started: {proc.stderr.strip()}")
+        found = _exports(proc.stdout)
+        dsn = found.get("HARNESSC_TEST_PG_DSN", "")
+        if found.get("HARNESSC_PG_STARTED"):
+            started["HARNESSC_PG_STARTED"] = found["HARNESSC_PG_STARTED"]
+    try:
+        psycopg.connect(dsn, connect_timeout=10).close()
+    except psycopg.Error as exc:
+        pytest.skip(f"PostgreSQL at HARNESSC_TEST_PG_DSN does not answer: {exc}")
+    try:
+        yield dsn
+    finally:
+        if started:
+            subprocess.run(
+                [str(ROOT / "scripts" / "pg-test-down")],
+                env={**os.environ, **started},
+                timeout=120,
+                stdin=subprocess.DEVNULL,
+                check=False,
+            )
+
+
+def _admin(dsn: str, sql: str) -> None:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(sql)
+
+
+@pytest.fixture
+def pg_schema(pg_dsn: str) -> Iterator[str]:
+    """A schema name of this test's own; dropped (with everything in it) afterwards."""
+    name = "t_" + secrets.token_hex(6)
+    try:
+        yield name
+    finally:
+        _admin(pg_dsn, f"DROP SCHEMA IF EXISTS {name} CASCADE")
+
+
+@pytest.fixture
+def pg_database(pg_dsn: str) -> Iterator[str]:
+    """The URL of a fresh database of this test's own; dropped afterwards."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    name = "t_" + secrets.token_hex(6)
+    _admin(pg_dsn, f"CREATE DATABASE {name}")
+    parts = urlsplit(pg_dsn)
+    try:
+        yield urlunsplit(parts._replace(path="/" + name))
+    finally:
+        _admin(pg_dsn, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def make_repo(kind: str, tmp_path: Path, request: Any) -> Any:
+    """A session repo of ``kind`` ("jsonl" or "postgres") for this test."""
+    from harnessc.runtime.session import JsonlSessionRepo
+
+    if kind == "jsonl":
+        return JsonlSessionRepo(tmp_path / "sessions")
+    from harnessc.runtime.session.postgres import PostgresSessionRepo
+
+    repo = PostgresSessionRepo(
+        request.getfixturevalue("pg_dsn"), schema=request.getfixturevalue("pg_schema")
+    )
+    request.addfinalizer(repo.close)
+    return repo
