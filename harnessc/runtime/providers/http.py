@@ -200,7 +200,16 @@ class HttpProvider:
                 interrupt = current[0] = Interrupt()
                 outcome = _Attempt()
                 async for event in self._attempt(
-                    spec.url, headers, body, timeout, request, builder, clock, interrupt, outcome
+                    spec.url,
+                    headers,
+                    body,
+                    timeout,
+                    request,
+                    builder,
+                    clock,
+                    interrupt,
+                    outcome,
+                    secrets,
                 ):
                     yield event
                 if outcome.final is not None:
@@ -259,6 +268,7 @@ class HttpProvider:
         clock: RequestClock,
         interrupt: Interrupt,
         outcome: _Attempt,
+        secrets: list[str | None],
     ) -> AsyncIterator[AssistantMessageEvent]:
         """One exchange: yields the reply's events, leaves the result in ``outcome``."""
         model = request.model
@@ -293,7 +303,7 @@ class HttpProvider:
                 return
             if item[0] == BODY:
                 outcome.error = answer_error(
-                    status, item[1], response_headers, model, url, self.base_url_hint
+                    status, item[1], response_headers, model, url, self.base_url_hint, secrets
                 )
                 return
             parser = SSEParser()
