@@ -27,6 +27,7 @@ from typing import Any
 from harnessc.testing.streams import (
     AnthropicBlock,
     anthropic_events,
+    google_events,
     openai_chunk,
     openai_events,
     sse_data,
@@ -140,6 +141,14 @@ def _mode_map() -> dict[str, Callable[[_Conn], None]]:
 
     def anthropic_open_after_stop(c: _Conn) -> None:
         c.stream(anthropic_events([AnthropicBlock("text", ["stopped"])]), end=False)
+        c.hold()
+
+    def finished_left_open(c: _Conn) -> None:  # finish_reason and usage, no [DONE]
+        c.stream(openai_events(["finished"], done=False), end=False)
+        c.hold()
+
+    def google_left_open(c: _Conn) -> None:  # Gemini has no end marker at all
+        c.stream(google_events(["gemini"]), end=False)
         c.hold()
 
     def keepalives_only(c: _Conn) -> None:

@@ -73,6 +73,8 @@ CASES: dict[str, Case] = {
     "keepalive-after-done": Case("done", "complete"),
     "open-after-done": Case("done", "complete"),
     "anthropic-open-after-stop": Case("done", "stopped", api="anthropic-messages"),
+    "finished-left-open": Case("done", "finished"),
+    "google-left-open": Case("done", "gemini", api="google-generative-ai"),
     "keepalives-only": Case("error", "without reply data (the server sent only keepalives)"),
     "endless-text": Case("error", "time budget ran out", deadline_s=1.5),
     "slow-drip": Case("error", f"timed out after {TIMEOUT_MS} ms without reply data"),
