@@ -193,6 +193,14 @@ HARNESS_MODES = [
 ]
 
 
+# What the model reads back, per mode (the reply with its calls is recorded first).
+SESSION_RESULTS = {
+    "tool-calls-unindexed": ["3", "7"],  # two calls, not one merged call
+    "deep-arguments": ["nest deeper than 100 levels"],
+    "tool-name-1mb": ["not found"],
+}
+
+
 @pytest.mark.parametrize("mode", HARNESS_MODES)
 def test_session_survives_hostile_server(hostile: HostileServer, mode: str, tmp_path: Path):
     from harnessc.runtime.session import JsonlSessionRepo
@@ -234,7 +242,16 @@ def test_session_survives_hostile_server(hostile: HostileServer, mode: str, tmp_
     try:
         assert reopened.diagnostics == []
         reopened.context()
-        stored = json.dumps([e for e in lines])
+        stored = json.dumps(lines)
         assert "n" * 1000 not in stored  # a 1 MB tool name is cut before it is stored
     finally:
         reopened.close()
+    results = [
+        "".join(part.get("text", "") for part in line["message"]["content"])
+        for line in lines
+        if line.get("type") == "message" and line["message"]["role"] == "toolResult"
+    ]
+    if mode in SESSION_RESULTS:
+        wanted = SESSION_RESULTS[mode]
+        assert len(results) == len(wanted), results
+        assert all(want in got for want, got in zip(wanted, results, strict=True)), results
