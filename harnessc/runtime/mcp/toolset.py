@@ -1,8 +1,8 @@
 """MCP servers as a toolset: an extension that adds each server's tools and prompts.
 
 ``McpToolset(servers)`` is installed like any extension. Nothing starts at import or
-at install: when the first run starts (the ``before_agent_start`` moment, or the
-first model call of a resumed run) every server starts concurrently on the MCP loop
+at install: when the first run starts (the ``before_agent_start`` moment, a resumed
+run's ``agent_resume``, or else the first model call) every server starts concurrently on the MCP loop
 (``loop.py``), their tool lists become tools named ``mcp__<server>__<tool>`` (or the
 server's ``prefix``) and their prompts ``/mcp__<server>__<prompt>`` commands. Before
 each model call, servers that sent ``tools/list_changed`` are listed again.
@@ -84,6 +84,7 @@ class McpToolset:
     def install(self, harness: Any) -> None:
         self._harness = harness
         harness.on("before_agent_start", self._on_start)
+        harness.on("agent_resume", self._on_start)  # a continued run may start with a tool batch
         harness.on("context", self._on_context)
 
     # -- start -----------------------------------------------------------------------
