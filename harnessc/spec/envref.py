@@ -19,6 +19,8 @@ ENV_FIELDS: tuple[tuple[str, ...], ...] = (
     ("models", "*", "headers", "*"),
     ("stream", "headers", "*"),
     ("session", "dir"),
+    ("session", "url"),
+    ("durable", "database_url"),
     ("tool_context", "**"),
     ("mcp", "*", "command"),
     ("mcp", "*", "args", "**"),

@@ -377,6 +377,22 @@ class CostSpec(SpecModel):
     """Dollars per million input tokens written to the provider's prompt cache."""
 
 
+def base_url_problem(value: str | None) -> str | None:
+    """A base_url (or the default of its leading ${VAR:-default}) without http(s)://."""
+    from harnessc.spec.envref import split_env_refs
+
+    if not value:
+        return None
+    first = split_env_refs(value)[0]
+    literal = first if isinstance(first, str) else first.default
+    if literal is None or literal.startswith(("http://", "https://")):
+        return None
+    return (
+        f"base_url {literal!r} has no scheme: write http://{literal} "
+        "(or https:// for a remote server)"
+    )
+
+
 class ModelSpec(SpecModel):
     """One model the agent may call."""
 
@@ -404,6 +420,14 @@ class ModelSpec(SpecModel):
     """Extra HTTP headers; values may hold ${VAR} references."""
     compat: JsonObject = Field(default_factory=dict)
     """Switches for OpenAI-compatible servers, e.g. {supports_developer_role: false}."""
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url_has_a_scheme(cls, value: str | None) -> str | None:
+        problem = base_url_problem(value)
+        if problem:
+            raise _custom("base_url_scheme", problem)
+        return value
 
 
 class NoConfig(SpecModel):
@@ -913,10 +937,63 @@ class BudgetSpec(SpecModel):
 
 
 class SessionSpec(SpecModel):
-    repo: Literal["jsonl", "memory"] = "jsonl"
-    """jsonl: pi v3 session files; memory: nothing is written."""
+    repo: Literal["jsonl", "memory", "postgres"] = "jsonl"
+    """jsonl: pi v3 session files; memory: nothing is written; postgres: rows in PostgreSQL (extra harnessc[postgres])."""
     dir: NonEmptyStr = ".harnessc/sessions"
     """Session folder, relative to the agent's working directory; may hold ${VAR} references."""
+    url: NonEmptyStr | None = None
+    """repo: postgres: the database URL, read when the agent runs; use a ${VAR} reference (e.g. ${DATABASE_URL}) so no password is in the spec."""
+
+    @model_validator(mode="after")
+    def _url_for_postgres(self) -> SessionSpec:
+        if self.repo == "postgres" and self.url is None:
+            raise _custom("session_url", "repo: postgres needs url (e.g. url: ${DATABASE_URL})")
+        if self.repo != "postgres" and self.url is not None:
+            raise _custom("session_url", f"url is only used with repo: postgres, not {self.repo}")
+        if self.url is not None and _LITERAL_PASSWORD.search(_without_env_refs(self.url)):
+            raise _custom(
+                "session_url",
+                "url holds a password: keep it in the environment (url: ${DATABASE_URL})",
+            )
+        return self
+
+
+_LITERAL_PASSWORD = re.compile(r"://[^/@:]*:[^/@]+@")
+
+
+def _without_env_refs(text: str) -> str:
+    return re.sub(r"\$\{[^}]*\}", "", text)
+
+
+class DurableQueueSpec(SpecModel):
+    """The queue durable runs are submitted to and workers take them from."""
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")] | None = None
+    """Queue name; default: the agent's name."""
+    concurrency: PosInt = 8
+    """Runs one worker process executes at once (--worker --concurrency overrides it)."""
+
+
+class DurableSpec(SpecModel):
+    """Runs as durable workflows (DBOS Transact, extra harnessc[durable]): every model call and tool execution is checkpointed, a dead worker's runs are finished by another."""
+
+    engine: Literal["dbos"] = "dbos"
+    """The durable-execution engine; only dbos."""
+    database_url: NonEmptyStr = "${HARNESSC_DURABLE_URL:-sqlite:///.harnessc/durable.sqlite}"
+    """DBOS's system database: sqlite:///PATH (one machine; a relative path is relative to the agent's working directory) or postgresql://... (workers on many machines); may hold ${VAR} references."""
+    queue: DurableQueueSpec = Field(default_factory=DurableQueueSpec)
+    """Queue name and per-worker concurrency."""
+    lease_s: Annotated[float, Field(gt=0, le=86400)] = 30.0
+    """A worker silent for longer than this many seconds is presumed dead: another live worker recovers its unfinished runs."""
+
+    @model_validator(mode="after")
+    def _no_literal_password(self) -> DurableSpec:
+        if _LITERAL_PASSWORD.search(_without_env_refs(self.database_url)):
+            raise _custom(
+                "durable_url",
+                "database_url holds a password: keep it in the environment (${HARNESSC_DURABLE_URL})",
+            )
+        return self
 
 
 class StreamSpec(SpecModel):
@@ -988,6 +1065,8 @@ class AgentSpec(SpecModel):
     """Hard limits of one run (hitting one pauses the run); default: unlimited."""
     session: SessionSpec = Field(default_factory=SessionSpec)
     """Where sessions are kept."""
+    durable: DurableSpec | None = None
+    """Durable runs on DBOS (queue, workers, recovery); default: runs live in the agent's process only."""
     stream: StreamSpec | None = None
     """Options of every provider request (timeouts, retries, headers, caching)."""
     steering_mode: QueueModeName | None = None
