@@ -17,6 +17,7 @@ from harnessc.runtime.agent import driver, restore
 from harnessc.runtime.agent.parts import Parts
 from harnessc.runtime.agent.results import HarnessBusyError, RunResult
 from harnessc.runtime.agent.run_state import RunState
+from harnessc.runtime.agent.settings import DEFAULT_SYSTEM_PROMPT
 from harnessc.runtime.budget import Budget, BudgetTracker
 from harnessc.runtime.commands import CommandOutcome, CommandRegistry, split_command
 from harnessc.runtime.events import Event, NoticeEvent
@@ -47,8 +48,6 @@ if TYPE_CHECKING:
     from harnessc.runtime.extensions.base import HarnessContext
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "AgentHarness"]
-
-DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
 
 
 class AgentHarness:
@@ -335,20 +334,7 @@ class AgentHarness:
 
     async def system_prompt(self) -> str:
         """The system prompt for the next turn, with the model-invocable skills listed."""
-        source = self.options.system_prompt
-        if callable(source):
-            value = source(self)
-            if inspect.isawaitable(value):
-                value = await value
-            text = str(value)
-        else:
-            text = source or DEFAULT_SYSTEM_PROMPT
-        resources = self._parts.settings.resources
-        if not resources.skills:
-            return text
-        from harnessc.runtime.resources import format_skills_for_prompt
-
-        return f"{text}\n\n{format_skills_for_prompt(resources.skills)}"
+        return await self._parts.settings.system_prompt(self.options.system_prompt, self)
 
     def tool_specs(self) -> list[ToolSpec]:
         return self._parts.settings.tool_specs()
@@ -422,13 +408,14 @@ class AgentHarness:
 
     def snapshot(self) -> dict[str, Any]:
         """The observable state, for determinism and replay checks."""
-        usage = self._parts.budget.usage.to_dict()
+        parts = self._parts
+        usage = {k: v for k, v in parts.budget.usage.to_dict().items() if k != "wall_clock_s"}
         return {
             "state": self.state.value,
-            "messages": [_without_timestamp(m.to_dict()) for m in self._parts.context.messages],
-            **self._parts.settings.describe(),
+            "messages": [_without_timestamp(m.to_dict()) for m in parts.context.messages],
+            **parts.settings.describe(),
             "pending_tool_calls": [c.id for c in self.pending_tool_calls],
-            "usage": {k: v for k, v in usage.items() if k != "wall_clock_s"},
+            "usage": usage,
         }
 
     async def dispatch_command(self, name: str, args: str) -> CommandOutcome:
@@ -442,19 +429,10 @@ class AgentHarness:
         self, skill_dirs: Sequence[str] = (), template_dirs: Sequence[str] = ()
     ) -> None:
         """Reload skills and templates when their files change (applied between turns)."""
-        from harnessc.runtime.resources.watch import ResourceWatcher
-
-        if self._watcher is not None:
-            return
-        resources = self._parts.settings.resources
-        skills = list(skill_dirs) or list(getattr(resources, "skill_dirs", []) or [])
-        templates = list(template_dirs) or list(getattr(resources, "template_dirs", []) or [])
-
-        async def on_change(resources: AgentHarnessResources, diagnostics: Any = None) -> None:
-            await self.set_resources(resources)
-
-        self._watcher = ResourceWatcher(skills, templates, on_change)
-        await self._watcher.start()
+        if self._watcher is None:
+            self._watcher = await self._parts.settings.watch(
+                skill_dirs, template_dirs, self.set_resources
+            )
 
     async def close(self) -> None:
         """Run the on-close callbacks, stop the resource watcher, release the session."""
