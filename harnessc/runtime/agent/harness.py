@@ -46,6 +46,7 @@ from harnessc.runtime.tools.base import AgentTool
 
 if TYPE_CHECKING:
     from harnessc.runtime.extensions.base import HarnessContext
+    from harnessc.runtime.providers.pool import ProviderPool
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "AgentHarness"]
 
@@ -63,6 +64,7 @@ class AgentHarness:
         self._busy = False
         self._watcher: Any = None
         self._closers: list[Callable[[], Awaitable[None]]] = []
+        self._pool: ProviderPool | None = None  # this harness's providers and HTTP clients
         # Set by the compaction extension; None means CompactionSettings() defaults.
         self.compaction_settings: Any = None
         self.compactor: Any = None
@@ -343,9 +345,11 @@ class AgentHarness:
         """The provider serving ``model`` (the options' provider when one is given)."""
         if self.options.provider is not None:
             return self.options.provider
-        from harnessc.runtime.providers.pool import pool_of  # one pool per harness
+        if self._pool is None:  # made on first use: a harness that never calls stays light
+            from harnessc.runtime.providers.pool import ProviderPool
 
-        return pool_of(self).get(model.api)
+            self._pool = ProviderPool()
+        return self._pool.get(model.api)
 
     # -- context, compaction, tree ------------------------------------------------------
 
@@ -445,9 +449,9 @@ class AgentHarness:
         if self._watcher is not None:
             await self._watcher.stop()
             self._watcher = None
-        from harnessc.runtime.providers.pool import close_pool_of  # this harness's clients only
-
-        await close_pool_of(self)
+        pool, self._pool = self._pool, None
+        if pool is not None:  # this harness's clients only
+            await pool.aclose()
         self.session.close()
 
 

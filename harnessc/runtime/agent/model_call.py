@@ -47,7 +47,6 @@ __all__ = ["WALL_CLOCK_STOP", "call_model", "checked_messages", "short_json"]
 
 WALL_CLOCK_STOP = "stopped: the wall-clock budget ran out during the model reply"
 _STATUS_FIELDS = ("headers", "metadata")
-_HAS_DEADLINE = "deadline" in getattr(ProviderRequest, "__dataclass_fields__", {})
 
 
 def short_json(value: Any, limit: int = 500) -> str:
@@ -144,8 +143,8 @@ async def call_model(parts: Parts, run: RunState) -> AssistantMessage:
         on_retry=lambda retry: _on_retry(parts, retry),
     )
     remaining = _remaining_wall_clock(parts)
-    if remaining is not None and _HAS_DEADLINE:
-        request.deadline = time.monotonic() + remaining  # type: ignore[attr-defined]
+    if remaining is not None:  # the provider stops waiting too (connect, retries, reads)
+        request.deadline = time.monotonic() + remaining
     try:
         provider = parts.host.provider_for(model)
     except KeyError as exc:
