@@ -10,10 +10,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.agent import driver, restore
+from harnessc.runtime.agent.facade_settings import SettingsFacade
 from harnessc.runtime.agent.parts import Parts
 from harnessc.runtime.agent.results import HarnessBusyError, RunResult
 from harnessc.runtime.agent.run_state import RunState
@@ -33,16 +34,11 @@ from harnessc.runtime.messages import (
 )
 from harnessc.runtime.options import (
     AgentHarnessOptions,
-    AgentHarnessStreamOptions,
     Model,
-    ThinkingLevel,
-    ToolContextSource,
 )
-from harnessc.runtime.providers.base import Provider, ToolSpec
-from harnessc.runtime.resources.types import AgentHarnessResources
+from harnessc.runtime.providers.base import Provider
 from harnessc.runtime.session.session import Session
 from harnessc.runtime.signal import AbortSignal
-from harnessc.runtime.tools.base import AgentTool
 
 if TYPE_CHECKING:
     from harnessc.runtime.extensions.base import HarnessContext
@@ -51,7 +47,7 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "AgentHarness"]
 
 
-class AgentHarness:
+class AgentHarness(SettingsFacade):
     """The agent: options + session + resources + hooks, one run at a time."""
 
     def __init__(self, options: AgentHarnessOptions) -> None:
@@ -98,39 +94,6 @@ class AgentHarness:
     def messages(self) -> list[Message]:
         """The model context as it stands (compaction summary first when compacted)."""
         return list(self._parts.context.messages)
-
-    @property
-    def models(self) -> dict[str, Model]:
-        return self._parts.settings.models
-
-    @property
-    def model(self) -> Model:
-        return self._parts.settings.model
-
-    @property
-    def thinking_level(self) -> ThinkingLevel:
-        return self._parts.settings.thinking_level
-
-    @property
-    def resources(self) -> AgentHarnessResources:
-        return self._parts.settings.resources
-
-    @property
-    def pending_resources(self) -> AgentHarnessResources | None:
-        """Resources waiting for the next turn (set while a run was busy)."""
-        return self._parts.settings.pending_resources
-
-    @property
-    def tools(self) -> dict[str, AgentTool]:
-        return dict(self._parts.settings.tools)
-
-    @property
-    def active_tool_names(self) -> list[str]:
-        return list(self._parts.settings.active_tool_names)
-
-    @property
-    def stream_options(self) -> AgentHarnessStreamOptions:
-        return self._parts.settings.stream_options
 
     @property
     def signal(self) -> AbortSignal | None:
@@ -184,47 +147,6 @@ class AgentHarness:
     def on_close(self, callback: Callable[[], Awaitable[None]]) -> None:
         """Run ``callback`` (async) when the harness closes (e.g. to stop a server)."""
         self._closers.append(callback)
-
-    # -- settings (take effect at the next turn) -------------------------------------
-
-    def model_key(self) -> str:
-        return self._parts.settings.model_key()
-
-    async def set_model(self, model: str | Model) -> None:
-        await self._parts.settings.set_model(model)
-
-    async def set_thinking_level(self, level: ThinkingLevel | str) -> None:
-        await self._parts.settings.set_thinking_level(level)
-
-    async def set_active_tools(self, names: Sequence[str]) -> None:
-        await self._parts.settings.set_active_tools(names)
-
-    def add_tools(self, tools: Iterable[AgentTool], *, activate: bool = True) -> None:
-        """Add tools (extensions contribute theirs at install time)."""
-        self._parts.settings.add_tools(tools, activate=activate)
-
-    async def set_resources(self, resources: AgentHarnessResources) -> None:
-        """New skills and templates; applied now when idle, else at the next turn."""
-        if self._busy:
-            self._parts.settings.pending_resources = resources
-            return
-        await self._parts.settings.apply_resources(resources)
-
-    def set_tool_context(self, source: ToolContextSource) -> None:
-        self._parts.settings.tool_context = source
-
-    def set_budget(self, budget: Budget) -> None:
-        self._parts.budget.raise_limits(budget)
-
-    def steer(self, message: str | UserMessage) -> None:
-        """Queue a message delivered after the current tool batch."""
-        self._parts.steering.append(_user_message(message))
-        self._parts.queue_changed()
-
-    def follow_up(self, message: str | UserMessage) -> None:
-        """Queue a message delivered when the agent would otherwise stop."""
-        self._parts.follow_up.append(_user_message(message))
-        self._parts.queue_changed()
 
     # -- running ----------------------------------------------------------------------
 
@@ -338,9 +260,6 @@ class AgentHarness:
         """The system prompt for the next turn, with the model-invocable skills listed."""
         return await self._parts.settings.system_prompt(self.options.system_prompt, self)
 
-    def tool_specs(self) -> list[ToolSpec]:
-        return self._parts.settings.tool_specs()
-
     def provider_for(self, model: Model) -> Provider:
         """The provider serving ``model`` (the options' provider when one is given)."""
         if self.options.provider is not None:
@@ -453,10 +372,6 @@ class AgentHarness:
         if pool is not None:  # this harness's clients only
             await pool.aclose()
         self.session.close()
-
-
-def _user_message(message: str | UserMessage) -> UserMessage:
-    return UserMessage(content=message) if isinstance(message, str) else message
 
 
 def _without_timestamp(data: dict[str, Any]) -> dict[str, Any]:
