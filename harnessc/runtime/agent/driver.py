@@ -360,7 +360,13 @@ async def _resume_paused(parts: Parts, run: RunState) -> RunResult:
 
 
 async def _auto_compact(parts: Parts) -> None:
-    """Compact before a model call once the context passes the compaction threshold."""
+    """Compact before a model call once the context passes the compaction threshold.
+
+    With a compaction pipeline installed, its own trigger (on the ``context`` moment)
+    is the only one.
+    """
+    if parts.host.compaction_pipeline is not None:
+        return
     from harnessc.runtime.session.compaction import needs_compaction
 
     if needs_compaction(parts.host):
@@ -371,8 +377,12 @@ async def _auto_compact(parts: Parts) -> None:
 
 
 async def _recover_overflow(parts: Parts) -> bool:
-    """Compact after a context overflow; True when the turn should be retried."""
+    """Compact after a context overflow (the installed pipeline, else the session
+    summary); True when the turn should be retried."""
+    pipeline = parts.host.compaction_pipeline
     try:
+        if pipeline is not None:
+            return bool(await pipeline.recover(parts.host))
         outcome = await parts.host.compact(reason="overflow")
     except Exception as exc:
         await parts.bus.error("compaction", exc)

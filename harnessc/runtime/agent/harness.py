@@ -41,7 +41,7 @@ from harnessc.runtime.session.session import Session
 from harnessc.runtime.signal import AbortSignal
 
 if TYPE_CHECKING:
-    from harnessc.runtime.extensions.base import HarnessContext
+    from harnessc.runtime.extensions.base import CompactionPipeline, HarnessContext
     from harnessc.runtime.providers.pool import ProviderPool
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "AgentHarness"]
@@ -64,6 +64,8 @@ class AgentHarness(SettingsFacade):
         # Set by the compaction extension; None means CompactionSettings() defaults.
         self.compaction_settings: Any = None
         self.compactor: Any = None
+        # Set by the compaction extension: owns the trigger, runs on overflow.
+        self.compaction_pipeline: CompactionPipeline | None = None
         for spec in options.hooks:
             self._parts.hooks.add(spec.moment, spec.handler, spec)
         restore.from_session(self._parts)
