@@ -36,7 +36,7 @@ from harnessc.runtime.hooks import (
 from harnessc.runtime.loop import LoopState
 from harnessc.runtime.messages import Message, TextContent, ToolResultMessage, UserContent
 
-__all__ = ["abandon", "begin", "drive", "resume_paused", "resume_tools", "settle"]
+__all__ = ["abandon", "begin", "drive", "reopen", "resume_paused", "resume_tools", "settle"]
 
 
 @dataclass(slots=True, frozen=True)
@@ -325,6 +325,12 @@ def settle(parts: Parts, reason: str) -> None:
     _replay().record_resume(parts.session, run_id=run.run_id, abandoned=True, reason=reason)
     parts.run = None
     parts.last_state = LoopState.IDLE
+
+
+def reopen(parts: Parts, run: RunState) -> None:
+    """Undo ``settle`` (the move did not happen): the run is paused again, and recorded."""
+    parts.run = run
+    endings.record_pause(parts, run, run.pause_reason or "paused")
 
 
 async def resume_tools(parts: Parts, run: RunState, results: dict[str, Any]) -> RunResult:

@@ -318,16 +318,26 @@ class AgentHarness(SettingsFacade):
         self._check_idle()
         from harnessc.runtime.session.tree import navigate_tree
 
-        if target_id != self.session.leaf_id:
-            driver.settle(self._parts, "tree_move")
-        return await navigate_tree(
-            self,
-            target_id,
-            summarize=summarize,
-            custom_instructions=custom_instructions,
-            replace_instructions=replace_instructions,
-            label=label,
-        )
+        parts = self._parts
+        paused = parts.run if target_id != self.session.leaf_id else None
+        if paused is not None:
+            driver.settle(parts, "tree_move")
+        try:
+            outcome = await navigate_tree(
+                self,
+                target_id,
+                summarize=summarize,
+                custom_instructions=custom_instructions,
+                replace_instructions=replace_instructions,
+                label=label,
+            )
+        except BaseException:
+            if paused is not None:  # the move failed: the run stays paused where it was
+                driver.reopen(parts, paused)
+            raise
+        if paused is not None and getattr(outcome, "cancelled", False):
+            driver.reopen(parts, paused)
+        return outcome
 
     # -- the rest -----------------------------------------------------------------------
 

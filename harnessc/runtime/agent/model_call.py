@@ -176,8 +176,9 @@ async def _stream(
     bus = parts.bus
     stream = provider.stream(request)
     timed_out = False
+    scope = asyncio.timeout(remaining)
     try:
-        async with asyncio.timeout(remaining):
+        async with scope:
             async for event in stream:
                 kind = event.type
                 if kind == "start":
@@ -196,8 +197,13 @@ async def _stream(
                                 message=partial,
                             )
                         )
-    except TimeoutError:
-        timed_out = True
+    except TimeoutError as exc:
+        if scope.expired():  # the wall-clock budget ran out
+            timed_out = True
+        else:  # a timeout inside the provider is a failed call like any other
+            final = _empty(request)
+            final.stop_reason = "error"
+            final.error_message = f"provider failed: {describe_exception(exc)}"
     except asyncio.CancelledError:
         message = partial or _empty(request)
         message.stop_reason = "aborted"
