@@ -65,3 +65,15 @@ def test_status_omits_thinking_for_a_model_without_reasoning_and_reload_says_it_
     assert "thinking" not in status
     assert "reloaded: 0 skills, 1 prompt templates" in done.stdout
     assert "[resources]" not in done.stderr
+
+
+def test_the_agent_prints_a_completion_script(agent: Agent) -> None:
+    import shutil
+    import subprocess
+
+    done = agent.run("--completion", "bash")
+    assert done.returncode == 0, done.stderr
+    assert "--resume-with" in done.stdout and "complete -o default -F" in done.stdout
+    assert '--thinking) COMPREPLY=($(compgen -W "off minimal' in done.stdout
+    if shutil.which("bash"):
+        assert subprocess.run(["bash", "-n"], input=done.stdout, text=True).returncode == 0

@@ -18,6 +18,7 @@ __all__ = [
     "UsageError",
     "build_parser",
     "check_args",
+    "completion_script",
     "program_name",
 ]
 
@@ -161,6 +162,13 @@ def build_parser(prog: str, agent_name: str) -> argparse.ArgumentParser:
         "--watch", action="store_true", help="reload skills and templates when they change"
     )
 
+    mode.add_argument(
+        "--completion",
+        metavar="SHELL",
+        choices=("bash", "zsh"),
+        help="print a shell completion script for this command (bash or zsh) and exit",
+    )
+
     pull = parser.add_argument_group("pull points")
     pull.add_argument(
         "--resume-with",
@@ -202,3 +210,38 @@ def check_args(args: argparse.Namespace) -> None:
         raise UsageError("--resume-with continues a paused run and takes no prompt")
     if args.resume_with is not None and args.fork:
         raise UsageError("--resume-with cannot be combined with --fork")
+
+
+def completion_script(parser: argparse.ArgumentParser, prog: str, shell: str) -> str:
+    """A completion script for ``prog``'s flags (and the values of --model-free choices).
+
+    bash: ``eval "$(PROG --completion bash)"``; zsh uses the same through bashcompinit.
+    """
+    flags: list[str] = []
+    choices: dict[str, list[str]] = {}
+    for action in parser._actions:  # argparse has no public way to list them
+        flags.extend(o for o in action.option_strings if o.startswith("--"))
+        if action.choices and action.option_strings:
+            for option in action.option_strings:
+                choices[option] = [str(c) for c in action.choices]
+    command = prog.split()[-1]
+    name = "_harnessc_agent_" + "".join(c if c.isalnum() else "_" for c in command)
+    cases = "".join(
+        f'        {option}) COMPREPLY=($(compgen -W "{" ".join(values)}" -- "$cur")); return;;\n'
+        for option, values in sorted(choices.items())
+    )
+    body = (
+        f"{name}() {{\n"
+        '    local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}"\n'
+        '    case "$prev" in\n'
+        f"{cases}"
+        '        --cwd|--session-dir) COMPREPLY=($(compgen -d -- "$cur")); return;;\n'
+        '        --replay|--session) COMPREPLY=($(compgen -f -- "$cur")); return;;\n'
+        "    esac\n"
+        f'    [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "{" ".join(sorted(set(flags)))}" -- "$cur"))\n'
+        "}\n"
+        f"complete -o default -F {name} {command}\n"
+    )
+    if shell == "zsh":
+        return "autoload -U +X bashcompinit && bashcompinit\n" + body
+    return body

@@ -29,6 +29,7 @@ from harnessc.runtime.cli.args import (
     UsageError,
     build_parser,
     check_args,
+    completion_script,
     program_name,
 )
 from harnessc.runtime.cli.host import BuildOptions
@@ -77,6 +78,9 @@ def run_cli(
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help (0) or a usage error argparse already printed (2)
         return exc.code if isinstance(exc.code, int) else (EXIT_DONE if exc.code is None else 2)
+    if args.completion:
+        sys.stdout.write(completion_script(parser, prog, args.completion))
+        return EXIT_DONE
     cli = CliInvocation(
         build_options, args, prog=prog, agent_name=agent_name, session_dir=session_dir
     )
