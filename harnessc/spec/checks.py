@@ -21,7 +21,10 @@ from typing import Any
 from harnessc.runtime.hooks import canonical_hook_name
 from harnessc.spec.diagnostics import Diagnostic, Severity, did_you_mean
 from harnessc.spec.envref import ENV_FIELDS, malformed_env_ref
+from harnessc.spec.mcp_checks import McpNames, check_mcp
 from harnessc.spec.models import BUILTIN_TOOLS, PROVIDER_NAMES
+from harnessc.spec.pathnames import exists_quietly as _exists
+from harnessc.spec.pathnames import path_problem, runtime_modules
 from harnessc.spec.yamlsource import KeyPath, YamlSource
 
 __all__ = ["check_spec", "hook_program_problem", "tool_names"]
@@ -37,21 +40,41 @@ class _Checker:
         self.spec_dir = spec_dir
         self.out: list[Diagnostic] = []
         self._modules: list[str] | None = None
+        self.mcp = McpNames()
 
     def report(self, path: KeyPath, severity: Severity, message: str, *, key: bool = False) -> None:
         mark = self.source.mark(path, key=key)
         self.out.append(Diagnostic(self.source.path, mark.line, mark.col, severity, message))
 
     def run(self) -> list[Diagnostic]:
+        self.check_name()
         self.check_model_ref()
         self.check_models()
         names = self.check_tools()
+        self.mcp = check_mcp(self.data, self.spec_dir, self.report)
         active = self.check_active_tools(names)
         self.check_extensions(active)
         self.check_resources()
         self.check_hooks()
         self.check_env_strings()
         return self.out
+
+    # -- the agent's name -------------------------------------------------------------
+
+    def check_name(self) -> None:
+        name = self.data.get("name")
+        if not isinstance(name, str) or not name:
+            return
+        module = name.replace("-", "_")
+        owner = runtime_modules().get(module)
+        if owner is not None:
+            self.report(
+                ("name",),
+                "error",
+                f"agent name {name!r} would compile to {module}.py, which shadows the module "
+                f"{module!r} of {owner} (a dependency of the harnessc runtime) for every "
+                "agent in the output folder; pick another name",
+            )
 
     # -- models ------------------------------------------------------------------------
 
@@ -119,7 +142,14 @@ class _Checker:
             if name in seen:
                 self.report(("active_tools", i), "warning", f"active_tools lists {name!r} twice")
             seen.add(name)
-            if name not in names and isinstance(self.data.get("tools", []), list):
+            if name in names:
+                continue
+            why_not_mcp = self.mcp.accepts(name)  # None: an MCP tool, "": not one
+            if why_not_mcp:
+                self.report(
+                    ("active_tools", i), "error", f"active_tools names {name!r}: {why_not_mcp}"
+                )
+            elif why_not_mcp is not None and isinstance(self.data.get("tools", []), list):
                 hint = did_you_mean(name, names)
                 self.report(
                     ("active_tools", i),
@@ -160,7 +190,12 @@ class _Checker:
                 continue
             what = "skills folder" if kind == "skills" else "prompt templates folder"
             for i, rel in enumerate(paths):
-                if isinstance(rel, str) and rel and not (self.spec_dir / rel).exists():
+                if not isinstance(rel, str) or not rel:
+                    continue
+                problem = path_problem(rel)
+                if problem is not None:
+                    self.report(("resources", kind, i), "error", f"{what} {problem}")
+                elif not _exists(self.spec_dir / rel):
                     self.report(
                         ("resources", kind, i),
                         "error",
@@ -242,9 +277,11 @@ class _Checker:
     # -- python import paths -------------------------------------------------------------
 
     def module_file(self, module: str) -> FsPath | None:
+        if path_problem(module.replace(".", "/") + ".py") is not None:
+            return None
         base = self.spec_dir.joinpath(*module.split("."))
         for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-            if candidate.is_file():
+            if _exists(candidate, file=True):
                 return candidate
         return None
 
@@ -271,6 +308,10 @@ class _Checker:
         if ":" not in target:
             return
         module, attr = target.split(":", 1)
+        problem = path_problem(module.replace(".", "/"))
+        if problem is not None:
+            self.report(path, "error", f"module {problem}")
+            return
         file = self.module_file(module)
         if file is None:
             if _installed(module):
@@ -319,7 +360,7 @@ def hook_program_problem(command: str, base: FsPath) -> tuple[Severity, str] | N
         return None  # shlex is not the shell: leave the command to it
     if not words or "=" in words[0].split("/")[0]:
         return None  # empty, or an environment assignment first
-    word = words[0]
+    word = shown = words[0]
     for var in ("$CLAUDE_PROJECT_DIR", "${CLAUDE_PROJECT_DIR}"):
         if word.startswith(var + "/"):
             word = os.fspath(base) + word[len(var) :]
@@ -329,17 +370,20 @@ def hook_program_problem(command: str, base: FsPath) -> tuple[Severity, str] | N
         if shutil.which(word) is None and word not in _SHELL_WORDS:
             return "warning", f"hook program {word!r} is not on PATH"
         return None
+    problem = path_problem(word)
+    if problem is not None:
+        return "error", f"hook program {problem}"
     program = FsPath(os.path.expanduser(word))
     if not program.is_absolute():
         program = base / program
     try:
         exists = program.is_file()
     except OSError as exc:
-        return "error", f"hook program {word!r} cannot be checked: {exc.strerror or exc}"
+        return "error", f"hook program {shown!r} cannot be checked: {exc.strerror or exc}"
     if not exists:
-        return "error", f"hook program {word!r} does not exist (looked for {_shown(program)})"
+        return "error", f"hook program {shown!r} does not exist (looked for {_shown(program)})"
     if not os.access(program, os.X_OK):
-        return "error", f"hook program {word!r} is not executable (chmod +x {_shown(program)})"
+        return "error", f"hook program {shown!r} is not executable (chmod +x {_shown(program)})"
     return None
 
 

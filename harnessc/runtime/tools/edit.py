@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harnessc.runtime.tools.base import Tool, ToolResult, error_result, text_result, threaded
+from harnessc.runtime.tools.base import Tool, ToolResult, error_result, text_result
+from harnessc.runtime.tools.bounded import DEFAULT_TIMEOUT_S, bounded
 from harnessc.runtime.tools.fileio import (
     FileChangedError,
     UnsafePathError,
@@ -272,7 +273,7 @@ def _edit_locked(params: dict[str, Any], context: Any) -> ToolResult:
         return _edit(params, context)
 
 
-def create_edit_tool() -> Tool:
+def create_edit_tool(timeout_s: float | None = DEFAULT_TIMEOUT_S) -> Tool:
     """The ``edit`` built-in."""
 
     return Tool(
@@ -280,5 +281,5 @@ def create_edit_tool() -> Tool:
         label="Edit",
         description=_DESCRIPTION,
         parameters=_PARAMETERS,
-        run=threaded(_edit_locked),
+        run=bounded("edit", lambda params, context, stop: _edit_locked(params, context), timeout_s),
     )

@@ -1,4 +1,9 @@
-"""File access of the writing tools: no-follow, relative to directory descriptors, atomic.
+"""File access of the tools: regular files only; writes no-follow, relative to
+directory descriptors, atomic.
+
+Reading tools open files with :func:`open_regular`: ``O_NONBLOCK`` so that a FIFO or a
+device never blocks the open, then ``fstat`` on the descriptor, refusing anything that
+is not a regular file (FIFOs, sockets, devices) with a message naming what it is.
 
 A path checked by name can change before it is used (a folder swapped for a symlink
 pointing out of the workspace). So ``write`` and ``edit`` never use a checked path by
@@ -20,13 +25,17 @@ import stat
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 __all__ = [
     "FileChangedError",
     "UnsafePathError",
     "atomic_write_at",
+    "NotRegularFileError",
     "atomic_write_bytes",
+    "file_kind",
     "open_parent",
+    "open_regular",
     "path_lock",
     "read_at",
     "stat_at",
@@ -42,6 +51,45 @@ class FileChangedError(Exception):
 
 class UnsafePathError(OSError):
     """A folder of the path is a symlink, or not a folder (maybe swapped while in use)."""
+
+
+class NotRegularFileError(OSError):
+    """A FIFO, socket or device where a regular file was expected."""
+
+
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, in words."""
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    return "not a regular file"
+
+
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+    """``path`` opened for binary reading; NotRegularFileError unless a regular file.
+
+    The open never blocks (``O_NONBLOCK``, cleared again once the file is known to be
+    regular), so a FIFO without a writer is refused instead of hanging the tool.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFileError(
+                errno.EINVAL, f"{os.fspath(path)} is {file_kind(mode)}; only regular files are read"
+            )
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 _LOCKS: dict[str, threading.Lock] = {}

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harnessc.runtime.tools.base import Tool, ToolResult, error_result, text_result, threaded
+from harnessc.runtime.tools.base import Tool, ToolResult, error_result, text_result
+from harnessc.runtime.tools.bounded import DEFAULT_TIMEOUT_S, bounded
 from harnessc.runtime.tools.fileio import UnsafePathError, atomic_write_at, open_parent, path_lock
 from harnessc.runtime.tools.paths import (
     PathError,
@@ -76,7 +77,7 @@ def _write(params: dict[str, Any], context: Any) -> ToolResult:
     )
 
 
-def create_write_tool() -> Tool:
+def create_write_tool(timeout_s: float | None = DEFAULT_TIMEOUT_S) -> Tool:
     """The ``write`` built-in."""
 
     return Tool(
@@ -87,5 +88,5 @@ def create_write_tool() -> Tool:
             "entirely). Prefer edit for changes to an existing file."
         ),
         parameters=_PARAMETERS,
-        run=threaded(_write),
+        run=bounded("write", lambda params, context, stop: _write(params, context), timeout_s),
     )
