@@ -67,6 +67,8 @@ examples:
   {prog} --continue --resume-with '{{"call_1": "approved"}}'
   {prog} --continue --resume-with '{{"call_1": {{"error": "denied"}}}}'
   {prog} --continue --max-turns 40        resume after a budget pause, higher limit
+  {prog} --continue --approve call_7      allow a call a permission rule held, go on
+  {prog} --permission-mode plan "..."     only read-only tools run
   {prog} --model fast --thinking high "..."
   {prog} --base-url http://127.0.0.1:8765/v1 "hi"   e.g. the demo: harnessc serve-demo
 
@@ -169,12 +171,36 @@ def build_parser(prog: str, agent_name: str) -> argparse.ArgumentParser:
         help="print a shell completion script for this command (bash or zsh) and exit",
     )
 
+    overrides.add_argument(
+        "--permission-mode",
+        metavar="MODE",
+        choices=("default", "accept-edits", "plan", "read-only", "bypass"),
+        help="default (the spec's permissions), accept-edits (no asking for edits and "
+        "writes), plan / read-only (only read-only tools), bypass (nothing asked; deny "
+        "rules hold)",
+    )
+
     pull = parser.add_argument_group("pull points")
     pull.add_argument(
         "--resume-with",
         metavar="JSON",
         help='results of the pending tool calls: {"CALL_ID": "result" | {"error": "..."}}; '
         '"-" reads them from stdin (implies --continue without --session)',
+    )
+    pull.add_argument(
+        "--approve",
+        metavar="CALL_ID",
+        action="append",
+        default=[],
+        help="allow a tool call a permission rule held (the run paused on an ask) and "
+        "continue; repeatable (implies --continue without --session)",
+    )
+    pull.add_argument(
+        "--deny",
+        metavar="CALL_ID",
+        action="append",
+        default=[],
+        help="refuse a held tool call and continue; repeatable",
     )
     return parser
 
@@ -210,6 +236,13 @@ def check_args(args: argparse.Namespace) -> None:
         raise UsageError("--resume-with continues a paused run and takes no prompt")
     if args.resume_with is not None and args.fork:
         raise UsageError("--resume-with cannot be combined with --fork")
+    answers = args.approve or args.deny
+    if answers and (args.prompt or args.resume_with is not None or args.fork):
+        raise UsageError(
+            "--approve / --deny continue a paused run: no prompt, --resume-with or --fork"
+        )
+    if answers and args.no_session:
+        raise UsageError("--approve / --deny need a stored session (not --no-session)")
 
 
 def completion_script(parser: argparse.ArgumentParser, prog: str, shell: str) -> str:

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
 from shlex import quote
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from harnessc.runtime.cli.args import (
     EXIT_ABORTED,
@@ -46,6 +46,9 @@ from harnessc.runtime.cli.shutdown import close_harness
 from harnessc.runtime.cli.summary import RunSummary, model_is_priced
 from harnessc.runtime.harness import AgentHarness, HarnessBusyError, RunResult
 from harnessc.runtime.options import AgentHarnessOptions
+
+if TYPE_CHECKING:
+    from harnessc.runtime.tools.permissions import PermissionGate
 
 __all__ = [
     "EXIT_ABORTED",
@@ -140,6 +143,8 @@ class CliInvocation:
         self.choice: SessionChoice | None = None
         self.resume_results: dict[str, Any] | None = None  # --resume-with, for -i too
         self.prompt_text: str | None = None  # the one-shot prompt
+        self.gate: PermissionGate | None = None  # the permission rules' tool_call hook
+        self.answers_prompt: str | None = None  # --approve / --deny: what the model is told
 
     # -- entry -----------------------------------------------------------------
 
@@ -156,7 +161,8 @@ class CliInvocation:
         prompt = self.read_prompt()
         results = self.read_resume_with()
         self.resume_results = results
-        harness = self.make_harness(required_session=results is not None)
+        answers = bool(self.args.approve or self.args.deny)
+        harness = self.make_harness(required_session=results is not None or answers)
         try:
             action = self.choose_action(harness, prompt, results)
         except UsageError:
@@ -306,6 +312,9 @@ class CliInvocation:
         if args.model is not None and args.model not in options.models:
             known = ", ".join(options.models) or "none"
             raise UsageError(f"--model: unknown model {args.model!r}; known: {known}")
+        from harnessc.runtime.cli.permission import install_gate
+
+        self.gate = install_gate(options, args.permission_mode)
         base_url = args.base_url or os.environ.get(BASE_URL_VARIABLE) or None
         if base_url:
             override_base_url(
@@ -355,6 +364,18 @@ class CliInvocation:
         """What to do: "repl", "resume_tools", "resume" or "prompt"."""
         args = self.args
         paused = harness.paused_reason
+        if args.approve or args.deny:
+            from harnessc.runtime.cli.permission import answer_asks
+
+            if paused != "paused":
+                raise UsageError(
+                    f"session {harness.session.id} holds no call to approve or deny "
+                    "(it is not paused)"
+                )
+            lines, self.answers_prompt = answer_asks(harness, args.approve, args.deny)
+            for line in lines:
+                self.err.write(line + "\n")
+            return "repl" if args.interactive else "answers"
         if results is not None:
             if paused != "awaiting_tool":
                 raise UsageError(
@@ -442,6 +463,9 @@ class CliInvocation:
                 run = harness.resume(results)
             elif action == "resume":
                 run = harness.resume()
+            elif action == "answers":
+                assert self.answers_prompt is not None
+                run = harness.prompt(self.answers_prompt)
             else:
                 assert prompt is not None
                 run = harness.prompt(prompt)
@@ -521,7 +545,17 @@ class CliInvocation:
         if target is None:
             lines.append("the session is in memory only (--no-session): it cannot be continued")
             return lines
-        if awaiting:
+        from harnessc.runtime.cli.permission import is_permission_pause
+
+        if is_permission_pause(result.reason):
+            from harnessc.runtime.tools.permissions import pending_asks
+
+            for call_id in pending_asks(harness.session) or {"CALL_ID": {}}:
+                lines.append(
+                    f"continue with: {self.prog} {target} --approve {call_id}  "
+                    f"(or --deny {call_id})"
+                )
+        elif awaiting:
             example = ", ".join(
                 f"{json.dumps(c.id)}: " + '"RESULT"' for c in result.pending_tool_calls
             )

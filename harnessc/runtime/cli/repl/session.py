@@ -48,6 +48,8 @@ class Repl:
         self.asking = False
         self.quit = False
         self.quit_after_run = False  # Ctrl-D during a run: leave once it ends
+        self._question: asyncio.Future[Any] | None = None  # a permission question waiting
+        self._asked = asyncio.Event()
         # Lines piped in (``printf 'hi\n/status\n' | agent -i``) are a script: each runs
         # after the previous one finished (no steering), the end of input quits. The "> "
         # prompt is still written: a program driving the REPL sees when it is idle.
@@ -87,12 +89,18 @@ class Repl:
             reader = self.reader
             self.printer.prompt_on_screen = lambda: None if self.busy else reader.showing()
         _add_sigint(loop, self.on_interrupt)
+        self._asked = asyncio.Event()
+        if self.cli.gate is not None:
+            self.cli.gate.asker = self.ask_permission
         try:
             await self.cli.prepare(self.harness)
             self.banner()
             self.reader.start()
             results = self.cli.resume_results
-            if results is not None and self.harness.paused_reason == "awaiting_tool":
+            answers = getattr(self.cli, "answers_prompt", None)
+            if answers:  # --approve / --deny with -i
+                await self.run(lambda: self.harness.prompt(answers))
+            elif results is not None and self.harness.paused_reason == "awaiting_tool":
                 await self.run(lambda: self.harness.resume(results))
             elif self.harness.paused_reason is not None:
                 await self.answer_pause()
@@ -209,9 +217,15 @@ class Repl:
         self.run_summary.reset()
         task: asyncio.Future[RunResult] = asyncio.ensure_future(start())
         try:
-            while not task.done() and self.scripted:
-                await asyncio.wait({task})
             while not task.done():
+                if self.scripted and self._question is None:
+                    # A script's next line waits for the run, unless the run asks a question.
+                    asked: asyncio.Future[Any] = asyncio.ensure_future(self._asked.wait())
+                    waiting: set[asyncio.Future[Any]] = {task, asked}
+                    await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+                    asked.cancel()
+                    self._asked.clear()
+                    continue
                 self.reader.request("")
                 getter = asyncio.ensure_future(self.lines.get())
                 done, _ = await asyncio.wait({task, getter}, return_when=asyncio.FIRST_COMPLETED)
@@ -220,7 +234,11 @@ class Repl:
                     with contextlib.suppress(asyncio.CancelledError):
                         await getter
                     continue
-                self.steer(getter.result())
+                line = getter.result()
+                if self._question is not None and not self._question.done():
+                    self._question.set_result(line)
+                    continue
+                self.steer(line)
             try:
                 result = task.result()
             except HarnessBusyError as exc:
@@ -267,6 +285,31 @@ class Repl:
         ):
             await self.answer_pause()
 
+    async def ask_permission(self, tool: str, args: Any, decision: Any) -> str:
+        """The permission gate's question while a run goes: y, n or always."""
+        from harnessc.runtime.tools.permissions import describe_call
+
+        self.printer.close()  # the spinner stops while we ask
+        self.note(f"[permission] {describe_call(tool, args)}: {decision.reason}")
+        loop = asyncio.get_running_loop()
+        self._question = loop.create_future()
+        self.out.write("allow? [y]es / [n]o / [a]lways for this session: ")
+        self.out.flush()
+        self._asked.set()
+        try:
+            line = await self._question
+        finally:
+            self._question = None
+        if line is EOF:
+            self.quit_after_run = True
+            return "n"
+        if line is INTERRUPT:
+            return "n"
+        answer = str(line).strip().lower()
+        if answer not in ("y", "yes", "a", "always"):
+            self.note("[permission] denied")
+        return answer
+
     # -- pull points -------------------------------------------------------------
 
     async def answer_pause(self) -> None:
@@ -296,6 +339,25 @@ class Repl:
             await self.run(lambda: harness.resume(answers))
             return
         reason = self._pause_reason()
+        from harnessc.runtime.cli.permission import answer_asks, is_permission_pause
+
+        if is_permission_pause(reason):
+            from harnessc.runtime.tools.permissions import describe_call, pending_asks
+
+            approve: list[str] = []
+            deny: list[str] = []
+            for call_id, held in pending_asks(harness.session).items():
+                label = describe_call(str(held["tool"]), held["args"])
+                answer = await self.ask(f"{label} ({call_id}) was held: allow it? [y/N] ")
+                if answer is None:
+                    self.note("left paused: /resume answers later")
+                    return
+                (approve if answer.lower() in ("y", "yes") else deny).append(call_id)
+            lines, message = answer_asks(harness, approve, deny)
+            for line in lines:
+                self.note(line)
+            await self.run(lambda: harness.prompt(message))
+            return
         limit = budget_limit(reason)
         if limit is not None:
             budget = harness.budget.budget
