@@ -42,6 +42,7 @@ class CliHost(Protocol):
     choice: SessionChoice | None
     resume_results: dict[str, Any] | None
     gate: PermissionGate | None  # the permission rules, when the agent has any
+    prompt_text: str | None  # the one-shot prompt
 
     def apply_overrides(self, options: AgentHarnessOptions) -> None:
         """Command-line overrides (--model, --max-turns, --base-url...) on fresh options."""
