@@ -77,3 +77,13 @@ def test_the_agent_prints_a_completion_script(agent: Agent) -> None:
     assert '--thinking) COMPREPLY=($(compgen -W "off minimal' in done.stdout
     if shutil.which("bash"):
         assert subprocess.run(["bash", "-n"], input=done.stdout, text=True).returncode == 0
+
+
+def test_the_last_allowed_turn_is_not_called_nearing_the_limit(
+    agent: Agent, server: ProtocolServer
+) -> None:
+    server.enqueue(tool_reply(("c1", "slow", {"seconds": 0})), text_reply("done"))
+    done = agent.run("--max-turns", "2", "go")
+    assert done.returncode == 0, done.stderr
+    assert "nearing the limit" not in done.stderr
+    assert "[budget] turns: 2 of 2 used, the last one allowed" in done.stderr
