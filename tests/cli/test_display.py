@@ -48,7 +48,9 @@ def test_a_one_shot_run_ends_with_a_usage_line(agent: Agent, server: ProtocolSer
     usage = done.stderr.strip().splitlines()[-1]
     assert re.fullmatch(r"\[usage\] 2 turns, 1 tool call, \d+ tokens in / \d+ out, [\d.]+s", usage)
     assert "[usage]" not in done.stdout
+    server.enqueue(text_reply("json"))
     json_run = agent.run("--json", "again")
+    assert json_run.returncode == 0, json_run.stderr
     assert "[usage]" not in json_run.stdout + json_run.stderr
 
 
