@@ -34,6 +34,7 @@ from harnessc.spec.load import LoadedSpec
 from harnessc.spec.models import (
     AgentSpec,
     HookHandlerSpec,
+    McpSpec,
     ModelSpec,
     SpecModel,
     ToolEntry,
@@ -334,12 +335,46 @@ class _Builder:
             if value is not None:
                 config = self.call_object(entry.config, **_set_kwargs(value, {}))
                 out.append(self.call_object(entry.factory, config))
+        if self.spec.mcp is not None:
+            out.append(self.mcp(self.spec.mcp))
         return out
+
+    def mcp(self, section: McpSpec) -> Expr:
+        """``McpToolset([McpServerConfig(...), ...], from_file=...)``: the servers as wiring."""
+        source = catalog.tool_source("mcp")
+        servers: list[Expr] = []
+        for name, server in section.servers.items():
+            kwargs: dict[str, Expr | None] = {"name": Lit(name)}
+            for key in type(server).model_fields:
+                if key not in server.model_fields_set:
+                    continue
+                value = getattr(server, key)
+                if key in ("command", "url", "cwd"):
+                    kwargs[key] = self.env_str(value) if value is not None else None
+                elif key == "args":
+                    kwargs[key] = ListExpr([self.env_str(v) for v in value])
+                elif key in ("env", "headers"):
+                    kwargs[key] = DictExpr([(Lit(k), self.env_str(v)) for k, v in value.items()])
+                else:
+                    kwargs[key] = from_json(value)
+            if server.command is not None:
+                kwargs["base_dir"] = Code("SPEC_DIR")
+            servers.append(self.call_object(source.config, **kwargs))
+        from_file = self.spec_path(section.from_) if section.from_ is not None else None
+        return self.call_object(source.factory, ListExpr(servers), from_file=from_file)
 
     def session_lines(self) -> list[str]:
         """Body of ``if session is None:`` in build_options."""
         if self.spec.session.repo == "memory":
             return [f"session = {self.rt('.session', 'Session')}()"]
+        if self.spec.session.repo == "postgres":
+            self.rt(".session", "Session")
+            create = Call(
+                "session_repo().create",
+                [],
+                [("cwd", Code("cwd")), ("metadata", DictExpr([(Lit("agent"), Code("AGENT_NAME"))]))],
+            )
+            return ["session = " + layout(create, 8, 18)]
         self.rt(".session", "Session")
         create = Call(
             f"{self.rt('.session', 'JsonlSessionRepo')}(SESSIONS_DIR).create",
@@ -347,6 +382,31 @@ class _Builder:
             [("cwd", Code("cwd")), ("metadata", DictExpr([(Lit("agent"), Code("AGENT_NAME"))]))],
         )
         return ["session = " + layout(create, 8, 18)]
+
+    def session_url(self) -> str | None:
+        """Body of ``session_repo()`` (repo: postgres): the store, its URL read when called."""
+        url = self.spec.session.url
+        if self.spec.session.repo != "postgres" or url is None:
+            return None
+        repo = Call(self.rt(".session.postgres", "PostgresSessionRepo"), [self.env_str(url)])
+        return layout(repo, 4, 11)
+
+    def durable(self) -> str | None:
+        """Body of ``durable_config()`` (a spec with ``durable:``)."""
+        spec = self.spec.durable
+        if spec is None:
+            return None
+        self.rt(".durable", "run_durable_cli")
+        config = self.call(
+            ".durable",
+            "DurableConfig",
+            engine=Lit(spec.engine),
+            database_url=self.env_str(spec.database_url),
+            queue=Lit(spec.queue.name or self.spec.name),
+            concurrency=Lit(spec.queue.concurrency),
+            lease_s=Lit(spec.lease_s),
+        )
+        return layout(config, 4, 11)
 
 
 def _set_kwargs(model: SpecModel, override: dict[str, Expr]) -> dict[str, Expr | None]:
@@ -408,6 +468,8 @@ def render(loaded: LoadedSpec, out_dir: str | os.PathLike[str]) -> str:
         for name, value in builder.fields()
     ]
     session_lines = builder.session_lines()
+    session_url = builder.session_url()
+    durable = builder.durable()
     sessions_dir: str | None = None
     if spec.session.repo == "jsonl":
         sessions_dir = layout(Call("Path", [builder.env_str(spec.session.dir)]), 0, 15)
@@ -423,6 +485,8 @@ def render(loaded: LoadedSpec, out_dir: str | os.PathLike[str]) -> str:
         else None,
         imports=builder.imports.lines(),
         session_lines=session_lines,
+        session_url=session_url,
+        durable=durable,
         fields=fields,
     )
 

@@ -27,7 +27,9 @@ __all__ = [
     "CatalogError",
     "ExtensionEntry",
     "ProviderEntry",
+    "TOOL_SOURCES",
     "ToolEntry",
+    "ToolSourceEntry",
     "extension",
     "extension_for",
     "load_object",
@@ -35,6 +37,7 @@ __all__ = [
     "provider_for_api",
     "split_path",
     "tool",
+    "tool_source",
 ]
 
 
@@ -120,15 +123,7 @@ class ExtensionEntry:
 
     def defaults(self) -> dict[str, Any]:
         """Each config field's default, read from the runtime's dataclass."""
-        out: dict[str, Any] = {}
-        for item in dataclasses.fields(self.config_type()):
-            if not item.init or item.name.startswith("_"):
-                continue
-            if item.default is not dataclasses.MISSING:
-                out[item.name] = item.default
-            elif item.default_factory is not dataclasses.MISSING:
-                out[item.name] = item.default_factory()
-        return out
+        return _dataclass_defaults(self.config_type())
 
     def build(self, config: Mapping[str, Any] | None = None) -> Any:
         return self.load()(dict(config) if config is not None else None)
@@ -152,6 +147,57 @@ class ProviderEntry:
 
     def build(self) -> Any:
         return self.load()()
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSourceEntry:
+    """A source of tools found at run time (MCP servers): a spec section of its own.
+
+    ``factory(configs, ...)`` builds the extension that adds the tools; ``config`` is
+    the dataclass of one declared item; ``requires`` the module of the optional extra
+    it needs (``extra``), checked at build and at start without importing it.
+    """
+
+    name: str
+    factory: str
+    config: str
+    requires: str
+    extra: str
+    summary: str
+
+    def load(self) -> Callable[..., Any]:
+        factory: Callable[..., Any] = load_object(self.factory)
+        return factory
+
+    def config_type(self) -> type:
+        cls: type = load_object(self.config)
+        return cls
+
+    def defaults(self) -> dict[str, Any]:
+        """Each config field's default, read from the runtime's dataclass."""
+        return _dataclass_defaults(self.config_type())
+
+    def available(self) -> bool:
+        """Whether the extra is installed (looked up, not imported)."""
+        import importlib.util
+
+        return importlib.util.find_spec(self.requires) is not None
+
+    @property
+    def install_hint(self) -> str:
+        return f"pip install '{self.extra}'"
+
+
+def _dataclass_defaults(cls: type) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if not item.init or item.name.startswith("_"):
+            continue
+        if item.default is not dataclasses.MISSING:
+            out[item.name] = item.default
+        elif item.default_factory is not dataclasses.MISSING:
+            out[item.name] = item.default_factory()
+    return out
 
 
 _TOOLS = "harnessc.runtime.tools"
@@ -236,6 +282,18 @@ EXTENSIONS: tuple[ExtensionEntry, ...] = (
     ),
 )
 
+TOOL_SOURCES: tuple[ToolSourceEntry, ...] = (
+    ToolSourceEntry(
+        "mcp",
+        "harnessc.runtime.mcp:McpToolset",
+        "harnessc.runtime.mcp:McpServerConfig",
+        requires="mcp",
+        extra="harnessc[mcp]",
+        summary="MCP servers whose tools the agent may call (stdio child processes or "
+        "streamable HTTP endpoints).",
+    ),
+)
+
 PROVIDERS: tuple[ProviderEntry, ...] = (
     ProviderEntry(
         "openai",
@@ -292,6 +350,12 @@ def extension_for(name: str) -> ExtensionEntry | None:
             if candidate == entry.name or candidate in entry.aliases:
                 return entry
     return None
+
+
+def tool_source(name: str) -> ToolSourceEntry:
+    """The tool source ``name`` (``mcp``); raises CatalogError."""
+    entry: ToolSourceEntry = _find(TOOL_SOURCES, name, "tool source")
+    return entry
 
 
 def provider(name: str) -> ProviderEntry:

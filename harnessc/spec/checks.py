@@ -21,6 +21,7 @@ from typing import Any
 from harnessc.runtime.hooks import canonical_hook_name
 from harnessc.spec.diagnostics import Diagnostic, Severity, did_you_mean
 from harnessc.spec.envref import ENV_FIELDS, malformed_env_ref
+from harnessc.spec.mcp_checks import McpNames, check_mcp
 from harnessc.spec.models import BUILTIN_TOOLS, PROVIDER_NAMES
 from harnessc.spec.pathnames import exists_quietly as _exists
 from harnessc.spec.pathnames import path_problem, runtime_modules
@@ -39,6 +40,7 @@ class _Checker:
         self.spec_dir = spec_dir
         self.out: list[Diagnostic] = []
         self._modules: list[str] | None = None
+        self.mcp = McpNames()
 
     def report(self, path: KeyPath, severity: Severity, message: str, *, key: bool = False) -> None:
         mark = self.source.mark(path, key=key)
@@ -49,6 +51,7 @@ class _Checker:
         self.check_model_ref()
         self.check_models()
         names = self.check_tools()
+        self.mcp = check_mcp(self.data, self.spec_dir, self.report)
         active = self.check_active_tools(names)
         self.check_extensions(active)
         self.check_resources()
@@ -139,7 +142,14 @@ class _Checker:
             if name in seen:
                 self.report(("active_tools", i), "warning", f"active_tools lists {name!r} twice")
             seen.add(name)
-            if name not in names and isinstance(self.data.get("tools", []), list):
+            if name in names:
+                continue
+            why_not_mcp = self.mcp.accepts(name)  # None: an MCP tool, "": not one
+            if why_not_mcp:
+                self.report(
+                    ("active_tools", i), "error", f"active_tools names {name!r}: {why_not_mcp}"
+                )
+            elif why_not_mcp is not None and isinstance(self.data.get("tools", []), list):
                 hint = did_you_mean(name, names)
                 self.report(
                     ("active_tools", i),
@@ -313,6 +323,10 @@ class _Checker:
                 f"cannot find module {module!r} in the spec's folder or on sys.path{hint}",
             )
             return
+        broken = _syntax_problem(file)
+        if broken is not None:
+            self.report(path, "error", f"module {module!r} does not compile: {broken}")
+            return
         names = _top_level_names(file)
         first = attr.split(".")[0]
         if names is not None and first not in names:
@@ -346,7 +360,7 @@ def hook_program_problem(command: str, base: FsPath) -> tuple[Severity, str] | N
         return None  # shlex is not the shell: leave the command to it
     if not words or "=" in words[0].split("/")[0]:
         return None  # empty, or an environment assignment first
-    word = words[0]
+    word = shown = words[0]
     for var in ("$CLAUDE_PROJECT_DIR", "${CLAUDE_PROJECT_DIR}"):
         if word.startswith(var + "/"):
             word = os.fspath(base) + word[len(var) :]
@@ -365,12 +379,20 @@ def hook_program_problem(command: str, base: FsPath) -> tuple[Severity, str] | N
     try:
         exists = program.is_file()
     except OSError as exc:
-        return "error", f"hook program {word!r} cannot be checked: {exc.strerror or exc}"
+        return "error", f"hook program {shown!r} cannot be checked: {exc.strerror or exc}"
     if not exists:
-        return "error", f"hook program {word!r} does not exist (looked for {program})"
+        return "error", f"hook program {shown!r} does not exist (looked for {_shown(program)})"
     if not os.access(program, os.X_OK):
-        return "error", f"hook program {word!r} is not executable (chmod +x {program})"
+        return "error", f"hook program {shown!r} is not executable (chmod +x {_shown(program)})"
     return None
+
+
+def _shown(path: FsPath) -> str:
+    """``path`` as a user would type it here: relative to the working directory inside it."""
+    try:
+        return os.path.relpath(path) if path.resolve().is_relative_to(FsPath.cwd()) else str(path)
+    except (OSError, ValueError):
+        return str(path)
 
 
 # Shell builtins and keywords a hook command may start with.
@@ -475,6 +497,17 @@ def _installed(module: str) -> bool:
             return False
         locations = found
     return True
+
+
+def _syntax_problem(file: FsPath) -> str | None:
+    """Where and why ``file`` does not compile (None when it does, or cannot be read)."""
+    try:
+        compile(file.read_bytes(), str(file), "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        return f"{file.name}:{exc.lineno}: {exc.msg}"
+    except (OSError, ValueError):
+        return None
+    return None
 
 
 def _top_level_names(file: FsPath) -> set[str] | None:

@@ -19,7 +19,15 @@ ENV_FIELDS: tuple[tuple[str, ...], ...] = (
     ("models", "*", "headers", "*"),
     ("stream", "headers", "*"),
     ("session", "dir"),
+    ("session", "url"),
+    ("durable", "database_url"),
     ("tool_context", "**"),
+    ("mcp", "*", "command"),
+    ("mcp", "*", "args", "**"),
+    ("mcp", "*", "env", "*"),
+    ("mcp", "*", "cwd"),
+    ("mcp", "*", "url"),
+    ("mcp", "*", "headers", "*"),
 )
 
 _TOKEN = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")

@@ -49,6 +49,8 @@ __all__ = [
     "ExtensionsSpec",
     "ExternalToolSpec",
     "HookHandlerSpec",
+    "McpServerSpec",
+    "McpSpec",
     "ModelSpec",
     "PythonToolSpec",
     "ResourcesSpec",
@@ -375,6 +377,22 @@ class CostSpec(SpecModel):
     """Dollars per million input tokens written to the provider's prompt cache."""
 
 
+def base_url_problem(value: str | None) -> str | None:
+    """A base_url (or the default of its leading ${VAR:-default}) without http(s)://."""
+    from harnessc.spec.envref import split_env_refs
+
+    if not value:
+        return None
+    first = split_env_refs(value)[0]
+    literal = first if isinstance(first, str) else first.default
+    if literal is None or literal.startswith(("http://", "https://")):
+        return None
+    return (
+        f"base_url {literal!r} has no scheme: write http://{literal} "
+        "(or https:// for a remote server)"
+    )
+
+
 class ModelSpec(SpecModel):
     """One model the agent may call."""
 
@@ -402,6 +420,14 @@ class ModelSpec(SpecModel):
     """Extra HTTP headers; values may hold ${VAR} references."""
     compat: JsonObject = Field(default_factory=dict)
     """Switches for OpenAI-compatible servers, e.g. {supports_developer_role: false}."""
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url_has_a_scheme(cls, value: str | None) -> str | None:
+        problem = base_url_problem(value)
+        if problem:
+            raise _custom("base_url_scheme", problem)
+        return value
 
 
 class NoConfig(SpecModel):
@@ -789,6 +815,110 @@ else:
     ExtensionsSpec = _extensions_model()
 
 
+def _source_default(source: str, key: str) -> Any:
+    """The default of tool source ``source``'s config field ``key``: the runtime's own."""
+    return catalog.tool_source(source).defaults()[key]
+
+
+_MCP_SERVER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+_MCP_PREFIX = re.compile(r"^[A-Za-z0-9_-]{0,48}$")
+_MCP_STDIO_ONLY = ("args", "env", "cwd")
+_MCP_HTTP_ONLY = ("headers",)
+
+
+def _check_mcp_url(value: str) -> str:
+    # Only the parts known at build time: ${VAR:-default} checks with its default,
+    # a reference without a default is not checked (the agent checks it at start).
+    from harnessc.spec.envref import EnvRef, split_env_refs
+
+    parts = split_env_refs(value)
+    if any(isinstance(p, EnvRef) and p.default is None for p in parts):
+        return value
+    text = "".join(p if isinstance(p, str) else (p.default or "") for p in parts)
+    match = re.fullmatch(r"(https?)://([^/\s?#]+)(\S*)", text)
+    if match is None:
+        raise _custom(
+            "mcp_url",
+            f"invalid url {text!r}: an MCP server over HTTP needs an http:// or https:// URL "
+            "(e.g. http://127.0.0.1:8765/mcp)",
+        )
+    host = match.group(2).rsplit("@", 1)[-1]
+    port = host.rsplit(":", 1)[1] if re.search(r":\d*$", host) else None
+    if port is not None and (not port.isdigit() or not 0 < int(port) < 65536):
+        raise _custom("mcp_url", f"invalid url {text!r}: bad port {port!r}")
+    return value
+
+
+McpUrl = Annotated[
+    str,
+    Field(min_length=1),
+    AfterValidator(_check_mcp_url),
+    WithJsonSchema({"type": "string", "pattern": r"^(https?://|\$\{)"}),
+]
+
+
+class McpServerSpec(SpecModel):
+    """One MCP server: ``command`` starts a child process (stdio), ``url`` opens a streamable-HTTP session."""
+
+    command: NonBlankStr | None = None
+    """Executable of a stdio server, looked up on PATH as given (a path is relative to the spec's folder)."""
+    args: list[str] = Field(default_factory=list)
+    """Arguments of the command; relative paths that exist beside the spec resolve against its folder."""
+    env: dict[EnvName, str] = Field(default_factory=dict)
+    """Variables added to the child's environment (the agent's, with credentials removed); values may hold ${VAR}."""
+    cwd: NonEmptyStr | None = None
+    """Working directory of the child, relative to the spec's folder; default: the spec's folder."""
+    url: McpUrl | None = None
+    """Endpoint of a streamable-HTTP server; may hold ${VAR} / ${VAR:-default}."""
+    headers: dict[str, str] = Field(default_factory=dict)
+    """HTTP headers of every request (e.g. Authorization); values may hold ${VAR}."""
+    tools: list[NonEmptyStr] | None = None
+    """Allow-list of the server's own tool names (search, not mcp__notes__search); default: every tool."""
+    exclude: list[NonEmptyStr] = Field(default_factory=list)
+    """The server's own tool names to leave out (instead of tools)."""
+    prefix: Annotated[str, Field(pattern=_MCP_PREFIX.pattern)] | None = None
+    """Prefix of the tool names; default mcp__<server>__ (Claude Code's names)."""
+    timeout_s: PosFloat = _source_default("mcp", "timeout_s")
+    """Seconds a call may take, and the start-up (connect, initialize, list) too."""
+    required: bool = _source_default("mcp", "required")
+    """false: a server that cannot start is a warning and the agent goes on without it."""
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerSpec:
+        if (self.command is None) == (self.url is None):
+            raise _custom(
+                "mcp_server",
+                "an MCP server has exactly one of 'command' (a stdio child process) "
+                "or 'url' (streamable HTTP)",
+            )
+        wrong = _MCP_STDIO_ONLY if self.url is not None else _MCP_HTTP_ONLY
+        for key in wrong:
+            if key in self.model_fields_set:
+                other = "command" if self.url is not None else "url"
+                raise _custom("mcp_server", f"'{key}' applies only to servers with '{other}'")
+        if self.tools is not None and self.exclude:
+            raise _custom("mcp_server", "give 'tools' (an allow-list) or 'exclude', not both")
+        return self
+
+    def tool_prefix(self, server: str) -> str:
+        return self.prefix if self.prefix is not None else f"mcp__{server}__"
+
+
+class McpSpec(SpecModel):
+    """MCP servers by name, each an ``mcp.<name>`` table (its tools appear as mcp__<name>__<tool>), and ``from:`` a .mcp.json file."""
+
+    model_config = ConfigDict(extra="allow")
+
+    __pydantic_extra__: dict[str, McpServerSpec] = Field(init=False)  # type: ignore[assignment]
+
+    from_: NonEmptyStr | None = Field(default=None, alias="from")
+    """A Claude Code / Claude Desktop file with an mcpServers object (relative to the spec's folder), read when the agent starts; servers named here win."""
+
+    @property
+    def servers(self) -> dict[str, McpServerSpec]:
+        return dict(self.__pydantic_extra__ or {})
+
+
 class BudgetSpec(SpecModel):
     """Hard limits of one run; a soft threshold warns first. Hitting one pauses the run."""
 
@@ -807,10 +937,63 @@ class BudgetSpec(SpecModel):
 
 
 class SessionSpec(SpecModel):
-    repo: Literal["jsonl", "memory"] = "jsonl"
-    """jsonl: pi v3 session files; memory: nothing is written."""
+    repo: Literal["jsonl", "memory", "postgres"] = "jsonl"
+    """jsonl: pi v3 session files; memory: nothing is written; postgres: rows in PostgreSQL (extra harnessc[postgres])."""
     dir: NonEmptyStr = ".harnessc/sessions"
     """Session folder, relative to the agent's working directory; may hold ${VAR} references."""
+    url: NonEmptyStr | None = None
+    """repo: postgres: the database URL, read when the agent runs; use a ${VAR} reference (e.g. ${DATABASE_URL}) so no password is in the spec."""
+
+    @model_validator(mode="after")
+    def _url_for_postgres(self) -> SessionSpec:
+        if self.repo == "postgres" and self.url is None:
+            raise _custom("session_url", "repo: postgres needs url (e.g. url: ${DATABASE_URL})")
+        if self.repo != "postgres" and self.url is not None:
+            raise _custom("session_url", f"url is only used with repo: postgres, not {self.repo}")
+        if self.url is not None and _LITERAL_PASSWORD.search(_without_env_refs(self.url)):
+            raise _custom(
+                "session_url",
+                "url holds a password: keep it in the environment (url: ${DATABASE_URL})",
+            )
+        return self
+
+
+_LITERAL_PASSWORD = re.compile(r"://[^/@:]*:[^/@]+@")
+
+
+def _without_env_refs(text: str) -> str:
+    return re.sub(r"\$\{[^}]*\}", "", text)
+
+
+class DurableQueueSpec(SpecModel):
+    """The queue durable runs are submitted to and workers take them from."""
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")] | None = None
+    """Queue name; default: the agent's name."""
+    concurrency: PosInt = 8
+    """Runs one worker process executes at once (--worker --concurrency overrides it)."""
+
+
+class DurableSpec(SpecModel):
+    """Runs as durable workflows (DBOS Transact, extra harnessc[durable]): every model call and tool execution is checkpointed, a dead worker's runs are finished by another."""
+
+    engine: Literal["dbos"] = "dbos"
+    """The durable-execution engine; only dbos."""
+    database_url: NonEmptyStr = "${HARNESSC_DURABLE_URL:-sqlite:///.harnessc/durable.sqlite}"
+    """DBOS's system database: sqlite:///PATH (one machine; a relative path is relative to the agent's working directory) or postgresql://... (workers on many machines); may hold ${VAR} references."""
+    queue: DurableQueueSpec = Field(default_factory=DurableQueueSpec)
+    """Queue name and per-worker concurrency."""
+    lease_s: Annotated[float, Field(gt=0, le=86400)] = 30.0
+    """A worker silent for longer than this many seconds is presumed dead: another live worker recovers its unfinished runs."""
+
+    @model_validator(mode="after")
+    def _no_literal_password(self) -> DurableSpec:
+        if _LITERAL_PASSWORD.search(_without_env_refs(self.database_url)):
+            raise _custom(
+                "durable_url",
+                "database_url holds a password: keep it in the environment (${HARNESSC_DURABLE_URL})",
+            )
+        return self
 
 
 class StreamSpec(SpecModel):
@@ -868,6 +1051,8 @@ class AgentSpec(SpecModel):
     """The tools: built-in names, python functions and external tools."""
     active_tools: list[NonEmptyStr] | None = None
     """Names of the tools the model may call; default: every tool."""
+    mcp: McpSpec | None = None
+    """MCP servers whose tools the agent may call; needs the mcp extra (pip install 'harnessc[mcp]')."""
     resources: ResourcesSpec = Field(default_factory=ResourcesSpec)
     """Skills and prompt templates loaded from files."""
     hooks: dict[HookMoment, list[HookHandlerSpec]] = Field(
@@ -880,6 +1065,8 @@ class AgentSpec(SpecModel):
     """Hard limits of one run (hitting one pauses the run); default: unlimited."""
     session: SessionSpec = Field(default_factory=SessionSpec)
     """Where sessions are kept."""
+    durable: DurableSpec | None = None
+    """Durable runs on DBOS (queue, workers, recovery); default: runs live in the agent's process only."""
     stream: StreamSpec | None = None
     """Options of every provider request (timeouts, retries, headers, caching)."""
     steering_mode: QueueModeName | None = None

@@ -24,7 +24,7 @@ def test_piped_lines_to_interactive_mode_run_as_a_script(
     assert len(server.requests) == 2
     assert "Hi there" in done.stdout and "second answer" in done.stdout
     assert "state     DONE" in done.stdout  # /status ran between the two prompts
-    assert "aborted" not in done.stderr and "> " not in done.stdout
+    assert "aborted" not in done.stderr
 
 
 def test_unknown_command_lists_the_repls_commands_and_a_guess(
@@ -150,3 +150,16 @@ def test_tree_moves_go_through_the_harness_navigation(agent: Agent, server: Prot
     done = agent.run("--continue", "-i", stdin=f"/tree {first['id']}\n/status\n")
     assert f"moved to {first['id']}: 2 messages in context" in done.stdout
     assert "context   2 messages" in done.stdout
+
+
+def test_continuing_interactively_shows_the_last_exchange_and_sessions_get_names(
+    agent: Agent, server: ProtocolServer
+) -> None:
+    server.enqueue(text_reply("kiwi is a fruit"))
+    assert agent.run("what is kiwi?").returncode == 0
+    done = agent.run("--continue", "-i", stdin="/name fruit talk\n/name\n")
+    assert done.returncode == 0, done.stderr
+    assert "last exchange:\n  > what is kiwi?\n  kiwi is a fruit" in done.stderr
+    assert "named: fruit talk" in done.stdout and "name: fruit talk" in done.stdout
+    listing = agent.run("--sessions").stdout
+    assert "fruit talk" in listing

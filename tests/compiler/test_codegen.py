@@ -354,6 +354,7 @@ def test_generated_modules_use_exactly_the_contract_names() -> None:
             "TurnNudgeExtension",
             "TurnNudgeConfig",
         },
+        "harnessc.runtime.mcp": {"McpToolset", "McpServerConfig"},
         "pathlib": {"Path"},
         "__future__": {"annotations"},
     }

@@ -188,7 +188,9 @@ def test_generated_trees_round_trip(repo: Any, seed: int) -> None:
     built, parents = random_tree(seed, 150)
     s = repo.create(cwd="/gen")
     for entry in built.entries():
-        s.append_entry(SessionEntry(entry.type, entry.id, entry.parent_id, entry.timestamp, entry.data))
+        s.append_entry(
+            SessionEntry(entry.type, entry.id, entry.parent_id, entry.timestamp, entry.data)
+        )
     s.close()
     with repo.open(s.id, read_only=True) as again:
         assert [e.to_dict() for e in again.entries()] == [e.to_dict() for e in built.entries()]

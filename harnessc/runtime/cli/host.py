@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any, Protocol, TextIO
 if TYPE_CHECKING:
     import argparse
 
+    from harnessc.runtime.cli.output import TextPrinter
     from harnessc.runtime.cli.sessions import SessionChoice
+    from harnessc.runtime.cli.summary import RunSummary
     from harnessc.runtime.harness import AgentHarness, RunResult
     from harnessc.runtime.options import AgentHarnessOptions
     from harnessc.runtime.session.session import Session
@@ -53,6 +55,8 @@ class ReplHost(Protocol):
     harness: AgentHarness
     busy: bool
     quit: bool
+    summary: RunSummary  # what the runs of this interactive session used
+    printer: TextPrinter
 
     def say(self, text: str) -> None:
         """Text for the user on stdout."""

@@ -34,6 +34,7 @@ from harnessc.runtime.cli.args import (
 from harnessc.runtime.cli.host import BuildOptions
 from harnessc.runtime.cli.output import JsonPrinter, TextPrinter
 from harnessc.runtime.cli.pause import budget_limit, check_results, describe_pause
+from harnessc.runtime.cli.render import make_printer
 from harnessc.runtime.cli.sessions import (
     SessionChoice,
     choose_session,
@@ -41,6 +42,7 @@ from harnessc.runtime.cli.sessions import (
     discard_if_unused,
 )
 from harnessc.runtime.cli.shutdown import close_harness
+from harnessc.runtime.cli.summary import RunSummary, model_is_priced
 from harnessc.runtime.harness import AgentHarness, HarnessBusyError, RunResult
 from harnessc.runtime.options import AgentHarnessOptions
 
@@ -300,6 +302,11 @@ class CliInvocation:
         if args.model is not None and args.model not in options.models:
             known = ", ".join(options.models) or "none"
             raise UsageError(f"--model: unknown model {args.model!r}; known: {known}")
+        base_url = args.base_url or os.environ.get(BASE_URL_VARIABLE) or None
+        if base_url:
+            override_base_url(
+                options, base_url, "--base-url" if args.base_url else BASE_URL_VARIABLE
+            )
         if args.max_turns is not None:
             from harnessc.runtime.budget import Budget
 
@@ -313,11 +320,17 @@ class CliInvocation:
                 raise UsageError(f"--replay: cannot read {args.replay}: {exc.strerror}") from None
 
     def check_api_key(self, harness: AgentHarness, options: AgentHarnessOptions) -> None:
-        """Fail fast, naming the variable, when the model's API key is not set."""
+        """Fail fast, naming the variable, when the model's API key is not set or its
+        base_url (often from the environment) has no scheme."""
         if options.provider is not None:
             return
         key = self.args.model or harness.model_key()
         model = options.models.get(key, harness.model) if self.args.model else harness.model
+        if model.base_url and not model.base_url.startswith(("http://", "https://")):
+            raise UsageError(
+                f"model {key!r} ({model.id}): base_url {model.base_url!r} has no scheme; "
+                f"write http://{model.base_url} (check the spec and its environment variables)"
+            )
         variable = model.api_key_env
         if variable and not os.environ.get(variable):
             raise UsageError(
@@ -395,8 +408,14 @@ class CliInvocation:
     ) -> int:
         self.prompt_text = prompt
         printer: JsonPrinter | TextPrinter
-        printer = JsonPrinter(self.out) if self.args.json else TextPrinter(self.out, self.err)
+        printer = (
+            JsonPrinter(self.out)
+            if self.args.json
+            else make_printer(self.out, self.err, show_thinking=self.args.show_thinking)
+        )
         harness.subscribe(printer)
+        summary = RunSummary(priced=model_is_priced(harness.model))
+        harness.subscribe(summary)
         if isinstance(printer, TextPrinter):
             printer.know_calls(harness.pending_tool_calls)
         loop = asyncio.get_running_loop()
@@ -435,7 +454,11 @@ class CliInvocation:
                 discard_if_empty(harness.session)  # a /command answered: nothing to keep
         if self.choice is not None and self.choice.new and result.status == "error":
             discard_if_unused(harness.session)  # the first request failed: nothing to keep
-        return self.report(result, harness, printer)
+        code = self.report(result, harness, printer)
+        if isinstance(printer, TextPrinter) and result.reply is None:
+            summary.stop()
+            printer.line(f"[usage] {summary.line()}")
+        return code
 
     def report(
         self, result: RunResult, harness: AgentHarness, printer: JsonPrinter | TextPrinter
@@ -533,6 +556,29 @@ class CliInvocation:
     def session_hint(self, harness: AgentHarness) -> str:
         target = self.session_target(harness)
         return f" (continue with: {self.prog} {target})" if target else ""
+
+
+BASE_URL_VARIABLE = "HARNESSC_BASE_URL"
+
+
+def override_base_url(options: AgentHarnessOptions, base_url: str, source: str) -> None:
+    """Point every model of the agent at ``base_url``. A model whose key variable is unset
+    needs no key on a server of this machine (a local model server, the demo)."""
+    from urllib.parse import urlsplit
+
+    if not base_url.startswith(("http://", "https://")):
+        raise UsageError(f"{source}: {base_url!r} has no scheme; write http://{base_url}")
+    local = (urlsplit(base_url).hostname or "") in ("localhost", "127.0.0.1", "::1")
+    models = dict(options.models)
+    for key, model in models.items():
+        changes: dict[str, Any] = {"base_url": base_url}
+        if model.api_key_env and local and not os.environ.get(model.api_key_env):
+            changes["api_key_env"] = None
+        moved = replace(model, **changes)
+        models[key] = moved
+        if options.model is model:
+            options.model = moved
+    options.models = models
 
 
 def _close(session: Any) -> None:

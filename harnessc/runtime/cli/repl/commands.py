@@ -12,7 +12,8 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.cli.host import ReplHost
-from harnessc.runtime.cli.output import one_line
+from harnessc.runtime.cli.output import format_number, one_line
+from harnessc.runtime.cli.pause import budget_limit, pause_reason
 from harnessc.runtime.options import ThinkingLevel
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ BUILTIN_COMMANDS: dict[str, str] = {
     "fork": "continue in a new session copying this branch (up to /fork ENTRY_ID)",
     "tree": "show the session tree; /tree ENTRY_ID [summarize] moves there",
     "sessions": "list the sessions; /sessions ID switches to one",
+    "name": "show or set this session's name (shown by --sessions): /name NAME",
     "reload": "reload skills and prompt templates from disk",
     "resume": "answer or continue a paused run",
     "quit": "leave (Ctrl-D does too)",
@@ -113,11 +115,12 @@ async def _status(repl: ReplHost, args: str) -> None:
     lines = [
         f"session   {session.id}  {session.path or '(in memory)'}  ({len(session)} entries)",
         f"model     {harness.model_key()}: {model.id} ({model.provider or model.api})"
-        f"  thinking {harness.thinking_level.value}",
+        + (f"  thinking {harness.thinking_level.value}" if model.reasoning else ""),
         f"tools     {', '.join(active) or 'none'}"
         + (f"  ({len(harness.tools)} known)" if len(harness.tools) != len(active) else ""),
         f"context   {len(messages)} messages, ~{tokens} tokens of {model.context_window}",
         "budget    " + _budget_line(harness),
+        f"usage     {repl.summary.line()} (this session)",
         f"state     {harness.state.value}",
     ]
     paused = harness.paused_reason
@@ -125,7 +128,10 @@ async def _status(repl: ReplHost, args: str) -> None:
         ids = ", ".join(f"{c.name} {c.id}" for c in harness.pending_tool_calls)
         lines.append(f"paused    waiting for tool results: {ids} (/resume)")
     elif paused == "paused":
-        lines.append("paused    (/resume continues)")
+        reason = pause_reason(session)
+        limit = budget_limit(reason)
+        why = f"budget limit {limit} hit" if limit else (reason or "by a hook")
+        lines.append(f"paused    {why} (/resume continues)")
     command = harness.commands.get("status")
     if command is not None:
         extra = await harness.commands.run("status", args)
@@ -150,19 +156,27 @@ def _budget_line(harness: Any) -> str:
         used = tracker.used(limit)
         if maximum is None and not used:
             continue
-        shown = (
-            f"{used:.2f}" if isinstance(used, float) and not used.is_integer() else str(int(used))
-        )
-        parts.append(f"{limit} {shown}/{maximum if maximum is not None else '-'}")
+        cap = format_number(maximum) if maximum is not None else "-"
+        parts.append(f"{limit} {format_number(used)}/{cap}")
     return ", ".join(parts) or "no limits"
 
 
 async def _compact(repl: ReplHost, args: str) -> None:
     harness = repl.harness
-    if harness.commands.get("compact") is not None:
-        repl.say(await harness.commands.run("compact", args) or "compacted")
-        return
     before = len(harness.messages)
+    if harness.commands.get("compact") is not None:
+        # The compaction extension's pipeline (prune, summary, custom services).
+        tokens_before = harness.context_tokens(False)
+        answer = await harness.commands.run("compact", args)
+        after = len(harness.messages)
+        if after == before and harness.context_tokens(False) == tokens_before:
+            repl.say(answer or "nothing to compact")
+            return
+        repl.say(
+            f"compacted: {before} messages -> {after}, ~{tokens_before} tokens -> "
+            f"~{harness.context_tokens(False)}"
+        )
+        return
     repl.busy = True
     try:
         outcome = await harness.compact(args or None)
@@ -402,12 +416,27 @@ async def _reload(repl: ReplHost, args: str) -> None:
     if resources is None:
         repl.say("this agent has no skills or prompt templates")
         return
-    await harness.set_resources(resources)
+    repl.printer.muted.add("resources_update")  # the answer below says it once
+    try:
+        await harness.set_resources(resources)
+    finally:
+        repl.printer.muted.discard("resources_update")
     problems = [f"  {d.path}: {d.message}" for d in resources.diagnostics]
     repl.say(
         f"reloaded: {len(resources.skills)} skills, {len(resources.prompt_templates)} "
         "prompt templates" + ("\n" + "\n".join(problems) if problems else "")
     )
+
+
+async def _name(repl: ReplHost, args: str) -> None:
+    session = repl.harness.session
+    if not args:
+        current = session.name
+        repl.say(f"name: {current}" if current else "this session has no name; /name NAME sets one")
+        return
+    name = " ".join(args.split())
+    session.set_name(name)
+    repl.say(f"named: {name}")
 
 
 async def _resume(repl: ReplHost, args: str) -> None:
@@ -432,6 +461,7 @@ _HANDLERS: dict[str, Handler] = {
     "fork": _fork,
     "tree": _tree,
     "sessions": _sessions,
+    "name": _name,
     "reload": _reload,
     "resume": _resume,
     "quit": _quit,

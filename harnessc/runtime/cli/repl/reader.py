@@ -45,6 +45,7 @@ class LineReader:
         self._lock = threading.Lock()
         self._pending: str | None = None  # the prompt of a requested read not started yet
         self._reading = False  # inside input()
+        self._prompt = ""  # the prompt input() showed
         self._thread = threading.Thread(target=self._run, name="repl-input", daemon=True)
 
     def start(self) -> None:
@@ -60,6 +61,11 @@ class LineReader:
             self._go.set()
             return True
 
+    def showing(self) -> str | None:
+        """The prompt on screen while a read waits for typing (None: not reading)."""
+        with self._lock:
+            return self._prompt if self._reading else None
+
     def _run(self) -> None:
         while True:
             self._go.wait()
@@ -68,6 +74,7 @@ class LineReader:
                 prompt = self._pending or ""
                 self._pending = None
                 self._reading = True
+                self._prompt = prompt
             try:
                 line: Any = input(prompt)
             except EOFError:

@@ -17,11 +17,13 @@ from dataclasses import replace
 from typing import Any
 
 from harnessc.runtime.cli.host import CliHost
-from harnessc.runtime.cli.output import TextPrinter, one_line
-from harnessc.runtime.cli.pause import budget_limit, describe_pause
+from harnessc.runtime.cli.output import format_number, one_line
+from harnessc.runtime.cli.pause import budget_limit, describe_pause, pause_reason
+from harnessc.runtime.cli.render import make_printer
 from harnessc.runtime.cli.repl.reader import EOF, INTERRUPT, LineReader
 from harnessc.runtime.cli.sessions import has_exchange
 from harnessc.runtime.cli.shutdown import close_harness
+from harnessc.runtime.cli.summary import RunSummary, model_is_priced
 from harnessc.runtime.harness import AgentHarness, HarnessBusyError, RunResult
 
 __all__ = ["Repl"]
@@ -35,8 +37,11 @@ class Repl:
         self.harness = harness
         self.out = cli.out
         self.err = cli.err
-        self.printer = TextPrinter(self.out, self.err)
-        self._unsubscribe = harness.subscribe(self.printer)
+        self.printer = make_printer(self.out, self.err, show_thinking=cli.args.show_thinking)
+        priced = model_is_priced(harness.model)
+        self.summary = RunSummary(priced=priced)  # the whole interactive session
+        self.run_summary = RunSummary(priced=priced)  # the latest run
+        self._unsubscribe = self._listen(harness)
         self.lines: asyncio.Queue[Any] = asyncio.Queue()
         self.reader: LineReader | None = None
         self.busy = False
@@ -44,13 +49,23 @@ class Repl:
         self.quit = False
         self.quit_after_run = False  # Ctrl-D during a run: leave once it ends
         # Lines piped in (``printf 'hi\n/status\n' | agent -i``) are a script: each runs
-        # after the previous one finished, no prompts are drawn, the end of input quits.
+        # after the previous one finished (no steering), the end of input quits. The "> "
+        # prompt is still written: a program driving the REPL sees when it is idle.
         self.scripted = not _stdin_is_terminal()
         self._history_file: str | None = None
         # A session created for this REPL: deleted again when left without any entry, so
         # opening -i and quitting does not leave an empty "latest" session for --continue.
         fresh = cli.choice is None or cli.choice.new
         self._fresh_path: str | None = harness.session.path if fresh else None
+
+    def _listen(self, harness: AgentHarness) -> Callable[[], None]:
+        removers = [harness.subscribe(x) for x in (self.printer, self.summary, self.run_summary)]
+
+        def unsubscribe() -> None:
+            for remove in removers:
+                remove()
+
+        return unsubscribe
 
     # -- output ----------------------------------------------------------------
 
@@ -68,6 +83,9 @@ class Repl:
         self.lines = asyncio.Queue()
         self._setup_history()
         self.reader = LineReader(loop, self.lines)
+        if not self.scripted:
+            reader = self.reader
+            self.printer.prompt_on_screen = lambda: None if self.busy else reader.showing()
         _add_sigint(loop, self.on_interrupt)
         try:
             await self.cli.prepare(self.harness)
@@ -109,12 +127,38 @@ class Repl:
             f"model {self.harness.model_key()}. /help lists commands; Ctrl-C aborts a run, "
             "Ctrl-D quits."
         )
+        self.show_last_exchange()
+
+    def show_last_exchange(self) -> None:
+        """Continuing a session: its last prompt and reply, to see where it stands."""
+        from harnessc.runtime.messages import AssistantMessage, UserMessage, message_text
+
+        messages = self.harness.messages
+        last_user = next(
+            (i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], UserMessage)),
+            None,
+        )
+        if last_user is None:
+            return
+        reply = next(
+            (
+                m
+                for m in messages[last_user + 1 :][::-1]
+                if isinstance(m, AssistantMessage) and m.text
+            ),
+            None,
+        )
+        self.note("last exchange:")
+        self.note(f"  > {one_line(message_text(messages[last_user]), 200)}")
+        if reply is not None:
+            text = reply.text.strip()
+            lines = text.splitlines()
+            shown = "\n".join(f"  {line}" for line in lines[:12])
+            self.note(shown + ("\n  ..." if len(lines) > 12 else ""))
 
     async def next_line(self, prompt: str) -> Any:
         """The next line typed (or EOF / INTERRUPT)."""
         assert self.reader is not None
-        if self.scripted:
-            prompt = ""
         if self.lines.empty() and not self.reader.request(prompt) and prompt:
             self.out.write(prompt)
             self.out.flush()
@@ -162,6 +206,7 @@ class Repl:
         """Run until done or paused; typed lines meanwhile are steering."""
         assert self.reader is not None
         self.busy = True
+        self.run_summary.reset()
         task: asyncio.Future[RunResult] = asyncio.ensure_future(start())
         try:
             while not task.done() and self.scripted:
@@ -208,6 +253,9 @@ class Repl:
         self.note(f"[steering] queued: {one_line(text, 60)}")
 
     async def after_run(self, result: RunResult) -> None:
+        if result.reply is None and self.run_summary.turns:
+            self.run_summary.stop()
+            self.note(f"[usage] {self.run_summary.line()}")
         if result.reply is not None:
             self.say(result.reply)
         elif result.status == "error":
@@ -284,11 +332,7 @@ class Repl:
         await self.run(lambda: harness.resume())
 
     def _pause_reason(self) -> str:
-        for entry in reversed(self.harness.session.branch()):
-            if entry.type == "custom" and entry.data.get("customType") == "harnessc.pause":
-                data = entry.data.get("data")
-                return str(data.get("reason", "")) if isinstance(data, dict) else ""
-        return ""
+        return pause_reason(self.harness.session)
 
     # -- harness switching (/fork, /sessions ID) ------------------------------------
 
@@ -307,7 +351,7 @@ class Repl:
         harness = AgentHarness(options)
         self._unsubscribe()
         self.harness = harness
-        self._unsubscribe = harness.subscribe(self.printer)
+        self._unsubscribe = self._listen(harness)
         with contextlib.suppress(Exception):
             await old.close()
         self._drop_if_fresh_and_empty(old.session, keep=session.path)
@@ -357,7 +401,7 @@ def _default_step(limit: str, maximum: float | None) -> float:
 def _num(value: float | None) -> str:
     if value is None:
         return "unlimited"
-    return str(int(value)) if float(value).is_integer() else f"{value:.2f}"
+    return format_number(value)
 
 
 def _add_sigint(loop: asyncio.AbstractEventLoop, handler: Callable[[], None]) -> None:

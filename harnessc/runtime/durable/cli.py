@@ -1,0 +1,364 @@
+"""The durable verbs of a generated agent's command line (a spec with ``durable:``).
+
+``--submit PROMPT`` enqueues a run and prints its id; ``--worker`` takes runs from the
+queue until SIGTERM or Ctrl-C (then drains); ``--follow RUN`` streams a run's events;
+``--runs`` lists runs with their state; ``--run RUN --resume-with JSON`` answers a run's
+pull point from any process. ``--submit``, ``--follow``, ``--runs`` and ``--resume-with``
+are clients: they never start an executor. A plain one-shot run (``PROMPT`` alone, or
+with ``--json``) runs in this process as a durable workflow; every other invocation is
+the ordinary command line (``run_cli``), not durable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import signal
+import sys
+import threading
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
+
+from harnessc.runtime.durable.config import DurableConfig, DurableError, default_worker_id
+from harnessc.runtime.durable.steps import EVENT_STREAM
+
+__all__ = ["run_durable_cli"]
+
+EXIT_DONE, EXIT_ERROR, EXIT_USAGE, EXIT_PAUSED = 0, 1, 2, 3
+_DRAIN_S = 30.0
+_VERBS = ("submit", "worker", "follow", "runs", "run")
+
+
+def _parser(prog: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, add_help=False)
+    p.add_argument("--submit", metavar="PROMPT")
+    p.add_argument("--worker", action="store_true")
+    p.add_argument("--worker-id", metavar="NAME")
+    p.add_argument("--concurrency", type=int, metavar="N")
+    p.add_argument("--follow", metavar="RUN_ID")
+    p.add_argument("--runs", action="store_true")
+    p.add_argument("--run", metavar="RUN_ID")
+    p.add_argument("--resume-with", metavar="JSON")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--cwd", metavar="DIR")
+    p.add_argument("--drain-s", type=float, default=_DRAIN_S)
+    return p
+
+
+def run_durable_cli(
+    build_options: Callable[..., Any],
+    argv: Sequence[str] | None = None,
+    *,
+    agent_name: str,
+    session_dir: Any = None,
+    durable: Callable[[], DurableConfig],
+    session_repo: Callable[[], Any] | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """The agent's command line with the durable verbs (see the module docstring)."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    out, err = stdout or sys.stdout, stderr or sys.stderr
+    known, rest = _parser(agent_name).parse_known_args(args_list)
+    verbs = [v for v in _VERBS if getattr(known, v)]
+    prompt = _one_shot_prompt(rest) if not verbs and known.resume_with is None else None
+    if not verbs and prompt is None:
+        from harnessc.runtime import run_cli
+
+        return int(
+            run_cli(build_options, args_list, agent_name=agent_name, session_dir=session_dir)
+        )
+    from harnessc.runtime.durable.workflow import DurableAgent
+
+    agent = DurableAgent(
+        build_options,
+        agent_name,
+        str(session_dir) if session_dir is not None else None,
+        session_repo,
+    )
+    cwd = os.path.abspath(known.cwd or os.getcwd())
+    try:
+        config = durable()
+        if len(verbs) > 1 or (verbs and rest):
+            raise DurableError(
+                f"unexpected arguments with --{verbs[0]}: {' '.join(rest) or verbs[1:]}"
+            )
+        if known.worker:
+            return _worker(config, agent, known, cwd, err)
+        if known.submit is not None:
+            return _submit(config, known.submit, cwd, out)
+        if known.follow:
+            return _follow(config, known.follow, cwd, out, as_json=known.json)
+        if known.runs:
+            return _runs(config, cwd, out, as_json=known.json)
+        if known.run:
+            if known.resume_with is None:
+                raise DurableError("--run RUN_ID needs --resume-with JSON")
+            return _resume(config, known.run, known.resume_with, cwd, out)
+        if known.resume_with is not None:
+            raise DurableError("--resume-with of a durable run needs --run RUN_ID")
+        assert prompt is not None
+        return _one_shot(config, agent, prompt, cwd, out, err, as_json=known.json)
+    except DurableError as exc:
+        err.write(f"{agent_name}: {exc}\n")
+        return EXIT_USAGE
+    except KeyError as exc:  # env(): a variable the spec needs is unset
+        err.write(f"{agent_name}: {exc.args[0] if exc.args else exc}\n")
+        return EXIT_USAGE
+
+
+def _one_shot_prompt(rest: list[str]) -> str | None:
+    return rest[0] if len(rest) == 1 and not rest[0].startswith("-") else None
+
+
+def _submit(config: DurableConfig, prompt: str, cwd: str, out: TextIO) -> int:
+    from harnessc.runtime.durable.workflow import WORKFLOW_NAME
+
+    client = _client(config, cwd)
+    try:
+        run_id = str(uuid.uuid4())
+        client.enqueue(
+            {"workflow_name": WORKFLOW_NAME, "queue_name": config.queue, "workflow_id": run_id},
+            {"prompt": prompt, "cwd": cwd},
+        )
+    finally:
+        client.destroy()
+    out.write(run_id + "\n")
+    return EXIT_DONE
+
+
+def _client(config: DurableConfig, cwd: str) -> Any:
+    from harnessc.runtime.durable.engine import open_client
+
+    return open_client(config, cwd=cwd)
+
+
+def _worker(
+    config: DurableConfig, agent: Any, known: argparse.Namespace, cwd: str, err: TextIO
+) -> int:
+    from harnessc.runtime.durable.engine import Heartbeat, launch_executor, shutdown
+
+    worker_id = known.worker_id or default_worker_id()
+    concurrency = known.concurrency or config.concurrency
+    if concurrency < 1:
+        raise DurableError("--concurrency must be at least 1")
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    url = launch_executor(
+        config, agent, cwd=cwd, executor_id=worker_id, concurrency=concurrency, listen=True
+    )
+    heartbeat = Heartbeat(url, worker_id, config.queue, config.lease_s)
+    heartbeat.start()
+    err.write(
+        f"worker {worker_id}: taking runs from queue {config.queue} ({concurrency} at once)\n"
+    )
+    err.flush()
+    stop.wait()
+    err.write(f"worker {worker_id}: stopping (runs get {known.drain_s:g} s to finish)\n")
+    heartbeat.stop()
+    shutdown(known.drain_s)
+    return EXIT_DONE
+
+
+def _state(client: Any, run_id: str) -> dict[str, Any]:
+    from harnessc.runtime.durable.workflow import STATE_EVENT
+
+    state = client.get_event(run_id, STATE_EVENT, timeout_seconds=0)
+    return state if isinstance(state, dict) else {}
+
+
+_STATUS = {"ENQUEUED": "queued", "SUCCESS": "done", "ERROR": "failed", "CANCELLED": "cancelled"}
+
+
+def _runs(config: DurableConfig, cwd: str, out: TextIO, *, as_json: bool) -> int:
+    from harnessc.runtime.durable.workflow import WORKFLOW_NAME
+
+    client = _client(config, cwd)
+    try:
+        rows = []
+        for status in client.list_workflows(name=WORKFLOW_NAME, sort_desc=True):
+            state = _state(client, status.workflow_id) if status.status == "PENDING" else {}
+            label = _STATUS.get(status.status) or state.get("state", "running")
+            if status.status == "SUCCESS" and isinstance(status.output, dict):
+                label = "done" if status.output.get("status") == "done" else "failed"
+            rows.append(
+                {
+                    "id": status.workflow_id,
+                    "state": label,
+                    "worker": status.executor_id,
+                    "queue": status.queue_name,
+                    "created": status.created_at,
+                }
+            )
+    finally:
+        client.destroy()
+    for row in rows:
+        if as_json:
+            out.write(json.dumps(row) + "\n")
+        else:
+            out.write(f"{row['id']}  {row['state']:<13}  {row['worker'] or '-'}\n")
+    if not rows and not as_json:
+        out.write("no runs\n")
+    return EXIT_DONE
+
+
+def _follow(config: DurableConfig, run_id: str, cwd: str, out: TextIO, *, as_json: bool) -> int:
+    client = _client(config, cwd)
+    try:
+        if not client.list_workflows(workflow_ids=[run_id], load_input=False, load_output=False):
+            raise DurableError(f"no run {run_id}")
+        _pump(
+            lambda offset: client.read_stream_offset(
+                run_id, EVENT_STREAM, offset, timeout_seconds=0.2, polling_interval_sec=0.05
+            ),
+            lambda: client.retrieve_workflow(run_id).get_status().status,
+            lambda: _waiting(client, run_id),
+            out,
+            as_json=as_json,
+        )
+        return _report(client, run_id, out, as_json=as_json)
+    finally:
+        client.destroy()
+
+
+def _pump(
+    read: Callable[[int], Any],
+    status: Callable[[], str],
+    waiting: Callable[[], bool],
+    out: TextIO,
+    *,
+    as_json: bool,
+) -> None:
+    """Print a run's events until it ends or waits at a pull point."""
+    offset = 0
+    while True:
+        finished = status() not in ("PENDING", "ENQUEUED")
+        while True:
+            try:
+                event = read(offset)
+            except Exception:  # DBOSStreamTimeoutError: nothing new (or the stream ended)
+                break
+            offset += 1
+            if as_json:
+                out.write(json.dumps(event, ensure_ascii=False) + "\n")
+            elif isinstance(event, dict) and event.get("type") == "tool_execution_start":
+                out.write(f"[{event.get('tool_name', 'tool')}]\n")
+            out.flush()
+        if finished or waiting():
+            return
+
+
+def _waiting(client: Any, run_id: str) -> bool:
+    return _state(client, run_id).get("state") in ("awaiting_tool", "paused")
+
+
+def _report(client: Any, run_id: str, out: TextIO, *, as_json: bool) -> int:
+    state = _state(client, run_id)
+    kind = state.get("state")
+    if kind in ("awaiting_tool", "paused"):
+        if not as_json:
+            calls = ", ".join(f"{c['name']} ({c['id']})" for c in state.get("calls", []))
+            out.write(f"run {run_id} is {kind.replace('_', ' ')}{': ' + calls if calls else ''}\n")
+        return EXIT_PAUSED
+    outcome = client.retrieve_workflow(run_id).get_result()
+    if not as_json:
+        out.write(str(outcome.get("text", "")) + "\n")
+    return EXIT_DONE if outcome.get("status") == "done" else EXIT_ERROR
+
+
+def _resume(config: DurableConfig, run_id: str, payload: str, cwd: str, out: TextIO) -> int:
+    from harnessc.runtime.durable.workflow import RESUME_TOPIC
+
+    try:
+        answers = json.loads(payload)
+    except ValueError as exc:
+        raise DurableError(f"--resume-with is not JSON: {exc}") from None
+    if not isinstance(answers, dict):
+        raise DurableError("--resume-with takes a JSON object: call id -> result")
+    client = _client(config, cwd)
+    try:
+        state = _state(client, run_id)
+        kind = state.get("state")
+        if kind == "awaiting_tool":
+            pending = {c["id"] for c in state.get("calls", [])}
+            unknown = sorted(set(answers) - pending)
+            if unknown or not answers:
+                raise DurableError(
+                    f"run {run_id} waits for {', '.join(sorted(pending))}; got {', '.join(unknown) or 'nothing'}"
+                )
+            for call_id, value in answers.items():
+                client.send(run_id, value, topic=call_id)
+        elif kind == "paused":
+            client.send(run_id, answers, topic=RESUME_TOPIC)
+        else:
+            raise DurableError(f"run {run_id} is not waiting ({kind or 'unknown run'})")
+    finally:
+        client.destroy()
+    out.write(f"resumed {run_id}\n")
+    return EXIT_DONE
+
+
+def _one_shot(
+    config: DurableConfig,
+    agent: Any,
+    prompt: str,
+    cwd: str,
+    out: TextIO,
+    err: TextIO,
+    *,
+    as_json: bool,
+) -> int:
+    """Run one prompt here as a durable workflow (no queue: this process runs it)."""
+    from harnessc.runtime.durable.engine import Heartbeat, launch_executor, shutdown
+
+    worker_id = f"{default_worker_id()}-run-{os.getpid()}"
+    url = launch_executor(
+        config, agent, cwd=cwd, executor_id=worker_id, concurrency=1, listen=False
+    )
+    # a row with one beat: should this process stop at a pull point (or die), the run is
+    # another worker's to continue once the lease has passed
+    Heartbeat(url, worker_id, config.queue, config.lease_s).beat()
+    try:
+        from dbos import DBOS, SetWorkflowID
+
+        from harnessc.runtime.durable.workflow import durable_run
+
+        run_id = str(uuid.uuid4())
+        err.write(f"run {run_id}\n")
+        err.flush()
+        with SetWorkflowID(run_id):
+            handle = DBOS.start_workflow(durable_run, {"prompt": prompt, "cwd": cwd})
+        _pump(
+            lambda offset: DBOS.read_stream_offset(
+                run_id, EVENT_STREAM, offset, timeout_seconds=0.1, polling_interval_sec=0.05
+            ),
+            lambda: handle.get_status().status,
+            lambda: _waits(run_id),
+            out if as_json else io.StringIO(),
+            as_json=as_json,
+        )
+        if handle.get_status().status in ("PENDING", "ENQUEUED"):
+            err.write(
+                f"run {run_id} waits at a pull point: answer it with "
+                f"--run {run_id} --resume-with JSON (a worker continues it)\n"
+            )
+            return EXIT_PAUSED
+        outcome: dict[str, Any] = handle.get_result()  # type: ignore[assignment]
+        if not as_json:
+            out.write(str(outcome.get("text", "")) + "\n")
+        return EXIT_DONE if outcome.get("status") == "done" else EXIT_ERROR
+    finally:
+        shutdown(0)
+
+
+def _waits(run_id: str) -> bool:
+    from dbos import DBOS
+
+    from harnessc.runtime.durable.workflow import STATE_EVENT
+
+    state = DBOS.get_event(run_id, STATE_EVENT, timeout_seconds=0)
+    return isinstance(state, dict) and state.get("state") in ("awaiting_tool", "paused")

@@ -1,0 +1,56 @@
+"""The settings of durable runs (spec ``durable:``), resolved for one process."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+from dataclasses import dataclass
+
+__all__ = ["DurableConfig", "DurableError", "default_worker_id", "resolve_database_url"]
+
+
+class DurableError(Exception):
+    """A durable run, worker or client cannot do what was asked (a clear message)."""
+
+
+@dataclass(slots=True, frozen=True)
+class DurableConfig:
+    """What the generated ``durable_config()`` returns."""
+
+    engine: str = "dbos"
+    database_url: str = "sqlite:///.harnessc/durable.sqlite"
+    queue: str = "harnessc"
+    concurrency: int = 8
+    lease_s: float = 30.0
+
+    def app_name(self) -> str:
+        """DBOS's application name: the queue name made lower-case and safe."""
+        name = re.sub(r"[^a-z0-9_-]", "-", self.queue.lower()).strip("-") or "harnessc"
+        return ("hx-" + name)[:64]
+
+
+def resolve_database_url(url: str, cwd: str | None = None) -> str:
+    """``url`` with a relative SQLite path made absolute against ``cwd`` (its folder
+    created); other URLs unchanged."""
+    if not url.startswith("sqlite:"):
+        if not re.match(r"^postgres(ql)?(\+psycopg)?://", url):
+            raise DurableError(
+                "durable.database_url must be sqlite:///PATH or postgresql://..., not "
+                f"{url.split(':', 1)[0]!r}"
+            )
+        return url
+    match = re.match(r"^sqlite:///(.*)$", url)
+    if match is None or not match.group(1):
+        raise DurableError(f"durable.database_url {url!r} is not sqlite:///PATH")
+    path = match.group(1)
+    if not os.path.isabs(path):
+        path = os.path.join(os.path.abspath(cwd or os.getcwd()), path)
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    return "sqlite:///" + path
+
+
+def default_worker_id() -> str:
+    """A stable worker id for this machine: ``<host>``."""
+    host = re.sub(r"[^A-Za-z0-9_.-]", "-", socket.gethostname()) or "worker"
+    return host[:60]

@@ -1,0 +1,201 @@
+"""DBOS in this process: an executor (a worker, or a one-shot run) or a client only.
+
+Only ``launch_executor`` starts DBOS's executor, which dequeues and recovers runs;
+``open_client`` talks to the system database with ``DBOSClient`` and never executes a
+run. Workers keep a heartbeat row; a worker silent for longer than the lease is
+presumed dead and the first live worker to claim it re-enqueues its unfinished runs
+(DBOS recovery for that executor id), so a dead machine never strands a run.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any
+
+from harnessc.runtime.durable.config import DurableConfig, DurableError, resolve_database_url
+from harnessc.runtime.durable.workflow import DurableAgent, register_agent
+
+__all__ = ["APP_VERSION", "Heartbeat", "launch_executor", "open_client", "shutdown"]
+
+APP_VERSION = "harnessc-1"  # every process of one agent agrees on it (recovery needs that)
+_POLL_S = 0.1
+
+
+def _dbos_config(config: DurableConfig, url: str, executor_id: str) -> dict[str, Any]:
+    return {
+        "name": config.app_name(),
+        "system_database_url": url,
+        "executor_id": executor_id,
+        "application_version": APP_VERSION,
+        "log_level": os.environ.get("HARNESSC_DBOS_LOG_LEVEL", "ERROR"),
+        "notification_listener_polling_interval_sec": _POLL_S,
+    }
+
+
+def _import_dbos() -> Any:
+    try:
+        import dbos
+    except ImportError:
+        raise DurableError("durable runs need DBOS: pip install 'harnessc[durable]'") from None
+    return dbos
+
+
+def launch_executor(
+    config: DurableConfig,
+    agent: DurableAgent,
+    *,
+    cwd: str,
+    executor_id: str,
+    concurrency: int,
+    listen: bool,
+) -> str:
+    """Launch DBOS executing runs of ``agent``; with ``listen`` it takes runs from the
+    queue. The resolved database URL is returned."""
+    dbos = _import_dbos()
+    url = resolve_database_url(config.database_url, cwd)
+    register_agent(agent)
+    from dbos import DBOS
+
+    from harnessc.runtime.durable import workflow  # noqa: F401 - registers the workflow
+
+    DBOS(config=_dbos_config(config, url, executor_id))  # type: ignore[arg-type]
+    DBOS.listen_queues([config.queue] if listen else [])
+    try:
+        DBOS.launch()
+        DBOS.register_queue(
+            config.queue, worker_concurrency=concurrency, polling_interval_sec=_POLL_S
+        )
+    except dbos.DBOSException as exc:
+        DBOS.destroy()
+        raise DurableError(f"cannot start DBOS: {exc}") from None
+    return url
+
+
+def open_client(config: DurableConfig, *, cwd: str) -> Any:
+    """A DBOSClient for the agent's system database (created first if it is new)."""
+    _import_dbos()
+    from dbos import DBOS, DBOSClient
+
+    url = resolve_database_url(config.database_url, cwd)
+    try:
+        DBOS.migrate(url)
+        client = DBOSClient(system_database_url=url, application_name=config.app_name())
+        client.register_queue(
+            config.queue, polling_interval_sec=_POLL_S, on_conflict="never_update"
+        )
+    except Exception as exc:  # DBOS and SQLAlchemy errors: say which database
+        raise DurableError(
+            f"cannot open the durable database: {type(exc).__name__}: {exc}"
+        ) from None
+    return client
+
+
+def shutdown(timeout_s: float) -> None:
+    """Stop taking runs, give running ones ``timeout_s`` to finish, then stop DBOS
+    (unfinished runs stay pending: this worker, restarted, or another one after the
+    lease, continues them)."""
+    from dbos import DBOS
+
+    DBOS.destroy(workflow_completion_timeout_sec=int(timeout_s))
+
+
+class Heartbeat:
+    """This worker's row in ``harnessc_workers`` and the lease watch over the others."""
+
+    def __init__(self, url: str, worker_id: str, queue: str, lease_s: float) -> None:
+        import sqlalchemy as sa
+
+        self.worker_id = worker_id
+        self.queue = queue
+        self.lease_s = lease_s
+        self.engine = sa.create_engine(_sqlalchemy_url(url))
+        self.table = sa.Table(
+            "harnessc_workers",
+            sa.MetaData(),
+            sa.Column("worker_id", sa.Text, primary_key=True),
+            sa.Column("queue", sa.Text, nullable=False),
+            sa.Column("heartbeat", sa.Float, nullable=False),
+            sa.Column("pid", sa.Integer, nullable=False),
+            sa.Column("state", sa.Text, nullable=False),
+        )
+        self.table.metadata.create_all(self.engine, checkfirst=True)
+        self.recovered: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="harnessc-heartbeat", daemon=True)
+
+    def start(self) -> None:
+        self.beat()
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self.engine.dispose()
+
+    def beat(self) -> None:
+        import sqlalchemy as sa
+
+        values = {
+            "queue": self.queue,
+            "heartbeat": time.time(),
+            "pid": os.getpid(),
+            "state": "alive",
+        }
+        with self.engine.begin() as conn:
+            done = conn.execute(
+                sa.update(self.table)
+                .where(self.table.c.worker_id == self.worker_id)
+                .values(**values)
+            )
+            if done.rowcount == 0:
+                conn.execute(sa.insert(self.table).values(worker_id=self.worker_id, **values))
+
+    def claim_dead(self) -> list[str]:
+        """Workers of this queue silent for longer than the lease that this worker claimed."""
+        import sqlalchemy as sa
+
+        cutoff = time.time() - self.lease_s
+        t = self.table
+        claimed: list[str] = []
+        with self.engine.begin() as conn:
+            rows = conn.execute(
+                sa.select(t.c.worker_id).where(
+                    t.c.queue == self.queue,
+                    t.c.state == "alive",
+                    t.c.heartbeat < cutoff,
+                    t.c.worker_id != self.worker_id,
+                )
+            ).fetchall()
+            for (dead,) in rows:
+                won = conn.execute(
+                    sa.update(t)
+                    .where(t.c.worker_id == dead, t.c.state == "alive", t.c.heartbeat < cutoff)
+                    .values(state=f"recovered by {self.worker_id}")
+                )
+                if won.rowcount == 1:
+                    claimed.append(dead)
+        return claimed
+
+    def _loop(self) -> None:
+        from dbos import DBOS
+
+        interval = max(0.05, self.lease_s / 3)
+        while not self._stop.wait(interval):
+            try:
+                self.beat()
+                dead = self.claim_dead()
+                if dead:
+                    # DBOS's recovery for those executor ids: their pending runs go back
+                    # on the queue, and any worker (this one or another) takes them
+                    DBOS._recover_pending_workflows(dead)
+                    self.recovered.extend(dead)
+            except Exception:  # a database hiccup: try again at the next beat
+                continue
+
+
+def _sqlalchemy_url(url: str) -> str:
+    if url.startswith("postgresql://") or url.startswith("postgres://"):
+        return "postgresql+psycopg://" + url.split("://", 1)[1]
+    return url

@@ -1,0 +1,190 @@
+"""A run as a DBOS workflow (imported only by durable verbs; imports DBOS).
+
+The workflow builds the agent's harness around a ``DurableSession``, a
+``DurableProvider`` and ``DurableTool`` wrappers, runs the prompt, and turns every pull
+point into a durable wait: an external tool call waits on ``DBOS.recv`` with the call id
+as topic, a budget or hook pause on the topic ``resume``. Its state (for ``--runs``) is
+the event ``state``; its events (for ``--follow``) are the stream ``events``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from dbos import DBOS
+
+from harnessc.runtime.durable.session import DurableSession, ReplayStorage, RunClock
+from harnessc.runtime.durable.steps import (
+    EVENT_STREAM,
+    DurableProvider,
+    DurableTool,
+    EventSink,
+    flush_events,
+)
+from harnessc.runtime.session.session import Session, SessionHeader, iso_now
+
+__all__ = [
+    "RESUME_TOPIC",
+    "STATE_EVENT",
+    "WAIT_S",
+    "WORKFLOW_NAME",
+    "DurableAgent",
+    "durable_run",
+    "register_agent",
+]
+
+WORKFLOW_NAME = "harnessc_run"
+STATE_EVENT = "state"
+RESUME_TOPIC = "resume"
+WAIT_S = 24 * 3600.0  # one durable wait; a run waits through as many as it takes
+
+
+@dataclass(slots=True)
+class DurableAgent:
+    """What a worker needs to run the agent: the generated module's parts."""
+
+    build_options: Callable[..., Any]
+    agent_name: str
+    session_dir: str | None = None  # JSONL sessions (relative: to the run's cwd)
+    session_repo: Callable[[], Any] | None = None  # e.g. the PostgreSQL store
+
+    def repo(self, cwd: str) -> Any:
+        if self.session_repo is not None:
+            return self.session_repo()
+        if self.session_dir is None:
+            return None
+        from harnessc.runtime.session.repo import JsonlSessionRepo
+
+        return JsonlSessionRepo(os.path.join(cwd, self.session_dir))
+
+
+_AGENT: DurableAgent | None = None
+
+
+def register_agent(agent: DurableAgent) -> None:
+    """The agent this process's workflows run (set before DBOS is launched)."""
+    global _AGENT
+    _AGENT = agent
+
+
+def _agent() -> DurableAgent:
+    if _AGENT is None:
+        raise RuntimeError("no agent registered for durable runs in this process")
+    return _AGENT
+
+
+def _begin(request: dict[str, Any], run_id: str) -> dict[str, Any]:
+    """Step: make the run's session (the header when sessions stay in memory)."""
+    agent = _agent()
+    cwd = request["cwd"]
+    metadata = {"agent": agent.agent_name, "run": run_id}
+    repo = agent.repo(cwd)
+    if repo is None:
+        header = SessionHeader.new(cwd=cwd, metadata=metadata)
+        return {"header": header.to_dict(), "session_id": None, "ts": iso_now()}
+    session = repo.create(cwd=cwd, metadata=metadata)
+    session_id = session.id
+    session.close()
+    return {"header": None, "session_id": session_id, "ts": iso_now()}
+
+
+def _session(begin: dict[str, Any], run_id: str, clock: RunClock) -> Session:
+    agent = _agent()
+    if begin["session_id"] is None:
+        header = SessionHeader.from_dict(begin["header"])
+        return DurableSession(
+            header=header, entries=[], storage=None, path=None, seed=run_id, clock=clock
+        )
+    stored = agent.repo(begin["cwd"]).open(begin["session_id"])
+    assert stored.storage is not None
+    storage = ReplayStorage(stored.storage, {e.id for e in stored.entries()})
+    return DurableSession(
+        header=stored.header,
+        entries=[],
+        storage=storage,
+        path=stored.path,
+        seed=run_id,
+        clock=clock,
+    )
+
+
+def _harness(session: Session, cwd: str, sink: EventSink, clock: RunClock) -> Any:
+    from harnessc.runtime.harness import AgentHarness
+    from harnessc.runtime.providers import get_provider
+
+    options = _agent().build_options(session=session, cwd=cwd)
+    options.provider = DurableProvider(
+        options.provider, lambda model: get_provider(model.api), sink, clock
+    )
+    options.tools = [t if t.external else DurableTool(t, sink, clock) for t in options.tools]
+    options.sequential_tools = True  # steps run in one order, replay after replay
+    harness = AgentHarness(options)
+    harness.subscribe(sink)
+    return harness
+
+
+async def _state(state: str, **fields: Any) -> None:
+    await DBOS.set_event_async(STATE_EVENT, {"state": state, **fields})
+
+
+@DBOS.workflow(name=WORKFLOW_NAME)
+async def durable_run(request: dict[str, Any]) -> dict[str, Any]:
+    """Run ``request["prompt"]`` in ``request["cwd"]`` to its end, waiting at pull points."""
+    run_id = DBOS.workflow_id or ""
+    clock, sink = RunClock(), EventSink()
+    begin = await DBOS.run_step_async({"name": "begin"}, _begin, request, run_id)
+    begin["cwd"] = request["cwd"]
+    clock.tick(begin["ts"])
+    await _state("running", session_id=begin["session_id"] or begin["header"]["id"])
+    session = _session(begin, run_id, clock)
+    try:
+        harness = _harness(session, request["cwd"], sink, clock)
+        result = await harness.prompt(request["prompt"])
+        while result.status in ("awaiting_tool", "paused"):
+            await flush_events(sink)
+            if result.status == "awaiting_tool":
+                calls = [
+                    {"id": c.id, "name": c.name, "arguments": c.arguments}
+                    for c in result.pending_tool_calls
+                ]
+                await _state("awaiting_tool", calls=calls, session_id=session.id)
+                answers = {c["id"]: await _wait(c["id"]) for c in calls}
+                await _state("running", session_id=session.id)
+                result = await harness.resume(answers)
+            else:
+                await _state("paused", reason=result.reason, session_id=session.id)
+                message = await _wait(RESUME_TOPIC)
+                await _state("running", session_id=session.id)
+                result = await harness.resume(budget=_budget(message))
+        await flush_events(sink)
+    finally:
+        session.close()
+    outcome = {
+        "status": result.status,
+        "reason": result.reason,
+        "text": result.text,
+        "session_id": session.id,
+    }
+    await _state("done" if result.status == "done" else "failed", **outcome)
+    await DBOS.close_stream_async(EVENT_STREAM)
+    return outcome
+
+
+async def _wait(topic: str) -> Any:
+    while True:
+        message = await DBOS.recv_async(topic, timeout_seconds=WAIT_S)
+        if message is not None:
+            return message
+
+
+def _budget(message: Any) -> Any:
+    if not isinstance(message, dict) or not isinstance(message.get("budget"), dict):
+        return None
+    from harnessc.runtime.budget import Budget
+
+    names = {f.name for f in dataclasses.fields(Budget)}
+    return Budget(**{k: v for k, v in message["budget"].items() if k in names})

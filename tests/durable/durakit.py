@@ -1,0 +1,230 @@
+"""Helpers of the durable-run tests: an agent module with ``durable:`` wiring, driven by a
+local protocol server whose replies depend only on the conversation so far (so any
+worker, in any order, gets the same script), and a side-effect file counting tool runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harnessc.testing import (
+    ProtocolServer,
+    RecordedRequest,
+    ScriptedResponse,
+    openai_events,
+    openai_tool_call_events,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+AGENT_SOURCE = textwrap.dedent(
+    '''
+    """A durable test agent: one scripted model, a tool with a side effect, an external tool."""
+
+    import asyncio
+    import os
+
+    from harnessc.runtime import AgentHarnessOptions, Model, env
+    from harnessc.runtime.durable import DurableConfig, run_durable_cli
+    from harnessc.runtime.session import Session
+    from harnessc.runtime.tools import ExternalTool, Tool, text_result
+
+    SESSIONS_DIR = os.environ.get("AGENT_SESSIONS") or None
+
+
+    async def _work(call_id, params, signal, on_update, context):
+        with open(os.environ["SIDE_EFFECTS"], "a") as f:
+            f.write(f"{os.getpid()} start {call_id}\\n")
+        await asyncio.sleep(float(os.environ.get("TOOL_SLEEP_S", "0")))
+        with open(os.environ["SIDE_EFFECTS"], "a") as f:
+            f.write(f"{os.getpid()} end {call_id}\\n")
+        return text_result("did " + str(params.get("step")))
+
+
+    def build_options(*, session=None, cwd=None):
+        from harnessc.runtime.session import JsonlSessionRepo
+
+        if session is None:
+            session = Session()
+        return AgentHarnessOptions(
+            session=session,
+            models={"main": Model(id="test-model", api="openai-completions",
+                                  base_url=env("TEST_BASE_URL"), api_key_env="TEST_API_KEY")},
+            model="main",
+            system_prompt="You are a durable test agent.",
+            tools=[
+                Tool(name="work", description="Do one step of work.",
+                     parameters={"type": "object", "properties": {"step": {"type": "integer"}}},
+                     run=_work),
+                ExternalTool(name="approve", description="Ask a human.",
+                             parameters={"type": "object", "properties": {}}),
+            ],
+        )
+
+
+    def durable_config():
+        return DurableConfig(
+            database_url=env("DURABLE_URL"),
+            queue="dtest",
+            concurrency=int(env("DURABLE_CONCURRENCY", "4")),
+            lease_s=float(env("DURABLE_LEASE_S", "2")),
+        )
+
+
+    def main(argv=None):
+        return run_durable_cli(build_options, argv, agent_name="dtester",
+                               session_dir=SESSIONS_DIR, durable=durable_config)
+
+
+    if __name__ == "__main__":
+        raise SystemExit(main())
+    '''
+)
+
+
+def scripted(request: RecordedRequest) -> ScriptedResponse:
+    """The reply to a conversation: prompt "steps N [approve]" calls ``work`` N times,
+    one call per reply (then ``approve`` when asked), then answers "finished N"."""
+    body = request.json
+    messages = body["messages"]
+    prompt = next(m for m in messages if m["role"] == "user")["content"]
+    if isinstance(prompt, list):
+        prompt = "".join(p.get("text", "") for p in prompt)
+    words = str(prompt).split()
+    steps = int(words[1]) if len(words) > 1 and words[0] == "steps" else 0
+    results = [m for m in messages if m["role"] == "tool"]
+    tag = words[-1] if words else ""
+    if len(results) < steps:
+        n = len(results) + 1
+        return ScriptedResponse.sse(
+            openai_tool_call_events([(f"call_{tag}_{n}", "work", json.dumps({"step": n}))])
+        )
+    if "approve" in words and len(results) == steps:
+        return ScriptedResponse.sse(openai_tool_call_events([(f"ask_{tag}", "approve", "{}")]))
+    return ScriptedResponse.sse(openai_events([f"finished {steps} {tag}"]))
+
+
+@dataclass
+class DurableAgent:
+    path: Path
+    workdir: Path
+    side_effects: Path
+    env: dict[str, str]
+    workers: list[subprocess.Popen[str]] = field(default_factory=list)
+
+    def run(
+        self, *args: str, timeout: float = 60, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, str(self.path), *args],
+            capture_output=True,
+            text=True,
+            env={**self.env, **(env or {})},
+            cwd=self.workdir,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
+
+    def client(self, *args: str) -> tuple[int, str, str]:
+        """A client verb (--runs, --follow, ...) run in this process: no executor starts
+        here, and no interpreter start-up per call."""
+        import io
+
+        from harnessc.runtime.durable import DurableConfig, run_durable_cli
+
+        out, err = io.StringIO(), io.StringIO()
+        config = DurableConfig(database_url=self.env["DURABLE_URL"], queue="dtest")
+        code = run_durable_cli(
+            _no_agent,
+            [*args, "--cwd", str(self.workdir)],
+            agent_name="dtester",
+            durable=lambda: config,
+            stdout=out,
+            stderr=err,
+        )
+        return code, out.getvalue(), err.getvalue()
+
+    def worker(
+        self, worker_id: str, *extra: str, env: dict[str, str] | None = None
+    ) -> subprocess.Popen[str]:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                str(self.path),
+                "--worker",
+                "--worker-id",
+                worker_id,
+                "--drain-s",
+                "2",
+                *extra,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**self.env, **(env or {})},
+            cwd=self.workdir,
+            stdin=subprocess.DEVNULL,
+        )
+        self.workers.append(proc)
+        return proc
+
+    def stop_workers(self) -> None:
+        for proc in self.workers:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(timeout=30)
+            if proc.stderr is not None:
+                proc.stderr.close()
+        self.workers.clear()
+
+    def executions(self) -> dict[str, int]:
+        """Tool call id -> completed executions, from the side-effect file."""
+        counts: dict[str, int] = {}
+        if self.side_effects.exists():
+            for line in self.side_effects.read_text().splitlines():
+                _, what, call_id = line.split()
+                if what == "end":
+                    counts[call_id] = counts.get(call_id, 0) + 1
+        return counts
+
+
+def _no_agent(**_: Any) -> Any:
+    raise AssertionError("a client must never build the agent")
+
+
+def _no_agent(**_: Any) -> Any:
+    raise AssertionError("a client must never build the agent")
+
+
+def make_agent(
+    tmp_path: Path, server: ProtocolServer, database_url: str, sessions: bool = True
+) -> DurableAgent:
+    path = tmp_path / "dtester.py"
+    path.write_text(AGENT_SOURCE)
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    env: dict[str, Any] = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.endswith("_API_KEY") and not k.startswith("DURABLE_")
+    }
+    env.update(
+        TEST_BASE_URL=f"{server.url}/v1",
+        TEST_API_KEY="sk-durable-test",
+        DURABLE_URL=database_url,
+        SIDE_EFFECTS=str(tmp_path / "side-effects.log"),
+        PYTHONDONTWRITEBYTECODE="1",
+        # the agent imports this checkout's harnessc, whatever is installed
+        PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
+    )
+    if sessions:
+        env["AGENT_SESSIONS"] = str(tmp_path / "sessions")
+    return DurableAgent(
+        path=path, workdir=workdir, side_effects=tmp_path / "side-effects.log", env=env
+    )

@@ -1,0 +1,295 @@
+"""Durable runs end to end: real worker processes, a real DBOS system database (SQLite,
+and PostgreSQL when one can be started), a local protocol server counting model
+requests and a side-effect file counting tool executions."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harnessc.testing import ProtocolServer, RecordedRequest, ScriptedResponse
+
+from .durakit import DurableAgent, make_agent, scripted
+
+pytest.importorskip("dbos", reason="durable runs need dbos (pip install -e '.[dev]')")
+
+
+class Server:
+    """The scripted server, with optional delays for chosen requests."""
+
+    def __init__(self, running: ProtocolServer) -> None:
+        self.running = running
+        self.slow: dict[tuple[str, int], float] = {}  # (tag, tool results so far) -> delay
+        running.set_handler(self.answer)
+
+    def answer(self, request: RecordedRequest) -> ScriptedResponse:
+        response = scripted(request)
+        delay = self.slow.get(key_of(request))
+        if delay:
+            response.delay_s = delay
+        return response
+
+    def requests_by_key(self) -> Counter[tuple[str, int]]:
+        return Counter(key_of(r) for r in self.running.requests)
+
+
+def key_of(request: RecordedRequest) -> tuple[str, int]:
+    messages = request.json["messages"]
+    prompt = next(m for m in messages if m["role"] == "user")["content"]
+    if isinstance(prompt, list):
+        prompt = "".join(p.get("text", "") for p in prompt)
+    return str(prompt).split()[-1], sum(1 for m in messages if m["role"] == "tool")
+
+
+@pytest.fixture
+def server() -> Iterator[Server]:
+    with ProtocolServer() as running:
+        yield Server(running)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return "sqlite:///.harnessc/durable.sqlite"  # relative: resolves in the agent's cwd
+    return str(request.getfixturevalue("pg_database"))
+
+
+@pytest.fixture
+def sqlite_agent(tmp_path: Path, server: Server) -> Iterator[DurableAgent]:
+    agent = make_agent(tmp_path, server.running, "sqlite:///.harnessc/durable.sqlite")
+    yield agent
+    agent.stop_workers()
+
+
+@pytest.fixture
+def any_agent(tmp_path: Path, server: Server, database_url: str) -> Iterator[DurableAgent]:
+    agent = make_agent(tmp_path, server.running, database_url)
+    yield agent
+    agent.stop_workers()
+
+
+def wait_for(predicate: Any, timeout: float = 30.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def shape(path: Path) -> list[Any]:
+    """A session file's entries without ids, timestamps and run-specific metadata."""
+    out: list[Any] = []
+    for line in path.read_text().splitlines()[1:]:
+        entry = json.loads(line)
+        for key in ("id", "parentId", "timestamp"):
+            entry.pop(key, None)
+        data = entry.get("data")
+        if isinstance(data, dict):  # the harness's pause record: its run id and clock
+            data.pop("run_id", None)
+            if isinstance(data.get("usage"), dict):
+                data["usage"].pop("wall_clock_s", None)
+        message = entry.get("message")
+        if isinstance(message, dict):
+            message.pop("timestamp", None)
+            message.pop("usage", None)
+            message.pop("responseId", None)
+        out.append(entry)
+    return out
+
+
+def sessions_of(agent: DurableAgent) -> list[Path]:
+    return sorted((agent.path.parent / "sessions").glob("*/*.jsonl"))
+
+
+def submit(agent: DurableAgent, prompt: str) -> str:
+    code, out, err = agent.client("--submit", prompt)
+    assert code == 0, err
+    run_id = out.strip()
+    assert len(run_id) == 36
+    return run_id
+
+
+def test_one_shot_durable_run_leaves_the_session_a_plain_run_leaves(
+    sqlite_agent: DurableAgent, tmp_path: Path
+) -> None:
+    durable = sqlite_agent.run("steps 2 same")
+    assert durable.returncode == 0, durable.stderr
+    assert durable.stdout.strip() == "finished 2 same"
+    (durable_file,) = sessions_of(sqlite_agent)
+    plain_dir = tmp_path / "plain"
+    plain = sqlite_agent.run("--session-dir", str(plain_dir), "steps 2 same")  # not durable
+    assert plain.returncode == 0, plain.stderr
+    (plain_file,) = sorted(plain_dir.glob("*/*.jsonl"))
+    assert shape(durable_file) == shape(plain_file)
+    assert sqlite_agent.executions() == {"call_same_1": 2, "call_same_2": 2}  # once per run
+    assert (sqlite_agent.workdir / ".harnessc" / "durable.sqlite").is_file()
+
+
+def test_submit_worker_follow_runs_and_a_resume_from_a_third_process(
+    any_agent: DurableAgent, server: Server
+) -> None:
+    plain = submit(any_agent, "steps 2 plain")
+    asking = submit(any_agent, "steps 1 approve asking")
+    listed = any_agent.client("--runs", "--json")[1]
+    states = {json.loads(line)["id"]: json.loads(line)["state"] for line in listed.splitlines()}
+    assert states == {plain: "queued", asking: "queued"}  # no worker yet: nothing ran
+    assert server.running.requests == []
+    any_agent.worker("w1")
+    followed = any_agent.run("--follow", plain)  # a client in a process of its own
+    assert followed.returncode == 0, followed.stderr
+    assert followed.stdout.splitlines() == ["[work]", "[work]", "finished 2 plain"]
+    code, waiting, _ = any_agent.client("--follow", asking, "--json")
+    assert code == 3
+    assert any(json.loads(line)["type"] == "tool_execution_start" for line in waiting.splitlines())
+    runs = any_agent.client("--runs")[1]
+    assert f"{asking}  awaiting_tool" in runs and f"{plain}  done" in runs
+    code, _, err = any_agent.client("--run", asking, "--resume-with", '{"nope": "x"}')
+    assert code == 2 and "waits for ask_asking" in err
+    resumed = any_agent.run("--run", asking, "--resume-with", '{"ask_asking": "approved"}')
+    assert resumed.returncode == 0, resumed.stderr
+    code, final, _ = any_agent.client("--follow", asking)
+    assert code == 0 and final.splitlines()[-1] == "finished 1 asking"
+    assert any_agent.executions() == {"call_plain_1": 1, "call_plain_2": 1, "call_asking_1": 1}
+    assert max(server.requests_by_key().values()) == 1  # no model request twice
+    stopped = any_agent.workers[0]
+    stopped.send_signal(signal.SIGTERM)
+    assert stopped.wait(timeout=30) == 0
+
+
+@pytest.mark.parametrize("where", ["tool", "model", "pull"])
+def test_sigkill_mid_run_repeats_nothing_committed(
+    sqlite_agent: DurableAgent, server: Server, tmp_path: Path, where: str
+) -> None:
+    agent = sqlite_agent
+    # the same run, uninterrupted and not durable, for the session to compare with
+    plain = tmp_path / "plain"
+    first = agent.run("--session-dir", str(plain), "steps 3 approve k")
+    assert first.returncode == 3, first.stderr  # waits for approve: a pull point
+    answer = ("--resume-with", '{"ask_k": "yes"}')
+    assert agent.run("--session-dir", str(plain), "--continue", *answer).returncode == 0
+    (reference_file,) = sorted(plain.glob("*/*.jsonl"))
+    server.running.reset()
+    server.running.set_handler(server.answer)
+    agent.side_effects.unlink()
+
+    env = {"TOOL_SLEEP_S": "3" if where == "tool" else "0"}
+    if where == "model":
+        server.slow[("k", 2)] = 3.0  # the third model call takes 3 s
+    run_id = submit(agent, "steps 3 approve k")
+    victim = agent.worker("w1", env=env)
+    if where == "tool":
+        wait_for(lambda: "start call_k_2" in _read(agent.side_effects), what="the second tool")
+    elif where == "model":
+        wait_for(lambda: server.requests_by_key()[("k", 2)] == 1, what="the third model call")
+    else:
+        wait_for(lambda: "awaiting_tool" in agent.client("--runs")[1], what="the pull point")
+    victim.kill()  # SIGKILL: no drain, no cleanup
+    victim.wait(timeout=30)
+    server.slow.clear()
+    agent.worker("w1")  # the same worker id again: it recovers its own runs
+    if where == "pull":
+        resumed = agent.run("--run", run_id, "--resume-with", '{"ask_k": "yes"}')
+        assert resumed.returncode == 0, resumed.stderr
+    else:
+        wait_for(lambda: "awaiting_tool" in agent.client("--runs")[1], what="the pull point")
+        assert agent.client("--run", run_id, "--resume-with", '{"ask_k": "yes"}')[0] == 0
+    code, done, err = agent.client("--follow", run_id)
+    assert code == 0, err
+    assert done.splitlines()[-1] == "finished 3 k"
+    assert agent.executions() == {"call_k_1": 1, "call_k_2": 1, "call_k_3": 1}
+    requests = server.requests_by_key()
+    interrupted = ("k", 2) if where == "model" else None
+    for key, count in requests.items():
+        assert count == (2 if key == interrupted else 1), (key, count)
+    (session_file,) = sessions_of(agent)
+    assert shape(session_file) == shape(reference_file)
+
+
+def test_a_dead_workers_runs_are_finished_by_another_after_the_lease(
+    any_agent: DurableAgent, server: Server
+) -> None:
+    run_id = submit(any_agent, "steps 2 lease")
+    victim = any_agent.worker("gone", env={"TOOL_SLEEP_S": "3"})
+    wait_for(lambda: "start call_lease_1" in _read(any_agent.side_effects), what="the first tool")
+    victim.kill()
+    victim.wait(timeout=30)
+    any_agent.worker("other")  # a different id: takes over once the lease (2 s) has passed
+    code, done, err = any_agent.client("--follow", run_id)
+    assert code == 0, err
+    assert done.splitlines()[-1] == "finished 2 lease"
+    assert any_agent.executions() == {"call_lease_1": 1, "call_lease_2": 1}
+    listed = [json.loads(line) for line in any_agent.client("--runs", "--json")[1].splitlines()]
+    assert [(r["id"], r["state"], r["worker"]) for r in listed] == [(run_id, "done", "other")]
+
+
+def test_four_workers_complete_200_runs_exactly_once(
+    tmp_path: Path, server: Server, pg_database: str
+) -> None:
+    agent = make_agent(tmp_path, server.running, pg_database, sessions=False)
+    try:
+        for n in range(4):
+            agent.worker(f"w{n}", env={"DURABLE_CONCURRENCY": "8"})
+        script = (
+            "import sys, uuid\n"
+            "from dbos import DBOS, DBOSClient\n"
+            "DBOS.migrate(sys.argv[1])\n"
+            "c = DBOSClient(system_database_url=sys.argv[1], application_name='hx-dtest')\n"
+            "for i in range(200):\n"
+            "    c.enqueue({'workflow_name': 'harnessc_run', 'queue_name': 'dtest',"
+            " 'workflow_id': f'run-{i:03d}'}, {'prompt': f'steps 1 r{i}', 'cwd': sys.argv[2]})\n"
+            "c.destroy()\n"
+        )
+        import subprocess
+        import sys
+
+        subprocess.run(
+            [sys.executable, "-c", script, pg_database, str(agent.workdir)],
+            check=True,
+            env=agent.env,
+            timeout=120,
+        )
+
+        def finished() -> int:
+            rows = agent.client("--runs", "--json")[1].splitlines()
+            return sum(1 for line in rows if json.loads(line)["state"] == "done")
+
+        wait_for(lambda: finished() == 200, timeout=240, what="200 finished runs")
+        rows = [json.loads(line) for line in agent.client("--runs", "--json")[1].splitlines()]
+        assert len(rows) == 200 and {r["state"] for r in rows} == {"done"}
+        assert len({r["worker"] for r in rows}) > 1  # the queue was shared
+        executions = agent.executions()
+        assert len(executions) == 200 and set(executions.values()) == {1}
+        assert set(server.requests_by_key().values()) == {1}
+        assert len(server.running.requests) == 400
+    finally:
+        agent.stop_workers()
+
+
+def _read(path: Path) -> str:
+    return path.read_text() if path.exists() else ""
+
+
+def test_without_durable_dbos_is_never_imported(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import harnessc.runtime, harnessc.runtime.durable\n"
+        "from harnessc.runtime.durable import DurableConfig\n"
+        "DurableConfig()\n"
+        "assert 'dbos' not in sys.modules and 'psycopg' not in sys.modules, sorted(sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ}
+    )
+    assert done.returncode == 0, done.stderr
