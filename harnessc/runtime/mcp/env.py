@@ -25,6 +25,10 @@ def is_credential_name(name: str) -> bool:
 
 def child_environ(environ: Mapping[str, str]) -> dict[str, str]:
     """``environ`` without credentials (values starting ``()``, shell functions, too)."""
+    from harnessc.runtime.secrets import scrubbed_environ  # models' api_key_env, copies
+
     return {
-        k: v for k, v in environ.items() if not is_credential_name(k) and not v.startswith("()")
+        k: v
+        for k, v in scrubbed_environ(environ).items()
+        if not is_credential_name(k) and not v.startswith("()")
     }
