@@ -4,7 +4,10 @@ Runs ``python generated/hello.py "hi"`` (or an equivalent agent written to a tem
 directory when generated/ is missing) against a local OpenAI-compatible server, N times,
 and prints the median, min and max. Target: first request in under 250 ms.
 
-    python benchmarks/startup.py [--runs 20] [--hide trio --hide rich]
+    python benchmarks/startup.py [--runs 20] [--hide trio --hide rich] [--json | --tty]
+
+``--json`` runs ``hello.py --json "hi"``; ``--tty`` runs it on a pseudo-terminal, where
+replies are rendered (rich, when installed).
 
 ``--hide MODULE`` makes ``import MODULE`` fail in the agent process, to measure what a
 clean install costs when this machine has optional packages that httpx/httpcore import
@@ -54,6 +57,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--hide", action="append", default=[], metavar="MODULE")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--json", action="store_true", help="a --json run")
+    mode.add_argument("--tty", action="store_true", help="a run on a pseudo-terminal")
     options = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp, ProtocolServer() as server:
@@ -80,8 +86,9 @@ def main() -> None:
             env["PYTHONPATH"] = os.pathsep.join(
                 [str(hidden), *filter(None, [os.environ.get("PYTHONPATH")])]
             )
-        command = [sys.executable, str(agent), "hi"]
-        subprocess.run(command, env=env, capture_output=True, check=True, cwd=tmp)  # warm caches
+        command = [sys.executable, str(agent), *(["--json"] if options.json else []), "hi"]
+        run = _run_on_tty if options.tty else _run_piped
+        run(command, env, tmp)  # warm caches
         first: list[float] = []
         whole: list[float] = []
         cpu: list[float] = []
@@ -89,19 +96,21 @@ def main() -> None:
             arrivals.clear()
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             started = time.monotonic()
-            done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=tmp)
+            code, output = run(command, env, tmp)
             ended = time.monotonic()
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             used = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
             cpu.append(used * 1000)
-            if done.returncode != 0 or not arrivals:
-                sys.exit(f"run failed ({done.returncode}): {done.stderr.strip()}")
+            if code != 0 or not arrivals:
+                sys.exit(f"run failed ({code}): {output.strip()}")
             first.append((arrivals[0] - started) * 1000)
             whole.append((ended - started) * 1000)
 
     name = agent.relative_to(ROOT) if agent.is_relative_to(ROOT) else "fallback agent"
     hidden_note = f", hiding {', '.join(options.hide)}" if options.hide else ""
-    print(f'{name} "hi" against a local server, {options.runs} runs{hidden_note}')
+    how = "--json " if options.json else ""
+    where = " on a pseudo-terminal" if options.tty else ""
+    print(f'{name} {how}"hi"{where} against a local server, {options.runs} runs{hidden_note}')
     rows = (("first HTTP request", first), ("whole run", whole), ("CPU of the run", cpu))
     for label, values in rows:
         print(
@@ -113,6 +122,66 @@ def main() -> None:
     print(
         f"  load average now: {', '.join(f'{x:.2f}' for x in os.getloadavg())} (wall times need an idle machine)"
     )
+
+
+def _run_piped(command: list[str], env: dict[str, str], cwd: str) -> tuple[int, str]:
+    done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=cwd)
+    return done.returncode, done.stderr
+
+
+def _run_on_tty(command: list[str], env: dict[str, str], cwd: str) -> tuple[int, str]:
+    """Run ``command`` with a pseudo-terminal as stdin, stdout and stderr."""
+    import pty
+
+    pid, fd = pty.fork()
+    if pid == 0:
+        try:
+            os.chdir(cwd)
+            os.execve(command[0], command, {**env, "TERM": "xterm"})
+        finally:
+            os._exit(127)
+    chunks: list[bytes] = []
+    while True:
+        try:
+            data = os.read(fd, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    return os.waitstatus_to_exitcode(status), b"".join(chunks).decode("utf-8", "replace")
+
+
+def _run_piped(command: list[str], env: dict[str, str], cwd: str) -> tuple[int, str]:
+    done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=cwd)
+    return done.returncode, done.stderr
+
+
+def _run_on_tty(command: list[str], env: dict[str, str], cwd: str) -> tuple[int, str]:
+    """Run ``command`` with a pseudo-terminal as stdin, stdout and stderr."""
+    import pty
+
+    pid, fd = pty.fork()
+    if pid == 0:
+        try:
+            os.chdir(cwd)
+            os.execve(command[0], command, {**env, "TERM": "xterm"})
+        finally:
+            os._exit(127)
+    chunks: list[bytes] = []
+    while True:
+        try:
+            data = os.read(fd, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    return os.waitstatus_to_exitcode(status), b"".join(chunks).decode("utf-8", "replace")
 
 
 if __name__ == "__main__":

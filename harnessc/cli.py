@@ -1,4 +1,4 @@
-"""The ``harnessc`` command: build, check, schema, new, run, dev.
+"""The ``harnessc`` command: build, check, schema, new, list, run, dev, doctor, serve-demo.
 
 Exit codes: 0 success (warnings allowed), 1 errors in a spec or stale output,
 2 usage errors. Diagnostics go to stderr as ``path:line:col: severity: message``.
@@ -246,7 +246,12 @@ def _spec_filter(change: Any, path: str) -> bool:
 @_guard
 def check(specs: tuple[str, ...]) -> None:
     """Validate SPEC files and folders (default: agents/) without compiling."""
-    loaded = _load_all(_collect(specs).files)
+    inputs = _collect(specs)
+    if not inputs.files:
+        where = ", ".join(_display(d) for d in inputs.dirs) or "."
+        click.echo(f"harnessc: no specs (*.yaml, *.yml) in {where}: nothing checked", err=True)
+        raise SystemExit(1)
+    loaded = _load_all(inputs.files)
     errors, _ = _report(loaded)
     for item in loaded:
         err = sum(1 for d in item.diagnostics if d.severity == "error")
@@ -332,6 +337,44 @@ def new(name: str, spec_dir: str) -> None:
     click.echo(f"next: edit {_display(spec_path)}, then `harnessc build {_display(spec_path)}`")
 
 
+@cli.command("list")
+@click.argument("folder", default=DEFAULT_SPECS, required=False)
+@click.option(
+    "-o", "--out", "out_dir", default=DEFAULT_OUT, show_default=True, help="Output folder."
+)
+@_guard
+def list_agents(folder: str, out_dir: str) -> None:
+    """List the agents of FOLDER (default: agents/): name, module status, description."""
+    specs = _specs_in(Path(folder))
+    if not specs:
+        click.echo(f"no specs (*.yaml, *.yml) in {folder}", err=True)
+        raise SystemExit(1 if not Path(folder).is_dir() else 0)
+    loaded = _load_all(specs)
+    rows: list[tuple[str, str, str]] = []
+    for item in loaded:
+        if item.spec is None:
+            errors = sum(1 for d in item.diagnostics if d.severity == "error")
+            rows.append(
+                (
+                    item.path.stem,
+                    "has errors",
+                    f"{_plural(errors, 'error')}: harnessc check {item.display_path}",
+                )
+            )
+            continue
+        (status,) = check_outputs(compile_specs([item], out_dir), out_dir)
+        state = {"current": "built", "stale": "stale", "missing": "not built"}[status.status]
+        rows.append((item.spec.name, state, item.spec.description or ""))
+    width = max(len(name) for name, _, _ in rows)
+    for name, state, text in rows:
+        click.echo(f"{name.ljust(width)}  {state:<10}  {text}".rstrip())
+    if any(state in ("stale", "not built") for _, state, _ in rows):
+        click.echo(
+            f"`harnessc build` writes the modules to {out_dir}/; `harnessc run NAME` runs one without building",
+            err=True,
+        )
+
+
 # -- run / dev ------------------------------------------------------------------------------
 
 
@@ -357,7 +400,7 @@ def _agent_command(function: Callable[..., None]) -> Any:
     """``run`` and ``dev``: SPEC, the agent's own arguments, and where the module would live."""
     decorators = (
         cli.command(context_settings=_RUN_SETTINGS),
-        click.argument("spec", type=click.Path(exists=True, dir_okay=False)),
+        click.argument("spec", metavar="SPEC|NAME"),
         click.argument("agent_args", nargs=-1, type=click.UNPROCESSED),
         click.option(
             "-o",
@@ -374,9 +417,49 @@ def _agent_command(function: Callable[..., None]) -> Any:
     return function
 
 
+def _find_spec(spec: str) -> str:
+    """SPEC as given when it is a file, else ``agents/SPEC.yaml`` (``harnessc run coder``)."""
+    if Path(spec).is_file():
+        return spec
+    if Path(spec).is_dir():
+        raise click.BadParameter(f"{spec} is a folder; name a spec file", param_hint="SPEC")
+    if "/" not in spec and not spec.endswith((".yaml", ".yml")):
+        for suffix in (".yaml", ".yml"):
+            candidate = Path(DEFAULT_SPECS) / f"{spec}{suffix}"
+            if candidate.is_file():
+                return _display(candidate)
+    names = sorted(p.stem for p in _specs_in(Path(DEFAULT_SPECS)))
+    from harnessc.spec.diagnostics import did_you_mean
+
+    hint = did_you_mean(Path(spec).stem, names) if names else ""
+    known = f"; agents here: {', '.join(names)}" if names else ""
+    raise click.BadParameter(f"no spec file {spec} and no {DEFAULT_SPECS}/{spec}.yaml{hint}{known}")
+
+
+def _specs_in(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+
+
+def _check_agent_args(command: str, spec: str, args: Sequence[str]) -> None:
+    """``harnessc run SPEC -o x``: harnessc's own options go before SPEC."""
+    before = list(args)[: list(args).index("--")] if "--" in args else list(args)
+    for word in before:
+        if word in ("-o", "--out") or word.startswith(("--out=", "-o")) and len(word) > 2:
+            flag = "--out" if word.startswith("--out") else "-o"
+            raise click.UsageError(
+                f"{flag} is an option of harnessc {command} and goes before SPEC: "
+                f"harnessc {command} {flag} DIR {spec} ...  (to pass it to the agent, put it after --)"
+            )
+
+
 @_agent_command
 def run(spec: str, agent_args: tuple[str, ...], out_dir: str) -> None:
-    """Compile SPEC in memory and run the agent's command line with AGENT_ARGS (after --)."""
+    """Compile SPEC (a file, or NAME for agents/NAME.yaml) in memory and run the agent's
+    command line with AGENT_ARGS (after --)."""
+    spec = _find_spec(spec)
+    _check_agent_args("run", spec, agent_args)
     live = LiveAgent(spec, out_dir)
     if not live.load():
         click.echo(f"harnessc: {spec} has errors; not running", err=True)
@@ -386,12 +469,53 @@ def run(spec: str, agent_args: tuple[str, ...], out_dir: str) -> None:
 
 @_agent_command
 def dev(spec: str, agent_args: tuple[str, ...], out_dir: str) -> None:
-    """Run SPEC interactively; resources hot-reload and the spec recompiles between turns."""
+    """Run SPEC (or NAME) interactively; resources hot-reload and the spec recompiles
+    between turns."""
+    spec = _find_spec(spec)
+    _check_agent_args("dev", spec, agent_args)
     argv = _agent_argv(agent_args)
     raise SystemExit(run_dev(spec, argv, out_dir, prog=_prog("dev", spec, out_dir)))
 
 
 cli.add_command(sessions)  # harnessc sessions export|import (PostgreSQL <-> JSONL)
+
+
+@cli.command("doctor")
+@click.argument("spec", metavar="SPEC|NAME")
+@click.option("--base-url", metavar="URL", help="Check every model at URL instead.")
+@click.option("-o", "--out", "out_dir", default=DEFAULT_OUT, show_default=True, hidden=True)
+@_guard
+def doctor_command(spec: str, base_url: str | None, out_dir: str) -> None:
+    """Check each model of SPEC: its key variable, that its endpoint answers, its model id."""
+    from harnessc.doctor import doctor
+    from harnessc.runtime.cli.args import UsageError
+    from harnessc.runtime.cli.main import BASE_URL_VARIABLE, override_base_url
+    from harnessc.runtime.session import Session
+
+    spec = _find_spec(spec)
+    live = LiveAgent(spec, out_dir)
+    if not live.load():
+        click.echo(f"harnessc: {spec} has errors; run `harnessc check {spec}`", err=True)
+        raise SystemExit(1)
+    options = live.build_options(session=Session(), cwd=os.getcwd())
+    url = base_url or os.environ.get(BASE_URL_VARIABLE)
+    if url:
+        try:
+            override_base_url(options, url, "--base-url" if base_url else BASE_URL_VARIABLE)
+        except UsageError as exc:
+            raise click.UsageError(str(exc)) from None
+    raise SystemExit(doctor(dict(options.models), click.echo))
+
+
+@cli.command("serve-demo")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8765, show_default=True, help="Port (0: any free one).")
+@_guard
+def serve_demo(host: str, port: int) -> None:
+    """A key-free local demo model (OpenAI-compatible) to try agents with; Ctrl-C stops it."""
+    from harnessc.testing.demo import main as demo_main
+
+    raise SystemExit(demo_main(["--host", host, "--port", str(port)], prog="harnessc serve-demo"))
 
 
 def main(argv: list[str] | None = None) -> None:

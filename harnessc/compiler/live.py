@@ -142,7 +142,7 @@ def run_dev(spec_path: str, argv: list[str], out_dir: str, prog: str | None = No
 @contextlib.contextmanager
 def _dev_repl(live: LiveAgent) -> Iterator[None]:
     """Make run_cli's interactive mode use ``DevRepl`` (bound to ``live``) for this call."""
-    from harnessc.runtime import cli_repl
+    from harnessc.runtime.cli import repl as cli_repl
 
     original = cli_repl.Repl
 

@@ -186,6 +186,10 @@ class _Walker:
                 )
             )
             children.extend(self.nested(key_path, prop))
+        extra = node.get("additionalProperties")
+        if isinstance(extra, dict) and extra and node.get("properties"):
+            # named entries beside fixed keys (``mcp.<name>`` beside ``mcp.from``)
+            children.extend(self.nested(f"{path}.<name>" if path else "<name>", extra))
         for child_path, child in children:
             name = self.def_name(child)
             if name is not None and name in self._stack:

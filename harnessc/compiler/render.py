@@ -26,15 +26,15 @@ from harnessc.compiler.pyexpr import (
     py_string,
     string_lines,
 )
+from harnessc.runtime import catalog
 from harnessc.runtime.events import EVENT_ALIASES
 from harnessc.runtime.hooks import canonical_hook_name
 from harnessc.spec.envref import EnvRef, split_env_refs
 from harnessc.spec.load import LoadedSpec
 from harnessc.spec.models import (
-    DEFAULT_BASE_URLS,
-    PROVIDER_APIS,
     AgentSpec,
     HookHandlerSpec,
+    McpSpec,
     ModelSpec,
     SpecModel,
     ToolEntry,
@@ -116,8 +116,17 @@ class _Builder:
         return name
 
     def call(self, module: str, func: str, /, *args: Expr, **kwargs: Expr | None) -> Call:
+        return self.call_object(f"{RUNTIME}{module}:{func}", *args, **kwargs)
+
+    def use(self, path: str) -> str:
+        """Import the object a catalog entry names (``"pkg.mod:Name"``); its name."""
+        module, name = catalog.split_path(path)
+        self.imports.use(module, name)
+        return name
+
+    def call_object(self, path: str, /, *args: Expr, **kwargs: Expr | None) -> Call:
         return Call(
-            self.rt(module, func),
+            self.use(path),
             list(args),
             [(k, v) for k, v in kwargs.items() if v is not None],
         )
@@ -188,6 +197,14 @@ class _Builder:
         if spec.budget is not None:
             out.append(("budget", self.kwargs_call("", "Budget", spec.budget)))
         hooks = [self.hook(moment, h) for moment, handlers in spec.hooks.items() for h in handlers]
+        if spec.claude_settings is not None:  # read when the agent starts: edits need no build
+            settings = self.call(
+                ".extensions",
+                "claude_settings_hooks",
+                Lit(spec.claude_settings),
+                spec_dir=Code("SPEC_DIR"),
+            )
+            hooks.append(Code("*" + settings.flat()))
         if hooks:
             out.append(("hooks", ListExpr(hooks)))
         extensions = self.extensions()
@@ -199,19 +216,14 @@ class _Builder:
 
     def kwargs_call(self, module: str, func: str, model: SpecModel, /, **override: Expr) -> Call:
         """``Name(key=value, ...)`` for the keys the spec sets, in declaration order."""
-        kwargs: dict[str, Expr | None] = {}
-        for key in type(model).model_fields:
-            if key in override:
-                kwargs[key] = override[key]
-            elif key in model.model_fields_set:
-                kwargs[key] = from_json(getattr(model, key))
-        return self.call(module, func, **kwargs)
+        return self.call_object(f"{RUNTIME}{module}:{func}", **_set_kwargs(model, override))
 
     def model(self, m: ModelSpec) -> Call:
-        base_url = m.base_url if m.base_url is not None else DEFAULT_BASE_URLS[m.provider]
+        wire = catalog.provider(m.provider)
+        base_url = m.base_url if m.base_url is not None else wire.base_url
         kwargs: dict[str, Expr | None] = {
             "id": self.env_str(m.id),
-            "api": Lit(PROVIDER_APIS[m.provider]),
+            "api": Lit(wire.api),
             "provider": Lit(m.provider),
             "name": Lit(m.name) if m.name is not None else None,
             "base_url": self.env_str(base_url),
@@ -252,9 +264,15 @@ class _Builder:
                 description=Lit(ext.description),
                 parameters=from_json(ext.parameters),
             )
-        if entry.bash is not None and entry.bash.timeout_s is not None:
-            return self.call(tools, "create_bash_tool", timeout_s=Lit(entry.bash.timeout_s))
-        return self.call(tools, f"create_{entry.kind}_tool")
+        builtin = catalog.tool(entry.kind)
+        options = entry.options
+        kwargs: dict[str, Expr | None] = {}
+        if options is not None:
+            for key in builtin.options:
+                value = getattr(options, key)
+                if key in options.model_fields_set and value is not None:
+                    kwargs[key] = from_json(value)
+        return self.call_object(builtin.factory, **kwargs)
 
     def resources(self) -> Call:
         res = self.spec.resources
@@ -298,7 +316,7 @@ class _Builder:
                 Lit(handler.command),
                 matcher=matcher,
                 timeout_s=timeout,
-                cwd=Code("SPEC_DIR"),
+                spec_dir=Code("SPEC_DIR"),
             )
         assert handler.block is not None
         return self.call(
@@ -310,20 +328,40 @@ class _Builder:
         )
 
     def extensions(self) -> list[Expr]:
-        ext = self.spec.extensions
+        """One ``Extension(Config(...))`` per extension the spec enables, in install order."""
         out: list[Expr] = []
-        for key, cls, config in (
-            ("compaction", "CompactionExtension", "CompactionConfig"),
-            ("session_index", "SessionIndexExtension", "SessionIndexConfig"),
-            ("turn_continue", "TurnContinueExtension", "TurnContinueConfig"),
-            ("turn_nudge", "TurnNudgeExtension", "TurnNudgeConfig"),
-        ):
-            value = getattr(ext, key)
+        for entry in catalog.EXTENSIONS:
+            value = getattr(self.spec.extensions, entry.name)
             if value is not None:
-                out.append(
-                    self.call(".extensions", cls, self.kwargs_call(".extensions", config, value))
-                )
+                config = self.call_object(entry.config, **_set_kwargs(value, {}))
+                out.append(self.call_object(entry.factory, config))
+        if self.spec.mcp is not None:
+            out.append(self.mcp(self.spec.mcp))
         return out
+
+    def mcp(self, section: McpSpec) -> Expr:
+        """``McpToolset([McpServerConfig(...), ...], from_file=...)``: the servers as wiring."""
+        source = catalog.tool_source("mcp")
+        servers: list[Expr] = []
+        for name, server in section.servers.items():
+            kwargs: dict[str, Expr | None] = {"name": Lit(name)}
+            for key in type(server).model_fields:
+                if key not in server.model_fields_set:
+                    continue
+                value = getattr(server, key)
+                if key in ("command", "url", "cwd"):
+                    kwargs[key] = self.env_str(value) if value is not None else None
+                elif key == "args":
+                    kwargs[key] = ListExpr([self.env_str(v) for v in value])
+                elif key in ("env", "headers"):
+                    kwargs[key] = DictExpr([(Lit(k), self.env_str(v)) for k, v in value.items()])
+                else:
+                    kwargs[key] = from_json(value)
+            if server.command is not None:
+                kwargs["base_dir"] = Code("SPEC_DIR")
+            servers.append(self.call_object(source.config, **kwargs))
+        from_file = self.spec_path(section.from_) if section.from_ is not None else None
+        return self.call_object(source.factory, ListExpr(servers), from_file=from_file)
 
     def session_lines(self) -> list[str]:
         """Body of ``if session is None:`` in build_options."""
@@ -369,6 +407,17 @@ class _Builder:
             lease_s=Lit(spec.lease_s),
         )
         return layout(config, 4, 11)
+
+
+def _set_kwargs(model: SpecModel, override: dict[str, Expr]) -> dict[str, Expr | None]:
+    """The keys the spec sets (or ``override`` gives), in declaration order."""
+    kwargs: dict[str, Expr | None] = {}
+    for key in type(model).model_fields:
+        if key in override:
+            kwargs[key] = override[key]
+        elif key in model.model_fields_set:
+            kwargs[key] = from_json(getattr(model, key))
+    return kwargs
 
 
 def hook_moment(moment: str) -> str:

@@ -30,6 +30,12 @@ budget:
   wall_clock_s: 900
 session:
   dir: .harnessc/sessions
+# File tools (read write edit ls grep find) only see the workspace: here the folder the
+# agent runs in. Set allow_outside_workspace: true to widen it. bash (not listed above)
+# is NOT confined: it runs any command the model writes, with your rights (see README).
+tool_context:
+  workspace: .
+  allow_outside_workspace: false
 """
 
 _SKILL = """\

@@ -18,7 +18,7 @@ class Budget:
     turns: int | None = None
     tool_calls: int | None = None
     wall_clock_s: float | None = None
-    tokens: int | None = None  # input + output tokens
+    tokens: int | None = None  # the usage total of every reply (cached tokens included)
     cost_usd: float | None = None
     soft_ratio: float = 0.8
 
@@ -75,7 +75,7 @@ class BudgetTracker:
 
     budget: Budget = field(default_factory=Budget)
     usage: BudgetUsage = field(default_factory=BudgetUsage)
-    _warned: set[str] = field(default_factory=set)
+    warned: set[str] = field(default_factory=set)
     _clock_started: float | None = None
 
     def start_clock(self) -> None:
@@ -112,17 +112,17 @@ class BudgetTracker:
             used = self.used(limit)
             if used + pending > maximum or (pending == 0 and used >= maximum and maximum > 0):
                 out.append(BudgetWarning(limit, used, maximum, "hard"))
-            elif used + pending >= maximum * self.budget.soft_ratio and limit not in self._warned:
-                self._warned.add(limit)
+            elif used + pending >= maximum * self.budget.soft_ratio and limit not in self.warned:
+                self.warned.add(limit)
                 out.append(BudgetWarning(limit, used + pending, maximum, "soft"))
         return out
 
     def raise_limits(self, budget: Budget) -> None:
         """Replace the limits (resume after a budget pause); warnings may fire again."""
         self.budget = budget
-        self._warned = {
+        self.warned = {
             name
-            for name in self._warned
+            for name in self.warned
             if getattr(budget, name) is not None
             and self.used(name) >= getattr(budget, name) * budget.soft_ratio
         }

@@ -5,7 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from enum import StrEnum
 
-__all__ = ["IllegalTransitionError", "LoopState", "StateMachine", "TRANSITIONS"]
+__all__ = [
+    "TRANSITIONS",
+    "IllegalTransitionError",
+    "LoopState",
+    "StateMachine",
+    "check_transition",
+]
 
 
 class LoopState(StrEnum):
@@ -33,6 +39,16 @@ class IllegalTransitionError(RuntimeError):
     pass
 
 
+def check_transition(source: LoopState, target: LoopState) -> None:
+    """Raise IllegalTransitionError for a move the contract forbids."""
+    if target not in TRANSITIONS[source]:
+        allowed = ", ".join(s.value for s in sorted(TRANSITIONS[source], key=lambda s: s.value))
+        raise IllegalTransitionError(
+            f"illegal transition {source.value} -> {target.value}"
+            f" (allowed from {source.value}: {allowed or 'nothing'})"
+        )
+
+
 class StateMachine:
     """One run's state. IDLE is the only entry, DONE the only exit."""
 
@@ -54,12 +70,7 @@ class StateMachine:
     def transition(self, target: LoopState) -> None:
         """Move to ``target``; raises IllegalTransitionError for a move the contract forbids."""
         source = self._state
-        if target not in TRANSITIONS[source]:
-            allowed = ", ".join(s.value for s in sorted(TRANSITIONS[source], key=lambda s: s.value))
-            raise IllegalTransitionError(
-                f"illegal transition {source.value} -> {target.value}"
-                f" (allowed from {source.value}: {allowed or 'nothing'})"
-            )
+        check_transition(source, target)
         self._state = target
         self.history.append(target)
         if self._on_change is not None:

@@ -12,9 +12,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harnessc.runtime.events import Event
-from harnessc.runtime.loop import LoopState, StateMachine
+from harnessc.runtime.loop import IllegalTransitionError, LoopState, StateMachine
 
-__all__ = ["ReplayState", "replay_events"]
+__all__ = ["ReplayError", "ReplayState", "replay_events"]
+
+
+class ReplayError(ValueError):
+    """An event log the loop contract cannot have produced (names the event's seq)."""
 
 
 @dataclass(slots=True)
@@ -50,6 +54,7 @@ def replay_events(
     """Fold ``events`` into a ReplayState; transitions are re-checked by the state machine."""
     state = start or ReplayState()
     machine = StateMachine(state=LoopState(state.state))
+    chained = start is not None  # a log of its own may start where a reopened run stood
     usage = {"turns": 0, "tool_calls": 0, "tokens": 0, "cost_usd": 0.0}
     usage.update({k: v for k, v in state.usage.items() if k in usage})
     for raw in events:
@@ -57,12 +62,8 @@ def replay_events(
         kind = data.get("type")
         state.last_seq = int(data.get("seq", state.last_seq) or state.last_seq)
         if kind == "state_change":
-            target = LoopState(str(data["to_state"]))
-            if target is LoopState.PLANNING and machine.state is LoopState.DONE:
-                machine = StateMachine()  # a new run starts a new machine
-            elif machine.state is LoopState.DONE or (machine.state.value != data.get("from_state")):
-                machine = StateMachine(state=LoopState(str(data["from_state"])))
-            machine.transition(target)
+            machine = _transition(machine, data, chained)
+            chained = True
         elif kind == "agent_start":
             usage = {"turns": 0, "tool_calls": 0, "tokens": 0, "cost_usd": 0.0}
             state.pending_tool_calls = []
@@ -80,7 +81,7 @@ def replay_events(
                 state.messages.append({k: v for k, v in message.items() if k != "timestamp"})
                 if message.get("role") == "assistant":
                     tokens = message.get("usage") or {}
-                    usage["tokens"] += int(tokens.get("input", 0)) + int(tokens.get("output", 0))
+                    usage["tokens"] += _total_tokens(tokens)
                     usage["cost_usd"] += float((tokens.get("cost") or {}).get("total", 0.0))
         elif kind == "agent_pause":
             calls = data.get("pending_tool_calls") or []
@@ -108,3 +109,36 @@ def replay_events(
         "cost_usd": round(float(usage["cost_usd"]), 6),
     }
     return state
+
+
+def _transition(machine: StateMachine, data: dict[str, Any], chained: bool) -> StateMachine:
+    """Apply one state_change; raises ReplayError when it does not chain or is illegal."""
+    seq = data.get("seq", "?")
+    try:
+        source = LoopState(str(data.get("from_state")))
+        target = LoopState(str(data.get("to_state")))
+    except ValueError as exc:
+        raise ReplayError(f"event seq {seq}: {exc}") from None
+    if machine.state is LoopState.DONE and source is LoopState.IDLE:
+        machine = StateMachine()  # a new run starts a new machine
+    elif not chained:
+        machine = StateMachine(state=source)
+    elif machine.state is not source:
+        raise ReplayError(
+            f"event seq {seq}: the transition {source.value} -> {target.value} does not "
+            f"chain: the previous one ended in {machine.state.value}"
+        )
+    try:
+        machine.transition(target)
+    except IllegalTransitionError as exc:
+        raise ReplayError(f"event seq {seq}: {exc}") from None
+    return machine
+
+
+def _total_tokens(usage: dict[str, Any]) -> int:
+    """The reply's usage total (cached tokens included), as the budget counts it."""
+    total = int(usage.get("totalTokens", 0) or 0)
+    if total:
+        return total
+    keys = ("input", "output", "cacheRead", "cacheWrite")
+    return sum(int(usage.get(k, 0) or 0) for k in keys)

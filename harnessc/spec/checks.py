@@ -12,6 +12,7 @@ import functools
 import importlib.machinery
 import os
 import shlex
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path as FsPath
@@ -20,10 +21,13 @@ from typing import Any
 from harnessc.runtime.hooks import canonical_hook_name
 from harnessc.spec.diagnostics import Diagnostic, Severity, did_you_mean
 from harnessc.spec.envref import ENV_FIELDS, malformed_env_ref
-from harnessc.spec.models import BUILTIN_TOOLS
+from harnessc.spec.mcp_checks import McpNames, check_mcp
+from harnessc.spec.models import BUILTIN_TOOLS, PROVIDER_NAMES
+from harnessc.spec.pathnames import exists_quietly as _exists
+from harnessc.spec.pathnames import path_problem, runtime_modules
 from harnessc.spec.yamlsource import KeyPath, YamlSource
 
-__all__ = ["check_spec", "tool_names"]
+__all__ = ["check_spec", "hook_program_problem", "tool_names"]
 
 _TOOL_MOMENT = "tool_call"
 _SKIP_DIRS = {"__pycache__", "node_modules", "venv", ".venv", "site-packages"}
@@ -36,21 +40,41 @@ class _Checker:
         self.spec_dir = spec_dir
         self.out: list[Diagnostic] = []
         self._modules: list[str] | None = None
+        self.mcp = McpNames()
 
     def report(self, path: KeyPath, severity: Severity, message: str, *, key: bool = False) -> None:
         mark = self.source.mark(path, key=key)
         self.out.append(Diagnostic(self.source.path, mark.line, mark.col, severity, message))
 
     def run(self) -> list[Diagnostic]:
+        self.check_name()
         self.check_model_ref()
         self.check_models()
         names = self.check_tools()
+        self.mcp = check_mcp(self.data, self.spec_dir, self.report)
         active = self.check_active_tools(names)
         self.check_extensions(active)
         self.check_resources()
         self.check_hooks()
         self.check_env_strings()
         return self.out
+
+    # -- the agent's name -------------------------------------------------------------
+
+    def check_name(self) -> None:
+        name = self.data.get("name")
+        if not isinstance(name, str) or not name:
+            return
+        module = name.replace("-", "_")
+        owner = runtime_modules().get(module)
+        if owner is not None:
+            self.report(
+                ("name",),
+                "error",
+                f"agent name {name!r} would compile to {module}.py, which shadows the module "
+                f"{module!r} of {owner} (a dependency of the harnessc runtime) for every "
+                "agent in the output folder; pick another name",
+            )
 
     # -- models ------------------------------------------------------------------------
 
@@ -72,10 +96,7 @@ class _Checker:
         for key, model in models.items():
             if not isinstance(model, dict) or "api_key_env" in model:
                 continue
-            if (
-                model.get("provider") in ("openai", "anthropic", "google")
-                and "base_url" not in model
-            ):
+            if model.get("provider") in PROVIDER_NAMES and "base_url" not in model:
                 self.report(
                     ("models", key),
                     "warning",
@@ -121,7 +142,14 @@ class _Checker:
             if name in seen:
                 self.report(("active_tools", i), "warning", f"active_tools lists {name!r} twice")
             seen.add(name)
-            if name not in names and isinstance(self.data.get("tools", []), list):
+            if name in names:
+                continue
+            why_not_mcp = self.mcp.accepts(name)  # None: an MCP tool, "": not one
+            if why_not_mcp:
+                self.report(
+                    ("active_tools", i), "error", f"active_tools names {name!r}: {why_not_mcp}"
+                )
+            elif why_not_mcp is not None and isinstance(self.data.get("tools", []), list):
                 hint = did_you_mean(name, names)
                 self.report(
                     ("active_tools", i),
@@ -162,7 +190,12 @@ class _Checker:
                 continue
             what = "skills folder" if kind == "skills" else "prompt templates folder"
             for i, rel in enumerate(paths):
-                if isinstance(rel, str) and rel and not (self.spec_dir / rel).exists():
+                if not isinstance(rel, str) or not rel:
+                    continue
+                problem = path_problem(rel)
+                if problem is not None:
+                    self.report(("resources", kind, i), "error", f"{what} {problem}")
+                elif not _exists(self.spec_dir / rel):
                     self.report(
                         ("resources", kind, i),
                         "error",
@@ -176,6 +209,9 @@ class _Checker:
         if not isinstance(hooks, dict):
             return
         for moment, handlers in hooks.items():
+            if moment == "claude_settings":
+                self.check_claude_settings(handlers)
+                continue
             try:
                 canonical = canonical_hook_name(moment)
             except ValueError:
@@ -199,27 +235,53 @@ class _Checker:
                 if isinstance(handler.get("command"), str):
                     self.check_command(handler["command"], (*path, "command"))
 
-    def check_command(self, command: str, path: KeyPath) -> None:
+    def check_command(
+        self, command: str, path: KeyPath, base: FsPath | None = None, where: str = ""
+    ) -> None:
+        """A hook program that is missing or not executable is an error: at a tool_call
+        the hook would block every call (fail closed), elsewhere it would never run."""
+        problem = hook_program_problem(command, base or self.spec_dir)
+        if problem is not None:
+            self.report(path, problem[0], where + problem[1])
+
+    def check_claude_settings(self, value: Any) -> None:
+        from harnessc.runtime.extensions.claude_settings import (
+            ClaudeSettingsError,
+            project_dir_of,
+            read_claude_settings,
+            unsupported_events,
+        )
+
+        path: KeyPath = ("hooks", "claude_settings")
+        if not isinstance(value, str) or not value.strip():
+            return  # reported by the model validation
+        file = self.spec_dir / value
         try:
-            words = shlex.split(command)
-        except ValueError:
-            return  # shlex is not the shell: leave the command to it
-        if not words or "/" not in words[0] or os.path.isabs(words[0]):
+            entries = read_claude_settings(file)
+        except ClaudeSettingsError as exc:
+            self.report(path, "error", str(exc))
             return
-        program = self.spec_dir / words[0]
-        if not program.exists():
+        project = project_dir_of(file.resolve())
+        for entry in entries:
+            if entry.supported:
+                self.check_command(entry.command, path, project, f"{value} {entry.where}: ")
+        skipped = unsupported_events(entries)
+        if skipped:
             self.report(
-                path, "warning", f"command {words[0]!r} does not exist in the spec's folder"
+                path,
+                "warning",
+                f"{value}: harnessc has no moment for {', '.join(skipped)}; "
+                "those hooks are skipped",
             )
-        elif not os.access(program, os.X_OK):
-            self.report(path, "warning", f"command {words[0]!r} is not executable (chmod +x)")
 
     # -- python import paths -------------------------------------------------------------
 
     def module_file(self, module: str) -> FsPath | None:
+        if path_problem(module.replace(".", "/") + ".py") is not None:
+            return None
         base = self.spec_dir.joinpath(*module.split("."))
         for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-            if candidate.is_file():
+            if _exists(candidate, file=True):
                 return candidate
         return None
 
@@ -246,6 +308,10 @@ class _Checker:
         if ":" not in target:
             return
         module, attr = target.split(":", 1)
+        problem = path_problem(module.replace(".", "/"))
+        if problem is not None:
+            self.report(path, "error", f"module {problem}")
+            return
         file = self.module_file(module)
         if file is None:
             if _installed(module):
@@ -256,6 +322,10 @@ class _Checker:
                 "warning",
                 f"cannot find module {module!r} in the spec's folder or on sys.path{hint}",
             )
+            return
+        broken = _syntax_problem(file)
+        if broken is not None:
+            self.report(path, "error", f"module {module!r} does not compile: {broken}")
             return
         names = _top_level_names(file)
         first = attr.split(".")[0]
@@ -275,6 +345,61 @@ class _Checker:
                     f"{bad!r} is not an environment reference (use ${{NAME}} or "
                     f"${{NAME:-default}}; write $${{ for a literal '${{')",
                 )
+
+
+def hook_program_problem(command: str, base: FsPath) -> tuple[Severity, str] | None:
+    """What is wrong with the program a hook command starts, if anything.
+
+    A path (``hooks/guard.sh``, ``$CLAUDE_PROJECT_DIR/.claude/hooks/x.sh``; relative to
+    ``base``) must exist and be executable: an error otherwise. A bare name not on PATH
+    is a warning (the machine that runs the agent may have it).
+    """
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None  # shlex is not the shell: leave the command to it
+    if not words or "=" in words[0].split("/")[0]:
+        return None  # empty, or an environment assignment first
+    word = shown = words[0]
+    for var in ("$CLAUDE_PROJECT_DIR", "${CLAUDE_PROJECT_DIR}"):
+        if word.startswith(var + "/"):
+            word = os.fspath(base) + word[len(var) :]
+    if any(c in word for c in "$`*?["):
+        return None  # the shell decides
+    if "/" not in word:
+        if shutil.which(word) is None and word not in _SHELL_WORDS:
+            return "warning", f"hook program {word!r} is not on PATH"
+        return None
+    problem = path_problem(word)
+    if problem is not None:
+        return "error", f"hook program {problem}"
+    program = FsPath(os.path.expanduser(word))
+    if not program.is_absolute():
+        program = base / program
+    try:
+        exists = program.is_file()
+    except OSError as exc:
+        return "error", f"hook program {shown!r} cannot be checked: {exc.strerror or exc}"
+    if not exists:
+        return "error", f"hook program {shown!r} does not exist (looked for {_shown(program)})"
+    if not os.access(program, os.X_OK):
+        return "error", f"hook program {shown!r} is not executable (chmod +x {_shown(program)})"
+    return None
+
+
+def _shown(path: FsPath) -> str:
+    """``path`` as a user would type it here: relative to the working directory inside it."""
+    try:
+        return os.path.relpath(path) if path.resolve().is_relative_to(FsPath.cwd()) else str(path)
+    except (OSError, ValueError):
+        return str(path)
+
+
+# Shell builtins and keywords a hook command may start with.
+_SHELL_WORDS = frozenset(
+    "cd echo exit printf test [ true false read set export exec eval if for while case "
+    "command type ulimit umask trap wait source . : !".split()
+)
 
 
 def check_spec(source: YamlSource, spec_dir: FsPath) -> list[Diagnostic]:
@@ -372,6 +497,17 @@ def _installed(module: str) -> bool:
             return False
         locations = found
     return True
+
+
+def _syntax_problem(file: FsPath) -> str | None:
+    """Where and why ``file`` does not compile (None when it does, or cannot be read)."""
+    try:
+        compile(file.read_bytes(), str(file), "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        return f"{file.name}:{exc.lineno}: {exc.msg}"
+    except (OSError, ValueError):
+        return None
+    return None
 
 
 def _top_level_names(file: FsPath) -> set[str] | None:

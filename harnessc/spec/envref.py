@@ -22,6 +22,12 @@ ENV_FIELDS: tuple[tuple[str, ...], ...] = (
     ("session", "url"),
     ("durable", "database_url"),
     ("tool_context", "**"),
+    ("mcp", "*", "command"),
+    ("mcp", "*", "args", "**"),
+    ("mcp", "*", "env", "*"),
+    ("mcp", "*", "cwd"),
+    ("mcp", "*", "url"),
+    ("mcp", "*", "headers", "*"),
 )
 
 _TOKEN = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")

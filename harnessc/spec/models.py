@@ -13,7 +13,7 @@ import math
 import re
 import sys
 from collections.abc import Callable
-from typing import Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     AfterValidator,
@@ -21,22 +21,25 @@ from pydantic import (
     ConfigDict,
     Field,
     GetJsonSchemaHandler,
+    ModelWrapValidatorHandler,
     PlainValidator,
+    PrivateAttr,
     ValidationInfo,
     WithJsonSchema,
+    create_model,
     field_validator,
     model_validator,
 )
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, PydanticCustomError
 
+from harnessc.runtime import catalog
 from harnessc.runtime.hooks import HOOK_NAMES, canonical_hook_name
 from harnessc.spec.diagnostics import did_you_mean
 
 __all__ = [
     "BUILTIN_TOOLS",
-    "DEFAULT_BASE_URLS",
-    "PROVIDER_APIS",
+    "PROVIDER_NAMES",
     "SPEC_VERSION",
     "AgentSpec",
     "BlockRuleSpec",
@@ -46,6 +49,8 @@ __all__ = [
     "ExtensionsSpec",
     "ExternalToolSpec",
     "HookHandlerSpec",
+    "McpServerSpec",
+    "McpSpec",
     "ModelSpec",
     "PythonToolSpec",
     "ResourcesSpec",
@@ -62,38 +67,19 @@ __all__ = [
 
 SPEC_VERSION = 1
 
-PROVIDER_APIS: dict[str, str] = {
-    "openai": "openai-completions",
-    "anthropic": "anthropic-messages",
-    "google": "google-generative-ai",
-}
-DEFAULT_BASE_URLS: dict[str, str] = {
-    "openai": "https://api.openai.com/v1",
-    "anthropic": "https://api.anthropic.com",
-    "google": "https://generativelanguage.googleapis.com/v1beta",
-}
-BUILTIN_TOOLS: tuple[str, ...] = (
-    "bash",
-    "read",
-    "write",
-    "edit",
-    "ls",
-    "grep",
-    "find",
-    "todo",
-    "finish",
-)
+# Names a spec may use, from the runtime's catalog (the one list of them).
+PROVIDER_NAMES: tuple[str, ...] = tuple(entry.name for entry in catalog.PROVIDERS)
+BUILTIN_TOOLS: tuple[str, ...] = tuple(entry.name for entry in catalog.TOOLS)
 
-# Mirrors of the runtime extension defaults (tests/compiler check they stay equal).
-DEFAULT_CONTINUE_PROMPT = (
-    "Keep going on the task. Review the remaining work, do the next concrete step, "
-    "and call finish when everything is done or you are blocked."
-)
-DEFAULT_NUDGE_NOTICE = "[budget status] {steps} steps taken, {elapsed} elapsed in this turn."
-DEFAULT_NUDGE_LIMIT_MESSAGE = (
-    "[budget status] {steps} steps taken, {elapsed} elapsed: the step or time limit of this "
-    "turn is reached. Summarise what you did and what is left, then end the turn."
-)
+
+def _extension_default(extension: str, key: str) -> Any:
+    """The default of ``extension``'s config field ``key``: the runtime dataclass's own."""
+    return catalog.extension(extension).defaults()[key]
+
+
+def _tool_default(tool: str, key: str) -> Any:
+    """The default of built-in ``tool``'s option ``key``: its factory's own."""
+    return catalog.tool(tool).defaults()[key]
 
 
 class SpecModel(BaseModel):
@@ -317,6 +303,22 @@ EnvName = Annotated[
 Regex = Annotated[
     str, AfterValidator(_check_regex), WithJsonSchema({"type": "string", "format": "regex"})
 ]
+
+
+def _check_hook_matcher(value: str) -> str:
+    from harnessc.runtime.extensions.claude_events import compile_matcher
+
+    try:
+        compile_matcher(value)
+    except ValueError as exc:
+        raise _custom("regex", str(exc)) from None
+    return value
+
+
+# Claude Code's matcher forms: names, ``A|B``, ``A,B``, ``*``, "", or a regex.
+HookMatcher = Annotated[
+    str, AfterValidator(_check_hook_matcher), WithJsonSchema({"type": "string"})
+]
 HookMoment = Annotated[
     str,
     AfterValidator(_check_hook_moment),
@@ -326,6 +328,27 @@ Version = Annotated[
     int,
     AfterValidator(_check_version),
     WithJsonSchema({"const": SPEC_VERSION, "description": "Spec format version."}),
+]
+
+
+def _one_of(names: tuple[str, ...]) -> Callable[[Any], str]:
+    """A validator accepting exactly ``names`` (reported like a Literal's error)."""
+    expected = ", ".join(repr(n) for n in names[:-1]) + f" or {names[-1]!r}"
+
+    def check(value: Any) -> str:
+        if not isinstance(value, str) or value not in names:
+            raise PydanticCustomError(
+                "literal_error", "Input should be {expected}", {"expected": expected}
+            )
+        return value
+
+    return check
+
+
+ProviderName = Annotated[
+    str,
+    PlainValidator(_one_of(PROVIDER_NAMES)),
+    WithJsonSchema({"type": "string", "enum": list(PROVIDER_NAMES)}),
 ]
 ThinkingLevelName = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
 QueueModeName = Literal["one-at-a-time", "all"]
@@ -354,10 +377,26 @@ class CostSpec(SpecModel):
     """Dollars per million input tokens written to the provider's prompt cache."""
 
 
+def base_url_problem(value: str | None) -> str | None:
+    """A base_url (or the default of its leading ${VAR:-default}) without http(s)://."""
+    from harnessc.spec.envref import split_env_refs
+
+    if not value:
+        return None
+    first = split_env_refs(value)[0]
+    literal = first if isinstance(first, str) else first.default
+    if literal is None or literal.startswith(("http://", "https://")):
+        return None
+    return (
+        f"base_url {literal!r} has no scheme: write http://{literal} "
+        "(or https:// for a remote server)"
+    )
+
+
 class ModelSpec(SpecModel):
     """One model the agent may call."""
 
-    provider: Literal["openai", "anthropic", "google"]
+    provider: ProviderName
     """Wire API: openai (chat completions, also any OpenAI-compatible server), anthropic, google."""
     id: NonEmptyStr
     """The provider's model id; may hold ${VAR} references."""
@@ -382,13 +421,21 @@ class ModelSpec(SpecModel):
     compat: JsonObject = Field(default_factory=dict)
     """Switches for OpenAI-compatible servers, e.g. {supports_developer_role: false}."""
 
+    @field_validator("base_url")
+    @classmethod
+    def _base_url_has_a_scheme(cls, value: str | None) -> str | None:
+        problem = base_url_problem(value)
+        if problem:
+            raise _custom("base_url_scheme", problem)
+        return value
+
 
 class NoConfig(SpecModel):
     """A built-in tool without options."""
 
 
 class BashSpec(SpecModel):
-    timeout_s: PosFloat | None = None
+    timeout_s: PosFloat | None = _tool_default("bash", "timeout_s")
     """Default timeout of one command, in seconds."""
 
 
@@ -428,31 +475,24 @@ class ExternalToolSpec(SpecModel):
     """JSON Schema of the arguments."""
 
 
-class ToolEntry(SpecModel):
-    """One tool: a built-in name (``read``), or a single key naming the kind with its options."""
+# Options models of the built-in tools that take options (their keys are the catalog
+# entry's ``options``); every other built-in takes none.
+TOOL_OPTIONS: dict[str, type[SpecModel]] = {"bash": BashSpec}
 
-    bash: BashSpec | None = None
-    """Run a bash command in the agent's working directory; option: timeout_s."""
-    read: NoConfig | None = None
-    """Read a text file (with line numbers) or an image."""
-    write: NoConfig | None = None
-    """Create or replace a file, with any missing parent folders."""
-    edit: NoConfig | None = None
-    """Edit a file by exact text replacement."""
-    ls: NoConfig | None = None
-    """List a folder's entries."""
-    grep: NoConfig | None = None
-    """Search file contents for a regular expression or literal text."""
-    find: NoConfig | None = None
-    """Find files and folders by glob pattern."""
-    todo: NoConfig | None = None
-    """Track the tasks of the run (a todo list; turn_continue reads it)."""
-    finish: NoConfig | None = None
-    """End the run as completed or blocked, with a summary (turn_continue stops on it)."""
-    python: PythonToolSpec | None = None
-    """A Python function as a tool: 'module:function', or {function, name, description, parameters}."""
-    external: ExternalToolSpec | None = None
-    """A tool answered by the caller: calling it pauses the run until its result is given (--resume-with)."""
+_TOOL_ENTRY_DOC = (
+    "One tool: a built-in name (``read``), or a single key naming the kind with its options."
+)
+_PYTHON_TOOL_DOC = (
+    "A Python function as a tool: 'module:function', or {function, name, description, parameters}."
+)
+_EXTERNAL_TOOL_DOC = (
+    "A tool answered by the caller: calling it pauses the run until its result is given "
+    "(--resume-with)."
+)
+
+
+class _ToolEntryBase(SpecModel):
+    """The rules of a tool entry; ``ToolEntry`` adds one field per kind (from the catalog)."""
 
     misplaced_keys: ClassVar[dict[str, str]] = {
         key: f"options go under the tool kind, e.g. `python: {{function: mod:func, {key}: ...}}`"
@@ -470,7 +510,7 @@ class ToolEntry(SpecModel):
         return data
 
     @model_validator(mode="after")
-    def _one_kind(self) -> ToolEntry:
+    def _one_kind(self) -> _ToolEntryBase:
         kinds = sorted(self.model_fields_set)
         if len(kinds) != 1:
             found = ", ".join(repr(k) for k in kinds) or "nothing"
@@ -479,9 +519,9 @@ class ToolEntry(SpecModel):
                 f"a tool entry names exactly one tool kind, found {found}; "
                 "put options under the kind, e.g. `python: {function: mod:func, name: x}`",
             )
-        if self.python is None and "python" in kinds:
+        if getattr(self, "python", None) is None and "python" in kinds:
             raise _custom("tool_entry", "python: expected 'module:function'")
-        if self.external is None and "external" in kinds:
+        if getattr(self, "external", None) is None and "external" in kinds:
             raise _custom("tool_entry", "external: expected {name, description, parameters}")
         return self
 
@@ -490,12 +530,20 @@ class ToolEntry(SpecModel):
         return next(iter(self.model_fields_set))
 
     @property
+    def options(self) -> SpecModel | None:
+        """The options written under the kind (None for a bare built-in name)."""
+        value: SpecModel | None = getattr(self, self.kind)
+        return value
+
+    @property
     def tool_name(self) -> str:
         """The name the model sees."""
-        if self.python is not None:
-            return self.python.name or self.python.function.rsplit(":", 1)[1].rsplit(".", 1)[-1]
-        if self.external is not None:
-            return self.external.name
+        python: PythonToolSpec | None = getattr(self, "python", None)
+        external: ExternalToolSpec | None = getattr(self, "external", None)
+        if python is not None:
+            return python.name or python.function.rsplit(":", 1)[1].rsplit(".", 1)[-1]
+        if external is not None:
+            return external.name
         return self.kind
 
     @classmethod
@@ -506,6 +554,40 @@ class ToolEntry(SpecModel):
         schema["minProperties"] = 1
         schema["maxProperties"] = 1
         return {"anyOf": [{"type": "string", "enum": list(BUILTIN_TOOLS)}, schema]}
+
+
+def _tool_entry_model() -> type[_ToolEntryBase]:
+    """``ToolEntry``: a field per built-in tool of the catalog, then python and external."""
+    fields: dict[str, Any] = {}
+    for entry in catalog.TOOLS:
+        options = TOOL_OPTIONS.get(entry.name, NoConfig)
+        if tuple(options.model_fields) != entry.options:
+            raise RuntimeError(
+                f"spec options of tool {entry.name!r} {tuple(options.model_fields)} "
+                f"differ from the catalog's {entry.options}"
+            )
+        fields[entry.name] = (options | None, Field(default=None, description=entry.summary))
+    fields["python"] = (PythonToolSpec | None, Field(default=None, description=_PYTHON_TOOL_DOC))
+    fields["external"] = (
+        ExternalToolSpec | None,
+        Field(default=None, description=_EXTERNAL_TOOL_DOC),
+    )
+    model: type[_ToolEntryBase] = create_model(
+        "ToolEntry", __base__=_ToolEntryBase, __module__=__name__, __doc__=_TOOL_ENTRY_DOC, **fields
+    )
+    return model
+
+
+if TYPE_CHECKING:
+
+    class ToolEntry(_ToolEntryBase):
+        """One tool (the kind fields come from the catalog)."""
+
+        python: PythonToolSpec | None
+        external: ExternalToolSpec | None
+
+else:
+    ToolEntry = _tool_entry_model()
 
 
 class BlockRuleSpec(SpecModel):
@@ -521,11 +603,11 @@ class HookHandlerSpec(SpecModel):
     python: ImportPath | None = None
     """'module:function' called with the event (and the harness, if it takes two arguments)."""
     command: NonBlankStr | None = None
-    """Shell command (Claude Code protocol: event JSON on stdin, exit 2 blocks). Runs in the spec's folder."""
+    """Shell command speaking Claude Code's hook protocol (event JSON on stdin, exit 2 blocks). Runs in the agent's working directory; a relative program path (hooks/guard.sh) is found in the spec's folder."""
     block: BlockRuleSpec | None = None
     """Block tool calls whose name and input match (tool_call moment only)."""
-    matcher: Regex | None = None
-    """Python and command hooks: regex over the tool name (tool moments)."""
+    matcher: HookMatcher | None = None
+    """Tool moments. Command hooks match as Claude Code does, under harnessc's or Claude Code's tool name (bash or Bash; Edit|Write; Edit,Write; * or empty for all; else a regex searched in the name); python hooks: a regex over the whole tool name."""
     timeout_s: PosFloat | None = None
     """Python and command hooks: seconds before the handler is given up (commands: 60)."""
     reason: NonBlankStr | None = None
@@ -550,6 +632,8 @@ class HookHandlerSpec(SpecModel):
                         "hook_handler",
                         f"'{key}' does not apply to block rules (block.tool selects the tools)",
                     )
+        if kinds[0] == "python" and self.matcher is not None:
+            _check_regex(self.matcher)
         if kinds[0] == "block" and self.reason is None:
             raise _custom(
                 "hook_handler", "a block rule needs a 'reason' (it is shown to the model)"
@@ -570,24 +654,6 @@ class ResourcesSpec(SpecModel):
     """Prompt-template folders or files, relative to the spec's folder."""
 
 
-def _runtime_config(name: str) -> type:
-    """The runtime's config dataclass of extension ``name`` (imported when first used)."""
-    from harnessc.runtime.extensions import (
-        CompactionConfig,
-        SessionIndexConfig,
-        TurnContinueConfig,
-        TurnNudgeConfig,
-    )
-
-    configs: dict[str, type] = {
-        "compaction": CompactionConfig,
-        "session_index": SessionIndexConfig,
-        "turn_continue": TurnContinueConfig,
-        "turn_nudge": TurnNudgeConfig,
-    }
-    return configs[name]
-
-
 class ExtensionSpecModel(SpecModel):
     """An extension's config: the keys and types here, then the runtime's own checks.
 
@@ -606,7 +672,7 @@ class ExtensionSpecModel(SpecModel):
         name = self.extension_name
         values = {key: getattr(self, key) for key in self.model_fields_set}
         try:
-            decode_config(_runtime_config(name), values, extension=name)
+            decode_config(catalog.extension(name).config_type(), values, extension=name)
         except ExtensionConfigError as exc:
             prefix = f"{exc.extension or 'extension'}" + (f".{exc.field}" if exc.field else "")
             message = str(exc).removeprefix(f"{prefix}: ")
@@ -621,23 +687,23 @@ class CompactionSpec(ExtensionSpecModel):
 
     extension_name: ClassVar[str] = "compaction"
 
-    enabled: bool = True
+    enabled: bool = _extension_default("compaction", "enabled")
     """Compact automatically before model steps; false leaves only /compact."""
-    reserve_tokens: NonNegInt = 16384
+    reserve_tokens: NonNegInt = _extension_default("compaction", "reserve_tokens")
     """Compact when the context exceeds the context window minus this."""
-    keep_recent_tokens: NonNegInt = 20000
+    keep_recent_tokens: NonNegInt = _extension_default("compaction", "keep_recent_tokens")
     """Newest tokens kept verbatim after a summary."""
-    prune_tool_result_bytes: NonNegInt = 8192
+    prune_tool_result_bytes: NonNegInt = _extension_default("compaction", "prune_tool_result_bytes")
     """Tool results larger than this are cut to their head and tail (0: never)."""
-    prune_keep_bytes: NonNegInt = 2048
+    prune_keep_bytes: NonNegInt = _extension_default("compaction", "prune_keep_bytes")
     """Bytes of head and tail, together, that a pruned tool result keeps; below prune_tool_result_bytes."""
-    prune_protect_steps: NonNegInt = 1
+    prune_protect_steps: NonNegInt = _extension_default("compaction", "prune_protect_steps")
     """Newest tool batches that are never pruned."""
-    trigger_ratio: Ratio = 0.7
+    trigger_ratio: Ratio = _extension_default("compaction", "trigger_ratio")
     """Fraction of the context window that triggers the summary service."""
-    chars_per_token: PosFloat = 4.0
+    chars_per_token: PosFloat = _extension_default("compaction", "chars_per_token")
     """Characters per token when estimating the context's size."""
-    contribute_commands: bool = True
+    contribute_commands: bool = _extension_default("compaction", "contribute_commands")
     """Register /compact."""
 
 
@@ -646,9 +712,11 @@ class SessionIndexSpec(ExtensionSpecModel):
 
     extension_name: ClassVar[str] = "session_index"
 
-    search_limit: Annotated[int, Field(gt=0, le=50)] = 10
+    search_limit: Annotated[int, Field(gt=0, le=50)] = _extension_default(
+        "session_index", "search_limit"
+    )
     """Results of /search."""
-    contribute_commands: bool = True
+    contribute_commands: bool = _extension_default("session_index", "contribute_commands")
     """Register /search."""
 
 
@@ -657,17 +725,17 @@ class TurnContinueSpec(ExtensionSpecModel):
 
     extension_name: ClassVar[str] = "turn_continue"
 
-    max_continuations: NonNegInt = 10
+    max_continuations: NonNegInt = _extension_default("turn_continue", "max_continuations")
     """Continue prompts sent at most per run; 0 disables the extension."""
-    stall_limit: NonNegInt = 3
+    stall_limit: NonNegInt = _extension_default("turn_continue", "stall_limit")
     """Stop when this many tool calls in a row are the same call (name and input); 0 keeps the default."""
-    no_progress_limit: NonNegInt = 3
+    no_progress_limit: NonNegInt = _extension_default("turn_continue", "no_progress_limit")
     """Stop after this many continuations in a row without a tool call, todo update or finish; 0 keeps the default."""
-    require_finish: bool = True
+    require_finish: bool = _extension_default("turn_continue", "require_finish")
     """Work is outstanding until finish is called."""
-    require_todos_done: bool = True
+    require_todos_done: bool = _extension_default("turn_continue", "require_todos_done")
     """Work is outstanding while a todo item is not done (at least one of the two requirements must be true)."""
-    continue_prompt: NonEmptyStr = DEFAULT_CONTINUE_PROMPT
+    continue_prompt: NonEmptyStr = _extension_default("turn_continue", "continue_prompt")
     """Message that continues the run; the outstanding todo items are listed after it."""
 
 
@@ -676,36 +744,179 @@ class TurnNudgeSpec(ExtensionSpecModel):
 
     extension_name: ClassVar[str] = "turn_nudge"
 
-    step_interval: NonNegInt = 20
+    step_interval: NonNegInt = _extension_default("turn_nudge", "step_interval")
     """Steps between two notices; 0 keeps the default."""
-    time_interval_minutes: NonNegFloat = 10
+    time_interval_minutes: NonNegFloat = _extension_default("turn_nudge", "time_interval_minutes")
     """Minutes between two notices; 0 keeps the default."""
-    step_limit: NonNegInt = 100
+    step_limit: NonNegInt = _extension_default("turn_nudge", "step_limit")
     """From this many steps on every tool result gets limit_message; 0 keeps the default."""
-    time_limit_minutes: NonNegFloat = 60
+    time_limit_minutes: NonNegFloat = _extension_default("turn_nudge", "time_limit_minutes")
     """From this many minutes on every tool result gets limit_message; 0 keeps the default."""
-    notice: NonEmptyStr = DEFAULT_NUDGE_NOTICE
+    notice: NonEmptyStr = _extension_default("turn_nudge", "notice")
     """Text appended to a tool result at each interval; {steps} and {elapsed} are filled in (no other placeholders)."""
-    limit_message: NonEmptyStr = DEFAULT_NUDGE_LIMIT_MESSAGE
+    limit_message: NonEmptyStr = _extension_default("turn_nudge", "limit_message")
     """Text appended to every tool result once a limit is reached; {steps} and {elapsed} are filled in."""
 
 
-class ExtensionsSpec(SpecModel):
-    """Built-in hook providers; an empty value (``session_index: {}``) enables one with defaults."""
+# The spec model of each extension of the catalog (its keys are config fields of the
+# runtime's dataclass; the defaults are read from it).
+EXTENSION_SPECS: dict[str, type[ExtensionSpecModel]] = {
+    "compaction": CompactionSpec,
+    "session_index": SessionIndexSpec,
+    "turn_continue": TurnContinueSpec,
+    "turn_nudge": TurnNudgeSpec,
+}
 
-    compaction: CompactionSpec | None = None
-    """Compact the context before model steps (prune large tool results, summarise); adds /compact."""
-    session_index: SessionIndexSpec | None = None
-    """Full-text index of the sessions; adds /search."""
-    turn_continue: TurnContinueSpec | None = None
-    """Keep an autonomous run going until finish; needs the todo and finish tools."""
-    turn_nudge: TurnNudgeSpec | None = None
-    """Budget-status notices in tool results as a run grows long."""
+_EXTENSIONS_DOC = (
+    "Built-in hook providers; an empty value (``session_index: {}``) enables one with defaults."
+)
+
+
+class _ExtensionsBase(SpecModel):
+    """The rules of the extensions section; ``ExtensionsSpec`` adds a field per extension."""
 
     @field_validator("*", mode="before")
     @classmethod
     def _empty_means_defaults(cls, value: Any) -> Any:
         return {} if value is None else value
+
+
+def _extensions_model() -> type[_ExtensionsBase]:
+    """``ExtensionsSpec``: one optional section per extension of the catalog, in install order."""
+    names = [entry.name for entry in catalog.EXTENSIONS]
+    if set(names) != set(EXTENSION_SPECS):
+        raise RuntimeError(
+            f"spec models of extensions {sorted(EXTENSION_SPECS)} differ from the catalog's "
+            f"{sorted(names)}"
+        )
+    fields: dict[str, Any] = {
+        entry.name: (
+            EXTENSION_SPECS[entry.name] | None,
+            Field(default=None, description=entry.summary),
+        )
+        for entry in catalog.EXTENSIONS
+    }
+    model: type[_ExtensionsBase] = create_model(
+        "ExtensionsSpec",
+        __base__=_ExtensionsBase,
+        __module__=__name__,
+        __doc__=_EXTENSIONS_DOC,
+        **fields,
+    )
+    return model
+
+
+if TYPE_CHECKING:
+
+    class ExtensionsSpec(_ExtensionsBase):
+        """The extensions section (a field per catalog extension)."""
+
+else:
+    ExtensionsSpec = _extensions_model()
+
+
+def _source_default(source: str, key: str) -> Any:
+    """The default of tool source ``source``'s config field ``key``: the runtime's own."""
+    return catalog.tool_source(source).defaults()[key]
+
+
+_MCP_SERVER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+_MCP_PREFIX = re.compile(r"^[A-Za-z0-9_-]{0,48}$")
+_MCP_STDIO_ONLY = ("args", "env", "cwd")
+_MCP_HTTP_ONLY = ("headers",)
+
+
+def _check_mcp_url(value: str) -> str:
+    # Only the parts known at build time: ${VAR:-default} checks with its default,
+    # a reference without a default is not checked (the agent checks it at start).
+    from harnessc.spec.envref import EnvRef, split_env_refs
+
+    parts = split_env_refs(value)
+    if any(isinstance(p, EnvRef) and p.default is None for p in parts):
+        return value
+    text = "".join(p if isinstance(p, str) else (p.default or "") for p in parts)
+    match = re.fullmatch(r"(https?)://([^/\s?#]+)(\S*)", text)
+    if match is None:
+        raise _custom(
+            "mcp_url",
+            f"invalid url {text!r}: an MCP server over HTTP needs an http:// or https:// URL "
+            "(e.g. http://127.0.0.1:8765/mcp)",
+        )
+    host = match.group(2).rsplit("@", 1)[-1]
+    port = host.rsplit(":", 1)[1] if re.search(r":\d*$", host) else None
+    if port is not None and (not port.isdigit() or not 0 < int(port) < 65536):
+        raise _custom("mcp_url", f"invalid url {text!r}: bad port {port!r}")
+    return value
+
+
+McpUrl = Annotated[
+    str,
+    Field(min_length=1),
+    AfterValidator(_check_mcp_url),
+    WithJsonSchema({"type": "string", "pattern": r"^(https?://|\$\{)"}),
+]
+
+
+class McpServerSpec(SpecModel):
+    """One MCP server: ``command`` starts a child process (stdio), ``url`` opens a streamable-HTTP session."""
+
+    command: NonBlankStr | None = None
+    """Executable of a stdio server, looked up on PATH as given (a path is relative to the spec's folder)."""
+    args: list[str] = Field(default_factory=list)
+    """Arguments of the command; relative paths that exist beside the spec resolve against its folder."""
+    env: dict[EnvName, str] = Field(default_factory=dict)
+    """Variables added to the child's environment (the agent's, with credentials removed); values may hold ${VAR}."""
+    cwd: NonEmptyStr | None = None
+    """Working directory of the child, relative to the spec's folder; default: the spec's folder."""
+    url: McpUrl | None = None
+    """Endpoint of a streamable-HTTP server; may hold ${VAR} / ${VAR:-default}."""
+    headers: dict[str, str] = Field(default_factory=dict)
+    """HTTP headers of every request (e.g. Authorization); values may hold ${VAR}."""
+    tools: list[NonEmptyStr] | None = None
+    """Allow-list of the server's own tool names (search, not mcp__notes__search); default: every tool."""
+    exclude: list[NonEmptyStr] = Field(default_factory=list)
+    """The server's own tool names to leave out (instead of tools)."""
+    prefix: Annotated[str, Field(pattern=_MCP_PREFIX.pattern)] | None = None
+    """Prefix of the tool names; default mcp__<server>__ (Claude Code's names)."""
+    timeout_s: PosFloat = _source_default("mcp", "timeout_s")
+    """Seconds a call may take, and the start-up (connect, initialize, list) too."""
+    required: bool = _source_default("mcp", "required")
+    """false: a server that cannot start is a warning and the agent goes on without it."""
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerSpec:
+        if (self.command is None) == (self.url is None):
+            raise _custom(
+                "mcp_server",
+                "an MCP server has exactly one of 'command' (a stdio child process) "
+                "or 'url' (streamable HTTP)",
+            )
+        wrong = _MCP_STDIO_ONLY if self.url is not None else _MCP_HTTP_ONLY
+        for key in wrong:
+            if key in self.model_fields_set:
+                other = "command" if self.url is not None else "url"
+                raise _custom("mcp_server", f"'{key}' applies only to servers with '{other}'")
+        if self.tools is not None and self.exclude:
+            raise _custom("mcp_server", "give 'tools' (an allow-list) or 'exclude', not both")
+        return self
+
+    def tool_prefix(self, server: str) -> str:
+        return self.prefix if self.prefix is not None else f"mcp__{server}__"
+
+
+class McpSpec(SpecModel):
+    """MCP servers by name, each an ``mcp.<name>`` table (its tools appear as mcp__<name>__<tool>), and ``from:`` a .mcp.json file."""
+
+    model_config = ConfigDict(extra="allow")
+
+    __pydantic_extra__: dict[str, McpServerSpec] = Field(init=False)  # type: ignore[assignment]
+
+    from_: NonEmptyStr | None = Field(default=None, alias="from")
+    """A Claude Code / Claude Desktop file with an mcpServers object (relative to the spec's folder), read when the agent starts; servers named here win."""
+
+    @property
+    def servers(self) -> dict[str, McpServerSpec]:
+        return dict(self.__pydantic_extra__ or {})
 
 
 class BudgetSpec(SpecModel):
@@ -804,6 +1015,19 @@ class StreamSpec(SpecModel):
     """Prompt caching: none, short (the default) or long (Anthropic 1 h, OpenAI 24 h where supported)."""
 
 
+CLAUDE_SETTINGS_KEY = "claude_settings"
+
+
+def _hooks_schema(schema: dict[str, Any]) -> None:
+    """``hooks`` also takes ``claude_settings: <path>`` beside the moments."""
+    names = schema.get("propertyNames")
+    if isinstance(names, dict) and isinstance(names.get("enum"), list):
+        names["enum"] = sorted([*names["enum"], CLAUDE_SETTINGS_KEY])
+    handlers = schema.get("additionalProperties")
+    if isinstance(handlers, dict):
+        schema["additionalProperties"] = {"anyOf": [handlers, {"type": "string"}]}
+
+
 class AgentSpec(SpecModel):
     """A harnessc agent: models, tools, resources, hooks, extensions, budget and sessions."""
 
@@ -827,10 +1051,14 @@ class AgentSpec(SpecModel):
     """The tools: built-in names, python functions and external tools."""
     active_tools: list[NonEmptyStr] | None = None
     """Names of the tools the model may call; default: every tool."""
+    mcp: McpSpec | None = None
+    """MCP servers whose tools the agent may call; needs the mcp extra (pip install 'harnessc[mcp]')."""
     resources: ResourcesSpec = Field(default_factory=ResourcesSpec)
     """Skills and prompt templates loaded from files."""
-    hooks: dict[HookMoment, list[HookHandlerSpec]] = Field(default_factory=dict)
-    """Handlers by moment; every name of seeds 000/003/004 is accepted."""
+    hooks: dict[HookMoment, list[HookHandlerSpec]] = Field(
+        default_factory=dict, json_schema_extra=_hooks_schema
+    )
+    """Handlers by moment; every name of seeds 000/003/004 is accepted. claude_settings: a Claude Code settings file (relative to the spec's folder) whose command hooks run as they are."""
     extensions: ExtensionsSpec = Field(default_factory=ExtensionsSpec)
     """Built-in extensions to install; an empty value (``turn_nudge: {}``) installs one with its defaults."""
     budget: BudgetSpec | None = None
@@ -849,6 +1077,37 @@ class AgentSpec(SpecModel):
     """Value handed to every tool call; string values may hold ${VAR} references."""
     sequential_tools: bool = False
     """Run the tool calls of one reply one at a time."""
+
+    _claude_settings: str | None = PrivateAttr(default=None)
+
+    @field_validator("hooks", mode="before")
+    @classmethod
+    def _hooks_without_settings(cls, value: Any) -> Any:
+        if isinstance(value, dict) and CLAUDE_SETTINGS_KEY in value:
+            settings = value[CLAUDE_SETTINGS_KEY]
+            if not isinstance(settings, str) or not settings.strip():
+                raise _custom(
+                    "claude_settings",
+                    "hooks.claude_settings must be the path of a Claude Code settings file",
+                )
+            return {k: v for k, v in value.items() if k != CLAUDE_SETTINGS_KEY}
+        return value
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _keep_claude_settings(
+        cls, data: Any, handler: ModelWrapValidatorHandler[AgentSpec]
+    ) -> AgentSpec:
+        model = handler(data)
+        hooks = data.get("hooks") if isinstance(data, dict) else None
+        if isinstance(hooks, dict) and isinstance(hooks.get(CLAUDE_SETTINGS_KEY), str):
+            model._claude_settings = hooks[CLAUDE_SETTINGS_KEY]
+        return model
+
+    @property
+    def claude_settings(self) -> str | None:
+        """``hooks.claude_settings``: the Claude Code settings file, as written."""
+        return self._claude_settings
 
     @property
     def module(self) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from harnessc.runtime.yamlsafe import core_loaders
 from harnessc.spec.diagnostics import Diagnostic
 
 __all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_NODES", "Mark", "KeyPath", "YamlSource", "load_yaml"]
@@ -42,44 +43,8 @@ _SCALAR_TAGS = frozenset(
 )
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader with YAML 1.2 core-schema scalar resolution."""
-
-    yaml_implicit_resolvers: dict[Any, list[tuple[str, re.Pattern[str]]]] = {}
-
-
-def _resolver(tag: str, pattern: str, first: str) -> None:
-    _Loader.add_implicit_resolver(tag, re.compile(pattern, re.X), list(first))
-
-
-_FastLoader: Any = None
-if getattr(yaml, "__with_libyaml__", False):
-
-    class _CLoader(yaml.CSafeLoader):
-        """libyaml's parser with the same resolvers as ``_Loader``."""
-
-    _CLoader.yaml_implicit_resolvers = _Loader.yaml_implicit_resolvers
-    _FastLoader = _CLoader
-
-
-_resolver("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF")
-_resolver(
-    "tag:yaml.org,2002:int",
-    r"^(?:[-+]?(?:0|[1-9][0-9_]*)|0x[0-9a-fA-F_]+)$",
-    "-+0123456789",
-)
-_resolver(
-    "tag:yaml.org,2002:float",
-    r"""^(?:[-+]?(?:\.[0-9][0-9_]*|[0-9][0-9_]*\.[0-9_]*)(?:[eE][-+]?[0-9]+)?
-    |[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+
-    |[-+]?\.(?:inf|Inf|INF)
-    |\.(?:nan|NaN|NAN))$""",
-    "-+0123456789.",
-)
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:null", re.compile(r"^(?:~|null|Null|NULL|)$"), ["~", "n", "N", ""]
-)
-_Loader.add_implicit_resolver("tag:yaml.org,2002:merge", re.compile(r"^(?:<<)$"), ["<"])
+# The YAML 1.2 core-schema loaders, shared with the runtime's frontmatter.
+_Loader, _FastLoader = core_loaders()
 
 
 @dataclass(slots=True, frozen=True)
@@ -132,7 +97,7 @@ def _line_col(text: str, offset: int) -> Mark:
 
 
 class _Builder:
-    def __init__(self, loader: _Loader, source: YamlSource) -> None:
+    def __init__(self, loader: yaml.SafeLoader, source: YamlSource) -> None:
         self.loader = loader
         self.source = source
         self.nodes = 0

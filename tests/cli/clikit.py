@@ -56,6 +56,14 @@ AGENT_SOURCE = textwrap.dedent(
             harness.compaction_settings = CompactionSettings(keep_recent_tokens=1)
 
 
+    class TreeGuard:
+        """AGENT_TREE_HOOK=cancel: a session_before_tree hook refuses every tree move."""
+
+        def install(self, harness):
+            if os.environ.get("AGENT_TREE_HOOK") == "cancel":
+                harness.on("session_before_tree", lambda event: {"cancel": True})
+
+
     def build_options(*, session=None, cwd=None):
         turns = os.environ.get("AGENT_MAX_TURNS")
         base_url = env("TEST_BASE_URL")
@@ -89,7 +97,7 @@ AGENT_SOURCE = textwrap.dedent(
             ],
             budget=Budget(turns=int(turns)) if turns else None,
             resources=resources,
-            extensions=[SmallCompaction()],
+            extensions=[SmallCompaction(), TreeGuard()],
         )
 
 

@@ -37,7 +37,9 @@ def test_allow_exit_zero_and_event_json(make_harness: Any, script: Any, tmp_path
     assert seen == [{"text": "hello"}]
     assert _result(harness).text == "hello"
     event = json.loads(saved.read_text())
-    assert event["hook_event_name"] == "tool_call"
+    assert event["hook_event_name"] == "PreToolUse"
+    assert event["permission_mode"] == "bypassPermissions"
+    assert event["harnessc"]["moment"] == "tool_call"
     assert event["session_id"] == harness.session.id
     assert event["cwd"]
     assert event["tool_name"] == "echo"
@@ -184,7 +186,8 @@ def test_tool_result_exit_two_feeds_back(make_harness: Any, script: Any, tmp_pat
     assert [c.text for c in result.content] == ["hello", "[hook feedback] tests failed"]
     assert not result.is_error
     event = json.loads(saved.read_text())
-    assert event["tool_response"] == {"content": "hello", "is_error": False, "details": None}
+    assert event["hook_event_name"] == "PostToolUse"
+    assert event["tool_response"] == {"content": "hello", "details": None}
 
 
 def test_stop_hook_exit_two_continues_the_run(

@@ -40,6 +40,7 @@ def test_public_names() -> None:
         [
             "python_hook",
             "command_hook",
+            "claude_settings_hooks",
             "block_rule",
             "CompactionExtension",
             "CompactionConfig",
@@ -51,6 +52,7 @@ def test_public_names() -> None:
             "TurnNudgeConfig",
             "Extension",
             "build_extension",
+            "claude_settings_hooks",
             "ExtensionConfigError",
         ]
     )

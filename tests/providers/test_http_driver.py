@@ -93,7 +93,10 @@ def test_400_is_not_retried(server, make_request, collect):
     events = collect(OpenAICompletionsProvider(), request)
     final = events[-1].partial
     assert final.stop_reason == "error"
-    assert final.error_message == "HTTP 400: invalid_request_error: Invalid 'messages': empty"
+    assert final.error_message == (
+        "HTTP 400: invalid_request_error: Invalid 'messages': empty "
+        "(check the model id 'test-model' and the request options)"
+    )
     assert final.context_overflow is False
     assert retries == [] and len(server.requests) == 1
 
@@ -300,18 +303,24 @@ def test_already_aborted_signal(server, make_request, collect):
     assert server.requests == []
 
 
-def test_connection_refused_is_retried_then_reported(make_request, collect):
+def test_connection_refused_fails_fast_with_a_hint(make_request, collect):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     model = Model(id="m", api="openai-completions", base_url=f"http://127.0.0.1:{port}/v1")
-    request = make_request(model, max_retries=2)
+    request = make_request(model, max_retries=2, retry_delay_ms=2000)
     retries = record_retries(request)
+    started = time.monotonic()
     events = collect(OpenAICompletionsProvider(), request)
+    assert time.monotonic() - started < 1
     final = events[-1].partial
     assert final.stop_reason == "error"
-    assert final.error_message is not None and final.error_message.startswith("connection error")
-    assert len(retries) == 2
+    assert final.error_message == (
+        f"connection refused (http://127.0.0.1:{port}/v1/chat/completions): "
+        f"is the server running at http://127.0.0.1:{port}?"
+    )
+    assert "All connection attempts failed" not in final.error_message
+    assert retries == []
 
 
 def test_connection_is_reused_across_requests(server, make_request):
@@ -365,7 +374,7 @@ def test_bad_base_url_is_not_retried(make_request, collect):
     events = collect(OpenAICompletionsProvider(), request)
     assert time.monotonic() - started < 1
     assert retries == []
-    assert (events[-1].partial.error_message or "").startswith("could not send the request")
+    assert (events[-1].partial.error_message or "").startswith("invalid base_url")
 
 
 def test_payload_hook_returning_garbage(server, make_request, collect):

@@ -92,7 +92,7 @@ def _spec(name: str, text: str, index: int) -> dict[str, Any]:
         ],
         "hooks": {
             "tool_call": [
-                {"command": _nonblank(text, "true"), "timeout_s": 1},
+                {"command": "true " + text, "timeout_s": 1},  # a program that exists
                 {
                     "block": {"tool": "read", "pattern": _regex_literal(text)},
                     "reason": _nonblank(text, "r"),
@@ -163,7 +163,7 @@ def test_spec_strings_are_rendered_as_data(tmp_path: Path) -> None:
         assert options.stream_options.metadata == {"text": text}
         assert options.tool_context.context == {"workspace": ".", "note": text}
         command, block = options.hooks
-        assert _hook_command(command) == _nonblank(text, "true")
+        assert _hook_command(command) == "true " + text
     assert not marker.exists()
 
 

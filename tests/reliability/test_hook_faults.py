@@ -194,7 +194,9 @@ COMMAND_FAULTS = {
     "100-mb-plain": ("yes | head -c 100000000", 20.0, False, "", False),
     "100-mb-stderr-exit-2": ("yes no | head -c 100000000 >&2; exit 2", 20.0, True, "no", False),
     "exit-1": ("echo broken >&2; exit 1", 5.0, False, "exited with code 1", True),
-    "exit-127": ("no-such-command-xyz", 5.0, False, "exited with code 127", True),
+    # a guard that cannot run fails closed (it used to be "non-blocking" and let the call run)
+    "exit-127": ("no-such-command-xyz", 5.0, True, "could not run (exit 127", True),
+    "exit-126": ("/dev/null", 5.0, True, "could not run (exit 126", True),
     "killed-by-signal": ("kill -9 $$", 5.0, False, "exited with code -9", True),
     "closes-stdin-early": ("exec 0<&-; echo '{}'", 5.0, False, "", False),
 }

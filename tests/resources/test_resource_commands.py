@@ -43,10 +43,12 @@ def test_format_skills_for_prompt():
 
 def test_expand_skill_command():
     assert expand_skill_command("/skill:pdf extract page 2", SKILLS) == (
-        '<skill name="pdf" location="/s/pdf/SKILL.md">\nUse pdftotext.\n</skill>\n\nextract page 2'
+        '<skill name="pdf" location="/s/pdf/SKILL.md">\nReferences are relative to /s/pdf.\n\n'
+        "Use pdftotext.\n</skill>\n\nextract page 2"
     )
     assert expand_skill_command("/skill:pdf", SKILLS) == (
-        '<skill name="pdf" location="/s/pdf/SKILL.md">\nUse pdftotext.\n</skill>'
+        '<skill name="pdf" location="/s/pdf/SKILL.md">\nReferences are relative to /s/pdf.\n\n'
+        "Use pdftotext.\n</skill>"
     )
     # user invocation works even when the model may not invoke it
     assert expand_skill_command("/skill:secret  go", SKILLS).endswith("</skill>\n\ngo")
@@ -102,7 +104,11 @@ ARG_CASES = [
     ('"two words" x', ["two words", "x"]),
     ("'single quoted' \"double\"", ["single quoted", "double"]),
     ('say "it\'s"', ["say", "it's"]),
-    ("esc\\ aped", ["esc aped"]),
+    # pi's rules, not shell rules (issue 14): a backslash is a character
+    ("esc\\ aped", ["esc\\", "aped"]),
+    ("C:\\src\\file.ts fix", ["C:\\src\\file.ts", "fix"]),
+    ('x "" y', ["x", "y"]),
+    ('"quoted \\"text\\""', ["quoted \\text\\"]),
     ('"unclosed quote here', ["unclosed quote here"]),
     ("", []),
 ]

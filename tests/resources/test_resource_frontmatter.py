@@ -82,22 +82,39 @@ def test_yaml_subset(yaml, expected):
     assert fm.body == "Body text\n"
 
 
+# What the old hand-written subset refused and PyYAML's safe loader reads (issue 14):
+# nested maps and lists as block YAML, anchors and aliases, standard tags.
+NESTED_CASES = [
+    (
+        "name: x\nmetadata:\n  tags:\n    - pdf\n    - forms\n  owner:\n    team: docs\n",
+        {"name": "x", "metadata": {"tags": ["pdf", "forms"], "owner": {"team": "docs"}}},
+    ),
+    ("items:\n  - key: v\n    n: 2\n", {"items": [{"key": "v", "n": 2}]}),
+    ("flow: [a, [b, c]]", {"flow": ["a", ["b", "c"]]}),
+    ("base: &b {x: 1}\ncopy: *b", {"base": {"x": 1}, "copy": {"x": 1}}),
+    ("tagged: !!str 12", {"tagged": "12"}),
+    ("on: yes\nwhen: 2024-01-02\nhex: 0x1f", {"on": "yes", "when": "2024-01-02", "hex": 31}),
+]
+
+
+@pytest.mark.parametrize(("yaml", "expected"), NESTED_CASES)
+def test_nested_yaml_loads(yaml, expected):
+    fm = parse_frontmatter(f"---\n{yaml}\n---\nBody\n")
+    assert fm.error is None, fm.error
+    assert fm.data == expected
+
+
 YAML_ERRORS = [
     ("name: x\nname: y", "line 3: duplicate key 'name'"),
-    ("  indented: x", "line 2: unexpected indentation"),
-    ("- a\n- b", "not a list"),
-    ("just text", "expected 'key: value'"),
-    ("description: 'open", "not closed"),
-    ('description: "bad \\q escape"', "unknown escape"),
-    ("anchor: &a value", "anchor, alias, tag"),
-    ("alias: *a", "anchor, alias, tag"),
-    ("tagged: !!str x", "anchor, alias, tag"),
-    ("deep:\n  a:\n    b: c", "deeper than one level"),
-    ("items:\n  - key: v", "lists of mappings"),
-    ("flow: [a, [b]]", "nested flow"),
-    ("flow: [a, b", "not closed"),
-    ('desc: "x" trailing', "unexpected text after a quoted string"),
-    ("x:\n\t- a", "tabs"),
+    ("name: x\n  indented: y", "line 3:"),
+    ("- a\n- b", "frontmatter is a list, not a mapping"),
+    ("just text", "frontmatter is a str, not a mapping"),
+    ("description: 'open", "line 2: a quoted string is not closed"),
+    ("alias: *a", "line 2: found undefined alias"),
+    ("tagged: !!python/object:os.system x", "could not determine a constructor"),
+    ("flow: [a, b", "line 2: a [ list is not closed"),
+    ("x:\n\t- a", "line 3:"),
+    ("a: &x [1]\n" + "\n".join(f"k{i}: *x" for i in range(101)), "more than 100 aliases"),
 ]
 
 

@@ -31,7 +31,7 @@ def test_edit_break_fix_skill_while_running(tmp_path):
         harness = harness_box[0]
         skill_file.write_text(text)
         for _ in range(200):  # the harness keeps the change pending: mid-turn
-            if harness._pending_resources is not None:
+            if harness.pending_resources is not None:
                 return "written"
             await asyncio.sleep(0.02)
         return "watcher did not notice"

@@ -96,7 +96,11 @@ def test_diagnostics(tmp_path):
     found = _messages(diagnostics)
     expected_fragments = [
         ("error", "description is missing", "no-desc/SKILL.md"),
-        ("error", "single-quoted string is not closed; skill not loaded", "bad-yaml/SKILL.md"),
+        (
+            "error",
+            "frontmatter: line 3: a quoted string is not closed; skill not loaded",
+            "bad-yaml/SKILL.md",
+        ),
         ("error", "JSON frontmatter: Expecting value", "bad-json/SKILL.md"),
         ("error", "never closed", "unclosed/SKILL.md"),
         ("warning", "must use lowercase letters", "Bad_Name/SKILL.md"),

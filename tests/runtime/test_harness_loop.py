@@ -50,6 +50,7 @@ def test_two_turn_tool_run_event_order(make_harness: Any, kit: Any) -> None:
         "turn_start",
         "message_start",
         "message_end",
+        "plan_commit",  # a text reply commits an empty plan
         "turn_end",
         "agent_end",
     ]
@@ -194,7 +195,7 @@ def test_terminate_stops_after_the_batch(make_harness: Any) -> None:
     provider = ScriptedProvider([reply_tool_calls([("stop", {})]), "never sent"])
     harness, _ = make_harness(provider, tools=[Tool("stop", "s", {"type": "object"}, stop)])
     result = harness.prompt_sync("go")
-    assert result.status == "done" and result.reason == "terminated by tool"
+    assert result.status == "done" and result.reason == "tool_terminated"
     assert provider.remaining == 1
 
 
@@ -384,8 +385,8 @@ def test_setters_emit_updates_and_apply_from_the_next_turn(kit: Any) -> None:
         "high",
         ["add"],
     )
-    kinds = [e.type for e in harness.session.entries()]
-    assert {"model_change", "thinking_level_change", "active_tools_change"} <= set(kinds)
+    kinds = [e.data.get("customType", e.type) for e in harness.session.entries()]
+    assert {"model_change", "thinking_level_change", "harnessc.active_tools"} <= set(kinds)
     assert replay_events(log.to_dicts()).snapshot() == harness.snapshot()
     with pytest.raises(KeyError, match="unknown tools: nope"):
         asyncio.run(harness.set_active_tools(["nope"]))

@@ -118,9 +118,11 @@ def test_not_a_session_file(repo: JsonlSessionRepo, tmp_path: Path) -> None:
     bad.write_text('{"type":"message"}\n')
     with pytest.raises(SessionFileError, match="line 1 is not a session header"):
         repo.open(str(bad))
-    bad.write_text("")
-    with pytest.raises(SessionFileError, match="empty"):
-        repo.open(str(bad))
+    bad.write_text("")  # pi's rule: an empty file opens as a new session
+    opened = repo.open(str(bad))
+    assert opened.entries() == [] and "empty file" in opened.diagnostics[0]
+    opened.close()
+    assert bad.read_bytes().startswith(b'{"type":"session","version":3,')
 
 
 def _writer(root: str, path: str, seed: int) -> None:

@@ -35,11 +35,11 @@ def test_schema_and_wal(repo: JsonlSessionRepo) -> None:
     index.close()
 
 
-def test_only_user_and_assistant_text_is_indexed(repo: JsonlSessionRepo) -> None:
+def test_text_tool_calls_and_tool_results_are_indexed(repo: JsonlSessionRepo) -> None:
     s = repo.create(cwd="/w")
     u = s.append_message(user("please refactor the parser module"))
-    s.append_message(call("c1", path="parser.py"))
-    s.append_message(result("c1", "def parse(): pass  # toolresultonly"))
+    c = s.append_message(call("c1", path="parser.py", pattern="needleinargs"))
+    r = s.append_message(result("c1", "def parse(): pass  # toolresultonly"))
     a = s.append_message(
         AssistantMessage(
             content=[
@@ -53,11 +53,18 @@ def test_only_user_and_assistant_text_is_indexed(repo: JsonlSessionRepo) -> None
     s.close()
     index = SessionIndex(repo.root)
     stats = index.refresh()
-    assert stats.files_indexed == 1 and stats.messages_added == 2
+    assert stats.files_indexed == 1 and stats.messages_added == 4
     hits = index.search("parser")
-    assert {(h.entry_id, h.role) for h in hits} == {(u.id, "user"), (a.id, "assistant")}
+    assert {(h.entry_id, h.role) for h in hits} == {
+        (u.id, "user"),
+        (a.id, "assistant"),
+        (c.id, "assistant"),  # the tool call's arguments: path parser.py
+    }
     assert all(h.session_id == s.id and h.path == s.path for h in hits)
-    for word in ("toolresultonly", "secretthinking", "customonly", "custommessageonly"):
+    assert [(h.entry_id, h.role) for h in index.search("toolresultonly")] == [(r.id, "toolResult")]
+    assert [h.entry_id for h in index.search("needleinargs")] == [c.id]
+    assert [h.entry_id for h in index.search("read")] == [c.id]  # the tool's name
+    for word in ("secretthinking", "customonly", "custommessageonly"):
         assert index.search(word) == []
     # porter stemming: "refactoring" finds "refactor" and "refactored"
     assert len(index.search("refactoring")) == 2

@@ -77,7 +77,11 @@ def test_move_to_without_summary_branches_in_place() -> None:
     assert d.parent_id == a.id
     assert texts(s) == ["a", "d"]
     assert {e.id for e in s.children(a.id)} == {b.id, d.id}
-    assert s.entries()[-2].type == "leaf" and s.entries()[-2].data == {"targetId": a.id}
+    # the move is a pi ``custom`` entry under the target, so pi (last entry = leaf)
+    # continues on the same branch; it is no child in the tree
+    marker = s.entries()[-2]
+    assert marker.type == "custom" and marker.parent_id == a.id
+    assert marker.data == {"customType": "harnessc.leaf", "data": {"targetId": a.id}}
     s.move_to(None)  # back before the first entry: a new root
     root2 = s.append_message(user("fresh"))
     assert root2.parent_id is None and texts(s) == ["fresh"]
@@ -129,6 +133,11 @@ def test_context_custom_entries_settings_and_compaction() -> None:
     s.append_message(reply("four"))
     ctx = s.context()
     assert ctx.model == ("openai", "gpt-4o") and ctx.thinking_level == "high"
+    # pi: an assistant message overwrites the model of a model_change before it
+    assert ctx.pi_model == ("test", "m") and ctx.pi_thinking_level == "high"
+    assert s.context(a.id).pi_model == ("openai", "gpt-4o")
+    assert Session().context().pi_thinking_level == "off"
+    assert Session().context().thinking_level is None
     assert ctx.active_tool_names == ["read", "bash"]
     assert texts(s) == ["one", "two", "injected", "three", "four"]
     note = ctx.messages[2]

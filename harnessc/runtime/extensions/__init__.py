@@ -8,11 +8,13 @@ results). ``build_extension(name, config_dict)`` builds one by name.
 
 Declarative hooks (each a ``HookSpec`` for ``AgentHarnessOptions.hooks``):
 ``python_hook`` (a ``module:function``), ``command_hook`` (a shell command with the
-Claude Code hook protocol), ``block_rule`` (block tool calls by regex).
+Claude Code hook protocol), ``block_rule`` (block tool calls by regex);
+``claude_settings_hooks`` (the command hooks of a Claude Code settings file).
 """
 
 from harnessc.runtime.extensions.base import Extension, ExtensionConfigError
 from harnessc.runtime.extensions.block_rules import block_rule
+from harnessc.runtime.extensions.claude_settings import claude_settings_hooks
 from harnessc.runtime.extensions.command_hooks import command_hook
 from harnessc.runtime.extensions.compaction import CompactionConfig, CompactionExtension
 from harnessc.runtime.extensions.python_hooks import python_hook
@@ -34,6 +36,7 @@ __all__ = [
     "TurnNudgeExtension",
     "block_rule",
     "build_extension",
+    "claude_settings_hooks",
     "command_hook",
     "python_hook",
 ]

@@ -14,13 +14,25 @@ import difflib
 import re
 import types
 import typing
-from collections.abc import Mapping
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+
+if TYPE_CHECKING:
+    from harnessc.runtime.budget import BudgetTracker
+    from harnessc.runtime.commands import CommandRegistry
+    from harnessc.runtime.events import Event
+    from harnessc.runtime.messages import Message
+    from harnessc.runtime.options import AgentHarnessStreamOptions, Model
+    from harnessc.runtime.providers.base import Provider
+    from harnessc.runtime.session.session import Session
+    from harnessc.runtime.signal import AbortSignal
+    from harnessc.runtime.tools.base import AgentTool
 
 __all__ = [
     "Extension",
     "ExtensionConfig",
     "ExtensionConfigError",
+    "HarnessContext",
     "decode_config",
     "require_non_negative",
 ]
@@ -47,6 +59,64 @@ class ExtensionConfig(Protocol):
     def validate(self) -> None: ...
 
 
+class HarnessContext(Protocol):
+    """What an extension (and compaction, and a tree move) may use of a harness.
+
+    ``AgentHarness`` satisfies it; nothing else of the harness is part of the seam.
+    """
+
+    session: Session
+    commands: CommandRegistry
+    compaction_settings: Any  # CompactionSettings, set by the compaction extension
+    compactor: Any  # replaces the session summary compaction when set
+
+    @property
+    def messages(self) -> list[Message]: ...
+
+    @property
+    def model(self) -> Model: ...
+
+    @property
+    def stream_options(self) -> AgentHarnessStreamOptions: ...
+
+    @property
+    def budget(self) -> BudgetTracker: ...
+
+    @property
+    def is_busy(self) -> bool: ...
+
+    @property
+    def signal(self) -> AbortSignal | None:
+        """The abort signal of the running run (None when idle)."""
+
+    def on(self, name: str, handler: Callable[..., Any]) -> Callable[[], None]: ...
+
+    async def emit(self, event: Event) -> list[Any]: ...
+
+    async def notice(self, source: str, message: str, level: str = "info") -> None: ...
+
+    def add_tools(self, tools: Iterable[AgentTool], *, activate: bool = True) -> None: ...
+
+    def on_close(self, callback: Callable[[], Awaitable[None]]) -> None:
+        """Run ``callback`` when the harness closes (stop a server, flush a file)."""
+
+    async def call_hooks(
+        self, moment: str, event: Any, tool_name: str | None = None
+    ) -> list[Any]: ...
+
+    def has_handlers(self, moment: str) -> bool: ...
+
+    def provider_for(self, model: Model) -> Provider: ...
+
+    def reload_messages(self) -> None: ...
+
+    def context_tokens(self, use_usage: bool = True) -> int: ...
+
+    async def compact(
+        self, custom_instructions: str | None = None, *, reason: str = "manual"
+    ) -> Any: ...
+
+
 @runtime_checkable
 class Extension(Protocol):
     """A hook provider: ``install`` registers handlers, tools and /commands on a harness."""
@@ -56,7 +126,7 @@ class Extension(Protocol):
     @property
     def command_names(self) -> tuple[str, ...]: ...
 
-    def install(self, harness: Any) -> None: ...
+    def install(self, harness: HarnessContext) -> None: ...
 
 
 C = TypeVar("C")

@@ -1,21 +1,22 @@
-"""``command: <shell command>`` hooks, with the protocol of Claude Code hooks.
+"""``command: <shell command>`` hooks, speaking Claude Code's command-hook protocol.
 
-The command runs through the shell in its own process group with the event JSON on
-stdin (see ``protocol.hook_payload``). Its exit code decides:
+The command runs through the shell in its own process group, in the agent's working
+directory (the session's cwd), with the event JSON on stdin as Claude Code sends it
+(``claude_events``: event names, fields, tool names and inputs). What its exit code and
+output mean per event: ``claude_output``. A relative program path (``hooks/guard.sh``)
+is found in the spec's folder.
 
-- 0: no decision, or the JSON decision printed on stdout (``protocol.decision_result``).
-  Plain text on stdout is ignored, except at ``before_agent_start`` where it is added
-  to the prompt as context. Output starting with ``{`` or ``[`` that is not a JSON
-  object is malformed: an error event, and the call is blocked at ``tool_call``.
-- 2: block, with stderr as the reason (what "block" means per moment: ``protocol``).
-- anything else: a non-blocking error; reported as an error event, the run goes on.
+The hook's result is its shell's exit: output still arriving is read for
+``OUTPUT_GRACE_S`` more, then the process group is killed, so a child left in the
+background neither holds the run up nor outlives it. After ``timeout_s`` (default 60)
+the group is killed and the hook counts as failed: an error event, and at ``tool_call``
+the call is blocked (fail closed), as it is when the command cannot start or the
+program is missing or not executable (exit 127 / 126). At most 1 MB of stdout and of
+stderr is kept; the rest is read and dropped.
 
-After ``timeout_s`` (default 60) the whole process group is killed and the hook counts
-as failed: an error event, and at ``tool_call`` the call is blocked (fail closed). At
-most 1 MB of stdout and of stderr is kept; the rest is read and dropped.
-Environment: the caller's, plus ``HARNESSC_HOOK_EVENT`` (the moment),
-``HARNESSC_SESSION_ID``, ``HARNESSC_PROJECT_DIR`` and ``CLAUDE_PROJECT_DIR`` (both
-the session's working directory).
+Environment: the caller's, plus ``CLAUDE_PROJECT_DIR`` and ``HARNESSC_PROJECT_DIR``
+(the agent's working directory), ``HARNESSC_SPEC_DIR`` (the spec's folder),
+``HARNESSC_HOOK_EVENT`` (the harnessc moment) and ``HARNESSC_SESSION_ID``.
 """
 
 from __future__ import annotations
@@ -24,21 +25,32 @@ import asyncio
 import contextlib
 import json
 import os
+import re
+import shlex
 import signal
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harnessc.runtime.events import ErrorEvent, NoticeEvent
-from harnessc.runtime.extensions.protocol import (
-    HookProtocolError,
-    HookTimeoutError,
-    block_result,
-    decision_result,
-    hook_payload,
+from harnessc.runtime.extensions.claude_events import (
+    claude_event_name,
+    claude_payload,
+    compile_matcher,
+    tool_base,
 )
-from harnessc.runtime.hooks import BeforeAgentStartResult, HookSpec, canonical_hook_name
-from harnessc.runtime.messages import UserMessage
+from harnessc.runtime.extensions.claude_output import (
+    HookCall,
+    HookOutcome,
+    PromptBlocked,
+    interpret_exit,
+    interpret_json,
+    interpret_text,
+)
+from harnessc.runtime.extensions.protocol import HookProtocolError, HookTimeoutError
+from harnessc.runtime.hooks import HookSpec, canonical_hook_name
+from harnessc.runtime.secrets import scrubbed_environ
 
 __all__ = [
     "DEFAULT_COMMAND_TIMEOUT_S",
@@ -46,12 +58,17 @@ __all__ = [
     "CommandHook",
     "CommandRun",
     "command_hook",
+    "resolve_program",
     "run_hook_command",
 ]
 
 DEFAULT_COMMAND_TIMEOUT_S = 60.0
 MAX_OUTPUT_BYTES = 1024 * 1024
 _CHUNK = 64 * 1024
+OUTPUT_GRACE_S = 0.25  # output read after the shell exits, then the group is killed
+_POLL_S = 0.02
+_REAP_S = 2.0
+_FIRST_WORD = re.compile(r"(\s*)(\S+)")
 
 
 @dataclass(slots=True)
@@ -64,16 +81,17 @@ class CommandRun:
 
 
 def _kill_group(process: asyncio.subprocess.Process) -> None:
-    if process.returncode is not None:
-        return
+    """SIGKILL the hook's whole process group, the shell itself gone or not: children it
+    left in the background die with it."""
     try:
         if hasattr(os, "killpg"):
             os.killpg(process.pid, signal.SIGKILL)
-        else:  # pragma: no cover - not POSIX
+        elif process.returncode is None:  # pragma: no cover - not POSIX
             process.kill()
     except (ProcessLookupError, PermissionError):
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
+        if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
 
 
 async def _collect(stream: asyncio.StreamReader | None, limit: int) -> tuple[bytes, bool]:
@@ -103,6 +121,32 @@ async def _feed(stream: asyncio.StreamWriter | None, data: bytes) -> None:
             stream.close()
 
 
+async def _exited(process: asyncio.subprocess.Process) -> int:
+    """The shell's exit code, as soon as it exits.
+
+    Not ``process.wait()``: that also waits for every holder of the stdout and stderr
+    pipes, and a child the hook left in the background holds them for as long as it runs.
+    """
+    delay = 0.002
+    while process.returncode is None:
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, _POLL_S)
+    return process.returncode
+
+
+async def _reap(process: asyncio.subprocess.Process, tasks: list[asyncio.Task[Any]]) -> None:
+    """Kill what is left of the group, let the readers reach end of file, wait for the
+    transport to close (no transport outlives the loop: no "Event loop is closed")."""
+    _kill_group(process)
+    _, pending = await asyncio.wait(tasks, timeout=_REAP_S)
+    for task in pending:  # a grandchild that left the group still holds a pipe
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    if not pending:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(process.wait(), _REAP_S)
+
+
 async def run_hook_command(
     command: str,
     stdin: bytes,
@@ -112,7 +156,12 @@ async def run_hook_command(
     env: dict[str, str] | None = None,
     max_output: int = MAX_OUTPUT_BYTES,
 ) -> CommandRun:
-    """Run ``command`` via the shell; HookTimeoutError (group killed) after ``timeout_s``."""
+    """Run ``command`` via the shell in a new process group.
+
+    The result is the shell's exit: output still arriving is read for a short grace
+    period (``OUTPUT_GRACE_S``), then the group is killed, background children
+    included. HookTimeoutError (group killed) when the shell runs past ``timeout_s``.
+    """
     process = await asyncio.create_subprocess_shell(
         command,
         stdin=asyncio.subprocess.PIPE,
@@ -122,26 +171,28 @@ async def run_hook_command(
         env=env,
         start_new_session=True,
     )
+    feed = asyncio.ensure_future(_feed(process.stdin, stdin))
+    out = asyncio.ensure_future(_collect(process.stdout, max_output))
+    err = asyncio.ensure_future(_collect(process.stderr, max_output))
     try:
-        async with asyncio.timeout(timeout_s):
-            _, (out, out_cut), (err, err_cut), code = await asyncio.gather(
-                _feed(process.stdin, stdin),
-                _collect(process.stdout, max_output),
-                _collect(process.stderr, max_output),
-                process.wait(),
-            )
-    except TimeoutError:
-        _kill_group(process)
-        await process.wait()
-        raise HookTimeoutError(
-            f"command did not finish within {timeout_s:g} s and was killed"
-        ) from None
-    except BaseException:
-        _kill_group(process)
-        with contextlib.suppress(BaseException):
-            await asyncio.shield(process.wait())
-        raise
-    return CommandRun(code, out, err, out_cut, err_cut)
+        try:
+            async with asyncio.timeout(timeout_s):
+                code = await _exited(process)
+        except TimeoutError:
+            raise HookTimeoutError(
+                f"command did not finish within {timeout_s:g} s and was killed"
+            ) from None
+        await asyncio.wait([out, err], timeout=OUTPUT_GRACE_S)
+    finally:
+        await asyncio.shield(_reap(process, [feed, out, err]))
+    (stdout, out_cut), (stderr, err_cut) = _done(out), _done(err)
+    return CommandRun(code, stdout, stderr, out_cut, err_cut)
+
+
+def _done(task: asyncio.Task[tuple[bytes, bool]]) -> tuple[bytes, bool]:
+    if task.cancelled() or task.exception() is not None:
+        return b"", False
+    return task.result()
 
 
 def _decode(data: bytes, truncated: bool) -> str:
@@ -149,38 +200,89 @@ def _decode(data: bytes, truncated: bool) -> str:
     return text + "\n[output cut at 1 MB]" if truncated else text
 
 
-class CommandHook:
-    """The handler behind ``command_hook``."""
+def resolve_program(command: str, spec_dir: str | None) -> str:
+    """``hooks/guard.sh --strict`` -> ``/abs/spec/dir/hooks/guard.sh --strict``.
 
-    def __init__(self, moment: str, command: str, timeout_s: float, cwd: str | None) -> None:
+    A first word that is a relative path (it has a ``/``) names a program in the spec's
+    folder, wherever the hook runs; bare names (``python3``) go through PATH and
+    ``$VAR/...`` paths are left to the shell.
+    """
+    if spec_dir is None:
+        return command
+    match = _FIRST_WORD.match(command)
+    if match is None:
+        return command
+    word = match.group(2)
+    if "/" not in word or word.startswith(("/", "~")) or any(c in word for c in "$`'\\\"*?["):
+        return command
+    program = os.path.normpath(os.path.join(spec_dir, word))
+    return match.group(1) + shlex.quote(program) + command[match.end(2) :]
+
+
+class CommandHook:
+    """The handler behind ``command_hook``: one shell command, Claude Code's protocol."""
+
+    def __init__(
+        self,
+        moment: str,
+        command: str,
+        timeout_s: float,
+        cwd: str | None,
+        *,
+        spec_dir: str | None = None,
+        event_name: str | None = None,
+        matcher: str | None = None,
+    ) -> None:
         self.moment = canonical_hook_name(moment)
         self.command = command
+        self.program = resolve_program(command, spec_dir)
         self.timeout_s = timeout_s
         self.cwd = cwd
+        self.spec_dir = spec_dir
+        self.event_name = event_name
+        self.matcher = matcher
+        self._matches = compile_matcher(matcher)
+        self._started: weakref.WeakSet[Any] = weakref.WeakSet()  # SessionStart: once each
         short = command if len(command) <= 60 else command[:57] + "..."
         self.label = f"command hook {short!r}"
 
     def __repr__(self) -> str:
         return f"CommandHook({self.moment!r}, {self.command!r}, timeout_s={self.timeout_s})"
 
-    def _env(self, payload: dict[str, Any]) -> dict[str, str]:
-        env = dict(os.environ)
+    def _env(self, payload: dict[str, Any], cwd: str) -> dict[str, str]:
+        env = scrubbed_environ()  # no API keys or other credentials (runtime/secrets.py)
         env["HARNESSC_HOOK_EVENT"] = self.moment
         env["HARNESSC_SESSION_ID"] = str(payload.get("session_id") or "")
-        env["HARNESSC_PROJECT_DIR"] = str(payload.get("cwd") or "")
-        env.setdefault("CLAUDE_PROJECT_DIR", str(payload.get("cwd") or ""))
+        env["HARNESSC_PROJECT_DIR"] = cwd
+        env["HARNESSC_SPEC_DIR"] = self.spec_dir or ""
+        env["CLAUDE_PROJECT_DIR"] = cwd
         return env
 
+    def _applies(self, event: Any, harness: Any, name: str) -> bool:
+        if self.event_name is not None and name != self.event_name:
+            return False  # a PostToolUse hook on a failed call, or the reverse
+        if name == "SessionStart":
+            try:
+                if harness in self._started:
+                    return False
+                self._started.add(harness)
+            except TypeError:
+                pass
+        if self._matches is None:
+            return True
+        value = _match_value(name, event, harness)
+        return value is None or self._matches(value)
+
     async def __call__(self, event: Any, harness: Any) -> Any:
-        payload = hook_payload(self.moment, event, harness)
-        data = json.dumps(payload, ensure_ascii=False, default=repr).encode("utf-8")
+        name = self.event_name or claude_event_name(self.moment, event)
+        if not self._applies(event, harness, name):
+            return None
+        payload = await claude_payload(self.moment, event, harness, event_name=name)
+        cwd = self.cwd or payload["cwd"]
+        data = json.dumps(payload, ensure_ascii=False, default=repr).encode("utf-8", "replace")
         try:
             run = await run_hook_command(
-                self.command,
-                data,
-                cwd=self.cwd,
-                timeout_s=self.timeout_s,
-                env=self._env(payload),
+                self.program, data, cwd=cwd, timeout_s=self.timeout_s, env=self._env(payload, cwd)
             )
         except HookTimeoutError as exc:
             raise HookTimeoutError(f"{self.label}: {exc}") from None
@@ -188,29 +290,19 @@ class CommandHook:
             raise HookProtocolError(f"{self.label} could not start: {exc}") from exc
         stdout = _decode(run.stdout, run.stdout_truncated)
         stderr = _decode(run.stderr, run.stderr_truncated)
-        if run.returncode == 2:
-            return block_result(self.moment, stderr, event, self.label)
+        call = HookCall(name, self.moment, event, harness, self.label)
+        if name == "PreToolUse":
+            call.tool_base = await tool_base(harness, payload["cwd"])
         if run.returncode != 0:
-            detail = stderr.strip() or stdout.strip() or "no output"
-            await _emit(
-                harness,
-                ErrorEvent(
-                    source=f"hook:{self.moment}",
-                    message=f"{self.label} exited with code {run.returncode} "
-                    f"(non-blocking): {detail[:2000]}",
-                ),
-            )
-            return None
-        return await self._interpret(stdout, event, harness)
+            outcome = interpret_exit(call, run.returncode, stdout, stderr)
+        else:
+            outcome = self._interpret(call, stdout)
+        return await _deliver(outcome, harness, self.moment, self.label)
 
-    async def _interpret(self, stdout: str, event: Any, harness: Any) -> Any:
+    def _interpret(self, call: HookCall, stdout: str) -> HookOutcome:
         text = stdout.strip()
-        if not text:
-            return None
         if not text.startswith(("{", "[")):
-            if self.moment == "before_agent_start":
-                return BeforeAgentStartResult(messages=[UserMessage(text)])
-            return None
+            return interpret_text(call, text)
         try:
             decision = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -218,13 +310,34 @@ class CommandHook:
                 f"{self.label} printed malformed JSON on stdout ({exc.msg} at line {exc.lineno} "
                 f"column {exc.colno}): {text[:200]!r}"
             ) from None
-        result, notice = decision_result(self.moment, decision, event, self.label)
-        if notice:
-            await _emit(
-                harness,
-                NoticeEvent(source=f"hook:{self.moment}", level="warning", message=notice),
-            )
-        return result
+        return interpret_json(call, decision)
+
+
+def _match_value(name: str, event: Any, harness: Any) -> str | None:
+    """What a matcher is tested against at each event (None: the event has no matcher)."""
+    if name in ("PreToolUse", "PostToolUse", "PostToolUseFailure"):
+        return str(getattr(event, "tool_name", ""))
+    if name == "SessionStart":
+        return "resume" if getattr(harness, "messages", None) else "startup"
+    if name == "PreCompact":
+        return "manual" if getattr(event, "custom_instructions", None) is not None else "auto"
+    if name == "Notification":
+        reason = str(getattr(event, "reason", "") or "")
+        return "permission_prompt" if reason.startswith("approval needed") else "idle_prompt"
+    return None
+
+
+async def _deliver(outcome: HookOutcome, harness: Any, moment: str, label: str) -> Any:
+    source = f"hook:{moment}"
+    for text in outcome.warnings:
+        await _emit(harness, NoticeEvent(source=source, level="warning", message=text))
+    for text in outcome.errors:
+        await _emit(harness, ErrorEvent(source=source, message=text))
+    if outcome.blocked_prompt is not None:
+        message = f"prompt blocked by {label}: {outcome.blocked_prompt}"
+        await _emit(harness, NoticeEvent(source=source, level="error", message=message))
+        raise PromptBlocked(message)
+    return outcome.result
 
 
 async def _emit(harness: Any, event: Any) -> None:
@@ -240,18 +353,31 @@ def command_hook(
     matcher: str | None = None,
     timeout_s: float | None = DEFAULT_COMMAND_TIMEOUT_S,
     cwd: str | Path | None = None,
+    spec_dir: str | os.PathLike[str] | None = None,
+    event_name: str | None = None,
 ) -> HookSpec:
     """A HookSpec running ``command`` at ``moment`` (Claude Code hook protocol).
 
-    ``matcher`` is a regex over the whole tool name (``"write|edit"``; ``"*"`` or ``""``
-    match every tool); ``cwd`` is where the command runs (default: the current folder).
+    ``matcher`` selects tools as Claude Code does, under either name (``Bash`` or
+    ``bash``; ``Edit|Write``; a regex; ``*`` or ``""`` for all). The command runs in
+    ``cwd`` if given, else in the agent's working directory (the session's cwd);
+    ``spec_dir`` is where a relative program path (``hooks/guard.sh``) is found.
+    ``event_name`` pins the Claude Code event (hooks from a settings file).
     """
     if not isinstance(command, str) or not command.strip():
         raise ValueError("a command hook needs a non-empty command")
     timeout = DEFAULT_COMMAND_TIMEOUT_S if timeout_s is None else float(timeout_s)
     if timeout <= 0:
         raise ValueError(f"command hook timeout_s must be positive (got {timeout_s})")
-    if matcher in ("*", ""):
-        matcher = None
-    handler = CommandHook(moment, command, timeout, os.fspath(cwd) if cwd is not None else None)
-    return HookSpec(moment=moment, handler=handler, matcher=matcher, name=f"command:{command}")
+    handler = CommandHook(
+        moment,
+        command,
+        timeout,
+        os.fspath(cwd) if cwd is not None else None,
+        spec_dir=os.fspath(spec_dir) if spec_dir is not None else None,
+        event_name=event_name,
+        matcher=matcher,
+    )
+    # the handler matches tools itself (both names); the harness's own matcher is a regex
+    # over harnessc's names only
+    return HookSpec(moment=moment, handler=handler, matcher=None, name=f"command:{command}")

@@ -30,6 +30,7 @@ from typing import Any, Protocol
 from harnessc.runtime.events import ErrorEvent
 from harnessc.runtime.extensions.base import (
     ExtensionConfigError,
+    HarnessContext,
     decode_config,
     require_non_negative,
 )
@@ -112,7 +113,7 @@ class CompactionConfig:
 
 @dataclass(slots=True)
 class PipelineContext:
-    harness: Any
+    harness: HarnessContext
     forced: bool = False
     reason: str = "threshold"  # passed to harness.compact: "threshold" | "manual"
     custom_instructions: str | None = None
@@ -205,7 +206,7 @@ class TokenLimitTrigger:
     name: str = "token_limit"
     reapply_after_reload: bool = False
 
-    def limit(self, harness: Any) -> int:
+    def limit(self, harness: HarnessContext) -> int:
         return int(harness.model.context_window * self.ratio)
 
     async def apply(self, messages: list[Message], ctx: PipelineContext) -> ServiceOutcome:
@@ -229,9 +230,7 @@ class SummaryCompaction:
         outcome = await ctx.harness.compact(ctx.custom_instructions, reason=ctx.reason)
         if not outcome:
             return ServiceOutcome()
-        reload = getattr(ctx.harness, "reload_messages", None)
-        if callable(reload):
-            reload()
+        ctx.harness.reload_messages()
         before = getattr(outcome, "tokens_before", None)
         what = f"summarised the history (~{before} tokens before)" if before else "summarised"
         return ServiceOutcome(messages=ctx.harness.messages, description=what, reloaded=True)
@@ -292,7 +291,7 @@ class CompactionExtension:
         self.services: list[CompactionService] = (
             list(services) if services is not None else self.default_services()
         )
-        self._harness: Any = None
+        self._harness: HarnessContext | None = None
         self._retry_above: int | None = None  # tokens the context must exceed to retry
         self._failed = False
 
@@ -317,7 +316,7 @@ class CompactionExtension:
     def command_names(self) -> tuple[str, ...]:
         return ("compact",) if self.config.contribute_commands else ()
 
-    def install(self, harness: Any) -> None:
+    def install(self, harness: HarnessContext) -> None:
         from harnessc.runtime.session.compaction import CompactionSettings
 
         c = self.config
@@ -351,7 +350,9 @@ class CompactionExtension:
             return self.services
         return [s for s in self.services if not isinstance(s, SummaryCompaction)]
 
-    async def _on_context(self, event: ContextEvent, harness: Any) -> ContextResult | None:
+    async def _on_context(
+        self, event: ContextEvent, harness: HarnessContext
+    ) -> ContextResult | None:
         messages = list(event.messages)
         ctx = PipelineContext(harness=harness)
         try:

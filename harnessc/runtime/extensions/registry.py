@@ -12,6 +12,7 @@ import difflib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from harnessc.runtime import catalog
 from harnessc.runtime.extensions.base import Extension, ExtensionConfigError
 
 __all__ = [
@@ -26,37 +27,22 @@ __all__ = [
 ExtensionFactory = Callable[[Any], Extension]
 
 EXTENSION_ALIASES: dict[str, str] = {
-    "before_step": "compaction",
-    "hook/before-step": "compaction",
-    "hook/session-index": "session_index",
-    "hook/turn-continue": "turn_continue",
-    "hook/turn-nudge": "turn_nudge",
+    alias: entry.name for entry in catalog.EXTENSIONS for alias in entry.aliases
 }
 
 _factories: dict[str, ExtensionFactory] = {}
 
 
 def _builtin(name: str) -> ExtensionFactory | None:
-    if name == "compaction":
-        from harnessc.runtime.extensions.compaction import CompactionExtension
-
-        return CompactionExtension.from_config
-    if name == "session_index":
-        from harnessc.runtime.extensions.session_index import SessionIndexExtension
-
-        return SessionIndexExtension.from_config
-    if name == "turn_continue":
-        from harnessc.runtime.extensions.turn_continue import TurnContinueExtension
-
-        return TurnContinueExtension.from_config
-    if name == "turn_nudge":
-        from harnessc.runtime.extensions.turn_nudge import TurnNudgeExtension
-
-        return TurnNudgeExtension.from_config
-    return None
+    entry = catalog.extension_for(name)
+    if entry is None or entry.name != name:
+        return None
+    cls: Any = entry.load()  # the Extension class; from_config builds it from a dict
+    factory: ExtensionFactory = cls.from_config
+    return factory
 
 
-_BUILTIN_NAMES = ("compaction", "session_index", "turn_continue", "turn_nudge")
+_BUILTIN_NAMES = tuple(entry.name for entry in catalog.EXTENSIONS)
 
 
 def extension_names() -> list[str]:

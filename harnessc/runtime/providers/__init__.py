@@ -1,8 +1,13 @@
-"""Providers: one module per wire API, resolved lazily by api name."""
+"""Providers: one module per wire API, resolved lazily by api name.
+
+A harness owns a ``ProviderPool`` (``providers.pool``) that makes each provider once
+and closes it with the harness. ``register_provider`` adds or replaces the factory
+of an api for every pool; ``get_provider`` is the process-wide pool of callers that
+have no harness (it shares one HttpClientPool, per event loop and origin).
+"""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 
 from harnessc.runtime.providers.base import (
@@ -23,37 +28,31 @@ __all__ = [
     "ToolSpec",
     "get_provider",
     "register_provider",
+    "registered_factories",
 ]
 
-# api name -> "module:Class"; imported on first use so start-up stays cheap.
-_BUILTIN: dict[str, str] = {
-    "openai-completions": "harnessc.runtime.providers.openai_completions:OpenAICompletionsProvider",
-    "anthropic-messages": "harnessc.runtime.providers.anthropic_messages:AnthropicMessagesProvider",
-    "google-generative-ai": "harnessc.runtime.providers.google_generative_ai:GoogleGenerativeAIProvider",
-}
 _factories: dict[str, Callable[[], Provider]] = {}
-_instances: dict[str, Provider] = {}
+_default_pool = None
 
 
 def register_provider(api: str, factory: Callable[[], Provider]) -> None:
-    """Serve ``api`` with providers made by ``factory`` (replaces a built-in one)."""
+    """Serve ``api`` with providers made by ``factory`` (replaces a built-in one) in
+    every pool: each makes its provider anew on its next ``get``."""
     _factories[api] = factory
-    _instances.pop(api, None)
+
+
+def registered_factories() -> dict[str, Callable[[], Provider]]:
+    """The live table of registered factories (pools read it at every ``get``)."""
+    return _factories
 
 
 def get_provider(api: str) -> Provider:
-    """The shared provider instance for a wire API; raises KeyError for unknown apis."""
-    provider = _instances.get(api)
-    if provider is not None:
-        return provider
-    factory = _factories.get(api)
-    if factory is None:
-        target = _BUILTIN.get(api)
-        if target is None:
-            known = ", ".join(sorted(set(_BUILTIN) | set(_factories)))
-            raise KeyError(f"no provider for api {api!r}; known apis: {known}")
-        module_name, _, attr = target.partition(":")
-        factory = getattr(importlib.import_module(module_name), attr)
-    provider = factory()
-    _instances[api] = provider
-    return provider
+    """The process-wide provider for a wire API; raises KeyError for unknown apis.
+
+    A harness uses its own pool instead; closing it never closes these."""
+    global _default_pool
+    if _default_pool is None:
+        from harnessc.runtime.providers.pool import ProviderPool
+
+        _default_pool = ProviderPool()
+    return _default_pool.get(api)

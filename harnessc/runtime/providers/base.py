@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from harnessc.runtime.messages import AssistantMessage, Message
-from harnessc.runtime.options import (
+from harnessc.runtime.model_options import (
     AgentHarnessStreamOptions,
     Model,
     RetryOptions,
@@ -50,7 +50,8 @@ class Context:
 
 @dataclass(slots=True)
 class ProviderRetry:
-    """One failed attempt that will be retried after ``delay_ms``."""
+    """One failed attempt that will be retried after ``delay_ms``; ``error`` is the
+    failure's text without the ``HTTP <status>:`` prefix (``status`` carries it)."""
 
     attempt: int  # 1-based number of the attempt that failed
     max_retries: int
@@ -74,6 +75,9 @@ class ProviderRequest:
     on_response: Callable[[int, dict[str, str]], Awaitable[None]] | None = None
     # Each failed attempt that will be retried.
     on_retry: Callable[[ProviderRetry], Awaitable[None]] | None = None
+    # An absolute time.monotonic() time the request (retries included) must end by,
+    # set by the harness from the wall-clock budget; None: only timeout_ms bounds it.
+    deadline: float | None = None
 
 
 EventType = Literal[

@@ -20,9 +20,21 @@ from harnessc.runtime.messages import (
 )
 from harnessc.runtime.options import Model
 from harnessc.runtime.providers.base import AssistantMessageEvent
+from harnessc.runtime.providers.text import SurrogateJoiner
 from harnessc.runtime.providers.tool_args import parse_tool_arguments
 
-__all__ = ["MessageBuilder", "compute_cost", "finalize_usage"]
+__all__ = ["MAX_NAME_CHARS", "MessageBuilder", "compute_cost", "cut_name", "finalize_usage"]
+
+# Tool names and call ids longer than this are cut (a 1 MB name is a broken server).
+MAX_NAME_CHARS = 256
+
+
+def cut_name(name: str) -> str:
+    """A tool name or call id as kept, printed and stored: at most MAX_NAME_CHARS."""
+    if len(name) <= MAX_NAME_CHARS:
+        return name
+    return f"{name[:MAX_NAME_CHARS]}...({len(name):,} characters)"
+
 
 _END = {"text": "text_end", "thinking": "thinking_end", "toolcall": "toolcall_end"}
 
@@ -30,7 +42,17 @@ _END = {"text": "text_end", "thinking": "thinking_end", "toolcall": "toolcall_en
 class MessageBuilder:
     """Mutates ``partial`` in place and queues AssistantMessageEvents in ``out``."""
 
-    __slots__ = ("partial", "out", "stop_reason", "_index", "_kind", "_block", "_args", "_late")
+    __slots__ = (
+        "partial",
+        "out",
+        "stop_reason",
+        "_index",
+        "_kind",
+        "_block",
+        "_args",
+        "_late",
+        "_join",
+    )
 
     def __init__(self, partial: AssistantMessage) -> None:
         self.partial = partial
@@ -41,6 +63,7 @@ class MessageBuilder:
         self._block: Any = None
         self._args: dict[int, list[str]] = {}
         self._late: set[int] = set()
+        self._join = SurrogateJoiner()  # a surrogate pair split over two deltas
 
     @property
     def has_content(self) -> bool:
@@ -57,6 +80,7 @@ class MessageBuilder:
         self._block = None
         self._args.clear()
         self._late.clear()
+        self._join = SurrogateJoiner()
 
     def _open(self, kind: str, block: Any) -> None:
         if self._kind:
@@ -75,12 +99,20 @@ class MessageBuilder:
     def text(self, delta: str) -> None:
         if self._kind != "text":
             self._open("text", TextContent(""))
+        if self._join.held or not delta.isascii():
+            delta = self._join.feed(delta)
+            if not delta:
+                return
         self._block.text += delta
         self.out.append(AssistantMessageEvent("text_delta", self.partial, self._index, delta))
 
     def thinking(self, delta: str) -> None:
         if self._kind != "thinking":
             self._open("thinking", ThinkingContent(""))
+        if self._join.held or not delta.isascii():
+            delta = self._join.feed(delta)
+            if not delta:
+                return
         self._block.thinking += delta
         self.out.append(AssistantMessageEvent("thinking_delta", self.partial, self._index, delta))
 
@@ -108,7 +140,7 @@ class MessageBuilder:
         Ids are kept as the model sent them; the harness makes empty or repeated ones
         unique (for every provider) before the reply is recorded.
         """
-        self._open("toolcall", ToolCall(id=call_id, name=name, arguments={}))
+        self._open("toolcall", ToolCall(id=cut_name(call_id), name=cut_name(name), arguments={}))
         self._args[self._index] = []
         return self._index
 
@@ -129,6 +161,13 @@ class MessageBuilder:
         if not kind:
             return
         block = self._block
+        if self._join.held:  # the stream ended half way through a surrogate pair
+            rest = self._join.flush()
+            if kind == "text":
+                block.text += rest
+            elif kind == "thinking":
+                block.thinking += rest
+            self.out.append(AssistantMessageEvent(kind + "_delta", self.partial, self._index, rest))  # type: ignore[arg-type]
         delta = ""
         if kind == "text":
             delta = block.text

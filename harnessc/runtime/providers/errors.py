@@ -7,15 +7,25 @@ import re
 from collections.abc import Iterable, Mapping
 
 __all__ = [
+    "MAX_ERROR_CHARS",
     "SECRET_HEADERS",
     "ProviderError",
+    "cut_text",
     "error_text_from_body",
+    "reported_error",
     "is_context_overflow_text",
     "is_secret_header",
     "redact",
     "redact_headers",
+    "redact_url",
     "secret_values",
+    "url_secrets",
 ]
+
+# The longest error text kept in a message (after redaction: a key is never cut in two).
+MAX_ERROR_CHARS = 2000
+# Text that is not a structured error (an HTML page, a plain body) is cut shorter.
+_MAX_PLAIN_CHARS = 500
 
 # Request headers that carry credentials; never logged or put into a message.
 SECRET_HEADERS = frozenset({"authorization", "x-api-key", "x-goog-api-key", "api-key"})
@@ -83,12 +93,50 @@ def is_context_overflow_text(text: str | None) -> bool:
     return bool(text) and _OVERFLOW.search(text or "") is not None
 
 
+# The user info of a URL (``scheme://user:password@host``).
+_USERINFO = re.compile(r"(?<=://)[^/?#@\s]+@")
+
+
 def redact(text: str, secrets: Iterable[str | None]) -> str:
-    """``text`` with every given secret (API keys) replaced by ``[redacted]``."""
+    """``text`` with every given secret (API keys) and the user info of every URL
+    replaced by ``[redacted]``. Redact before cutting a text, never after."""
     for secret in secrets:
         if secret and len(secret) >= 4 and secret in text:
             text = text.replace(secret, _REDACTED)
+    if "@" in text:
+        text = _USERINFO.sub(_REDACTED + "@", text)
     return text
+
+
+def redact_url(url: str) -> str:
+    """``url`` without the user name and password it may carry."""
+    return _USERINFO.sub(_REDACTED + "@", url) if "@" in url else url
+
+
+def url_secrets(url: str) -> list[str]:
+    """The password (and user info) of ``url``, as written and percent-decoded."""
+    from urllib.parse import unquote, urlsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return []
+    out: list[str] = []
+    userinfo = parts.netloc.rpartition("@")[0] if "@" in parts.netloc else ""
+    if userinfo:
+        out.append(userinfo)
+        password = userinfo.partition(":")[2]
+        for value in (password, unquote(password)):
+            if value and value not in out:
+                out.append(value)
+    return out
+
+
+def cut_text(text: str, limit: int = MAX_ERROR_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, saying how much was left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit:,} more characters)"
 
 
 def is_secret_header(name: str) -> bool:
@@ -133,7 +181,7 @@ def _message_in(data: object) -> str | None:
             if isinstance(kind, str) and kind and kind not in message:
                 return f"{kind}: {message}"
             return message
-        return json.dumps(error)[:1000]
+        return json.dumps(error)
     if isinstance(error, str) and error:
         return error
     for key in ("message", "detail"):
@@ -143,15 +191,48 @@ def _message_in(data: object) -> str | None:
     return None
 
 
-def error_text_from_body(body: bytes | str, limit: int = 2000) -> str:
-    """The provider's error text from an HTTP error body (JSON or plain text)."""
+def reported_error(body: bytes) -> str | None:
+    """The message of a JSON body that reports an error (``{"error": ...}``), else None."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    if isinstance(data, dict) and data.get("error"):
+        return _message_in(data)
+    return None
+
+
+_TAGS = re.compile(r"<(script|style)\b.*?</\1\s*>|<[^>]*>", re.S | re.I)
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title\s*>", re.S | re.I)
+
+
+def _html_text(text: str) -> str | None:
+    """The readable text of an HTML page (its title first), or None if not HTML."""
+    head = text[:200].lstrip().lower()
+    if not head.startswith(("<!doctype html", "<html", "<head", "<body", "<?xml", "<h1")):
+        return None
+    import html
+
+    title = _TITLE.search(text)
+    body = " ".join(html.unescape(_TAGS.sub(" ", text)).split())
+    shown = " ".join(html.unescape(title.group(1)).split()) if title else ""
+    if shown and body.startswith(shown):
+        body = body[len(shown) :].strip()
+    return f"{shown}: {body}" if shown and body else (shown or body or "(an empty HTML page)")
+
+
+def error_text_from_body(
+    body: bytes | str, limit: int = MAX_ERROR_CHARS, secrets: Iterable[str | None] = ()
+) -> str:
+    """The provider's error text from an HTTP error body (JSON, an SSE frame, HTML or
+    plain text), redacted of ``secrets`` and then cut to ``limit`` characters."""
     text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
     text = text.strip()
     if not text:
         return ""
     try:
         found = _message_in(json.loads(text))
-    except ValueError:
+    except (ValueError, RecursionError):
         found = None
     if found is None and text.startswith("data:"):
         # Some servers answer an error inside an SSE frame.
@@ -159,9 +240,11 @@ def error_text_from_body(body: bytes | str, limit: int = 2000) -> str:
             if line.startswith("data:"):
                 try:
                     found = _message_in(json.loads(line[5:]))
-                except ValueError:
+                except (ValueError, RecursionError):
                     continue
                 if found:
                     break
-    result = found or text
-    return result if len(result) <= limit else result[:limit] + "..."
+    if found is None:
+        found = _html_text(text) or text
+        limit = min(limit, _MAX_PLAIN_CHARS)
+    return cut_text(redact(found, secrets), limit)

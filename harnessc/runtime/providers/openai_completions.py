@@ -21,7 +21,7 @@ from harnessc.runtime.messages import (
 )
 from harnessc.runtime.options import Model, ThinkingLevel
 from harnessc.runtime.providers.base import ProviderRequest
-from harnessc.runtime.providers.builder import MessageBuilder
+from harnessc.runtime.providers.builder import MessageBuilder, cut_name
 from harnessc.runtime.providers.convert import image_placeholder, wire_messages
 from harnessc.runtime.providers.errors import ProviderError, error_text_from_body
 from harnessc.runtime.providers.http import HttpProvider, HttpRequestSpec, join_url, json_data
@@ -232,6 +232,8 @@ class OpenAIStreamState:
 
     def handle(self, event: str, data: str) -> None:
         if data[:1] == "[" and data.strip() == "[DONE]":
+            self._finish = True
+            self.end()  # the reply is complete here, even if the connection stays open
             self.done = True
             return
         chunk = json_data(data)
@@ -272,12 +274,15 @@ class OpenAIStreamState:
         for call in calls:
             key = call.get("index")
             call_id = call.get("id")
-            if key is None:  # servers that send whole calls without an index
-                key = call_id if call_id and call_id not in self._tools else self._last_key
-                if key is None:
-                    key = 0
-            self._last_key = key
             function = call.get("function") or {}
+            if key is None:  # servers that send whole calls without an index
+                if call_id:
+                    key = call_id
+                elif function.get("name") or self._last_key is None:
+                    key = ("unindexed", len(self._tools))  # a name starts a new call
+                else:
+                    key = self._last_key  # more arguments of the call before
+            self._last_key = key
             index = self._tools.get(key)
             if index is None:
                 index = builder.start_tool(
@@ -288,9 +293,9 @@ class OpenAIStreamState:
                 block = builder.partial.content[index]
                 if isinstance(block, ToolCall):
                     if call_id and not block.id:
-                        block.id = call_id
+                        block.id = cut_name(call_id)
                     if function.get("name") and not block.name:
-                        block.name = function["name"]
+                        block.name = cut_name(function["name"])
             arguments = function.get("arguments")
             if arguments:
                 if type(arguments) is not str:

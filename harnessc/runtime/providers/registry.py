@@ -1,38 +1,33 @@
-"""Lazy factories of the HTTP wire-API providers, by api name.
+"""The built-in wire-API providers, by api name: the one table pools read.
 
 Each factory imports its module on first call, so start-up does not pay for
-providers a run never uses. ``providers.get_provider`` may use these.
+providers a run never uses; it gets the HttpClientPool to send through (None: the
+provider owns a private one).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from harnessc.runtime import catalog
 from harnessc.runtime.providers.base import Provider
+from harnessc.runtime.providers.transport import HttpClientPool
 
-__all__ = ["PROVIDER_FACTORIES"]
+__all__ = ["PROVIDER_FACTORIES", "BuiltinFactory"]
 
-
-def _openai_completions() -> Provider:
-    from harnessc.runtime.providers.openai_completions import OpenAICompletionsProvider
-
-    return OpenAICompletionsProvider()
+BuiltinFactory = Callable[[HttpClientPool | None], Provider]
 
 
-def _anthropic_messages() -> Provider:
-    from harnessc.runtime.providers.anthropic_messages import AnthropicMessagesProvider
+def _factory(entry: catalog.ProviderEntry) -> BuiltinFactory:
+    """A factory importing ``entry``'s class on first call, so start-up stays cheap."""
 
-    return AnthropicMessagesProvider()
+    def build(clients: HttpClientPool | None = None) -> Provider:
+        cls: Callable[..., Provider] = entry.load()
+        return cls(clients)
 
-
-def _google_generative_ai() -> Provider:
-    from harnessc.runtime.providers.google_generative_ai import GoogleGenerativeAIProvider
-
-    return GoogleGenerativeAIProvider()
+    return build
 
 
-PROVIDER_FACTORIES: dict[str, Callable[[], Provider]] = {
-    "openai-completions": _openai_completions,
-    "anthropic-messages": _anthropic_messages,
-    "google-generative-ai": _google_generative_ai,
+PROVIDER_FACTORIES: dict[str, BuiltinFactory] = {
+    entry.api: _factory(entry) for entry in catalog.PROVIDERS
 }

@@ -26,8 +26,9 @@ DEFAULT_MAX_RETRY_DELAY_MS = 60_000
 
 
 def is_retryable_status(status: int) -> bool:
-    """408 timeout, 409 conflict, 429 rate limit and every 5xx may succeed later."""
-    return status in (408, 409, 429) or 500 <= status <= 599
+    """408 timeout, 409 conflict, 429 rate limit and every 5xx but 501 (Not
+    Implemented: the server will never do it) may succeed later."""
+    return status in (408, 409, 429) or (500 <= status <= 599 and status != 501)
 
 
 def parse_retry_after_ms(headers: Mapping[str, str], now: float | None = None) -> int | None:

@@ -3,17 +3,48 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
-__all__ = ["parse_tool_arguments"]
+from harnessc.runtime.providers.text import clean_value, has_surrogates
+
+__all__ = ["MAX_ARGUMENT_DEPTH", "parse_tool_arguments"]
+
+# Arguments nested deeper than this are refused with an error the model reads (deep
+# nesting breaks recursive code downstream; no tool schema nests near this deep).
+MAX_ARGUMENT_DEPTH = 100
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _too_deep(value: Any, limit: int = MAX_ARGUMENT_DEPTH) -> bool:
+    """True when containers in ``value`` nest deeper than ``limit`` (no recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values() if isinstance(v, dict | list))
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item if isinstance(v, dict | list))
+    return False
+
 
 _STRAY_TAIL = set("}]) \t\r\n`")
 
 
-def _object_or_error(value: Any) -> tuple[dict[str, Any], str | None]:
-    if isinstance(value, dict):
-        return value, None
-    return {}, f"tool arguments must be a JSON object, got {type(value).__name__}"
+def _object_or_error(value: Any, raw: str = "") -> tuple[dict[str, Any], str | None]:
+    if not isinstance(value, dict):
+        return {}, f"tool arguments must be a JSON object, got {type(value).__name__}"
+    if ("[" in raw or raw.count("{") > 1) and _too_deep(value):
+        return {}, _depth_error()
+    if has_surrogates(raw) or _SURROGATE_ESCAPE.search(raw) is not None:
+        value = clean_value(value)
+    return value, None
+
+
+def _depth_error() -> str:
+    return f"tool arguments nest deeper than {MAX_ARGUMENT_DEPTH} levels; send flatter arguments"
 
 
 def _strip_fence(text: str) -> str:
@@ -101,12 +132,17 @@ def parse_tool_arguments(raw: str, tool_name: str = "") -> tuple[dict[str, Any],
     if not text:
         return {}, None
     try:
-        return _object_or_error(json.loads(text))
+        return _object_or_error(json.loads(text), text)
+    except RecursionError:
+        return {}, _depth_error()
     except ValueError as exc:
         first_error = exc
-    repaired = _repair(_strip_fence(text))
+    try:
+        repaired = _repair(_strip_fence(text))
+    except RecursionError:
+        return {}, _depth_error()
     if repaired is not None:
-        return _object_or_error(repaired)
+        return _object_or_error(repaired, text)
     label = f" for tool {tool_name!r}" if tool_name else ""
     shown = raw if len(raw) <= 200 else raw[:200] + "..."
     detail = getattr(first_error, "msg", str(first_error))

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
         expand_skill_command,
         format_skills_for_prompt,
         load_skills,
+        skills_prompt_block,
         validate_skill_name,
     )
     from harnessc.runtime.resources.templates import (
@@ -37,6 +38,7 @@ _EXPORTS: dict[str, str] = {
     "load_resources": "harnessc.runtime.resources.loader",
     "expand_skill_command": "harnessc.runtime.resources.skills",
     "format_skills_for_prompt": "harnessc.runtime.resources.skills",
+    "skills_prompt_block": "harnessc.runtime.resources.skills",
     "load_skills": "harnessc.runtime.resources.skills",
     "validate_skill_name": "harnessc.runtime.resources.skills",
     "expand_prompt_template": "harnessc.runtime.resources.templates",
@@ -60,6 +62,7 @@ __all__ = [
     "expand_prompt_template",
     "expand_skill_command",
     "format_skills_for_prompt",
+    "skills_prompt_block",
     "load_prompt_templates",
     "load_resources",
     "load_skills",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,8 +12,11 @@ from typing import Any
 
 from harnessc.runtime.resources.frontmatter import parse_frontmatter
 from harnessc.runtime.resources.types import ResourceDiagnostic, Skill
+from harnessc.runtime.tools.paths import allow_read_tree
 
 __all__ = [
+    "KNOWN_FIELDS",
+    "MAX_COMPATIBILITY_LENGTH",
     "MAX_DESCRIPTION_LENGTH",
     "MAX_NAME_LENGTH",
     "LoadedFile",
@@ -22,13 +26,27 @@ __all__ = [
     "load_skills",
     "merge_skills",
     "scan_skills",
+    "skills_prompt_block",
     "validate_skill_name",
     "xml_escape",
 ]
 
 MAX_NAME_LENGTH = 64
 MAX_DESCRIPTION_LENGTH = 1024
-_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+MAX_COMPATIBILITY_LENGTH = 500
+# The Agent Skills fields, plus pi's disable-model-invocation (either spelling).
+KNOWN_FIELDS = frozenset(
+    {
+        "name",
+        "description",
+        "license",
+        "allowed-tools",
+        "metadata",
+        "compatibility",
+        "disable-model-invocation",
+        "disableModelInvocation",
+    }
+)
 _SKIP_DIRS = {"node_modules", "__pycache__"}
 
 
@@ -70,14 +88,22 @@ def read_text_file(path: str) -> tuple[str | None, ResourceDiagnostic | None]:
         return None, _error(f"cannot read file: {exc.strerror or exc}", path)
 
 
+def _name_ok(name: str) -> bool:
+    parts = name.split("-")
+    return all(p and all(c.isdigit() or (c.isalpha() and c == c.lower()) for c in p) for p in parts)
+
+
 def validate_skill_name(name: str) -> list[str]:
-    """Problems with a skill name (empty list when it is valid)."""
+    """Problems with a skill name (empty list when it is valid), by the Agent Skills
+    rules: NFKC-normalised, lowercase letters (any script) and digits in parts joined by
+    single hyphens, at most 64 characters."""
     problems: list[str] = []
+    name = unicodedata.normalize("NFKC", name)
     if len(name) > MAX_NAME_LENGTH:
         problems.append(f"name {name!r} is longer than {MAX_NAME_LENGTH} characters")
-    if not _NAME.match(name):
+    if not _name_ok(name):
         problems.append(
-            f"name {name!r} must use lowercase letters a-z, digits and single hyphens "
+            f"name {name!r} must use lowercase letters, digits and single hyphens "
             "(no leading, trailing or double hyphens)"
         )
     return problems
@@ -110,7 +136,8 @@ def load_skill_file(path: str, default_name: str, *, check_folder: bool = False)
     name = (raw_name or default_name).strip()
     for message in validate_skill_name(name):
         loaded.diagnostics.append(_warning(message, path))
-    if check_folder and raw_name and name != default_name:
+    same = unicodedata.normalize("NFKC", name) == unicodedata.normalize("NFKC", default_name)
+    if check_folder and raw_name and not same:
         loaded.diagnostics.append(
             _warning(f"name {name!r} does not match its folder {default_name!r}", path)
         )
@@ -131,6 +158,20 @@ def load_skill_file(path: str, default_name: str, *, check_folder: bool = False)
                 path,
             )
         )
+    compatibility = data.get("compatibility")
+    if isinstance(compatibility, str) and len(compatibility) > MAX_COMPATIBILITY_LENGTH:
+        loaded.diagnostics.append(
+            _warning(
+                f"compatibility is {len(compatibility)} characters, over the "
+                f"{MAX_COMPATIBILITY_LENGTH} limit",
+                path,
+            )
+        )
+    unknown = sorted(str(k) for k in data if k not in KNOWN_FIELDS)
+    if unknown:
+        loaded.diagnostics.append(
+            _warning(f"unknown frontmatter field(s) {', '.join(unknown)} (ignored)", path)
+        )
     disable_raw = data.get("disable-model-invocation", data.get("disableModelInvocation", False))
     disable = _as_bool(disable_raw)
     if disable is None:
@@ -145,6 +186,7 @@ def load_skill_file(path: str, default_name: str, *, check_folder: bool = False)
         file_path=path,
         disable_model_invocation=disable,
     )
+    allow_read_tree(os.path.dirname(path))  # the model reads it (and its files) with read
     return loaded
 
 
@@ -290,6 +332,14 @@ def format_skills_for_prompt(skills: Iterable[Skill]) -> str:
     return "\n".join(lines)
 
 
+def skills_prompt_block(skills: Iterable[Skill], active_tools: Iterable[str]) -> str:
+    """The system prompt's skills block, as pi adds it: only while the ``read`` tool is
+    active (without it the model cannot open a skill's file), else ''."""
+    if "read" not in set(active_tools):
+        return ""
+    return format_skills_for_prompt(skills)
+
+
 _SKILL_COMMAND = re.compile(r"^/skill:(\S+)(?:\s+(.*))?$", re.DOTALL)
 
 
@@ -305,9 +355,10 @@ def expand_skill_command(text: str, skills: Iterable[Skill]) -> str | None:
     skill = next((s for s in skills if s.name == name), None)
     if skill is None:
         return None
-    block = (
+    base_dir = os.path.dirname(skill.file_path)
+    block = (  # as pi expands it
         f'<skill name="{xml_escape(skill.name)}" location="{xml_escape(skill.file_path)}">\n'
-        f"{skill.content}\n</skill>"
+        f"References are relative to {base_dir}.\n\n{skill.content.strip()}\n</skill>"
     )
     args = (match.group(2) or "").strip()
     return f"{block}\n\n{args}" if args else block

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -127,16 +126,29 @@ def load_prompt_templates(
 
 
 def parse_command_args(text: str) -> list[str]:
-    """Split arguments shell-style (quotes group words); an unclosed quote runs to the end."""
-    try:
-        return shlex.split(text)
-    except ValueError:
-        for quote in ('"', "'"):
-            try:
-                return shlex.split(text + quote)
-            except ValueError:
-                continue
-        return text.split()
+    """Split template arguments as pi splits them (not shell rules): spaces and tabs
+    separate, ``"`` or ``'`` group until the same quote (no escapes: a backslash is a
+    character), empty arguments are dropped, an unclosed quote runs to the end."""
+    args: list[str] = []
+    current: list[str] = []
+    quote: str | None = None
+    for char in text:
+        if quote is not None:
+            if char == quote:
+                quote = None
+            else:
+                current.append(char)
+        elif char in "\"'":
+            quote = char
+        elif char in " \t":
+            if current:
+                args.append("".join(current))
+                current = []
+        else:
+            current.append(char)
+    if current:
+        args.append("".join(current))
+    return args
 
 
 _PLACEHOLDER = re.compile(

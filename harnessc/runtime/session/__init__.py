@@ -66,6 +66,7 @@ if TYPE_CHECKING:
         SessionError,
         SessionHeader,
         SessionReadOnlyError,
+        SessionWriteError,
         build_context,
     )
     from harnessc.runtime.session.tree import TreeNavigation, navigate_tree
@@ -124,6 +125,7 @@ _EXPORTS: dict[str, str] = {
     "SessionError": "harnessc.runtime.session.session",
     "SessionHeader": "harnessc.runtime.session.session",
     "SessionReadOnlyError": "harnessc.runtime.session.session",
+    "SessionWriteError": "harnessc.runtime.session.session",
     "build_context": "harnessc.runtime.session.session",
     "TreeNavigation": "harnessc.runtime.session.tree",
     "navigate_tree": "harnessc.runtime.session.tree",
@@ -158,6 +160,7 @@ __all__ = [
     "SessionNotFoundError",
     "SessionReadOnlyError",
     "SessionRepo",
+    "SessionWriteError",
     "TreeNavigation",
     "apply_compaction",
     "build_branch_summary_prompt",

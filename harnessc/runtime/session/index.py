@@ -1,13 +1,21 @@
 """Full-text search over the sessions of a repo (seed 003 ``hook/session-index``).
 
-SQLite FTS5 (WAL) at ``<root>/.index.sqlite``. Only user and assistant text is
-indexed. ``refresh`` is incremental: an unchanged file (same size and mtime) is
+SQLite FTS5 (WAL) at ``<root>/.index.sqlite`` (mode 0600: it holds the sessions'
+text). Indexed: user and assistant text, tool calls (name and arguments, as JSON) and
+tool results (role ``toolResult``). ``refresh`` is incremental: an unchanged file (same size and mtime) is
 skipped; a file that only grew is read from the byte offset where the last refresh
 stopped (verified by the bytes just before it), so only its new lines are indexed; a
 file that shrank or changed otherwise is re-indexed; rows of deleted files go.
 
 Each message row's rowid is ``file_id << 32 | line number``, so a file's rows are one
 rowid range (cheap to delete) and ``seq`` is the entry's line in the file.
+
+The index is only a cache, so a damaged file (SQLite reports it is not a database or
+is malformed) is deleted and rebuilt. A locked one never is: another process may be
+writing it (several agents can share a sessions folder); it is waited for up to
+``busy_timeout_s``, then SessionIndexBusyError says so. A write that fails (disk full,
+``ulimit -f``) raises SessionIndexWriteError naming the index file; the index keeps its
+previous state (the transaction is rolled back, or SQLite already did).
 """
 
 from __future__ import annotations
@@ -16,9 +24,21 @@ import json
 import os
 import sqlite3
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from harnessc.runtime.session.index_support import (
+    SessionIndexBusyError,
+    SessionIndexError,
+    SessionIndexWriteError,
+    clean_text,
+    index_error,
+    is_busy,
+    is_corrupt,
+    message_text,
+)
 
 __all__ = [
     "INDEX_FILE_NAME",
@@ -27,12 +47,15 @@ __all__ = [
     "SearchHit",
     "SearchQueryError",
     "SessionIndex",
+    "SessionIndexBusyError",
+    "SessionIndexError",
+    "SessionIndexWriteError",
     "literal_query",
 ]
 
 INDEX_FILE_NAME = ".index.sqlite"
 MAX_SEARCH_LIMIT = 50
-_SCHEMA_VERSION = "1"
+_SCHEMA_VERSION = "2"  # 2: tool calls and tool results are indexed
 _TAIL = 64  # bytes before the resume offset that must be unchanged to resume
 _SEQ_BITS = 32
 
@@ -87,9 +110,16 @@ def literal_query(text: str) -> str:
 class SessionIndex:
     """The full-text index of the session files under ``root``; thread-safe."""
 
-    def __init__(self, root: str | os.PathLike[str], db_path: str | None = None) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        db_path: str | None = None,
+        *,
+        busy_timeout_s: float = 10.0,
+    ) -> None:
         self.root = Path(os.path.abspath(os.fspath(root)))
         self.db_path = db_path or str(self.root / INDEX_FILE_NAME)
+        self.busy_timeout_s = busy_timeout_s
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
 
@@ -97,23 +127,54 @@ class SessionIndex:
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
-            self.root.mkdir(parents=True, exist_ok=True)
-            try:
-                self._conn = self._open()
-            except sqlite3.DatabaseError:
-                # a damaged index is only a cache: rebuild it
-                for suffix in ("", "-wal", "-shm"):
-                    try:
-                        os.unlink(self.db_path + suffix)
-                    except FileNotFoundError:
-                        pass
-                self._conn = self._open()
+            if not self.root.is_dir():
+                self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            deadline = time.monotonic() + self.busy_timeout_s
+            rebuilt = False
+            while True:
+                try:
+                    self._conn = self._open()
+                    break
+                except sqlite3.DatabaseError as exc:
+                    if is_busy(exc):
+                        # another connection holds the file (often: creating it at the
+                        # same moment); a locked index is never damaged, wait for it
+                        if time.monotonic() >= deadline:
+                            raise SessionIndexBusyError(
+                                f"the session index {self.db_path} stayed locked by another "
+                                f"process for {self.busy_timeout_s:g} s; try again"
+                            ) from None
+                        time.sleep(0.05)
+                        continue
+                    if is_corrupt(exc) and not rebuilt:
+                        # a damaged index is only a cache: rebuild it
+                        rebuilt = True
+                        for suffix in ("", "-wal", "-shm"):
+                            try:
+                                os.unlink(self.db_path + suffix)
+                            except FileNotFoundError:
+                                pass
+                        continue
+                    raise index_error(self.db_path, exc) from None
         return self._conn
 
     def _open(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.db_path, check_same_thread=False, isolation_level=None)
+        try:  # created by us: the owner's alone (SQLite gives -wal/-shm the same mode)
+            os.close(os.open(self.db_path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise SessionIndexWriteError(
+                f"cannot create the session index {self.db_path}: {exc.strerror}"
+            ) from None
+        conn = sqlite3.connect(
+            self.db_path,
+            check_same_thread=False,
+            isolation_level=None,
+            timeout=self.busy_timeout_s,
+        )
         try:
-            conn.execute("PRAGMA busy_timeout=10000")
+            conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_s * 1000)}")
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             row = None
@@ -180,7 +241,10 @@ class SessionIndex:
             conn = self._connection()
             files = self._session_files()
             stats.files_seen = len(files)
-            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.DatabaseError as exc:
+                raise index_error(self.db_path, exc) from None
             try:
                 known = {
                     row[1]: row
@@ -200,8 +264,16 @@ class SessionIndex:
                         continue
                     self._index_file(conn, rel, st, row, stats)
                 conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
+            except BaseException as exc:
+                # SQLite rolls back by itself after some errors (a full disk, an I/O
+                # error): only an open transaction is rolled back here
+                if conn.in_transaction:
+                    try:
+                        conn.execute("ROLLBACK")
+                    except sqlite3.DatabaseError:
+                        pass
+                if isinstance(exc, sqlite3.DatabaseError):
+                    raise index_error(self.db_path, exc) from None
                 raise
         return stats
 
@@ -268,12 +340,22 @@ class SessionIndex:
                 continue
             if session_id is None or obj.get("type") != "message":
                 continue
-            found = _message_text(obj.get("message"))
+            try:
+                found = message_text(obj.get("message"))
+            except (ValueError, TypeError, RecursionError):
+                continue
             if found is not None:
                 role, body = found
-                entry_id = _clean(str(obj.get("id", "")))
+                entry_id = clean_text(str(obj.get("id", "")))
                 rows.append(
-                    (base | seq, _clean(session_id), entry_id, seq, _clean(role), _clean(body))
+                    (
+                        base | seq,
+                        clean_text(session_id),
+                        entry_id,
+                        seq,
+                        clean_text(role),
+                        clean_text(body),
+                    )
                 )
         if rows:
             conn.executemany(
@@ -345,36 +427,6 @@ def _query_error(query: str, exc: sqlite3.OperationalError) -> Exception:
     )
 
 
-def _message_text(message: Any) -> tuple[str, str] | None:
-    if not isinstance(message, dict):
-        return None
-    role = message.get("role")
-    if role not in ("user", "assistant"):
-        return None
-    content = message.get("content")
-    if isinstance(content, str):
-        text = content
-    elif isinstance(content, list):
-        text = "\n".join(
-            str(block.get("text", ""))
-            for block in content
-            if isinstance(block, dict) and block.get("type") == "text"
-        )
-    else:
-        return None
-    text = text.strip()
-    return (str(role), text) if text else None
-
-
 def _inside(path: str, root: str) -> bool:
     real = os.path.realpath(path)
     return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
-
-
-def _clean(text: str) -> str:
-    """``text`` storable in SQLite: lone surrogates (from ``\\udc80`` escapes) become U+FFFD."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-    return text

@@ -20,8 +20,8 @@ from stat import S_ISREG
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from harnessc.runtime.session.jsonl import (
-    JsonlStorage,
-    ReadOnlyStorage,
+    EmptySessionFileError,
+    LoadedSession,
     SessionFileError,
     read_session_file,
 )
@@ -31,6 +31,12 @@ from harnessc.runtime.session.session import (
     SessionEntry,
     SessionError,
     SessionHeader,
+)
+from harnessc.runtime.session.storage import (
+    DIR_MODE,
+    JsonlStorage,
+    ReadOnlyStorage,
+    empty_file_header,
 )
 
 __all__ = [
@@ -133,7 +139,9 @@ class JsonlSessionRepo:
         cwd = os.path.abspath(cwd) if cwd else os.getcwd()
         header = SessionHeader.new(cwd=cwd, metadata=metadata, parent_session=parent_session)
         directory = self.root / cwd_slug(cwd)
-        directory.mkdir(parents=True, exist_ok=True)
+        if not directory.is_dir():  # new folders are the owner's alone
+            self.root.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+            directory.mkdir(mode=DIR_MODE, exist_ok=True)
         path = str(directory / session_file_name(header))
         storage = JsonlStorage.create(path, header)
         return Session(header=header, storage=storage, path=path)
@@ -144,20 +152,20 @@ class JsonlSessionRepo:
         """Open a session by meta, id (or unique id prefix) or file path.
 
         Unless ``read_only``, the file is locked for appending (SessionLockedError
-        when another process holds it). Problems in the file are in ``diagnostics``.
+        when another process holds it). A version 1 or 2 file is migrated as pi
+        migrates it (and, unless ``read_only``, rewritten in version 3 as pi does); an
+        empty file opens as a new session. Problems in the file are in ``diagnostics``.
         """
         path = self.resolve(target)
         if read_only:
-            loaded = read_session_file(path)
+            try:
+                loaded = read_session_file(path)
+            except EmptySessionFileError:  # pi opens an empty file as a new session
+                header = empty_file_header(path)
+                loaded = LoadedSession(header, [], [f"{path}: empty file, a new session"])
             storage: Any = ReadOnlyStorage(path)
         else:
             storage, loaded = JsonlStorage.open_locked(path)
-            if loaded.generated_ids:
-                storage.close()
-                raise SessionError(
-                    f"{path} is a version {loaded.header.version} session file whose entries "
-                    "have no ids; open it read-only, or fork it to continue it"
-                )
         return Session(
             header=loaded.header,
             entries=loaded.entries,

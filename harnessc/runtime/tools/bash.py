@@ -13,13 +13,14 @@ import contextlib
 import os
 import shutil
 import signal as _signals
-import tempfile
 import time
 from collections.abc import Mapping
 from typing import IO, Any
 
+from harnessc.runtime.secrets import scrubbed_environ
 from harnessc.runtime.signal import AbortSignal
 from harnessc.runtime.tools.base import Tool, ToolResult, ToolUpdate, error_result, text_result
+from harnessc.runtime.tools.outputlog import OutputLogs, output_logs
 from harnessc.runtime.tools.paths import allow_read, context_value, tool_env
 from harnessc.runtime.tools.truncate import MAX_BYTES, MAX_LINES, format_size, truncate_tail
 
@@ -34,29 +35,60 @@ _ABORT_GRACE_S = 0.2
 
 
 class OutputSink:
-    """Collects a byte stream: a bounded tail in memory, everything in a temp file once big."""
+    """Collects a byte stream: a bounded tail in memory, everything in a log once big.
 
-    def __init__(self, *, max_bytes: int = MAX_BYTES, max_lines: int = MAX_LINES) -> None:
+    The log (see ``outputlog.py``) holds at most ``logs.max_log_bytes``; past that the
+    output is still counted and its tail kept, but no longer stored.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_bytes: int = MAX_BYTES,
+        max_lines: int = MAX_LINES,
+        logs: OutputLogs | None = None,
+    ) -> None:
         self.max_bytes = max_bytes
         self.max_lines = max_lines
         self.tail = bytearray()
         self.total_bytes = 0
         self.newlines = 0
         self.full_path: str | None = None
+        self.log_bytes = 0
+        self.log_cut = False
+        self._logs = logs
         self._file: IO[bytes] | None = None
+
+    def _store(self, data: bytes) -> None:
+        assert self._file is not None and self._logs is not None
+        room = self._logs.max_log_bytes - self.log_bytes
+        if len(data) > room:
+            data = data[: max(room, 0)]
+            self.log_cut = True
+        if data:
+            self._file.write(data)
+            self.log_bytes += len(data)
 
     def write(self, chunk: bytes) -> None:
         self.total_bytes += len(chunk)
         self.newlines += chunk.count(b"\n")
-        if self._file is None and (
-            self.total_bytes > self.max_bytes or self.newlines > self.max_lines
+        if (
+            self._file is None
+            and self.full_path is None
+            and (self.total_bytes > self.max_bytes or self.newlines > self.max_lines)
         ):
-            fd, self.full_path = tempfile.mkstemp(prefix="harnessc-bash-", suffix=".log")
-            allow_read(self.full_path)  # the notice sends the model there
-            self._file = os.fdopen(fd, "wb")
-            self._file.write(self.tail)  # everything so far: nothing was dropped yet
-        if self._file is not None:
-            self._file.write(chunk)
+            if self._logs is None:
+                self._logs = output_logs()
+            try:
+                fd, self.full_path = self._logs.create()
+            except OSError:  # no room for a log: the model still gets the tail
+                self.full_path = ""
+            else:
+                allow_read(self.full_path)  # the notice sends the model there
+                self._file = os.fdopen(fd, "wb")
+                self._store(bytes(self.tail))  # everything so far: nothing was dropped yet
+        if self._file is not None and not self.log_cut:
+            self._store(chunk)
         self.tail.extend(chunk)
         extra = len(self.tail) - max(_TAIL_KEEP, 2 * self.max_bytes)
         if extra > 0:
@@ -66,6 +98,8 @@ class OutputSink:
         if self._file is not None:
             self._file.close()
             self._file = None
+            if self._logs is not None and self.full_path:
+                self._logs.closed(self.full_path)
 
     def text(self) -> tuple[str, bool]:
         """The tail for the model, and whether anything was cut."""
@@ -151,15 +185,33 @@ def _finish_text(sink: OutputSink, footer: str) -> tuple[str, dict[str, Any]]:
     if truncated:
         total = sink.total_lines()
         shown = body.count("\n") + 1
+        if sink.full_path:
+            saved = (
+                "Full output" if not sink.log_cut else f"Its first {format_size(sink.log_bytes)}"
+            )
+            where = (
+                f" {saved} saved to {sink.full_path} (kept while this agent runs); "
+                "read it with the read tool (offset/limit) or grep."
+            )
+            details["full_output_path"] = sink.full_path
+        else:
+            where = " The full output could not be saved."
         body += (
             f"\n\n[Output truncated: showing the last {shown} of {total} lines "
-            f"({format_size(sink.total_bytes)} in all). Full output saved to {sink.full_path}; "
-            "read it with the read tool (offset/limit) or grep.]"
+            f"({format_size(sink.total_bytes)} in all).{where}]"
         )
-        details["full_output_path"] = sink.full_path
     if footer:
         body += f"\n\n{footer}"
     return body, details
+
+
+def _names(value: Any) -> list[str]:
+    """``tool_context.env_passthrough``: a list of names, or one comma-separated string."""
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    if isinstance(value, list | tuple):
+        return [str(item) for item in value]
+    return []
 
 
 def create_bash_tool(timeout_s: float | None = None, *, kill_grace_s: float = 1.0) -> Tool:
@@ -207,7 +259,7 @@ def create_bash_tool(timeout_s: float | None = None, *, kill_grace_s: float = 1.
         cwd = tool_env(context).base
         if not cwd.is_dir():
             return error_result(f"Working directory {cwd} does not exist")
-        env = dict(os.environ)
+        env = scrubbed_environ(passthrough=_names(context_value(context, "env_passthrough")))
         extra_env = context_value(context, "env")
         if isinstance(extra_env, Mapping):
             env.update({str(k): str(v) for k, v in extra_env.items()})

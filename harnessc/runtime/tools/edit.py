@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 import difflib
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harnessc.runtime.tools.base import Tool, ToolResult, error_result, text_result, threaded
-from harnessc.runtime.tools.fileio import FileChangedError, atomic_write_bytes, path_lock
+from harnessc.runtime.tools.base import Tool, ToolResult, error_result, text_result
+from harnessc.runtime.tools.bounded import DEFAULT_TIMEOUT_S, bounded
+from harnessc.runtime.tools.fileio import (
+    FileChangedError,
+    UnsafePathError,
+    atomic_write_at,
+    open_parent,
+    path_lock,
+    read_at,
+    stat_at,
+)
 from harnessc.runtime.tools.paths import PathError, display_path, resolve_path
 from harnessc.runtime.tools.truncate import cap_text, format_size
+from harnessc.runtime.tools.write import write_root
 
 __all__ = ["Replacement", "apply_edits", "create_edit_tool"]
 
@@ -157,30 +168,51 @@ def _edit(params: dict[str, Any], context: Any) -> ToolResult:
     edits = _parse_edits(params)
     if isinstance(edits, str):
         return error_result(edits)
-    if not path.exists():
+    try:
+        root = write_root(path, context)
+    except PathError as exc:
+        return error_result(str(exc))
+    try:
+        with open_parent(path, root) as (folder, name):
+            for _ in range(_ATTEMPTS):
+                result = _edit_once(folder, name, path, shown, edits)
+                if result is not None:
+                    return result
+    except FileNotFoundError:
         return error_result(f"File not found: {shown}")
-    if path.is_dir():
-        return error_result(f"{shown} is a directory, not a file")
-    for _ in range(_ATTEMPTS):
-        result = _edit_once(path, shown, edits)
-        if result is not None:
-            return result
+    except UnsafePathError as exc:
+        return error_result(
+            f"Cannot edit {shown}: {exc.strerror}; a folder of the path changed or is a "
+            "symlink, and edits never follow symlinks."
+        )
+    except OSError as exc:
+        return error_result(f"Cannot edit {shown}: {exc.strerror or exc}")
     return error_result(
         f"No changes made to {shown}: another process kept changing it while the edit was "
         "being applied. Read the file again, then retry."
     )
 
 
-def _edit_once(path: Path, shown: str, edits: list[Replacement]) -> ToolResult | None:
+def _edit_once(
+    folder: int, name: str, path: Path, shown: str, edits: list[Replacement]
+) -> ToolResult | None:
     """One read-change-write; None when the file changed underneath (try again)."""
+    info = stat_at(folder, name)
+    if info is None:
+        return error_result(f"File not found: {shown}")
+    if stat.S_ISDIR(info.st_mode):
+        return error_result(f"{shown} is a directory, not a file")
+    if not stat.S_ISREG(info.st_mode):
+        return error_result(f"{shown} is not a regular file; edit works on text files only")
+    if info.st_size > MAX_EDIT_BYTES:
+        return error_result(
+            f"{shown} is {format_size(info.st_size)}; edit works on files up to "
+            f"{format_size(MAX_EDIT_BYTES)}. Use bash (e.g. sed -i) to change it."
+        )
     try:
-        size = path.stat().st_size
-        if size > MAX_EDIT_BYTES:
-            return error_result(
-                f"{shown} is {format_size(size)}; edit works on files up to "
-                f"{format_size(MAX_EDIT_BYTES)}. Use bash (e.g. sed -i) to change it."
-            )
-        raw = path.read_bytes()  # always the current file, never a cached copy
+        raw = read_at(folder, name, MAX_EDIT_BYTES + 1)  # the current file, never a cache
+    except FileNotFoundError:
+        return error_result(f"File not found: {shown}")
     except OSError as exc:
         return error_result(f"Cannot read {shown}: {exc.strerror or exc}")
     if b"\x00" in raw[:8192]:
@@ -215,12 +247,12 @@ def _edit_once(path: Path, shown: str, edits: list[Replacement]) -> ToolResult |
 
     def unchanged() -> bool:
         try:
-            return path.read_bytes() == raw
+            return read_at(folder, name, MAX_EDIT_BYTES + 1) == raw
         except OSError:
             return False
 
     try:
-        atomic_write_bytes(path, out.encode("utf-8"), unchanged=unchanged)
+        atomic_write_at(folder, name, out.encode("utf-8", "replace"), unchanged=unchanged)
     except FileChangedError:
         return None
     except OSError as exc:
@@ -241,7 +273,7 @@ def _edit_locked(params: dict[str, Any], context: Any) -> ToolResult:
         return _edit(params, context)
 
 
-def create_edit_tool() -> Tool:
+def create_edit_tool(timeout_s: float | None = DEFAULT_TIMEOUT_S) -> Tool:
     """The ``edit`` built-in."""
 
     return Tool(
@@ -249,5 +281,5 @@ def create_edit_tool() -> Tool:
         label="Edit",
         description=_DESCRIPTION,
         parameters=_PARAMETERS,
-        run=threaded(_edit_locked),
+        run=bounded("edit", lambda params, context, stop: _edit_locked(params, context), timeout_s),
     )

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from harnessc.runtime.tools.base import Tool, ToolResult, error_result, text_result, threaded
+from harnessc.runtime.tools.base import Tool, ToolResult, error_result, text_result
+from harnessc.runtime.tools.bounded import DEFAULT_TIMEOUT_S, bounded
 from harnessc.runtime.tools.paths import PathError, display_path, resolve_path
 from harnessc.runtime.tools.truncate import cap_text
 
@@ -60,7 +61,7 @@ def _ls(params: dict[str, Any], context: Any) -> ToolResult:
     )
 
 
-def create_ls_tool() -> Tool:
+def create_ls_tool(timeout_s: float | None = DEFAULT_TIMEOUT_S) -> Tool:
     """The ``ls`` built-in."""
 
     return Tool(
@@ -71,5 +72,5 @@ def create_ls_tool() -> Tool:
             f"with '/'. At most limit entries (default {DEFAULT_LS_LIMIT})."
         ),
         parameters=_PARAMETERS,
-        run=threaded(_ls),
+        run=bounded("ls", lambda params, context, stop: _ls(params, context), timeout_s),
     )

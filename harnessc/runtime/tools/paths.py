@@ -1,4 +1,10 @@
-"""Where file tools may look: the tool context's ``workspace`` confines every path."""
+"""Where file tools may look: every path is confined to the workspace.
+
+The workspace is the tool context's ``workspace`` (relative to its ``cwd``), else the
+agent's working directory; ``allow_outside_workspace: true`` lifts the confinement.
+Read-only tools may also open files registered with :func:`allow_read` (bash's
+full-output logs) and folders registered with :func:`allow_read_tree` (skills).
+"""
 
 from __future__ import annotations
 
@@ -15,6 +21,7 @@ from urllib.parse import unquote
 __all__ = [
     "PathError",
     "allow_read",
+    "allow_read_tree",
     "ToolEnv",
     "context_value",
     "display_path",
@@ -50,6 +57,13 @@ class ToolEnv:
         return self.workspace is not None and not self.allow_outside
 
 
+def _flag(value: Any) -> bool:
+    """A boolean setting; strings (from ``${VAR}`` references) read as true/false."""
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return value is True or (isinstance(value, int) and value == 1)
+
+
 def tool_env(context: Any) -> ToolEnv:
     """Resolve ``workspace`` / ``cwd`` / ``allow_outside_workspace`` from the context."""
     cwd_value = context_value(context, "cwd")
@@ -57,9 +71,11 @@ def tool_env(context: Any) -> ToolEnv:
     if not cwd.is_absolute():
         cwd = Path.cwd() / cwd
     workspace_value = context_value(context, "workspace")
-    allow = bool(context_value(context, "allow_outside_workspace", False))
+    allow = _flag(context_value(context, "allow_outside_workspace", False))
     if workspace_value is None or workspace_value == "":
-        return ToolEnv(Path(os.path.realpath(cwd)), None, allow)
+        # the default workspace is the agent's working directory
+        real_cwd = Path(os.path.realpath(cwd))
+        return ToolEnv(real_cwd, real_cwd, allow)
     workspace = Path(os.path.expanduser(str(workspace_value)))
     if not workspace.is_absolute():
         workspace = cwd / workspace
@@ -82,6 +98,7 @@ _INVISIBLE = {"Cc", "Cf", "Co", "Cs", "Zl", "Zp"}
 _READABLE: OrderedDict[str, None] = OrderedDict()
 _READABLE_MAX = 512
 _READABLE_LOCK = threading.Lock()
+_READABLE_TREES: set[str] = set()
 
 
 def allow_read(path: str | Path) -> None:
@@ -92,9 +109,18 @@ def allow_read(path: str | Path) -> None:
             _READABLE.popitem(last=False)
 
 
+def allow_read_tree(folder: str | Path) -> None:
+    """Let read-only tools open anything below ``folder`` (a skill's folder, say)."""
+    with _READABLE_LOCK:
+        _READABLE_TREES.add(os.path.realpath(folder))
+
+
 def _readable(path: Path) -> bool:
     with _READABLE_LOCK:
-        return str(path) in _READABLE
+        if str(path) in _READABLE:
+            return True
+        trees = list(_READABLE_TREES)
+    return any(is_inside(path, tree) for tree in trees)
 
 
 def _variants(raw: str) -> list[str]:
@@ -113,12 +139,23 @@ def _variants(raw: str) -> list[str]:
     return seen
 
 
+def _realpath(path: str | Path) -> Path:
+    """``os.path.realpath``, retried when a symlink vanishes while it is being read
+    (realpath then raises FileNotFoundError); PathError when it keeps failing."""
+    for _ in range(5):
+        try:
+            return Path(os.path.realpath(path))
+        except OSError as exc:  # the path changes under our feet
+            problem = exc
+    raise PathError(f"path {str(path)!r} keeps changing while it is resolved ({problem.strerror})")
+
+
 def _resolve_one(text: str, base: Path) -> Path:
     expanded = os.path.expanduser(text)
     candidate = Path(expanded)
     if not candidate.is_absolute():
         candidate = base / candidate
-    return Path(os.path.realpath(candidate))
+    return _realpath(candidate)
 
 
 def resolve_path(
@@ -149,7 +186,9 @@ def resolve_path(
     for variant in _variants(raw):
         if "\x00" in variant:  # percent-encoded NUL
             raise PathError(f"path {raw!r} (read as {variant!r}) contains a NUL byte")
-        resolved = _resolve_one(variant, env.base)
+        # the raw spelling is checked as resolved above, never resolved a second time
+        # (a symlink swapped in between would make the two answers differ)
+        resolved = target if variant == raw else _resolve_one(variant, env.base)
         if not is_inside(resolved, env.workspace):
             shown = "" if variant == raw else f" (read as {variant!r})"
             raise PathError(

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
+import io
+import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from harnessc.runtime.messages import ImageContent, TextContent
-from harnessc.runtime.signal import AbortSignal
-from harnessc.runtime.tools.base import Tool, ToolResult, ToolUpdate, error_result, text_result
+from harnessc.runtime.tools.base import Tool, ToolResult, error_result, text_result
+from harnessc.runtime.tools.bounded import DEFAULT_TIMEOUT_S, Stop, bounded
+from harnessc.runtime.tools.fileio import NotRegularFileError, file_kind, open_regular
 from harnessc.runtime.tools.paths import PathError, display_path, resolve_path
 from harnessc.runtime.tools.truncate import MAX_BYTES, MAX_LINES, bounded_lines, format_size
 
@@ -46,17 +49,16 @@ _PARAMETERS: dict[str, Any] = {
 
 def is_binary_file(path: Path) -> bool:
     """True when the first bytes contain a NUL (the usual text/binary test)."""
-    with path.open("rb") as fh:
+    with open_regular(path) as fh:
         return b"\x00" in fh.read(_SNIFF)
 
 
-def _read_image(path: Path, mime: str, shown: str) -> ToolResult:
-    size = path.stat().st_size
+def _read_image(fh: BinaryIO, size: int, path: Path, mime: str, shown: str) -> ToolResult:
     if size > MAX_IMAGE_BYTES:
         return error_result(
             f"Image {shown} is {format_size(size)}, over the {format_size(MAX_IMAGE_BYTES)} limit."
         )
-    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    data = base64.b64encode(fh.read(MAX_IMAGE_BYTES + 1)).decode("ascii")
     return ToolResult(
         content=[TextContent(f"Read image file {shown} [{mime}]"), ImageContent(data, mime)],
         details={"path": str(path), "mime_type": mime, "bytes": size},
@@ -64,7 +66,12 @@ def _read_image(path: Path, mime: str, shown: str) -> ToolResult:
 
 
 def _read_text(
-    path: Path, shown: str, offset: int, limit: int | None, stop: Callable[[], bool] | None = None
+    raw: BinaryIO,
+    path: Path,
+    shown: str,
+    offset: int,
+    limit: int | None,
+    stop: Callable[[], bool] | None = None,
 ) -> ToolResult:
     """Stream the file: keep only the requested window, count the rest."""
     kept: list[str] = []
@@ -72,7 +79,7 @@ def _read_text(
     total = 0
     stop_reason: str | None = None  # "limit" | "lines" | "bytes" | "long_line"
     last_kept = offset - 1
-    with path.open("r", encoding="utf-8", errors="replace", newline=None) as fh:
+    with io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline=None) as fh:
         # a line longer than the byte cap is cut (it is shown as "too long" anyway)
         lines = bounded_lines(fh, MAX_BYTES + 1, stop)
         for total, (text, _) in enumerate(lines, start=1):  # noqa: B007 - read after the loop
@@ -150,48 +157,48 @@ def _read(
         return error_result(f"offset must be 1 or more (got {offset})")
     if limit is not None and limit < 1:
         return error_result(f"limit must be 1 or more (got {limit})")
-    if not path.exists():
-        return error_result(f"File not found: {shown}")
-    if path.is_dir():
-        return error_result(f"{shown} is a directory; use the ls tool to list it")
     try:
-        mime = IMAGE_TYPES.get(path.suffix.lower())
-        if mime is not None:
-            return _read_image(path, mime, shown)
-        if is_binary_file(path):
-            size = path.stat().st_size
-            return error_result(
-                f"{shown} is a binary file ({format_size(size)}); read can only show text "
-                "and png/jpg/gif/webp images. Use bash (e.g. xxd | head) to inspect it."
-            )
-        return _read_text(path, shown, offset, limit, stop)
+        info = path.stat()
+    except FileNotFoundError:
+        return error_result(f"File not found: {shown}")
+    except OSError as exc:
+        return error_result(f"Cannot read {shown}: {exc.strerror or exc}")
+    if stat.S_ISDIR(info.st_mode):
+        return error_result(f"{shown} is a directory; use the ls tool to list it")
+    if not stat.S_ISREG(info.st_mode):
+        return error_result(
+            f"{shown} is {file_kind(info.st_mode)}; read only opens regular files "
+            "(reading it could block forever)"
+        )
+    try:
+        with open_regular(path) as fh:
+            mime = IMAGE_TYPES.get(path.suffix.lower())
+            if mime is not None:
+                return _read_image(fh, os.fstat(fh.fileno()).st_size, path, mime, shown)
+            if b"\x00" in fh.read(_SNIFF):
+                return error_result(
+                    f"{shown} is a binary file ({format_size(info.st_size)}); read can only "
+                    "show text and png/jpg/gif/webp images. Use bash (e.g. xxd | head) to "
+                    "inspect it."
+                )
+            fh.seek(0)
+            return _read_text(fh, path, shown, offset, limit, stop)
+    except NotRegularFileError:
+        return error_result(f"{shown} is not a regular file; read only opens regular files")
     except OSError as exc:
         return error_result(f"Cannot read {shown}: {exc.strerror or exc}")
 
 
-def create_read_tool() -> Tool:
-    """The ``read`` built-in."""
+def create_read_tool(timeout_s: float | None = DEFAULT_TIMEOUT_S) -> Tool:
+    """The ``read`` built-in; a call running over ``timeout_s`` is stopped."""
 
-    async def run(
-        tool_call_id: str,
-        params: dict[str, Any],
-        signal: AbortSignal,
-        on_update: ToolUpdate,
-        context: Any,
-    ) -> ToolResult:
-        return await asyncio.to_thread(
-            _read,
-            params.get("path"),
-            params.get("offset"),
-            params.get("limit"),
-            context,
-            lambda: signal.aborted,  # an abort stops the thread's reading too
-        )
+    def work(params: dict[str, Any], context: Any, stop: Stop) -> ToolResult:
+        return _read(params.get("path"), params.get("offset"), params.get("limit"), context, stop)
 
     return Tool(
         name="read",
         label="Read",
         description=_DESCRIPTION,
         parameters=_PARAMETERS,
-        run=run,
+        run=bounded("read", work, timeout_s),
     )

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
-import re
+import io
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
-from harnessc.runtime.signal import AbortSignal
-from harnessc.runtime.tools.base import Tool, ToolResult, ToolUpdate, error_result, text_result
+from harnessc.runtime.tools.base import Tool, ToolResult, error_result, text_result
+from harnessc.runtime.tools.bounded import DEFAULT_TIMEOUT_S, Stop, bounded
+from harnessc.runtime.tools.fileio import open_regular
 from harnessc.runtime.tools.paths import PathError, display_path, resolve_path, tool_env
 from harnessc.runtime.tools.truncate import bounded_lines
 from harnessc.runtime.tools.walk import Entry, glob_matches, walk
@@ -18,6 +18,9 @@ __all__ = [
     "DEFAULT_FIND_LIMIT",
     "DEFAULT_GREP_LIMIT",
     "MAX_GREP_LINE",
+    "MAX_SEARCH_S",
+    "PatternTimeoutError",
+    "compile_pattern",
     "create_find_tool",
     "create_grep_tool",
 ]
@@ -64,17 +67,72 @@ _FIND_PARAMETERS: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+# One search of one line may take this long; a longer one means a pattern with
+# catastrophic backtracking (``(a+)+$``, ``(a|aa)+$``): grep stops and says so.
+MAX_SEARCH_S = 1.0
+
+
+class _Searcher(Protocol):
+    def search(self, line: str) -> bool: ...
+
+
+class PatternTimeoutError(Exception):
+    """One line took longer than MAX_SEARCH_S to search."""
+
+
+class _BoundedRegex:
+    """A pattern of the ``regex`` package: releases the GIL, each search time-limited."""
+
+    def __init__(self, compiled: Any) -> None:
+        self._compiled = compiled
+
+    def search(self, line: str) -> bool:
+        try:
+            return self._compiled.search(line, timeout=MAX_SEARCH_S) is not None
+        except TimeoutError:
+            raise PatternTimeoutError from None
+
+
+class _Literal:
+    """A literal pattern needs no regex engine (and cannot backtrack)."""
+
+    def __init__(self, needle: str, ignore_case: bool) -> None:
+        self._fold = ignore_case
+        self._needle = needle.casefold() if ignore_case else needle
+
+    def search(self, line: str) -> bool:
+        return self._needle in (line.casefold() if self._fold else line)
+
+
+def compile_pattern(pattern: str, *, literal: bool, ignore_case: bool) -> _Searcher:
+    """A searcher for grep; ValueError with a readable message for a bad pattern.
+
+    Regular expressions use the ``regex`` package (imported here, on first use): its
+    matching releases the GIL, so an abort still reaches the tool, and each search has
+    a timeout, so a catastrophic pattern is stopped instead of freezing the agent.
+    """
+    if literal:
+        return _Literal(pattern, ignore_case)
+    try:
+        import regex
+    except ImportError:  # pragma: no cover - a dependency of harnessc
+        raise ValueError(
+            "grep needs the 'regex' package for regular expressions (pip install regex); "
+            "literal=true searches without it"
+        ) from None
+    try:
+        compiled = regex.compile(pattern, regex.IGNORECASE if ignore_case else 0)
+    except (regex.error, OverflowError, RecursionError) as exc:
+        raise ValueError(
+            f"Invalid regular expression {pattern!r}: {exc}. "
+            "Set literal=true to search for the text as written."
+        ) from None
+    return _BoundedRegex(compiled)
+
+
 _MAX_OUTPUT_BYTES = 50 * 1024
 _MAX_LINE_CHARS = 64 * 1024  # longer lines are searched in their first 64 K characters only
 _MAX_OUTPUT_LINES = 2000
-
-
-def _is_binary(path: str) -> bool:
-    try:
-        with open(path, "rb") as fh:
-            return b"\x00" in fh.read(_SNIFF)
-    except OSError:
-        return True
 
 
 def _clip(line: str) -> str:
@@ -101,27 +159,34 @@ class _Output:
 
 def _grep_file(
     entry: Entry,
-    regex: re.Pattern[str],
+    searcher: _Searcher,
     context: int,
     remaining: int,
     out: _Output,
     first_group: list[bool],
     stop: Callable[[], bool] | None = None,
 ) -> int:
-    """Search one file; returns the number of matches written."""
+    """Search one file (skipped when binary or not a regular file); returns the matches."""
     matches = 0
     before: deque[tuple[int, str]] = deque(maxlen=context or 1)
     after_left = 0
     last_printed = 0
     try:
-        fh = open(entry.path, encoding="utf-8", errors="replace")
+        raw = open_regular(entry.path)  # a FIFO or device is refused, never blocks
     except OSError:
         return 0
-    with fh:
+    with raw:
+        try:
+            if b"\x00" in raw.read(_SNIFF):
+                return 0
+            raw.seek(0)
+        except OSError:
+            return 0
+        fh = io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
         # lines are cut at a bound (a 2 GB line costs no memory); matches show clipped
-        for number, (raw, _) in enumerate(bounded_lines(fh, _MAX_LINE_CHARS, stop), start=1):
-            line = raw.rstrip("\r")
-            if regex.search(line):
+        for number, (text, _) in enumerate(bounded_lines(fh, _MAX_LINE_CHARS, stop), start=1):
+            line = text.rstrip("\r")
+            if searcher.search(line):
                 if matches >= remaining:
                     break
                 pending = (
@@ -151,7 +216,7 @@ def _grep_file(
     return matches
 
 
-def _grep(params: dict[str, Any], context: Any, signal: AbortSignal) -> ToolResult:
+def _grep(params: dict[str, Any], context: Any, stop: Stop) -> ToolResult:
     pattern = params.get("pattern")
     if not isinstance(pattern, str) or pattern == "":
         return error_result("grep needs a non-empty pattern")
@@ -161,15 +226,14 @@ def _grep(params: dict[str, Any], context: Any, signal: AbortSignal) -> ToolResu
         return error_result(f"limit must be a positive integer (got {limit!r})")
     if not isinstance(around, int) or around < 0:
         return error_result(f"context must be 0 or more (got {around!r})")
-    flags = re.IGNORECASE if params.get("ignore_case") else 0
-    source = re.escape(pattern) if params.get("literal") else pattern
     try:
-        regex = re.compile(source, flags)
-    except re.error as exc:
-        return error_result(
-            f"Invalid regular expression {pattern!r}: {exc}. "
-            "Set literal=true to search for the text as written."
+        searcher = compile_pattern(
+            pattern,
+            literal=bool(params.get("literal")),
+            ignore_case=bool(params.get("ignore_case")),
         )
+    except ValueError as exc:
+        return error_result(str(exc))
     try:
         root = resolve_path(params.get("path"), context, read_only=True)
     except PathError as exc:
@@ -182,29 +246,34 @@ def _grep(params: dict[str, Any], context: Any, signal: AbortSignal) -> ToolResu
     entries: Any
     if root.is_file():
         entries = [Entry(shown, str(root), False)]
+    elif not root.is_dir():
+        return error_result(f"{shown} is not a regular file or a folder; grep cannot search it")
     else:
         entries = (
             e
-            for e in walk(root, confine=env.workspace if env.confined else None)
+            for e in walk(root, confine=env.workspace if env.confined else None, stop=stop)
             if not glob or glob_matches(str(glob), e.rel)
         )
     out = _Output()
     total = 0
     files = 0
     first_group = [True]
-    for entry in entries:
-        if signal.aborted:
-            return error_result("grep aborted")
-        if total >= limit or out.full:
-            break
-        if _is_binary(entry.path):
-            continue
-        found = _grep_file(
-            entry, regex, around, limit - total, out, first_group, lambda: signal.aborted
+    try:
+        for entry in entries:
+            if stop():
+                return error_result("grep aborted")
+            if total >= limit or out.full:
+                break
+            found = _grep_file(entry, searcher, around, limit - total, out, first_group, stop)
+            if found:
+                files += 1
+                total += found
+    except PatternTimeoutError:
+        return error_result(
+            f"grep stopped: searching one line with {pattern!r} took over {MAX_SEARCH_S:g} s. "
+            "The pattern backtracks catastrophically (nested repetition such as (a+)+ or "
+            "(a|aa)+); rewrite it without nested quantifiers, or set literal=true."
         )
-        if found:
-            files += 1
-            total += found
     if total == 0:
         where = f" in {shown}" + (f" (glob {glob})" if glob else "")
         return text_result(f"No matches found for {pattern!r}{where}.", {"matches": 0})
@@ -232,7 +301,7 @@ def _grep(params: dict[str, Any], context: Any, signal: AbortSignal) -> ToolResu
     )
 
 
-def _find(params: dict[str, Any], context: Any, signal: AbortSignal) -> ToolResult:
+def _find(params: dict[str, Any], context: Any, stop: Stop) -> ToolResult:
     pattern = params.get("pattern")
     if not isinstance(pattern, str) or not pattern.strip():
         return error_result("find needs a glob pattern, e.g. '*.py'")
@@ -251,8 +320,8 @@ def _find(params: dict[str, Any], context: Any, signal: AbortSignal) -> ToolResu
     env = tool_env(context)
     found: list[str] = []
     more = False
-    for entry in walk(root, confine=env.workspace if env.confined else None, dirs=True):
-        if signal.aborted:
+    for entry in walk(root, confine=env.workspace if env.confined else None, dirs=True, stop=stop):
+        if stop():
             return error_result("find aborted")
         if glob_matches(pattern, entry.rel):
             if len(found) >= limit:
@@ -277,40 +346,27 @@ def _find(params: dict[str, Any], context: Any, signal: AbortSignal) -> ToolResu
     return text_result(body, {"count": len(found), "limit_reached": more})
 
 
-def _make(name: str, label: str, description: str, parameters: dict[str, Any], fn: Any) -> Tool:
-    async def run(
-        tool_call_id: str,
-        params: dict[str, Any],
-        signal: AbortSignal,
-        on_update: ToolUpdate,
-        context: Any,
-    ) -> ToolResult:
-        return await asyncio.to_thread(fn, params, context, signal)
-
-    return Tool(name=name, label=label, description=description, parameters=parameters, run=run)
-
-
-def create_grep_tool() -> Tool:
+def create_grep_tool(timeout_s: float | None = DEFAULT_TIMEOUT_S) -> Tool:
     """The ``grep`` built-in (regex or literal; skips .git, node_modules and binary files)."""
-    return _make(
-        "grep",
-        "Grep",
-        "Search file contents for a regular expression (or literal text). Output lines are "
+    return Tool(
+        name="grep",
+        label="Grep",
+        description="Search file contents for a regular expression (or literal text). Output lines are "
         "'path:line: text' (context lines 'path-line- text'). Skips .git, node_modules and "
         f"binary files. At most limit matches (default {DEFAULT_GREP_LIMIT}).",
-        _GREP_PARAMETERS,
-        _grep,
+        parameters=_GREP_PARAMETERS,
+        run=bounded("grep", _grep, timeout_s),
     )
 
 
-def create_find_tool() -> Tool:
+def create_find_tool(timeout_s: float | None = DEFAULT_TIMEOUT_S) -> Tool:
     """The ``find`` built-in (glob over paths; skips .git and node_modules)."""
-    return _make(
-        "find",
-        "Find",
-        "Find files and folders by glob pattern ('*.py' matches names at any depth, "
+    return Tool(
+        name="find",
+        label="Find",
+        description="Find files and folders by glob pattern ('*.py' matches names at any depth, "
         "'src/**/*.py' matches paths). Skips .git and node_modules. "
         f"At most limit results (default {DEFAULT_FIND_LIMIT}).",
-        _FIND_PARAMETERS,
-        _find,
+        parameters=_FIND_PARAMETERS,
+        run=bounded("find", _find, timeout_s),
     )

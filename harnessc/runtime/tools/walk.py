@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -86,14 +86,23 @@ def glob_matches(pattern: str, rel: str) -> bool:
     return regex.match(subject) is not None
 
 
-def walk(root: Path, *, confine: Path | None = None, dirs: bool = False) -> Iterator[Entry]:
-    """Files (and folders when ``dirs``) under ``root``, depth first, sorted by name.
+def walk(
+    root: Path,
+    *,
+    confine: Path | None = None,
+    dirs: bool = False,
+    stop: Callable[[], bool] | None = None,
+) -> Iterator[Entry]:
+    """Regular files (and folders when ``dirs``) under ``root``, depth first, sorted.
 
-    Directory symlinks are not followed. With ``confine``, file symlinks whose target
-    lies outside it are skipped.
+    Directory symlinks are not followed; FIFOs, sockets and devices are skipped (opening
+    one could block). With ``confine``, file symlinks whose target lies outside it are
+    skipped. Ends early once ``stop()`` is true.
     """
     stack: list[tuple[str, str]] = [(str(root), "")]
     while stack:
+        if stop is not None and stop():
+            return
         folder, prefix = stack.pop()
         try:
             with os.scandir(folder) as it:
@@ -116,7 +125,10 @@ def walk(root: Path, *, confine: Path | None = None, dirs: bool = False) -> Iter
                 subdirs.append((entry.path, rel + "/"))
                 continue
             if is_link:
-                target = os.path.realpath(entry.path)
+                try:
+                    target = os.path.realpath(entry.path)
+                except OSError:  # the link changed while it was read
+                    continue
                 if confine is not None and not is_inside(target, confine):
                     continue
                 if os.path.isdir(target):
@@ -124,6 +136,13 @@ def walk(root: Path, *, confine: Path | None = None, dirs: bool = False) -> Iter
                         yield Entry(rel, entry.path, True)
                     continue
                 if not os.path.isfile(target):
+                    continue
+            else:
+                try:
+                    regular = entry.is_file(follow_symlinks=False)
+                except OSError:
+                    continue
+                if not regular:  # FIFO, socket, device
                     continue
             yield Entry(rel, entry.path, False)
         stack.extend(reversed(subdirs))

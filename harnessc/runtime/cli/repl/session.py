@@ -12,121 +12,60 @@ import asyncio
 import contextlib
 import json
 import os
-import sys
-import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from harnessc.runtime.cli_output import TextPrinter, one_line
-from harnessc.runtime.cli_pause import budget_limit, describe_pause
+from harnessc.runtime.cli.host import CliHost
+from harnessc.runtime.cli.output import format_number, one_line
+from harnessc.runtime.cli.pause import budget_limit, describe_pause, pause_reason
+from harnessc.runtime.cli.render import make_printer
+from harnessc.runtime.cli.repl.reader import EOF, INTERRUPT, LineReader
+from harnessc.runtime.cli.sessions import has_exchange
+from harnessc.runtime.cli.shutdown import close_harness
+from harnessc.runtime.cli.summary import RunSummary, model_is_priced
 from harnessc.runtime.harness import AgentHarness, HarnessBusyError, RunResult
 
-if TYPE_CHECKING:
-    from harnessc.runtime.cli import CliInvocation
-
-__all__ = ["Repl", "run_repl"]
-
-_EOF = object()  # Ctrl-D
-_INTERRUPT = object()  # Ctrl-C while a question waits for its answer
-
-
-def run_repl(cli: CliInvocation, harness: AgentHarness, prompt: str | None) -> int:
-    repl = Repl(cli, harness)
-    with _terminal_restored():
-        return asyncio.run(repl.main(prompt))
-
-
-@contextlib.contextmanager
-def _terminal_restored() -> Any:
-    """Put the terminal back as it was, even when we leave while readline holds it."""
-    saved = None
-    try:
-        import termios
-
-        if sys.stdin.isatty():
-            saved = termios.tcgetattr(sys.stdin.fileno())
-    except (ImportError, OSError, ValueError):
-        saved = None
-    try:
-        yield
-    finally:
-        if saved is not None:
-            with contextlib.suppress(Exception):
-                import termios
-
-                termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, saved)
-
-
-class _Reader:
-    """Reads lines in a thread; each read starts only when the loop asks for it."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[Any]) -> None:
-        self._loop = loop
-        self._queue = queue
-        self._go = threading.Event()
-        self._lock = threading.Lock()
-        self._pending: str | None = None  # the prompt of a requested read not started yet
-        self._reading = False  # inside input()
-        self._thread = threading.Thread(target=self._run, name="repl-input", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def request(self, prompt: str) -> bool:
-        """Ask for the next line, shown with ``prompt``. False when a read is already
-        going (it will deliver the line; the caller prints the prompt itself)."""
-        with self._lock:
-            if self._reading:
-                return False
-            self._pending = prompt  # a read not started yet shows the latest prompt
-            self._go.set()
-            return True
-
-    def _run(self) -> None:
-        while True:
-            self._go.wait()
-            with self._lock:
-                self._go.clear()
-                prompt = self._pending or ""
-                self._pending = None
-                self._reading = True
-            try:
-                line: Any = input(prompt)
-            except EOFError:
-                line = _EOF
-            except Exception:  # a closed stdin
-                line = _EOF
-            with self._lock:
-                self._reading = False
-            try:
-                self._loop.call_soon_threadsafe(self._queue.put_nowait, line)
-            except RuntimeError:  # the loop is closed: we are quitting
-                return
-            if line is _EOF:
-                return
+__all__ = ["Repl"]
 
 
 class Repl:
     """One interactive session; ``self.harness`` changes on /fork and /sessions ID."""
 
-    def __init__(self, cli: CliInvocation, harness: AgentHarness) -> None:
+    def __init__(self, cli: CliHost, harness: AgentHarness) -> None:
         self.cli = cli
         self.harness = harness
         self.out = cli.out
         self.err = cli.err
-        self.printer = TextPrinter(self.out, self.err)
-        self._unsubscribe = harness.subscribe(self.printer)
+        self.printer = make_printer(self.out, self.err, show_thinking=cli.args.show_thinking)
+        priced = model_is_priced(harness.model)
+        self.summary = RunSummary(priced=priced)  # the whole interactive session
+        self.run_summary = RunSummary(priced=priced)  # the latest run
+        self._unsubscribe = self._listen(harness)
         self.lines: asyncio.Queue[Any] = asyncio.Queue()
-        self.reader: _Reader | None = None
+        self.reader: LineReader | None = None
         self.busy = False
         self.asking = False
         self.quit = False
+        self.quit_after_run = False  # Ctrl-D during a run: leave once it ends
+        # Lines piped in (``printf 'hi\n/status\n' | agent -i``) are a script: each runs
+        # after the previous one finished (no steering), the end of input quits. The "> "
+        # prompt is still written: a program driving the REPL sees when it is idle.
+        self.scripted = not _stdin_is_terminal()
         self._history_file: str | None = None
         # A session created for this REPL: deleted again when left without any entry, so
         # opening -i and quitting does not leave an empty "latest" session for --continue.
         fresh = cli.choice is None or cli.choice.new
         self._fresh_path: str | None = harness.session.path if fresh else None
+
+    def _listen(self, harness: AgentHarness) -> Callable[[], None]:
+        removers = [harness.subscribe(x) for x in (self.printer, self.summary, self.run_summary)]
+
+        def unsubscribe() -> None:
+            for remove in removers:
+                remove()
+
+        return unsubscribe
 
     # -- output ----------------------------------------------------------------
 
@@ -143,7 +82,10 @@ class Repl:
         loop = asyncio.get_running_loop()
         self.lines = asyncio.Queue()
         self._setup_history()
-        self.reader = _Reader(loop, self.lines)
+        self.reader = LineReader(loop, self.lines)
+        if not self.scripted:
+            reader = self.reader
+            self.printer.prompt_on_screen = lambda: None if self.busy else reader.showing()
         _add_sigint(loop, self.on_interrupt)
         try:
             await self.cli.prepare(self.harness)
@@ -158,9 +100,9 @@ class Repl:
                 await self.run(lambda: self.harness.prompt(prompt))
             while not self.quit:
                 line = await self.next_line("> ")
-                if line is _EOF:
+                if line is EOF:
                     break
-                if line is _INTERRUPT:
+                if line is INTERRUPT:
                     continue
                 text = str(line).strip()
                 if not text:
@@ -170,11 +112,9 @@ class Repl:
             _remove_sigint(loop)
             self.printer.close()
             self._save_history()
-            from harnessc.runtime.cli import close_harness
-
             await close_harness(self.harness)
             self._drop_if_fresh_and_empty(self.harness.session)
-        self.out.write("\n" if not self.quit else "")
+        self.out.write("\n" if not (self.quit or self.scripted) else "")
         self.out.flush()
         return 0
 
@@ -187,9 +127,37 @@ class Repl:
             f"model {self.harness.model_key()}. /help lists commands; Ctrl-C aborts a run, "
             "Ctrl-D quits."
         )
+        self.show_last_exchange()
+
+    def show_last_exchange(self) -> None:
+        """Continuing a session: its last prompt and reply, to see where it stands."""
+        from harnessc.runtime.messages import AssistantMessage, UserMessage, message_text
+
+        messages = self.harness.messages
+        last_user = next(
+            (i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], UserMessage)),
+            None,
+        )
+        if last_user is None:
+            return
+        reply = next(
+            (
+                m
+                for m in messages[last_user + 1 :][::-1]
+                if isinstance(m, AssistantMessage) and m.text
+            ),
+            None,
+        )
+        self.note("last exchange:")
+        self.note(f"  > {one_line(message_text(messages[last_user]), 200)}")
+        if reply is not None:
+            text = reply.text.strip()
+            lines = text.splitlines()
+            shown = "\n".join(f"  {line}" for line in lines[:12])
+            self.note(shown + ("\n  ..." if len(lines) > 12 else ""))
 
     async def next_line(self, prompt: str) -> Any:
-        """The next line typed (or _EOF / _INTERRUPT)."""
+        """The next line typed (or EOF / INTERRUPT)."""
         assert self.reader is not None
         if self.lines.empty() and not self.reader.request(prompt) and prompt:
             self.out.write(prompt)
@@ -203,18 +171,22 @@ class Repl:
             line = await self.next_line(question)
         finally:
             self.asking = False
-        if line is _EOF:
+        if line is EOF:
             self.quit = True
             return None
-        if line is _INTERRUPT:
+        if line is INTERRUPT:
             return None
         return str(line).strip()
 
     async def handle(self, text: str) -> None:
         if text.startswith("/") and not text.startswith("//"):
-            from harnessc.runtime.cli_commands import run_command
+            from harnessc.runtime.cli.repl.commands import run_command
 
             await run_command(self, text)
+            return
+        if self.harness.paused_reason == "awaiting_tool":
+            ids = ", ".join(f"{c.name} {c.id}" for c in self.harness.pending_tool_calls)
+            self.note(f"the agent is waiting for external tool results ({ids}): /resume answers")
             return
         await self.run(lambda: self.harness.prompt(text))
 
@@ -223,7 +195,7 @@ class Repl:
             self.note("[interrupted] aborting the run; the session is kept")
             self.harness.abort("interrupted by the user")
         elif self.asking:
-            self.lines.put_nowait(_INTERRUPT)
+            self.lines.put_nowait(INTERRUPT)
         else:
             self.out.write("\n(Ctrl-D or /quit to quit)\n> ")
             self.out.flush()
@@ -234,8 +206,11 @@ class Repl:
         """Run until done or paused; typed lines meanwhile are steering."""
         assert self.reader is not None
         self.busy = True
+        self.run_summary.reset()
         task: asyncio.Future[RunResult] = asyncio.ensure_future(start())
         try:
+            while not task.done() and self.scripted:
+                await asyncio.wait({task})
             while not task.done():
                 self.reader.request("")
                 getter = asyncio.ensure_future(self.lines.get())
@@ -249,19 +224,24 @@ class Repl:
             try:
                 result = task.result()
             except HarnessBusyError as exc:
-                self.note(f"error: {exc}")
+                self.note(
+                    f"error: {str(exc).replace('call resume() with them', '/resume answers')}"
+                )
                 return None
         finally:
             self.busy = False
         await self.after_run(result)
+        if self.quit_after_run:
+            self.quit = True
         return result
 
     def steer(self, line: Any) -> None:
-        if line is _EOF:
-            self.quit = True
-            self.harness.abort("quit")
+        if line is EOF:
+            # Ctrl-D while the agent works: let the run finish, then leave (Ctrl-C aborts).
+            self.quit_after_run = True
+            self.note("[quit] leaving when this run ends (Ctrl-C aborts it)")
             return
-        if line is _INTERRUPT:
+        if line is INTERRUPT:
             return
         text = str(line).strip()
         if not text:
@@ -273,13 +253,18 @@ class Repl:
         self.note(f"[steering] queued: {one_line(text, 60)}")
 
     async def after_run(self, result: RunResult) -> None:
+        if result.reply is None and self.run_summary.turns:
+            self.run_summary.stop()
+            self.note(f"[usage] {self.run_summary.line()}")
         if result.reply is not None:
             self.say(result.reply)
         elif result.status == "error":
             self.printer.error(result.reason or "the run failed")
         elif result.status == "aborted":
             self.note("[aborted] the session is kept")
-        elif result.status in ("paused", "awaiting_tool") and not self.quit:
+        elif result.status in ("paused", "awaiting_tool") and not (
+            self.quit or self.quit_after_run
+        ):
             await self.answer_pause()
 
     # -- pull points -------------------------------------------------------------
@@ -347,11 +332,7 @@ class Repl:
         await self.run(lambda: harness.resume())
 
     def _pause_reason(self) -> str:
-        for entry in reversed(self.harness.session.branch()):
-            if entry.type == "custom" and entry.data.get("customType") == "harnessc.pause":
-                data = entry.data.get("data")
-                return str(data.get("reason", "")) if isinstance(data, dict) else ""
-        return ""
+        return pause_reason(self.harness.session)
 
     # -- harness switching (/fork, /sessions ID) ------------------------------------
 
@@ -360,7 +341,7 @@ class Repl:
         old = self.harness
         options = self.cli.build_options(session=session, cwd=self.cli.cwd)
         if options.session is not session:
-            from harnessc.runtime.cli_sessions import discard_if_empty
+            from harnessc.runtime.cli.sessions import discard_if_empty
 
             discard_if_empty(options.session)
             options.session = session
@@ -370,7 +351,7 @@ class Repl:
         harness = AgentHarness(options)
         self._unsubscribe()
         self.harness = harness
-        self._unsubscribe = harness.subscribe(self.printer)
+        self._unsubscribe = self._listen(harness)
         with contextlib.suppress(Exception):
             await old.close()
         self._drop_if_fresh_and_empty(old.session, keep=session.path)
@@ -378,7 +359,7 @@ class Repl:
 
     def _drop_if_fresh_and_empty(self, session: Any, keep: str | None = None) -> None:
         path = session.path
-        if path and path == self._fresh_path and path != keep and len(session) == 0:
+        if path and path == self._fresh_path and path != keep and not has_exchange(session):
             with contextlib.suppress(OSError):
                 os.unlink(path)
             self._fresh_path = None
@@ -420,7 +401,7 @@ def _default_step(limit: str, maximum: float | None) -> float:
 def _num(value: float | None) -> str:
     if value is None:
         return "unlimited"
-    return str(int(value)) if float(value).is_integer() else f"{value:.2f}"
+    return format_number(value)
 
 
 def _add_sigint(loop: asyncio.AbstractEventLoop, handler: Callable[[], None]) -> None:
@@ -435,3 +416,12 @@ def _remove_sigint(loop: asyncio.AbstractEventLoop) -> None:
 
     with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
         loop.remove_signal_handler(signal.SIGINT)
+
+
+def _stdin_is_terminal() -> bool:
+    import sys
+
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except (ValueError, OSError):
+        return False

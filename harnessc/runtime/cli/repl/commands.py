@@ -11,16 +11,17 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from harnessc.runtime.cli_output import one_line
+from harnessc.runtime.cli.host import ReplHost
+from harnessc.runtime.cli.output import format_number, one_line
+from harnessc.runtime.cli.pause import budget_limit, pause_reason
 from harnessc.runtime.options import ThinkingLevel
 
 if TYPE_CHECKING:
-    from harnessc.runtime.cli_repl import Repl
     from harnessc.runtime.session.session import Session, SessionEntry
 
-__all__ = ["BUILTIN_COMMANDS", "run_command"]
+__all__ = ["BUILTIN_COMMANDS", "run_command", "unknown_command"]
 
-Handler = Callable[["Repl", str], Awaitable[None]]
+Handler = Callable[["ReplHost", str], Awaitable[None]]
 
 BUILTIN_COMMANDS: dict[str, str] = {
     "help": "list the commands, prompt templates and skills",
@@ -31,22 +32,27 @@ BUILTIN_COMMANDS: dict[str, str] = {
     "tools": "show the tools, or set the active ones: /tools NAME... (+NAME / -NAME)",
     "templates": "list the prompt templates and skills (/NAME args, /skill:NAME args)",
     "fork": "continue in a new session copying this branch (up to /fork ENTRY_ID)",
-    "tree": "show the session tree with entry ids; /tree ENTRY_ID moves there",
+    "tree": "show the session tree; /tree ENTRY_ID [summarize] moves there",
     "sessions": "list the sessions; /sessions ID switches to one",
+    "name": "show or set this session's name (shown by --sessions): /name NAME",
     "reload": "reload skills and prompt templates from disk",
     "resume": "answer or continue a paused run",
     "quit": "leave (Ctrl-D does too)",
 }
 
 
-async def run_command(repl: Repl, text: str) -> None:
+async def run_command(repl: ReplHost, text: str) -> None:
     name, _, rest = text[1:].partition(" ")
     args = rest.strip()
     if name == "exit":
         name = "quit"
     handler: Handler | None = _HANDLERS.get(name)
     if handler is None:
-        # skill:NAME, a prompt template, or an extension's command: the harness decides.
+        known = repl.harness.commands.known(repl.harness.resources)
+        if f"/{name}" not in known:
+            repl.say(unknown_command(name, known))
+            return
+        # skill:NAME, a prompt template, or an extension's command: the harness runs it.
         await repl.run(lambda: repl.harness.prompt(text))
         return
     try:
@@ -55,10 +61,20 @@ async def run_command(repl: Repl, text: str) -> None:
         repl.say(f"/{name} failed: {type(exc).__name__}: {exc}")
 
 
+def unknown_command(name: str, others: list[str]) -> str:
+    """ "unknown command /NAME" with a did-you-mean and every command the REPL knows."""
+    import difflib
+
+    everything = sorted({f"/{n}" for n in BUILTIN_COMMANDS} | set(others))
+    close = difflib.get_close_matches(f"/{name}", everything, n=3, cutoff=0.7)
+    guess = f"; did you mean {' or '.join(close)}?" if close else ""
+    return f"unknown command /{name}{guess}\ncommands: {' '.join(everything)}  (/help explains)"
+
+
 # -- commands ------------------------------------------------------------------
 
 
-async def _help(repl: Repl, args: str) -> None:
+async def _help(repl: ReplHost, args: str) -> None:
     harness = repl.harness
     lines = ["commands:"]
     lines += [f"  /{name:<10} {text}" for name, text in BUILTIN_COMMANDS.items()]
@@ -74,7 +90,7 @@ async def _help(repl: Repl, args: str) -> None:
     repl.say("\n".join(lines))
 
 
-def _resource_lines(repl: Repl) -> list[str]:
+def _resource_lines(repl: ReplHost) -> list[str]:
     resources = repl.harness.resources
     lines: list[str] = []
     if resources.prompt_templates:
@@ -89,7 +105,7 @@ def _resource_lines(repl: Repl) -> list[str]:
     return lines
 
 
-async def _status(repl: Repl, args: str) -> None:
+async def _status(repl: ReplHost, args: str) -> None:
     harness = repl.harness
     session = harness.session
     model = harness.model
@@ -99,11 +115,12 @@ async def _status(repl: Repl, args: str) -> None:
     lines = [
         f"session   {session.id}  {session.path or '(in memory)'}  ({len(session)} entries)",
         f"model     {harness.model_key()}: {model.id} ({model.provider or model.api})"
-        f"  thinking {harness.thinking_level.value}",
+        + (f"  thinking {harness.thinking_level.value}" if model.reasoning else ""),
         f"tools     {', '.join(active) or 'none'}"
         + (f"  ({len(harness.tools)} known)" if len(harness.tools) != len(active) else ""),
         f"context   {len(messages)} messages, ~{tokens} tokens of {model.context_window}",
         "budget    " + _budget_line(harness),
+        f"usage     {repl.summary.line()} (this session)",
         f"state     {harness.state.value}",
     ]
     paused = harness.paused_reason
@@ -111,7 +128,10 @@ async def _status(repl: Repl, args: str) -> None:
         ids = ", ".join(f"{c.name} {c.id}" for c in harness.pending_tool_calls)
         lines.append(f"paused    waiting for tool results: {ids} (/resume)")
     elif paused == "paused":
-        lines.append("paused    (/resume continues)")
+        reason = pause_reason(session)
+        limit = budget_limit(reason)
+        why = f"budget limit {limit} hit" if limit else (reason or "by a hook")
+        lines.append(f"paused    {why} (/resume continues)")
     command = harness.commands.get("status")
     if command is not None:
         extra = await harness.commands.run("status", args)
@@ -136,19 +156,27 @@ def _budget_line(harness: Any) -> str:
         used = tracker.used(limit)
         if maximum is None and not used:
             continue
-        shown = (
-            f"{used:.2f}" if isinstance(used, float) and not used.is_integer() else str(int(used))
-        )
-        parts.append(f"{limit} {shown}/{maximum if maximum is not None else '-'}")
+        cap = format_number(maximum) if maximum is not None else "-"
+        parts.append(f"{limit} {format_number(used)}/{cap}")
     return ", ".join(parts) or "no limits"
 
 
-async def _compact(repl: Repl, args: str) -> None:
+async def _compact(repl: ReplHost, args: str) -> None:
     harness = repl.harness
-    if harness.commands.get("compact") is not None:
-        repl.say(await harness.commands.run("compact", args) or "compacted")
-        return
     before = len(harness.messages)
+    if harness.commands.get("compact") is not None:
+        # The compaction extension's pipeline (prune, summary, custom services).
+        tokens_before = harness.context_tokens(False)
+        answer = await harness.commands.run("compact", args)
+        after = len(harness.messages)
+        if after == before and harness.context_tokens(False) == tokens_before:
+            repl.say(answer or "nothing to compact")
+            return
+        repl.say(
+            f"compacted: {before} messages -> {after}, ~{tokens_before} tokens -> "
+            f"~{harness.context_tokens(False)}"
+        )
+        return
     repl.busy = True
     try:
         outcome = await harness.compact(args or None)
@@ -170,7 +198,7 @@ async def _compact(repl: Repl, args: str) -> None:
     repl.say(f"compacted: {before} messages -> {len(harness.messages)}{detail}")
 
 
-async def _model(repl: Repl, args: str) -> None:
+async def _model(repl: ReplHost, args: str) -> None:
     harness = repl.harness
     if args:
         if args not in harness.models:
@@ -193,7 +221,7 @@ async def _model(repl: Repl, args: str) -> None:
     repl.say("\n".join(lines) + "\n/model KEY switches")
 
 
-async def _thinking(repl: Repl, args: str) -> None:
+async def _thinking(repl: ReplHost, args: str) -> None:
     harness = repl.harness
     levels = [level.value for level in ThinkingLevel]
     if not args:
@@ -206,7 +234,7 @@ async def _thinking(repl: Repl, args: str) -> None:
     repl.say(f"thinking: {args}")
 
 
-async def _tools(repl: Repl, args: str) -> None:
+async def _tools(repl: ReplHost, args: str) -> None:
     harness = repl.harness
     known = harness.tools
     active = harness.active_tool_names
@@ -237,19 +265,19 @@ async def _tools(repl: Repl, args: str) -> None:
     repl.say(f"active tools: {', '.join(names) or 'none'}")
 
 
-async def _templates(repl: Repl, args: str) -> None:
+async def _templates(repl: ReplHost, args: str) -> None:
     lines = _resource_lines(repl)
     repl.say("\n".join(lines) if lines else "no prompt templates or skills")
 
 
-async def _fork(repl: Repl, args: str) -> None:
+async def _fork(repl: ReplHost, args: str) -> None:
     harness = repl.harness
     session = harness.session
     if not session.path:
         repl.say("this session is in memory only (--no-session): nothing to fork")
         return
-    from harnessc.runtime.cli_args import UsageError
-    from harnessc.runtime.cli_sessions import fork_session, open_repo
+    from harnessc.runtime.cli.args import UsageError
+    from harnessc.runtime.cli.sessions import fork_session, open_repo
 
     repo = open_repo(repl.cli.session_dir or _dirname_up(session.path))
     try:
@@ -268,16 +296,26 @@ def _dirname_up(path: str) -> str:
     return os.path.dirname(os.path.dirname(os.path.abspath(path)))
 
 
-async def _tree(repl: Repl, args: str) -> None:
+async def _tree(repl: ReplHost, args: str) -> None:
     harness = repl.harness
     session = harness.session
     if args:
-        if session.get_entry(args) is None:
-            repl.say(f"no entry {args!r} in this session (/tree lists them)")
+        target, _, option = args.partition(" ")
+        option = option.strip()
+        if option not in ("", "summarize"):
+            repl.say("usage: /tree ENTRY_ID [summarize]")
             return
-        session.move_to(args)
-        harness.reload_messages()
-        repl.say(f"moved to {args}: {len(harness.messages)} messages in context")
+        if session.get_entry(target) is None:
+            repl.say(f"no entry {target!r} in this session (/tree lists them)")
+            return
+        # The harness's navigation: session_before_tree / session_tree hooks, an optional
+        # branch summary, and a paused run left behind on the old branch is cleared.
+        moved = await harness.navigate_tree(target, summarize=option == "summarize")
+        if moved.cancelled:
+            repl.say(f"not moved: a session_before_tree hook cancelled the move to {target}")
+            return
+        summary = " (the branch left behind is summarized)" if moved.summary_entry else ""
+        repl.say(f"moved to {target}: {len(harness.messages)} messages in context{summary}")
         return
     lines = render_tree(session)
     repl.say("\n".join(lines) if lines else "the session is empty")
@@ -339,9 +377,9 @@ def _entry_text(entry: SessionEntry) -> str | None:
     return None
 
 
-async def _sessions(repl: Repl, args: str) -> None:
-    from harnessc.runtime.cli_args import UsageError
-    from harnessc.runtime.cli_sessions import list_sessions, open_repo, print_sessions
+async def _sessions(repl: ReplHost, args: str) -> None:
+    from harnessc.runtime.cli.args import UsageError
+    from harnessc.runtime.cli.sessions import list_sessions, open_repo, print_sessions
 
     try:
         repo = open_repo(repl.cli.session_dir)
@@ -367,18 +405,22 @@ async def _sessions(repl: Repl, args: str) -> None:
     repl.say(buffer.getvalue().rstrip("\n") + "\n/sessions ID switches")
 
 
-async def _reload(repl: Repl, args: str) -> None:
+async def _reload(repl: ReplHost, args: str) -> None:
     harness = repl.harness
     options = repl.cli.build_options(session=harness.session, cwd=repl.cli.cwd)
     if options.session is not harness.session:
-        from harnessc.runtime.cli_sessions import discard_if_empty
+        from harnessc.runtime.cli.sessions import discard_if_empty
 
         discard_if_empty(options.session)
     resources = options.resources
     if resources is None:
         repl.say("this agent has no skills or prompt templates")
         return
-    await harness.set_resources(resources)
+    repl.printer.muted.add("resources_update")  # the answer below says it once
+    try:
+        await harness.set_resources(resources)
+    finally:
+        repl.printer.muted.discard("resources_update")
     problems = [f"  {d.path}: {d.message}" for d in resources.diagnostics]
     repl.say(
         f"reloaded: {len(resources.skills)} skills, {len(resources.prompt_templates)} "
@@ -386,14 +428,25 @@ async def _reload(repl: Repl, args: str) -> None:
     )
 
 
-async def _resume(repl: Repl, args: str) -> None:
+async def _name(repl: ReplHost, args: str) -> None:
+    session = repl.harness.session
+    if not args:
+        current = session.name
+        repl.say(f"name: {current}" if current else "this session has no name; /name NAME sets one")
+        return
+    name = " ".join(args.split())
+    session.set_name(name)
+    repl.say(f"named: {name}")
+
+
+async def _resume(repl: ReplHost, args: str) -> None:
     if repl.harness.paused_reason is None:
         repl.say("nothing to resume: the agent is not paused")
         return
     await repl.answer_pause()
 
 
-async def _quit(repl: Repl, args: str) -> None:
+async def _quit(repl: ReplHost, args: str) -> None:
     repl.quit = True
 
 
@@ -408,6 +461,7 @@ _HANDLERS: dict[str, Handler] = {
     "fork": _fork,
     "tree": _tree,
     "sessions": _sessions,
+    "name": _name,
     "reload": _reload,
     "resume": _resume,
     "quit": _quit,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from harnessc.runtime.events import Event
@@ -19,12 +20,23 @@ __all__ = [
     "Spinner",
     "TextPrinter",
     "format_duration",
+    "format_number",
     "key_argument",
     "one_line",
+    "typed_so_far",
 ]
 
 # Tool arguments worth showing, most telling first.
 _KEY_ARGS = ("command", "path", "file_path", "pattern", "query", "url", "name", "op", "status")
+
+
+def format_number(value: float) -> str:
+    """An integer as such, a fraction with the digits that matter (0.0002, not 0.00)."""
+    if float(value).is_integer():
+        return str(int(value))
+    if abs(value) >= 1:
+        return f"{value:.2f}"
+    return f"{value:.2g}"
 
 
 def one_line(text: str, limit: int = 80) -> str:
@@ -57,6 +69,17 @@ def format_duration(seconds: float) -> str:
         return f"{seconds:.1f}s"
     minutes, rest = divmod(int(seconds), 60)
     return f"{minutes}m{rest:02d}s"
+
+
+def typed_so_far() -> str:
+    """What the user typed at the prompt so far (readline's buffer), if readline is loaded."""
+    import sys
+
+    readline = sys.modules.get("readline")
+    try:
+        return str(readline.get_line_buffer()) if readline is not None else ""
+    except Exception:
+        return ""
 
 
 def _wants_unicode(stream: TextIO) -> bool:
@@ -126,9 +149,18 @@ class Spinner:
 class TextPrinter:
     """Streams reply text to ``out``; tool activity, retries, warnings to ``err``."""
 
-    def __init__(self, out: TextIO, err: TextIO, *, spinner: bool | None = None) -> None:
+    def __init__(
+        self,
+        out: TextIO,
+        err: TextIO,
+        *,
+        spinner: bool | None = None,
+        show_thinking: bool = False,
+    ) -> None:
         self.out = out
         self.err = err
+        self.show_thinking = show_thinking
+        self._thinking_open = False
         use_spinner = err.isatty() if spinner is None else spinner
         self.spinner: Spinner | None = Spinner(err) if use_spinner else None
         self._line_open = False  # reply text written without its final newline
@@ -136,16 +168,25 @@ class TextPrinter:
         self._running: dict[str, tuple[str, str, float]] = {}  # call id -> name, arg, start
         self._calls: dict[str, str] = {}  # call id -> key argument, from the model's reply
         self._errors: set[str] = set()
+        self.muted: set[str] = set()  # event types not shown for now
+        # The interactive mode: the prompt the user is typing at, to redraw after a line.
+        self.prompt_on_screen: Callable[[], str | None] | None = None
 
     # -- output helpers -------------------------------------------------------
 
     def line(self, text: str) -> None:
-        """One line on stderr (the spinner is redrawn after it)."""
+        """One line on stderr (the spinner, or the prompt being typed at, is redrawn after it)."""
         if self.spinner is not None:
             self.spinner.clear()
         self._end_reply_line()
+        prompt = self.prompt_on_screen() if self.prompt_on_screen is not None else None
+        if prompt is not None:
+            self.err.write("\r\033[K")  # the line starts where the prompt was
         self.err.write(text + "\n")
         self.err.flush()
+        if prompt is not None:
+            self.out.write(prompt + typed_so_far())
+            self.out.flush()
 
     def error(self, text: str) -> None:
         """An error line, printed once even when several events carry the same text."""
@@ -187,6 +228,8 @@ class TextPrinter:
     # -- events ---------------------------------------------------------------
 
     def __call__(self, event: Event) -> None:
+        if event.type in self.muted:
+            return
         handler = getattr(self, "_on_" + event.type, None)
         if handler is not None:
             handler(event)
@@ -204,19 +247,40 @@ class TextPrinter:
         if kind == "text_delta" and event.delta:
             if self.spinner is not None:
                 self.spinner.hide()
-            self.out.write(event.delta)
-            self.out.flush()
-            self._line_open = not event.delta.endswith("\n")
+            self._end_thinking()
+            self.write_reply_text(event.delta)
             self._streamed = True
+        elif kind == "thinking_delta" and self.show_thinking and event.delta:
+            if self.spinner is not None:
+                self.spinner.hide()
+            self.thinking_text(event.delta)
+            self._thinking_open = not event.delta.endswith("\n")
         elif kind.startswith("thinking"):
             self._status("thinking")
         elif kind.startswith("toolcall"):
             self._status("preparing a tool call")
 
+    def write_reply_text(self, delta: str) -> None:
+        """A piece of the streaming reply, on stdout."""
+        self.out.write(delta)
+        self.out.flush()
+        self._line_open = not delta.endswith("\n")
+
+    def thinking_text(self, text: str) -> None:
+        """A piece of the model's thinking (--show-thinking), on stderr."""
+        self.err.write(text)
+        self.err.flush()
+
+    def _end_thinking(self) -> None:
+        if self._thinking_open:
+            self.thinking_text("\n")
+            self._thinking_open = False
+
     def _on_message_end(self, event: Any) -> None:
         message = event.message
         if not isinstance(message, AssistantMessage):
             return
+        self._end_thinking()
         if not self._streamed and message.text:
             # A provider that sent no deltas: print the whole reply now.
             if self.spinner is not None:
@@ -273,8 +337,8 @@ class TextPrinter:
         )
 
     def _on_budget_warn(self, event: Any) -> None:
-        used = _number(event.used)
-        maximum = _number(event.maximum)
+        used = format_number(event.used)
+        maximum = format_number(event.maximum)
         if event.level == "hard":
             self.line(f"[budget] limit hit: {event.limit} {used} of {maximum}")
         else:
@@ -304,10 +368,6 @@ class TextPrinter:
     def _on_agent_end(self, event: Any) -> None:
         self._idle()
         self._running.clear()
-
-
-def _number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else f"{value:.2f}"
 
 
 class JsonPrinter:

@@ -20,7 +20,7 @@ from pathlib import Path
 from shlex import quote
 from typing import Any, TextIO
 
-from harnessc.runtime.cli_args import (
+from harnessc.runtime.cli.args import (
     EXIT_ABORTED,
     EXIT_DONE,
     EXIT_ERROR,
@@ -31,9 +31,18 @@ from harnessc.runtime.cli_args import (
     check_args,
     program_name,
 )
-from harnessc.runtime.cli_output import JsonPrinter, TextPrinter
-from harnessc.runtime.cli_pause import budget_limit, check_results, describe_pause
-from harnessc.runtime.cli_sessions import SessionChoice, choose_session, discard_if_empty
+from harnessc.runtime.cli.host import BuildOptions
+from harnessc.runtime.cli.output import JsonPrinter, TextPrinter
+from harnessc.runtime.cli.pause import budget_limit, check_results, describe_pause
+from harnessc.runtime.cli.render import make_printer
+from harnessc.runtime.cli.sessions import (
+    SessionChoice,
+    choose_session,
+    discard_if_empty,
+    discard_if_unused,
+)
+from harnessc.runtime.cli.shutdown import close_harness
+from harnessc.runtime.cli.summary import RunSummary, model_is_priced
 from harnessc.runtime.harness import AgentHarness, HarnessBusyError, RunResult
 from harnessc.runtime.options import AgentHarnessOptions
 
@@ -47,8 +56,6 @@ __all__ = [
     "close_harness",
     "run_cli",
 ]
-
-BuildOptions = Callable[..., AgentHarnessOptions]
 
 
 def run_cli(
@@ -128,6 +135,7 @@ class CliInvocation:
         self.cwd = os.getcwd()
         self.choice: SessionChoice | None = None
         self.resume_results: dict[str, Any] | None = None  # --resume-with, for -i too
+        self.prompt_text: str | None = None  # the one-shot prompt
 
     # -- entry -----------------------------------------------------------------
 
@@ -151,14 +159,14 @@ class CliInvocation:
             self.discard(harness)
             raise
         if action == "repl":
-            from harnessc.runtime.cli_repl import run_repl
+            from harnessc.runtime.cli.repl import run_repl
 
             return run_repl(self, harness, prompt)
         return asyncio.run(self.one_shot(harness, action, prompt, results))
 
     def listing(self) -> int:
         """--sessions / --search: print and exit."""
-        from harnessc.runtime.cli_sessions import (
+        from harnessc.runtime.cli.sessions import (
             list_sessions,
             open_repo,
             print_hits,
@@ -167,6 +175,12 @@ class CliInvocation:
         )
 
         repo = open_repo(self.session_dir)
+        if not any(repo.root.glob("*/*.jsonl")) and not any(repo.root.glob("*.jsonl")):
+            # Nothing stored yet: answer without creating the folder or the index there.
+            if not self.args.json:
+                self.out.write("no sessions\n" if self.args.sessions else "no matches\n")
+            self.out.flush()
+            return EXIT_DONE
         if self.args.sessions:
             print_sessions(
                 list_sessions(repo, self.agent_name),
@@ -233,7 +247,7 @@ class CliInvocation:
         raw = self.args.resume_with
         if raw is None:
             return None
-        from harnessc.runtime.cli_pause import parse_resume_with
+        from harnessc.runtime.cli.pause import parse_resume_with
 
         return parse_resume_with(sys.stdin.read() if raw == "-" else raw)
 
@@ -288,6 +302,11 @@ class CliInvocation:
         if args.model is not None and args.model not in options.models:
             known = ", ".join(options.models) or "none"
             raise UsageError(f"--model: unknown model {args.model!r}; known: {known}")
+        base_url = args.base_url or os.environ.get(BASE_URL_VARIABLE) or None
+        if base_url:
+            override_base_url(
+                options, base_url, "--base-url" if args.base_url else BASE_URL_VARIABLE
+            )
         if args.max_turns is not None:
             from harnessc.runtime.budget import Budget
 
@@ -301,11 +320,17 @@ class CliInvocation:
                 raise UsageError(f"--replay: cannot read {args.replay}: {exc.strerror}") from None
 
     def check_api_key(self, harness: AgentHarness, options: AgentHarnessOptions) -> None:
-        """Fail fast, naming the variable, when the model's API key is not set."""
+        """Fail fast, naming the variable, when the model's API key is not set or its
+        base_url (often from the environment) has no scheme."""
         if options.provider is not None:
             return
         key = self.args.model or harness.model_key()
         model = options.models.get(key, harness.model) if self.args.model else harness.model
+        if model.base_url and not model.base_url.startswith(("http://", "https://")):
+            raise UsageError(
+                f"model {key!r} ({model.id}): base_url {model.base_url!r} has no scheme; "
+                f"write http://{model.base_url} (check the spec and its environment variables)"
+            )
         variable = model.api_key_env
         if variable and not os.environ.get(variable):
             raise UsageError(
@@ -381,9 +406,16 @@ class CliInvocation:
         prompt: str | None,
         results: dict[str, Any] | None,
     ) -> int:
+        self.prompt_text = prompt
         printer: JsonPrinter | TextPrinter
-        printer = JsonPrinter(self.out) if self.args.json else TextPrinter(self.out, self.err)
+        printer = (
+            JsonPrinter(self.out)
+            if self.args.json
+            else make_printer(self.out, self.err, show_thinking=self.args.show_thinking)
+        )
         harness.subscribe(printer)
+        summary = RunSummary(priced=model_is_priced(harness.model))
+        harness.subscribe(summary)
         if isinstance(printer, TextPrinter):
             printer.know_calls(harness.pending_tool_calls)
         loop = asyncio.get_running_loop()
@@ -420,7 +452,13 @@ class CliInvocation:
             await close_harness(harness)
             if self.choice is not None and self.choice.new:
                 discard_if_empty(harness.session)  # a /command answered: nothing to keep
-        return self.report(result, harness, printer)
+        if self.choice is not None and self.choice.new and result.status == "error":
+            discard_if_unused(harness.session)  # the first request failed: nothing to keep
+        code = self.report(result, harness, printer)
+        if isinstance(printer, TextPrinter) and result.reply is None:
+            summary.stop()
+            printer.line(f"[usage] {summary.line()}")
+        return code
 
     def report(
         self, result: RunResult, harness: AgentHarness, printer: JsonPrinter | TextPrinter
@@ -431,7 +469,12 @@ class CliInvocation:
                 printer.write({"type": "command_reply", "text": result.reply})
             else:
                 printer.reply(result.reply)
-            return EXIT_USAGE if result.reason == "unknown_command" else EXIT_DONE
+            if result.reason != "unknown_command":
+                return EXIT_DONE
+            hint = self.interactive_only_hint(self.prompt_text or "")
+            if hint:
+                self.err.write(hint + "\n")
+            return EXIT_USAGE
         if result.status == "done":
             return EXIT_DONE
         if result.status == "error":
@@ -441,12 +484,25 @@ class CliInvocation:
                 self.err.write(f"error: {result.reason or 'the run failed'}\n")
             return EXIT_ERROR
         if result.status == "aborted":
-            self.err.write(f"aborted: the session is kept{self.session_hint(harness)}\n")
+            if harness.session.path:
+                self.err.write(f"aborted: the session is kept{self.session_hint(harness)}\n")
+            else:
+                self.err.write("aborted (the session was in memory only: nothing is kept)\n")
             return EXIT_ABORTED
         if isinstance(printer, TextPrinter):
             for line in self.pause_lines(result, harness):
                 self.err.write(line + "\n")
         return EXIT_PAUSED
+
+    def interactive_only_hint(self, prompt: str) -> str | None:
+        """``agent /status``: the REPL's own commands work only in the interactive mode."""
+        from harnessc.runtime.cli.repl.commands import BUILTIN_COMMANDS
+        from harnessc.runtime.commands import split_command
+
+        name = (split_command(prompt) or ("", ""))[0]
+        if name not in BUILTIN_COMMANDS and name != "exit":
+            return None
+        return f"/{name} is a command of the interactive mode: run {self.prog} -i and type /{name}"
 
     def pause_lines(self, result: RunResult, harness: AgentHarness) -> list[str]:
         awaiting = result.status == "awaiting_tool"
@@ -502,29 +558,27 @@ class CliInvocation:
         return f" (continue with: {self.prog} {target})" if target else ""
 
 
-async def close_harness(harness: AgentHarness) -> None:
-    """Stop the watcher, close the session and the HTTP clients of the providers used."""
-    try:
-        await harness.close()
-    except Exception:
-        pass
-    if "harnessc.runtime.providers.http" not in sys.modules:
-        return
-    from harnessc.runtime.providers import get_provider
+BASE_URL_VARIABLE = "HARNESSC_BASE_URL"
 
-    seen: set[int] = set()
-    for model in harness.models.values():
-        try:
-            provider = harness.options.provider or get_provider(model.api)
-        except Exception:
-            continue
-        aclose = getattr(provider, "aclose", None)
-        if aclose is not None and id(provider) not in seen:
-            seen.add(id(provider))
-            try:
-                await aclose()
-            except Exception:
-                pass
+
+def override_base_url(options: AgentHarnessOptions, base_url: str, source: str) -> None:
+    """Point every model of the agent at ``base_url``. A model whose key variable is unset
+    needs no key on a server of this machine (a local model server, the demo)."""
+    from urllib.parse import urlsplit
+
+    if not base_url.startswith(("http://", "https://")):
+        raise UsageError(f"{source}: {base_url!r} has no scheme; write http://{base_url}")
+    local = (urlsplit(base_url).hostname or "") in ("localhost", "127.0.0.1", "::1")
+    models = dict(options.models)
+    for key, model in models.items():
+        changes: dict[str, Any] = {"base_url": base_url}
+        if model.api_key_env and local and not os.environ.get(model.api_key_env):
+            changes["api_key_env"] = None
+        moved = replace(model, **changes)
+        models[key] = moved
+        if options.model is model:
+            options.model = moved
+    options.models = models
 
 
 def _close(session: Any) -> None:

@@ -67,6 +67,7 @@ examples:
   {prog} --continue --resume-with '{{"call_1": {{"error": "denied"}}}}'
   {prog} --continue --max-turns 40        resume after a budget pause, higher limit
   {prog} --model fast --thinking high "..."
+  {prog} --base-url http://127.0.0.1:8765/v1 "hi"   e.g. the demo: harnessc serve-demo
 
 interactive commands: /help /status /compact /model /thinking /tools /templates
   /skill:NAME /fork /tree /sessions /reload /quit; Ctrl-C aborts the running turn (the
@@ -95,6 +96,11 @@ def build_parser(prog: str, agent_name: str) -> argparse.ArgumentParser:
     mode = parser.add_argument_group("modes")
     mode.add_argument(
         "-i", "--interactive", action="store_true", help="interactive mode (REPL with history)"
+    )
+    mode.add_argument(
+        "--show-thinking",
+        action="store_true",
+        help="print the model's thinking text (dimmed, on stderr) as it streams",
     )
     mode.add_argument(
         "--json",
@@ -135,6 +141,12 @@ def build_parser(prog: str, agent_name: str) -> argparse.ArgumentParser:
         metavar="LEVEL",
         choices=[level.value for level in ThinkingLevel],
         help="thinking level: " + ", ".join(level.value for level in ThinkingLevel),
+    )
+    overrides.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="send every model's requests to URL (also $HARNESSC_BASE_URL); a server on this "
+        "machine needs no API key",
     )
     overrides.add_argument("--cwd", metavar="DIR", help="run in this directory")
     overrides.add_argument(

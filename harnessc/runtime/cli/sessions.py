@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from harnessc.runtime.cli_args import UsageError
-from harnessc.runtime.cli_output import one_line
+from harnessc.runtime.cli.args import UsageError
+from harnessc.runtime.cli.output import one_line
 from harnessc.runtime.session.session import Session, SessionError, SessionHeader
 
 if TYPE_CHECKING:
@@ -19,6 +19,8 @@ __all__ = [
     "SessionChoice",
     "choose_session",
     "discard_if_empty",
+    "discard_if_unused",
+    "has_exchange",
     "fork_session",
     "latest_session",
     "list_sessions",
@@ -90,9 +92,23 @@ def choose_session(
             return SessionChoice(_create(open_repo(session_dir), cwd, metadata), True)
         return SessionChoice(None, True)
     except SessionError as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(_session_problem(exc)) from None
     except OSError as exc:
         raise UsageError(f"cannot open the session: {exc}") from None
+
+
+def _session_problem(exc: SessionError) -> str:
+    """The message for a session that cannot be opened, with what to do on the command line."""
+    from harnessc.runtime.session.lock import SessionLockedError
+
+    if isinstance(exc, SessionLockedError):
+        who = f"process {exc.pid}" if exc.pid is not None else "another process"
+        return (
+            f"session {exc.path} is in use by {who} (another run of an agent); wait for it "
+            "to finish, or continue in a copy: --session ID --fork ENTRY_ID "
+            "(/tree in -i lists entry ids)"
+        )
+    return str(exc)
 
 
 def _repo_for(target: str, session_dir: str | os.PathLike[str] | None) -> JsonlSessionRepo:
@@ -128,6 +144,37 @@ def discard_if_empty(session: Session | None) -> None:
             os.unlink(path)
         except OSError:
             pass
+
+
+def has_exchange(session: Session) -> bool:
+    """Whether the model ever answered in ``session`` (an error reply does not count)."""
+    for entry in session.entries():
+        if entry.type != "message":
+            continue
+        raw = entry.data.get("message")
+        if isinstance(raw, dict) and raw.get("role") == "assistant":
+            if raw.get("stopReason") != "error":
+                return True
+    return False
+
+
+def discard_if_unused(session: Session | None) -> bool:
+    """Close a fresh session and delete its file when the model never answered in it (a
+    first request that failed: 401, connection refused). True when it was deleted."""
+    if session is None:
+        return False
+    if len(session) and has_exchange(session):
+        session.close()
+        return False
+    path = session.path
+    session.close()
+    if path:
+        try:
+            os.unlink(path)
+        except OSError:
+            return False
+        return True
+    return False
 
 
 # -- listings ------------------------------------------------------------------
@@ -182,8 +229,15 @@ def print_sessions(
     for meta in metas:
         prompt = one_line(meta.first_prompt or "(no prompt yet)", 70)
         where = f"  (in {meta.cwd})" if cwd is not None and meta.cwd != cwd else ""
+        fork = f"  (fork of {_short_id(meta.parent_session)})" if meta.parent_session else ""
         name = (meta.name or "-").ljust(width)
-        out.write(f"{meta.id[:8]}  {_local_time(meta)}  {name}  {prompt}{where}\n")
+        out.write(f"{meta.id[:8]}  {_local_time(meta)}  {name}  {prompt}{fork}{where}\n")
+
+
+def _short_id(parent: str) -> str:
+    """A parent session (a path or an id) as the id prefix the listing shows."""
+    stem = Path(parent).stem
+    return stem.rsplit("_", 1)[-1][:8] if "_" in stem else stem[:8]
 
 
 def search_sessions(root: str | os.PathLike[str], query: str) -> list[Any]:

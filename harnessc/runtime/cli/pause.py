@@ -6,10 +6,11 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from harnessc.runtime.cli_args import UsageError
+from harnessc.runtime.cli.args import UsageError
+from harnessc.runtime.cli.output import format_number
 from harnessc.runtime.messages import ToolCall
 
-__all__ = ["budget_limit", "check_results", "describe_pause", "parse_resume_with"]
+__all__ = ["budget_limit", "check_results", "describe_pause", "parse_resume_with", "pause_reason"]
 
 
 def parse_resume_with(text: str) -> dict[str, Any]:
@@ -70,7 +71,7 @@ def describe_pause(
     elif limit is not None:
         detail = ""
         if limit_used is not None and limit_used[1] is not None:
-            detail = f" ({_num(limit_used[0])} of {_num(limit_used[1])} used)"
+            detail = f" ({format_number(limit_used[0])} of {format_number(limit_used[1])} used)"
         lines.append(f"paused: budget limit hit: {limit}{detail}")
     else:
         lines.append(f"paused: {reason or 'paused by a hook'}")
@@ -83,5 +84,10 @@ def describe_pause(
     return lines
 
 
-def _num(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else f"{value:.2f}"
+def pause_reason(session: Any) -> str:
+    """The reason of the latest pause recorded on the session's branch ("" if none)."""
+    for entry in reversed(session.branch()):
+        if entry.type == "custom" and entry.data.get("customType") == "harnessc.pause":
+            data = entry.data.get("data")
+            return str(data.get("reason", "")) if isinstance(data, dict) else ""
+    return ""

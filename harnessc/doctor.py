@@ -1,0 +1,125 @@
+"""``harnessc doctor SPEC``: can each model of an agent be reached? Checked for real:
+
+1. the model's key variable is set (its value is never printed);
+2. its endpoint answers (``GET {base_url}/models``, with the key as the API expects it);
+3. its model id is among the models the endpoint lists.
+
+Each check prints one line; exit 0 when nothing failed, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Check", "check_model", "doctor"]
+
+DEFAULT_URLS = {
+    "openai-completions": "https://api.openai.com/v1",
+    "anthropic-messages": "https://api.anthropic.com",
+    "google-generative-ai": "https://generativelanguage.googleapis.com/v1beta",
+}
+
+
+@dataclass(slots=True)
+class Check:
+    status: str  # "ok" | "warning" | "error"
+    text: str
+
+
+def _models_url(api: str, base_url: str) -> str:
+    base = base_url.rstrip("/")
+    if api == "anthropic-messages" and not base.endswith("/v1"):
+        return base + "/v1/models"
+    return base + "/models"
+
+
+def _listed_ids(api: str, body: Any) -> set[str]:
+    items = body.get("data") if isinstance(body, dict) else None
+    if api == "google-generative-ai" and isinstance(body, dict):
+        items = body.get("models")
+    ids: set[str] = set()
+    for item in items or []:
+        if isinstance(item, dict):
+            name = str(item.get("id") or item.get("name") or "")
+            ids.add(name.removeprefix("models/"))
+    return ids
+
+
+def check_model(key: str, model: Any, get: Callable[..., Any] | None = None) -> list[Check]:
+    """The checks of one model (``get``: an httpx-like GET, for the endpoint check)."""
+    import httpx
+
+    checks: list[Check] = []
+    label = f"model {key!r} ({model.id})"
+    api_key = None
+    if model.api_key_env:
+        api_key = os.environ.get(model.api_key_env)
+        if api_key:
+            checks.append(Check("ok", f"{label}: {model.api_key_env} is set"))
+        else:
+            checks.append(Check("error", f"{label}: {model.api_key_env} is not set"))
+    base = model.base_url or DEFAULT_URLS.get(model.api, "")
+    if not base.startswith(("http://", "https://")):
+        checks.append(Check("error", f"{label}: base_url {base!r} has no http:// or https://"))
+        return checks
+    url = _models_url(model.api, base)
+    headers: dict[str, str] = {}
+    params: dict[str, str] = {}
+    if api_key:
+        if model.api == "anthropic-messages":
+            headers = {"x-api-key": api_key, "anthropic-version": "2023-06-01"}
+        elif model.api == "google-generative-ai":
+            params = {"key": api_key}
+        else:
+            headers = {"authorization": f"Bearer {api_key}"}
+    try:
+        response = (get or httpx.get)(url, headers=headers, params=params, timeout=10.0)
+    except httpx.ConnectError:
+        checks.append(
+            Check("error", f"{label}: nothing answers at {base} (is the server running?)")
+        )
+        return checks
+    except httpx.HTTPError as exc:
+        checks.append(Check("error", f"{label}: {base}: {type(exc).__name__}: {exc}"))
+        return checks
+    status = response.status_code
+    if status in (401, 403):
+        variable = model.api_key_env or "api_key_env"
+        checks.append(
+            Check("error", f"{label}: {url} refused the key (HTTP {status}): check {variable}")
+        )
+        return checks
+    if status == 404:
+        hint = " (check that base_url ends with /v1)" if model.api == "openai-completions" else ""
+        checks.append(Check("warning", f"{label}: {url} is not found (HTTP 404){hint}"))
+        return checks
+    if status >= 400:
+        checks.append(Check("error", f"{label}: {url} answered HTTP {status}"))
+        return checks
+    checks.append(Check("ok", f"{label}: {base} answers"))
+    try:
+        listed = _listed_ids(model.api, response.json())
+    except ValueError:
+        listed = set()
+    if not listed:
+        checks.append(Check("warning", f"{label}: the endpoint lists no models to compare with"))
+    elif model.id in listed:
+        checks.append(Check("ok", f"{label}: the endpoint lists {model.id}"))
+    else:
+        from harnessc.spec.diagnostics import did_you_mean
+
+        hint = did_you_mean(model.id, sorted(listed))
+        checks.append(Check("error", f"{label}: the endpoint does not list {model.id}{hint}"))
+    return checks
+
+
+def doctor(models: dict[str, Any], echo: Callable[[str], None]) -> int:
+    failed = False
+    for key, model in models.items():
+        for check in check_model(key, model):
+            echo(f"{check.status:<7}  {check.text}")
+            failed = failed or check.status == "error"
+    return 1 if failed else 0

@@ -1,0 +1,99 @@
+"""The event bus: numbers events, hands them to subscribers, then to ``on`` handlers.
+
+Events raised where the loop cannot await (a state change, a queue change, a tool's
+progress update) are queued with ``emit_soon``; the queue is delivered in order before
+the next event, and a tool update is delivered at once by a scheduled flush, so a long
+tool shows its progress while it runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from harnessc.runtime.events import ErrorEvent, Event
+from harnessc.runtime.hooks import PauseRequest
+
+if TYPE_CHECKING:
+    from harnessc.runtime.agent.hooks import HookRunner
+
+__all__ = ["EventBus", "describe_exception"]
+
+
+def describe_exception(exc: BaseException | None) -> str:
+    if exc is None:
+        return "unknown error"
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class EventBus:
+    __slots__ = ("listeners", "hooks", "seq", "_pending", "_flusher", "on_pause_request")
+
+    def __init__(self, hooks: HookRunner) -> None:
+        self.listeners: list[Callable[[Event], Any]] = []
+        self.hooks = hooks
+        self.seq = 0
+        self._pending: deque[Event] = deque()
+        self._flusher: asyncio.Task[None] | None = None
+        # Where a PauseRequest returned by an event handler goes (the current run).
+        self.on_pause_request: Callable[[str], None] | None = None
+
+    def subscribe(self, listener: Callable[[Event], Any]) -> Callable[[], None]:
+        self.listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self.listeners:
+                self.listeners.remove(listener)
+
+        return unsubscribe
+
+    @property
+    def wanted(self) -> bool:
+        """True when someone listens (stream deltas are skipped otherwise)."""
+        return bool(self.listeners) or self.hooks.has("message_update")
+
+    def emit_soon(self, event: Event, *, now: bool = False) -> None:
+        """Queue ``event``; with ``now``, deliver it from a task without waiting for the next."""
+        self._pending.append(event)
+        if now and (self._flusher is None or self._flusher.done()):
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                return
+            self._flusher = loop.create_task(self.flush())
+
+    async def flush(self) -> None:
+        while self._pending:
+            await self._deliver(self._pending.popleft())
+
+    async def emit(self, event: Event) -> list[Any]:
+        if self._pending:
+            await self.flush()
+        return await self._deliver(event)
+
+    async def _deliver(self, event: Event) -> list[Any]:
+        self.seq += 1
+        event.seq = self.seq
+        for listener in list(self.listeners):
+            try:
+                outcome = listener(event)
+                if inspect.isawaitable(outcome):
+                    await outcome
+            except Exception as exc:  # a subscriber never breaks the run
+                if not isinstance(event, ErrorEvent):
+                    await self.error(f"subscriber:{event.type}", exc)
+        if not self.hooks.has(event.type):
+            return []
+        results = await self.hooks.run(event.type, event, getattr(event, "tool_name", None))
+        for result in results:
+            if isinstance(result, PauseRequest) and self.on_pause_request is not None:
+                self.on_pause_request(result.reason)
+        return results
+
+    async def error(self, source: str, exc: BaseException | None, *, message: str = "") -> None:
+        text = message or (f"{source}: {describe_exception(exc)}" if exc else source)
+        await self.emit(ErrorEvent(source=source, message=text))

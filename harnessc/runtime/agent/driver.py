@@ -1,0 +1,380 @@
+"""The seed-004 machine: each step reads the run state and returns the next state or an ending.
+
+PLANNING is a model call, EXECUTING runs the tool calls it asked for, REFLECTING decides
+what comes next (another model call, a pause, or DONE). ``drive`` is the only loop:
+it calls the step of the current state and applies what the step returned, so every
+transition goes through ``Parts.transition``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any
+
+from harnessc.runtime.agent import budget_gate, endings, model_call, tool_batch
+from harnessc.runtime.agent.hooks import coerce
+from harnessc.runtime.agent.parts import Parts
+from harnessc.runtime.agent.results import RunResult, RunStatus
+from harnessc.runtime.agent.run_state import RunState
+from harnessc.runtime.events import (
+    AgentResumeEvent,
+    AgentStartEvent,
+    ErrorEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+)
+from harnessc.runtime.hooks import (
+    BeforeAgentStartEvent,
+    BeforeAgentStartResult,
+    BeforeStopEvent,
+    PauseRequest,
+    StopDecision,
+)
+from harnessc.runtime.loop import LoopState
+from harnessc.runtime.messages import Message, TextContent, ToolResultMessage, UserContent
+
+__all__ = ["abandon", "begin", "drive", "resume_paused", "resume_tools", "settle"]
+
+
+@dataclass(slots=True, frozen=True)
+class Pause:
+    reason: str
+
+
+@dataclass(slots=True, frozen=True)
+class AwaitTools:
+    pass
+
+
+@dataclass(slots=True, frozen=True)
+class Finish:
+    status: RunStatus
+    reason: str
+
+
+Next = LoopState | Pause | AwaitTools | Finish
+
+
+def _replay() -> Any:
+    from harnessc.runtime.session import replay  # on first use: start-up stays lean
+
+    return replay
+
+
+# -- turns -------------------------------------------------------------------------
+
+
+async def open_turn(parts: Parts, run: RunState) -> str | None:
+    """Start a turn (turn_start), unless the turn budget is spent (the pause reason)."""
+    if (reason := await budget_gate.check(parts, ("turns",), pending=1)) is not None:
+        return reason
+    run.turn += 1
+    run.turn_open = True
+    parts.budget.usage.turns += 1
+    await parts.bus.emit(TurnStartEvent(turn=run.turn))
+    return None
+
+
+async def end_turn(parts: Parts, run: RunState) -> None:
+    if not run.turn_open:
+        return
+    run.turn_open = False
+    results = [r.result for r in run.calls if r.result is not None]
+    await parts.bus.emit(TurnEndEvent(turn=run.turn, message=run.reply, tool_results=results))
+    parts.session.sync()
+
+
+# -- the steps ---------------------------------------------------------------------
+
+
+async def plan_step(parts: Parts, run: RunState) -> Next:
+    """PLANNING: one model call (or the calls left over from a pause)."""
+    if run.reply is not None and run.planned:
+        return LoopState.EXECUTING
+    if (reason := await budget_gate.check(parts, budget_gate.SPEND_LIMITS)) is not None:
+        return Pause(reason)
+    if parts.settings.pending_resources is not None:
+        await parts.settings.apply_resources()
+    await parts.bus.flush()
+    if not run.turn_open and (reason := await open_turn(parts, run)) is not None:
+        return Pause(reason)
+    await _auto_compact(parts)
+    reply = await model_call.call_model(parts, run)
+    budget_gate.count_reply(parts, reply)
+    run.set_reply(reply)
+    if reply.stop_reason == "aborted":
+        raise asyncio.CancelledError()
+    if reply.stop_reason == "error":
+        return await _failed_reply(parts, run)
+    if reply.stop_reason == "length" and run.calls:
+        await tool_batch.commit_plan(parts, run, runnable=False)
+        for record in run.planned:
+            await tool_batch.block(
+                parts,
+                run,
+                record,
+                "Tool call was not executed: the reply hit the output token limit "
+                "(stop reason 'length'), so its arguments may be incomplete.",
+            )
+        return LoopState.EXECUTING
+    await tool_batch.commit_plan(parts, run)
+    return LoopState.EXECUTING
+
+
+async def _failed_reply(parts: Parts, run: RunState) -> Next:
+    reply = run.reply
+    assert reply is not None
+    if reply.context_overflow and not run.overflow_retried and await _recover_overflow(parts):
+        run.overflow_retried = True
+        run.calls = []
+        return LoopState.PLANNING  # the same turn, once more after compaction
+    await tool_batch.commit_plan(parts, run, runnable=False)
+    for record in run.planned:
+        await tool_batch.block(
+            parts, run, record, "Tool call was not executed: the model reply failed."
+        )
+    await tool_batch.commit(parts, run)
+    if reply.error_message == model_call.WALL_CLOCK_STOP:
+        reason = await budget_gate.check(parts, ("wall_clock_s",))
+        if reason is None:  # a handler extended the clock: ask again in the same turn
+            return LoopState.PLANNING
+        await end_turn(parts, run)
+        return Pause(reason)
+    await end_turn(parts, run)
+    message = reply.error_message or "model call failed"
+    await parts.bus.emit(ErrorEvent(source="provider", message=message, fatal=True))
+    return Finish("error", message)
+
+
+async def execute_step(parts: Parts, run: RunState) -> Next:
+    """EXECUTING: run the planned tool calls."""
+    reason = await tool_batch.run_batch(parts, run)
+    if run.awaiting:
+        return AwaitTools()
+    if reason is not None:
+        return Pause(reason)
+    await tool_batch.commit(parts, run, partial=True)
+    return LoopState.REFLECTING
+
+
+async def reflect_step(parts: Parts, run: RunState) -> Next:
+    """REFLECTING: decide between more tool calls, another model call, a pause and DONE."""
+    if run.planned:
+        return LoopState.EXECUTING
+    await end_turn(parts, run)
+    if run.pause_requested:
+        return Pause(run.pause_requested)
+    had_calls = bool(run.calls)
+    if had_calls and all(r.terminate for r in run.calls):
+        return Finish("done", _termination_reason(run))
+    if steering := parts.dequeue("steering"):
+        for message in steering:
+            await parts.append(message)
+        return LoopState.PLANNING
+    if had_calls:
+        return LoopState.PLANNING
+    if follow := parts.dequeue("follow_up"):
+        for message in follow:
+            await parts.append(message)
+        return LoopState.PLANNING
+    stopped = False
+    event = BeforeStopEvent(message=run.reply, messages=list(parts.context.messages))
+    for decision in await parts.hooks.run("before_stop", event):
+        if isinstance(decision, PauseRequest):
+            return Pause(decision.reason)
+        decision = coerce(decision, StopDecision)
+        if decision.continue_:
+            for message in decision.messages:
+                await parts.append(message)
+            return LoopState.PLANNING
+        stopped = True
+    if run.pause_requested:
+        return Pause(run.pause_requested)
+    if stopped:
+        return Finish("done", "turn_continue_stop")
+    reply = run.reply
+    answered = reply is not None and bool(reply.text.strip())
+    return Finish("done", "goal_met" if answered else "no_plan")
+
+
+def _termination_reason(run: RunState) -> str:
+    if any(r.terminated_by == "hook" for r in run.calls):
+        return "hook_terminated"
+    if any(r.call.name == "finish" for r in run.calls):
+        return "finish_tool"
+    return "tool_terminated"
+
+
+_STEPS: dict[LoopState, Callable[[Parts, RunState], Awaitable[Next]]] = {
+    LoopState.PLANNING: plan_step,
+    LoopState.EXECUTING: execute_step,
+    LoopState.REFLECTING: reflect_step,
+}
+
+
+async def drive(parts: Parts, run: RunState) -> RunResult:
+    """Walk the machine from the run's state until DONE or a pull point."""
+    while True:
+        step = _STEPS.get(run.state)
+        if step is None:  # pragma: no cover - the steps never leave the run elsewhere
+            raise RuntimeError(f"unexpected state {run.state.value}")
+        outcome = await step(parts, run)
+        if isinstance(outcome, LoopState):
+            parts.transition(run, outcome)
+        elif isinstance(outcome, Pause):
+            return await endings.pause(parts, run, outcome.reason)
+        elif isinstance(outcome, AwaitTools):
+            return await endings.await_tools(parts, run)
+        else:
+            return await endings.finish(parts, run, outcome.status, outcome.reason)
+
+
+async def _guarded(parts: Parts, run: RunState, body: Coroutine[Any, Any, RunResult]) -> RunResult:
+    try:
+        return await body
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()
+        return await endings.aborted(parts, run)
+    except Exception as exc:
+        return await endings.crashed(parts, run, exc)
+
+
+# -- entries ----------------------------------------------------------------------
+
+
+async def begin(
+    parts: Parts, message: Message, prompt_text: str, images: list[UserContent]
+) -> RunResult:
+    """A new run on ``message`` (a paused run is abandoned first)."""
+    run = RunState(run_id=uuid.uuid4().hex[:12])
+    if parts.run is not None:
+        await abandon(parts, parts.run)
+    parts.run = run
+    parts.budget.usage = run.usage
+    parts.budget.raise_limits(parts.budget.budget)
+    return await _guarded(parts, run, _begin(parts, run, message, prompt_text, images))
+
+
+async def _begin(
+    parts: Parts, run: RunState, message: Message, prompt_text: str, images: list[UserContent]
+) -> RunResult:
+    await parts.bus.flush()
+    parts.transition(run, LoopState.PLANNING)
+    settings = parts.settings
+    start_event = BeforeAgentStartEvent(
+        prompt=prompt_text,
+        images=list(images) or None,
+        system_prompt=await parts.host.system_prompt(),
+        resources=settings.resources,
+    )
+    extra: list[Message] = []
+
+    def take_start(result: Any) -> None:  # checked whole, then applied
+        result = coerce(result, BeforeAgentStartResult)
+        added = model_call.checked_messages(result.messages) if result.messages else []
+        if result.system_prompt and not isinstance(result.system_prompt, str):
+            raise TypeError("system_prompt must be a string")
+        extra.extend(added)
+        if result.system_prompt:
+            start_event.system_prompt = result.system_prompt  # the next handler sees it
+            run.system_prompt = result.system_prompt  # this run only
+
+    await parts.hooks.run("before_agent_start", start_event, on_result=take_start)
+    settings.record_if_new()
+    await parts.bus.emit(
+        AgentStartEvent(
+            prompt=prompt_text,
+            run_id=run.run_id,
+            model=settings.model.id,
+            thinking_level=settings.thinking_level.value,
+            active_tools=list(settings.active_tool_names),
+        )
+    )
+    reason = await open_turn(parts, run)
+    await parts.append(message)
+    for item in extra:
+        await parts.append(item)
+    if reason is not None:
+        return await endings.pause(parts, run, reason)
+    return await drive(parts, run)
+
+
+async def abandon(parts: Parts, previous: RunState) -> None:
+    """A new prompt abandons a paused run: every call without a result gets an error one."""
+    _replay().record_resume(parts.session, run_id=previous.run_id, abandoned=True)
+    text = "No result provided: the paused run was abandoned for a new prompt."
+    for record in previous.calls:
+        if record.result is None:
+            record.result = ToolResultMessage(
+                record.call.id, record.call.name, [TextContent(text)], is_error=True
+            )
+    await tool_batch.commit(parts, previous)
+    parts.run = None
+
+
+def settle(parts: Parts, reason: str) -> None:
+    """Close a paused run without continuing it (the session moved elsewhere)."""
+    run = parts.run
+    if run is None:
+        return
+    _replay().record_resume(parts.session, run_id=run.run_id, abandoned=True, reason=reason)
+    parts.run = None
+    parts.last_state = LoopState.IDLE
+
+
+async def resume_tools(parts: Parts, run: RunState, results: dict[str, Any]) -> RunResult:
+    return await _guarded(parts, run, _resume_tools(parts, run, results))
+
+
+async def _resume_tools(parts: Parts, run: RunState, results: dict[str, Any]) -> RunResult:
+    await parts.bus.emit(AgentResumeEvent(run_id=run.run_id, reason="tool_results"))
+    _replay().record_resume(parts.session, run_id=run.run_id)
+    run.pause_reason = None
+    for record in run.awaiting:
+        result = tool_batch.external_result(results[record.id])
+        await tool_batch.finalize(parts, run, record, result, 0.0)
+    await tool_batch.commit(parts, run, partial=True)
+    parts.transition(run, LoopState.REFLECTING)
+    return await drive(parts, run)
+
+
+async def resume_paused(parts: Parts, run: RunState) -> RunResult:
+    return await _guarded(parts, run, _resume_paused(parts, run))
+
+
+async def _resume_paused(parts: Parts, run: RunState) -> RunResult:
+    await parts.bus.emit(AgentResumeEvent(run_id=run.run_id, reason="paused"))
+    _replay().record_resume(parts.session, run_id=run.run_id)
+    run.pause_reason = None
+    run.pause_requested = None
+    parts.transition(run, LoopState.PLANNING)
+    return await drive(parts, run)
+
+
+# -- compaction inside the loop ------------------------------------------------------
+
+
+async def _auto_compact(parts: Parts) -> None:
+    """Compact before a model call once the context passes the compaction threshold."""
+    from harnessc.runtime.session.compaction import needs_compaction
+
+    if needs_compaction(parts.host):
+        try:
+            await parts.host.compact(reason="threshold")
+        except Exception as exc:
+            await parts.bus.error("compaction", exc)
+
+
+async def _recover_overflow(parts: Parts) -> bool:
+    """Compact after a context overflow; True when the turn should be retried."""
+    try:
+        outcome = await parts.host.compact(reason="overflow")
+    except Exception as exc:
+        await parts.bus.error("compaction", exc)
+        return False
+    return bool(outcome)

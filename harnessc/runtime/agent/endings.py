@@ -1,0 +1,128 @@
+"""How a run stops: a pause (IDLE), a pull point (AWAITING_TOOL), DONE, an abort, a crash.
+
+A pause writes the run-state record into the session (``harnessc.pause``) *before* it
+is reported, so local results finished before it are never lost or run twice.
+"""
+
+from __future__ import annotations
+
+from harnessc.runtime.agent import tool_batch
+from harnessc.runtime.agent.bus import describe_exception
+from harnessc.runtime.agent.parts import Parts
+from harnessc.runtime.agent.results import RunResult, RunStatus
+from harnessc.runtime.agent.run_state import RunState
+from harnessc.runtime.events import AbortEvent, AgentEndEvent, AgentPauseEvent, ErrorEvent
+from harnessc.runtime.loop import LoopState
+
+__all__ = ["aborted", "await_tools", "crashed", "finish", "pause", "record_pause"]
+
+
+def record_pause(parts: Parts, run: RunState, reason: str) -> None:
+    from harnessc.runtime.session import replay  # on first use: start-up stays lean
+
+    pending = [r.call for r in run.calls if r.result is None]
+    data = run.to_dict(wall_clock_s=parts.budget.elapsed())
+    replay.record_pause(
+        parts.session,
+        reason,
+        pending,
+        run_id=run.run_id,
+        state=run.state.value,
+        external_tool_calls=[r.id for r in run.awaiting],
+        usage=data["usage"],
+        run=data,
+    )
+    parts.session.sync()
+
+
+def _sync_budget(parts: Parts, run: RunState) -> None:
+    run.limits = parts.budget.budget
+    run.warned = set(parts.budget.warned)
+
+
+async def pause(parts: Parts, run: RunState, reason: str) -> RunResult:
+    if run.turn_open and run.state is not LoopState.REFLECTING:
+        await tool_batch.commit(parts, run, partial=True)
+    parts.transition(run, LoopState.IDLE)
+    run.pause_reason = reason
+    run.pause_requested = None
+    _sync_budget(parts, run)
+    record_pause(parts, run, reason)
+    pending = run.unanswered
+    await parts.bus.emit(
+        AgentPauseEvent(run_id=run.run_id, reason=reason, pending_tool_calls=pending)
+    )
+    return RunResult(
+        status="paused",
+        reason=reason,
+        pending_tool_calls=pending,
+        messages=list(parts.new_messages),
+    )
+
+
+async def await_tools(parts: Parts, run: RunState) -> RunResult:
+    await tool_batch.commit(parts, run, partial=True)
+    parts.transition(run, LoopState.AWAITING_TOOL)
+    run.pause_reason = "awaiting_tool"
+    _sync_budget(parts, run)
+    record_pause(parts, run, "awaiting_tool")
+    pending = [r.call for r in run.awaiting]
+    await parts.bus.emit(
+        AgentPauseEvent(run_id=run.run_id, reason="awaiting_tool", pending_tool_calls=pending)
+    )
+    return RunResult(
+        status="awaiting_tool",
+        reason="awaiting_tool",
+        pending_tool_calls=pending,
+        messages=list(parts.new_messages),
+    )
+
+
+def _close(parts: Parts, run: RunState, state: LoopState) -> None:
+    parts.session.sync()
+    parts.run = None
+    parts.last_state = state
+
+
+async def finish(parts: Parts, run: RunState, status: RunStatus, reason: str) -> RunResult:
+    parts.transition(run, LoopState.DONE)
+    run.finish_reason = reason
+    messages = list(parts.new_messages)
+    await parts.bus.emit(
+        AgentEndEvent(run_id=run.run_id, status=status, reason=reason, messages=messages)
+    )
+    _close(parts, run, LoopState.DONE)
+    return RunResult(status=status, reason=reason, messages=messages)
+
+
+async def aborted(parts: Parts, run: RunState) -> RunResult:
+    """After an abort: every call left without a result gets an error result (no hooks)."""
+    await tool_batch.abort_unfinished(parts, run, "No result provided: the run was aborted.")
+    signal = parts.signal
+    reason = signal.reason if signal is not None and signal.aborted else "aborted"
+    await parts.bus.emit(AbortEvent(reason=reason))
+    if run.state not in (LoopState.IDLE, LoopState.DONE):
+        parts.transition(run, LoopState.IDLE)
+    messages = list(parts.new_messages)
+    await parts.bus.emit(
+        AgentEndEvent(run_id=run.run_id, status="aborted", reason=reason, messages=messages)
+    )
+    _close(parts, run, LoopState.IDLE)
+    return RunResult(status="aborted", reason=reason, messages=messages)
+
+
+async def crashed(parts: Parts, run: RunState, exc: Exception) -> RunResult:
+    message = f"internal error: {describe_exception(exc)}"
+    await parts.bus.emit(ErrorEvent(source="harness", message=message, fatal=True))
+    try:
+        await tool_batch.abort_unfinished(parts, run, f"No result provided: {message}")
+    except Exception:
+        pass
+    if run.state not in (LoopState.IDLE, LoopState.DONE):
+        parts.transition(run, LoopState.IDLE)
+    messages = list(parts.new_messages)
+    await parts.bus.emit(
+        AgentEndEvent(run_id=run.run_id, status="error", reason=message, messages=messages)
+    )
+    _close(parts, run, LoopState.IDLE)
+    return RunResult(status="error", reason=message, messages=messages)

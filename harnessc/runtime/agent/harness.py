@@ -1,0 +1,481 @@
+"""AgentHarness: the public facade over the loop's parts (seed 000's API, seed 004's loop).
+
+One run (``prompt`` or ``resume``) walks IDLE -> PLANNING -> EXECUTING -> REFLECTING ...
+until DONE, or back to IDLE on a pause (see ``driver``). The run's state is one
+``RunState`` record, persisted with every pause and rebuilt when a session is opened.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from harnessc.runtime.agent import driver, restore
+from harnessc.runtime.agent.parts import Parts
+from harnessc.runtime.agent.results import HarnessBusyError, RunResult
+from harnessc.runtime.agent.run_state import RunState
+from harnessc.runtime.budget import Budget, BudgetTracker
+from harnessc.runtime.commands import CommandOutcome, CommandRegistry, split_command
+from harnessc.runtime.events import Event, NoticeEvent
+from harnessc.runtime.loop import LoopState
+from harnessc.runtime.messages import (
+    ImageContent,
+    Message,
+    TextContent,
+    ToolCall,
+    UserContent,
+    UserMessage,
+    message_text,
+)
+from harnessc.runtime.options import (
+    AgentHarnessOptions,
+    AgentHarnessStreamOptions,
+    Model,
+    ThinkingLevel,
+    ToolContextSource,
+)
+from harnessc.runtime.providers.base import Provider, ToolSpec
+from harnessc.runtime.resources.types import AgentHarnessResources
+from harnessc.runtime.session.session import Session
+from harnessc.runtime.signal import AbortSignal
+from harnessc.runtime.tools.base import AgentTool
+
+if TYPE_CHECKING:
+    from harnessc.runtime.extensions.base import HarnessContext
+
+__all__ = ["DEFAULT_SYSTEM_PROMPT", "AgentHarness"]
+
+DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
+
+
+class AgentHarness:
+    """The agent: options + session + resources + hooks, one run at a time."""
+
+    def __init__(self, options: AgentHarnessOptions) -> None:
+        self.options = options
+        self.session: Session = options.session if options.session is not None else Session()
+        self.commands = CommandRegistry()
+        self._parts = Parts(options, self.session, self)
+        self._parts.hooks.host = self
+        self._task: asyncio.Task[RunResult] | None = None
+        self._busy = False
+        self._watcher: Any = None
+        self._closers: list[Callable[[], Awaitable[None]]] = []
+        # Set by the compaction extension; None means CompactionSettings() defaults.
+        self.compaction_settings: Any = None
+        self.compactor: Any = None
+        for spec in options.hooks:
+            self._parts.hooks.add(spec.moment, spec.handler, spec)
+        restore.from_session(self._parts)
+        context: HarnessContext = self  # the typed seam extensions see (checked by mypy)
+        for extension in options.extensions:
+            extension.install(context)
+
+    # -- what the harness is ------------------------------------------------------
+
+    @property
+    def state(self) -> LoopState:
+        return self._parts.state
+
+    @property
+    def run_state(self) -> RunState | None:
+        """The record of the open run (None when no run is open)."""
+        return self._parts.run
+
+    @property
+    def is_busy(self) -> bool:
+        return self._busy
+
+    @property
+    def budget(self) -> BudgetTracker:
+        return self._parts.budget
+
+    @property
+    def messages(self) -> list[Message]:
+        """The model context as it stands (compaction summary first when compacted)."""
+        return list(self._parts.context.messages)
+
+    @property
+    def models(self) -> dict[str, Model]:
+        return self._parts.settings.models
+
+    @property
+    def model(self) -> Model:
+        return self._parts.settings.model
+
+    @property
+    def thinking_level(self) -> ThinkingLevel:
+        return self._parts.settings.thinking_level
+
+    @property
+    def resources(self) -> AgentHarnessResources:
+        return self._parts.settings.resources
+
+    @property
+    def pending_resources(self) -> AgentHarnessResources | None:
+        """Resources waiting for the next turn (set while a run was busy)."""
+        return self._parts.settings.pending_resources
+
+    @property
+    def tools(self) -> dict[str, AgentTool]:
+        return dict(self._parts.settings.tools)
+
+    @property
+    def active_tool_names(self) -> list[str]:
+        return list(self._parts.settings.active_tool_names)
+
+    @property
+    def stream_options(self) -> AgentHarnessStreamOptions:
+        return self._parts.settings.stream_options
+
+    @property
+    def signal(self) -> AbortSignal | None:
+        """The abort signal of the running run (None when idle)."""
+        return self._parts.signal
+
+    @property
+    def pending_tool_calls(self) -> list[ToolCall]:
+        """Calls without a result in a paused run (external ones when awaiting a tool)."""
+        run = self._parts.run
+        if run is None or self._busy:
+            return []
+        if run.state is LoopState.AWAITING_TOOL:
+            return [r.call for r in run.awaiting]
+        return run.unanswered
+
+    @property
+    def paused_reason(self) -> str | None:
+        run = self._parts.run
+        if run is None or self._busy:
+            return None
+        if run.state is LoopState.AWAITING_TOOL:
+            return "awaiting_tool"
+        return "paused" if run.state is LoopState.IDLE else None
+
+    # -- events and hooks -----------------------------------------------------------
+
+    def subscribe(self, listener: Callable[[Event], Any]) -> Callable[[], None]:
+        """Call ``listener`` with every event; returns an unsubscribe callable."""
+        return self._parts.bus.subscribe(listener)
+
+    def on(self, name: str, handler: Callable[..., Any]) -> Callable[[], None]:
+        """Register ``handler`` on a hook moment or event (any name of any of the designs)."""
+        return self._parts.hooks.add(name, handler)
+
+    async def call_hooks(self, moment: str, event: Any, tool_name: str | None = None) -> list[Any]:
+        """Run the handlers of a moment (for parts of the runtime that own a moment)."""
+        return await self._parts.hooks.run(moment, event, tool_name)
+
+    def has_handlers(self, moment: str) -> bool:
+        return self._parts.hooks.has(moment)
+
+    async def emit(self, event: Event) -> list[Any]:
+        """Number ``event``, hand it to every subscriber, then to ``on`` handlers of its type."""
+        return await self._parts.bus.emit(event)
+
+    async def notice(self, source: str, message: str, level: str = "info") -> None:
+        """Emit a notice event (extensions use it for non-fatal reports)."""
+        await self.emit(NoticeEvent(source=source, level=level, message=message))
+
+    def on_close(self, callback: Callable[[], Awaitable[None]]) -> None:
+        """Run ``callback`` (async) when the harness closes (e.g. to stop a server)."""
+        self._closers.append(callback)
+
+    # -- settings (take effect at the next turn) -------------------------------------
+
+    def model_key(self) -> str:
+        return self._parts.settings.model_key()
+
+    async def set_model(self, model: str | Model) -> None:
+        await self._parts.settings.set_model(model)
+
+    async def set_thinking_level(self, level: ThinkingLevel | str) -> None:
+        await self._parts.settings.set_thinking_level(level)
+
+    async def set_active_tools(self, names: Sequence[str]) -> None:
+        await self._parts.settings.set_active_tools(names)
+
+    def add_tools(self, tools: Iterable[AgentTool], *, activate: bool = True) -> None:
+        """Add tools (extensions contribute theirs at install time)."""
+        self._parts.settings.add_tools(tools, activate=activate)
+
+    async def set_resources(self, resources: AgentHarnessResources) -> None:
+        """New skills and templates; applied now when idle, else at the next turn."""
+        if self._busy:
+            self._parts.settings.pending_resources = resources
+            return
+        await self._parts.settings.apply_resources(resources)
+
+    def set_tool_context(self, source: ToolContextSource) -> None:
+        self._parts.settings.tool_context = source
+
+    def set_budget(self, budget: Budget) -> None:
+        self._parts.budget.raise_limits(budget)
+
+    def steer(self, message: str | UserMessage) -> None:
+        """Queue a message delivered after the current tool batch."""
+        self._parts.steering.append(_user_message(message))
+        self._parts.queue_changed()
+
+    def follow_up(self, message: str | UserMessage) -> None:
+        """Queue a message delivered when the agent would otherwise stop."""
+        self._parts.follow_up.append(_user_message(message))
+        self._parts.queue_changed()
+
+    # -- running ----------------------------------------------------------------------
+
+    async def prompt(
+        self, text: str | Message, images: Sequence[ImageContent] | None = None
+    ) -> RunResult:
+        """Run the agent on a prompt until it is done, paused or awaiting a tool result."""
+        self._check_idle()
+        if self.state is LoopState.AWAITING_TOOL:
+            ids = ", ".join(c.id for c in self.pending_tool_calls)
+            raise HarnessBusyError(
+                f"the agent is waiting for external tool results ({ids}); call resume() with them"
+            )
+        if not isinstance(text, str):
+            return await self._start(lambda: self._begin(text, message_text(text), images))
+        prompt_text = text
+        if (command := split_command(text)) is not None:
+            outcome = await self.dispatch_command(*command)
+            if outcome.kind == "reply":
+                return RunResult(status="done", reply=outcome.text)
+            if outcome.kind == "unknown":
+                return RunResult(status="error", reason="unknown_command", reply=outcome.text)
+            prompt_text = outcome.text
+        content: str | list[UserContent] = prompt_text
+        if images:
+            content = [TextContent(prompt_text), *images]
+        message = UserMessage(content=content)
+        return await self._start(lambda: self._begin(message, prompt_text, images))
+
+    def _begin(
+        self, message: Message, text: str, images: Sequence[ImageContent] | None
+    ) -> Awaitable[RunResult]:
+        return driver.begin(self._parts, message, text, list(images or []))
+
+    async def resume(
+        self, results: dict[str, Any] | None = None, *, budget: Budget | None = None
+    ) -> RunResult:
+        """Continue after a pull point: tool results for AWAITING_TOOL, or after a pause."""
+        self._check_idle()
+        run = self._parts.run
+        if run is None:
+            raise RuntimeError("nothing to resume: the agent is not paused")
+        if budget is not None:
+            self._parts.budget.raise_limits(budget)
+        if run.state is LoopState.AWAITING_TOOL:
+            missing = [r.id for r in run.awaiting if not results or r.id not in results]
+            if missing:
+                raise ValueError(
+                    "resume() at a tool pull point needs a result for every pending call; "
+                    f"missing: {', '.join(missing)}"
+                )
+            assert results is not None
+            return await self._start(lambda: driver.resume_tools(self._parts, run, results))
+        if run.state is LoopState.IDLE:
+            return await self._start(lambda: driver.resume_paused(self._parts, run))
+        raise RuntimeError(f"cannot resume from state {run.state.value}")
+
+    def prompt_sync(self, text: str, images: Sequence[ImageContent] | None = None) -> RunResult:
+        """``prompt`` for scripts without an event loop."""
+        return asyncio.run(self.prompt(text, images))
+
+    def resume_sync(
+        self, results: dict[str, Any] | None = None, *, budget: Budget | None = None
+    ) -> RunResult:
+        return asyncio.run(self.resume(results, budget=budget))
+
+    def abort(self, reason: str = "aborted") -> None:
+        """Cancel the running provider request and tools; the run ends as ``aborted``."""
+        if self._parts.signal is not None:
+            self._parts.signal.abort(reason)
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+
+    async def wait_for_idle(self) -> None:
+        task = self._task
+        if task is not None and not task.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(task)
+
+    def _check_idle(self) -> None:
+        if self._busy:
+            raise HarnessBusyError("the agent is busy with another run; wait for it or abort it")
+
+    async def _start(self, body: Callable[[], Awaitable[RunResult]]) -> RunResult:
+        parts = self._parts
+        self._busy = True
+        parts.signal = AbortSignal()
+        parts.new_messages = []
+        parts.budget.start_clock()
+        task = asyncio.ensure_future(body())
+        self._task = task
+        try:
+            return await task
+        except asyncio.CancelledError:
+            # The caller was cancelled (Ctrl-C): abort the run, let it clean up, re-raise.
+            self.abort("cancelled")
+            if not task.done():
+                with contextlib.suppress(BaseException):
+                    await task
+            raise
+        finally:
+            parts.budget.stop_clock()
+            self._busy = False
+            self._task = None
+            if parts.settings.pending_resources is not None:
+                await parts.settings.apply_resources()
+
+    # -- the model side ---------------------------------------------------------------
+
+    async def system_prompt(self) -> str:
+        """The system prompt for the next turn, with the model-invocable skills listed."""
+        source = self.options.system_prompt
+        if callable(source):
+            value = source(self)
+            if inspect.isawaitable(value):
+                value = await value
+            text = str(value)
+        else:
+            text = source or DEFAULT_SYSTEM_PROMPT
+        resources = self._parts.settings.resources
+        if not resources.skills:
+            return text
+        from harnessc.runtime.resources import format_skills_for_prompt
+
+        return f"{text}\n\n{format_skills_for_prompt(resources.skills)}"
+
+    def tool_specs(self) -> list[ToolSpec]:
+        return self._parts.settings.tool_specs()
+
+    def provider_for(self, model: Model) -> Provider:
+        """The provider serving ``model`` (the options' provider when one is given)."""
+        if self.options.provider is not None:
+            return self.options.provider
+        from harnessc.runtime.providers.pool import pool_of  # one pool per harness
+
+        return pool_of(self).get(model.api)
+
+    # -- context, compaction, tree ------------------------------------------------------
+
+    def context_tokens(self, use_usage: bool = True) -> int:
+        """The context size: the last reply's reported usage plus estimates after it."""
+        return self._parts.context.tokens(use_usage)
+
+    def reload_messages(self) -> None:
+        """Rebuild the model context from the session (after compaction or a tree move)."""
+        self._parts.context.reload()
+
+    async def compact(
+        self, custom_instructions: str | None = None, *, reason: str = "manual"
+    ) -> Any:
+        """Compact the session (summary of old entries); returns the outcome or None.
+
+        The compaction machinery lives in ``harnessc.runtime.session.compaction``; an
+        extension may replace it through ``self.compactor``.
+        """
+        if reason == "manual" and self._busy:  # the loop compacts by itself mid-run
+            raise HarnessBusyError("the agent is busy with a run; compact when it is idle")
+        compactor = self.compactor
+        if compactor is None:
+            from harnessc.runtime.session.compaction import compact_harness
+
+            compactor = compact_harness
+        result = compactor(self, custom_instructions=custom_instructions, reason=reason)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    async def navigate_tree(
+        self,
+        target_id: str | None,
+        *,
+        summarize: bool = False,
+        custom_instructions: str | None = None,
+        replace_instructions: bool = False,
+        label: str | None = None,
+    ) -> Any:
+        """Move the session leaf to ``target_id`` (the one tree-move path).
+
+        A paused run is settled first: it is left on the old branch and never resumed.
+        """
+        self._check_idle()
+        from harnessc.runtime.session.tree import navigate_tree
+
+        if target_id != self.session.leaf_id:
+            driver.settle(self._parts, "tree_move")
+        return await navigate_tree(
+            self,
+            target_id,
+            summarize=summarize,
+            custom_instructions=custom_instructions,
+            replace_instructions=replace_instructions,
+            label=label,
+        )
+
+    # -- the rest -----------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        """The observable state, for determinism and replay checks."""
+        usage = self._parts.budget.usage.to_dict()
+        return {
+            "state": self.state.value,
+            "messages": [_without_timestamp(m.to_dict()) for m in self._parts.context.messages],
+            **self._parts.settings.describe(),
+            "pending_tool_calls": [c.id for c in self.pending_tool_calls],
+            "usage": {k: v for k, v in usage.items() if k != "wall_clock_s"},
+        }
+
+    async def dispatch_command(self, name: str, args: str) -> CommandOutcome:
+        """Resolve ``/name args`` through the one command registry (skills, commands, templates)."""
+        settings = self._parts.settings
+        return await self.commands.dispatch(
+            name, args, settings.pending_resources or settings.resources
+        )
+
+    async def watch_resources(
+        self, skill_dirs: Sequence[str] = (), template_dirs: Sequence[str] = ()
+    ) -> None:
+        """Reload skills and templates when their files change (applied between turns)."""
+        from harnessc.runtime.resources.watch import ResourceWatcher
+
+        if self._watcher is not None:
+            return
+        resources = self._parts.settings.resources
+        skills = list(skill_dirs) or list(getattr(resources, "skill_dirs", []) or [])
+        templates = list(template_dirs) or list(getattr(resources, "template_dirs", []) or [])
+
+        async def on_change(resources: AgentHarnessResources, diagnostics: Any = None) -> None:
+            await self.set_resources(resources)
+
+        self._watcher = ResourceWatcher(skills, templates, on_change)
+        await self._watcher.start()
+
+    async def close(self) -> None:
+        """Run the on-close callbacks, stop the resource watcher, release the session."""
+        closers, self._closers = self._closers, []
+        for callback in reversed(closers):
+            try:
+                await callback()
+            except Exception as exc:
+                await self._parts.bus.error("close", exc)
+        if self._watcher is not None:
+            await self._watcher.stop()
+            self._watcher = None
+        from harnessc.runtime.providers.pool import close_pool_of  # this harness's clients only
+
+        await close_pool_of(self)
+        self.session.close()
+
+
+def _user_message(message: str | UserMessage) -> UserMessage:
+    return UserMessage(content=message) if isinstance(message, str) else message
+
+
+def _without_timestamp(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if k != "timestamp"}

@@ -1,0 +1,278 @@
+"""One model call: context hooks, request options, the provider stream, the reply recorded.
+
+The reply is appended to the context (and the session) before it is returned; a
+failure becomes an ``error`` reply, an abort an ``aborted`` one (and CancelledError).
+When a wall-clock budget is set, the stream is given the remaining time: the request
+carries the deadline, and the harness stops reading when it passes (``WALL_CLOCK_STOP``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import replace
+from typing import Any
+
+from harnessc.runtime.agent.bus import describe_exception
+from harnessc.runtime.agent.hooks import coerce
+from harnessc.runtime.agent.parts import Parts
+from harnessc.runtime.agent.run_state import RunState
+from harnessc.runtime.events import (
+    MessageStartEvent,
+    MessageUpdateEvent,
+    ProviderResponseEvent,
+    RetryEvent,
+)
+from harnessc.runtime.hooks import (
+    AfterProviderResponseEvent,
+    BeforeProviderPayloadEvent,
+    BeforeProviderPayloadResult,
+    BeforeProviderRequestEvent,
+    BeforeProviderRequestResult,
+    ContextEvent,
+    ContextResult,
+)
+from harnessc.runtime.messages import (
+    AssistantMessage,
+    CustomMessage,
+    Message,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from harnessc.runtime.options import AgentHarnessStreamOptions, RetryOptions
+from harnessc.runtime.providers.base import Context, Provider, ProviderRequest, ProviderRetry
+
+__all__ = ["WALL_CLOCK_STOP", "call_model", "checked_messages", "short_json"]
+
+WALL_CLOCK_STOP = "stopped: the wall-clock budget ran out during the model reply"
+_STATUS_FIELDS = ("headers", "metadata")
+_HAS_DEADLINE = "deadline" in getattr(ProviderRequest, "__dataclass_fields__", {})
+
+
+def short_json(value: Any, limit: int = 500) -> str:
+    import json
+
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def checked_messages(value: Any) -> list[Message]:
+    """Messages a hook returned, or TypeError (a hook result never breaks the run)."""
+    kinds = (UserMessage, AssistantMessage, ToolResultMessage, CustomMessage)
+    if not isinstance(value, list | tuple) or not all(isinstance(m, kinds) for m in value):
+        raise TypeError(f"messages must be a list of messages, not {short_json(value, 80)}")
+    return list(value)
+
+
+def _patch_stream_options(
+    options: AgentHarnessStreamOptions, patch: dict[str, Any]
+) -> AgentHarnessStreamOptions:
+    if not isinstance(patch, dict):
+        raise TypeError(f"stream_options must be a mapping, not {type(patch).__name__}")
+    changes: dict[str, Any] = {}
+    for key, value in patch.items():
+        if key in _STATUS_FIELDS and isinstance(value, dict):
+            merged = dict(getattr(options, key) or {})
+            merged.update(value)
+            changes[key] = merged
+        elif key in AgentHarnessStreamOptions.__dataclass_fields__:
+            changes[key] = value
+    return replace(options, **changes)
+
+
+def _unique_call_ids(calls: list[ToolCall]) -> None:
+    """Make empty or repeated call ids unique, in place (each result must find its call)."""
+    seen: set[str] = set()
+    for index, call in enumerate(calls):
+        if not call.id or call.id in seen:
+            base = call.id or "call"
+            candidate = f"{base}_{index}"
+            while candidate in seen:
+                candidate += "_"
+            call.id = candidate
+        seen.add(call.id)
+
+
+async def call_model(parts: Parts, run: RunState) -> AssistantMessage:
+    """The context and request hooks, then the streamed reply (recorded)."""
+    settings = parts.settings
+    model = settings.model
+    context_event = ContextEvent(messages=list(parts.context.messages), turn=run.turn)
+
+    def take_context(result: Any) -> None:  # chained: the next handler sees the result
+        result = coerce(result, ContextResult)
+        if result.messages is not None:
+            context_event.messages = checked_messages(result.messages)
+
+    await parts.hooks.run("context", context_event, on_result=take_context)
+    request_event = BeforeProviderRequestEvent(
+        model=model, session_id=parts.session.id, stream_options=settings.stream_options
+    )
+
+    def patch_options(result: Any) -> None:  # chained: the next handler sees the patch
+        result = coerce(result, BeforeProviderRequestResult)
+        if result.stream_options:
+            request_event.stream_options = _patch_stream_options(
+                request_event.stream_options, result.stream_options
+            )
+
+    await parts.hooks.run("before_provider_request", request_event, on_result=patch_options)
+    assert parts.signal is not None
+    system_prompt = run.system_prompt
+    if system_prompt is None:
+        system_prompt = await parts.host.system_prompt()
+    request = ProviderRequest(
+        model=model,
+        context=Context(
+            system_prompt=system_prompt,
+            messages=context_event.messages,
+            tools=settings.tool_specs(),
+        ),
+        stream_options=request_event.stream_options,
+        thinking_level=settings.thinking_level,
+        signal=parts.signal,
+        session_id=parts.session.id,
+        retry=parts.options.retry or RetryOptions(),
+        on_payload=(lambda p: _on_payload(parts, p))
+        if parts.hooks.has("before_provider_payload")
+        else None,
+        on_response=lambda status, headers: _on_response(parts, status, headers),
+        on_retry=lambda retry: _on_retry(parts, retry),
+    )
+    remaining = _remaining_wall_clock(parts)
+    if remaining is not None and _HAS_DEADLINE:
+        request.deadline = time.monotonic() + remaining  # type: ignore[attr-defined]
+    try:
+        provider = parts.host.provider_for(model)
+    except KeyError as exc:
+        final = AssistantMessage(
+            api=model.api,
+            provider=model.provider,
+            model=model.id,
+            stop_reason="error",
+            error_message=str(exc.args[0]),
+        )
+        await parts.bus.emit(MessageStartEvent(message=final))
+        await parts.append(final, started=True)
+        return final
+    return await _stream(parts, provider, request, remaining)
+
+
+def _remaining_wall_clock(parts: Parts) -> float | None:
+    limit = parts.budget.budget.wall_clock_s
+    if limit is None:
+        return None
+    return max(0.0, limit - parts.budget.elapsed())
+
+
+async def _stream(
+    parts: Parts, provider: Provider, request: ProviderRequest, remaining: float | None
+) -> AssistantMessage:
+    partial: AssistantMessage | None = None
+    final: AssistantMessage | None = None
+    bus = parts.bus
+    stream = provider.stream(request)
+    timed_out = False
+    try:
+        async with asyncio.timeout(remaining):
+            async for event in stream:
+                kind = event.type
+                if kind == "start":
+                    partial = event.partial
+                    await bus.emit(MessageStartEvent(message=partial))
+                elif kind in ("done", "error"):
+                    final = event.partial
+                else:
+                    partial = event.partial
+                    if bus.wanted:
+                        await bus.emit(
+                            MessageUpdateEvent(
+                                delta_type=kind,
+                                delta=event.delta,
+                                content_index=event.content_index,
+                                message=partial,
+                            )
+                        )
+    except TimeoutError:
+        timed_out = True
+    except asyncio.CancelledError:
+        message = partial or _empty(request)
+        message.stop_reason = "aborted"
+        message.error_message = "aborted"
+        if partial is None:
+            await bus.emit(MessageStartEvent(message=message))
+        _unique_call_ids(message.tool_calls)
+        await parts.append(message, started=True)
+        raise
+    except Exception as exc:
+        final = _empty(request)
+        final.stop_reason = "error"
+        final.error_message = f"provider failed: {describe_exception(exc)}"
+    finally:
+        aclose = getattr(stream, "aclose", None)
+        if aclose is not None:
+            try:
+                await aclose()
+            except Exception:
+                pass
+    if timed_out:
+        final = partial or _empty(request)
+        final.stop_reason = "error"
+        final.error_message = WALL_CLOCK_STOP
+    if final is None:
+        final = partial or _empty(request)
+        final.stop_reason = "error"
+        final.error_message = (
+            final.error_message or "the provider stream ended without a final event"
+        )
+    if partial is None:
+        await bus.emit(MessageStartEvent(message=final))
+    _unique_call_ids(final.tool_calls)  # before it is recorded: each result answers one call
+    await parts.append(final, started=True)
+    return final
+
+
+def _empty(request: ProviderRequest) -> AssistantMessage:
+    return AssistantMessage(
+        api=request.model.api, provider=request.model.provider, model=request.model.id
+    )
+
+
+async def _on_payload(parts: Parts, payload: Any) -> Any:
+    event = BeforeProviderPayloadEvent(model=parts.settings.model, payload=payload)
+
+    def replace_payload(result: Any) -> None:  # chained: the next handler sees it
+        if isinstance(result, BeforeProviderPayloadResult):
+            if result.payload is not None:
+                event.payload = result.payload
+        elif isinstance(result, dict) and set(result) == {"payload"}:
+            event.payload = result["payload"]
+        else:
+            event.payload = result
+
+    await parts.hooks.run("before_provider_payload", event, on_result=replace_payload)
+    return event.payload
+
+
+async def _on_response(parts: Parts, status: int, headers: dict[str, str]) -> None:
+    await parts.bus.emit(ProviderResponseEvent(status=status))
+    if parts.hooks.has("after_provider_response"):
+        await parts.hooks.run(
+            "after_provider_response", AfterProviderResponseEvent(status=status, headers=headers)
+        )
+
+
+async def _on_retry(parts: Parts, retry: ProviderRetry) -> None:
+    await parts.bus.emit(
+        RetryEvent(
+            attempt=retry.attempt,
+            max_retries=retry.max_retries,
+            delay_ms=retry.delay_ms,
+            status=retry.status,
+            error=retry.error,
+        )
+    )

@@ -1,0 +1,216 @@
+"""The run-state record: everything that decides what a run does next, in one place.
+
+A run (``prompt`` until DONE, across pauses) is one ``RunState``: the loop state, the
+turn number and whether the turn is open, the budget usage, the reply being executed
+and, for each of its tool calls, a ``CallRecord`` saying whether it is planned,
+prepared, blocked, executed (with its result) or awaiting the caller, plus the pause
+or finish reason. Every step of the loop reads it; it is written into the session with
+every pause (``harnessc.pause`` entry, key ``run``) and rebuilt from there exactly, so a
+run continued in another process behaves as if it had never stopped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from harnessc.runtime.budget import BUDGET_LIMITS, Budget, BudgetUsage
+from harnessc.runtime.loop import LoopState
+from harnessc.runtime.messages import (
+    AssistantMessage,
+    ToolCall,
+    ToolResultMessage,
+    content_from_dict,
+    message_from_dict,
+)
+
+__all__ = ["CALL_STATUSES", "RUN_STATE_VERSION", "CallRecord", "CallStatus", "RunState"]
+
+RUN_STATE_VERSION = 1
+
+CallStatus = Literal["planned", "prepared", "blocked", "executed", "awaiting"]
+CALL_STATUSES: tuple[str, ...] = ("planned", "prepared", "blocked", "executed", "awaiting")
+
+
+@dataclass(slots=True)
+class CallRecord:
+    """One tool call of the reply being executed.
+
+    ``planned`` (not looked at yet) -> ``prepared`` (hooks passed, about to run) or
+    ``blocked`` (refused: the result is an error) or ``awaiting`` (external: the caller
+    supplies the result) -> ``executed`` (ran, or the caller answered). ``result`` is set
+    once the tool_result hooks ran (``finalized``); ``committed`` once it is in the context.
+    """
+
+    call: ToolCall
+    status: CallStatus = "planned"
+    args: dict[str, Any] | None = None  # the arguments after validation and tool_call hooks
+    started: bool = False  # tool_execution_start was emitted
+    result: ToolResultMessage | None = None
+    terminate: bool = False
+    terminated_by: str | None = None  # "tool" | "hook"
+    committed: bool = False
+
+    @property
+    def id(self) -> str:
+        return self.call.id
+
+    @property
+    def finalized(self) -> bool:
+        return self.result is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"call": self.call.to_dict(), "status": self.status}
+        if self.args is not None:
+            out["args"] = self.args
+        if self.started:
+            out["started"] = True
+        if self.result is not None:
+            out["result"] = self.result.to_dict()
+        if self.terminate:
+            out["terminate"] = True
+            out["terminated_by"] = self.terminated_by
+        if self.committed:
+            out["committed"] = True
+        return out
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> CallRecord:
+        call = content_from_dict(data["call"])
+        if not isinstance(call, ToolCall):
+            raise ValueError("a call record needs a toolCall")
+        status = data.get("status", "planned")
+        if status not in CALL_STATUSES:
+            raise ValueError(f"unknown call status {status!r}")
+        result = data.get("result")
+        message = message_from_dict(result) if isinstance(result, dict) else None
+        if message is not None and not isinstance(message, ToolResultMessage):
+            raise ValueError("a call result must be a toolResult message")
+        args = data.get("args")
+        return CallRecord(
+            call=call,
+            status=status,
+            args=dict(args) if isinstance(args, dict) else None,
+            started=bool(data.get("started", False)),
+            result=message,
+            terminate=bool(data.get("terminate", False)),
+            terminated_by=data.get("terminated_by"),
+            committed=bool(data.get("committed", False)),
+        )
+
+
+@dataclass(slots=True)
+class RunState:
+    """The explicit state of one run (see the module docstring)."""
+
+    run_id: str
+    state: LoopState = LoopState.IDLE
+    turn: int = 0
+    turn_open: bool = False
+    usage: BudgetUsage = field(default_factory=BudgetUsage)
+    warned: set[str] = field(default_factory=set)  # soft budget warnings already given
+    limits: Budget | None = None  # the limits in force at the pause (raised ones stay raised)
+    reply: AssistantMessage | None = None
+    calls: list[CallRecord] = field(default_factory=list)
+    plan_committed: bool = False
+    overflow_retried: bool = False
+    system_prompt: str | None = None  # set by a before_agent_start hook for this run
+    pause_requested: str | None = None  # a hook asked for review: pause at the next decision
+    pause_reason: str | None = None
+    finish_reason: str | None = None
+
+    # -- questions the loop asks ----------------------------------------------------
+
+    def record(self, call_id: str) -> CallRecord | None:
+        for record in self.calls:
+            if record.call.id == call_id:
+                return record
+        return None
+
+    def with_status(self, *statuses: str) -> list[CallRecord]:
+        return [r for r in self.calls if r.status in statuses]
+
+    @property
+    def awaiting(self) -> list[CallRecord]:
+        return [r for r in self.calls if r.status == "awaiting"]
+
+    @property
+    def planned(self) -> list[CallRecord]:
+        return [r for r in self.calls if r.status == "planned"]
+
+    @property
+    def unanswered(self) -> list[ToolCall]:
+        """Calls without a result yet (planned, awaiting, or cut short)."""
+        return [r.call for r in self.calls if r.result is None]
+
+    def set_reply(self, reply: AssistantMessage) -> None:
+        self.reply = reply
+        self.calls = [CallRecord(call) for call in reply.tool_calls]
+        self.plan_committed = False
+
+    # -- persistence ------------------------------------------------------------------
+
+    def to_dict(self, *, wall_clock_s: float | None = None) -> dict[str, Any]:
+        usage = self.usage.to_dict()
+        if wall_clock_s is not None:
+            usage["wall_clock_s"] = round(wall_clock_s, 3)
+        out: dict[str, Any] = {
+            "version": RUN_STATE_VERSION,
+            "run_id": self.run_id,
+            "state": self.state.value,
+            "turn": self.turn,
+            "turn_open": self.turn_open,
+            "usage": usage,
+            "warned": sorted(self.warned),
+            "limits": _limits_dict(self.limits) if self.limits is not None else None,
+            "reply": self.reply.to_dict() if self.reply is not None else None,
+            "calls": [r.to_dict() for r in self.calls],
+            "plan_committed": self.plan_committed,
+            "overflow_retried": self.overflow_retried,
+            "system_prompt": self.system_prompt,
+            "pause_requested": self.pause_requested,
+            "pause_reason": self.pause_reason,
+            "finish_reason": self.finish_reason,
+        }
+        return out
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> RunState:
+        """The record from its JSON form; raises ValueError when it is not one."""
+        if not isinstance(data, dict) or not isinstance(data.get("run_id"), str):
+            raise ValueError("a run state needs a run_id")
+        if data.get("version", RUN_STATE_VERSION) != RUN_STATE_VERSION:
+            raise ValueError(f"unsupported run state version {data.get('version')!r}")
+        reply = data.get("reply")
+        message = message_from_dict(reply) if isinstance(reply, dict) else None
+        if message is not None and not isinstance(message, AssistantMessage):
+            raise ValueError("a run's reply must be an assistant message")
+        calls = data.get("calls") or []
+        limits = data.get("limits")
+        if not isinstance(calls, list):
+            raise ValueError("calls must be a list")
+        return RunState(
+            run_id=data["run_id"],
+            state=LoopState(str(data.get("state", "IDLE"))),
+            turn=int(data.get("turn", 0) or 0),
+            turn_open=bool(data.get("turn_open", False)),
+            usage=BudgetUsage.from_dict(data.get("usage")),
+            warned={str(w) for w in data.get("warned") or ()},
+            limits=_limits_from(limits) if isinstance(limits, dict) else None,
+            reply=message,
+            calls=[CallRecord.from_dict(c) for c in calls],
+            plan_committed=bool(data.get("plan_committed", False)),
+            overflow_retried=bool(data.get("overflow_retried", False)),
+            system_prompt=data.get("system_prompt"),
+            pause_requested=data.get("pause_requested"),
+            pause_reason=data.get("pause_reason"),
+            finish_reason=data.get("finish_reason"),
+        )
+
+
+def _limits_dict(budget: Budget) -> dict[str, Any]:
+    return {name: getattr(budget, name) for name in (*BUDGET_LIMITS, "soft_ratio")}
+
+
+def _limits_from(data: dict[str, Any]) -> Budget:
+    return Budget(**{k: data[k] for k in (*BUDGET_LIMITS, "soft_ratio") if k in data})

@@ -1,0 +1,174 @@
+"""The harness's settings: model, thinking level, tools, resources, stream options.
+
+A change made mid-run takes effect at the next turn; model, thinking level and active
+tools are recorded in the session (so a reopened session continues with them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from harnessc.runtime.agent.bus import EventBus
+from harnessc.runtime.events import (
+    ModelUpdateEvent,
+    ResourcesUpdateEvent,
+    ThinkingLevelUpdateEvent,
+    ToolsUpdateEvent,
+)
+from harnessc.runtime.options import (
+    AgentHarnessOptions,
+    AgentHarnessStreamOptions,
+    Model,
+    ThinkingLevel,
+    ToolContextSource,
+)
+from harnessc.runtime.providers.base import ToolSpec
+from harnessc.runtime.resources.types import AgentHarnessResources
+from harnessc.runtime.session.session import Session
+from harnessc.runtime.tools.base import AgentTool
+
+__all__ = ["Settings"]
+
+
+class Settings:
+    __slots__ = (
+        "session",
+        "bus",
+        "models",
+        "model",
+        "thinking_level",
+        "tools",
+        "active_tool_names",
+        "resources",
+        "pending_resources",
+        "stream_options",
+        "tool_context",
+        "recorded",
+    )
+
+    def __init__(self, options: AgentHarnessOptions, session: Session, bus: EventBus) -> None:
+        self.session = session
+        self.bus = bus
+        self.models: dict[str, Model] = dict(options.models)
+        self.tools: dict[str, AgentTool] = {tool.name: tool for tool in options.tools}
+        self.active_tool_names: list[str] = (
+            list(options.active_tool_names)
+            if options.active_tool_names is not None
+            else list(self.tools)
+        )
+        self.model = self.resolve_model(options.model)
+        self.thinking_level = options.thinking_level or ThinkingLevel.OFF
+        self.resources = options.resources or AgentHarnessResources()
+        self.pending_resources: AgentHarnessResources | None = None
+        self.stream_options = options.stream_options or AgentHarnessStreamOptions()
+        self.tool_context = options.tool_context or ToolContextSource(None)
+        self.recorded: dict[str, bool] = {"model": False, "thinking_level": False}
+
+    def resolve_model(self, model: str | Model | None) -> Model:
+        if isinstance(model, Model):
+            return model
+        if model is None:
+            if not self.models:
+                raise ValueError("AgentHarnessOptions needs at least one model")
+            return next(iter(self.models.values()))
+        if model not in self.models:
+            raise KeyError(f"unknown model {model!r}; known: {', '.join(self.models) or 'none'}")
+        return self.models[model]
+
+    def model_key(self) -> str:
+        for key, model in self.models.items():
+            if model is self.model:
+                return key
+        return self.model.id
+
+    def restore(self) -> None:
+        """Take model, thinking level and active tools from the session's context."""
+        ctx = self.session.context()
+        self.recorded = {
+            "model": ctx.model is not None,
+            "thinking_level": ctx.thinking_level is not None,
+        }
+        if ctx.model is not None:
+            for model in self.models.values():
+                if model.id == ctx.model[1] and (model.provider or model.api) == ctx.model[0]:
+                    self.model = model
+                    break
+        if ctx.thinking_level:
+            try:
+                self.thinking_level = ThinkingLevel(ctx.thinking_level)
+            except ValueError:
+                pass
+        if ctx.active_tool_names is not None:
+            self.active_tool_names = [n for n in ctx.active_tool_names if n in self.tools]
+
+    def record_if_new(self) -> None:
+        """Write model and thinking level into a session that has neither yet."""
+        if not self.recorded["model"]:
+            self.session.append_model_change(self.model.provider or self.model.api, self.model.id)
+            self.recorded["model"] = True
+        if not self.recorded["thinking_level"]:
+            self.session.append_thinking_level_change(self.thinking_level.value)
+            self.recorded["thinking_level"] = True
+
+    async def set_model(self, model: str | Model) -> None:
+        self.model = self.resolve_model(model)
+        self.session.append_model_change(self.model.provider or self.model.api, self.model.id)
+        await self.bus.emit(
+            ModelUpdateEvent(
+                key=self.model_key(), provider=self.model.provider, model_id=self.model.id
+            )
+        )
+
+    async def set_thinking_level(self, level: ThinkingLevel | str) -> None:
+        self.thinking_level = ThinkingLevel(level)
+        self.session.append_thinking_level_change(self.thinking_level.value)
+        await self.bus.emit(ThinkingLevelUpdateEvent(level=self.thinking_level.value))
+
+    async def set_active_tools(self, names: Sequence[str]) -> None:
+        unknown = [n for n in names if n not in self.tools]
+        if unknown:
+            raise KeyError(f"unknown tools: {', '.join(unknown)}; known: {', '.join(self.tools)}")
+        self.active_tool_names = list(names)
+        self.session.append_active_tools_change(self.active_tool_names)
+        await self.bus.emit(ToolsUpdateEvent(active_tool_names=list(self.active_tool_names)))
+
+    def add_tools(self, tools: Iterable[AgentTool], *, activate: bool = True) -> None:
+        for tool in tools:
+            self.tools[tool.name] = tool
+            if activate and tool.name not in self.active_tool_names:
+                self.active_tool_names.append(tool.name)
+
+    def active_tool(self, name: str) -> AgentTool | None:
+        if name not in self.active_tool_names:
+            return None
+        return self.tools.get(name)
+
+    def tool_specs(self) -> list[ToolSpec]:
+        return [
+            ToolSpec(name=t.name, description=t.description, parameters=t.parameters)
+            for name in self.active_tool_names
+            if (t := self.tools.get(name)) is not None
+        ]
+
+    async def apply_resources(self, resources: AgentHarnessResources | None = None) -> None:
+        """Apply ``resources`` (default: the ones waiting for the next turn)."""
+        resources = resources if resources is not None else self.pending_resources
+        if resources is None:
+            return
+        self.resources = resources
+        self.pending_resources = None
+        await self.bus.emit(
+            ResourcesUpdateEvent(
+                skills=[s.name for s in resources.skills],
+                prompt_templates=[t.name for t in resources.prompt_templates],
+                diagnostics=[f"{d.path}: {d.message}" for d in resources.diagnostics],
+            )
+        )
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "model": self.model.id,
+            "thinking_level": self.thinking_level.value,
+            "active_tools": list(self.active_tool_names),
+        }

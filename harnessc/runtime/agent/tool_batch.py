@@ -1,0 +1,341 @@
+"""The tool batch of one reply: prepare in call order -> execute -> finalize in call order.
+
+Preparing a call emits ``tool_execution_start``, counts it against ``budget.tool_calls``,
+validates its arguments and runs the ``tool_call`` hooks; the call is then ``prepared``
+(local), ``awaiting`` (external: handed to the caller) or ``blocked`` (an error result).
+Prepared local calls execute concurrently (or one by one when a tool or the options
+say so); finalizing runs the ``tool_result`` hooks and emits ``tool_execution_end``, in
+call order. External calls go through the same preparation and, on resume, the same
+finalization.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from harnessc.runtime.agent import budget_gate
+from harnessc.runtime.agent.bus import describe_exception
+from harnessc.runtime.agent.hooks import coerce
+from harnessc.runtime.agent.model_call import short_json
+from harnessc.runtime.agent.parts import Parts
+from harnessc.runtime.agent.run_state import CallRecord, RunState
+from harnessc.runtime.events import (
+    PlanCommitEvent,
+    ToolExecutionEndEvent,
+    ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent,
+)
+from harnessc.runtime.hooks import (
+    AfterPlanEvent,
+    AfterPlanResult,
+    PauseRequest,
+    ToolCallEvent,
+    ToolCallResult,
+    ToolResultEvent,
+    ToolResultPatch,
+)
+from harnessc.runtime.messages import TextContent, ToolResultMessage
+from harnessc.runtime.tools.base import ToolResult
+from harnessc.runtime.validation import validate_arguments
+
+__all__ = [
+    "abort_unfinished",
+    "commit",
+    "commit_plan",
+    "error_result",
+    "external_result",
+    "finalize",
+    "run_batch",
+]
+
+
+def error_result(text: str) -> ToolResult:
+    return ToolResult(content=[TextContent(text)], is_error=True)
+
+
+def external_result(value: Any) -> ToolResult:
+    """What the caller passed to ``resume`` for an external call, as a ToolResult."""
+    if isinstance(value, ToolResult):
+        return value
+    if isinstance(value, dict) and "error" in value:
+        return ToolResult([TextContent(str(value["error"]))], is_error=True)
+    if isinstance(value, dict) and "content" in value:
+        return ToolResult(
+            [TextContent(str(value["content"]))],
+            details=value.get("details"),
+            is_error=bool(value.get("is_error")),
+        )
+    if isinstance(value, str):
+        return ToolResult([TextContent(value)])
+    return ToolResult([TextContent(short_json(value, 100_000))])
+
+
+async def commit_plan(parts: Parts, run: RunState, *, runnable: bool = True) -> None:
+    """after_plan hooks and plan_commit for the reply (an empty plan for a text reply)."""
+    todo = [r.call for r in run.planned] if runnable else []
+    plan = await parts.hooks.run(
+        "after_plan", AfterPlanEvent(tool_calls=list(todo), message=run.reply)
+    )
+    for result in plan:
+        result = coerce(result, AfterPlanResult)
+        if result.tool_calls is not None:
+            todo = list(result.tool_calls)
+    known = {r.id for r in run.planned}
+    kept = {c.id: c for c in todo if c.id in known}  # a hook may drop or rewrite, not invent
+    await parts.bus.emit(PlanCommitEvent(tool_calls=list(kept.values())))
+    run.plan_committed = True
+    if not runnable:
+        return
+    for record in run.planned:
+        if record.id in kept:
+            record.call = kept[record.id]
+        else:
+            await block(parts, run, record, "Tool call was skipped by an after_plan hook.")
+
+
+async def block(parts: Parts, run: RunState, record: CallRecord, text: str) -> None:
+    """Refuse a call that was never prepared: start, error result, end."""
+    await _start(parts, record)
+    record.status = "blocked"
+    await finalize(parts, run, record, error_result(text), 0.0)
+
+
+async def _start(parts: Parts, record: CallRecord) -> None:
+    if record.started:
+        return
+    record.started = True
+    parts.budget.usage.tool_calls += 1
+    call = record.call
+    await parts.bus.emit(
+        ToolExecutionStartEvent(tool_call_id=call.id, tool_name=call.name, args=call.arguments)
+    )
+
+
+async def _prepare(parts: Parts, run: RunState, record: CallRecord) -> ToolResult | None:
+    """Start a call and decide it: None when prepared or awaiting, else the error result."""
+    await _start(parts, record)
+    call = record.call
+    tool = parts.settings.active_tool(call.name)
+    record.status = "blocked"
+    if tool is None:
+        return error_result(f"Tool {call.name} not found")
+    if call.parse_error is not None:
+        return error_result(
+            f"The arguments of this {call.name} call are not valid JSON ({call.parse_error}). "
+            "Call the tool again with a JSON object matching its schema."
+        )
+    args, errors = validate_arguments(call.arguments, tool.parameters)
+    if errors:
+        listed = "\n".join(f"  - {e}" for e in errors)
+        return error_result(
+            f"Validation failed for tool {call.name}:\n{listed}\n"
+            f"Received arguments: {short_json(call.arguments)}"
+        )
+    failures: list[str] = []
+    event = ToolCallEvent(tool_call_id=call.id, tool_name=call.name, input=args)
+
+    def chain_input(result: Any) -> None:  # later handlers see a rewritten input
+        if not isinstance(result, PauseRequest):
+            patch = coerce(result, ToolCallResult)
+            if patch.input is not None and not patch.block:
+                event.input = patch.input
+
+    for result in await parts.hooks.run(
+        "tool_call", event, tool_name=call.name, fail=failures, on_result=chain_input
+    ):
+        if isinstance(result, PauseRequest):
+            run.pause_requested = result.reason
+            return error_result(f"Tool call held for review: {result.reason}")
+        result = coerce(result, ToolCallResult)
+        if result.block:
+            return error_result(f"Tool call blocked: {result.reason or 'blocked by a hook'}")
+    if failures:  # fail closed: a tool_call hook that raised blocks the call
+        return error_result(f"Tool call blocked: {failures[0]}")
+    if event.input is not args:  # a rewritten input meets the schema too
+        args, errors = validate_arguments(event.input, tool.parameters)
+        if errors:
+            listed = "\n".join(f"  - {e}" for e in errors)
+            return error_result(
+                f"Tool call blocked: a tool_call hook rewrote the {call.name} arguments "
+                f"into an invalid call:\n{listed}"
+            )
+    record.args = args
+    record.status = "awaiting" if tool.external else "prepared"
+    return None
+
+
+async def _execute(parts: Parts, record: CallRecord, context: Any) -> tuple[ToolResult, float]:
+    call = record.call
+    tool = parts.settings.active_tool(call.name)
+    started = time.perf_counter()
+    if tool is None:  # deactivated between preparation and execution
+        return error_result(f"Tool {call.name} not found"), 0.0
+    assert parts.signal is not None
+    bus = parts.bus
+
+    def on_update(partial: ToolResult) -> None:
+        bus.emit_soon(
+            ToolExecutionUpdateEvent(
+                tool_call_id=call.id, tool_name=call.name, partial_result=partial
+            ),
+            now=True,
+        )
+
+    try:
+        result = await tool.execute(call.id, record.args or {}, parts.signal, on_update, context)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        result = error_result(f"Tool {call.name} failed: {describe_exception(exc)}")
+    if not isinstance(result, ToolResult):
+        result = error_result(
+            f"Tool {call.name} returned {type(result).__name__}, not a ToolResult"
+        )
+    return result, time.perf_counter() - started
+
+
+async def finalize(
+    parts: Parts, run: RunState, record: CallRecord, result: ToolResult, seconds: float
+) -> None:
+    """tool_result hooks, the result message, tool_execution_end."""
+    await parts.bus.flush()
+    call = record.call
+    terminate = result.terminate
+    by_hook = False
+    if parts.hooks.has("tool_result"):
+        event = ToolResultEvent(
+            tool_call_id=call.id,
+            tool_name=call.name,
+            input=call.arguments,
+            content=list(result.content),
+            details=result.details,
+            is_error=result.is_error,
+        )
+
+        def apply(patch: Any) -> None:
+            nonlocal terminate, by_hook
+            if isinstance(patch, PauseRequest):
+                run.pause_requested = patch.reason
+                return
+            patch = coerce(patch, ToolResultPatch)
+            if patch.content is not None:
+                event.content = list(patch.content)
+            if patch.details is not None:
+                event.details = patch.details
+            if patch.is_error is not None:
+                event.is_error = patch.is_error
+            if patch.terminate is not None:
+                by_hook = patch.terminate and not terminate
+                terminate = patch.terminate
+
+        await parts.hooks.run("tool_result", event, tool_name=call.name, on_result=apply)
+        result = ToolResult(event.content, event.details, event.is_error, terminate)
+    record.terminate = terminate
+    record.terminated_by = ("hook" if by_hook else "tool") if terminate else None
+    if record.status in ("prepared", "awaiting"):
+        record.status = "executed"
+    message = ToolResultMessage(
+        tool_call_id=call.id,
+        tool_name=call.name,
+        content=list(result.content),
+        details=result.details,
+        is_error=result.is_error,
+    )
+    record.result = message
+    await parts.bus.emit(
+        ToolExecutionEndEvent(
+            tool_call_id=call.id,
+            tool_name=call.name,
+            result=message,
+            is_error=message.is_error,
+            duration_ms=round(seconds * 1000, 3),
+        )
+    )
+
+
+async def run_batch(parts: Parts, run: RunState) -> str | None:
+    """Run the planned calls; returns a budget pause reason when a limit cut the batch."""
+    todo = run.planned
+    if not todo:
+        return None
+    limited: str | None = None
+    if parts.budget.budget.tool_calls is not None:
+        limited = await budget_gate.check(parts, ("tool_calls",), pending=len(todo))
+        if limited is not None:
+            room = max(0, int(parts.budget.budget.tool_calls or 0) - parts.budget.usage.tool_calls)
+            todo = todo[:room]
+    context = await parts.settings.tool_context.resolve()
+    sequential = parts.options.sequential_tools or any(
+        (t := parts.settings.active_tool(r.call.name)) is not None
+        and t.execution_mode == "sequential"
+        and not t.external
+        for r in todo
+    )
+    if sequential:
+        for index, record in enumerate(todo):
+            # Between two calls the clock, token and cost limits are checked again, so a
+            # long sequential batch pauses with the rest of its calls still planned.
+            if index and (spent := await budget_gate.check(parts, budget_gate.SPEND_LIMITS)):
+                return spent
+            refused = await _prepare(parts, run, record)
+            if refused is not None:
+                await finalize(parts, run, record, refused, 0.0)
+            elif record.status == "prepared":
+                result, seconds = await _execute(parts, record, context)
+                await finalize(parts, run, record, result, seconds)
+        return limited
+    refusals: dict[str, ToolResult] = {}
+    for record in todo:
+        refused = await _prepare(parts, run, record)
+        if refused is not None:
+            refusals[record.id] = refused
+    prepared = [r for r in todo if r.status == "prepared"]
+    done = await asyncio.gather(*(_execute(parts, r, context) for r in prepared))
+    outcomes = {r.id: outcome for r, outcome in zip(prepared, done, strict=True)}
+    for record in todo:
+        if record.id in refusals:
+            await finalize(parts, run, record, refusals[record.id], 0.0)
+        elif record.id in outcomes:
+            await finalize(parts, run, record, *outcomes[record.id])
+    return limited
+
+
+async def commit(parts: Parts, run: RunState, *, partial: bool = False) -> None:
+    """Append finalized results to the context in call order (``partial``: stop at a gap)."""
+    for record in run.calls:
+        if record.committed:
+            continue
+        if record.result is None:
+            if partial:
+                break
+            continue
+        record.committed = True
+        await parts.append(record.result)
+
+
+async def abort_unfinished(parts: Parts, run: RunState, text: str) -> None:
+    """Give every call without a result an error result; no hooks run.
+
+    A call that started gets its ``tool_execution_end``; one that never started (still
+    in the stream, or planned) gets only the result message its call needs.
+    """
+    for record in run.calls:
+        if record.result is not None:
+            continue
+        message = ToolResultMessage(
+            record.call.id, record.call.name, [TextContent(text)], is_error=True
+        )
+        record.result = message
+        if record.started:
+            await parts.bus.emit(
+                ToolExecutionEndEvent(
+                    tool_call_id=record.call.id,
+                    tool_name=record.call.name,
+                    result=message,
+                    is_error=True,
+                    duration_ms=0.0,
+                )
+            )
+    await commit(parts, run)

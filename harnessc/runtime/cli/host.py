@@ -1,0 +1,74 @@
+"""The seams of the command line: what the REPL sees of an invocation, what /commands see
+of the REPL.
+
+``main.CliInvocation`` satisfies ``CliHost`` and ``repl.session.Repl`` satisfies
+``ReplHost``; the REPL and the commands import only these protocols, never the modules
+that implement them, so the package has no import cycle (tests/cli/test_package.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
+
+if TYPE_CHECKING:
+    import argparse
+
+    from harnessc.runtime.cli.output import TextPrinter
+    from harnessc.runtime.cli.sessions import SessionChoice
+    from harnessc.runtime.cli.summary import RunSummary
+    from harnessc.runtime.harness import AgentHarness, RunResult
+    from harnessc.runtime.options import AgentHarnessOptions
+    from harnessc.runtime.session.session import Session
+
+__all__ = ["BuildOptions", "CliHost", "ReplHost"]
+
+BuildOptions = Callable[..., "AgentHarnessOptions"]
+
+
+class CliHost(Protocol):
+    """One invocation of an agent's command line, as the interactive mode uses it."""
+
+    build_options: BuildOptions
+    args: argparse.Namespace
+    prog: str
+    agent_name: str
+    session_dir: str | Path | None
+    cwd: str
+    out: TextIO
+    err: TextIO
+    choice: SessionChoice | None
+    resume_results: dict[str, Any] | None
+
+    def apply_overrides(self, options: AgentHarnessOptions) -> None:
+        """Command-line overrides (--model, --max-turns, --base-url...) on fresh options."""
+
+    async def prepare(self, harness: AgentHarness) -> None:
+        """Overrides that go through the harness (--model, --thinking), --watch."""
+
+
+class ReplHost(Protocol):
+    """The interactive session, as a /command sees it."""
+
+    cli: CliHost
+    harness: AgentHarness
+    busy: bool
+    quit: bool
+    summary: RunSummary  # what the runs of this interactive session used
+    printer: TextPrinter
+
+    def say(self, text: str) -> None:
+        """Text for the user on stdout."""
+
+    def note(self, text: str) -> None:
+        """A short line on stderr."""
+
+    async def run(self, start: Callable[[], Awaitable[RunResult]]) -> RunResult | None:
+        """Run until done or paused."""
+
+    async def answer_pause(self) -> None:
+        """Ask the user what a paused run needs."""
+
+    async def switch_session(self, session: Session) -> None:
+        """Continue in another session."""

@@ -1,0 +1,97 @@
+"""The one-line summary of a run: tokens in/out/cached, cost, turns, tool calls, time.
+
+``RunSummary`` is a harness subscriber; ``line()`` gives the text printed on stderr
+after a run (and by ``/status`` for the whole interactive session).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from harnessc.runtime.cli.output import format_duration
+from harnessc.runtime.events import Event
+from harnessc.runtime.messages import AssistantMessage
+
+__all__ = ["RunSummary", "format_cost", "model_is_priced"]
+
+
+def model_is_priced(model: Any) -> bool:
+    """Whether the model has prices (then the summary shows the cost, even $0)."""
+    cost = getattr(model, "cost", None)
+    return any(getattr(cost, name, 0) for name in ("input", "output", "cache_read", "cache_write"))
+
+
+def format_cost(dollars: float) -> str:
+    if dollars >= 1:
+        return f"${dollars:.2f}"
+    return f"${dollars:.4f}" if dollars >= 0.0001 else f"${dollars:.2g}"
+
+
+def _tokens(count: int) -> str:
+    return f"{count / 1000:.1f}k" if count >= 10_000 else f"{count:,}"
+
+
+class RunSummary:
+    """Counts what the runs since ``reset()`` used (``priced``: show the cost)."""
+
+    __slots__ = (
+        "cache_read",
+        "cost",
+        "input",
+        "output",
+        "priced",
+        "seconds",
+        "tool_calls",
+        "turns",
+        "_since",
+    )
+
+    def __init__(self, *, priced: bool = False) -> None:
+        self.priced = priced
+        self.seconds = 0.0
+        self.reset()
+
+    def reset(self) -> None:
+        self.input = self.output = self.cache_read = 0
+        self.cost = 0.0
+        self.turns = self.tool_calls = 0
+        self.seconds = 0.0
+        self._since: float | None = None
+
+    def __call__(self, event: Event) -> None:
+        kind = event.type
+        if kind == "agent_start" or (kind == "turn_start" and self._since is None):
+            self._since = time.monotonic()
+        if kind == "turn_start":
+            self.turns += 1
+        elif kind == "tool_execution_end":
+            self.tool_calls += 1
+        elif kind == "message_end":
+            message: Any = getattr(event, "message", None)
+            if isinstance(message, AssistantMessage) and message.usage is not None:
+                usage = message.usage
+                self.input += usage.input
+                self.output += usage.output
+                self.cache_read += usage.cache_read
+                self.cost += usage.cost.total
+        elif kind in ("agent_end", "agent_pause"):
+            self.stop()
+
+    def stop(self) -> None:
+        if self._since is not None:
+            self.seconds += time.monotonic() - self._since
+            self._since = None
+
+    def line(self) -> str:
+        """``2 turns, 3 tool calls, 1,204 tokens in (800 cached) / 56 out, $0.0012, 4.2s``."""
+        parts = [
+            f"{self.turns} turn{'s' if self.turns != 1 else ''}",
+            f"{self.tool_calls} tool call{'s' if self.tool_calls != 1 else ''}",
+        ]
+        cached = f" ({_tokens(self.cache_read)} cached)" if self.cache_read else ""
+        parts.append(f"{_tokens(self.input)} tokens in{cached} / {_tokens(self.output)} out")
+        if self.priced or self.cost:
+            parts.append(format_cost(self.cost))
+        parts.append(format_duration(self.seconds))
+        return ", ".join(parts)

@@ -1,0 +1,255 @@
+"""The stdin JSON of a command hook, as Claude Code documents it for each event.
+
+Common fields: ``session_id``, ``transcript_path`` (the session file, or null for an
+in-memory session), ``cwd`` (the agent's working directory), ``permission_mode``
+(always ``"bypassPermissions"``: harnessc runs tools without asking; hooks are what
+asks) and ``hook_event_name``. Then the event's own fields. What only harnessc knows
+goes under the one key ``harnessc`` (``moment``, and for moments Claude Code has no
+name for, the moment's own event fields).
+
+=========================  ==================  ===========================================
+harnessc moment            Claude Code event   event fields
+=========================  ==================  ===========================================
+tool_call                  PreToolUse          tool_name, tool_input, tool_use_id
+tool_result (no error)     PostToolUse         tool_name, tool_input, tool_response,
+                                               tool_use_id
+tool_result (error)        PostToolUseFailure  tool_name, tool_input, tool_use_id, error,
+                                               is_interrupt
+before_agent_start         UserPromptSubmit    prompt
+before_agent_start, once   SessionStart        source (startup | resume), model
+per harness (settings)
+before_stop                Stop                stop_hook_active, last_assistant_message
+session_before_compact     PreCompact          trigger (manual | auto),
+                                               custom_instructions
+agent_pause                Notification        message, title, notification_type
+any other moment           the moment's name   the moment's fields under ``harnessc``
+=========================  ==================  ===========================================
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import weakref
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from harnessc.runtime.events import to_jsonable
+from harnessc.runtime.extensions.claude_tools import claude_tool_input, claude_tool_name
+from harnessc.runtime.messages import Message, TextContent, UserMessage, message_text
+
+__all__ = [
+    "CLAUDE_EVENTS",
+    "EXTRA_KEY",
+    "PERMISSION_MODE",
+    "StopContinuations",
+    "claude_event_name",
+    "claude_payload",
+    "compile_matcher",
+    "tool_base",
+]
+
+EXTRA_KEY = "harnessc"
+PERMISSION_MODE = "bypassPermissions"
+
+# Claude Code event -> the harnessc moment its hooks run at.
+CLAUDE_EVENTS: dict[str, str] = {
+    "PreToolUse": "tool_call",
+    "PostToolUse": "tool_result",
+    "PostToolUseFailure": "tool_result",
+    "UserPromptSubmit": "before_agent_start",
+    "SessionStart": "before_agent_start",
+    "Stop": "before_stop",
+    "PreCompact": "session_before_compact",
+    "Notification": "agent_pause",
+}
+
+_MOMENT_EVENTS: dict[str, str] = {
+    "tool_call": "PreToolUse",
+    "before_agent_start": "UserPromptSubmit",
+    "before_stop": "Stop",
+    "session_before_compact": "PreCompact",
+    "agent_pause": "Notification",
+}
+
+_LITERAL = re.compile(r"[A-Za-z0-9_|,\s]*")
+
+
+def claude_event_name(moment: str, event: Any) -> str:
+    """The Claude Code event a hook at harnessc ``moment`` reports (or the moment)."""
+    if moment == "tool_result":
+        return "PostToolUseFailure" if getattr(event, "is_error", False) else "PostToolUse"
+    return _MOMENT_EVENTS.get(moment, moment)
+
+
+def compile_matcher(matcher: str | None) -> Callable[[str], bool] | None:
+    """A predicate over tool names, as Claude Code matches them; None matches everything.
+
+    ``*``, ``""`` and no matcher match every tool; letters, digits, ``_``, ``|`` and
+    ``,`` only: exact names (``Edit|Write``, ``Edit, Write``); anything else: a regex
+    searched in the name (``mcp__.*``, ``^Bash``). A name matches under harnessc's name
+    (``bash``) or Claude Code's (``Bash``).
+    """
+    if matcher is None or matcher.strip() in ("", "*"):
+        return None
+    if _LITERAL.fullmatch(matcher):
+        names = frozenset(n.strip() for n in re.split(r"[|,]", matcher) if n.strip())
+        return lambda name: name in names or claude_tool_name(name) in names
+    try:
+        pattern = re.compile(matcher)
+    except re.error as exc:
+        raise ValueError(f"matcher {matcher!r} is not a valid regex: {exc}") from None
+    return lambda name: bool(pattern.search(name) or pattern.search(claude_tool_name(name)))
+
+
+async def tool_base(harness: Any, cwd: str) -> Path:
+    """Where the tools' relative paths start: the tool context's workspace, else ``cwd``."""
+    from harnessc.runtime.tools.paths import tool_env
+
+    source = getattr(getattr(harness, "options", None), "tool_context", None)
+    context: Any = None
+    if source is not None:
+        try:
+            context = await source.resolve()
+        except Exception:  # the tools report their own context errors
+            context = None
+    if context is None:
+        context = {"cwd": cwd}
+    elif isinstance(context, dict) and "cwd" not in context:
+        context = {**context, "cwd": cwd}
+    try:
+        return tool_env(context).base
+    except Exception:
+        return Path(cwd)
+
+
+class StopContinuations:
+    """The messages Stop hooks sent to keep a run going, per harness: ``stop_hook_active``
+    is true while the newest user message is one of them."""
+
+    def __init__(self) -> None:
+        self._sent: weakref.WeakKeyDictionary[Any, list[Message]] = weakref.WeakKeyDictionary()
+
+    def record(self, harness: Any, message: UserMessage) -> None:
+        try:
+            sent = self._sent.setdefault(harness, [])
+        except TypeError:  # not weak-referenceable: nothing to remember it by
+            return
+        sent.append(message)
+        del sent[:-8]
+
+    def active(self, harness: Any, messages: list[Message]) -> bool:
+        try:
+            sent = self._sent.get(harness, [])
+        except TypeError:
+            return False
+        last = next((m for m in reversed(messages) if isinstance(m, UserMessage)), None)
+        return last is not None and any(m is last for m in sent)
+
+
+STOP_CONTINUATIONS = StopContinuations()
+
+
+def _session_fields(harness: Any) -> tuple[str, str, str | None]:
+    session = getattr(harness, "session", None)
+    session_id = getattr(session, "id", None) or ""
+    header = getattr(session, "header", None)
+    cwd = getattr(header, "cwd", "") or os.getcwd()
+    path = getattr(session, "path", None)
+    return str(session_id), os.path.abspath(cwd), os.fspath(path) if path else None
+
+
+def _result_text(event: Any) -> str:
+    content = getattr(event, "content", None) or []
+    return "".join(c.text for c in content if isinstance(c, TextContent))
+
+
+def _event_fields(event: Any) -> dict[str, Any]:
+    if not dataclasses.is_dataclass(event) or isinstance(event, type):
+        return {}
+    out: dict[str, Any] = {}
+    for field in dataclasses.fields(event):
+        if field.name in ("hook", "resources"):
+            continue
+        out[field.name] = to_jsonable(getattr(event, field.name))
+    event_type = getattr(event, "type", None)
+    if isinstance(event_type, str):
+        out["event_type"] = event_type
+    return out
+
+
+def _scrub_headers(value: Any) -> None:
+    from harnessc.runtime.providers.errors import redact_headers
+
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "headers" and isinstance(item, dict):
+                value[key] = redact_headers(item)
+            else:
+                _scrub_headers(item)
+    elif isinstance(value, list):
+        for item in value:
+            _scrub_headers(item)
+
+
+async def claude_payload(
+    moment: str, event: Any, harness: Any, *, event_name: str | None = None
+) -> dict[str, Any]:
+    """The JSON object a command hook at ``moment`` reads on stdin."""
+    session_id, cwd, path = _session_fields(harness)
+    name = event_name or claude_event_name(moment, event)
+    payload: dict[str, Any] = {
+        "session_id": session_id,
+        "transcript_path": path,
+        "cwd": cwd,
+        "permission_mode": PERMISSION_MODE,
+        "hook_event_name": name,
+    }
+    extra: dict[str, Any] = {"moment": moment}
+    tool = getattr(event, "tool_name", None)
+    if tool is not None and moment in ("tool_call", "tool_result"):
+        arguments = getattr(event, "input", None) or {}
+        base = await tool_base(harness, cwd)
+        payload["tool_name"] = claude_tool_name(tool)
+        payload["tool_input"] = to_jsonable(claude_tool_input(tool, arguments, base))
+        payload["tool_use_id"] = getattr(event, "tool_call_id", None)
+        extra["tool_name"] = tool
+        extra["tool_input"] = to_jsonable(arguments)
+        if name == "PostToolUse":
+            payload["tool_response"] = {
+                "content": _result_text(event),
+                "details": to_jsonable(getattr(event, "details", None)),
+            }
+        elif name == "PostToolUseFailure":
+            payload["error"] = _result_text(event)
+            payload["is_interrupt"] = False
+    elif name in ("UserPromptSubmit", "SessionStart"):
+        if name == "UserPromptSubmit":
+            payload["prompt"] = getattr(event, "prompt", "")
+        else:
+            payload["source"] = "resume" if getattr(harness, "messages", None) else "startup"
+            model = getattr(harness, "model", None)
+            payload["model"] = getattr(model, "id", None)
+    elif name == "Stop":
+        message = getattr(event, "message", None)
+        messages = list(getattr(event, "messages", None) or [])
+        payload["stop_hook_active"] = STOP_CONTINUATIONS.active(harness, messages)
+        payload["last_assistant_message"] = message_text(message) if message is not None else ""
+    elif name == "PreCompact":
+        instructions = getattr(event, "custom_instructions", None)
+        payload["trigger"] = "manual" if instructions is not None else "auto"
+        payload["custom_instructions"] = instructions or ""
+    elif name == "Notification":
+        reason = str(getattr(event, "reason", "") or "")
+        approval = reason.startswith("approval needed")
+        payload["message"] = reason or "harnessc is waiting for input"
+        payload["title"] = "harnessc"
+        payload["notification_type"] = "permission_prompt" if approval else "idle_prompt"
+        extra.update(_event_fields(event))
+    else:
+        extra.update(_event_fields(event))
+    _scrub_headers(extra)
+    payload[EXTRA_KEY] = extra
+    return payload

@@ -1,0 +1,263 @@
+"""One live MCP server connection on the MCP loop, over the SDK (imported here only).
+
+``ServerConnection.start()`` spawns the child (stdio) or opens the HTTP session,
+initializes it and lists its tools and prompts, within the server's ``timeout_s``.
+One owner task holds the SDK's context managers for the connection's whole life (anyio
+needs them entered and left in one task); ``close()`` ends it, which for stdio closes
+the child's stdin, then SIGTERM, then SIGKILL on its process group. The read stream is
+watched, so a server that died between two calls is noticed before the next one is
+sent: that call restarts it once and goes through; a call in flight when the server
+dies may have reached it, so it is not repeated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+import anyio
+import mcp_types as types
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+
+from harnessc.runtime.mcp.config import McpServerConfig
+
+__all__ = ["CallOutcome", "McpStartError", "ServerConnection"]
+
+
+class McpStartError(RuntimeError):
+    """A server that could not be started, initialized or listed."""
+
+
+class CallOutcome:
+    """What a call produced: the SDK result, or an error text for the model."""
+
+    __slots__ = ("error", "result")
+
+    def __init__(self, result: Any = None, error: str | None = None) -> None:
+        self.result = result
+        self.error = error
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, MCPError):
+        return exc.error.message
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(_describe(e) for e in exc.exceptions)
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class ServerConnection:
+    """A server's session; every method runs on the MCP loop."""
+
+    def __init__(
+        self, config: McpServerConfig, *, environ: Mapping[str, str], log_dir: Path
+    ) -> None:
+        self.config = config
+        self.environ = dict(environ)
+        self.log_path = log_dir / f"mcp-{config.name}.log"
+        self.tools: list[Any] = []
+        self.prompts: list[Any] = []
+        self.tools_changed = False
+        self.prompts_changed = False
+        self._session: ClientSession | None = None
+        self._owner: asyncio.Task[None] | None = None
+        self._stop: asyncio.Event | None = None
+        self._closed = True
+        self._lock: asyncio.Lock | None = None
+
+    @property
+    def alive(self) -> bool:
+        return self._session is not None and not self._closed
+
+    # -- life cycle ------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Connect, initialize and list, within ``timeout_s``; raises McpStartError."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self.alive:
+                return
+            await self._stop_owner()
+            ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._stop = asyncio.Event()
+            self._owner = asyncio.create_task(self._own(ready, self._stop))
+            timeout = self.config.timeout_s
+            try:
+                await asyncio.wait_for(asyncio.shield(ready), timeout)
+            except TimeoutError:
+                await self._stop_owner()
+                raise McpStartError(
+                    f"mcp server {self.config.name!r} did not answer start-up within "
+                    f"{timeout:g} s (its stderr is in {self.log_path})"
+                ) from None
+            except McpStartError:
+                await self._stop_owner()
+                raise
+
+    async def close(self) -> None:
+        await self._stop_owner()
+
+    async def _stop_owner(self) -> None:
+        owner, self._owner = self._owner, None
+        if owner is None:
+            return
+        if self._stop is not None and self.alive:
+            self._stop.set()  # a clean exit of the session and the transport
+            try:
+                await asyncio.wait_for(asyncio.shield(owner), 8.0)
+            except (TimeoutError, Exception):
+                owner.cancel()
+        else:
+            owner.cancel()  # still starting: the transport's shutdown is shielded
+        with contextlib.suppress(BaseException):
+            await owner
+        self._session = None
+        self._closed = True
+
+    async def _own(self, ready: asyncio.Future[None], stop: asyncio.Event) -> None:
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                read, write = await self._transport(stack)
+                watched = await self._watch(stack, read)
+                session = await stack.enter_async_context(
+                    ClientSession(watched, write, message_handler=self._on_message)
+                )
+                await session.initialize()
+                self._session = session
+                self._closed = False
+                await self._list(session)
+                if not ready.done():
+                    ready.set_result(None)
+                await stop.wait()
+        except Exception as exc:
+            if not ready.done():
+                ready.set_exception(
+                    McpStartError(
+                        f"mcp server {self.config.name!r} failed to start: {_describe(exc)} "
+                        f"(its stderr is in {self.log_path})"
+                    )
+                )
+        finally:
+            self._session = None
+            self._closed = True
+
+    async def _transport(self, stack: contextlib.AsyncExitStack) -> tuple[Any, Any]:
+        config = self.config
+        if config.command is not None:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            errlog: TextIO = stack.enter_context(
+                open(self.log_path, "a", encoding="utf-8")  # noqa: SIM115 - closed by the stack
+            )
+            errlog.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {config.command}\n")
+            errlog.flush()
+            params = StdioServerParameters(
+                command=config.command,
+                args=config.resolved_args(),
+                env={**self.environ, **config.env},
+                cwd=config.resolved_cwd(),
+            )
+            streams = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+        else:
+            assert config.url is not None
+            client = create_mcp_http_client(headers=dict(config.headers) or None)
+            await stack.enter_async_context(client)
+            streams = await stack.enter_async_context(
+                streamable_http_client(config.url, http_client=client)
+            )
+        return streams[0], streams[1]
+
+    async def _watch(self, stack: contextlib.AsyncExitStack, read: Any) -> Any:
+        """A read stream that marks the connection closed the moment the server's ends."""
+        send, receive = anyio.create_memory_object_stream[Any](0)
+        group = await stack.enter_async_context(anyio.create_task_group())
+
+        async def forward() -> None:
+            try:
+                async with send:
+                    async for item in read:
+                        await send.send(item)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
+                pass
+            finally:
+                self._closed = True
+
+        group.start_soon(forward)
+        stack.callback(group.cancel_scope.cancel)
+        return receive
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self.tools_changed = True
+        elif isinstance(message, types.PromptListChangedNotification):
+            self.prompts_changed = True
+
+    async def _list(self, session: ClientSession) -> None:
+        tools: list[Any] = []
+        cursor: str | None = None
+        while True:
+            params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+            page = await session.list_tools(params=params)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        self.tools = tools
+        self.tools_changed = False
+        caps = session.server_capabilities
+        self.prompts = []
+        if caps is not None and caps.prompts is not None:
+            with contextlib.suppress(MCPError):
+                self.prompts = list((await session.list_prompts()).prompts)
+        self.prompts_changed = False
+
+    async def refresh(self) -> bool:
+        """Re-list after a list_changed notification; True when something changed."""
+        if not (self.tools_changed or self.prompts_changed) or not self.alive:
+            return False
+        assert self._session is not None
+        await self._list(self._session)
+        return True
+
+    # -- calls -----------------------------------------------------------------------
+
+    async def call(self, tool: str, arguments: dict[str, Any], timeout_s: float) -> CallOutcome:
+        name = self.config.name
+        if not self.alive:
+            # dead before this call was sent: restart once and go on
+            try:
+                await self.start()
+            except McpStartError as exc:
+                return CallOutcome(error=f"{exc}; the call was not made")
+        session = self._session
+        assert session is not None
+        try:
+            result = await session.call_tool(tool, arguments, read_timeout_seconds=timeout_s)
+        except MCPError as exc:
+            if exc.error.code == types.REQUEST_TIMEOUT:
+                return CallOutcome(
+                    error=f"mcp server {name!r}: {tool} timed out after {timeout_s:g} s"
+                )
+            if exc.error.code == types.CONNECTION_CLOSED or self._closed:
+                return CallOutcome(
+                    error=f"mcp server {name!r} exited during the call to {tool}; the call "
+                    "may have run, so it is not repeated (the server restarts on the next call)"
+                )
+            return CallOutcome(error=f"mcp server {name!r}: {tool} failed: {exc.error.message}")
+        except Exception as exc:
+            return CallOutcome(error=f"mcp server {name!r}: {tool} failed: {_describe(exc)}")
+        return CallOutcome(result=result)
+
+    async def get_prompt(self, prompt: str, arguments: dict[str, str]) -> Any:
+        if not self.alive:
+            await self.start()
+        assert self._session is not None
+        return await self._session.get_prompt(prompt, arguments)

@@ -1,0 +1,118 @@
+"""MCP tool results and tool listings as harnessc tool results and tool specs.
+
+Works on the SDK's objects by their attributes, so this module imports no SDK code.
+Text is capped like every tool output (``cap_text``); images pass through as image
+content; structured content becomes the result's details (and its JSON is the text
+when a server sends nothing else); audio and binary resources are described, not sent.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from harnessc.runtime.messages import ImageContent, TextContent
+from harnessc.runtime.tools.base import ToolResult
+from harnessc.runtime.tools.truncate import MAX_BYTES, cap_text
+
+__all__ = ["schema_problem", "to_tool_result"]
+
+
+def to_tool_result(result: Any, *, server: str, tool: str) -> ToolResult:
+    texts: list[str] = []
+    images: list[ImageContent] = []
+    for block in getattr(result, "content", None) or ():
+        kind = getattr(block, "type", None)
+        if kind == "text":
+            texts.append(str(block.text))
+        elif kind == "image":
+            images.append(ImageContent(data=str(block.data), mime_type=str(block.mime_type)))
+        elif kind == "audio":
+            texts.append(f"[audio result ({block.mime_type}) not shown]")
+        elif kind == "resource":
+            resource = block.resource
+            text = getattr(resource, "text", None)
+            if isinstance(text, str):
+                texts.append(text)
+            else:
+                mime = getattr(resource, "mime_type", None) or "binary"
+                texts.append(f"[resource {resource.uri} ({mime}) not shown]")
+        elif kind == "resource_link":
+            texts.append(f"[resource link: {block.uri}]")
+    structured = getattr(result, "structured_content", None)
+    if not texts and not images and structured is not None:
+        texts.append(json.dumps(structured, ensure_ascii=False, sort_keys=True))
+    is_error = bool(getattr(result, "is_error", False))
+    if not texts and not images:
+        texts.append(f"{tool} returned an error with no message" if is_error else "(no output)")
+    content: list[Any] = [TextContent(cap_text("\n".join(texts)))] if texts else []
+    content.extend(images)
+    details: dict[str, Any] = {"server": server, "tool": tool}
+    if structured is not None and len(json.dumps(structured, default=str)) <= MAX_BYTES:
+        details["structured_content"] = structured  # a large one is in the (capped) text
+    return ToolResult(content=content, details=details, is_error=is_error)
+
+
+_TYPES = frozenset({"object", "array", "string", "number", "integer", "boolean", "null"})
+_SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions")
+_SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SUBSCHEMAS = ("items", "additionalProperties", "not", "if", "then", "else", "contains")
+
+
+def schema_problem(schema: Any) -> str | None:
+    """Why a listed input schema cannot be a tool's parameters, or None when it can."""
+    if not isinstance(schema, dict):
+        return "its input schema is not an object"
+    if schema.get("type") != "object":
+        return f"its input schema has type {schema.get('type')!r}, not 'object'"
+    try:
+        json.dumps(schema)
+    except (TypeError, ValueError):
+        return "its input schema is not JSON"
+    return _walk(schema, "inputSchema", 0)
+
+
+def _walk(node: Any, where: str, depth: int) -> str | None:
+    """The structural rules of JSON Schema that a model API relies on."""
+    if isinstance(node, bool):
+        return None
+    if not isinstance(node, dict):
+        return f"{where} is not a schema"
+    if depth > 32:
+        return f"{where} is nested too deeply"
+    kind = node.get("type")
+    kinds = kind if isinstance(kind, list) else [kind] if kind is not None else []
+    for item in kinds:
+        if item not in _TYPES:
+            return f"{where}.type {item!r} is not a JSON Schema type"
+    required = node.get("required")
+    if required is not None and (
+        not isinstance(required, list) or not all(isinstance(r, str) for r in required)
+    ):
+        return f"{where}.required is not a list of names"
+    for key in _SUBSCHEMA_MAPS:
+        value = node.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, dict):
+            return f"{where}.{key} is not a mapping of schemas"
+        for name, sub in value.items():
+            problem = _walk(sub, f"{where}.{key}.{name}", depth + 1)
+            if problem:
+                return problem
+    for key in _SUBSCHEMA_LISTS:
+        value = node.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, list):
+            return f"{where}.{key} is not a list of schemas"
+        for i, sub in enumerate(value):
+            problem = _walk(sub, f"{where}.{key}[{i}]", depth + 1)
+            if problem:
+                return problem
+    for key in _SUBSCHEMAS:
+        if key in node:
+            problem = _walk(node[key], f"{where}.{key}", depth + 1)
+            if problem:
+                return problem
+    return None

@@ -1,0 +1,312 @@
+"""MCP servers as a toolset: an extension that adds each server's tools and prompts.
+
+``McpToolset(servers)`` is installed like any extension. Nothing starts at import or
+at install: when the first run starts (the ``before_agent_start`` moment, or the
+first model call of a resumed run) every server starts concurrently on the MCP loop
+(``loop.py``), their tool lists become tools named ``mcp__<server>__<tool>`` (or the
+server's ``prefix``) and their prompts ``/mcp__<server>__<prompt>`` commands. Before
+each model call, servers that sent ``tools/list_changed`` are listed again.
+
+A required server that fails to start is reported as an error of the run's start
+(the run goes on without it); ``required: false`` makes it a warning.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from harnessc.runtime.mcp.config import McpConfigError, McpServerConfig, load_mcp_json
+from harnessc.runtime.mcp.env import child_environ
+from harnessc.runtime.mcp.loop import mcp_loop, run_in_mcp_loop
+from harnessc.runtime.signal import AbortSignal
+from harnessc.runtime.tools.base import Tool, ToolResult, ToolUpdate, error_result
+
+__all__ = ["INSTALL_HINT", "McpToolset", "McpUnavailableError", "sdk_available"]
+
+INSTALL_HINT = "pip install 'harnessc[mcp]'"
+
+
+class McpUnavailableError(RuntimeError):
+    """A spec declares MCP servers but the MCP SDK is not installed."""
+
+
+def sdk_available() -> bool:
+    return importlib.util.find_spec("mcp") is not None
+
+
+class McpToolset:
+    """The MCP servers of one agent (an extension: ``install(harness)``)."""
+
+    name = "mcp"
+
+    def __init__(
+        self,
+        servers: Sequence[McpServerConfig] = (),
+        *,
+        from_file: str | os.PathLike[str] | None = None,
+        log_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
+        if not sdk_available():
+            raise McpUnavailableError(
+                f"this agent declares MCP servers but the MCP SDK is not installed: {INSTALL_HINT}"
+            )
+        declared = list(servers)
+        if from_file is not None:
+            names = {s.name for s in declared}
+            declared += [s for s in load_mcp_json(from_file) if s.name not in names]
+        seen: set[str] = set()
+        for server in declared:
+            server.validate()
+            if server.name in seen:
+                raise McpConfigError(f"mcp server {server.name!r} is declared twice")
+            seen.add(server.name)
+        self.servers = declared
+        self.log_dir = Path(log_dir) if log_dir is not None else None
+        self.problems: list[str] = []
+        self._connections: dict[str, Any] = {}
+        self._harness: Any = None
+        self._started: asyncio.Future[None] | None = None
+        self._start_loop: asyncio.AbstractEventLoop | None = None
+        self._unregister: list[Any] = []
+        self._remove_closer = mcp_loop().on_shutdown(self._close_all)
+
+    @property
+    def command_names(self) -> tuple[str, ...]:
+        return ()  # prompts are known only once the servers run
+
+    def install(self, harness: Any) -> None:
+        self._harness = harness
+        harness.on("before_agent_start", self._on_start)
+        harness.on("context", self._on_context)
+
+    # -- start -----------------------------------------------------------------------
+
+    async def _on_start(self, event: Any) -> None:
+        await self.start()
+
+    async def _on_context(self, event: Any) -> None:
+        await self.start()
+        await self.refresh()
+
+    async def start(self) -> None:
+        """Start every server (once); report the ones that fail."""
+        if self._started is not None:
+            return
+        loop = asyncio.get_running_loop()
+        self._started = loop.create_future()
+        try:
+            errors = await run_in_mcp_loop(self._start_all())
+        except BaseException as exc:
+            self._started.set_exception(exc)
+            raise
+        self._started.set_result(None)
+        for server in self.servers:
+            if server.name in self._connections:
+                self._register(server)
+        required = []
+        for server in self.servers:
+            message = errors.get(server.name)
+            if message is None:
+                continue
+            self.problems.append(message)
+            if server.required:
+                required.append(message)
+            else:
+                await self._notice(f"{message}; going on without it (required: false)")
+        if required:
+            raise McpStartFailed("; ".join(required))
+
+    async def _start_all(self) -> dict[str, str]:
+        from harnessc.runtime.mcp.client import ServerConnection
+
+        environ = child_environ(os.environ)
+        log_dir = self.log_dir or Path(".harnessc/logs")
+        log_dir = log_dir if log_dir.is_absolute() else Path.cwd() / log_dir
+        connections = {
+            s.name: ServerConnection(s, environ=environ, log_dir=log_dir) for s in self.servers
+        }
+        outcomes = await asyncio.gather(
+            *(c.start() for c in connections.values()), return_exceptions=True
+        )
+        errors: dict[str, str] = {}
+        for (name, connection), outcome in zip(connections.items(), outcomes, strict=True):
+            if isinstance(outcome, BaseException):
+                errors[name] = str(outcome) or type(outcome).__name__
+                await connection.close()
+            else:
+                self._connections[name] = connection
+        return errors
+
+    async def refresh(self) -> None:
+        """List again the servers that announced a changed tool or prompt list."""
+        changed = []
+        for name, connection in list(self._connections.items()):
+            if connection.tools_changed or connection.prompts_changed:
+                try:
+                    if await run_in_mcp_loop(connection.refresh()):
+                        changed.append(name)
+                except Exception as exc:
+                    await self._notice(f"mcp server {name!r}: listing again failed: {exc}")
+        for server in self.servers:
+            if server.name in changed:
+                self._register(server)
+
+    async def _notice(self, message: str) -> None:
+        if self._harness is not None:
+            await self._harness.notice("mcp", message, "warning")
+        else:
+            sys.stderr.write(f"warning: {message}\n")
+
+    # -- tools and prompts -----------------------------------------------------------
+
+    def _register(self, server: McpServerConfig) -> None:
+        from harnessc.runtime.mcp.results import schema_problem
+
+        connection = self._connections[server.name]
+        harness = self._harness
+        tools: list[Tool] = []
+        for listed in connection.tools:
+            if not server.wants(listed.name):
+                continue
+            name = server.tool_name(listed.name)
+            problem = schema_problem(listed.input_schema)
+            if problem is not None:
+                self.problems.append(
+                    f"mcp server {server.name!r}: tool {listed.name} skipped: {problem}"
+                )
+                sys.stderr.write(f"warning: {self.problems[-1]}\n")
+                continue
+            tools.append(self._tool(server, connection, listed, name))
+        if harness is None:
+            return
+        offered = {t.name for t in tools}
+        for stale in [
+            n for n in harness.tools if n.startswith(server.tool_name("")) and n not in offered
+        ]:
+            tool = harness.tools[stale]
+            if isinstance(tool, Tool):
+                tool.run = _gone(stale)  # no remove_tools in the harness yet
+        activate = getattr(getattr(harness, "options", None), "active_tool_names", None) is None
+        harness.add_tools(tools, activate=activate)
+        self._register_prompts(server, connection)
+
+    def _tool(self, server: McpServerConfig, connection: Any, listed: Any, name: str) -> Tool:
+        from harnessc.runtime.mcp.results import to_tool_result
+
+        remote = listed.name
+        timeout = server.timeout_s
+
+        async def run(
+            tool_call_id: str,
+            params: dict[str, Any],
+            signal: AbortSignal,
+            on_update: ToolUpdate,
+            context: Any,
+        ) -> ToolResult:
+            if signal.aborted:
+                return error_result(f"{name} was not called: the run was aborted")
+            future = mcp_loop().submit(connection.call(remote, dict(params), timeout))
+            call = asyncio.wrap_future(future)
+            aborted = asyncio.ensure_future(signal.wait())
+            try:
+                done, _ = await asyncio.wait({call, aborted}, return_when=asyncio.FIRST_COMPLETED)
+            except asyncio.CancelledError:
+                future.cancel()
+                raise
+            finally:
+                aborted.cancel()
+            if call not in done:
+                future.cancel()
+                return error_result(f"{name} was cancelled: the run was aborted")
+            outcome = call.result()
+            if outcome.error is not None:
+                return error_result(outcome.error, {"server": server.name, "tool": remote})
+            return to_tool_result(outcome.result, server=server.name, tool=remote)
+
+        description = (
+            listed.description or getattr(listed, "title", None) or f"{remote} ({server.name})"
+        )
+        return Tool(
+            name=name,
+            description=description,
+            parameters=dict(listed.input_schema),
+            run=run,
+            label=f"{server.name}: {remote}",
+        )
+
+    def _register_prompts(self, server: McpServerConfig, connection: Any) -> None:
+        commands = getattr(self._harness, "commands", None)
+        if commands is None:
+            return
+        for listed in connection.prompts:
+            command = f"{server.tool_name('')}{listed.name}"
+            if command in commands:
+                continue
+            arguments = [a.name for a in (listed.arguments or ())]
+            handler = _prompt_handler(connection, listed.name, arguments)
+            try:
+                self._unregister.append(
+                    commands.register(
+                        command, listed.description or "", handler, source=f"mcp:{server.name}"
+                    )
+                )
+            except ValueError as exc:
+                self.problems.append(
+                    f"mcp server {server.name!r}: prompt {listed.name} skipped: {exc}"
+                )
+
+    # -- shutdown --------------------------------------------------------------------
+
+    async def _close_all(self) -> None:
+        connections, self._connections = list(self._connections.values()), {}
+        await asyncio.gather(*(c.close() for c in connections), return_exceptions=True)
+
+    async def aclose(self) -> None:
+        """Stop every server now (they are also stopped at interpreter exit)."""
+        await run_in_mcp_loop(self._close_all())
+        self._started = None
+
+    def close(self) -> None:
+        future = mcp_loop().submit(self._close_all())
+        future.result(30)
+        self._started = None
+
+
+class McpStartFailed(RuntimeError):
+    """A required server did not start (reported as an error of the run's start)."""
+
+
+def _gone(name: str) -> Any:
+    async def run(*_: Any) -> ToolResult:
+        return error_result(f"{name} is no longer offered by its MCP server")
+
+    return run
+
+
+def _prompt_handler(connection: Any, prompt: str, arguments: list[str]) -> Any:
+    async def handler(text: str) -> str:
+        values: dict[str, str] = {}
+        words = shlex.split(text) if text else []
+        if len(arguments) == 1 and words and not all("=" in w for w in words):
+            values[arguments[0]] = text
+        else:
+            for word in words:
+                key, sep, value = word.partition("=")
+                if not sep:
+                    return f"usage: /{prompt} " + " ".join(f"{a}=..." for a in arguments)
+                values[key] = value
+        result = await run_in_mcp_loop(connection.get_prompt(prompt, values))
+        parts = []
+        for message in result.messages:
+            content = message.content
+            parts.append(str(getattr(content, "text", "") or f"[{getattr(content, 'type', '?')}]"))
+        return "\n\n".join(parts)
+
+    return handler

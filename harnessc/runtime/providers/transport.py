@@ -1,0 +1,234 @@
+"""One HTTP exchange of a provider request, with bounded memory, and the clients it uses.
+
+``HttpClientPool`` keeps one ``httpx.AsyncClient`` per event loop and origin
+(scheme, host, port) and caps the requests in flight per origin (``max_concurrent``,
+default 64): a request over the cap waits for a free slot (bounded only by the
+request's total deadline, not by ``timeout_ms``). Providers of many harnesses in one
+process can share one pool, and so one set of keep-alive connections per base URL.
+
+``exchange`` sends one POST and passes the response on through a bounded queue: its
+head, then body pieces, then the end or the failure. It decodes gzip and deflate
+itself in pieces of at most 256 KiB, so a compressed bomb never inflates at once, and
+stops a body that decodes to more than ``MAX_RESPONSE_BYTES`` (64 MiB) or, for an
+error or non-stream answer, reads at most ``MAX_ERROR_BODY`` (64 KiB).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import ssl
+import zlib
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from harnessc.runtime.providers.errors import ProviderError
+
+__all__ = [
+    "ACCEPT_ENCODING",
+    "DEFAULT_MAX_CONCURRENT",
+    "MAX_ERROR_BODY",
+    "MAX_RESPONSE_BYTES",
+    "BodyDecoder",
+    "HttpClientPool",
+    "exchange",
+    "is_event_stream",
+]
+
+HEAD, BODY, CHUNK, END, FAIL = range(5)
+DEFAULT_MAX_CONCURRENT = 64
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+MAX_ERROR_BODY = 64 * 1024
+ACCEPT_ENCODING = "gzip, deflate"
+_PIECE = 256 * 1024
+_DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=30.0)
+
+
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """One TLS context per process: building it costs tens of milliseconds."""
+    return httpx.create_ssl_context()
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.hostname}:{parts.port or ''}"
+
+
+class HttpClientPool:
+    """httpx clients by event loop and origin, with a cap on concurrent requests."""
+
+    __slots__ = ("max_concurrent", "max_keepalive", "_loops")
+
+    def __init__(self, max_concurrent: int = DEFAULT_MAX_CONCURRENT, max_keepalive: int = 20):
+        if max_concurrent < 1:
+            raise ValueError("max_concurrent must be at least 1")
+        self.max_concurrent = max_concurrent
+        self.max_keepalive = max_keepalive
+        # loop -> origin -> (client, slots)
+        self._loops: dict[
+            asyncio.AbstractEventLoop, dict[str, tuple[httpx.AsyncClient, asyncio.Semaphore]]
+        ] = {}
+
+    def _entry(self, url: str) -> tuple[httpx.AsyncClient, asyncio.Semaphore]:
+        loop = asyncio.get_running_loop()
+        clients = self._loops.get(loop)
+        if clients is None:
+            for old in [old for old in self._loops if old.is_closed()]:
+                del self._loops[old]  # a finished asyncio.run: its sockets are gone
+            clients = self._loops[loop] = {}
+        origin = _origin(url)
+        entry = clients.get(origin)
+        if entry is None or entry[0].is_closed:
+            secure = not url.startswith("http://")
+            client = httpx.AsyncClient(
+                # A plain-http client needs no TLS context (saves tens of ms locally).
+                verify=_ssl_context() if secure else False,
+                timeout=_DEFAULT_TIMEOUT,
+                limits=httpx.Limits(
+                    max_connections=self.max_concurrent,
+                    max_keepalive_connections=self.max_keepalive,
+                ),
+                follow_redirects=False,
+            )
+            slots = entry[1] if entry is not None else asyncio.Semaphore(self.max_concurrent)
+            entry = clients[origin] = (client, slots)
+        return entry
+
+    def client(self, url: str) -> httpx.AsyncClient:
+        """The client for ``url``'s origin on the running loop."""
+        return self._entry(url)[0]
+
+    @contextlib.asynccontextmanager
+    async def slot(self, url: str) -> AsyncIterator[httpx.AsyncClient]:
+        """Hold one of the origin's ``max_concurrent`` request slots."""
+        client, slots = self._entry(url)
+        async with slots:
+            yield client
+
+    async def aclose(self) -> None:
+        """Close the clients of the running loop (a later request opens new ones)."""
+        loop = asyncio.get_running_loop()
+        clients = self._loops.pop(loop, {})
+        for client, _ in clients.values():
+            await client.aclose()
+
+
+def is_event_stream(content_type: str) -> bool:
+    """False for the answers that are surely not an event stream (JSON, HTML)."""
+    kind = content_type.split(";", 1)[0].strip().lower()
+    return not (kind.endswith("json") or kind in ("text/html", "application/xhtml+xml"))
+
+
+class BodyDecoder:
+    """Undoes a gzip or deflate content encoding in bounded pieces."""
+
+    __slots__ = ("_mode", "_z", "_out")
+
+    def __init__(self, encoding: str) -> None:
+        mode = encoding.strip().lower()
+        if mode in ("", "identity"):
+            self._mode = ""
+        elif mode in ("gzip", "x-gzip"):
+            self._mode = "gzip"
+        elif mode == "deflate":
+            self._mode = "deflate"
+        else:
+            raise ProviderError(
+                f"the server used the content encoding {encoding!r}, which is not "
+                f"supported (requests ask for {ACCEPT_ENCODING!r})"
+            )
+        self._z: Any = self._new()
+        self._out = 0  # bytes produced so far
+
+    def _new(self) -> Any:
+        if self._mode == "gzip":
+            return zlib.decompressobj(zlib.MAX_WBITS | 16)
+        if self._mode == "deflate":
+            return zlib.decompressobj(zlib.MAX_WBITS)
+        if self._mode == "raw":
+            return zlib.decompressobj(-zlib.MAX_WBITS)
+        return None
+
+    def decode(self, data: bytes) -> Iterator[bytes]:
+        if self._z is None:
+            yield data
+            return
+        more = True
+        while more:
+            try:
+                out = self._z.decompress(data, _PIECE)
+            except zlib.error as exc:
+                if self._mode == "deflate" and self._out == 0:
+                    self._mode = "raw"  # raw deflate without the zlib wrapper
+                    self._z = zlib.decompressobj(-zlib.MAX_WBITS)
+                    continue
+                name = "gzip" if self._mode == "gzip" else "deflate"
+                raise ProviderError(f"the response body is not valid {name} data: {exc}") from None
+            if out:
+                self._out += len(out)
+                yield out
+            if self._z.eof:
+                data = self._z.unused_data
+                if data and self._mode == "gzip":  # another gzip member
+                    self._z = self._new()
+                    continue
+                return  # anything after the end of a deflate stream is ignored
+            data = self._z.unconsumed_tail
+            more = bool(data) or len(out) == _PIECE  # drain output still held back
+
+
+def _too_big(limit: int) -> ProviderError:
+    return ProviderError(
+        f"the response body decoded to more than the limit of {limit // (1024 * 1024)} MiB; "
+        "the server's answer is broken"
+    )
+
+
+async def exchange(
+    clients: HttpClientPool,
+    url: str,
+    headers: dict[str, str],
+    body: bytes,
+    timeout: httpx.Timeout,
+    queue: asyncio.Queue[tuple[Any, ...]],
+    max_bytes: int = MAX_RESPONSE_BYTES,
+) -> None:
+    """Send one request and pass its head, body pieces and end (or failure) on."""
+    try:
+        async with (
+            clients.slot(url) as client,
+            client.stream("POST", url, headers=headers, content=body, timeout=timeout) as response,
+        ):
+            status = response.status_code
+            response_headers = dict(response.headers)
+            content_type = response_headers.get("content-type", "")
+            await queue.put((HEAD, status, response_headers))
+            decoder = BodyDecoder(response_headers.get("content-encoding", ""))
+            if status >= 300 or not is_event_stream(content_type):
+                raw = bytearray()
+                async for data in response.aiter_raw():
+                    for piece in decoder.decode(data):
+                        raw += piece
+                        if len(raw) > MAX_ERROR_BODY:
+                            break
+                    if len(raw) > MAX_ERROR_BODY:
+                        break
+                await queue.put((BODY, bytes(raw[:MAX_ERROR_BODY])))
+            else:
+                total = 0
+                async for data in response.aiter_raw():
+                    for piece in decoder.decode(data):
+                        total += len(piece)
+                        if total > max_bytes:
+                            raise _too_big(max_bytes)
+                        await queue.put((CHUNK, piece))
+            await queue.put((END,))
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        await queue.put((FAIL, exc))

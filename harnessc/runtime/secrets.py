@@ -1,0 +1,109 @@
+"""The environment child processes get: the parent's, minus every credential.
+
+Tools and hooks run other programs (``bash``, command hooks, MCP servers). They get a
+copy of the agent's environment with these variables removed:
+
+- every variable a model names in ``api_key_env`` (models register the name when they
+  are built, see :func:`register_secret_names`), and any other name registered;
+- every variable whose name looks like a credential (case-insensitive):
+  names ending in ``_KEY``, ``_KEYS``, ``_APIKEY``, ``_TOKEN``, ``_TOKENS``, ``_SECRET``,
+  ``_SECRETS``, ``_PASSWORD``, ``_PASSWD``, ``_PASS``, ``_PWD`` (except ``PWD``/``OLDPWD``),
+  ``_CREDENTIAL(S)``, ``_AUTH``, ``_PAT``, ``_COOKIE``, ``_DSN``;
+  names containing ``API_KEY``, ``APIKEY``, ``SECRET``, ``PASSWORD``, ``PASSWD``,
+  ``TOKEN``, ``CREDENTIAL`` or ``PRIVATE_KEY``; names starting with ``AWS_``,
+  ``AZURE_``, ``GOOGLE_APPLICATION_CREDENTIALS``, ``DOCKER_AUTH`` or ``VAULT_``;
+  and the exact names ``PGPASSWORD``, ``DATABASE_URL``, ``REDIS_URL``, ``NETRC``,
+  ``GITHUB_PAT``;
+- every other variable whose value equals the value of a removed one (a copy of a key
+  under a harmless name).
+
+``passthrough`` names (the spec's ``tool_context.env_passthrough``, or the
+``HARNESSC_ENV_PASSTHROUGH`` variable: comma-separated) are kept even when they match.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Iterable, Mapping
+
+__all__ = [
+    "CREDENTIAL_NAME",
+    "PASSTHROUGH_ENV",
+    "is_credential_name",
+    "register_secret_names",
+    "registered_secret_names",
+    "scrubbed_environ",
+]
+
+PASSTHROUGH_ENV = "HARNESSC_ENV_PASSTHROUGH"
+
+CREDENTIAL_NAME = re.compile(
+    r"""
+    (?:_(?:KEYS?|APIKEY|TOKENS?|SECRETS?|PASSWORD|PASSWD|PASS|PWD|CREDENTIALS?|AUTH|PAT
+         |COOKIE|DSN)$)
+    | API_?KEY | SECRET | PASSWORD | PASSWD | TOKEN | CREDENTIAL | PRIVATE_KEY
+    | ^(?:AWS_|AZURE_|GOOGLE_APPLICATION_CREDENTIALS|DOCKER_AUTH|VAULT_)
+    | ^(?:PGPASSWORD|DATABASE_URL|REDIS_URL|NETRC|GITHUB_PAT)$
+    """,
+    re.IGNORECASE | re.VERBOSE,
+)
+
+# Names that match a pattern above but are never secrets.
+_NEVER_SECRET = frozenset({"PWD", "OLDPWD"})
+# A copy of a secret is recognised by value only when the value is this long.
+_MIN_COPY_LEN = 8
+
+_REGISTERED: set[str] = set()
+_LOCK = threading.Lock()
+
+
+def register_secret_names(names: Iterable[str | None]) -> None:
+    """Remember ``names`` (e.g. a model's ``api_key_env``) as secrets for every child env."""
+    with _LOCK:
+        _REGISTERED.update(name for name in names if name)
+
+
+def registered_secret_names() -> frozenset[str]:
+    with _LOCK:
+        return frozenset(_REGISTERED)
+
+
+def is_credential_name(name: str) -> bool:
+    """True when ``name`` looks like a variable holding a credential."""
+    return name not in _NEVER_SECRET and CREDENTIAL_NAME.search(name) is not None
+
+
+def _passthrough_from(base: Mapping[str, str]) -> set[str]:
+    raw = base.get(PASSTHROUGH_ENV, "")
+    return {part.strip() for part in raw.split(",") if part.strip()}
+
+
+def scrubbed_environ(
+    base: Mapping[str, str] | None = None,
+    *,
+    secret_names: Iterable[str] = (),
+    passthrough: Iterable[str] = (),
+) -> dict[str, str]:
+    """A copy of ``base`` (default ``os.environ``) without credentials (see the module doc).
+
+    ``secret_names`` are removed on top of the registered names and the patterns;
+    ``passthrough`` names are kept whatever they match (a registered model key too:
+    passing one through is an explicit choice).
+    """
+    source = dict(os.environ if base is None else base)
+    keep = set(passthrough) | _passthrough_from(source)
+    secrets = set(secret_names) | registered_secret_names()
+    out: dict[str, str] = {}
+    removed_values: set[str] = set()
+    for name, value in source.items():
+        if name not in keep and (name in secrets or is_credential_name(name)):
+            if len(value) >= _MIN_COPY_LEN:
+                removed_values.add(value)
+            continue
+        out[name] = value
+    if removed_values:
+        for name in [n for n, v in out.items() if v in removed_values and n not in keep]:
+            del out[name]
+    return out

@@ -1,0 +1,84 @@
+"""Compaction and branch summaries (seed 000 / pi, reference NOTES section 1).
+
+One module per concern:
+
+- ``trigger``: the settings, the errors, ``should_compact`` / ``needs_compaction``
+  (context tokens past ``context_window - reserve_tokens``);
+- ``cut_point``: ``find_cut_point`` and ``prepare_compaction`` (what is summarised,
+  what is kept; a turn cut in two gets its prefix summarised on its own);
+- ``file_ops``: the files the summarised part read and changed;
+- ``prompts``: the conversation serialised as a document, and the summary prompts;
+- ``summarize``: the model request, ``generate_summary``;
+- ``apply``: ``apply_compaction`` (the ``compaction`` entry), ``compact`` and the
+  harness's step ``compact_harness`` (``session_before_compact`` hooks may cancel or
+  supply the compaction);
+- ``branch_summary``: the summary of the branch the leaf leaves on a tree move.
+
+Every public name stays importable from ``harnessc.runtime.session.compaction``.
+"""
+
+from __future__ import annotations
+
+from harnessc.runtime.messages import estimate_context_tokens, estimate_tokens
+from harnessc.runtime.session.compaction.apply import apply_compaction, compact, compact_harness
+from harnessc.runtime.session.compaction.branch_summary import (
+    BranchSummaryPreparation,
+    BranchSummaryResult,
+    generate_branch_summary,
+    prepare_branch_summary,
+)
+from harnessc.runtime.session.compaction.cut_point import (
+    CompactionPreparation,
+    CutPoint,
+    find_cut_point,
+    prepare_compaction,
+)
+from harnessc.runtime.session.compaction.file_ops import FileOperations
+from harnessc.runtime.session.compaction.prompts import (
+    BRANCH_SUMMARY_SYSTEM_PROMPT,
+    SUMMARY_SYSTEM_PROMPT,
+    TOOL_RESULT_MAX_CHARS,
+    build_branch_summary_prompt,
+    build_summary_prompt,
+    build_turn_prefix_prompt,
+    serialize_conversation,
+)
+from harnessc.runtime.session.compaction.summarize import CompactionResult, generate_summary
+from harnessc.runtime.session.compaction.trigger import (
+    CompactionError,
+    CompactionSettings,
+    NothingToCompactError,
+    needs_compaction,
+    should_compact,
+)
+
+__all__ = [
+    "BRANCH_SUMMARY_SYSTEM_PROMPT",
+    "SUMMARY_SYSTEM_PROMPT",
+    "TOOL_RESULT_MAX_CHARS",
+    "BranchSummaryPreparation",
+    "BranchSummaryResult",
+    "CompactionError",
+    "CompactionPreparation",
+    "CompactionResult",
+    "CompactionSettings",
+    "CutPoint",
+    "FileOperations",
+    "NothingToCompactError",
+    "apply_compaction",
+    "build_branch_summary_prompt",
+    "build_summary_prompt",
+    "build_turn_prefix_prompt",
+    "compact",
+    "compact_harness",
+    "estimate_context_tokens",
+    "estimate_tokens",
+    "find_cut_point",
+    "generate_branch_summary",
+    "generate_summary",
+    "needs_compaction",
+    "prepare_branch_summary",
+    "prepare_compaction",
+    "serialize_conversation",
+    "should_compact",
+]

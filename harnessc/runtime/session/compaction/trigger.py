@@ -1,0 +1,82 @@
+"""When to compact: the settings, the errors, and the threshold test.
+
+Compact when the context passes ``context_window - reserve_tokens`` (tokens from the
+last reply's usage unless a compaction came after it, else a chars/4 estimate).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from harnessc.runtime.messages import estimate_context_tokens
+from harnessc.runtime.session.session import Session
+
+__all__ = [
+    "CompactionError",
+    "CompactionSettings",
+    "NothingToCompactError",
+    "compacted_since_reply",
+    "needs_compaction",
+    "should_compact",
+]
+
+
+class CompactionError(Exception):
+    """The summary could not be produced (provider error, empty reply, ...)."""
+
+
+class NothingToCompactError(CompactionError):
+    """The context is already small enough: nothing before the cut point."""
+
+
+@dataclass(slots=True)
+class CompactionSettings:
+    enabled: bool = True
+    reserve_tokens: int = 16384
+    keep_recent_tokens: int = 20000
+
+
+# -- token estimates ------------------------------------------------------------
+
+
+def should_compact(
+    context_tokens: int, context_window: int, settings: CompactionSettings | None = None
+) -> bool:
+    """True when compaction is enabled and the context passed the window minus the reserve."""
+    settings = settings or CompactionSettings()
+    return settings.enabled and context_tokens > context_window - settings.reserve_tokens
+
+
+def needs_compaction(harness: Any) -> bool:
+    """True when the harness's context passed ``context_window - reserve_tokens``."""
+    settings = getattr(harness, "compaction_settings", None) or CompactionSettings()
+    if not settings.enabled:
+        return False
+    use_usage = not compacted_since_reply(harness.session)
+    counter = getattr(harness, "context_tokens", None)
+    if counter is not None:
+        tokens = counter(use_usage)
+    else:
+        tokens = estimate_context_tokens(harness.messages, use_usage)
+    return should_compact(tokens, harness.model.context_window, settings)
+
+
+def compacted_since_reply(session: Session) -> bool:
+    """True when a compaction came after the last reply (its usage predates the cut).
+
+    Walks back from the leaf and stops at the first reply, so it costs a few steps.
+    """
+    entry_id = session.leaf_id
+    seen: set[str] = set()
+    while entry_id is not None and entry_id not in seen:
+        seen.add(entry_id)
+        entry = session.get_entry(entry_id)
+        if entry is None:
+            return False
+        if entry.type == "compaction":
+            return True
+        if entry.role == "assistant":
+            return False
+        entry_id = entry.parent_id
+    return False

@@ -1,0 +1,113 @@
+"""What the session index stores of a message, and what its SQLite errors mean."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from harnessc.runtime.session.entries import SessionError
+
+__all__ = [
+    "SessionIndexBusyError",
+    "SessionIndexError",
+    "SessionIndexWriteError",
+    "clean_text",
+    "index_error",
+    "is_busy",
+    "is_corrupt",
+    "message_text",
+]
+
+
+class SessionIndexError(SessionError):
+    """The index cannot be read or written (the message names the file)."""
+
+
+class SessionIndexBusyError(SessionIndexError):
+    """Another process held the index locked for longer than the busy timeout."""
+
+
+class SessionIndexWriteError(SessionIndexError):
+    """A write to the index failed (disk full, file size limit, I/O error)."""
+
+
+# what SQLite says of a file that is damaged (as opposed to busy or locked)
+_CORRUPT = ("SQLITE_NOTADB", "SQLITE_CORRUPT")
+_CORRUPT_TEXT = ("file is not a database", "malformed", "file is encrypted")
+_BUSY_TEXT = ("database is locked", "database table is locked", "database is busy")
+
+
+def message_text(message: Any) -> tuple[str, str] | None:
+    """The searchable text of a message: user and assistant text, tool calls (name and
+    arguments as JSON) and tool results."""
+    if not isinstance(message, dict):
+        return None
+    role = message.get("role")
+    if role not in ("user", "assistant", "toolResult"):
+        return None
+    content = message.get("content")
+    if isinstance(content, str):
+        text = content
+    elif isinstance(content, list):
+        parts = []
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "text":
+                parts.append(str(block.get("text", "")))
+            elif kind == "toolCall":
+                name, arguments = str(block.get("name", "")), block.get("arguments")
+                if arguments in (None, {}):
+                    parts.append(name)
+                else:
+                    parts.append(f"{name} {json.dumps(arguments, ensure_ascii=False, default=str)}")
+        text = "\n".join(parts)
+    else:
+        return None
+    text = text.strip()
+    return (str(role), text) if text else None
+
+
+def is_busy(exc: sqlite3.DatabaseError) -> bool:
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+        return True
+    text = str(exc).lower()
+    return any(t in text for t in _BUSY_TEXT)
+
+
+def is_corrupt(exc: sqlite3.DatabaseError) -> bool:
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    if name.startswith(_CORRUPT):
+        return True
+    text = str(exc).lower()
+    return any(t in text for t in _CORRUPT_TEXT)
+
+
+def index_error(path: str, exc: sqlite3.DatabaseError) -> SessionIndexError:
+    if is_busy(exc):
+        return SessionIndexBusyError(
+            f"the session index {path} is locked by another process; try again ({exc})"
+        )
+    text = str(exc)
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    if name.startswith(("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_READONLY", "SQLITE_CANTOPEN")):
+        hint = ""
+        if name.startswith(("SQLITE_FULL", "SQLITE_IOERR")):
+            hint = " (the disk is full, or the file size limit, ulimit -f, was reached)"
+        return SessionIndexWriteError(
+            f"cannot write the session index {path}: {text}{hint}; it keeps its previous "
+            "state and is refreshed again next time"
+        )
+    return SessionIndexError(f"session index {path}: {text}")
+
+
+def clean_text(text: str) -> str:
+    """``text`` storable in SQLite: lone surrogates (from ``\\udc80`` escapes) become U+FFFD."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return text

@@ -1,0 +1,114 @@
+"""The key-free first run: the demo model server, the README quick start, doctor."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harnessc.testing import ProtocolServer
+from harnessc.testing.demo import DemoModel, serve
+
+
+@pytest.fixture(scope="module")
+def demo() -> Iterator[ProtocolServer]:
+    server = serve(port=0)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+    env.update(PYTHONDONTWRITEBYTECODE="1", **extra)
+    return env
+
+
+def _harnessc(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", "from harnessc.cli import main; main()", *args],
+        cwd=cwd,
+        env=_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_the_quick_start_runs_an_agent_with_tools_without_a_key(
+    demo: ProtocolServer, tmp_path: Path
+) -> None:
+    (tmp_path / "notes.txt").write_text("kiwi\n")
+    assert _harnessc(["new", "demo"], tmp_path).returncode == 0
+    url = f"{demo.url}/v1"
+    done = _harnessc(["run", "demo", "list the files here"], tmp_path, HARNESSC_BASE_URL=url)
+    assert done.returncode == 0, done.stderr
+    assert "Here is what `ls` returned" in done.stdout and "notes.txt" in done.stdout
+    assert "[ls] ." in done.stderr and "[usage] 2 turns, 1 tool call" in done.stderr
+    read = _harnessc(["run", "demo", "--base-url", url, "read notes.txt"], tmp_path)
+    assert read.returncode == 0, read.stderr
+    assert "kiwi" in read.stdout
+    assert "authorization" not in {k for r in demo.requests for k in r.headers}
+
+    checked = _harnessc(["doctor", "demo"], tmp_path, HARNESSC_BASE_URL=url)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert re.search(r"ok +model 'main' \(gpt-4.1-mini\): .* answers", checked.stdout)
+    assert "the endpoint lists gpt-4.1-mini" in checked.stdout
+
+
+def test_doctor_names_the_missing_key_and_a_dead_endpoint(tmp_path: Path) -> None:
+    assert _harnessc(["new", "demo"], tmp_path).returncode == 0
+    with ProtocolServer() as dead:
+        url = f"{dead.url}/v1"
+    done = _harnessc(["doctor", "demo"], tmp_path, OPENAI_BASE_URL=url)
+    assert done.returncode == 1
+    assert "OPENAI_API_KEY is not set" in done.stdout
+    assert f"nothing answers at {url} (is the server running?)" in done.stdout
+
+
+def test_doctor_says_when_the_model_is_not_listed(demo: ProtocolServer, tmp_path: Path) -> None:
+    assert _harnessc(["new", "demo"], tmp_path).returncode == 0
+    spec = tmp_path / "agents" / "demo.yaml"
+    spec.write_text(spec.read_text().replace("gpt-4.1-mini", "gpt-4.1-mimi"))
+    done = _harnessc(
+        ["doctor", "demo"],
+        tmp_path,
+        OPENAI_BASE_URL=f"{demo.url}/v1",
+        OPENAI_API_KEY="sk-demo-SECRET",
+    )
+    assert done.returncode == 1
+    assert "does not list gpt-4.1-mimi; did you mean 'gpt-4.1-mini'?" in done.stdout
+    assert "sk-demo-SECRET" not in done.stdout + done.stderr
+
+
+def test_python_m_harnessc_testing_starts_the_demo_server() -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "harnessc.testing", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    try:
+        assert process.stdout is not None
+        first = process.stdout.readline()
+        assert first.startswith("demo model server at http://127.0.0.1:")
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    assert process.returncode == 0
+
+
+def test_the_demo_answers_in_text_when_no_tool_fits() -> None:
+    from harnessc.testing import RecordedRequest
+
+    body = b'{"messages": [{"role": "user", "content": "hello"}], "tools": []}'
+    answer = DemoModel()(RecordedRequest("POST", "/v1/chat/completions", {}, body))
+    assert b"demo model" in b"".join(answer.chunks)

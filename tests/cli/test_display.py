@@ -1,0 +1,67 @@
+"""What runs print: the usage summary, numbers, /status, /reload (issue 17 display defects)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from harnessc.runtime.cli.output import format_number
+from harnessc.runtime.cli.pause import describe_pause
+from harnessc.runtime.cli.summary import RunSummary, format_cost
+from harnessc.runtime.events import MessageEndEvent, ToolExecutionEndEvent, TurnStartEvent
+from harnessc.runtime.messages import AssistantMessage, Cost, Usage
+from harnessc.testing import ProtocolServer
+
+from .clikit import Agent, text_reply, tool_reply
+
+
+def test_small_numbers_keep_their_digits() -> None:
+    assert format_number(0.0002) == "0.0002"
+    assert format_number(3.0) == "3"
+    assert format_number(12.345) == "12.35"
+    lines = describe_pause(
+        "budget_exceeded:cost_usd", [], awaiting_tool=False, limit_used=(0.00021, 0.0002)
+    )
+    assert lines == ["paused: budget limit hit: cost_usd (0.00021 of 0.0002 used)"]
+    assert format_cost(0.00123) == "$0.0012" and format_cost(2.5) == "$2.50"
+
+
+def test_the_summary_counts_turns_tools_tokens_and_cost() -> None:
+    summary = RunSummary(priced=True)
+    usage = Usage(input=1200, output=56, cache_read=800, cost=Cost(total=0.0012))
+    for event in (
+        TurnStartEvent(turn=1),
+        MessageEndEvent(message=AssistantMessage(content=[], usage=usage)),
+        ToolExecutionEndEvent(tool_call_id="a", tool_name="bash"),
+        TurnStartEvent(turn=2),
+    ):
+        summary(event)
+    summary.stop()
+    line = summary.line()
+    assert line.startswith("2 turns, 1 tool call, 1,200 tokens in (800 cached) / 56 out, $0.0012, ")
+
+
+def test_a_one_shot_run_ends_with_a_usage_line(agent: Agent, server: ProtocolServer) -> None:
+    server.enqueue(tool_reply(("c1", "slow", {"seconds": 0})), text_reply("done"))
+    done = agent.run("go")
+    assert done.returncode == 0, done.stderr
+    usage = done.stderr.strip().splitlines()[-1]
+    assert re.fullmatch(r"\[usage\] 2 turns, 1 tool call, \d+ tokens in / \d+ out, [\d.]+s", usage)
+    assert "[usage]" not in done.stdout
+    json_run = agent.run("--json", "again")
+    assert "[usage]" not in json_run.stdout + json_run.stderr
+
+
+def test_status_omits_thinking_for_a_model_without_reasoning_and_reload_says_it_once(
+    agent: Agent, server: ProtocolServer, tmp_path: Path
+) -> None:
+    resources = tmp_path / "resources"
+    (resources / "templates").mkdir(parents=True)
+    (resources / "skills").mkdir()
+    (resources / "templates" / "review.md").write_text("Review $1.\n")
+    done = agent.run("-i", stdin="/status\n/reload\n", env={"AGENT_RESOURCES": str(resources)})
+    assert done.returncode == 0, done.stderr
+    status = next(line for line in done.stdout.splitlines() if "main: test-model" in line)
+    assert "thinking" not in status
+    assert "reloaded: 0 skills, 1 prompt templates" in done.stdout
+    assert "[resources]" not in done.stderr

@@ -1,0 +1,270 @@
+"""Claude Code's tool names, input shapes and matchers, and the checks of hook programs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harnessc.runtime.extensions import command_hook
+from harnessc.runtime.extensions.claude_events import compile_matcher
+from harnessc.runtime.extensions.claude_settings import (
+    ClaudeSettingsError,
+    claude_settings_hooks,
+    read_claude_settings,
+)
+from harnessc.runtime.extensions.claude_tools import (
+    ToolMappingError,
+    claude_tool_input,
+    harnessc_tool_input,
+)
+from harnessc.runtime.messages import ToolResultMessage
+from harnessc.runtime.providers.scripted import reply_text, reply_tool_calls
+from harnessc.spec.load import load_spec
+
+BASE = Path("/work/project")
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "claude"),
+    [
+        ("bash", {"command": "ls", "timeout": 2.5}, {"command": "ls", "timeout": 2500}),
+        (
+            "read",
+            {"path": "src/a.py", "offset": 3, "limit": 10},
+            {"file_path": "/work/project/src/a.py", "offset": 3, "limit": 10},
+        ),
+        (
+            "write",
+            {"path": "/abs/x.txt", "content": "hi"},
+            {"file_path": "/abs/x.txt", "content": "hi"},
+        ),
+        (
+            "edit",
+            {"path": "a.py", "edits": [{"old_text": "x", "new_text": "y"}]},
+            {
+                "file_path": "/work/project/a.py",
+                "old_string": "x",
+                "new_string": "y",
+                "replace_all": False,
+            },
+        ),
+        ("ls", {}, {"path": "/work/project"}),
+        (
+            "grep",
+            {"pattern": "TODO", "path": "src", "ignore_case": True, "limit": 5},
+            {
+                "pattern": "TODO",
+                "path": "/work/project/src",
+                "-i": True,
+                "head_limit": 5,
+                "output_mode": "content",
+            },
+        ),
+        ("find", {"pattern": "*.py"}, {"pattern": "*.py", "path": "/work/project"}),
+        ("todo", {"op": "list"}, {"op": "list"}),
+    ],
+)
+def test_tool_inputs_in_claude_code_shape_and_back(
+    tool: str, args: dict[str, Any], claude: dict[str, Any]
+) -> None:
+    assert claude_tool_input(tool, args, BASE) == claude
+    # a hook echoing the input unchanged gives the model's own arguments back
+    assert harnessc_tool_input(tool, claude, args, BASE) == args
+
+
+def test_multi_edit_and_updated_input_mapping() -> None:
+    args = {
+        "path": "a.py",
+        "edits": [{"old_text": "a", "new_text": "b"}, {"old_text": "c", "new_text": "d"}],
+    }
+    shown = claude_tool_input("edit", args, BASE)
+    assert shown["edits"] == [
+        {"old_string": "a", "new_string": "b"},
+        {"old_string": "c", "new_string": "d"},
+    ]
+    assert (shown["old_string"], shown["new_string"]) == ("a", "b")
+    assert harnessc_tool_input("edit", shown, args, BASE) == args
+    moved = {"file_path": "/work/project/b.py", "old_string": "a", "new_string": "z"}
+    assert harnessc_tool_input("edit", moved, args, BASE) == {
+        "path": "/work/project/b.py",
+        "edits": [{"old_text": "a", "new_text": "z"}],
+    }
+    with pytest.raises(ToolMappingError, match="replace_all"):
+        harnessc_tool_input("edit", {**moved, "replace_all": True}, args, BASE)
+    bash = harnessc_tool_input(
+        "bash",
+        {"command": "ls -la", "timeout": 3000, "description": "list"},
+        {"command": "ls"},
+        BASE,
+    )
+    assert bash == {"command": "ls -la", "timeout": 3.0}
+
+
+@pytest.mark.parametrize(
+    ("matcher", "matches", "misses"),
+    [
+        (None, ["bash", "anything"], []),
+        ("*", ["bash", "write"], []),
+        ("", ["read"], []),
+        ("Bash", ["bash"], ["write", "bashful"]),
+        ("bash", ["bash"], ["read"]),
+        ("Edit|Write", ["edit", "write"], ["read", "bash"]),
+        ("Edit, Write", ["edit", "write"], ["read"]),
+        ("mcp__.*", ["mcp__fs__read"], ["bash"]),
+        ("^Bash", ["bash"], ["read"]),
+        ("Notebook.*|Wr.*", ["write"], ["edit"]),
+    ],
+)
+def test_matchers_as_claude_code_documents_them(
+    matcher: str | None, matches: list[str], misses: list[str]
+) -> None:
+    test = compile_matcher(matcher)
+    for name in matches:
+        assert test is None or test(name), name
+    for name in misses:
+        assert test is not None and not test(name), name
+
+
+def test_updated_input_reaches_the_tool(
+    make_harness: Any, script: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the write tool's workspace
+    decision = {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "allow",
+            "updatedInput": {"file_path": str(tmp_path / "safe.txt"), "content": "changed"},
+        }
+    }
+    hook = command_hook(
+        "tool_call", script("rewrite.sh", f"cat >/dev/null\necho '{json.dumps(decision)}'\n")
+    )
+    from harnessc.runtime.tools import create_write_tool
+
+    harness, _ = make_harness(
+        [reply_tool_calls([("write", {"path": "x.txt", "content": "orig"})]), reply_text("ok")],
+        [create_write_tool()],
+        hooks=[hook],
+    )
+    asyncio.run(harness.prompt("go"))
+    result = next(m for m in harness.messages if isinstance(m, ToolResultMessage))
+    assert not result.is_error, result.content
+    assert (tmp_path / "safe.txt").read_text() == "changed"
+
+
+def test_ask_is_a_pull_point(make_harness: Any, script: Any) -> None:
+    decision = {
+        "hookSpecificOutput": {"permissionDecision": "ask", "permissionDecisionReason": "x"}
+    }
+    hook = command_hook("tool_call", script("ask.sh", f"echo '{json.dumps(decision)}'\n"))
+    from ._ext_support import echo_tool
+
+    seen: list[dict[str, Any]] = []
+    harness, _ = make_harness(
+        [reply_tool_calls([("echo", {"text": "hi"})]), reply_text("ok")],
+        [echo_tool(seen=seen)],
+        hooks=[hook],
+    )
+    result = asyncio.run(harness.prompt("go"))
+    assert result.status == "paused"
+    held = next(m for m in harness.messages if isinstance(m, ToolResultMessage))
+    assert held.text == "Tool call held for review: approval needed: x"
+    assert seen == []
+
+
+def _settings(tmp_path: Path, hooks: dict[str, Any]) -> Path:
+    folder = tmp_path / ".claude"
+    folder.mkdir(exist_ok=True)
+    path = folder / "settings.json"
+    path.write_text(json.dumps({"hooks": hooks}))
+    return path
+
+
+def test_settings_refuse_what_cannot_run_as_it_is(tmp_path: Path) -> None:
+    with pytest.raises(ClaudeSettingsError, match="no such file"):
+        read_claude_settings(tmp_path / "missing.json")
+    prompt_hook = {"Stop": [{"hooks": [{"type": "prompt", "prompt": "is it done?"}]}]}
+    with pytest.raises(ClaudeSettingsError, match="'prompt' hook; harnessc runs only 'command'"):
+        claude_settings_hooks(_settings(tmp_path, prompt_hook))
+    bad = {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "timeout": -1}]}]}
+    with pytest.raises(ClaudeSettingsError, match=r"hooks.PreToolUse\[0\].hooks\[0\]"):
+        claude_settings_hooks(_settings(tmp_path, bad))
+    ok = {
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "true"}]}],
+        "SessionEnd": [{"hooks": [{"type": "command", "command": "true"}]}],
+    }
+    [spec] = claude_settings_hooks(_settings(tmp_path, ok))  # SessionEnd has no moment
+    assert spec.moment == "tool_call"
+
+
+SPEC = """\
+version: 1
+name: checked
+models: {main: {provider: openai, id: m, api_key_env: K}}
+hooks:
+"""
+
+
+def _diagnostics(tmp_path: Path, hooks: str) -> list[tuple[str, str]]:
+    spec = tmp_path / "checked.yaml"
+    spec.write_text(SPEC + hooks)
+    return [(d.severity, d.message) for d in load_spec(spec).diagnostics]
+
+
+def test_check_makes_missing_or_non_executable_programs_errors(tmp_path: Path) -> None:
+    (tmp_path / "hooks").mkdir()
+    (tmp_path / "hooks" / "plain.sh").write_text("exit 0\n")
+    found = _diagnostics(
+        tmp_path,
+        "  tool_call:\n"
+        "    - command: hooks/plain.sh --strict\n"
+        "    - command: hooks/missing.sh\n"
+        "    - command: no-such-program-xyz --x\n",
+    )
+    assert (
+        "error",
+        "hook program 'hooks/plain.sh' is not executable "
+        f"(chmod +x {tmp_path / 'hooks' / 'plain.sh'})",
+    ) in found
+    assert any(s == "error" and "'hooks/missing.sh' does not exist" in m for s, m in found)
+    assert ("warning", "hook program 'no-such-program-xyz' is not on PATH") in found
+
+
+def test_check_reads_the_claude_settings_file(tmp_path: Path) -> None:
+    hooks = {
+        "PreToolUse": [
+            {
+                "matcher": "Bash",
+                "hooks": [{"type": "command", "command": "$CLAUDE_PROJECT_DIR/.claude/x.sh"}],
+            }
+        ],
+        "SubagentStop": [{"hooks": [{"type": "command", "command": "true"}]}],
+    }
+    _settings(tmp_path, hooks)
+    found = _diagnostics(tmp_path, "  claude_settings: .claude/settings.json\n")
+    assert any(
+        s == "error" and "'$CLAUDE_PROJECT_DIR/.claude/x.sh' does not exist" in m for s, m in found
+    ), found
+    assert any(s == "warning" and "no moment for SubagentStop" in m for s, m in found), found
+    found = _diagnostics(tmp_path, "  claude_settings: nope.json\n")
+    assert any(s == "error" and "no such file" in m for s, m in found), found
+
+
+def test_user_prompt_submit_block_drops_the_prompt(make_harness: Any, script: Any) -> None:
+    hook = command_hook(
+        "before_agent_start", script("deny.sh", "echo 'no secrets in prompts' >&2\nexit 2\n")
+    )
+    harness, log = make_harness([reply_text("never")], hooks=[hook])
+    result = asyncio.run(harness.prompt("my password is hunter2"))
+    assert result.status == "aborted"
+    assert harness.messages == []  # never sent, never stored
+    assert any(
+        e.type == "notice" and "prompt blocked" in e.message and "no secrets" in e.message
+        for e in log
+    )
+    again = asyncio.run(harness.prompt("hello"))  # the harness is usable afterwards
+    assert again.status == "aborted"  # the same hook blocks every prompt

@@ -1,0 +1,205 @@
+"""MCP servers end to end: a generated agent, a scripted model on the local protocol
+server, the notes server (SDK) as a stdio child and over streamable HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+from harnessc.testing import ProtocolServer
+
+from .mcpkit import (
+    API_KEY,
+    MODEL,
+    ScriptedResponse,
+    alive,
+    text_reply,
+    tool_reply,
+    wait_gone,
+)
+
+
+def events_of(stdout: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in stdout.splitlines() if line.strip()]
+
+
+def results_by_id(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {e["tool_call_id"]: e for e in events if e["type"] == "tool_execution_end"}
+
+
+def result_text(event: dict[str, Any]) -> str:
+    result = event["result"]
+    return "".join(c.get("text", "") for c in result["content"])
+
+
+def test_an_agent_calls_mcp_tools_over_stdio_and_http(
+    make_agent: Any, model_server: ProtocolServer, http_server: str
+) -> None:
+    agent = make_agent(
+        MODEL
+        + f"""\
+budget: {{turns: 3}}
+hooks:
+  tool_call:
+    - block: {{tool: "mcp__notes__.*", pattern: forbidden}}
+      reason: no forbidden notes
+mcp:
+  notes:
+    command: {sys.executable}
+    args: [notes_server.py]
+    env: {{NOTES_DIR: ./notes}}
+    exclude: [secret]
+  tracker:
+    url: ${{TRACKER_URL}}
+    tools: [search]
+    prefix: tracker_
+""",
+        TRACKER_URL=http_server,
+    )
+    replies = [
+        tool_reply(
+            ("c1", "mcp__notes__search", {"query": "hello"}),
+            ("c2", "mcp__notes__fail", {}),
+            ("c3", "mcp__notes__huge", {}),
+            ("c4", "tracker_search", {"query": "bug"}),
+            ("c5", "mcp__notes__env", {"variable": "TEST_API_KEY"}),
+            ("c6", "mcp__notes__picture", {}),
+        ),
+        tool_reply(
+            ("c7", "mcp__notes__search", {"query": "forbidden"}), ("c8", "mcp__notes__pid", {})
+        ),
+        None,  # the test kills the server, then answers; then the budget pauses the run
+    ]
+    killed: list[int] = []
+
+    def answer(request: Any) -> ScriptedResponse:
+        index = len(model_server.requests) - 1
+        if index == 2:
+            pids = [p for p in agent.server_pids() if alive(p)]
+            assert len(pids) == 1, pids
+            os.kill(pids[0], signal.SIGKILL)
+            killed.extend(pids)
+            wait_gone(pids)
+            time.sleep(0.3)  # the client notices the closed pipe
+            return tool_reply(("c9", "mcp__notes__pid", {}))
+        reply = replies[index]
+        assert reply is not None
+        return reply
+
+    model_server.set_handler(answer)
+    done = agent.run("--json", "use the notes")
+    assert done.returncode == 3, done.stderr  # paused by the budget: the servers stop too
+    events = events_of(done.stdout)
+    results = results_by_id(events)
+
+    # the scripted model saw the MCP tools, the allow-list and the exclude hid the others
+    tools = [t["function"]["name"] for t in model_server.requests[0].json["tools"]]
+    assert "mcp__notes__search" in tools and "tracker_search" in tools
+    assert "mcp__notes__secret" not in tools and "tracker_pid" not in tools
+    assert "mcp__notes__broken" not in tools  # invalid input schema: skipped, with a warning
+    assert "tool broken skipped" in done.stderr
+
+    # results reach the model: text, isError, truncation, images, the HTTP server
+    assert "found 'hello' in ./notes" in result_text(results["c1"])
+    assert results["c2"]["is_error"] is True
+    huge = result_text(results["c3"])
+    assert "[Output truncated" in huge and len(huge.encode()) < 60_000
+    assert "found 'bug'" in result_text(results["c4"])
+    assert result_text(results["c5"]) == "<unset>"  # the child's environment has no API key
+    assert results["c6"]["result"]["content"][0]["type"] == "image"
+    second = model_server.requests[1].json["messages"]
+    assert any("found 'hello'" in json.dumps(m) for m in second)
+
+    # a hook blocks an MCP call by its mcp__ name; the run goes on
+    assert results["c7"]["is_error"] is True
+    assert "no forbidden notes" in result_text(results["c7"])
+    # the killed server was restarted for the next call
+    first_pid = int(result_text(results["c8"]))
+    assert killed == [first_pid]
+    assert results["c9"]["is_error"] is False
+    assert int(result_text(results["c9"])) != first_pid
+
+    # --json shows the MCP calls as tool events
+    starts = [e["tool_name"] for e in events if e["type"] == "tool_execution_start"]
+    assert "mcp__notes__search" in starts and "tracker_search" in starts
+    # secrets stay out of the output, and no server outlives the agent
+    assert API_KEY not in done.stdout + done.stderr
+    assert wait_gone(agent.server_pids()) == []
+    log = agent.workdir / ".harnessc" / "logs" / "mcp-notes.log"
+    assert "notes server starting" in log.read_text()  # stderr went to the log
+    assert "notes server starting" not in done.stderr
+
+
+def test_a_server_that_hangs_at_start_up_times_out(
+    make_agent: Any, model_server: ProtocolServer
+) -> None:
+    agent = make_agent(
+        MODEL
+        + f"""\
+budget: {{turns: 1}}
+mcp:
+  stuck:
+    command: {sys.executable}
+    args: [notes_server.py]
+    env: {{NOTES_HANG: "1", NOTES_NAME: stuck}}
+    timeout_s: 1.5
+  optional:
+    command: {sys.executable}
+    args: [notes_server.py]
+    env: {{NOTES_HANG: "1", NOTES_NAME: optional}}
+    timeout_s: 1.5
+    required: false
+"""
+    )
+    model_server.enqueue(text_reply("hi"))
+    started = time.monotonic()
+    done = agent.run("--json", "hello")
+    took = time.monotonic() - started
+    events = events_of(done.stdout)
+    errors = [e["message"] for e in events if e["type"] == "error"]
+    notices = [e["message"] for e in events if e["type"] == "notice"]
+    assert any("'stuck' did not answer start-up within 1.5 s" in m for m in errors), errors
+    assert any(
+        "'optional' did not answer start-up" in m and "required: false" in m for m in notices
+    )
+    assert took < 30
+    assert len(agent.server_pids()) == 2
+    assert wait_gone(agent.server_pids()) == []
+
+
+def test_ctrl_c_during_an_mcp_call_cancels_it_and_stops_the_server(
+    make_agent: Any, model_server: ProtocolServer
+) -> None:
+    agent = make_agent(
+        MODEL
+        + f"""\
+mcp:
+  notes:
+    command: {sys.executable}
+    args: [notes_server.py]
+    tools: [slow]
+"""
+    )
+    model_server.enqueue(tool_reply(("s1", "mcp__notes__slow", {"seconds": 60})), text_reply("ok"))
+    process = agent.popen("--json", "sleep")
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:  # the MCP call is running
+            if '"tool_execution_start"' in line:
+                break
+        time.sleep(0.3)
+        process.send_signal(signal.SIGINT)
+        assert process.wait(30) == 130
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+    assert len(agent.server_pids()) == 1
+    assert wait_gone(agent.server_pids()) == []

@@ -1,0 +1,241 @@
+"""MCP pieces in one process: lazy imports, the missing extra, .mcp.json files, the
+child environment, result mapping, schema checks, and a harness with a real server
+(list_changed between turns, prompts as commands, ``from:``)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from harnessc.runtime import catalog
+from harnessc.runtime.harness import AgentHarness
+from harnessc.runtime.mcp import McpConfigError, McpServerConfig, McpToolset, load_mcp_json
+from harnessc.runtime.mcp import toolset as toolset_module
+from harnessc.runtime.mcp.env import child_environ
+from harnessc.runtime.mcp.results import schema_problem, to_tool_result
+from harnessc.runtime.messages import ToolResultMessage
+from harnessc.runtime.options import AgentHarnessOptions, Model
+from harnessc.runtime.providers.scripted import ScriptedProvider, reply_text, reply_tool_calls
+from harnessc.runtime.session import Session
+from harnessc.spec import parse_spec
+
+from .mcpkit import SERVER, recorded_pids, wait_gone
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _modules_after(code: str) -> set[str]:
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO
+    ).stdout
+    return set(json.loads(out.splitlines()[-1]))
+
+
+LOAD = (
+    "import importlib.util\n"
+    "from harnessc.runtime.harness import AgentHarness\n"
+    "from harnessc.runtime.session import Session\n"
+    "spec = importlib.util.spec_from_file_location('agent', 'generated/{name}.py')\n"
+    "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)\n"
+    "harness = AgentHarness(module.build_options(session=Session()))\n"
+)
+
+
+def test_an_agent_without_mcp_never_imports_it() -> None:
+    loaded = _modules_after(LOAD.format(name="hello"))
+    assert not any(m == "mcp" or m.startswith(("mcp.", "harnessc.runtime.mcp")) for m in loaded)
+
+
+def test_an_agent_with_mcp_imports_the_sdk_only_when_a_server_starts() -> None:
+    loaded = _modules_after(LOAD.format(name="notes"))
+    assert "harnessc.runtime.mcp" in loaded  # the wiring
+    assert "mcp" not in loaded and "harnessc.runtime.mcp.client" not in loaded
+    assert not any(m.startswith(("mcp.", "mcp_types", "anyio", "pydantic")) for m in loaded)
+
+
+def test_a_missing_extra_is_a_clear_error_at_build_and_at_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(catalog.ToolSourceEntry, "available", lambda self: False)
+    loaded = parse_spec(
+        (REPO / "agents" / "notes.yaml").read_bytes(), REPO / "agents" / "notes.yaml"
+    )
+    messages = [d.message for d in loaded.diagnostics if d.severity == "error"]
+    assert any("pip install 'harnessc[mcp]'" in m for m in messages), messages
+    monkeypatch.setattr(toolset_module, "sdk_available", lambda: False)
+    with pytest.raises(toolset_module.McpUnavailableError, match=r"pip install 'harnessc\[mcp\]'"):
+        McpToolset([McpServerConfig(name="notes", command="true")])
+
+
+def test_mcp_json_files_are_read_as_claude_code_writes_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NOTES_PORT", "9000")
+    file = tmp_path / ".mcp.json"
+    file.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "files": {"command": "npx", "args": ["-y", "server"], "env": {"A": "1"}},
+                    "remote": {
+                        "type": "http",
+                        "url": "http://127.0.0.1:${NOTES_PORT}/mcp",
+                        "headers": {"X-Key": "${MISSING:-none}"},
+                    },
+                }
+            }
+        )
+    )
+    files, remote = load_mcp_json(file)
+    assert (files.command, files.args, files.env, files.base_dir) == (
+        "npx",
+        ["-y", "server"],
+        {"A": "1"},
+        str(tmp_path),
+    )
+    assert remote.url == "http://127.0.0.1:9000/mcp" and remote.headers == {"X-Key": "none"}
+    assert "X-Key" not in repr(remote) and "none" not in repr(remote)  # no header values in logs
+    for text, message in (
+        ("{", "not valid JSON"),
+        ("[]", "no 'mcpServers'"),
+        ('{"mcpServers": {"a": {"command": "x", "comand": 1}}}', "unknown key"),
+        ('{"mcpServers": {"a": {"type": "sse", "url": "http://x"}}}', "not supported"),
+        ('{"mcpServers": {"a": {"url": "ftp://x"}}}', "not an http"),
+        ('{"mcpServers": {"a": {}}}', "exactly one of"),
+    ):
+        file.write_text(text)
+        with pytest.raises(McpConfigError, match=message):
+            load_mcp_json(file)
+
+
+def test_the_child_environment_has_no_credentials() -> None:
+    env = child_environ(
+        {
+            "PATH": "/bin",
+            "HOME": "/root",
+            "OPENAI_API_KEY": "sk",
+            "GITHUB_TOKEN": "t",
+            "AWS_SECRET_ACCESS_KEY": "s",
+            "DB_PASSWORD": "p",
+            "BASH_FUNC_x%%": "() { :; }",
+        }
+    )
+    assert env == {"PATH": "/bin", "HOME": "/root"}
+
+
+def test_results_map_text_images_structured_content_and_errors() -> None:
+    def block(**fields: Any) -> SimpleNamespace:
+        return SimpleNamespace(**fields)
+
+    result = to_tool_result(
+        SimpleNamespace(
+            content=[
+                block(type="text", text="hello"),
+                block(type="image", data="AAAA", mime_type="image/png"),
+                block(type="audio", data="", mime_type="audio/wav"),
+                block(type="resource", resource=block(uri="file:///a", text="inside")),
+            ],
+            structured_content={"n": 1},
+            is_error=False,
+        ),
+        server="s",
+        tool="t",
+    )
+    assert [c.type for c in result.content] == ["text", "image"]
+    assert result.content[0].text == "hello\n[audio result (audio/wav) not shown]\ninside"
+    assert result.details == {"server": "s", "tool": "t", "structured_content": {"n": 1}}
+    only = to_tool_result(
+        SimpleNamespace(content=[], structured_content={"n": 2}, is_error=False),
+        server="s",
+        tool="t",
+    )
+    assert only.content[0].text == '{"n": 2}'
+    failed = to_tool_result(SimpleNamespace(content=[], is_error=True), server="s", tool="t")
+    assert failed.is_error and "error" in failed.content[0].text
+    huge = to_tool_result(
+        SimpleNamespace(content=[block(type="text", text="x\n" * 10_000)], is_error=False),
+        server="s",
+        tool="t",
+    )
+    assert "[Output truncated" in huge.content[0].text
+
+
+def test_schemas_a_model_api_would_refuse_are_found() -> None:
+    assert schema_problem({"type": "object", "properties": {"q": {"type": "string"}}}) is None
+    assert (
+        schema_problem(
+            {"type": "object", "properties": {"q": {"anyOf": [{"type": "integer"}, True]}}}
+        )
+        is None
+    )
+    assert "not 'object'" in (schema_problem({"type": "array"}) or "")
+    assert "not a JSON Schema type" in (
+        schema_problem({"type": "object", "properties": {"q": {"type": "text"}}}) or ""
+    )
+    assert "required" in (schema_problem({"type": "object", "required": "q"}) or "")
+    assert "items" in (
+        schema_problem({"type": "object", "properties": {"l": {"type": "array", "items": 3}}}) or ""
+    )
+
+
+def test_a_harness_refreshes_changed_tool_lists_between_turns_and_offers_prompts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    pid_dir = tmp_path / "pids"
+    pid_dir.mkdir()
+    monkeypatch.setenv("MCP_PID_DIR", str(pid_dir))
+    monkeypatch.setenv("SOME_SECRET_TOKEN", "do-not-leak")
+    (tmp_path / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"notes": {"command": sys.executable, "args": [str(SERVER)]}}})
+    )
+    toolset = McpToolset(
+        [McpServerConfig(name="absent", command=str(tmp_path / "nope"), required=False)],
+        from_file=tmp_path / ".mcp.json",
+    )
+    provider = ScriptedProvider(
+        [
+            reply_tool_calls(
+                [("mcp__notes__grow", {}), ("mcp__notes__env", {"variable": "SOME_SECRET_TOKEN"})]
+            ),
+            reply_tool_calls([("mcp__notes__extra", {})]),
+            reply_text("done"),
+        ]
+    )
+    options = AgentHarnessOptions(
+        session=Session(),
+        models={"m": Model(id="m", api="openai-completions", base_url="http://127.0.0.1:9")},
+        model="m",
+        extensions=[toolset],
+    )
+    options.provider = provider
+    harness = AgentHarness(options)
+    notices: list[str] = []
+    harness.subscribe(lambda e: notices.append(e.message) if e.type == "notice" else None)
+    try:
+        harness.prompt_sync("go")
+        results = [m for m in harness.messages if isinstance(m, ToolResultMessage)]
+        texts = {m.tool_name: "".join(c.text for c in m.content) for m in results}
+        assert texts["mcp__notes__grow"] == "grown"
+        assert texts["mcp__notes__env"] == "<unset>"
+        assert texts["mcp__notes__extra"] == "extra!"  # listed again before the second call
+        names = [t.name for t in provider.requests[1].context.tools or []]
+        assert "mcp__notes__extra" in names and "mcp__notes__extra" not in [
+            t.name for t in provider.requests[0].context.tools or []
+        ]
+        assert any("'absent' failed to start" in n and "required: false" in n for n in notices)
+        reply = harness.commands.dispatch("mcp__notes__summarize", "cats")
+        import asyncio
+
+        outcome = asyncio.run(reply)
+        assert outcome.text == "Summarize what the notes say about cats."
+    finally:
+        toolset.close()
+    assert wait_gone(recorded_pids(pid_dir)) == []
