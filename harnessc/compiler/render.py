@@ -372,7 +372,10 @@ class _Builder:
             create = Call(
                 "session_repo().create",
                 [],
-                [("cwd", Code("cwd")), ("metadata", DictExpr([(Lit("agent"), Code("AGENT_NAME"))]))],
+                [
+                    ("cwd", Code("cwd")),
+                    ("metadata", DictExpr([(Lit("agent"), Code("AGENT_NAME"))])),
+                ],
             )
             return ["session = " + layout(create, 8, 18)]
         self.rt(".session", "Session")
