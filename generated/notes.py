@@ -39,7 +39,14 @@ def build_options(*, session: Session | None = None, cwd: str | None = None) -> 
         model="main",
         tools=[create_read_tool()],
         system_prompt=SYSTEM_PROMPT,
-        hooks=[command_hook("tool_call", "hooks/guard.sh", matcher="mcp__notes__.*", cwd=SPEC_DIR)],
+        hooks=[
+            command_hook(
+                "tool_call",
+                "hooks/guard.sh",
+                matcher="mcp__notes__.*",
+                spec_dir=SPEC_DIR,
+            ),
+        ],
         extensions=[
             McpToolset(
                 [

@@ -94,9 +94,7 @@ def shape(path: Path) -> list[Any]:
             entry.pop(key, None)
         data = entry.get("data")
         if isinstance(data, dict):  # the harness's pause record: its run id and clock
-            data.pop("run_id", None)
-            if isinstance(data.get("usage"), dict):
-                data["usage"].pop("wall_clock_s", None)
+            _drop(data, {"run_id", "wall_clock_s", "timestamp"})
         message = entry.get("message")
         if isinstance(message, dict):
             message.pop("timestamp", None)
@@ -104,6 +102,17 @@ def shape(path: Path) -> list[Any]:
             message.pop("responseId", None)
         out.append(entry)
     return out
+
+
+def _drop(value: Any, keys: set[str]) -> None:
+    if isinstance(value, dict):
+        for key in keys & set(value):
+            del value[key]
+        for item in value.values():
+            _drop(item, keys)
+    elif isinstance(value, list):
+        for item in value:
+            _drop(item, keys)
 
 
 def sessions_of(agent: DurableAgent) -> list[Path]:
@@ -237,7 +246,7 @@ def test_four_workers_complete_200_runs_exactly_once(
     agent = make_agent(tmp_path, server.running, pg_database, sessions=False)
     try:
         for n in range(4):
-            agent.worker(f"w{n}", env={"DURABLE_CONCURRENCY": "8"})
+            agent.worker(f"w{n}", env={"DURABLE_CONCURRENCY": "8", "DURABLE_LEASE_S": "60"})
         script = (
             "import sys, uuid\n"
             "from dbos import DBOS, DBOSClient\n"
