@@ -76,12 +76,14 @@ def any_agent(tmp_path: Path, server: Server, database_url: str) -> Iterator[Dur
     agent.stop_workers()
 
 
-def wait_for(predicate: Any, timeout: float = 30.0, what: str = "condition") -> None:
+def wait_for(
+    predicate: Any, timeout: float = 60.0, what: str = "condition", every: float = 0.1
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
             return
-        time.sleep(0.05)
+        time.sleep(every)
     raise AssertionError(f"timed out waiting for {what}")
 
 
@@ -224,8 +226,16 @@ def test_sigkill_mid_run_repeats_nothing_committed(
 
 
 def test_a_dead_workers_runs_are_finished_by_another_after_the_lease(
-    any_agent: DurableAgent, server: Server
+    tmp_path: Path, server: Server, pg_database: str
 ) -> None:
+    any_agent = make_agent(tmp_path, server.running, pg_database)
+    try:
+        _lease(any_agent)
+    finally:
+        any_agent.stop_workers()
+
+
+def _lease(any_agent: DurableAgent) -> None:
     run_id = submit(any_agent, "steps 2 lease")
     victim = any_agent.worker("gone", env={"TOOL_SLEEP_S": "3"})
     wait_for(lambda: "start call_lease_1" in _read(any_agent.side_effects), what="the first tool")
@@ -267,11 +277,18 @@ def test_four_workers_complete_200_runs_exactly_once(
             timeout=120,
         )
 
-        def finished() -> int:
-            rows = agent.client("--runs", "--json")[1].splitlines()
-            return sum(1 for line in rows if json.loads(line)["state"] == "done")
+        from dbos import DBOSClient
 
-        wait_for(lambda: finished() == 200, timeout=240, what="200 finished runs")
+        client = DBOSClient(system_database_url=pg_database, application_name="hx-dtest")
+        try:
+            wait_for(
+                lambda: len(client.list_workflows(status="SUCCESS", load_input=False)) == 200,
+                timeout=300,
+                what="200 finished runs",
+                every=1.0,
+            )
+        finally:
+            client.destroy()
         rows = [json.loads(line) for line in agent.client("--runs", "--json")[1].splitlines()]
         assert len(rows) == 200 and {r["state"] for r in rows} == {"done"}
         assert len({r["worker"] for r in rows}) > 1  # the queue was shared
