@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     AfterValidator,
+    AliasChoices,
+    AliasGenerator,
     BaseModel,
     ConfigDict,
     Field,
@@ -665,27 +667,59 @@ class ExtensionSpecModel(SpecModel):
 
     extension_name: ClassVar[str] = ""
 
-    @model_validator(mode="after")
-    def _runtime_validate(self) -> ExtensionSpecModel:
-        from harnessc.runtime.extensions.base import ExtensionConfigError, decode_config
+    @model_validator(mode="before")
+    @classmethod
+    def _one_spelling(cls, data: Any) -> Any:
+        """A field given under two of its names (``message`` and ``notice``) is an error."""
+        if isinstance(data, dict) and cls.extension_name:
+            from harnessc.runtime.extensions.base import ExtensionConfigError
+            from harnessc.runtime.extensions.config_names import canonical_config
 
-        name = self.extension_name
-        values = {key: getattr(self, key) for key in self.model_fields_set}
+            try:
+                canonical_config(cls.extension_name, cls.model_fields, data)
+            except ExtensionConfigError as exc:
+                raise _custom("extension_config", str(exc).split(": ", 1)[-1]) from None
+        return data
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _runtime_validate(
+        cls, data: Any, handler: ModelWrapValidatorHandler[ExtensionSpecModel]
+    ) -> ExtensionSpecModel:
+        from harnessc.runtime.extensions.base import ExtensionConfigError, decode_config
+        from harnessc.runtime.extensions.config_names import written_key
+
+        model = handler(data)
+        name = cls.extension_name
+        values = {key: getattr(model, key) for key in model.model_fields_set}
         try:
             decode_config(catalog.extension(name).config_type(), values, extension=name)
         except ExtensionConfigError as exc:
             prefix = f"{exc.extension or 'extension'}" + (f".{exc.field}" if exc.field else "")
             message = str(exc).removeprefix(f"{prefix}: ")
+            field = written_key(name, data, exc.field)  # the key as the spec spells it
             raise PydanticCustomError(
-                "extension_config", "{message}", {"message": message, "field": exc.field}
+                "extension_config", "{message}", {"message": message, "field": field}
             ) from None
-        return self
+        return model
+
+
+def _seed_names(extension: str) -> ConfigDict:
+    """Keys also accepted under seed 003's camelCase names and harnessc's aliases."""
+    from harnessc.runtime.extensions.config_names import accepted_names
+
+    return ConfigDict(
+        alias_generator=AliasGenerator(
+            validation_alias=lambda field: AliasChoices(*accepted_names(extension, field))
+        )
+    )
 
 
 class CompactionSpec(ExtensionSpecModel):
     """Before-step compaction (seed 003 hook/before-step)."""
 
     extension_name: ClassVar[str] = "compaction"
+    model_config = _seed_names("compaction")
 
     enabled: bool = _extension_default("compaction", "enabled")
     """Compact automatically before model steps; false leaves only /compact."""
@@ -711,6 +745,7 @@ class SessionIndexSpec(ExtensionSpecModel):
     """Full-text index of the sessions, refreshed after each turn (SQLite FTS5)."""
 
     extension_name: ClassVar[str] = "session_index"
+    model_config = _seed_names("session_index")
 
     search_limit: Annotated[int, Field(gt=0, le=50)] = _extension_default(
         "session_index", "search_limit"
@@ -724,6 +759,7 @@ class TurnContinueSpec(ExtensionSpecModel):
     """Keep an autonomous run going until finish is called; needs the todo and finish tools."""
 
     extension_name: ClassVar[str] = "turn_continue"
+    model_config = _seed_names("turn_continue")
 
     max_continuations: NonNegInt = _extension_default("turn_continue", "max_continuations")
     """Continue prompts sent at most per run; 0 disables the extension."""
@@ -740,9 +776,10 @@ class TurnContinueSpec(ExtensionSpecModel):
 
 
 class TurnNudgeSpec(ExtensionSpecModel):
-    """Budget-status notices appended to tool results as a turn grows long."""
+    """Budget-status notices appended to tool results as a turn grows long. Seed 003's camelCase keys (stepInterval, limitMessage, ...) are accepted too."""
 
     extension_name: ClassVar[str] = "turn_nudge"
+    model_config = _seed_names("turn_nudge")
 
     step_interval: NonNegInt = _extension_default("turn_nudge", "step_interval")
     """Steps between two notices; 0 keeps the default."""
@@ -752,8 +789,8 @@ class TurnNudgeSpec(ExtensionSpecModel):
     """From this many steps on every tool result gets limit_message; 0 keeps the default."""
     time_limit_minutes: NonNegFloat = _extension_default("turn_nudge", "time_limit_minutes")
     """From this many minutes on every tool result gets limit_message; 0 keeps the default."""
-    notice: NonEmptyStr = _extension_default("turn_nudge", "notice")
-    """Text appended to a tool result at each interval; {steps} and {elapsed} are filled in (no other placeholders)."""
+    message: NonEmptyStr = _extension_default("turn_nudge", "message")
+    """Text appended to a tool result at each interval; {steps} and {elapsed} are filled in (no other placeholders). Also accepted as notice (harnessc's former name)."""
     limit_message: NonEmptyStr = _extension_default("turn_nudge", "limit_message")
     """Text appended to every tool result once a limit is reached; {steps} and {elapsed} are filled in."""
 

@@ -239,14 +239,15 @@ def _pump(
         finished = status() not in ("PENDING", "ENQUEUED")
         while True:
             try:
-                event = read(offset)
+                batch = read(offset)  # the events one step wrote
             except Exception:  # DBOSStreamTimeoutError: nothing new (or the stream ended)
                 break
             offset += 1
-            if as_json:
-                out.write(json.dumps(event, ensure_ascii=False) + "\n")
-            elif isinstance(event, dict) and event.get("type") == "tool_execution_start":
-                out.write(f"[{event.get('tool_name', 'tool')}]\n")
+            for event in batch if isinstance(batch, list) else [batch]:
+                if as_json:
+                    out.write(json.dumps(event, ensure_ascii=False) + "\n")
+                elif isinstance(event, dict) and event.get("type") == "tool_execution_start":
+                    out.write(f"[{event.get('tool_name', 'tool')}]\n")
             out.flush()
         if finished or waiting():
             return
