@@ -96,3 +96,18 @@ def test_bad_rules_are_named() -> None:
         PermissionRules.from_config({"default": "maybe"})
     assert parse_rule("Glob(src/**)").tool == "find"
     assert parse_rule("mytool").specifier is None
+
+
+def test_hooks_see_the_mode_as_claude_code_names_it() -> None:
+    from types import SimpleNamespace
+
+    from harnessc.runtime.tools.permissions import claude_permission_mode, permission_hook
+
+    hook = permission_hook({"ask": ["Bash(*)"]}, "accept-edits")
+    harness = SimpleNamespace(options=SimpleNamespace(hooks=[hook]))
+    assert claude_permission_mode(harness) == "acceptEdits"
+    hook.handler.set_mode("plan")
+    assert claude_permission_mode(harness) == "plan"
+    assert claude_permission_mode(SimpleNamespace(options=SimpleNamespace(hooks=[]))) == (
+        "bypassPermissions"
+    )

@@ -44,6 +44,7 @@ __all__ = [
     "MODES",
     "PERMISSION_ENTRY",
     "PermissionGate",
+    "claude_permission_mode",
     "describe_call",
     "pending_asks",
     "find_gate",
@@ -480,3 +481,19 @@ def pending_asks(session: Any) -> dict[str, dict[str, Any]]:
 def describe_call(tool: str, args: Mapping[str, Any]) -> str:
     """``Bash(git push)``, ``write(notes.md)``: a call as the rules name it."""
     return _label(tool, args)
+
+
+_CLAUDE_MODES = {
+    "default": "default",
+    "accept-edits": "acceptEdits",
+    "plan": "plan",
+    "bypass": "bypassPermissions",
+}
+
+
+def claude_permission_mode(harness: Any) -> str:
+    """The permission mode as Claude Code names it, for hooks (``permission_mode``):
+    the gate's mode, or ``bypassPermissions`` for an agent without permission rules."""
+    options = getattr(harness, "options", None)
+    gate = find_gate(getattr(options, "hooks", ()) or ())
+    return _CLAUDE_MODES.get(gate.mode, "default") if gate is not None else "bypassPermissions"
