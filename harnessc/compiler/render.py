@@ -205,6 +205,15 @@ class _Builder:
                 spec_dir=Code("SPEC_DIR"),
             )
             hooks.append(Code("*" + settings.flat()))
+        if spec.permissions is not None:  # a tool_call hook applying the rules
+            rules = spec.permissions.model_dump(exclude_defaults=True)
+            config = DictExpr(
+                [
+                    (Lit(k), ListExpr([Lit(r) for r in v]) if isinstance(v, list) else Lit(v))
+                    for k, v in rules.items()
+                ]
+            )
+            hooks.append(self.call(".tools.permissions", "permission_hook", config))
         if hooks:
             out.append(("hooks", ListExpr(hooks)))
         extensions = self.extensions()
