@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     AfterValidator,
+    AliasChoices,
+    AliasGenerator,
     BaseModel,
     ConfigDict,
     Field,
@@ -665,27 +667,59 @@ class ExtensionSpecModel(SpecModel):
 
     extension_name: ClassVar[str] = ""
 
-    @model_validator(mode="after")
-    def _runtime_validate(self) -> ExtensionSpecModel:
-        from harnessc.runtime.extensions.base import ExtensionConfigError, decode_config
+    @model_validator(mode="before")
+    @classmethod
+    def _one_spelling(cls, data: Any) -> Any:
+        """A field given under two of its names (``message`` and ``notice``) is an error."""
+        if isinstance(data, dict) and cls.extension_name:
+            from harnessc.runtime.extensions.base import ExtensionConfigError
+            from harnessc.runtime.extensions.config_names import canonical_config
 
-        name = self.extension_name
-        values = {key: getattr(self, key) for key in self.model_fields_set}
+            try:
+                canonical_config(cls.extension_name, cls.model_fields, data)
+            except ExtensionConfigError as exc:
+                raise _custom("extension_config", str(exc).split(": ", 1)[-1]) from None
+        return data
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _runtime_validate(
+        cls, data: Any, handler: ModelWrapValidatorHandler[ExtensionSpecModel]
+    ) -> ExtensionSpecModel:
+        from harnessc.runtime.extensions.base import ExtensionConfigError, decode_config
+        from harnessc.runtime.extensions.config_names import written_key
+
+        model = handler(data)
+        name = cls.extension_name
+        values = {key: getattr(model, key) for key in model.model_fields_set}
         try:
             decode_config(catalog.extension(name).config_type(), values, extension=name)
         except ExtensionConfigError as exc:
             prefix = f"{exc.extension or 'extension'}" + (f".{exc.field}" if exc.field else "")
             message = str(exc).removeprefix(f"{prefix}: ")
+            field = written_key(name, data, exc.field)  # the key as the spec spells it
             raise PydanticCustomError(
-                "extension_config", "{message}", {"message": message, "field": exc.field}
+                "extension_config", "{message}", {"message": message, "field": field}
             ) from None
-        return self
+        return model
+
+
+def _seed_names(extension: str) -> ConfigDict:
+    """Keys also accepted under seed 003's camelCase names and harnessc's aliases."""
+    from harnessc.runtime.extensions.config_names import accepted_names
+
+    return ConfigDict(
+        alias_generator=AliasGenerator(
+            validation_alias=lambda field: AliasChoices(*accepted_names(extension, field))
+        )
+    )
 
 
 class CompactionSpec(ExtensionSpecModel):
     """Before-step compaction (seed 003 hook/before-step)."""
 
     extension_name: ClassVar[str] = "compaction"
+    model_config = _seed_names("compaction")
 
     enabled: bool = _extension_default("compaction", "enabled")
     """Compact automatically before model steps; false leaves only /compact."""
@@ -711,6 +745,7 @@ class SessionIndexSpec(ExtensionSpecModel):
     """Full-text index of the sessions, refreshed after each turn (SQLite FTS5)."""
 
     extension_name: ClassVar[str] = "session_index"
+    model_config = _seed_names("session_index")
 
     search_limit: Annotated[int, Field(gt=0, le=50)] = _extension_default(
         "session_index", "search_limit"
@@ -724,6 +759,7 @@ class TurnContinueSpec(ExtensionSpecModel):
     """Keep an autonomous run going until finish is called; needs the todo and finish tools."""
 
     extension_name: ClassVar[str] = "turn_continue"
+    model_config = _seed_names("turn_continue")
 
     max_continuations: NonNegInt = _extension_default("turn_continue", "max_continuations")
     """Continue prompts sent at most per run; 0 disables the extension."""
@@ -740,9 +776,10 @@ class TurnContinueSpec(ExtensionSpecModel):
 
 
 class TurnNudgeSpec(ExtensionSpecModel):
-    """Budget-status notices appended to tool results as a turn grows long."""
+    """Budget-status notices appended to tool results as a turn grows long. Seed 003's camelCase keys (stepInterval, limitMessage, ...) are accepted too."""
 
     extension_name: ClassVar[str] = "turn_nudge"
+    model_config = _seed_names("turn_nudge")
 
     step_interval: NonNegInt = _extension_default("turn_nudge", "step_interval")
     """Steps between two notices; 0 keeps the default."""
@@ -752,8 +789,8 @@ class TurnNudgeSpec(ExtensionSpecModel):
     """From this many steps on every tool result gets limit_message; 0 keeps the default."""
     time_limit_minutes: NonNegFloat = _extension_default("turn_nudge", "time_limit_minutes")
     """From this many minutes on every tool result gets limit_message; 0 keeps the default."""
-    notice: NonEmptyStr = _extension_default("turn_nudge", "notice")
-    """Text appended to a tool result at each interval; {steps} and {elapsed} are filled in (no other placeholders)."""
+    message: NonEmptyStr = _extension_default("turn_nudge", "message")
+    """Text appended to a tool result at each interval; {steps} and {elapsed} are filled in (no other placeholders). Also accepted as notice (harnessc's former name)."""
     limit_message: NonEmptyStr = _extension_default("turn_nudge", "limit_message")
     """Text appended to every tool result once a limit is reached; {steps} and {elapsed} are filled in."""
 
@@ -1028,6 +1065,39 @@ def _hooks_schema(schema: dict[str, Any]) -> None:
         schema["additionalProperties"] = {"anyOf": [handlers, {"type": "string"}]}
 
 
+PermissionRule = Annotated[str, Field(min_length=1, examples=["Bash(git status)", "Read(**)"])]
+
+
+class PermissionsSpec(SpecModel):
+    """Permission rules for tool calls, as Claude Code writes them: Tool(specifier).
+
+    Tool names are harnessc's or Claude Code's (Bash, Read, Write, Edit, LS, Grep, Glob).
+    Deny rules always win; between a matching allow and ask rule the more specific one
+    decides. `ask` prompts in the interactive mode and pauses a run without a terminal.
+    """
+
+    allow: list[PermissionRule] = Field(default_factory=list)
+    """Calls that run without asking, e.g. Bash(git status), Bash(pytest *), Read(**)."""
+    ask: list[PermissionRule] = Field(default_factory=list)
+    """Calls that need the user's yes: a y / n / always question in -i, a pause elsewhere."""
+    deny: list[PermissionRule] = Field(default_factory=list)
+    """Calls that never run, in any permission mode, e.g. Bash(rm -rf *), Read(./.env)."""
+    default: Literal["allow", "ask", "deny"] = "allow"
+    """What happens to a call no rule names."""
+
+    @field_validator("allow", "ask", "deny")
+    @classmethod
+    def _rules_parse(cls, rules: list[str]) -> list[str]:
+        from harnessc.runtime.tools.permissions import PermissionError_, parse_rule
+
+        for rule in rules:
+            try:
+                parse_rule(rule)
+            except PermissionError_ as exc:
+                raise _custom("permission_rule", str(exc)) from None
+        return rules
+
+
 class AgentSpec(SpecModel):
     """A harnessc agent: models, tools, resources, hooks, extensions, budget and sessions."""
 
@@ -1063,6 +1133,8 @@ class AgentSpec(SpecModel):
     """Built-in extensions to install; an empty value (``turn_nudge: {}``) installs one with its defaults."""
     budget: BudgetSpec | None = None
     """Hard limits of one run (hitting one pauses the run); default: unlimited."""
+    permissions: PermissionsSpec | None = None
+    """Which tool calls run, are asked about, or are refused (Claude Code's Tool(specifier) rules)."""
     session: SessionSpec = Field(default_factory=SessionSpec)
     """Where sessions are kept."""
     durable: DurableSpec | None = None

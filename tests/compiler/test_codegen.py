@@ -384,7 +384,7 @@ def test_generated_modules_use_exactly_the_contract_names() -> None:
         ),
         ("compaction", {"prune_tool_result_bytes": 4096, "prune_keep_bytes": 4096}, None),
         ("compaction", {"prune_tool_result_bytes": 1000}, "compaction"),  # default keep 2048
-        ("turn_nudge", {"notice": "{steps} of {max_steps}"}, None),
+        ("turn_nudge", {"message": "{steps} of {max_steps}"}, None),
         ("turn_nudge", {"limit_message": "done {"}, None),
     ],
 )

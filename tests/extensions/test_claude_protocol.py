@@ -268,3 +268,51 @@ def test_user_prompt_submit_block_drops_the_prompt(make_harness: Any, script: An
     )
     again = asyncio.run(harness.prompt("hello"))  # the harness is usable afterwards
     assert again.status == "aborted"  # the same hook blocks every prompt
+
+
+def test_block_rule_takes_claude_code_tool_names(make_harness: Any) -> None:
+    from harnessc.runtime.extensions import block_rule
+
+    from ._ext_support import echo_tool
+
+    seen: list[dict[str, Any]] = []
+    rule = block_rule("Echo|echo", "secret", "no secrets")
+    harness, _ = make_harness(
+        [reply_tool_calls([("echo", {"text": "a secret"})]), reply_text("ok")],
+        [echo_tool(seen=seen)],
+        hooks=[rule, block_rule("Bash", "rm", "no rm")],
+    )
+    asyncio.run(harness.prompt("go"))
+    assert seen == []
+    from harnessc.runtime.extensions.block_rules import BlockRule
+
+    assert BlockRule("Bash", "rm", "r").matches("bash", {"command": "rm x"})
+
+
+def test_settings_session_start_and_post_tool_use(
+    make_harness: Any, script: Any, tmp_path: Path
+) -> None:
+    from ._ext_support import echo_tool
+
+    log = tmp_path / "events.jsonl"
+    logger = script("log.sh", f"cat >> {log}\necho >> {log}\necho 'context from SessionStart'\n")
+    hooks = {
+        "SessionStart": [{"hooks": [{"type": "command", "command": logger}]}],
+        "PostToolUse": [{"matcher": "echo", "hooks": [{"type": "command", "command": logger}]}],
+        "PostToolUseFailure": [{"hooks": [{"type": "command", "command": logger}]}],
+    }
+    specs = claude_settings_hooks(_settings(tmp_path, hooks))
+    harness, _ = make_harness(
+        [reply_tool_calls([("echo", {"text": "x"})]), reply_text("one"), reply_text("two")],
+        [echo_tool()],
+        hooks=specs,
+    )
+    asyncio.run(harness.prompt("first"))
+    asyncio.run(harness.prompt("second"))
+    events = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    names = [e["hook_event_name"] for e in events]
+    assert names == ["SessionStart", "PostToolUse"]  # once per harness; no failure
+    assert events[0]["source"] == "startup"
+    assert events[1]["tool_response"]["content"] == "x"
+    texts = [m.content for m in harness.messages if getattr(m, "role", "") == "user"]
+    assert texts[:2] == ["first", "context from SessionStart"]

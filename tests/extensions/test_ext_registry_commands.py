@@ -52,7 +52,6 @@ def test_public_names() -> None:
             "TurnNudgeConfig",
             "Extension",
             "build_extension",
-            "claude_settings_hooks",
             "ExtensionConfigError",
         ]
     )

@@ -44,7 +44,7 @@ def test_step_notices_and_limit(make_harness: Any) -> None:
     config = TurnNudgeConfig(
         step_interval=2,
         step_limit=5,
-        notice="status: {steps} steps, {elapsed}",
+        message="status: {steps} steps, {elapsed}",
         limit_message="limit: {steps} steps, {elapsed}. Wrap up.",
     )
     ext = TurnNudgeExtension(config, clock=clock)
@@ -154,9 +154,9 @@ def test_zero_keeps_defaults() -> None:
     [
         ({"step_interval": -1}, "step_interval"),
         ({"time_limit_minutes": -0.5}, "time_limit_minutes"),
-        ({"notice": "{step} steps"}, "notice"),
-        ({"limit_message": "{steps} {"}, "limit_message"),
-        ({"message": "x"}, "message"),
+        ({"notice": "{step} steps"}, "message"),  # notice: the alias of seed 003's message
+        ({"limitMessage": "{steps} {"}, "limit_message"),
+        ({"message": "x", "notice": "y"}, "notice"),  # one field given twice
         ({"step_limit": 1.5}, "step_limit"),
     ],
 )

@@ -341,6 +341,8 @@ class TextPrinter:
         maximum = format_number(event.maximum)
         if event.level == "hard":
             self.line(f"[budget] limit hit: {event.limit} {used} of {maximum}")
+        elif event.limit in ("turns", "tool_calls") and event.used >= event.maximum:
+            self.line(f"[budget] {event.limit}: {used} of {maximum} used, the last one allowed")
         else:
             self.line(f"[budget] {event.limit}: {used} of {maximum} used, nearing the limit")
 

@@ -1,6 +1,7 @@
 """``block: {tool, pattern, reason}`` rules for the ``tool_call`` moment.
 
-A rule blocks a call when ``tool`` (a regex over the whole tool name) matches and
+A rule blocks a call when ``tool`` (a regex over the whole tool name, harnessc's or
+Claude Code's: ``bash`` or ``Bash``) matches and
 ``pattern`` (a regex) is found anywhere in the call's input serialised as JSON
 (``json.dumps`` with its default ``", "``/``": "`` separators and non-ASCII kept, keys
 in the order the model sent them). The reason is the tool result the model sees.
@@ -40,7 +41,10 @@ class BlockRule:
         return f"BlockRule({self.tool.pattern!r}, {self.pattern.pattern!r}, {self.reason!r})"
 
     def matches(self, tool_name: str, arguments: Any) -> bool:
-        if self.tool.fullmatch(tool_name) is None:
+        from harnessc.runtime.extensions.claude_tools import claude_tool_name
+
+        names = (tool_name, claude_tool_name(tool_name))
+        if not any(self.tool.fullmatch(name) for name in names):
             return False
         text = json.dumps(arguments, ensure_ascii=False, default=str)
         return self.pattern.search(text) is not None
@@ -54,4 +58,5 @@ class BlockRule:
 def block_rule(tool: str, pattern: str, reason: str) -> HookSpec:
     """A tool_call HookSpec blocking calls of ``tool`` whose JSON input matches ``pattern``."""
     rule = BlockRule(tool, pattern, reason)
-    return HookSpec(moment="tool_call", handler=rule, matcher=tool, name=f"block:{tool}:{pattern}")
+    # the rule matches the tool itself (under both names): no harness matcher
+    return HookSpec(moment="tool_call", handler=rule, matcher=None, name=f"block:{tool}:{pattern}")

@@ -259,7 +259,7 @@ class CommandHook:
         return env
 
     def _applies(self, event: Any, harness: Any, name: str) -> bool:
-        if self.event_name is not None and name != self.event_name:
+        if self.moment == "tool_result" and name != claude_event_name(self.moment, event):
             return False  # a PostToolUse hook on a failed call, or the reverse
         if name == "SessionStart":
             try:

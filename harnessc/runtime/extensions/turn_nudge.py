@@ -3,9 +3,10 @@
 A "turn" here is one run (a prompt until the agent stops, continuation segments
 included); a step is one model call with its tool batch. While the tools of step N
 run, N steps are taken. Every ``step_interval`` steps or ``time_interval_minutes`` of
-elapsed time the next tool result gets the budget-status ``notice`` (numbers only);
+elapsed time the next tool result gets the budget-status ``message`` (numbers only);
 from ``step_limit`` steps or ``time_limit_minutes`` on, every tool result gets
-``limit_message``. ``{steps}`` and ``{elapsed}`` are filled in. The text is part of the
+``limit_message``. Seed 003's camelCase names (``stepInterval``, ``limitMessage``, ...)
+are accepted, and ``notice`` (harnessc's former name of ``message``) as an alias. ``{steps}`` and ``{elapsed}`` are filled in. The text is part of the
 tool result, so the session records it. It only nudges: hard limits are the budget's.
 Time spent paused (between a pause and its resume) does not count.
 """
@@ -15,7 +16,7 @@ from __future__ import annotations
 import math
 import string
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +25,7 @@ from harnessc.runtime.extensions.base import (
     decode_config,
     require_non_negative,
 )
+from harnessc.runtime.extensions.config_names import canonical_config
 from harnessc.runtime.hooks import ToolResultEvent, ToolResultPatch
 from harnessc.runtime.messages import TextContent
 
@@ -47,7 +49,7 @@ _DEFAULTS: dict[str, Any] = {
     "time_interval_minutes": 10.0,
     "step_limit": 100,
     "time_limit_minutes": 60.0,
-    "notice": DEFAULT_NUDGE_NOTICE,
+    "message": DEFAULT_NUDGE_NOTICE,
     "limit_message": DEFAULT_NUDGE_LIMIT_MESSAGE,
 }
 
@@ -61,7 +63,7 @@ class TurnNudgeConfig:
     time_interval_minutes: float = 10.0
     step_limit: int = 100
     time_limit_minutes: float = 60.0
-    notice: str = DEFAULT_NUDGE_NOTICE
+    message: str = DEFAULT_NUDGE_NOTICE  # alias: notice
     limit_message: str = DEFAULT_NUDGE_LIMIT_MESSAGE
 
     def set_defaults(self) -> None:
@@ -75,7 +77,7 @@ class TurnNudgeConfig:
             ("step_interval", "time_interval_minutes", "step_limit", "time_limit_minutes"),
             extension=NAME,
         )
-        for name in ("notice", "limit_message"):
+        for name in ("message", "limit_message"):
             _check_template(getattr(self, name), name)
 
 
@@ -132,6 +134,8 @@ class TurnNudgeExtension:
         *,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        if isinstance(config, Mapping):
+            config = canonical_config(NAME, _DEFAULTS, config)
         self.config = decode_config(TurnNudgeConfig, config, extension=NAME)
         self.clock = clock
         self.state = _TurnState()
@@ -198,7 +202,7 @@ class TurnNudgeExtension:
                 s.next_time_notice = (math.floor(elapsed / interval_s) + 1) * interval_s
             if not due:
                 return None
-            template = c.notice
+            template = c.message
         s.notices.append(steps)
         return template.format(steps=steps, elapsed=format_elapsed(elapsed))
 
