@@ -41,6 +41,8 @@ class Repl:
         self.summary = RunSummary(priced=priced)  # the whole interactive session
         self.run_summary = RunSummary(priced=priced)  # the latest run
         self._unsubscribe = self._listen(harness)
+        if self.printer.spinner is not None:  # the status line shows what the session used
+            self.printer.spinner.suffix = self.summary.brief
         self.lines: asyncio.Queue[Any] = asyncio.Queue()
         self.reader: LineReader | None = None
         self.busy = False
