@@ -489,7 +489,7 @@ def doctor_command(spec: str, base_url: str | None, out_dir: str) -> None:
     """Check each model of SPEC: its key variable, that its endpoint answers, its model id."""
     from harnessc.doctor import doctor
     from harnessc.runtime.cli.args import UsageError
-    from harnessc.runtime.cli.main import BASE_URL_VARIABLE, override_base_url
+    from harnessc.runtime.cli.overrides import BASE_URL_VARIABLE, override_base_url
     from harnessc.runtime.session import Session
 
     spec = _find_spec(spec)

@@ -205,6 +205,15 @@ class _Builder:
                 spec_dir=Code("SPEC_DIR"),
             )
             hooks.append(Code("*" + settings.flat()))
+        if spec.permissions is not None:  # a tool_call hook applying the rules
+            rules = spec.permissions.model_dump(exclude_defaults=True)
+            config = DictExpr(
+                [
+                    (Lit(k), ListExpr([Lit(r) for r in v]) if isinstance(v, list) else Lit(v))
+                    for k, v in rules.items()
+                ]
+            )
+            hooks.append(self.call(".tools.permissions", "permission_hook", config))
         if hooks:
             out.append(("hooks", ListExpr(hooks)))
         extensions = self.extensions()
@@ -361,7 +370,11 @@ class _Builder:
                 kwargs["base_dir"] = Code("SPEC_DIR")
             servers.append(self.call_object(source.config, **kwargs))
         from_file = self.spec_path(section.from_) if section.from_ is not None else None
-        return self.call_object(source.factory, ListExpr(servers), from_file=from_file)
+        # with active_tools the spec names the MCP tools the model may call
+        activate = Lit(False) if self.spec.active_tools is not None else None
+        return self.call_object(
+            source.factory, ListExpr(servers), from_file=from_file, activate=activate
+        )
 
     def session_lines(self) -> list[str]:
         """Body of ``if session is None:`` in build_options."""

@@ -73,7 +73,7 @@ class ToolEntry:
     factory: str
     summary: str
     claude_code_name: str | None = None
-    """The name Claude Code gives the same tool (command hooks see this one)."""
+    """The name Claude Code gives the same tool (command hooks see this one); None: none."""
     options: tuple[str, ...] = ()
     """Spec keys under ``tools[].<name>``, passed to the factory as keyword arguments."""
 
@@ -241,7 +241,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         "todo",
         f"{_TOOLS}:create_todo_tool",
         "Track the tasks of the run (a todo list; turn_continue reads it).",
-        "TodoWrite",
+        None,  # not TodoWrite: the input shapes differ, hooks see the name "todo"
     ),
     ToolEntry(
         "finish",

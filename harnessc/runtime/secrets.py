@@ -10,8 +10,9 @@ copy of the agent's environment with these variables removed:
   ``_SECRETS``, ``_PASSWORD``, ``_PASSWD``, ``_PASS``, ``_PWD`` (except ``PWD``/``OLDPWD``),
   ``_CREDENTIAL(S)``, ``_AUTH``, ``_PAT``, ``_COOKIE``, ``_DSN``;
   names containing ``API_KEY``, ``APIKEY``, ``SECRET``, ``PASSWORD``, ``PASSWD``,
-  ``TOKEN``, ``CREDENTIAL`` or ``PRIVATE_KEY``; names starting with ``AWS_``,
-  ``AZURE_``, ``GOOGLE_APPLICATION_CREDENTIALS``, ``DOCKER_AUTH`` or ``VAULT_``;
+  ``PASSPHRASE``, ``TOKEN``, ``CREDENTIAL``, ``PRIVATE_KEY`` or ``CONNECTION_STRING``;
+  names starting with ``AWS_``, ``AZURE_``, ``GOOGLE_APPLICATION_CREDENTIALS``,
+  ``DOCKER_AUTH`` or ``VAULT_``;
   and the exact names ``PGPASSWORD``, ``DATABASE_URL``, ``REDIS_URL``, ``NETRC``,
   ``GITHUB_PAT``;
 - every other variable whose value equals the value of a removed one (a copy of a key
@@ -43,7 +44,8 @@ CREDENTIAL_NAME = re.compile(
     r"""
     (?:_(?:KEYS?|APIKEY|TOKENS?|SECRETS?|PASSWORD|PASSWD|PASS|PWD|CREDENTIALS?|AUTH|PAT
          |COOKIE|DSN)$)
-    | API_?KEY | SECRET | PASSWORD | PASSWD | TOKEN | CREDENTIAL | PRIVATE_KEY
+    | API_?KEY | SECRET | PASSWORD | PASSWD | PASSPHRASE | TOKEN | CREDENTIAL | PRIVATE_KEY
+    | CONNECTION_STRING
     | ^(?:AWS_|AZURE_|GOOGLE_APPLICATION_CREDENTIALS|DOCKER_AUTH|VAULT_)
     | ^(?:PGPASSWORD|DATABASE_URL|REDIS_URL|NETRC|GITHUB_PAT)$
     """,

@@ -57,6 +57,7 @@ class _Checker:
         self.check_resources()
         self.check_hooks()
         self.check_env_strings()
+        self.check_tool_context()
         return self.out
 
     # -- the agent's name -------------------------------------------------------------
@@ -332,6 +333,38 @@ class _Checker:
         if names is not None and first not in names:
             hint = did_you_mean(first, names)
             self.report(path, "warning", f"module {module!r} defines no {first!r}{hint}")
+
+    # -- tool_context keys the built-in tools read ----------------------------------------
+
+    def check_tool_context(self) -> None:
+        context = self.data.get("tool_context")
+        if not isinstance(context, dict):
+            return
+        names = context.get("env_passthrough")
+        if names is not None and not (
+            isinstance(names, str)
+            or (isinstance(names, list) and all(isinstance(n, str) and n for n in names))
+        ):
+            self.report(
+                ("tool_context", "env_passthrough"),
+                "error",
+                "tool_context.env_passthrough: expected a list of environment variable names",
+            )
+        for key in ("workspace", "cwd"):
+            value = context.get(key)
+            if value is not None and not isinstance(value, str):
+                self.report(("tool_context", key), "error", f"tool_context.{key}: expected a path")
+            elif isinstance(value, str) and path_problem(value) is not None:
+                self.report(
+                    ("tool_context", key), "error", f"tool_context.{key} {path_problem(value)}"
+                )
+        flag = context.get("allow_outside_workspace")
+        if flag is not None and not isinstance(flag, bool | str):
+            self.report(
+                ("tool_context", "allow_outside_workspace"),
+                "error",
+                "tool_context.allow_outside_workspace: expected true or false",
+            )
 
     # -- ${VAR} references -----------------------------------------------------------------
 

@@ -1065,6 +1065,39 @@ def _hooks_schema(schema: dict[str, Any]) -> None:
         schema["additionalProperties"] = {"anyOf": [handlers, {"type": "string"}]}
 
 
+PermissionRule = Annotated[str, Field(min_length=1, examples=["Bash(git status)", "Read(**)"])]
+
+
+class PermissionsSpec(SpecModel):
+    """Permission rules for tool calls, as Claude Code writes them: Tool(specifier).
+
+    Tool names are harnessc's or Claude Code's (Bash, Read, Write, Edit, LS, Grep, Glob).
+    Deny rules always win; between a matching allow and ask rule the more specific one
+    decides. `ask` prompts in the interactive mode and pauses a run without a terminal.
+    """
+
+    allow: list[PermissionRule] = Field(default_factory=list)
+    """Calls that run without asking, e.g. Bash(git status), Bash(pytest *), Read(**)."""
+    ask: list[PermissionRule] = Field(default_factory=list)
+    """Calls that need the user's yes: a y / n / always question in -i, a pause elsewhere."""
+    deny: list[PermissionRule] = Field(default_factory=list)
+    """Calls that never run, in any permission mode, e.g. Bash(rm -rf *), Read(./.env)."""
+    default: Literal["allow", "ask", "deny"] = "allow"
+    """What happens to a call no rule names."""
+
+    @field_validator("allow", "ask", "deny")
+    @classmethod
+    def _rules_parse(cls, rules: list[str]) -> list[str]:
+        from harnessc.runtime.tools.permissions import PermissionError_, parse_rule
+
+        for rule in rules:
+            try:
+                parse_rule(rule)
+            except PermissionError_ as exc:
+                raise _custom("permission_rule", str(exc)) from None
+        return rules
+
+
 class AgentSpec(SpecModel):
     """A harnessc agent: models, tools, resources, hooks, extensions, budget and sessions."""
 
@@ -1100,6 +1133,8 @@ class AgentSpec(SpecModel):
     """Built-in extensions to install; an empty value (``turn_nudge: {}``) installs one with its defaults."""
     budget: BudgetSpec | None = None
     """Hard limits of one run (hitting one pauses the run); default: unlimited."""
+    permissions: PermissionsSpec | None = None
+    """Which tool calls run, are asked about, or are refused (Claude Code's Tool(specifier) rules)."""
     session: SessionSpec = Field(default_factory=SessionSpec)
     """Where sessions are kept."""
     durable: DurableSpec | None = None

@@ -20,12 +20,14 @@ import json
 import socket
 import threading
 import time
+import zlib
 from collections.abc import Callable
 from typing import Any
 
 from harnessc.testing.streams import (
     AnthropicBlock,
     anthropic_events,
+    google_events,
     openai_chunk,
     openai_events,
     sse_data,
@@ -112,10 +114,13 @@ _BOMBS: dict[str, bytes] = {}
 
 
 def _bomb(kind: str) -> bytes:
-    """1 GB of zeros in about 1 MB (gzip members), or 1 GB of comment lines."""
+    """64 MiB of zeros in one gzip member (about 64 KB, inflated at once by a naive
+    client), or 1 GiB of comment lines in 1,024 members (about 1 MB)."""
     if kind not in _BOMBS:
         if kind == "zeros":
-            _BOMBS[kind] = gzip.compress(b"\0" * (1 << 20), 9) * 1024
+            packer = zlib.compressobj(1, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+            block = b"\0" * (1 << 22)
+            _BOMBS[kind] = b"".join([packer.compress(block) for _ in range(16)] + [packer.flush()])
         else:
             line = b": " + b"k" * 1021 + b"\n"
             _BOMBS[kind] = gzip.compress(line * 1024, 9) * 1024
@@ -127,15 +132,23 @@ def _mode_map() -> dict[str, Callable[[_Conn], None]]:
         c.stream(_text(["fine"]))
 
     def keepalive_after_done(c: _Conn) -> None:
-        c.stream(_text(["complete"]), end=False)
+        c.stream([b"".join(_text(["complete"]))], end=False)  # one write: all of it or none
         _keepalives_forever(c)
 
     def open_after_done(c: _Conn) -> None:
-        c.stream(_text(["complete"]), end=False)
+        c.stream([b"".join(_text(["complete"]))], end=False)
         c.hold()
 
     def anthropic_open_after_stop(c: _Conn) -> None:
-        c.stream(anthropic_events([AnthropicBlock("text", ["stopped"])]), end=False)
+        c.stream([b"".join(anthropic_events([AnthropicBlock("text", ["stopped"])]))], end=False)
+        c.hold()
+
+    def finished_left_open(c: _Conn) -> None:  # finish_reason and usage, no [DONE]
+        c.stream([b"".join(openai_events(["finished"], done=False))], end=False)
+        c.hold()
+
+    def google_left_open(c: _Conn) -> None:  # Gemini has no end marker at all
+        c.stream([b"".join(google_events(["gemini"]))], end=False)
         c.hold()
 
     def keepalives_only(c: _Conn) -> None:

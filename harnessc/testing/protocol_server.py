@@ -120,6 +120,13 @@ class _Server(ThreadingHTTPServer):
     block_on_close = False
     owner: ProtocolServer
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up (as a client that read enough does) is no error."""
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
 
 class _RequestHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"

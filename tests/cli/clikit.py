@@ -76,6 +76,15 @@ AGENT_SOURCE = textwrap.dedent(
             )
         if session is None:
             session = JsonlSessionRepo(SESSIONS_DIR).create(cwd=cwd, metadata={"agent": "tester"})
+        hooks, extra_tools = [], []
+        if os.environ.get("AGENT_PERMISSIONS"):  # JSON of a spec's permissions:, plus bash
+            import json
+
+            from harnessc.runtime.tools import create_bash_tool
+            from harnessc.runtime.tools.permissions import permission_hook
+
+            hooks.append(permission_hook(json.loads(os.environ["AGENT_PERMISSIONS"])))
+            extra_tools.append(create_bash_tool())
         return AgentHarnessOptions(
             session=session,
             models={
@@ -94,7 +103,9 @@ AGENT_SOURCE = textwrap.dedent(
                 ExternalTool(name="approve", description="Ask a human to approve an action.",
                              parameters={"type": "object",
                                          "properties": {"action": {"type": "string"}}}),
+                *extra_tools,
             ],
+            hooks=hooks,
             budget=Budget(turns=int(turns)) if turns else None,
             resources=resources,
             extensions=[SmallCompaction(), TreeGuard()],

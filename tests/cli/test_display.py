@@ -48,7 +48,9 @@ def test_a_one_shot_run_ends_with_a_usage_line(agent: Agent, server: ProtocolSer
     usage = done.stderr.strip().splitlines()[-1]
     assert re.fullmatch(r"\[usage\] 2 turns, 1 tool call, \d+ tokens in / \d+ out, [\d.]+s", usage)
     assert "[usage]" not in done.stdout
+    server.enqueue(text_reply("json"))
     json_run = agent.run("--json", "again")
+    assert json_run.returncode == 0, json_run.stderr
     assert "[usage]" not in json_run.stdout + json_run.stderr
 
 
@@ -65,3 +67,25 @@ def test_status_omits_thinking_for_a_model_without_reasoning_and_reload_says_it_
     assert "thinking" not in status
     assert "reloaded: 0 skills, 1 prompt templates" in done.stdout
     assert "[resources]" not in done.stderr
+
+
+def test_the_agent_prints_a_completion_script(agent: Agent) -> None:
+    import shutil
+    import subprocess
+
+    done = agent.run("--completion", "bash")
+    assert done.returncode == 0, done.stderr
+    assert "--resume-with" in done.stdout and "complete -o default -F" in done.stdout
+    assert '--thinking) COMPREPLY=($(compgen -W "off minimal' in done.stdout
+    if shutil.which("bash"):
+        assert subprocess.run(["bash", "-n"], input=done.stdout, text=True).returncode == 0
+
+
+def test_the_last_allowed_turn_is_not_called_nearing_the_limit(
+    agent: Agent, server: ProtocolServer
+) -> None:
+    server.enqueue(tool_reply(("c1", "slow", {"seconds": 0})), text_reply("done"))
+    done = agent.run("--max-turns", "2", "go")
+    assert done.returncode == 0, done.stderr
+    assert "nearing the limit" not in done.stderr
+    assert "[budget] turns: 2 of 2 used, the last one allowed" in done.stderr

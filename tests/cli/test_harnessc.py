@@ -109,3 +109,20 @@ def test_every_example_model_honours_its_providers_base_url_variable() -> None:
                 continue  # the local-server example has its own HELLO_BASE_URL
             wanted = "${" + variables[model["provider"]] + ":-"
             assert str(model.get("base_url", "")).startswith(wanted), (spec.name, key)
+
+
+def test_a_specs_permissions_compile_into_a_tool_call_hook(project: Path) -> None:
+    spec = project / "agents" / "hello.yaml"
+    spec.write_text(
+        HELLO.format(base_url="http://localhost:1/v1")
+        + "tools: [bash]\npermissions:\n  allow: ['Bash(git status)']\n"
+        "  deny: ['Bash(rm -rf *)']\n  default: ask\n"
+    )
+    assert invoke("build", "agents/hello.yaml").exit_code == 0
+    module = (project / "generated" / "hello.py").read_text()
+    assert "from harnessc.runtime.tools.permissions import permission_hook" in module
+    assert '"deny": ["Bash(rm -rf *)"]' in module and '"default": "ask"' in module
+    spec.write_text(spec.read_text().replace("Bash(git status)", "Bash()"))
+    result = invoke("check", "agents/hello.yaml")
+    assert result.exit_code == 1
+    assert "bad permission rule 'Bash()': empty ()" in result.stderr

@@ -28,6 +28,7 @@ def test_ctrl_d_during_a_run_lets_it_finish_then_quits(
     server.enqueue(tool_reply(("call_1", "slow", {"seconds": 1.5})), text_reply("finished it"))
     term.sendline("work a little")
     term.expect("slow seconds=1.5")
+    term.expect("30 tokens")  # the status line's live figures (the first reply's usage)
     term.eof()
     term.expect("[quit] leaving when this run ends")
     term.expect("finished it")

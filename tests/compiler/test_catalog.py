@@ -153,3 +153,23 @@ def test_the_catalog_is_light() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     ).stdout
     assert set(json.loads(out)) <= {"harnessc.runtime.catalog", "inspect"}
+
+
+@pytest.mark.parametrize("entry", catalog.TOOL_SOURCES, ids=lambda e: e.name)
+def test_every_tool_source_imports_and_builds_with_its_defaults(
+    entry: catalog.ToolSourceEntry,
+) -> None:
+    if not entry.available():
+        pytest.skip(f"{entry.extra} is not installed")
+    config_type = entry.config_type()
+    assert dataclasses.is_dataclass(config_type)
+    assert entry.defaults()  # read from the runtime's dataclass
+    built = entry.load()([])
+    assert built.name == entry.name and built.servers == []
+    spec_defaults = {
+        key: info.get_default(call_default_factory=True)
+        for key, info in spec_models.McpServerSpec.model_fields.items()
+        if key in entry.defaults()
+    }
+    assert spec_defaults == {k: entry.defaults()[k] for k in spec_defaults}
+    assert set(spec_defaults) >= {"timeout_s", "required"}

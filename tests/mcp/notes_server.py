@@ -101,6 +101,12 @@ def exit_soon() -> str:
 
 
 @app.tool()
+def die() -> str:
+    """The server exits in the middle of the call."""
+    os._exit(5)
+
+
+@app.tool()
 async def slow(seconds: float = 30) -> str:
     """Sleeps."""
     await asyncio.sleep(seconds)

@@ -4,6 +4,7 @@ child environment, result mapping, schema checks, and a harness with a real serv
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from harnessc.runtime.messages import ToolResultMessage
 from harnessc.runtime.options import AgentHarnessOptions, Model
 from harnessc.runtime.providers.scripted import ScriptedProvider, reply_text, reply_tool_calls
 from harnessc.runtime.session import Session
+from harnessc.runtime.signal import AbortSignal
 from harnessc.spec import parse_spec
 
 from .mcpkit import SERVER, recorded_pids, wait_gone
@@ -231,11 +233,51 @@ def test_a_harness_refreshes_changed_tool_lists_between_turns_and_offers_prompts
             t.name for t in provider.requests[0].context.tools or []
         ]
         assert any("'absent' failed to start" in n and "required: false" in n for n in notices)
-        reply = harness.commands.dispatch("mcp__notes__summarize", "cats")
-        import asyncio
-
-        outcome = asyncio.run(reply)
+        outcome = asyncio.run(harness.commands.dispatch("mcp__notes__summarize", "cats"))
         assert outcome.text == "Summarize what the notes say about cats."
+
+        # a server dying in the middle of a call: an error result, not repeated;
+        # the next call restarts it
+        async def call(name: str) -> Any:
+            tool = harness.tools[name]
+            return await tool.execute("x", {}, AbortSignal(), lambda _: None, None)
+
+        first = recorded_pids(pid_dir)
+        died = asyncio.run(call("mcp__notes__die"))
+        assert died.is_error and "exited during the call" in died.content[0].text
+        after = asyncio.run(call("mcp__notes__pid"))
+        assert not after.is_error and int(after.content[0].text) not in first
     finally:
         toolset.close()
     assert wait_gone(recorded_pids(pid_dir)) == []
+
+
+def test_the_generated_module_declares_the_servers_and_no_secret(tmp_path: Path) -> None:
+    from harnessc.compiler.render import render
+
+    spec = (
+        "version: 1\nname: wired\nmodels: {m: {provider: openai, id: x, api_key_env: K}}\n"
+        "mcp:\n"
+        "  tracker:\n"
+        "    url: ${TRACKER_URL:-http://127.0.0.1:8765/mcp}\n"
+        '    headers: {Authorization: "Bearer ${TRACKER_TOKEN}"}\n'
+        "    required: false\n"
+        "  from: .mcp.json\n"
+    )
+    (tmp_path / ".mcp.json").write_text('{"mcpServers": {}}')
+    path = tmp_path / "wired.yaml"
+    loaded = parse_spec(spec.encode(), path)
+    assert loaded.spec is not None, [str(d) for d in loaded.diagnostics]
+    text = render(loaded, tmp_path)
+    assert 'url=env("TRACKER_URL", "http://127.0.0.1:8765/mcp")' in text
+    assert '"".join(["Bearer ", env("TRACKER_TOKEN")])' in text
+    assert 'from_file=SPEC_DIR / ".mcp.json"' in text
+    assert "required=False" in text
+    assert "activate=" not in text  # every MCP tool is active
+    compile(text, "wired.py", "exec")
+    limited = spec.replace("mcp:\n", "active_tools: [tracker_x]\nmcp:\n").replace(
+        "    required: false\n", "    required: false\n    prefix: tracker_\n"
+    )
+    loaded = parse_spec(limited.encode(), path)
+    assert loaded.spec is not None, [str(d) for d in loaded.diagnostics]
+    assert "activate=False" in render(loaded, tmp_path)

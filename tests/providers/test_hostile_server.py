@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator
@@ -24,6 +25,12 @@ from harnessc.testing.hostile import MODES, HostileServer
 
 TIMEOUT_MS = 1000
 PEAK_MB = 64  # tracemalloc peak of one provider call, whatever the server sends
+
+
+def _stretch() -> float:
+    """How much a loaded machine stretches wall time (1 when not overloaded): the bound
+    "timeout + 1 s" is a hang check, and a machine running 20 jobs on 2 cores is slow."""
+    return max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +80,8 @@ CASES: dict[str, Case] = {
     "keepalive-after-done": Case("done", "complete"),
     "open-after-done": Case("done", "complete"),
     "anthropic-open-after-stop": Case("done", "stopped", api="anthropic-messages"),
+    "finished-left-open": Case("done", "finished"),
+    "google-left-open": Case("done", "gemini", api="google-generative-ai"),
     "keepalives-only": Case("error", "without reply data (the server sent only keepalives)"),
     "endless-text": Case("error", "time budget ran out", deadline_s=1.5),
     "slow-drip": Case("error", f"timed out after {TIMEOUT_MS} ms without reply data"),
@@ -142,7 +151,7 @@ def test_provider_call_against_hostile_server(hostile: HostileServer, mode: str)
         peak_mb = tracemalloc.get_traced_memory()[1] / 1e6
     finally:
         tracemalloc.stop()
-    limit = (case.deadline_s or TIMEOUT_MS / 1000) + 1
+    limit = ((case.deadline_s or TIMEOUT_MS / 1000) + 1) * _stretch()
     assert elapsed <= limit, f"{mode}: {elapsed:.2f} s > {limit} s"
     assert peak_mb < PEAK_MB, f"{mode}: peak {peak_mb:.1f} MB"
     assert types[0] == "start" and types[-1] in ("done", "error")
@@ -191,6 +200,14 @@ HARNESS_MODES = [
 ]
 
 
+# What the model reads back, per mode (the reply with its calls is recorded first).
+SESSION_RESULTS = {
+    "tool-calls-unindexed": ["3", "7"],  # two calls, not one merged call
+    "deep-arguments": ["nest deeper than 100 levels"],
+    "tool-name-1mb": ["not found"],
+}
+
+
 @pytest.mark.parametrize("mode", HARNESS_MODES)
 def test_session_survives_hostile_server(hostile: HostileServer, mode: str, tmp_path: Path):
     from harnessc.runtime.session import JsonlSessionRepo
@@ -219,7 +236,7 @@ def test_session_survives_hostile_server(hostile: HostileServer, mode: str, tmp_
 
     started = time.monotonic()
     first, second = asyncio.run(run())
-    assert time.monotonic() - started < 2 * (TIMEOUT_MS / 1000 + 1)
+    assert time.monotonic() - started < 2 * (TIMEOUT_MS / 1000 + 1) * _stretch()
     assert first.status in ("done", "error")
     if first.status == "error":
         assert first.reason and "Traceback" not in first.reason
@@ -232,7 +249,16 @@ def test_session_survives_hostile_server(hostile: HostileServer, mode: str, tmp_
     try:
         assert reopened.diagnostics == []
         reopened.context()
-        stored = json.dumps([e for e in lines])
+        stored = json.dumps(lines)
         assert "n" * 1000 not in stored  # a 1 MB tool name is cut before it is stored
     finally:
         reopened.close()
+    results = [
+        "".join(part.get("text", "") for part in line["message"]["content"])
+        for line in lines
+        if line.get("type") == "message" and line["message"]["role"] == "toolResult"
+    ]
+    if mode in SESSION_RESULTS:
+        wanted = SESSION_RESULTS[mode]
+        assert len(results) == len(wanted), results
+        assert all(want in got for want, got in zip(wanted, results, strict=True)), results

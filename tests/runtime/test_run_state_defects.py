@@ -228,6 +228,21 @@ def test_5_navigate_tree_settles_a_paused_run(tmp_path: Path) -> None:
     asyncio.run(again.close())
 
 
+def test_5_a_cancelled_tree_move_keeps_the_run_paused(tmp_path: Path) -> None:
+    provider = ScriptedProvider([reply_tool_calls([("approve", {}, "c1")]), "after approval"])
+    harness, _, path = new_file_harness(tmp_path, provider, [approve_tool()])
+    assert harness.prompt_sync("first").status == "awaiting_tool"
+    harness.on("session_before_tree", lambda e: {"cancel": True})
+    user_entry = next(e for e in harness.session.branch() if e.role == "user")
+    asyncio.run(harness.navigate_tree(user_entry.parent_id))
+    assert harness.paused_reason == "awaiting_tool"
+    asyncio.run(harness.close())
+    again, _ = open_harness(path, provider, [approve_tool()])
+    assert [c.id for c in again.pending_tool_calls] == ["c1"]
+    assert again.resume_sync({"c1": "yes"}).status == "done"
+    asyncio.run(again.close())
+
+
 # 6 ---------------------------------------------------------------------------------
 
 

@@ -336,3 +336,38 @@ def test_a_damaged_index_is_rebuilt(repo: JsonlSessionRepo) -> None:
     index.refresh()
     assert [h.session_id for h in index.search("findme")] == [s.id]
     index.close()
+
+
+def _index_agent(
+    root: Path, start: threading.Barrier, found: list[int], errors: list[BaseException]
+) -> None:
+    try:
+        with SessionIndex(root) as index:
+            start.wait()
+            index.refresh()
+            found.append(len(index.search("findme")))
+    except BaseException as exc:  # handed to the test
+        errors.append(exc)
+
+
+def test_indexes_opened_at_the_same_moment_share_one_file(tmp_path: Path) -> None:
+    """Several agents sharing a sessions folder create its index at once (item 8b)."""
+    for round_ in range(4):
+        repo = JsonlSessionRepo(tmp_path / f"r{round_}")
+        s = repo.create(cwd="/w")
+        s.append_message(UserMessage("findme"))
+        s.close()
+        start = threading.Barrier(6)
+        found: list[int] = []
+        errors: list[BaseException] = []
+        threads = [
+            threading.Thread(target=_index_agent, args=(repo.root, start, found, errors))
+            for _ in range(6)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert errors == [] and found == [1] * 6
+        with SessionIndex(repo.root) as index:
+            assert len(index.search("findme")) == 1

@@ -388,3 +388,33 @@ def test_old_harnessc_entry_types_are_still_read(tmp_path: Path) -> None:
     # the fork writes the old active-tools record in its pi form
     assert written_types(Path(fork.path)) <= pi_rules.PI_ENTRY_TYPES
     assert repo.open(fork.id, read_only=True).context().active_tool_names == ["read"]
+
+
+def test_pi_continuing_an_old_file_that_ends_with_a_leaf_entry(tmp_path: Path) -> None:
+    """pi takes an old ``leaf`` entry for an ordinary entry (the last one: its leaf) on the
+    branch it ends; what pi appends under it is read on that branch, not cut off."""
+    header = {"type": "session", "version": 3, "id": "old", "timestamp": "t", "cwd": "/w"}
+    lines = [
+        header,
+        {
+            "type": "message",
+            "id": "u1",
+            "parentId": None,
+            "timestamp": "t",
+            "message": {"role": "user", "content": "one", "timestamp": 1},
+        },
+        {
+            "type": "message",
+            "id": "u2",
+            "parentId": "u1",
+            "timestamp": "t",
+            "message": {"role": "user", "content": "abandoned", "timestamp": 1},
+        },
+        {"type": "leaf", "id": "l1", "parentId": "u2", "timestamp": "t", "targetId": "u1"},
+    ]
+    path = write_file(tmp_path, lines)
+    pi_rules.append_message(path, assistant("pi answers").to_dict(), "t")
+    pi_rules.append_message(path, {"role": "user", "content": "pi asks", "timestamp": 1}, "t")
+    s = JsonlSessionRepo(tmp_path).open(str(path), read_only=True)
+    assert [text(m) for m in s.context().messages] == ["one", "abandoned", "pi answers", "pi asks"]
+    assert_same_context(s, path)

@@ -76,3 +76,28 @@ def test_an_overlong_path_component_is_a_diagnostic(
         where in m and "has a component of" in m and "at most 255 bytes" in m for m in messages
     ), messages
     assert not any("internal error" in m for m in messages)
+
+
+@pytest.mark.parametrize(
+    ("context", "message"),
+    [
+        ({"env_passthrough": [1, 2]}, "tool_context.env_passthrough: expected a list"),
+        ({"workspace": 3}, "tool_context.workspace: expected a path"),
+        ({"workspace": LONG}, "tool_context.workspace 'xxx"),
+        ({"allow_outside_workspace": [True]}, "tool_context.allow_outside_workspace: expected"),
+    ],
+)
+def test_tool_context_keys_of_the_file_tools_are_checked(
+    tmp_path: Path, context: dict, message: str
+) -> None:
+    messages = _messages(tmp_path, _spec(tool_context=context))
+    assert any(message in m and "error" in m for m in messages), messages
+
+
+def test_good_tool_context_passes(tmp_path: Path) -> None:
+    context = {
+        "workspace": ".",
+        "env_passthrough": ["GITHUB_TOKEN"],
+        "allow_outside_workspace": False,
+    }
+    assert _messages(tmp_path, _spec(tool_context=context)) == []

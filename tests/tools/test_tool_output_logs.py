@@ -65,6 +65,18 @@ def test_leftovers_of_a_killed_agent_are_cleaned_on_next_use(tmp_path: Path) -> 
     assert not folder.exists()
 
 
+def test_loose_logs_of_older_versions_are_swept_once_idle(tmp_path: Path) -> None:
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    idle, fresh = tmp / "harnessc-bash-1v05qk8f.log", tmp / "harnessc-bash-a_b.log"
+    idle.write_text("old output")
+    fresh.write_text("maybe still written")
+    os.utime(idle, (1, 1))
+    proc = _run(tmp_path, "exit")
+    assert proc.returncode == 0, proc.stderr
+    assert not idle.exists() and fresh.exists()
+
+
 def test_each_log_and_all_logs_together_are_capped(tmp_path: Path) -> None:
     logs = OutputLogs(tmp_path / "logs", max_log_bytes=100_000, max_total_bytes=250_000)
     paths = []

@@ -36,7 +36,7 @@ from harnessc.runtime.hooks import (
 from harnessc.runtime.loop import LoopState
 from harnessc.runtime.messages import Message, TextContent, ToolResultMessage, UserContent
 
-__all__ = ["abandon", "begin", "drive", "resume_paused", "resume_tools", "settle"]
+__all__ = ["abandon", "begin", "drive", "reopen", "resume_paused", "resume_tools", "settle"]
 
 
 @dataclass(slots=True, frozen=True)
@@ -327,6 +327,12 @@ def settle(parts: Parts, reason: str) -> None:
     parts.last_state = LoopState.IDLE
 
 
+def reopen(parts: Parts, run: RunState) -> None:
+    """Undo ``settle`` (the move did not happen): the run is paused again, and recorded."""
+    parts.run = run
+    endings.record_pause(parts, run, run.pause_reason or "paused")
+
+
 async def resume_tools(parts: Parts, run: RunState, results: dict[str, Any]) -> RunResult:
     return await _guarded(parts, run, _resume_tools(parts, run, results))
 
@@ -360,7 +366,13 @@ async def _resume_paused(parts: Parts, run: RunState) -> RunResult:
 
 
 async def _auto_compact(parts: Parts) -> None:
-    """Compact before a model call once the context passes the compaction threshold."""
+    """Compact before a model call once the context passes the compaction threshold.
+
+    With a compaction pipeline installed, its own trigger (on the ``context`` moment)
+    is the only one.
+    """
+    if parts.host.compaction_pipeline is not None:
+        return
     from harnessc.runtime.session.compaction import needs_compaction
 
     if needs_compaction(parts.host):
@@ -371,8 +383,12 @@ async def _auto_compact(parts: Parts) -> None:
 
 
 async def _recover_overflow(parts: Parts) -> bool:
-    """Compact after a context overflow; True when the turn should be retried."""
+    """Compact after a context overflow (the installed pipeline, else the session
+    summary); True when the turn should be retried."""
+    pipeline = parts.host.compaction_pipeline
     try:
+        if pipeline is not None:
+            return bool(await pipeline.recover(parts.host))
         outcome = await parts.host.compact(reason="overflow")
     except Exception as exc:
         await parts.bus.error("compaction", exc)

@@ -10,13 +10,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.agent import driver, restore
+from harnessc.runtime.agent.facade_settings import SettingsFacade
 from harnessc.runtime.agent.parts import Parts
 from harnessc.runtime.agent.results import HarnessBusyError, RunResult
 from harnessc.runtime.agent.run_state import RunState
+from harnessc.runtime.agent.settings import DEFAULT_SYSTEM_PROMPT
 from harnessc.runtime.budget import Budget, BudgetTracker
 from harnessc.runtime.commands import CommandOutcome, CommandRegistry, split_command
 from harnessc.runtime.events import Event, NoticeEvent
@@ -32,26 +34,20 @@ from harnessc.runtime.messages import (
 )
 from harnessc.runtime.options import (
     AgentHarnessOptions,
-    AgentHarnessStreamOptions,
     Model,
-    ThinkingLevel,
-    ToolContextSource,
 )
-from harnessc.runtime.providers.base import Provider, ToolSpec
-from harnessc.runtime.resources.types import AgentHarnessResources
+from harnessc.runtime.providers.base import Provider
 from harnessc.runtime.session.session import Session
 from harnessc.runtime.signal import AbortSignal
-from harnessc.runtime.tools.base import AgentTool
 
 if TYPE_CHECKING:
-    from harnessc.runtime.extensions.base import HarnessContext
+    from harnessc.runtime.extensions.base import CompactionPipeline, HarnessContext
+    from harnessc.runtime.providers.pool import ProviderPool
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "AgentHarness"]
 
-DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
 
-
-class AgentHarness:
+class AgentHarness(SettingsFacade):
     """The agent: options + session + resources + hooks, one run at a time."""
 
     def __init__(self, options: AgentHarnessOptions) -> None:
@@ -64,9 +60,12 @@ class AgentHarness:
         self._busy = False
         self._watcher: Any = None
         self._closers: list[Callable[[], Awaitable[None]]] = []
+        self._pool: ProviderPool | None = None  # this harness's providers and HTTP clients
         # Set by the compaction extension; None means CompactionSettings() defaults.
         self.compaction_settings: Any = None
         self.compactor: Any = None
+        # Set by the compaction extension: owns the trigger, runs on overflow.
+        self.compaction_pipeline: CompactionPipeline | None = None
         for spec in options.hooks:
             self._parts.hooks.add(spec.moment, spec.handler, spec)
         restore.from_session(self._parts)
@@ -97,39 +96,6 @@ class AgentHarness:
     def messages(self) -> list[Message]:
         """The model context as it stands (compaction summary first when compacted)."""
         return list(self._parts.context.messages)
-
-    @property
-    def models(self) -> dict[str, Model]:
-        return self._parts.settings.models
-
-    @property
-    def model(self) -> Model:
-        return self._parts.settings.model
-
-    @property
-    def thinking_level(self) -> ThinkingLevel:
-        return self._parts.settings.thinking_level
-
-    @property
-    def resources(self) -> AgentHarnessResources:
-        return self._parts.settings.resources
-
-    @property
-    def pending_resources(self) -> AgentHarnessResources | None:
-        """Resources waiting for the next turn (set while a run was busy)."""
-        return self._parts.settings.pending_resources
-
-    @property
-    def tools(self) -> dict[str, AgentTool]:
-        return dict(self._parts.settings.tools)
-
-    @property
-    def active_tool_names(self) -> list[str]:
-        return list(self._parts.settings.active_tool_names)
-
-    @property
-    def stream_options(self) -> AgentHarnessStreamOptions:
-        return self._parts.settings.stream_options
 
     @property
     def signal(self) -> AbortSignal | None:
@@ -183,47 +149,6 @@ class AgentHarness:
     def on_close(self, callback: Callable[[], Awaitable[None]]) -> None:
         """Run ``callback`` (async) when the harness closes (e.g. to stop a server)."""
         self._closers.append(callback)
-
-    # -- settings (take effect at the next turn) -------------------------------------
-
-    def model_key(self) -> str:
-        return self._parts.settings.model_key()
-
-    async def set_model(self, model: str | Model) -> None:
-        await self._parts.settings.set_model(model)
-
-    async def set_thinking_level(self, level: ThinkingLevel | str) -> None:
-        await self._parts.settings.set_thinking_level(level)
-
-    async def set_active_tools(self, names: Sequence[str]) -> None:
-        await self._parts.settings.set_active_tools(names)
-
-    def add_tools(self, tools: Iterable[AgentTool], *, activate: bool = True) -> None:
-        """Add tools (extensions contribute theirs at install time)."""
-        self._parts.settings.add_tools(tools, activate=activate)
-
-    async def set_resources(self, resources: AgentHarnessResources) -> None:
-        """New skills and templates; applied now when idle, else at the next turn."""
-        if self._busy:
-            self._parts.settings.pending_resources = resources
-            return
-        await self._parts.settings.apply_resources(resources)
-
-    def set_tool_context(self, source: ToolContextSource) -> None:
-        self._parts.settings.tool_context = source
-
-    def set_budget(self, budget: Budget) -> None:
-        self._parts.budget.raise_limits(budget)
-
-    def steer(self, message: str | UserMessage) -> None:
-        """Queue a message delivered after the current tool batch."""
-        self._parts.steering.append(_user_message(message))
-        self._parts.queue_changed()
-
-    def follow_up(self, message: str | UserMessage) -> None:
-        """Queue a message delivered when the agent would otherwise stop."""
-        self._parts.follow_up.append(_user_message(message))
-        self._parts.queue_changed()
 
     # -- running ----------------------------------------------------------------------
 
@@ -335,31 +260,17 @@ class AgentHarness:
 
     async def system_prompt(self) -> str:
         """The system prompt for the next turn, with the model-invocable skills listed."""
-        source = self.options.system_prompt
-        if callable(source):
-            value = source(self)
-            if inspect.isawaitable(value):
-                value = await value
-            text = str(value)
-        else:
-            text = source or DEFAULT_SYSTEM_PROMPT
-        resources = self._parts.settings.resources
-        if not resources.skills:
-            return text
-        from harnessc.runtime.resources import format_skills_for_prompt
-
-        return f"{text}\n\n{format_skills_for_prompt(resources.skills)}"
-
-    def tool_specs(self) -> list[ToolSpec]:
-        return self._parts.settings.tool_specs()
+        return await self._parts.settings.system_prompt(self.options.system_prompt, self)
 
     def provider_for(self, model: Model) -> Provider:
         """The provider serving ``model`` (the options' provider when one is given)."""
         if self.options.provider is not None:
             return self.options.provider
-        from harnessc.runtime.providers.pool import pool_of  # one pool per harness
+        if self._pool is None:  # made on first use: a harness that never calls stays light
+            from harnessc.runtime.providers.pool import ProviderPool
 
-        return pool_of(self).get(model.api)
+            self._pool = ProviderPool()
+        return self._pool.get(model.api)
 
     # -- context, compaction, tree ------------------------------------------------------
 
@@ -407,28 +318,39 @@ class AgentHarness:
         self._check_idle()
         from harnessc.runtime.session.tree import navigate_tree
 
-        if target_id != self.session.leaf_id:
-            driver.settle(self._parts, "tree_move")
-        return await navigate_tree(
-            self,
-            target_id,
-            summarize=summarize,
-            custom_instructions=custom_instructions,
-            replace_instructions=replace_instructions,
-            label=label,
-        )
+        parts = self._parts
+        paused = parts.run if target_id != self.session.leaf_id else None
+        if paused is not None:
+            driver.settle(parts, "tree_move")
+        try:
+            outcome = await navigate_tree(
+                self,
+                target_id,
+                summarize=summarize,
+                custom_instructions=custom_instructions,
+                replace_instructions=replace_instructions,
+                label=label,
+            )
+        except BaseException:
+            if paused is not None:  # the move failed: the run stays paused where it was
+                driver.reopen(parts, paused)
+            raise
+        if paused is not None and getattr(outcome, "cancelled", False):
+            driver.reopen(parts, paused)
+        return outcome
 
     # -- the rest -----------------------------------------------------------------------
 
     def snapshot(self) -> dict[str, Any]:
         """The observable state, for determinism and replay checks."""
-        usage = self._parts.budget.usage.to_dict()
+        parts = self._parts
+        usage = {k: v for k, v in parts.budget.usage.to_dict().items() if k != "wall_clock_s"}
         return {
             "state": self.state.value,
-            "messages": [_without_timestamp(m.to_dict()) for m in self._parts.context.messages],
-            **self._parts.settings.describe(),
+            "messages": [_without_timestamp(m.to_dict()) for m in parts.context.messages],
+            **parts.settings.describe(),
             "pending_tool_calls": [c.id for c in self.pending_tool_calls],
-            "usage": {k: v for k, v in usage.items() if k != "wall_clock_s"},
+            "usage": usage,
         }
 
     async def dispatch_command(self, name: str, args: str) -> CommandOutcome:
@@ -442,19 +364,10 @@ class AgentHarness:
         self, skill_dirs: Sequence[str] = (), template_dirs: Sequence[str] = ()
     ) -> None:
         """Reload skills and templates when their files change (applied between turns)."""
-        from harnessc.runtime.resources.watch import ResourceWatcher
-
-        if self._watcher is not None:
-            return
-        resources = self._parts.settings.resources
-        skills = list(skill_dirs) or list(getattr(resources, "skill_dirs", []) or [])
-        templates = list(template_dirs) or list(getattr(resources, "template_dirs", []) or [])
-
-        async def on_change(resources: AgentHarnessResources, diagnostics: Any = None) -> None:
-            await self.set_resources(resources)
-
-        self._watcher = ResourceWatcher(skills, templates, on_change)
-        await self._watcher.start()
+        if self._watcher is None:
+            self._watcher = await self._parts.settings.watch(
+                skill_dirs, template_dirs, self.set_resources
+            )
 
     async def close(self) -> None:
         """Run the on-close callbacks, stop the resource watcher, release the session."""
@@ -467,14 +380,10 @@ class AgentHarness:
         if self._watcher is not None:
             await self._watcher.stop()
             self._watcher = None
-        from harnessc.runtime.providers.pool import close_pool_of  # this harness's clients only
-
-        await close_pool_of(self)
+        pool, self._pool = self._pool, None
+        if pool is not None:  # this harness's clients only
+            await pool.aclose()
         self.session.close()
-
-
-def _user_message(message: str | UserMessage) -> UserMessage:
-    return UserMessage(content=message) if isinstance(message, str) else message
 
 
 def _without_timestamp(data: dict[str, Any]) -> dict[str, Any]:

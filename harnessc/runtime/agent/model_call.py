@@ -47,7 +47,6 @@ __all__ = ["WALL_CLOCK_STOP", "call_model", "checked_messages", "short_json"]
 
 WALL_CLOCK_STOP = "stopped: the wall-clock budget ran out during the model reply"
 _STATUS_FIELDS = ("headers", "metadata")
-_HAS_DEADLINE = "deadline" in getattr(ProviderRequest, "__dataclass_fields__", {})
 
 
 def short_json(value: Any, limit: int = 500) -> str:
@@ -144,8 +143,8 @@ async def call_model(parts: Parts, run: RunState) -> AssistantMessage:
         on_retry=lambda retry: _on_retry(parts, retry),
     )
     remaining = _remaining_wall_clock(parts)
-    if remaining is not None and _HAS_DEADLINE:
-        request.deadline = time.monotonic() + remaining  # type: ignore[attr-defined]
+    if remaining is not None:  # the provider stops waiting too (connect, retries, reads)
+        request.deadline = time.monotonic() + remaining
     try:
         provider = parts.host.provider_for(model)
     except KeyError as exc:
@@ -177,8 +176,9 @@ async def _stream(
     bus = parts.bus
     stream = provider.stream(request)
     timed_out = False
+    scope = asyncio.timeout(remaining)
     try:
-        async with asyncio.timeout(remaining):
+        async with scope:
             async for event in stream:
                 kind = event.type
                 if kind == "start":
@@ -197,8 +197,13 @@ async def _stream(
                                 message=partial,
                             )
                         )
-    except TimeoutError:
-        timed_out = True
+    except TimeoutError as exc:
+        if scope.expired():  # the wall-clock budget ran out
+            timed_out = True
+        else:  # a timeout inside the provider is a failed call like any other
+            final = _empty(request)
+            final.stop_reason = "error"
+            final.error_message = f"provider failed: {describe_exception(exc)}"
     except asyncio.CancelledError:
         message = partial or _empty(request)
         message.stop_reason = "aborted"

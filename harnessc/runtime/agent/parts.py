@@ -30,6 +30,8 @@ __all__ = ["LoopHost", "Parts"]
 class LoopHost(Protocol):
     """What the steps ask of the facade."""
 
+    compaction_pipeline: Any  # CompactionPipeline | None (see extensions.base)
+
     def provider_for(self, model: Model) -> Provider: ...
 
     async def system_prompt(self) -> str: ...

@@ -6,7 +6,8 @@ tools are recorded in the session (so a reopened session continues with them).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import inspect
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from harnessc.runtime.agent.bus import EventBus
@@ -28,7 +29,9 @@ from harnessc.runtime.resources.types import AgentHarnessResources
 from harnessc.runtime.session.session import Session
 from harnessc.runtime.tools.base import AgentTool
 
-__all__ = ["Settings"]
+__all__ = ["DEFAULT_SYSTEM_PROMPT", "Settings"]
+
+DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
 
 
 class Settings:
@@ -165,6 +168,41 @@ class Settings:
                 diagnostics=[f"{d.path}: {d.message}" for d in resources.diagnostics],
             )
         )
+
+    async def system_prompt(self, source: Any, host: Any) -> str:
+        """``source`` (text, or a callable of the harness), then the skills block."""
+        if callable(source):
+            value = source(host)
+            if inspect.isawaitable(value):
+                value = await value
+            text = str(value)
+        else:
+            text = source or DEFAULT_SYSTEM_PROMPT
+        if not self.resources.skills:
+            return text
+        from harnessc.runtime.resources import format_skills_for_prompt
+
+        return f"{text}\n\n{format_skills_for_prompt(self.resources.skills)}"
+
+    async def watch(
+        self,
+        skill_dirs: Sequence[str],
+        template_dirs: Sequence[str],
+        apply: Callable[[AgentHarnessResources], Awaitable[None]],
+    ) -> Any:
+        """A started watcher reloading skills and templates (default: the resources' dirs)."""
+        from harnessc.runtime.resources.watch import ResourceWatcher
+
+        resources = self.resources
+        skills = list(skill_dirs) or list(getattr(resources, "skill_dirs", []) or [])
+        templates = list(template_dirs) or list(getattr(resources, "template_dirs", []) or [])
+
+        async def on_change(resources: AgentHarnessResources, diagnostics: Any = None) -> None:
+            await apply(resources)
+
+        watcher = ResourceWatcher(skills, templates, on_change)
+        await watcher.start()
+        return watcher
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -292,7 +292,10 @@ async def run_batch(parts: Parts, run: RunState) -> str | None:
         if refused is not None:
             refusals[record.id] = refused
     prepared = [r for r in todo if r.status == "prepared"]
-    done = await asyncio.gather(*(_execute(parts, r, context) for r in prepared))
+    if len(prepared) == 1:  # nothing to run alongside: no task, no extra loop turn
+        done = [await _execute(parts, prepared[0], context)]
+    else:
+        done = list(await asyncio.gather(*(_execute(parts, r, context) for r in prepared)))
     outcomes = {r.id: outcome for r, outcome in zip(prepared, done, strict=True)}
     for record in todo:
         if record.id in refusals:

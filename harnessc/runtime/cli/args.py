@@ -18,6 +18,7 @@ __all__ = [
     "UsageError",
     "build_parser",
     "check_args",
+    "completion_script",
     "program_name",
 ]
 
@@ -66,6 +67,8 @@ examples:
   {prog} --continue --resume-with '{{"call_1": "approved"}}'
   {prog} --continue --resume-with '{{"call_1": {{"error": "denied"}}}}'
   {prog} --continue --max-turns 40        resume after a budget pause, higher limit
+  {prog} --continue --approve call_7      allow a call a permission rule held, go on
+  {prog} --permission-mode plan "..."     only read-only tools run
   {prog} --model fast --thinking high "..."
   {prog} --base-url http://127.0.0.1:8765/v1 "hi"   e.g. the demo: harnessc serve-demo
 
@@ -161,12 +164,43 @@ def build_parser(prog: str, agent_name: str) -> argparse.ArgumentParser:
         "--watch", action="store_true", help="reload skills and templates when they change"
     )
 
+    mode.add_argument(
+        "--completion",
+        metavar="SHELL",
+        choices=("bash", "zsh"),
+        help="print a shell completion script for this command (bash or zsh) and exit",
+    )
+
+    overrides.add_argument(
+        "--permission-mode",
+        metavar="MODE",
+        choices=("default", "accept-edits", "plan", "read-only", "bypass"),
+        help="default (the spec's permissions), accept-edits (no asking for edits and "
+        "writes), plan / read-only (only read-only tools), bypass (nothing asked; deny "
+        "rules hold)",
+    )
+
     pull = parser.add_argument_group("pull points")
     pull.add_argument(
         "--resume-with",
         metavar="JSON",
         help='results of the pending tool calls: {"CALL_ID": "result" | {"error": "..."}}; '
         '"-" reads them from stdin (implies --continue without --session)',
+    )
+    pull.add_argument(
+        "--approve",
+        metavar="CALL_ID",
+        action="append",
+        default=[],
+        help="allow a tool call a permission rule held (the run paused on an ask) and "
+        "continue; repeatable (implies --continue without --session)",
+    )
+    pull.add_argument(
+        "--deny",
+        metavar="CALL_ID",
+        action="append",
+        default=[],
+        help="refuse a held tool call and continue; repeatable",
     )
     return parser
 
@@ -202,3 +236,45 @@ def check_args(args: argparse.Namespace) -> None:
         raise UsageError("--resume-with continues a paused run and takes no prompt")
     if args.resume_with is not None and args.fork:
         raise UsageError("--resume-with cannot be combined with --fork")
+    answers = args.approve or args.deny
+    if answers and (args.prompt or args.resume_with is not None or args.fork):
+        raise UsageError(
+            "--approve / --deny continue a paused run: no prompt, --resume-with or --fork"
+        )
+    if answers and args.no_session:
+        raise UsageError("--approve / --deny need a stored session (not --no-session)")
+
+
+def completion_script(parser: argparse.ArgumentParser, prog: str, shell: str) -> str:
+    """A completion script for ``prog``'s flags (and the values of --model-free choices).
+
+    bash: ``eval "$(PROG --completion bash)"``; zsh uses the same through bashcompinit.
+    """
+    flags: list[str] = []
+    choices: dict[str, list[str]] = {}
+    for action in parser._actions:  # argparse has no public way to list them
+        flags.extend(o for o in action.option_strings if o.startswith("--"))
+        if action.choices and action.option_strings:
+            for option in action.option_strings:
+                choices[option] = [str(c) for c in action.choices]
+    command = prog.split()[-1]
+    name = "_harnessc_agent_" + "".join(c if c.isalnum() else "_" for c in command)
+    cases = "".join(
+        f'        {option}) COMPREPLY=($(compgen -W "{" ".join(values)}" -- "$cur")); return;;\n'
+        for option, values in sorted(choices.items())
+    )
+    body = (
+        f"{name}() {{\n"
+        '    local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}"\n'
+        '    case "$prev" in\n'
+        f"{cases}"
+        '        --cwd|--session-dir) COMPREPLY=($(compgen -d -- "$cur")); return;;\n'
+        '        --replay|--session) COMPREPLY=($(compgen -f -- "$cur")); return;;\n'
+        "    esac\n"
+        f'    [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "{" ".join(sorted(set(flags)))}" -- "$cur"))\n'
+        "}\n"
+        f"complete -o default -F {name} {command}\n"
+    )
+    if shell == "zsh":
+        return "autoload -U +X bashcompinit && bashcompinit\n" + body
+    return body

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from harnessc.runtime.harness import AgentHarness, RunResult
     from harnessc.runtime.options import AgentHarnessOptions
     from harnessc.runtime.session.session import Session
+    from harnessc.runtime.tools.permissions import PermissionGate
 
 __all__ = ["BuildOptions", "CliHost", "ReplHost"]
 
@@ -40,6 +41,8 @@ class CliHost(Protocol):
     err: TextIO
     choice: SessionChoice | None
     resume_results: dict[str, Any] | None
+    gate: PermissionGate | None  # the permission rules, when the agent has any
+    prompt_text: str | None  # the one-shot prompt
 
     def apply_overrides(self, options: AgentHarnessOptions) -> None:
         """Command-line overrides (--model, --max-turns, --base-url...) on fresh options."""

@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 from pathlib import Path
-from shlex import quote
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
+from harnessc.runtime.cli.actions import choose_action
 from harnessc.runtime.cli.args import (
     EXIT_ABORTED,
     EXIT_DONE,
@@ -29,12 +27,14 @@ from harnessc.runtime.cli.args import (
     UsageError,
     build_parser,
     check_args,
+    completion_script,
     program_name,
 )
 from harnessc.runtime.cli.host import BuildOptions
 from harnessc.runtime.cli.output import JsonPrinter, TextPrinter
-from harnessc.runtime.cli.pause import budget_limit, check_results, describe_pause
+from harnessc.runtime.cli.overrides import apply_overrides, check_model
 from harnessc.runtime.cli.render import make_printer
+from harnessc.runtime.cli.report import RunReport
 from harnessc.runtime.cli.sessions import (
     SessionChoice,
     choose_session,
@@ -45,6 +45,9 @@ from harnessc.runtime.cli.shutdown import close_harness
 from harnessc.runtime.cli.summary import RunSummary, model_is_priced
 from harnessc.runtime.harness import AgentHarness, HarnessBusyError, RunResult
 from harnessc.runtime.options import AgentHarnessOptions
+
+if TYPE_CHECKING:
+    from harnessc.runtime.tools.permissions import PermissionGate
 
 __all__ = [
     "EXIT_ABORTED",
@@ -77,6 +80,9 @@ def run_cli(
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help (0) or a usage error argparse already printed (2)
         return exc.code if isinstance(exc.code, int) else (EXIT_DONE if exc.code is None else 2)
+    if args.completion:
+        sys.stdout.write(completion_script(parser, prog, args.completion))
+        return EXIT_DONE
     cli = CliInvocation(
         build_options, args, prog=prog, agent_name=agent_name, session_dir=session_dir
     )
@@ -136,6 +142,8 @@ class CliInvocation:
         self.choice: SessionChoice | None = None
         self.resume_results: dict[str, Any] | None = None  # --resume-with, for -i too
         self.prompt_text: str | None = None  # the one-shot prompt
+        self.gate: PermissionGate | None = None  # the permission rules' tool_call hook
+        self.answers_prompt: str | None = None  # --approve / --deny: what the model is told
 
     # -- entry -----------------------------------------------------------------
 
@@ -152,9 +160,10 @@ class CliInvocation:
         prompt = self.read_prompt()
         results = self.read_resume_with()
         self.resume_results = results
-        harness = self.make_harness(required_session=results is not None)
+        answers = bool(self.args.approve or self.args.deny)
+        harness = self.make_harness(required_session=results is not None or answers)
         try:
-            action = self.choose_action(harness, prompt, results)
+            action = choose_action(self, harness, prompt, results)
         except UsageError:
             self.discard(harness)
             raise
@@ -298,45 +307,15 @@ class CliInvocation:
         return harness
 
     def apply_overrides(self, options: AgentHarnessOptions) -> None:
-        args = self.args
-        if args.model is not None and args.model not in options.models:
-            known = ", ".join(options.models) or "none"
-            raise UsageError(f"--model: unknown model {args.model!r}; known: {known}")
-        base_url = args.base_url or os.environ.get(BASE_URL_VARIABLE) or None
-        if base_url:
-            override_base_url(
-                options, base_url, "--base-url" if args.base_url else BASE_URL_VARIABLE
-            )
-        if args.max_turns is not None:
-            from harnessc.runtime.budget import Budget
+        """The command line's changes to fresh options (also for a REPL session switch)."""
+        from harnessc.runtime.cli.permission import install_gate
 
-            options.budget = replace(options.budget or Budget(), turns=args.max_turns)
-        if args.replay is not None:
-            from harnessc.runtime.providers.replay import ReplayProvider
-
-            try:
-                options.provider = ReplayProvider.from_session_file(args.replay)
-            except OSError as exc:
-                raise UsageError(f"--replay: cannot read {args.replay}: {exc.strerror}") from None
+        apply_overrides(options, self.args)
+        self.gate = install_gate(options, self.args.permission_mode)
 
     def check_api_key(self, harness: AgentHarness, options: AgentHarnessOptions) -> None:
-        """Fail fast, naming the variable, when the model's API key is not set or its
-        base_url (often from the environment) has no scheme."""
-        if options.provider is not None:
-            return
-        key = self.args.model or harness.model_key()
-        model = options.models.get(key, harness.model) if self.args.model else harness.model
-        if model.base_url and not model.base_url.startswith(("http://", "https://")):
-            raise UsageError(
-                f"model {key!r} ({model.id}): base_url {model.base_url!r} has no scheme; "
-                f"write http://{model.base_url} (check the spec and its environment variables)"
-            )
-        variable = model.api_key_env
-        if variable and not os.environ.get(variable):
-            raise UsageError(
-                f"no API key for model {key!r} ({model.id}): "
-                f"set the environment variable {variable}"
-            )
+        if options.provider is None:
+            check_model(self.args.model or harness.model_key(), options, harness.model)
 
     def discard(self, harness: AgentHarness) -> None:
         """Drop a harness that never ran: close its session, delete it when fresh and empty."""
@@ -344,47 +323,6 @@ class CliInvocation:
             discard_if_empty(harness.session)
         else:
             harness.session.close()
-
-    def choose_action(
-        self, harness: AgentHarness, prompt: str | None, results: dict[str, Any] | None
-    ) -> str:
-        """What to do: "repl", "resume_tools", "resume" or "prompt"."""
-        args = self.args
-        paused = harness.paused_reason
-        if results is not None:
-            if paused != "awaiting_tool":
-                raise UsageError(
-                    f"--resume-with: session {harness.session.id} is not waiting for tool results"
-                )
-            check_results(results, harness.pending_tool_calls)
-            return "repl" if args.interactive else "resume_tools"
-        if args.interactive:
-            return "repl"
-        if prompt is not None:
-            if paused == "awaiting_tool":
-                raise UsageError(self.pending_message(harness))
-            return "prompt"
-        if paused == "paused":
-            return "resume"
-        interactive_ok = _stdin_is_tty() and not args.json
-        if paused == "awaiting_tool":
-            if interactive_ok:
-                return "repl"
-            raise UsageError(self.pending_message(harness))
-        if interactive_ok:
-            return "repl"
-        raise UsageError("no prompt: pass PROMPT, pipe it on stdin, or use -i")
-
-    def pending_message(self, harness: AgentHarness) -> str:
-        pending = harness.pending_tool_calls
-        lines = describe_pause("awaiting_tool", pending, awaiting_tool=True)
-        example = ", ".join(f'"{c.id}": "..."' for c in pending)
-        return (
-            f"session {harness.session.id} is waiting for tool results; continue it with "
-            f"--resume-with '{{{example}}}'\n" + "\n".join(lines)
-        )
-
-    # -- one run -----------------------------------------------------------------
 
     async def prepare(self, harness: AgentHarness) -> None:
         """Overrides that go through the harness (recorded in the session), --watch."""
@@ -438,6 +376,9 @@ class CliInvocation:
                 run = harness.resume(results)
             elif action == "resume":
                 run = harness.resume()
+            elif action == "answers":
+                assert self.answers_prompt is not None
+                run = harness.prompt(self.answers_prompt)
             else:
                 assert prompt is not None
                 run = harness.prompt(prompt)
@@ -454,131 +395,11 @@ class CliInvocation:
                 discard_if_empty(harness.session)  # a /command answered: nothing to keep
         if self.choice is not None and self.choice.new and result.status == "error":
             discard_if_unused(harness.session)  # the first request failed: nothing to keep
-        code = self.report(result, harness, printer)
+        code = RunReport(self).report(result, harness, printer)
         if isinstance(printer, TextPrinter) and result.reply is None:
             summary.stop()
             printer.line(f"[usage] {summary.line()}")
         return code
-
-    def report(
-        self, result: RunResult, harness: AgentHarness, printer: JsonPrinter | TextPrinter
-    ) -> int:
-        """Say how the run ended (stderr, or the JSON stream) and pick the exit code."""
-        if result.reply is not None:
-            if isinstance(printer, JsonPrinter):
-                printer.write({"type": "command_reply", "text": result.reply})
-            else:
-                printer.reply(result.reply)
-            if result.reason != "unknown_command":
-                return EXIT_DONE
-            hint = self.interactive_only_hint(self.prompt_text or "")
-            if hint:
-                self.err.write(hint + "\n")
-            return EXIT_USAGE
-        if result.status == "done":
-            return EXIT_DONE
-        if result.status == "error":
-            if isinstance(printer, TextPrinter):
-                printer.error(result.reason or "the run failed")
-            else:
-                self.err.write(f"error: {result.reason or 'the run failed'}\n")
-            return EXIT_ERROR
-        if result.status == "aborted":
-            if harness.session.path:
-                self.err.write(f"aborted: the session is kept{self.session_hint(harness)}\n")
-            else:
-                self.err.write("aborted (the session was in memory only: nothing is kept)\n")
-            return EXIT_ABORTED
-        if isinstance(printer, TextPrinter):
-            for line in self.pause_lines(result, harness):
-                self.err.write(line + "\n")
-        return EXIT_PAUSED
-
-    def interactive_only_hint(self, prompt: str) -> str | None:
-        """``agent /status``: the REPL's own commands work only in the interactive mode."""
-        from harnessc.runtime.cli.repl.commands import BUILTIN_COMMANDS
-        from harnessc.runtime.commands import split_command
-
-        name = (split_command(prompt) or ("", ""))[0]
-        if name not in BUILTIN_COMMANDS and name != "exit":
-            return None
-        return f"/{name} is a command of the interactive mode: run {self.prog} -i and type /{name}"
-
-    def pause_lines(self, result: RunResult, harness: AgentHarness) -> list[str]:
-        awaiting = result.status == "awaiting_tool"
-        limit = budget_limit(result.reason)
-        used: tuple[float, float | None] | None = None
-        if limit is not None:
-            used = (harness.budget.used(limit), getattr(harness.budget.budget, limit, None))
-        lines = describe_pause(
-            result.reason, result.pending_tool_calls, awaiting_tool=awaiting, limit_used=used
-        )
-        target = self.session_target(harness)
-        if target is None:
-            lines.append("the session is in memory only (--no-session): it cannot be continued")
-            return lines
-        if awaiting:
-            example = ", ".join(
-                f"{json.dumps(c.id)}: " + '"RESULT"' for c in result.pending_tool_calls
-            )
-            lines.append(
-                f"continue with: {self.prog} {target} --resume-with {quote('{' + example + '}')}"
-                '  (a result is a string or {"error": "..."})'
-            )
-        elif limit == "turns":
-            raised = int(used[0]) + 10 if used is not None else 10
-            lines.append(f"continue with: {self.prog} {target} --max-turns {raised}")
-        elif limit is not None:
-            lines.append(
-                f"the {limit} limit comes from the agent's spec: raise it there, or continue "
-                f"with {self.prog} {target} -i and extend it when asked"
-            )
-        else:
-            lines.append(f"continue with: {self.prog} {target}")
-        return lines
-
-    def session_target(self, harness: AgentHarness) -> str | None:
-        """The flags that reopen this run's session, or None for an in-memory one."""
-        path = harness.session.path
-        if not path:
-            return None
-        flags = f"--session {harness.session.id}"
-        if self.args.cwd:
-            flags += f" --cwd {quote(self.cwd)}"
-        if self.session_dir is not None:
-            root = Path(self.session_dir).resolve()
-            if Path(path).resolve().is_relative_to(root):
-                if self.args.session_dir:
-                    flags += f" --session-dir {quote(self.args.session_dir)}"
-                return flags
-        return f"--session {quote(path)}" + (f" --cwd {quote(self.cwd)}" if self.args.cwd else "")
-
-    def session_hint(self, harness: AgentHarness) -> str:
-        target = self.session_target(harness)
-        return f" (continue with: {self.prog} {target})" if target else ""
-
-
-BASE_URL_VARIABLE = "HARNESSC_BASE_URL"
-
-
-def override_base_url(options: AgentHarnessOptions, base_url: str, source: str) -> None:
-    """Point every model of the agent at ``base_url``. A model whose key variable is unset
-    needs no key on a server of this machine (a local model server, the demo)."""
-    from urllib.parse import urlsplit
-
-    if not base_url.startswith(("http://", "https://")):
-        raise UsageError(f"{source}: {base_url!r} has no scheme; write http://{base_url}")
-    local = (urlsplit(base_url).hostname or "") in ("localhost", "127.0.0.1", "::1")
-    models = dict(options.models)
-    for key, model in models.items():
-        changes: dict[str, Any] = {"base_url": base_url}
-        if model.api_key_env and local and not os.environ.get(model.api_key_env):
-            changes["api_key_env"] = None
-        moved = replace(model, **changes)
-        models[key] = moved
-        if options.model is model:
-            options.model = moved
-    options.models = models
 
 
 def _close(session: Any) -> None:

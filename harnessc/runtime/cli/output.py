@@ -98,6 +98,7 @@ class Spinner:
         self._task: asyncio.Task[None] | None = None
         self._shown = False
         self._tick = 0
+        self.suffix: Callable[[], str] | None = None  # live figures after the label
 
     def set(self, label: str) -> None:
         """Show ``label`` (the elapsed time restarts when the label changes)."""
@@ -135,7 +136,9 @@ class Spinner:
             return
         frame = self._frames[self._tick % len(self._frames)]
         elapsed = time.monotonic() - self._since
-        self._stream.write(f"\r\033[K{frame} {self._label} {format_duration(elapsed)}")
+        extra = self.suffix() if self.suffix is not None else ""
+        line = f"{frame} {self._label} {format_duration(elapsed)}{extra}"
+        self._stream.write(f"\r\033[K{line}")
         self._stream.flush()
         self._shown = True
 
@@ -341,6 +344,8 @@ class TextPrinter:
         maximum = format_number(event.maximum)
         if event.level == "hard":
             self.line(f"[budget] limit hit: {event.limit} {used} of {maximum}")
+        elif event.limit in ("turns", "tool_calls") and event.used >= event.maximum:
+            self.line(f"[budget] {event.limit}: {used} of {maximum} used, the last one allowed")
         else:
             self.line(f"[budget] {event.limit}: {used} of {maximum} used, nearing the limit")
 

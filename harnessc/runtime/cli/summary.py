@@ -83,6 +83,14 @@ class RunSummary:
             self.seconds += time.monotonic() - self._since
             self._since = None
 
+    def brief(self) -> str:
+        """The live figures of the status line: ``  1,204 tokens  $0.0012``."""
+        tokens = self.input + self.output
+        if not tokens and not self.cost:
+            return ""
+        cost = f"  {format_cost(self.cost)}" if self.priced or self.cost else ""
+        return f"  {_tokens(tokens)} tokens{cost}"
+
     def line(self) -> str:
         """``2 turns, 3 tool calls, 1,204 tokens in (800 cached) / 56 out, $0.0012, 4.2s``."""
         parts = [

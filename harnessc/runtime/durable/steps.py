@@ -40,10 +40,11 @@ class EventSink:
 
 
 async def _write(events: list[dict[str, Any]]) -> None:
+    """One stream value per step: the list of its events (one row, one commit)."""
     from dbos import DBOS
 
-    for event in events:
-        await DBOS.write_stream_async(EVENT_STREAM, event)
+    if events:
+        await DBOS.write_stream_async(EVENT_STREAM, events)
 
 
 async def flush_events(sink: EventSink) -> None:

@@ -113,7 +113,7 @@ def _session(begin: dict[str, Any], run_id: str, clock: RunClock) -> Session:
 
 
 def _harness(session: Session, cwd: str, sink: EventSink, clock: RunClock) -> Any:
-    from harnessc.runtime.harness import AgentHarness
+    from harnessc.runtime.agent import AgentHarness
     from harnessc.runtime.providers import get_provider
 
     options = _agent().build_options(session=session, cwd=cwd)

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Extension",
     "ExtensionConfig",
+    "CompactionPipeline",
     "ExtensionConfigError",
     "HarnessContext",
     "decode_config",
@@ -69,6 +70,9 @@ class HarnessContext(Protocol):
     commands: CommandRegistry
     compaction_settings: Any  # CompactionSettings, set by the compaction extension
     compactor: Any  # replaces the session summary compaction when set
+    # The compaction pipeline (the compaction extension): when set it owns the trigger
+    # (the loop's own threshold check is off) and overflow recovery runs it.
+    compaction_pipeline: CompactionPipeline | None
 
     @property
     def messages(self) -> list[Message]: ...
@@ -115,6 +119,13 @@ class HarnessContext(Protocol):
     async def compact(
         self, custom_instructions: str | None = None, *, reason: str = "manual"
     ) -> Any: ...
+
+
+class CompactionPipeline(Protocol):
+    """What the loop asks of an installed compaction pipeline."""
+
+    async def recover(self, harness: HarnessContext) -> bool:
+        """Compact after a context overflow (every service, forced); True when it did."""
 
 
 @runtime_checkable

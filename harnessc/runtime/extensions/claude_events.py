@@ -199,6 +199,12 @@ def _scrub_headers(value: Any) -> None:
             _scrub_headers(item)
 
 
+def _permission_mode(harness: Any) -> str:
+    from harnessc.runtime.tools.permissions import claude_permission_mode
+
+    return claude_permission_mode(harness)
+
+
 async def claude_payload(
     moment: str,
     event: Any,
@@ -215,7 +221,7 @@ async def claude_payload(
         "session_id": session_id,
         "transcript_path": path,
         "cwd": cwd,
-        "permission_mode": PERMISSION_MODE,
+        "permission_mode": _permission_mode(harness),
         "hook_event_name": name,
     }
     extra: dict[str, Any] = {"moment": moment}

@@ -30,6 +30,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from harnessc.runtime import catalog
+
 __all__ = [
     "CLAUDE_TOOL_NAMES",
     "ToolMappingError",
@@ -39,13 +41,7 @@ __all__ = [
 ]
 
 CLAUDE_TOOL_NAMES: dict[str, str] = {
-    "bash": "Bash",
-    "read": "Read",
-    "write": "Write",
-    "edit": "Edit",
-    "ls": "LS",
-    "grep": "Grep",
-    "find": "Glob",
+    entry.name: entry.claude_code_name for entry in catalog.TOOLS if entry.claude_code_name
 }
 
 # harnessc key -> Claude Code key, for the keys that only change their name.

@@ -321,6 +321,8 @@ class CompactionExtension:
 
         c = self.config
         self._harness = harness
+        if c.enabled:
+            harness.compaction_pipeline = self  # one trigger and one pipeline for the loop
         harness.compaction_settings = CompactionSettings(
             enabled=c.enabled,
             reserve_tokens=c.reserve_tokens,
@@ -373,6 +375,13 @@ class CompactionExtension:
         if not report.changed:
             return None
         return ContextResult(messages=report.messages)
+
+    async def recover(self, harness: HarnessContext) -> bool:
+        """After a context overflow: every service, forced (the loop retries the step)."""
+        ctx = PipelineContext(harness=harness, forced=True, reason="overflow")
+        report = await run_pipeline(self.services, harness.messages, ctx)
+        self._retry_above = None
+        return report.changed
 
     async def compact_command(self, args: str = "") -> str:
         """``/compact [instructions]``: the pipeline, forced."""

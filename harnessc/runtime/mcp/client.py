@@ -93,6 +93,9 @@ class ServerConnection:
             timeout = self.config.timeout_s
             try:
                 await asyncio.wait_for(asyncio.shield(ready), timeout)
+            except asyncio.CancelledError:
+                await self._stop_owner()  # no child outlives a cancelled start
+                raise
             except TimeoutError:
                 await self._stop_owner()
                 raise McpStartError(

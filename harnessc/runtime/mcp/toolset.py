@@ -1,8 +1,8 @@
 """MCP servers as a toolset: an extension that adds each server's tools and prompts.
 
 ``McpToolset(servers)`` is installed like any extension. Nothing starts at import or
-at install: when the first run starts (the ``before_agent_start`` moment, or the
-first model call of a resumed run) every server starts concurrently on the MCP loop
+at install: when the first run starts (the ``before_agent_start`` moment, a resumed
+run's ``agent_resume``, or else the first model call) every server starts concurrently on the MCP loop
 (``loop.py``), their tool lists become tools named ``mcp__<server>__<tool>`` (or the
 server's ``prefix``) and their prompts ``/mcp__<server>__<prompt>`` commands. Before
 each model call, servers that sent ``tools/list_changed`` are listed again.
@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from harnessc.runtime.extensions.base import HarnessContext
 from harnessc.runtime.mcp.config import McpConfigError, McpServerConfig, load_mcp_json
 from harnessc.runtime.mcp.env import child_environ
 from harnessc.runtime.mcp.loop import mcp_loop, run_in_mcp_loop
@@ -52,7 +53,9 @@ class McpToolset:
         *,
         from_file: str | os.PathLike[str] | None = None,
         log_dir: str | os.PathLike[str] | None = None,
+        activate: bool = True,
     ) -> None:
+        """``activate=False`` when the spec lists ``active_tools`` (they name the MCP tools)."""
         if not sdk_available():
             raise McpUnavailableError(
                 f"this agent declares MCP servers but the MCP SDK is not installed: {INSTALL_HINT}"
@@ -71,20 +74,24 @@ class McpToolset:
         self.log_dir = Path(log_dir) if log_dir is not None else None
         self.problems: list[str] = []
         self._connections: dict[str, Any] = {}
-        self._harness: Any = None
-        self._started: asyncio.Future[None] | None = None
-        self._start_loop: asyncio.AbstractEventLoop | None = None
+        self.activate = activate
+        self._harness: HarnessContext | None = None
+        self._tools: dict[str, Tool] = {}
+        self._started = False
         self._unregister: list[Any] = []
+        self._registered: dict[str, set[str]] = {}
         self._remove_closer = mcp_loop().on_shutdown(self._close_all)
 
     @property
     def command_names(self) -> tuple[str, ...]:
         return ()  # prompts are known only once the servers run
 
-    def install(self, harness: Any) -> None:
+    def install(self, harness: HarnessContext) -> None:
         self._harness = harness
         harness.on("before_agent_start", self._on_start)
+        harness.on("agent_resume", self._on_start)  # a continued run may start with a tool batch
         harness.on("context", self._on_context)
+        harness.on_close(self.aclose)
 
     # -- start -----------------------------------------------------------------------
 
@@ -97,18 +104,17 @@ class McpToolset:
 
     async def start(self) -> None:
         """Start every server (once); report the ones that fail."""
-        if self._started is not None:
+        if self._started:
             return
-        loop = asyncio.get_running_loop()
-        self._started = loop.create_future()
+        self._started = True
         try:
             errors = await run_in_mcp_loop(self._start_all())
-        except BaseException as exc:
-            self._started.set_exception(exc)
+        except BaseException:
+            self._started = False  # cancelled (Ctrl-C): the next run tries again
             raise
-        self._started.set_result(None)
         for server in self.servers:
-            if server.name in self._connections:
+            connection = self._connections.get(server.name)
+            if connection is not None and connection.alive:
                 self._register(server)
         required = []
         for server in self.servers:
@@ -129,26 +135,26 @@ class McpToolset:
         environ = child_environ(os.environ)
         log_dir = self.log_dir or Path(".harnessc/logs")
         log_dir = log_dir if log_dir.is_absolute() else Path.cwd() / log_dir
-        connections = {
-            s.name: ServerConnection(s, environ=environ, log_dir=log_dir) for s in self.servers
-        }
+        for server in self.servers:  # kept even when they fail: shutdown reaches every child
+            self._connections[server.name] = ServerConnection(
+                server, environ=environ, log_dir=log_dir
+            )
+        connections = list(self._connections.items())
         outcomes = await asyncio.gather(
-            *(c.start() for c in connections.values()), return_exceptions=True
+            *(c.start() for _, c in connections), return_exceptions=True
         )
         errors: dict[str, str] = {}
-        for (name, connection), outcome in zip(connections.items(), outcomes, strict=True):
+        for (name, connection), outcome in zip(connections, outcomes, strict=True):
             if isinstance(outcome, BaseException):
                 errors[name] = str(outcome) or type(outcome).__name__
                 await connection.close()
-            else:
-                self._connections[name] = connection
         return errors
 
     async def refresh(self) -> None:
         """List again the servers that announced a changed tool or prompt list."""
         changed = []
         for name, connection in list(self._connections.items()):
-            if connection.tools_changed or connection.prompts_changed:
+            if connection.alive and (connection.tools_changed or connection.prompts_changed):
                 try:
                     if await run_in_mcp_loop(connection.refresh()):
                         changed.append(name)
@@ -178,23 +184,21 @@ class McpToolset:
             name = server.tool_name(listed.name)
             problem = schema_problem(listed.input_schema)
             if problem is not None:
-                self.problems.append(
-                    f"mcp server {server.name!r}: tool {listed.name} skipped: {problem}"
-                )
-                sys.stderr.write(f"warning: {self.problems[-1]}\n")
+                message = f"mcp server {server.name!r}: tool {listed.name} skipped: {problem}"
+                if message not in self.problems:  # said once, not at every listing
+                    self.problems.append(message)
+                    sys.stderr.write(f"warning: {message}\n")
                 continue
             tools.append(self._tool(server, connection, listed, name))
         if harness is None:
             return
         offered = {t.name for t in tools}
-        for stale in [
-            n for n in harness.tools if n.startswith(server.tool_name("")) and n not in offered
-        ]:
-            tool = harness.tools[stale]
-            if isinstance(tool, Tool):
-                tool.run = _gone(stale)  # no remove_tools in the harness yet
-        activate = getattr(getattr(harness, "options", None), "active_tool_names", None) is None
-        harness.add_tools(tools, activate=activate)
+        registered = self._registered.setdefault(server.name, set())
+        for stale in sorted(registered - offered):
+            self._tools[stale].run = _gone(stale)  # the harness has no remove_tools yet
+        registered |= offered
+        self._tools.update({t.name: t for t in tools})
+        harness.add_tools(tools, activate=self.activate)
         self._register_prompts(server, connection)
 
     def _tool(self, server: McpServerConfig, connection: Any, listed: Any, name: str) -> Tool:
@@ -242,9 +246,9 @@ class McpToolset:
         )
 
     def _register_prompts(self, server: McpServerConfig, connection: Any) -> None:
-        commands = getattr(self._harness, "commands", None)
-        if commands is None:
+        if self._harness is None:
             return
+        commands = self._harness.commands
         for listed in connection.prompts:
             command = f"{server.tool_name('')}{listed.name}"
             if command in commands:
@@ -271,12 +275,12 @@ class McpToolset:
     async def aclose(self) -> None:
         """Stop every server now (they are also stopped at interpreter exit)."""
         await run_in_mcp_loop(self._close_all())
-        self._started = None
+        self._started = False
 
     def close(self) -> None:
         future = mcp_loop().submit(self._close_all())
         future.result(30)
-        self._started = None
+        self._started = False
 
 
 class McpStartFailed(RuntimeError):

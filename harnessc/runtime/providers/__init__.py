@@ -52,7 +52,7 @@ def get_provider(api: str) -> Provider:
     A harness uses its own pool instead; closing it never closes these."""
     global _default_pool
     if _default_pool is None:
-        from harnessc.runtime.providers.pool import ProviderPool
+        from harnessc.runtime.providers.pool import ProviderPool, shared_http_clients
 
-        _default_pool = ProviderPool()
+        _default_pool = ProviderPool(shared_http_clients())
     return _default_pool.get(api)

@@ -166,7 +166,7 @@ class GoogleStreamState:
             # like that status, as long as nothing of the reply was received.
             code = error.get("code") if isinstance(error, dict) else None
             status = code if type(code) is int else None
-            text = error_text_from_body(data) or "the server reported an error"
+            text = error_text_from_body(data, limit=1 << 20) or "the server reported an error"
             raise ProviderError(
                 f"HTTP {status}: {text}" if status else text,
                 status=status,
@@ -247,6 +247,7 @@ class GoogleGenerativeAIProvider(HttpProvider):
 
     api = "google-generative-ai"
     default_provider = "google"
+    base_url_hint = "ends with /v1beta"
 
     def build_request(self, request: ProviderRequest, api_key: str | None) -> HttpRequestSpec:
         model = request.model

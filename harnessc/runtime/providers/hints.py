@@ -11,7 +11,7 @@ from __future__ import annotations
 import errno
 import socket
 import ssl
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -41,10 +41,23 @@ __all__ = [
 ]
 
 
+def _server(url: str) -> str:
+    """``scheme://host:port`` of ``url``, without user info ("" if not a URL)."""
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return ""
+    if not parts.scheme or not host:
+        return ""
+    host = f"[{host}]" if ":" in host else host
+    return f"{parts.scheme}://{host}" + (f":{port}" if port else "")
+
+
 def where(url: str) -> str:
     """``url`` as shown in a message: no user info, no query string."""
-    parts = urlsplit(redact_url(url))
-    return f"{parts.scheme}://{parts.netloc}{parts.path}" if parts.netloc else url
+    server = _server(url)
+    return server + urlsplit(url).path if server else redact_url(url)
 
 
 def _causes(exc: BaseException) -> Iterator[BaseException]:
@@ -65,8 +78,7 @@ def _causes(exc: BaseException) -> Iterator[BaseException]:
 
 def _base(url: str) -> str:
     """The server part of ``url`` (what ``is the server running at`` names)."""
-    parts = urlsplit(redact_url(url))
-    return f"{parts.scheme}://{parts.netloc}"
+    return _server(url) or redact_url(url)
 
 
 def describe_transport_error(
@@ -172,10 +184,11 @@ def answer_error(
     model: Model,
     url: str,
     base_hint: str = "",
+    secrets: Iterable[str | None] = (),
 ) -> ProviderError:
     """The error for an HTTP error status, a redirect, or a 2xx that is not a stream,
-    with the server's own message (cut) and what to check."""
-    text = error_text_from_body(raw)
+    with the server's own message (redacted, then cut) and what to check."""
+    text = error_text_from_body(raw, secrets=secrets)
     hint = status_hint(status, model, model.api_key() is not None, base_hint)
     if is_context_overflow_text(text):
         hint = ""  # the server said exactly what is wrong

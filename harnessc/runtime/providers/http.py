@@ -15,6 +15,7 @@ delay the reply by more than ``END_GRACE_S``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
@@ -200,7 +201,16 @@ class HttpProvider:
                 interrupt = current[0] = Interrupt()
                 outcome = _Attempt()
                 async for event in self._attempt(
-                    spec.url, headers, body, timeout, request, builder, clock, interrupt, outcome
+                    spec.url,
+                    headers,
+                    body,
+                    timeout,
+                    request,
+                    builder,
+                    clock,
+                    interrupt,
+                    outcome,
+                    secrets,
                 ):
                     yield event
                 if outcome.final is not None:
@@ -259,6 +269,7 @@ class HttpProvider:
         clock: RequestClock,
         interrupt: Interrupt,
         outcome: _Attempt,
+        secrets: list[str | None],
     ) -> AsyncIterator[AssistantMessageEvent]:
         """One exchange: yields the reply's events, leaves the result in ``outcome``."""
         model = request.model
@@ -293,7 +304,7 @@ class HttpProvider:
                 return
             if item[0] == BODY:
                 outcome.error = answer_error(
-                    status, item[1], response_headers, model, url, self.base_url_hint
+                    status, item[1], response_headers, model, url, self.base_url_hint, secrets
                 )
                 return
             parser = SSEParser()
@@ -332,6 +343,11 @@ class HttpProvider:
                     return
                 item = await queue.get()
                 if interrupt.kind:
+                    if interrupt.kind == "idle":  # a finished reply left open (no end marker)
+                        with contextlib.suppress(ProviderError):
+                            state.end()
+                        if state.done:
+                            break
                     outcome.error = interrupted_error(
                         interrupt.kind, timeout_ms, url, clock, parser
                     )
@@ -397,7 +413,4 @@ class HttpProvider:
 
 async def _await_end(task: asyncio.Task[None]) -> None:
     """Give the exchange ``END_GRACE_S`` to read the body's end (then it is cut)."""
-    try:
-        await asyncio.wait_for(asyncio.shield(task), END_GRACE_S)
-    except Exception:  # TimeoutError, or the exchange's own failure
-        pass
+    await asyncio.wait((task,), timeout=END_GRACE_S)

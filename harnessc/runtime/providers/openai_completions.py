@@ -240,7 +240,8 @@ class OpenAIStreamState:
         if type(chunk) is not dict:
             return
         if "error" in chunk and chunk["error"]:
-            text = error_text_from_body(data) or "the server reported an error"
+            # Cut only after the driver redacted it (a key must not straddle the cut).
+            text = error_text_from_body(data, limit=1 << 20) or "the server reported an error"
             raise ProviderError(text, retryable=not self.builder.has_content)
         choices = chunk.get("choices")
         if choices:
@@ -325,6 +326,7 @@ class OpenAICompletionsProvider(HttpProvider):
 
     api = "openai-completions"
     default_provider = "openai"
+    base_url_hint = "ends with /v1"
 
     def build_request(self, request: ProviderRequest, api_key: str | None) -> HttpRequestSpec:
         base = request.model.base_url or DEFAULT_OPENAI_BASE_URL

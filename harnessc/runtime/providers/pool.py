@@ -24,7 +24,7 @@ from harnessc.runtime.providers.base import Provider
 from harnessc.runtime.providers.registry import PROVIDER_FACTORIES
 from harnessc.runtime.providers.transport import HttpClientPool
 
-__all__ = ["ProviderFactory", "ProviderPool", "close_pool_of", "pool_of"]
+__all__ = ["ProviderFactory", "ProviderPool", "close_pool_of", "pool_of", "shared_http_clients"]
 
 # What ``register_provider`` takes: makes a provider (which owns its HTTP clients).
 ProviderFactory = Callable[[], Provider]
@@ -91,6 +91,19 @@ def _registered() -> dict[str, ProviderFactory]:
     from harnessc.runtime.providers import registered_factories
 
     return registered_factories()
+
+
+_shared: HttpClientPool | None = None
+
+
+def shared_http_clients() -> HttpClientPool:
+    """The process-wide HttpClientPool (64 requests in flight per origin) for pools
+    that should share connections; nothing closes it but ``await ....aclose()`` on
+    each event loop that used it (a finished loop's entries are dropped)."""
+    global _shared
+    if _shared is None:
+        _shared = HttpClientPool()
+    return _shared
 
 
 # One pool per owner (a harness), without touching the owner's attributes.

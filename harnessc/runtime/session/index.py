@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from harnessc.runtime.session.index_support import (
+    SearchQueryError,
     SessionIndexBusyError,
     SessionIndexError,
     SessionIndexWriteError,
@@ -37,7 +38,9 @@ from harnessc.runtime.session.index_support import (
     index_error,
     is_busy,
     is_corrupt,
+    literal_query,
     message_text,
+    query_error,
 )
 
 __all__ = [
@@ -78,10 +81,6 @@ CREATE VIRTUAL TABLE IF NOT EXISTS messages USING fts5(
 """
 
 
-class SearchQueryError(ValueError):
-    """A search query FTS5 cannot parse."""
-
-
 @dataclass(slots=True)
 class SearchHit:
     session_id: str
@@ -99,12 +98,6 @@ class RefreshStats:
     files_appended: int = 0  # only new lines read
     files_removed: int = 0
     messages_added: int = 0
-
-
-def literal_query(text: str) -> str:
-    """A query matching ``text``'s words literally (each word quoted, FTS syntax off)."""
-    words = text.split()
-    return " ".join('"' + w.replace('"', '""') + '"' for w in words)
 
 
 class SessionIndex:
@@ -392,7 +385,7 @@ class SessionIndex:
                     (query, limit),
                 ).fetchall()
             except sqlite3.OperationalError as exc:
-                raise _query_error(query, exc) from None
+                raise query_error(query, exc) from None
         return [
             SearchHit(
                 session_id=row[0],
@@ -409,22 +402,6 @@ class SessionIndex:
         """Indexed messages."""
         with self._lock:
             return int(self._connection().execute("SELECT count(*) FROM messages").fetchone()[0])
-
-
-def _query_error(query: str, exc: sqlite3.OperationalError) -> Exception:
-    detail = str(exc)
-    lowered = detail.lower()
-    if not any(
-        key in lowered
-        for key in ("fts5", "syntax error", "no such column", "unterminated", "unknown special")
-    ):
-        return exc
-    detail = detail.removeprefix("fts5: ")
-    return SearchQueryError(
-        f"invalid search query {query!r}: {detail}. Queries use FTS5 syntax: words, "
-        '"quoted phrases", AND / OR / NOT, prefix*; put text with punctuation in double '
-        'quotes (e.g. "foo-bar" or "a.b").'
-    )
 
 
 def _inside(path: str, root: str) -> bool:

@@ -9,6 +9,7 @@ from typing import Any
 from harnessc.runtime.session.entries import SessionError
 
 __all__ = [
+    "SearchQueryError",
     "SessionIndexBusyError",
     "SessionIndexError",
     "SessionIndexWriteError",
@@ -16,8 +17,14 @@ __all__ = [
     "index_error",
     "is_busy",
     "is_corrupt",
+    "literal_query",
     "message_text",
+    "query_error",
 ]
+
+
+class SearchQueryError(ValueError):
+    """A search query FTS5 cannot parse."""
 
 
 class SessionIndexError(SessionError):
@@ -111,3 +118,25 @@ def clean_text(text: str) -> str:
     except UnicodeEncodeError:
         return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
     return text
+
+
+def literal_query(text: str) -> str:
+    """A query matching ``text``'s words literally (each word quoted, FTS syntax off)."""
+    words = text.split()
+    return " ".join('"' + w.replace('"', '""') + '"' for w in words)
+
+
+def query_error(query: str, exc: sqlite3.OperationalError) -> Exception:
+    detail = str(exc)
+    lowered = detail.lower()
+    if not any(
+        key in lowered
+        for key in ("fts5", "syntax error", "no such column", "unterminated", "unknown special")
+    ):
+        return exc
+    detail = detail.removeprefix("fts5: ")
+    return SearchQueryError(
+        f"invalid search query {query!r}: {detail}. Queries use FTS5 syntax: words, "
+        '"quoted phrases", AND / OR / NOT, prefix*; put text with punctuation in double '
+        'quotes (e.g. "foo-bar" or "a.b").'
+    )

@@ -3,8 +3,12 @@
 Pauses (a budget hit, a hook asking for review, external tool calls awaiting their
 results) are recorded as ``custom`` entries so they survive a restart:
 ``customType: "harnessc.pause"`` with ``data {"reason", "pending_tool_calls": [{"id",
-"name", "arguments"}], ...}``, cleared by a later ``"harnessc.resume"`` entry. Only
-the current branch counts.
+"name", "arguments"}], "state", "external_tool_calls", "usage", "run"}``, cleared by a
+later ``"harnessc.resume"`` entry (``{"run_id"}``, plus ``"abandoned": true`` when a new
+prompt or a tree move left the run, with ``"reason"``). ``run`` is the whole run-state
+record (``harnessc.runtime.agent.run_state.RunState.to_dict``) a harness rebuilds the
+paused run from; the other keys summarise it for readers of the file. Only the current
+branch counts.
 """
 
 from __future__ import annotations

@@ -98,7 +98,9 @@ class Session:
         self.diagnostics: list[str] = list(diagnostics or [])
         self._entries: list[SessionEntry] = []
         self._by_id: dict[str, SessionEntry] = {}
-        self._leaf_ids: set[str] = set()  # ids of legacy ``leaf`` entries (not tree nodes)
+        # legacy ``leaf`` entries (not tree nodes): id -> parentId, for entries pi appended
+        # under one (pi takes it for an ordinary entry on the branch it ends)
+        self._leaf_ids: dict[str, str | None] = {}
         self._markers: set[str] = set()  # ids of ``harnessc.leaf`` entries
         self._leaf_id: str | None = None
         for entry in entries:
@@ -173,6 +175,9 @@ class Session:
             seen.add(current)
             entry = by_id.get(current)
             if entry is None:
+                if current in self._leaf_ids:  # pi's reading of a legacy leaf entry
+                    current = self._leaf_ids[current]
+                    continue
                 break
             path.append(entry)
             current = entry.parent_id
@@ -378,7 +383,7 @@ class Session:
     def _index(self, entry: SessionEntry) -> None:
         self._entries.append(entry)
         if entry.type == "leaf":
-            self._leaf_ids.add(entry.id)
+            self._leaf_ids[entry.id] = entry.parent_id
             target = entry.data.get("targetId")
             if target is None:
                 self._leaf_id = None

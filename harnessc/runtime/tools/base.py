@@ -9,6 +9,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from harnessc.runtime.messages import TextContent, UserContent
 from harnessc.runtime.signal import AbortSignal
+from harnessc.runtime.tools.clean import clean_result_value, clean_text
 
 __all__ = [
     "AgentTool",
@@ -18,6 +19,7 @@ __all__ = [
     "ToolExecute",
     "ToolResult",
     "ToolUpdate",
+    "clean_result",
     "error_result",
     "text_result",
     "threaded",
@@ -82,7 +84,23 @@ class Tool:
         on_update: ToolUpdate,
         context: Any,
     ) -> ToolResult:
-        return await self.run(tool_call_id, params, signal, on_update, context)
+        def update(partial: ToolResult) -> None:
+            on_update(clean_result(partial))
+
+        return clean_result(await self.run(tool_call_id, params, signal, update, context))
+
+
+def clean_result(result: ToolResult) -> ToolResult:
+    """``result`` with text and details safe to encode as UTF-8 (see ``clean.py``):
+    a file name that is not UTF-8 never breaks the context or the session."""
+    if not isinstance(result, ToolResult):
+        return result
+    for block in result.content:
+        if isinstance(block, TextContent) and isinstance(block.text, str):
+            block.text = clean_text(block.text)
+    if result.details is not None:
+        result.details = clean_result_value(result.details)
+    return result
 
 
 @dataclass(slots=True)

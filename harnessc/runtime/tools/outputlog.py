@@ -4,7 +4,8 @@ Logs live in one private folder, ``$TMPDIR/harnessc-bash-<uid>/`` (mode 0700), n
 ``bash-<pid>-<random>.log``. They are the agent process's: kept while it runs (its
 tool results point the model at them) and deleted when it exits, the folder too once
 empty. Logs left by a process that died without cleaning up (SIGKILL) are deleted the
-next time any agent opens the folder, as are logs older than a week. One log holds at
+next time any agent opens the folder, as are logs older than a week (and the loose
+``$TMPDIR/harnessc-bash-*.log`` files of older versions, once untouched for an hour). One log holds at
 most ``max_log_bytes`` (the rest of the output is counted, not stored), and before a
 new log starts the oldest logs are deleted until all of them together stay under
 ``max_total_bytes``. Defaults: 1 GiB per log, 2 GiB in all; ``HARNESSC_BASH_LOG_MAX_MB``
@@ -30,6 +31,8 @@ MAX_LOG_BYTES = 1 << 30
 MAX_TOTAL_BYTES = 2 << 30
 _MAX_AGE_S = 7 * 24 * 3600
 _NAME = re.compile(r"bash-(\d+)-[0-9a-f]+\.log\Z")
+_LEGACY = re.compile(r"harnessc-bash-[A-Za-z0-9_]+\.log\Z")  # loose files of older versions
+_LEGACY_IDLE_S = 3600
 
 
 def _env_mb(name: str, default: int) -> int:
@@ -91,7 +94,23 @@ class OutputLogs:
             os.chmod(root, 0o700)
         return root
 
+    def _sweep_legacy(self) -> None:
+        """Loose ``harnessc-bash-*.log`` files of older versions, untouched for an hour."""
+        tmp = tempfile.gettempdir()
+        now = time.time()
+        with contextlib.suppress(OSError), os.scandir(tmp) as it:
+            for entry in it:
+                if not _LEGACY.match(entry.name):
+                    continue
+                with contextlib.suppress(OSError):
+                    info = entry.stat(follow_symlinks=False)
+                    mine = info.st_uid == os.getuid() and stat.S_ISREG(info.st_mode)
+                    if mine and now - info.st_mtime > _LEGACY_IDLE_S:
+                        os.unlink(entry.path)
+
     def _sweep(self, folder: Path) -> None:
+        if self._root is None:
+            self._sweep_legacy()
         now = time.time()
         with contextlib.suppress(OSError), os.scandir(folder) as it:
             for entry in it:

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+from harnessc.runtime.tools.clean import unescape_bytes
+
 __all__ = [
     "PathError",
     "allow_read",
@@ -158,6 +160,19 @@ def _resolve_one(text: str, base: Path) -> Path:
     return _realpath(candidate)
 
 
+def _unescaped_if_exists(raw: str, base: Path) -> str:
+    """``raw`` with ``\\xNN`` read as raw bytes, when only that spelling names a file."""
+    unescaped = unescape_bytes(raw)
+    if unescaped == raw:
+        return raw
+    try:
+        plain = os.path.lexists(base / os.path.expanduser(raw))
+        escaped = os.path.lexists(base / os.path.expanduser(unescaped))
+    except (OSError, ValueError):
+        return raw
+    return unescaped if escaped and not plain else raw
+
+
 def resolve_path(
     path: str | None, context: Any, *, default: str = ".", read_only: bool = False
 ) -> Path:
@@ -174,11 +189,14 @@ def resolve_path(
         raw = unquote(raw[len("file://") :])
     if "\x00" in raw:
         raise PathError(f"path {raw!r} contains a NUL byte")
+    if "\\x" in raw:  # a name that is not UTF-8, as the tools show it (caf\xe9.txt)
+        raw = _unescaped_if_exists(raw, env.base)
     target = _resolve_one(raw, env.base)
     if not env.confined or (read_only and _readable(target)):
         return target
     assert env.workspace is not None
-    if any(unicodedata.category(ch) in _INVISIBLE for ch in raw):
+    # (a byte that is not UTF-8, U+DC80..U+DCFF, is a name's raw byte, never a separator)
+    if any(unicodedata.category(ch) in _INVISIBLE and not "\udc80" <= ch <= "\udcff" for ch in raw):
         raise PathError(
             f"path {raw!r} contains invisible or control characters; "
             "refusing it inside the workspace"

@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 from typing import Any
 
 from harnessc.runtime.cli.host import CliHost
-from harnessc.runtime.cli.output import format_number, one_line
-from harnessc.runtime.cli.pause import budget_limit, describe_pause, pause_reason
+from harnessc.runtime.cli.output import one_line
+from harnessc.runtime.cli.pause import pause_reason
 from harnessc.runtime.cli.render import make_printer
+from harnessc.runtime.cli.repl.pauses import answer_pause
 from harnessc.runtime.cli.repl.reader import EOF, INTERRUPT, LineReader
 from harnessc.runtime.cli.sessions import has_exchange
 from harnessc.runtime.cli.shutdown import close_harness
@@ -42,12 +41,16 @@ class Repl:
         self.summary = RunSummary(priced=priced)  # the whole interactive session
         self.run_summary = RunSummary(priced=priced)  # the latest run
         self._unsubscribe = self._listen(harness)
+        if self.printer.spinner is not None:  # the status line shows what the session used
+            self.printer.spinner.suffix = self.summary.brief
         self.lines: asyncio.Queue[Any] = asyncio.Queue()
         self.reader: LineReader | None = None
         self.busy = False
         self.asking = False
         self.quit = False
         self.quit_after_run = False  # Ctrl-D during a run: leave once it ends
+        self._question: asyncio.Future[Any] | None = None  # a permission question waiting
+        self._asked = asyncio.Event()
         # Lines piped in (``printf 'hi\n/status\n' | agent -i``) are a script: each runs
         # after the previous one finished (no steering), the end of input quits. The "> "
         # prompt is still written: a program driving the REPL sees when it is idle.
@@ -87,12 +90,18 @@ class Repl:
             reader = self.reader
             self.printer.prompt_on_screen = lambda: None if self.busy else reader.showing()
         _add_sigint(loop, self.on_interrupt)
+        self._asked = asyncio.Event()
+        if self.cli.gate is not None:
+            self.cli.gate.asker = self.ask_permission
         try:
             await self.cli.prepare(self.harness)
             self.banner()
             self.reader.start()
             results = self.cli.resume_results
-            if results is not None and self.harness.paused_reason == "awaiting_tool":
+            answers = getattr(self.cli, "answers_prompt", None)
+            if answers:  # --approve / --deny with -i
+                await self.run(lambda: self.harness.prompt(answers))
+            elif results is not None and self.harness.paused_reason == "awaiting_tool":
                 await self.run(lambda: self.harness.resume(results))
             elif self.harness.paused_reason is not None:
                 await self.answer_pause()
@@ -209,9 +218,15 @@ class Repl:
         self.run_summary.reset()
         task: asyncio.Future[RunResult] = asyncio.ensure_future(start())
         try:
-            while not task.done() and self.scripted:
-                await asyncio.wait({task})
             while not task.done():
+                if self.scripted and self._question is None:
+                    # A script's next line waits for the run, unless the run asks a question.
+                    asked: asyncio.Future[Any] = asyncio.ensure_future(self._asked.wait())
+                    waiting: set[asyncio.Future[Any]] = {task, asked}
+                    await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+                    asked.cancel()
+                    self._asked.clear()
+                    continue
                 self.reader.request("")
                 getter = asyncio.ensure_future(self.lines.get())
                 done, _ = await asyncio.wait({task, getter}, return_when=asyncio.FIRST_COMPLETED)
@@ -220,7 +235,11 @@ class Repl:
                     with contextlib.suppress(asyncio.CancelledError):
                         await getter
                     continue
-                self.steer(getter.result())
+                line = getter.result()
+                if self._question is not None and not self._question.done():
+                    self._question.set_result(line)
+                    continue
+                self.steer(line)
             try:
                 result = task.result()
             except HarnessBusyError as exc:
@@ -267,69 +286,36 @@ class Repl:
         ):
             await self.answer_pause()
 
+    async def ask_permission(self, tool: str, args: Any, decision: Any) -> str:
+        """The permission gate's question while a run goes: y, n or always."""
+        from harnessc.runtime.tools.permissions import describe_call
+
+        self.printer.close()  # the spinner stops while we ask
+        self.note(f"[permission] {describe_call(tool, args)}: {decision.reason}")
+        loop = asyncio.get_running_loop()
+        self._question = loop.create_future()
+        self.out.write("allow? [y]es / [n]o / [a]lways for this session: ")
+        self.out.flush()
+        self._asked.set()
+        try:
+            line = await self._question
+        finally:
+            self._question = None
+        if line is EOF:
+            self.quit_after_run = True
+            return "n"
+        if line is INTERRUPT:
+            return "n"
+        answer = str(line).strip().lower()
+        if answer not in ("y", "yes", "a", "always"):
+            self.note("[permission] denied")
+        return answer
+
     # -- pull points -------------------------------------------------------------
 
     async def answer_pause(self) -> None:
         """Ask the user what a paused run needs: tool results, a bigger budget, a go."""
-        harness = self.harness
-        state = harness.paused_reason
-        if state is None:
-            return
-        pending = harness.pending_tool_calls
-        if state == "awaiting_tool":
-            for line in describe_pause("awaiting_tool", pending, awaiting_tool=True):
-                self.note(line)
-            answers: dict[str, Any] = {}
-            for call in pending:
-                args = one_line(json.dumps(call.arguments, ensure_ascii=False, default=str), 200)
-                self.say(f"{call.name} ({call.id}) {args}")
-                answer = await self.ask("y = approve, n = deny, or type the result: ")
-                if answer is None or answer == "":
-                    self.note("left paused: /resume answers later")
-                    return
-                if answer.lower() in ("y", "yes"):
-                    answers[call.id] = "approved"
-                elif answer.lower() in ("n", "no"):
-                    answers[call.id] = {"error": "denied by the user"}
-                else:
-                    answers[call.id] = answer
-            await self.run(lambda: harness.resume(answers))
-            return
-        reason = self._pause_reason()
-        limit = budget_limit(reason)
-        if limit is not None:
-            budget = harness.budget.budget
-            maximum = getattr(budget, limit, None)
-            used = harness.budget.used(limit)
-            step = _default_step(limit, maximum)
-            answer = await self.ask(
-                f"budget limit {limit} hit ({_num(used)} of {_num(maximum)}). "
-                f"Extend by [{_num(step)}], or 0 to stay paused: "
-            )
-            if answer is None:
-                self.note("left paused: /resume continues later")
-                return
-            try:
-                extra = float(answer) if answer else step
-            except ValueError:
-                self.note(f"not a number: {answer!r}; left paused (/resume)")
-                return
-            if extra <= 0:
-                self.note("left paused: /resume continues later")
-                return
-            base = maximum if maximum is not None else used
-            value: float = base + extra
-            if limit in ("turns", "tool_calls", "tokens"):
-                value = int(value)
-            changes: dict[str, Any] = {limit: value}
-            raised = replace(budget, **changes)
-            await self.run(lambda: harness.resume(budget=raised))
-            return
-        answer = await self.ask(f"paused: {reason or 'by a hook'}. Continue? [Y/n] ")
-        if answer is None or answer.lower() in ("n", "no"):
-            self.note("left paused: /resume continues later")
-            return
-        await self.run(lambda: harness.resume())
+        await answer_pause(self)
 
     def _pause_reason(self) -> str:
         return pause_reason(self.harness.session)
@@ -390,18 +376,6 @@ class Repl:
             readline.write_history_file(self._history_file)
         except (ImportError, OSError):
             pass
-
-
-def _default_step(limit: str, maximum: float | None) -> float:
-    if maximum:
-        return maximum if limit != "wall_clock_s" else max(maximum, 60.0)
-    return 10.0
-
-
-def _num(value: float | None) -> str:
-    if value is None:
-        return "unlimited"
-    return format_number(value)
 
 
 def _add_sigint(loop: asyncio.AbstractEventLoop, handler: Callable[[], None]) -> None:

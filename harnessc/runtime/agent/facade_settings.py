@@ -1,0 +1,109 @@
+"""The settings half of the ``AgentHarness`` facade: model, thinking level, tools,
+resources, budget and the message queues (each change takes effect at the next turn)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from harnessc.runtime.agent.parts import Parts
+from harnessc.runtime.budget import Budget
+from harnessc.runtime.messages import UserMessage
+from harnessc.runtime.options import (
+    AgentHarnessStreamOptions,
+    Model,
+    ThinkingLevel,
+    ToolContextSource,
+)
+from harnessc.runtime.providers.base import ToolSpec
+from harnessc.runtime.resources.types import AgentHarnessResources
+from harnessc.runtime.tools.base import AgentTool
+
+__all__ = ["SettingsFacade"]
+
+
+class SettingsFacade:
+    """Mixed into ``AgentHarness``; reads and changes ``Parts.settings`` and the queues."""
+
+    _parts: Parts
+    _busy: bool
+
+    @property
+    def models(self) -> dict[str, Model]:
+        return self._parts.settings.models
+
+    @property
+    def model(self) -> Model:
+        return self._parts.settings.model
+
+    @property
+    def thinking_level(self) -> ThinkingLevel:
+        return self._parts.settings.thinking_level
+
+    @property
+    def resources(self) -> AgentHarnessResources:
+        return self._parts.settings.resources
+
+    @property
+    def pending_resources(self) -> AgentHarnessResources | None:
+        """Resources waiting for the next turn (set while a run was busy)."""
+        return self._parts.settings.pending_resources
+
+    @property
+    def tools(self) -> dict[str, AgentTool]:
+        return dict(self._parts.settings.tools)
+
+    @property
+    def active_tool_names(self) -> list[str]:
+        return list(self._parts.settings.active_tool_names)
+
+    @property
+    def stream_options(self) -> AgentHarnessStreamOptions:
+        return self._parts.settings.stream_options
+
+    # -- settings (take effect at the next turn) -------------------------------------
+
+    def model_key(self) -> str:
+        return self._parts.settings.model_key()
+
+    async def set_model(self, model: str | Model) -> None:
+        await self._parts.settings.set_model(model)
+
+    async def set_thinking_level(self, level: ThinkingLevel | str) -> None:
+        await self._parts.settings.set_thinking_level(level)
+
+    async def set_active_tools(self, names: Sequence[str]) -> None:
+        await self._parts.settings.set_active_tools(names)
+
+    def add_tools(self, tools: Iterable[AgentTool], *, activate: bool = True) -> None:
+        """Add tools (extensions contribute theirs at install time)."""
+        self._parts.settings.add_tools(tools, activate=activate)
+
+    async def set_resources(self, resources: AgentHarnessResources) -> None:
+        """New skills and templates; applied now when idle, else at the next turn."""
+        if self._busy:
+            self._parts.settings.pending_resources = resources
+            return
+        await self._parts.settings.apply_resources(resources)
+
+    def set_tool_context(self, source: ToolContextSource) -> None:
+        self._parts.settings.tool_context = source
+
+    def set_budget(self, budget: Budget) -> None:
+        self._parts.budget.raise_limits(budget)
+
+    def steer(self, message: str | UserMessage) -> None:
+        """Queue a message delivered after the current tool batch."""
+        self._parts.steering.append(_user_message(message))
+        self._parts.queue_changed()
+
+    def follow_up(self, message: str | UserMessage) -> None:
+        """Queue a message delivered when the agent would otherwise stop."""
+        self._parts.follow_up.append(_user_message(message))
+        self._parts.queue_changed()
+
+    def tool_specs(self) -> list[ToolSpec]:
+        return self._parts.settings.tool_specs()
+
+
+def _user_message(message: str | UserMessage) -> UserMessage:
+    return UserMessage(content=message) if isinstance(message, str) else message

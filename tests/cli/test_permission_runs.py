@@ -1,0 +1,120 @@
+"""Permission rules in runs: deny blocks, ask pauses without a terminal (exit 3) and
+--approve / --deny CALL_ID continue it in another process; -i asks y / n / always."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from harnessc.testing import ProtocolServer
+
+from .clikit import Agent, Terminal, text_reply, tool_reply
+
+RULES = json.dumps(
+    {
+        "allow": ["Bash(echo *)"],
+        "ask": ["Bash(*)"],
+        "deny": ["Bash(rm -rf *)"],
+        "default": "allow",
+    }
+)
+ENV = {"AGENT_PERMISSIONS": RULES}
+
+
+def _tool_texts(request: object) -> list[str]:
+    return [str(m.get("content")) for m in request.json["messages"] if m["role"] == "tool"]  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def terminals() -> Iterator[list[Terminal]]:
+    opened: list[Terminal] = []
+    yield opened
+    for terminal in opened:
+        terminal.close()
+
+
+def test_allowed_and_denied_calls(agent: Agent, server: ProtocolServer) -> None:
+    server.enqueue(
+        tool_reply(
+            ("c1", "bash", {"command": "echo fine"}), ("c2", "bash", {"command": "rm -rf /x"})
+        ),
+        text_reply("ok"),
+    )
+    done = agent.run("go", env=ENV)
+    assert done.returncode == 0, done.stderr
+    fine, refused = _tool_texts(server.requests[1])
+    assert "fine" in fine
+    assert "blocked" in refused and "denied by the rule Bash(rm -rf *)" in refused
+
+
+def test_an_ask_without_a_terminal_pauses_and_approve_continues_elsewhere(
+    agent: Agent, server: ProtocolServer, tmp_path: object
+) -> None:
+    marker = agent.workdir / "pushed"
+    command = f"touch {marker}"
+    server.enqueue(tool_reply(("c1", "bash", {"command": command})))
+    paused = agent.run("push it", env=ENV)
+    assert paused.returncode == 3, paused.stderr
+    assert f"permission needed: Bash({command})" in paused.stderr
+    hint = next(line for line in paused.stderr.splitlines() if "--approve c1" in line)
+    assert "(or --deny c1)" in hint
+    assert not marker.exists()
+
+    # Another process: the model repeats the call after being told it was approved.
+    server.enqueue(tool_reply(("c2", "bash", {"command": command})), text_reply("pushed"))
+    resumed = agent.run("--continue", "--approve", "c1", env=ENV)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "approved c1: Bash(" in resumed.stderr
+    assert marker.exists()
+    steering = [m for m in server.requests[1].json["messages"] if m["role"] == "user"]
+    assert "approved the held tool call c1" in str(steering[-1]["content"])
+    bad = agent.run("--continue", "--approve", "nope", env=ENV)
+    assert bad.returncode == 2 and "holds no call to approve or deny" in bad.stderr
+
+
+def test_deny_continues_without_running_it(agent: Agent, server: ProtocolServer) -> None:
+    marker = agent.workdir / "deployed"
+    command = f"touch {marker}"
+    server.enqueue(tool_reply(("c1", "bash", {"command": command})))
+    assert agent.run("deploy", env=ENV).returncode == 3
+    server.enqueue(tool_reply(("c2", "bash", {"command": command})), text_reply("not deployed"))
+    done = agent.run("--continue", "--deny", "c1", env=ENV)
+    assert done.returncode == 0, done.stderr
+    assert not marker.exists()
+    assert "denied by the user" in _tool_texts(server.requests[-1])[-1]
+
+
+def test_plan_mode_refuses_everything_but_reading(agent: Agent, server: ProtocolServer) -> None:
+    server.enqueue(tool_reply(("c1", "bash", {"command": "echo hi"})), text_reply("ok"))
+    done = agent.run("--permission-mode", "plan", "go", env=ENV)
+    assert done.returncode == 0, done.stderr
+    assert "does not run in plan (read-only) mode" in _tool_texts(server.requests[1])[0]
+
+
+def test_interactive_ask_y_n_always(
+    agent: Agent, server: ProtocolServer, terminals: list[Terminal]
+) -> None:
+    term = Terminal(agent, "-i", env={**ENV, "NO_COLOR": "1"})
+    terminals.append(term)
+    term.expect_prompt()
+    server.enqueue(tool_reply(("c1", "bash", {"command": "ls"})), text_reply("listed"))
+    term.sendline("list")
+    term.expect("[permission] Bash(ls)")
+    term.expect("allow? [y]es / [n]o / [a]lways")
+    term.sendline("a")
+    term.expect("listed")
+    term.expect_prompt()
+    server.enqueue(tool_reply(("c2", "bash", {"command": "ls"})), text_reply("again"))
+    term.sendline("list again")  # "always" remembered: no question this time
+    term.expect("again")
+    assert "[permission]" not in term.expect_prompt()
+    server.enqueue(tool_reply(("c3", "bash", {"command": "whoami"})), text_reply("fine"))
+    term.sendline("who")
+    term.expect("allow? [y]es")
+    term.sendline("n")
+    term.expect("fine")
+    assert "denied by the user" in _tool_texts(server.requests[-1])[-1]
+    term.eof()
+    assert term.wait() == 0
