@@ -2,8 +2,8 @@
 
 Common fields: ``session_id``, ``transcript_path`` (the session file, or null for an
 in-memory session), ``cwd`` (the agent's working directory), ``permission_mode``
-(always ``"bypassPermissions"``: harnessc runs tools without asking; hooks are what
-asks) and ``hook_event_name``. Then the event's own fields. What only harnessc knows
+(the permission gate's mode under Claude Code's name; ``"bypassPermissions"`` for an
+agent without permission rules, which runs tools without asking) and ``hook_event_name``. Then the event's own fields. What only harnessc knows
 goes under the one key ``harnessc`` (``moment``, and for moments Claude Code has no
 name for, the moment's own event fields).
 
