@@ -117,6 +117,9 @@ async def per_call(calls: int) -> tuple[float, float]:
         async def notice(self, *args: Any) -> None:
             pass
 
+        def on_close(self, callback: Any) -> None:
+            pass
+
     with tempfile.TemporaryDirectory() as tmp:
         toolset = McpToolset(
             [McpServerConfig(name="notes", command=sys.executable, args=[str(SERVER)])],

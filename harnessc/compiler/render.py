@@ -370,7 +370,11 @@ class _Builder:
                 kwargs["base_dir"] = Code("SPEC_DIR")
             servers.append(self.call_object(source.config, **kwargs))
         from_file = self.spec_path(section.from_) if section.from_ is not None else None
-        return self.call_object(source.factory, ListExpr(servers), from_file=from_file)
+        # with active_tools the spec names the MCP tools the model may call
+        activate = Lit(False) if self.spec.active_tools is not None else None
+        return self.call_object(
+            source.factory, ListExpr(servers), from_file=from_file, activate=activate
+        )
 
     def session_lines(self) -> list[str]:
         """Body of ``if session is None:`` in build_options."""

@@ -257,16 +257,21 @@ def coerce_arguments(arguments: dict[str, Any], schema: dict[str, Any]) -> dict[
 _Validator = Callable[[Any], Any]
 _COMPILED: dict[str, _Validator | None] = {}
 _COMPILED_LOCK = threading.Lock()
+_BY_ID: dict[int, tuple[dict[str, Any], _Validator | None]] = {}
 
 
 def _validator(schema: dict[str, Any]) -> _Validator | None:
     """The compiled fastjsonschema validator of ``schema``, or None (use the subset)."""
+    known = _BY_ID.get(id(schema))
+    if known is not None and known[0] is schema:  # the same dict as last time: no dump
+        return known[1]
     try:
         key = json.dumps(schema, sort_keys=True, default=repr)
     except (TypeError, ValueError, RecursionError):
         return None
     with _COMPILED_LOCK:
         if key in _COMPILED:
+            _BY_ID[id(schema)] = (schema, _COMPILED[key])
             return _COMPILED[key]
     try:
         import fastjsonschema
@@ -280,7 +285,9 @@ def _validator(schema: dict[str, Any]) -> _Validator | None:
     with _COMPILED_LOCK:
         if len(_COMPILED) > 512:
             _COMPILED.clear()
+            _BY_ID.clear()
         _COMPILED[key] = compiled
+        _BY_ID[id(schema)] = (schema, compiled)  # holds the dict: its id is not reused
     return compiled
 
 

@@ -132,23 +132,23 @@ def _mode_map() -> dict[str, Callable[[_Conn], None]]:
         c.stream(_text(["fine"]))
 
     def keepalive_after_done(c: _Conn) -> None:
-        c.stream(_text(["complete"]), end=False)
+        c.stream([b"".join(_text(["complete"]))], end=False)  # one write: all of it or none
         _keepalives_forever(c)
 
     def open_after_done(c: _Conn) -> None:
-        c.stream(_text(["complete"]), end=False)
+        c.stream([b"".join(_text(["complete"]))], end=False)
         c.hold()
 
     def anthropic_open_after_stop(c: _Conn) -> None:
-        c.stream(anthropic_events([AnthropicBlock("text", ["stopped"])]), end=False)
+        c.stream([b"".join(anthropic_events([AnthropicBlock("text", ["stopped"])]))], end=False)
         c.hold()
 
     def finished_left_open(c: _Conn) -> None:  # finish_reason and usage, no [DONE]
-        c.stream(openai_events(["finished"], done=False), end=False)
+        c.stream([b"".join(openai_events(["finished"], done=False))], end=False)
         c.hold()
 
     def google_left_open(c: _Conn) -> None:  # Gemini has no end marker at all
-        c.stream(google_events(["gemini"]), end=False)
+        c.stream([b"".join(google_events(["gemini"]))], end=False)
         c.hold()
 
     def keepalives_only(c: _Conn) -> None:

@@ -186,7 +186,8 @@ def test_sigkill_mid_run_repeats_nothing_committed(
     first = agent.run("--session-dir", str(plain), "steps 3 approve k")
     assert first.returncode == 3, first.stderr  # waits for approve: a pull point
     answer = ("--resume-with", '{"ask_k": "yes"}')
-    assert agent.run("--session-dir", str(plain), "--continue", *answer).returncode == 0
+    second = agent.run("--session-dir", str(plain), "--continue", *answer)
+    assert second.returncode == 0, second.stdout + second.stderr
     (reference_file,) = sorted(plain.glob("*/*.jsonl"))
     server.running.reset()
     server.running.set_handler(server.answer)
@@ -202,7 +203,9 @@ def test_sigkill_mid_run_repeats_nothing_committed(
     elif where == "model":
         wait_for(lambda: server.requests_by_key()[("k", 2)] == 1, what="the third model call")
     else:
-        wait_for(lambda: "awaiting_tool" in agent.client("--runs")[1], what="the pull point")
+        wait_for(
+            lambda: "awaiting_tool" in agent.client("--runs")[1], what="the pull point", every=0.5
+        )
     victim.kill()  # SIGKILL: no drain, no cleanup
     victim.wait(timeout=30)
     server.slow.clear()
@@ -211,7 +214,9 @@ def test_sigkill_mid_run_repeats_nothing_committed(
         resumed = agent.run("--run", run_id, "--resume-with", '{"ask_k": "yes"}')
         assert resumed.returncode == 0, resumed.stderr
     else:
-        wait_for(lambda: "awaiting_tool" in agent.client("--runs")[1], what="the pull point")
+        wait_for(
+            lambda: "awaiting_tool" in agent.client("--runs")[1], what="the pull point", every=0.5
+        )
         assert agent.client("--run", run_id, "--resume-with", '{"ask_k": "yes"}')[0] == 0
     code, done, err = agent.client("--follow", run_id)
     assert code == 0, err
@@ -319,3 +324,14 @@ def test_without_durable_dbos_is_never_imported(tmp_path: Path) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ}
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_clients_say_clearly_when_there_is_nothing(sqlite_agent: DurableAgent) -> None:
+    code, _, err = sqlite_agent.client("--runs")
+    assert code == 2 and "no durable runs yet" in err
+    assert not (sqlite_agent.workdir / ".harnessc").exists()  # a reader creates nothing
+    submit(sqlite_agent, "steps 1 queued")
+    code, _, err = sqlite_agent.client("--follow", "not-a-run")
+    assert code == 2 and "no run not-a-run" in err
+    code, _, err = sqlite_agent.client("--run", "not-a-run", "--resume-with", "[1]")
+    assert code == 2 and "JSON object" in err

@@ -273,4 +273,11 @@ def test_the_generated_module_declares_the_servers_and_no_secret(tmp_path: Path)
     assert '"".join(["Bearer ", env("TRACKER_TOKEN")])' in text
     assert 'from_file=SPEC_DIR / ".mcp.json"' in text
     assert "required=False" in text
+    assert "activate=" not in text  # every MCP tool is active
     compile(text, "wired.py", "exec")
+    limited = spec.replace("mcp:\n", "active_tools: [tracker_x]\nmcp:\n").replace(
+        "    required: false\n", "    required: false\n    prefix: tracker_\n"
+    )
+    loaded = parse_spec(limited.encode(), path)
+    assert loaded.spec is not None, [str(d) for d in loaded.diagnostics]
+    assert "activate=False" in render(loaded, tmp_path)

@@ -105,9 +105,21 @@ def run_durable_cli(
     except DurableError as exc:
         err.write(f"{agent_name}: {exc}\n")
         return EXIT_USAGE
+    except Exception as exc:  # the database (DBOS, SQLAlchemy, psycopg): one clear line
+        if os.environ.get("HARNESSC_DEBUG"):
+            raise
+        err.write(f"{agent_name}: durable runs: {type(exc).__name__}: {_first_line(exc)}\n")
+        return EXIT_ERROR
     except KeyError as exc:  # env(): a variable the spec needs is unset
         err.write(f"{agent_name}: {exc.args[0] if exc.args else exc}\n")
         return EXIT_USAGE
+
+
+def _first_line(exc: BaseException) -> str:
+    from harnessc.runtime.session.postgres_storage import redact_url
+
+    text = str(exc).strip().splitlines()
+    return redact_url(text[0]) if text else ""
 
 
 def _one_shot_prompt(rest: list[str]) -> str | None:
@@ -117,7 +129,7 @@ def _one_shot_prompt(rest: list[str]) -> str | None:
 def _submit(config: DurableConfig, prompt: str, cwd: str, out: TextIO) -> int:
     from harnessc.runtime.durable.workflow import WORKFLOW_NAME
 
-    client = _client(config, cwd)
+    client = _client(config, cwd, create=True)
     try:
         run_id = str(uuid.uuid4())
         client.enqueue(
@@ -130,10 +142,10 @@ def _submit(config: DurableConfig, prompt: str, cwd: str, out: TextIO) -> int:
     return EXIT_DONE
 
 
-def _client(config: DurableConfig, cwd: str) -> Any:
+def _client(config: DurableConfig, cwd: str, *, create: bool = False) -> Any:
     from harnessc.runtime.durable.engine import open_client
 
-    return open_client(config, cwd=cwd)
+    return open_client(config, cwd=cwd, create=create)
 
 
 def _worker(

@@ -30,9 +30,9 @@ class DurableConfig:
         return ("hx-" + name)[:64]
 
 
-def resolve_database_url(url: str, cwd: str | None = None) -> str:
+def resolve_database_url(url: str, cwd: str | None = None, *, create: bool = True) -> str:
     """``url`` with a relative SQLite path made absolute against ``cwd`` (its folder
-    created); other URLs unchanged."""
+    created unless ``create`` is false); other URLs unchanged."""
     if not url.startswith("sqlite:"):
         if not re.match(r"^postgres(ql)?(\+psycopg)?://", url):
             raise DurableError(
@@ -46,7 +46,8 @@ def resolve_database_url(url: str, cwd: str | None = None) -> str:
     path = match.group(1)
     if not os.path.isabs(path):
         path = os.path.join(os.path.abspath(cwd or os.getcwd()), path)
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    if create:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     return "sqlite:///" + path
 
 

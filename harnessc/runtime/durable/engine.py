@@ -73,18 +73,24 @@ def launch_executor(
     return url
 
 
-def open_client(config: DurableConfig, *, cwd: str) -> Any:
-    """A DBOSClient for the agent's system database (created first if it is new)."""
+def open_client(config: DurableConfig, *, cwd: str, create: bool = False) -> Any:
+    """A DBOSClient for the agent's system database; ``create`` makes it (and the queue)
+    first if it is new (``--submit``); readers never write to it."""
     _import_dbos()
     from dbos import DBOS, DBOSClient
 
-    url = resolve_database_url(config.database_url, cwd)
+    url = resolve_database_url(config.database_url, cwd, create=create)
+    path = url[len("sqlite:///") :] if url.startswith("sqlite:///") else None
+    if not create and path is not None and not os.path.exists(path):
+        raise DurableError(f"no durable runs yet: {path} does not exist")
     try:
-        DBOS.migrate(url)
+        if create:
+            DBOS.migrate(url)
         client = DBOSClient(system_database_url=url, application_name=config.app_name())
-        client.register_queue(
-            config.queue, polling_interval_sec=_POLL_S, on_conflict="never_update"
-        )
+        if create:
+            client.register_queue(
+                config.queue, polling_interval_sec=_POLL_S, on_conflict="never_update"
+            )
     except Exception as exc:  # DBOS and SQLAlchemy errors: say which database
         raise DurableError(
             f"cannot open the durable database: {type(exc).__name__}: {exc}"

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from harnessc.runtime.extensions.base import HarnessContext
 from harnessc.runtime.mcp.config import McpConfigError, McpServerConfig, load_mcp_json
 from harnessc.runtime.mcp.env import child_environ
 from harnessc.runtime.mcp.loop import mcp_loop, run_in_mcp_loop
@@ -52,7 +53,9 @@ class McpToolset:
         *,
         from_file: str | os.PathLike[str] | None = None,
         log_dir: str | os.PathLike[str] | None = None,
+        activate: bool = True,
     ) -> None:
+        """``activate=False`` when the spec lists ``active_tools`` (they name the MCP tools)."""
         if not sdk_available():
             raise McpUnavailableError(
                 f"this agent declares MCP servers but the MCP SDK is not installed: {INSTALL_HINT}"
@@ -71,7 +74,9 @@ class McpToolset:
         self.log_dir = Path(log_dir) if log_dir is not None else None
         self.problems: list[str] = []
         self._connections: dict[str, Any] = {}
-        self._harness: Any = None
+        self.activate = activate
+        self._harness: HarnessContext | None = None
+        self._tools: dict[str, Tool] = {}
         self._started = False
         self._unregister: list[Any] = []
         self._registered: dict[str, set[str]] = {}
@@ -81,11 +86,12 @@ class McpToolset:
     def command_names(self) -> tuple[str, ...]:
         return ()  # prompts are known only once the servers run
 
-    def install(self, harness: Any) -> None:
+    def install(self, harness: HarnessContext) -> None:
         self._harness = harness
         harness.on("before_agent_start", self._on_start)
         harness.on("agent_resume", self._on_start)  # a continued run may start with a tool batch
         harness.on("context", self._on_context)
+        harness.on_close(self.aclose)
 
     # -- start -----------------------------------------------------------------------
 
@@ -189,12 +195,10 @@ class McpToolset:
         offered = {t.name for t in tools}
         registered = self._registered.setdefault(server.name, set())
         for stale in sorted(registered - offered):
-            tool = harness.tools.get(stale)
-            if isinstance(tool, Tool):
-                tool.run = _gone(stale)  # no remove_tools in the harness yet
+            self._tools[stale].run = _gone(stale)  # the harness has no remove_tools yet
         registered |= offered
-        activate = getattr(getattr(harness, "options", None), "active_tool_names", None) is None
-        harness.add_tools(tools, activate=activate)
+        self._tools.update({t.name: t for t in tools})
+        harness.add_tools(tools, activate=self.activate)
         self._register_prompts(server, connection)
 
     def _tool(self, server: McpServerConfig, connection: Any, listed: Any, name: str) -> Tool:
@@ -242,9 +246,9 @@ class McpToolset:
         )
 
     def _register_prompts(self, server: McpServerConfig, connection: Any) -> None:
-        commands = getattr(self._harness, "commands", None)
-        if commands is None:
+        if self._harness is None:
             return
+        commands = self._harness.commands
         for listed in connection.prompts:
             command = f"{server.tool_name('')}{listed.name}"
             if command in commands:
