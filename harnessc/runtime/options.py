@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from harnessc.runtime.budget import Budget
     from harnessc.runtime.hooks import HookSpec
     from harnessc.runtime.providers.base import Provider
+    from harnessc.runtime.providers.transport import HttpClientPool
     from harnessc.runtime.resources.types import AgentHarnessResources
     from harnessc.runtime.session.session import Session
     from harnessc.runtime.tools.base import AgentTool
@@ -92,6 +93,9 @@ class AgentHarnessOptions:
     sequential_tools: bool = False
     # Extensions (seed 003 hook providers) built by the agent module.
     extensions: Sequence[Any] = ()
+    # HTTP clients shared with other harnesses (one connection pool and one cap on
+    # requests in flight per base URL); None: the harness opens and closes its own.
+    http_clients: HttpClientPool | None = None
 
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")

@@ -19,6 +19,7 @@ from harnessc.runtime.agent.hooks import coerce
 from harnessc.runtime.agent.parts import Parts
 from harnessc.runtime.agent.results import RunResult, RunStatus
 from harnessc.runtime.agent.run_state import RunState
+from harnessc.runtime.blocking import run_blocking
 from harnessc.runtime.events import (
     AgentResumeEvent,
     AgentStartEvent,
@@ -84,7 +85,10 @@ async def end_turn(parts: Parts, run: RunState) -> None:
     run.turn_open = False
     results = [r.result for r in run.calls if r.result is not None]
     await parts.bus.emit(TurnEndEvent(turn=run.turn, message=run.reply, tool_results=results))
-    parts.session.sync()
+    if parts.session.path is not None:  # fsync off the loop: other sessions keep running
+        await run_blocking(parts.session.sync)
+    else:
+        parts.session.sync()
 
 
 # -- the steps ---------------------------------------------------------------------

@@ -269,7 +269,7 @@ class AgentHarness(SettingsFacade):
         if self._pool is None:  # made on first use: a harness that never calls stays light
             from harnessc.runtime.providers.pool import ProviderPool
 
-            self._pool = ProviderPool()
+            self._pool = ProviderPool(self.options.http_clients)  # shared: never closed here
         return self._pool.get(model.api)
 
     # -- context, compaction, tree ------------------------------------------------------

@@ -1,0 +1,373 @@
+"""Many sessions in one process (issue 19): harnessc against openai-agents and pydantic-ai.
+
+For each N (default 10, 100, 1000) and each framework, a fresh child process runs one
+warm-up session, then N sessions at once on one event loop (``asyncio.gather``), each
+making STEPS tool steps with one python tool (``add``, benchmarks/peers/add_tools.py)
+and a final answer, against harnessc's local ProtocolServer (in this parent process)
+answering every model call after a 50 ms latency. Per run it prints: wall time,
+throughput (steps/s, a step being one model call with its tool batch: STEPS + 1 per
+session), event-loop lag p99 (a ticker task measuring its own lateness every 5 ms),
+peak RSS, memory per session (the rise of peak RSS over the warm-up, divided by N) and
+CPU seconds per step (user + system of the child over the N-session phase).
+
+harnessc runs the module compiled from benchmarks/peers/add_agent.yaml:
+``build_options(session=...)`` with one shared ``HttpClientPool`` (``--max-concurrent``,
+default 1000, the connection limit openai's client uses), one session file per session
+(``harnessc``) or in-memory sessions (``harnessc-mem``). openai-agents runs
+``Runner.run`` with one shared AsyncOpenAI client, pydantic-ai ``agent.run`` with one
+shared OpenAIProvider; they live in benchmarks/.peers-venv (benchmarks/peers.py
+installs them; see benchmarks/peers/README.md) and are skipped when missing.
+
+Usage: python benchmarks/concurrency.py [--n 10,100,1000] [--only harnessc,pydantic-ai]
+       [--steps 5] [--latency-ms 50] [--max-concurrent 1000] [--profile FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent
+REPO = ROOT.parent
+PEERS_DIR = ROOT / "peers"
+PEERS_PYTHON = ROOT / ".peers-venv" / "bin" / "python"
+FRAMEWORKS = ["harnessc", "harnessc-mem", "openai-agents", "pydantic-ai"]
+TICK_S = 0.005
+_TAG = re.compile(r"session-(\d+)\b")
+
+
+# -- the server (parent) -------------------------------------------------------------
+
+
+def _handler(steps: int, latency_s: float) -> Any:
+    from harnessc.testing import ScriptedResponse
+    from harnessc.testing.streams import openai_events, openai_tool_call_events
+
+    def reply(request: Any) -> Any:
+        body = request.json
+        messages = body["messages"]
+        user = next(m for m in messages if m["role"] == "user")
+        match = _TAG.search(json.dumps(user["content"]))
+        tag = match.group(1) if match else "x"
+        done = sum(1 for m in messages if m["role"] == "tool")
+        call = None
+        if done < steps:
+            call = (f"call_{tag}_{done}", "add", json.dumps({"a": done, "b": 1}))
+        text = f"session-{tag} done FINAL"
+        if body.get("stream"):
+            events = openai_tool_call_events([call], pieces=1) if call else openai_events([text])
+            return ScriptedResponse.sse(events, per_chunk=100, delay_s=latency_s)
+        message: dict[str, Any] = {"role": "assistant", "content": None if call else text}
+        if call:
+            message["tool_calls"] = [
+                {"id": call[0], "type": "function", "function": {"name": "add", "arguments": call[2]}}
+            ]
+        completion = {
+            "id": "chatcmpl-bench",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model") or "bench-model",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": "tool_calls" if call else "stop",
+                    "logprobs": None,
+                }
+            ],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }
+        response = ScriptedResponse.json_body(200, completion)
+        response.delay_s = latency_s
+        return response
+
+    return reply
+
+
+# -- the child: one framework, N sessions -------------------------------------------------
+
+
+class Ticker:
+    """Sleeps TICK_S again and again and records how late each wake-up was."""
+
+    def __init__(self) -> None:
+        self.lags: list[float] = []
+        self._task: asyncio.Task[None] | None = None
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            due = loop.time() + TICK_S
+            await asyncio.sleep(TICK_S)
+            self.lags.append(max(0.0, loop.time() - due))
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run())
+
+    async def stop(self) -> float:
+        assert self._task is not None
+        self._task.cancel()
+        try:
+            await self._task
+        except asyncio.CancelledError:
+            pass
+        lags = sorted(self.lags) or [0.0]
+        return lags[min(len(lags) - 1, int(len(lags) * 0.99))]
+
+
+def _harnessc_runner(url: str, workdir: Path, memory: bool, max_concurrent: int) -> Any:
+    import importlib.util
+
+    os.environ["BENCH_BASE_URL"] = url
+    sys.path.insert(0, str(PEERS_DIR))
+    generated = sorted((PEERS_DIR / ".generated").glob("*.py"))
+    spec = importlib.util.spec_from_file_location("add_agent_bench", generated[0])
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    from harnessc.runtime import AgentHarness
+    from harnessc.runtime.providers.transport import HttpClientPool
+    from harnessc.runtime.session import JsonlSessionRepo, Session
+
+    repo = JsonlSessionRepo(workdir / "sessions")
+    state: dict[str, Any] = {}
+
+    async def run(prompt: str) -> str:
+        clients = state.get("clients")
+        if clients is None:
+            clients = state["clients"] = HttpClientPool(max_concurrent=max_concurrent)
+        session = Session() if memory else repo.create(cwd=str(workdir))
+        options = module.build_options(session=session)
+        options.http_clients = clients
+        harness = AgentHarness(options)
+        try:
+            result = await harness.prompt(prompt)
+            if result.status != "done":
+                raise RuntimeError(f"run ended {result.status}: {result.reason}")
+            return result.text
+        finally:
+            await harness.close()
+
+    return run
+
+
+def _openai_agents_runner(url: str) -> Any:
+    sys.path.insert(0, str(PEERS_DIR))
+    from add_tools import add  # type: ignore[import-not-found]
+    from agents import (  # type: ignore[import-not-found]
+        Agent,
+        OpenAIChatCompletionsModel,
+        Runner,
+        function_tool,
+        set_tracing_disabled,
+    )
+    from openai import AsyncOpenAI  # type: ignore[import-not-found]
+
+    set_tracing_disabled(True)
+    client = AsyncOpenAI(base_url=url, api_key="sk-bench-dummy")
+    agent = Agent(
+        name="adder",
+        instructions="You add numbers with the add tool.",
+        model=OpenAIChatCompletionsModel(model="bench-model", openai_client=client),
+        tools=[function_tool(add)],
+    )
+
+    async def run(prompt: str) -> str:
+        result = await Runner.run(agent, prompt, max_turns=1000)
+        return str(result.final_output)
+
+    return run
+
+
+def _pydantic_ai_runner(url: str) -> Any:
+    sys.path.insert(0, str(PEERS_DIR))
+    from add_tools import add
+    from pydantic_ai import Agent  # type: ignore[import-not-found]
+    from pydantic_ai.models.openai import OpenAIChatModel  # type: ignore[import-not-found]
+    from pydantic_ai.providers.openai import OpenAIProvider  # type: ignore[import-not-found]
+    from pydantic_ai.usage import UsageLimits  # type: ignore[import-not-found]
+
+    provider = OpenAIProvider(base_url=url, api_key="sk-bench-dummy")
+    agent = Agent(
+        OpenAIChatModel("bench-model", provider=provider),
+        instructions="You add numbers with the add tool.",
+        tools=[add],
+    )
+
+    async def run(prompt: str) -> str:
+        result = await agent.run(prompt, usage_limits=UsageLimits(request_limit=None))
+        return str(result.output)
+
+    return run
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _peak_kib() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+async def _child_main(args: argparse.Namespace) -> dict[str, Any]:
+    name, n = args.framework, args.n
+    with tempfile.TemporaryDirectory() as tmp:
+        if name.startswith("harnessc"):
+            run = _harnessc_runner(args.url, Path(tmp), name == "harnessc-mem", args.max_concurrent)
+        elif name == "openai-agents":
+            run = _openai_agents_runner(args.url)
+        else:
+            run = _pydantic_ai_runner(args.url)
+        warm = await run("Add for session-0 please.")
+        if "FINAL" not in warm:
+            raise RuntimeError(f"warm-up answered {warm!r}")
+        base_peak = _peak_kib()
+        profiler = None
+        if args.profile:
+            import cProfile
+
+            profiler = cProfile.Profile()
+            profiler.enable()
+        ticker = Ticker()
+        ticker.start()
+        cpu0, t0 = _cpu(), time.perf_counter()
+        results = await asyncio.gather(
+            *(run(f"Add for session-{i + 1} please.") for i in range(n)), return_exceptions=True
+        )
+        wall = time.perf_counter() - t0
+        cpu = _cpu() - cpu0
+        lag = await ticker.stop()
+        if profiler is not None:
+            profiler.disable()
+            profiler.dump_stats(args.profile)
+        failures = [repr(r) for r in results if isinstance(r, BaseException)]
+        wrong = [
+            r
+            for i, r in enumerate(results)
+            if not isinstance(r, BaseException) and f"session-{i + 1} done" not in r
+        ]
+        return {
+            "wall": wall,
+            "cpu": cpu,
+            "lag_p99": lag,
+            "peak_kib": _peak_kib(),
+            "base_peak_kib": base_peak,
+            "failures": failures[:3],
+            "n_failed": len(failures),
+            "n_wrong": len(wrong),
+        }
+
+
+def child(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--framework", required=True)
+    parser.add_argument("--n", type=int, required=True)
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--max-concurrent", type=int, default=1000)
+    parser.add_argument("--profile", default="")
+    args = parser.parse_args(argv)
+    if args.framework.startswith("harnessc"):
+        sys.path.insert(0, str(REPO))  # -I: this work tree's harnessc, not an installed one
+    print(json.dumps(asyncio.run(_child_main(args))))
+    return 0
+
+
+# -- the parent ------------------------------------------------------------------------
+
+
+def _load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def _compile_agent() -> bool:
+    sys.path.insert(0, str(ROOT))
+    from peers import harnessc_agent  # the same compiled module benchmarks/peers.py runs
+
+    path, how = harnessc_agent()
+    return "compiled" in how and path.parent.name == ".generated"
+
+
+def main() -> int:
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        return child(sys.argv[2:])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--n", default="10,100,1000", help="comma-separated session counts")
+    parser.add_argument("--only", default="", help="comma-separated frameworks")
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--latency-ms", type=float, default=50.0)
+    parser.add_argument("--max-concurrent", type=int, default=1000)
+    parser.add_argument("--profile", default="", help="write harnessc's cProfile to FILE.N")
+    args = parser.parse_args()
+    counts = [int(x) for x in args.n.split(",") if x]
+    wanted = [x for x in args.only.split(",") if x] or FRAMEWORKS
+    if not _compile_agent():
+        print("harnessc build of benchmarks/peers/add_agent.yaml failed")
+        return 1
+    rows = []
+    for name in wanted:
+        if name.startswith("harnessc"):
+            rows.append((name, sys.executable))
+        elif PEERS_PYTHON.exists():
+            rows.append((name, str(PEERS_PYTHON)))
+        else:
+            print(f"skipping {name}: no {PEERS_PYTHON} (run benchmarks/peers.py once)")
+
+    from harnessc.testing import ProtocolServer
+
+    # -I keeps benchmarks/ (mcp.py would shadow the mcp package) and PYTHONPATH off
+    # the children's path; a harnessc child puts this work tree first itself.
+    env = dict(os.environ, OPENAI_API_KEY="sk-bench-dummy", OPENAI_AGENTS_DISABLE_TRACING="1")
+    env.pop("OPENAI_BASE_URL", None)
+    print(f"{args.steps} tool steps + 1 answer per session, {args.latency_ms:.0f} ms latency")
+    header = (
+        f"{'framework':<14} {'N':>5} {'wall s':>7} {'steps/s':>8} {'lag p99 ms':>10} "
+        f"{'peak MiB':>8} {'KiB/sess':>8} {'CPU ms/step':>11}  load"
+    )
+    print(header)
+    with ProtocolServer() as server:
+        server.set_handler(_handler(args.steps, args.latency_ms / 1000))
+        url = f"{server.url}/v1"
+        for n in counts:
+            for name, python in rows:
+                command = [python, "-I", __file__, "--child", "--framework", name, "--n", str(n)]
+                command += ["--url", url, "--max-concurrent", str(args.max_concurrent)]
+                if args.profile and name.startswith("harnessc"):
+                    command += ["--profile", f"{args.profile}.{name}.{n}"]
+                load = _load()
+                done = subprocess.run(
+                    command, capture_output=True, text=True, env=env, cwd=str(REPO), check=False
+                )
+                server.reset()
+                server.set_handler(_handler(args.steps, args.latency_ms / 1000))
+                if done.returncode != 0:
+                    tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+                    print(f"{name:<14} {n:>5} failed: {' | '.join(tail)}")
+                    continue
+                r = json.loads(done.stdout.strip().splitlines()[-1])
+                steps = n * (args.steps + 1)
+                per_session = (r["peak_kib"] - r["base_peak_kib"]) / n
+                bad = ""
+                if r["n_failed"] or r["n_wrong"]:
+                    bad = f"  FAILED {r['n_failed']} WRONG {r['n_wrong']} {r['failures'][:1]}"
+                print(
+                    f"{name:<14} {n:>5} {r['wall']:>7.2f} {steps / r['wall']:>8.0f} "
+                    f"{r['lag_p99'] * 1000:>10.1f} {r['peak_kib'] / 1024:>8.1f} "
+                    f"{per_session:>8.1f} {r['cpu'] / steps * 1000:>11.2f}  {load}{bad}",
+                    flush=True,
+                )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

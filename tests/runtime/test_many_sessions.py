@@ -1,0 +1,144 @@
+"""Many harnesses in one process, on one event loop, against the real local server.
+
+Every session talks HTTP to the protocol server through one shared HttpClientPool,
+runs a real python tool and writes its own session file; one of them is aborted while
+its model call is in flight, and every other one still finishes with its own messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+from harnessc.runtime import AgentHarness, AgentHarnessOptions, Model
+from harnessc.runtime.providers.transport import HttpClientPool
+from harnessc.runtime.session import JsonlSessionRepo
+from harnessc.runtime.tools import python_tool
+from harnessc.testing import ProtocolServer, ScriptedResponse
+from harnessc.testing.streams import openai_events, openai_tool_call_events
+
+N = 200
+STEPS = 2  # tool steps per session before the final answer
+SLOW = 7  # the session that is aborted mid-call
+_TAG = re.compile(r"session-(\d+)\b")
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers.
+
+    Args:
+        a: The first number.
+        b: The second number.
+    """
+    return a + b
+
+
+class Script:
+    """Answers each session from its own history: STEPS calls to add, then a final text."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()  # the slow session's call waits on it
+        self.slow_arrived = threading.Event()
+
+    def __call__(self, request: Any) -> ScriptedResponse:
+        body = request.json
+        messages = body["messages"]
+        user = next(m for m in messages if m["role"] == "user")
+        text = user["content"] if isinstance(user["content"], str) else json.dumps(user)
+        match = _TAG.search(text)
+        assert match is not None, text
+        tag = int(match.group(1))
+        if tag == SLOW:
+            self.slow_arrived.set()
+            self.release.wait(10)  # held until the test has aborted the run
+        done = [m for m in messages if m["role"] == "tool"]
+        if len(done) < STEPS:
+            args = json.dumps({"a": tag, "b": len(done)})
+            events = openai_tool_call_events([(f"call_{tag}_{len(done)}", "add", args)])
+        else:
+            results = ",".join(str(m["content"]) for m in done)
+            events = openai_events([f"session-{tag} results {results}"])
+        return ScriptedResponse.sse(events)
+
+
+def _options(server: ProtocolServer, clients: HttpClientPool, session: Any) -> Any:
+    return AgentHarnessOptions(
+        session=session,
+        models={
+            "main": Model(
+                id="bench-model",
+                api="openai-completions",
+                provider="openai",
+                base_url=f"{server.url}/v1",
+            )
+        },
+        model="main",
+        tools=[python_tool(add)],
+        system_prompt="You add numbers.",
+        http_clients=clients,
+    )
+
+
+def test_200_concurrent_sessions_are_separate_and_an_abort_touches_only_its_own(
+    tmp_path: Path,
+) -> None:
+    script = Script()
+    repo = JsonlSessionRepo(tmp_path / "sessions")
+
+    async def main() -> tuple[list[Any], list[AgentHarness], int]:
+        clients = HttpClientPool(max_concurrent=32)
+        harnesses = [
+            AgentHarness(_options(server, clients, repo.create(cwd=str(tmp_path))))
+            for _ in range(N)
+        ]
+
+        async def abort_slow() -> None:
+            while not script.slow_arrived.is_set():
+                await asyncio.sleep(0.01)
+            harnesses[SLOW].abort("stop this one")
+            script.release.set()
+
+        aborter = asyncio.create_task(abort_slow())
+        results = await asyncio.gather(
+            *(h.prompt(f"Add for session-{i} please.") for i, h in enumerate(harnesses)),
+            return_exceptions=True,
+        )
+        await aborter
+        opened = len(clients._loops.get(asyncio.get_running_loop(), {}))
+        for harness in harnesses:
+            await harness.close()  # never closes the shared clients
+        still_open = clients._loops.get(asyncio.get_running_loop(), {})
+        open_after = sum(1 for client, _ in still_open.values() if not client.is_closed)
+        await clients.aclose()
+        assert open_after == opened == 1  # one client for the one base URL, shared
+        return results, harnesses, len(still_open)
+
+    with ProtocolServer() as server:
+        server.set_handler(script)
+        results, harnesses, _ = asyncio.run(main())
+        requests = server.requests
+
+    assert not [r for r in results if isinstance(r, BaseException)]
+    assert results[SLOW].status == "aborted"
+    for i, result in enumerate(results):
+        if i == SLOW:
+            continue
+        assert result.status == "done", (i, result.status, result.reason)
+        assert result.text == f"session-{i} results {i},{i + 1}"
+        # Its own messages only: every tag in its context is its own.
+        context = json.dumps([m.to_dict() for m in harnesses[i].messages])
+        assert set(_TAG.findall(context)) == {str(i)}
+    # One model call per step plus the final answer, and the slow session's one call.
+    assert len(requests) == (N - 1) * (STEPS + 1) + 1
+    files = sorted((tmp_path / "sessions").rglob("*.jsonl"))
+    assert len(files) == N
+    assert {h.session.path for h in harnesses} == {str(path) for path in files}
+    for i, harness in enumerate(harnesses):
+        on_disk = repo.open(harness.session.path, read_only=True)
+        assert on_disk.id == harness.session.id
+        tags = set(_TAG.findall(json.dumps([e.to_dict() for e in on_disk.entries()])))
+        assert tags == {str(i)}  # a session's file holds its own run only
