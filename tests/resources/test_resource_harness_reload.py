@@ -8,7 +8,7 @@ from harnessc.runtime import AgentHarness, AgentHarnessOptions, EventLog, Model
 from harnessc.runtime.providers.base import Context
 from harnessc.runtime.providers.scripted import ScriptedProvider, reply_text, reply_tool_calls
 from harnessc.runtime.resources import load_resources
-from harnessc.runtime.tools import python_tool
+from harnessc.runtime.tools import create_read_tool, python_tool
 
 
 def _skill(description: str) -> str:
@@ -51,7 +51,7 @@ def test_edit_break_fix_skill_while_running(tmp_path):
         harness = AgentHarness(
             AgentHarnessOptions(
                 models={"main": Model(id="scripted-1", api="scripted", provider="test")},
-                tools=[python_tool(write_skill)],
+                tools=[python_tool(write_skill), create_read_tool()],  # skills need read
                 provider=ScriptedProvider(model),
                 resources=load_resources(skills=[skills]),
                 system_prompt="You are a test agent.",

@@ -170,7 +170,8 @@ class Settings:
         )
 
     async def system_prompt(self, source: Any, host: Any) -> str:
-        """``source`` (text, or a callable of the harness), then the skills block."""
+        """``source`` (text, or a callable of the harness), then the skills block (only
+        while ``read`` is active, as pi: without it the model cannot open a skill)."""
         if callable(source):
             value = source(host)
             if inspect.isawaitable(value):
@@ -180,9 +181,10 @@ class Settings:
             text = source or DEFAULT_SYSTEM_PROMPT
         if not self.resources.skills:
             return text
-        from harnessc.runtime.resources import format_skills_for_prompt
+        from harnessc.runtime.resources import skills_prompt_block
 
-        return f"{text}\n\n{format_skills_for_prompt(self.resources.skills)}"
+        block = skills_prompt_block(self.resources.skills, self.active_tool_names)
+        return f"{text}\n\n{block}" if block else text
 
     async def watch(
         self,
