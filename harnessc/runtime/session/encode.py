@@ -6,6 +6,7 @@ import json
 import math
 import re
 import secrets
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["encode_line", "js_number", "replace_surrogates", "without_surrogates"]
@@ -85,20 +86,15 @@ def js_number(value: float) -> str:
 def _with_js_numbers(obj: Any, text: str) -> str:
     numbers: list[str] = []
 
-    def walk(value: Any) -> Any:
+    def swap(value: Any) -> Any:
         if type(value) is float:
             js = js_number(value)
-            if js == repr(value):
-                return value
-            numbers.append(js)
-            return f"{_SENTINEL}{len(numbers) - 1}\x00"
-        if isinstance(value, dict):
-            return {k: walk(v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
-            return [walk(v) for v in value]
+            if js != repr(value):
+                numbers.append(js)
+                return f"{_SENTINEL}{len(numbers) - 1}\x00"
         return value
 
-    swapped = walk(obj)
+    swapped = _map_leaves(obj, swap)
     if not numbers:
         return text
     text = _encode(swapped)
@@ -108,10 +104,30 @@ def _with_js_numbers(obj: Any, text: str) -> str:
 
 
 def _finite(obj: Any) -> Any:
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_finite(v) for v in obj]
-    return obj
+    return _map_leaves(obj, lambda v: None if isinstance(v, float) and not math.isfinite(v) else v)
+
+
+def _map_leaves(obj: Any, leaf: Callable[[Any], Any]) -> Any:
+    """A copy of a JSON-like value with ``leaf`` applied to every non-container value.
+
+    Iterative, so arguments nested thousands of levels deep (a hostile model's tool
+    call) are recorded instead of raising RecursionError.
+    """
+    if not isinstance(obj, dict | list | tuple):
+        return leaf(obj)
+    root: Any = {} if isinstance(obj, dict) else []
+    stack: list[tuple[Any, Any]] = [(obj, root)]
+    while stack:
+        source, target = stack.pop()
+        items = source.items() if isinstance(source, dict) else enumerate(source)
+        for key, value in items:
+            if isinstance(value, dict | list | tuple):
+                child: Any = {} if isinstance(value, dict) else []
+                stack.append((value, child))
+            else:
+                child = leaf(value)
+            if isinstance(target, dict):
+                target[key] = child
+            else:
+                target.append(child)
+    return root
