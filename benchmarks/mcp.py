@@ -98,15 +98,14 @@ async def per_call(calls: int) -> tuple[float, float]:
     """Milliseconds per call: harnessc's MCP tool, then the SDK's ClientSession."""
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
+    from harnessc.runtime.commands import CommandRegistry
     from harnessc.runtime.mcp import McpServerConfig, McpToolset
     from harnessc.runtime.signal import AbortSignal
 
     class Host:
-        options = None
-        commands = None
-
         def __init__(self) -> None:
             self.tools: dict[str, Any] = {}
+            self.commands = CommandRegistry()
 
         def on(self, name: str, handler: Any) -> None:
             pass
