@@ -164,6 +164,8 @@ def _harnessc_runner(url: str, workdir: Path, memory: bool, max_concurrent: int)
 def _openai_agents_runner(url: str) -> Any:
     sys.path.insert(0, str(PEERS_DIR))
     from add_tools import add  # type: ignore[import-not-found]
+    from openai import AsyncOpenAI  # type: ignore[import-not-found]
+
     from agents import (  # type: ignore[import-not-found]
         Agent,
         OpenAIChatCompletionsModel,
@@ -171,7 +173,6 @@ def _openai_agents_runner(url: str) -> Any:
         function_tool,
         set_tracing_disabled,
     )
-    from openai import AsyncOpenAI  # type: ignore[import-not-found]
 
     set_tracing_disabled(True)
     client = AsyncOpenAI(base_url=url, api_key="sk-bench-dummy")

@@ -59,63 +59,108 @@ def _origin(url: str) -> str:
     return f"{parts.scheme}://{parts.hostname}:{parts.port or ''}"
 
 
+# Connections per httpx client: httpcore scans its whole pool for every queued request
+# and every connection on each request's start and end, so one client holding hundreds
+# of connections costs quadratic CPU; an origin's requests spread over clients of at
+# most this many connections, and no request ever waits inside httpcore.
+SHARD_CONNECTIONS = 8
+
+
+class _Shard:
+    __slots__ = ("client", "busy")
+
+    def __init__(self, client: httpx.AsyncClient) -> None:
+        self.client = client
+        self.busy = 0
+
+
+class _Origin:
+    """One origin on one loop: its request slots and its clients."""
+
+    __slots__ = ("slots", "shards", "secure")
+
+    def __init__(self, max_concurrent: int, secure: bool) -> None:
+        self.slots = asyncio.Semaphore(max_concurrent)
+        self.shards: list[_Shard] = []
+        self.secure = secure
+
+    def new_client(self, connections: int) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            # A plain-http client needs no TLS context (saves tens of ms locally).
+            verify=_ssl_context() if self.secure else False,
+            timeout=_DEFAULT_TIMEOUT,
+            limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
+            follow_redirects=False,
+        )
+
+    def pick(self, connections: int) -> _Shard:
+        """A client with a free connection (made when every client is busy)."""
+        for shard in self.shards:
+            if shard.client.is_closed:
+                shard.client = self.new_client(connections)
+            if shard.busy < connections:
+                return shard
+        shard = _Shard(self.new_client(connections))
+        self.shards.append(shard)
+        return shard
+
+
 class HttpClientPool:
     """httpx clients by event loop and origin, with a cap on concurrent requests."""
 
     __slots__ = ("max_concurrent", "max_keepalive", "_loops")
 
-    def __init__(self, max_concurrent: int = DEFAULT_MAX_CONCURRENT, max_keepalive: int = 20):
+    def __init__(
+        self, max_concurrent: int = DEFAULT_MAX_CONCURRENT, max_keepalive: int | None = None
+    ):
         if max_concurrent < 1:
             raise ValueError("max_concurrent must be at least 1")
         self.max_concurrent = max_concurrent
+        # Idle connections kept per client (httpx drops them after 5 s idle); by
+        # default as many as may be busy, so a busy origin reuses its connections.
         self.max_keepalive = max_keepalive
-        # loop -> origin -> (client, slots)
-        self._loops: dict[
-            asyncio.AbstractEventLoop, dict[str, tuple[httpx.AsyncClient, asyncio.Semaphore]]
-        ] = {}
+        self._loops: dict[asyncio.AbstractEventLoop, dict[str, _Origin]] = {}
 
-    def _entry(self, url: str) -> tuple[httpx.AsyncClient, asyncio.Semaphore]:
+    def _connections(self) -> int:
+        limit = min(self.max_concurrent, SHARD_CONNECTIONS)
+        return limit if self.max_keepalive is None else max(1, min(limit, self.max_keepalive))
+
+    def _entry(self, url: str) -> _Origin:
         loop = asyncio.get_running_loop()
-        clients = self._loops.get(loop)
-        if clients is None:
+        origins = self._loops.get(loop)
+        if origins is None:
             for old in [old for old in self._loops if old.is_closed()]:
                 del self._loops[old]  # a finished asyncio.run: its sockets are gone
-            clients = self._loops[loop] = {}
-        origin = _origin(url)
-        entry = clients.get(origin)
-        if entry is None or entry[0].is_closed:
-            secure = not url.startswith("http://")
-            client = httpx.AsyncClient(
-                # A plain-http client needs no TLS context (saves tens of ms locally).
-                verify=_ssl_context() if secure else False,
-                timeout=_DEFAULT_TIMEOUT,
-                limits=httpx.Limits(
-                    max_connections=self.max_concurrent,
-                    max_keepalive_connections=self.max_keepalive,
-                ),
-                follow_redirects=False,
-            )
-            slots = entry[1] if entry is not None else asyncio.Semaphore(self.max_concurrent)
-            entry = clients[origin] = (client, slots)
+            origins = self._loops[loop] = {}
+        key = _origin(url)
+        entry = origins.get(key)
+        if entry is None:
+            entry = origins[key] = _Origin(self.max_concurrent, not url.startswith("http://"))
         return entry
 
     def client(self, url: str) -> httpx.AsyncClient:
-        """The client for ``url``'s origin on the running loop."""
-        return self._entry(url)[0]
+        """A client for ``url``'s origin on the running loop."""
+        return self._entry(url).pick(self._connections()).client
 
     @contextlib.asynccontextmanager
     async def slot(self, url: str) -> AsyncIterator[httpx.AsyncClient]:
         """Hold one of the origin's ``max_concurrent`` request slots."""
-        client, slots = self._entry(url)
-        async with slots:
-            yield client
+        entry = self._entry(url)
+        async with entry.slots:
+            shard = entry.pick(self._connections())
+            shard.busy += 1
+            try:
+                yield shard.client
+            finally:
+                shard.busy -= 1
 
     async def aclose(self) -> None:
         """Close the clients of the running loop (a later request opens new ones)."""
         loop = asyncio.get_running_loop()
-        clients = self._loops.pop(loop, {})
-        for client, _ in clients.values():
-            await client.aclose()
+        origins = self._loops.pop(loop, {})
+        for entry in origins.values():
+            for shard in entry.shards:
+                await shard.client.aclose()
 
 
 def is_event_stream(content_type: str) -> bool:
