@@ -77,7 +77,8 @@ class CommandRegistry:
         """Add ``/name``; duplicates are an error naming both sources.
 
         The handler takes the argument text and returns the reply (str or None; may be
-        async). Returns a callable that removes the command again.
+        async), or a ``CommandOutcome("prompt", text)`` to send ``text`` to the model as
+        a prompt template does. Returns a callable that removes the command again.
         """
         if name.startswith("/"):
             name = name[1:]
@@ -115,11 +116,17 @@ class CommandRegistry:
         return [self._commands[n] for n in self.names()]
 
     async def run(self, name: str, args: str) -> str:
-        command = self._commands[name]
-        result = command.handler(args)
+        """The command's reply as text (a prompt it asks for: that prompt's text)."""
+        result = await self._invoke(name, args)
+        if isinstance(result, CommandOutcome):
+            return result.text
+        return "" if result is None else str(result)
+
+    async def _invoke(self, name: str, args: str) -> Any:
+        result = self._commands[name].handler(args)
         if inspect.isawaitable(result):
             result = await result
-        return "" if result is None else str(result)
+        return result
 
     def known(self, resources: Any = None) -> list[str]:
         """Every invocable ``/name``: registered commands, templates and skills, sorted."""
@@ -162,7 +169,10 @@ class CommandRegistry:
                 name,
             )
         if name in self._commands:
-            return CommandOutcome("reply", await self.run(name, args), name)
+            result = await self._invoke(name, args)
+            if isinstance(result, CommandOutcome) and result.kind in ("prompt", "reply"):
+                return CommandOutcome(result.kind, result.text, name)
+            return CommandOutcome("reply", "" if result is None else str(result), name)
         expanded = _expand(
             "expand_prompt_template", text, getattr(resources, "prompt_templates", ())
         )

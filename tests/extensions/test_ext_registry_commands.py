@@ -220,3 +220,18 @@ def test_harness_dispatches_every_command_kind(make_harness: Any, tmp_path: Path
     assert unknown.reply == (
         "unknown command /unknown; known commands: /compact, /review, /skill:deploy, /status"
     )
+
+
+def test_a_registered_command_can_send_a_prompt() -> None:
+    """A handler returning CommandOutcome("prompt", ...) is sent to the model like a
+    template (MCP prompts use it); a plain string stays a reply."""
+    from harnessc.runtime.commands import CommandOutcome, CommandRegistry
+
+    registry = CommandRegistry()
+    registry.register("ask", "", lambda args: CommandOutcome("prompt", f"Tell me about {args}."))
+    registry.register("echo", "", lambda args: args)
+    asked = asyncio.run(registry.dispatch("ask", "cats"))
+    echoed = asyncio.run(registry.dispatch("echo", "hi"))
+    assert (asked.kind, asked.text, asked.command) == ("prompt", "Tell me about cats.", "ask")
+    assert (echoed.kind, echoed.text) == ("reply", "hi")
+    assert asyncio.run(registry.run("ask", "dogs")) == "Tell me about dogs."

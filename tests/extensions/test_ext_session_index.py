@@ -126,7 +126,7 @@ def test_paused_runs_refresh_too(make_harness: Any, tmp_path: Path) -> None:
         await ext.wait_idle()
 
     asyncio.run(main())
-    assert ext.refreshes == 1
+    assert ext.refreshes >= 1  # turn_end and agent_pause may each refresh, or coalesce
     ext.close()
     with SessionIndex(tmp_path / "sessions") as index:
         assert sorted(h.role for h in index.search("narwhals")) == ["assistant", "user"]

@@ -1,5 +1,6 @@
-"""What declarative hooks exchange with the harness: result types per moment, the event
-JSON of the command-hook protocol, and the meaning of a command's decision at each moment.
+"""What declarative hooks exchange with the harness: result types per moment, and what
+"block" means at each moment (the Claude Code protocol itself: claude_events.py
+and claude_output.py).
 
 Command hooks speak the protocol users know from Claude Code (stdin JSON, exit 0 with an
 optional JSON decision, exit 2 blocks). "Block" means, per moment:
@@ -15,12 +16,9 @@ optional JSON decision, exit 2 blocks). "Block" means, per moment:
 from __future__ import annotations
 
 import dataclasses
-import os
-from collections.abc import Mapping
 from typing import Any
 
 from harnessc.runtime.budget import Budget
-from harnessc.runtime.events import to_jsonable
 from harnessc.runtime.hooks import (
     ACTING_HOOKS,
     AfterPlanResult,
@@ -34,7 +32,7 @@ from harnessc.runtime.hooks import (
     ToolCallResult,
     ToolResultPatch,
 )
-from harnessc.runtime.messages import TextContent, UserMessage, message_text
+from harnessc.runtime.messages import TextContent, UserMessage
 
 __all__ = [
     "MOMENT_RESULT_TYPES",
@@ -42,8 +40,6 @@ __all__ = [
     "HookTimeoutError",
     "block_result",
     "check_result",
-    "decision_result",
-    "hook_payload",
 ]
 
 REASON_LIMIT = 8000  # characters of a hook's reason that reach the model
@@ -114,86 +110,6 @@ def check_result(moment: str, result: Any, label: str) -> None:
     )
 
 
-# -- the event JSON sent on stdin ------------------------------------------------------
-
-
-def _session_fields(harness: Any) -> tuple[str | None, str, str | None]:
-    session = getattr(harness, "session", None)
-    session_id = getattr(session, "id", None)
-    header = getattr(session, "header", None)
-    cwd = getattr(header, "cwd", "") or os.getcwd()
-    path = getattr(session, "path", None)
-    return session_id, cwd, path
-
-
-def _tool_response(event: Any) -> dict[str, Any]:
-    content = getattr(event, "content", None) or []
-    text = "".join(c.text for c in content if isinstance(c, TextContent))
-    return {
-        "content": text,
-        "is_error": bool(getattr(event, "is_error", False)),
-        "details": to_jsonable(getattr(event, "details", None)),
-    }
-
-
-def hook_payload(moment: str, event: Any, harness: Any) -> dict[str, Any]:
-    """The JSON object a command hook reads on stdin.
-
-    Always: ``session_id``, ``cwd`` (the session's working directory),
-    ``transcript_path`` (the session file, or null), ``hook_event_name`` (the canonical
-    moment). Then the moment's own fields under their names, plus the Claude Code names
-    for the common ones: ``tool_name``, ``tool_input``, ``tool_use_id``,
-    ``tool_response`` (tool_result), ``prompt`` (before_agent_start),
-    ``last_assistant_message`` (before_stop).
-    """
-    session_id, cwd, path = _session_fields(harness)
-    payload: dict[str, Any] = {
-        "session_id": session_id,
-        "cwd": cwd,
-        "transcript_path": path,
-        "hook_event_name": moment,
-    }
-    if dataclasses.is_dataclass(event) and not isinstance(event, type):
-        for field in dataclasses.fields(event):
-            if field.name in ("hook", "resources") or field.name in payload:
-                continue
-            payload[field.name] = to_jsonable(getattr(event, field.name))
-        event_type = getattr(event, "type", None)
-        if isinstance(event_type, str):
-            payload["event_type"] = event_type
-    _scrub_headers(payload)
-    tool_name = getattr(event, "tool_name", None)
-    if tool_name is not None:
-        payload["tool_name"] = tool_name
-        payload["tool_use_id"] = getattr(event, "tool_call_id", None)
-        arguments = getattr(event, "input", None)
-        if arguments is None:
-            arguments = getattr(event, "args", None)
-        payload["tool_input"] = to_jsonable(arguments if arguments is not None else {})
-    if moment == "tool_result":
-        payload["tool_response"] = _tool_response(event)
-    if moment == "before_stop":
-        message = getattr(event, "message", None)
-        payload["last_assistant_message"] = message_text(message) if message is not None else ""
-    return payload
-
-
-def _scrub_headers(value: Any) -> None:
-    """Replace credential header values (model and stream ``headers``) in place: a hook
-    command never receives an API key or gateway token on its stdin."""
-    from harnessc.runtime.providers.errors import redact_headers
-
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if key == "headers" and isinstance(item, dict):
-                value[key] = redact_headers(item)
-            else:
-                _scrub_headers(item)
-    elif isinstance(value, list):
-        for item in value:
-            _scrub_headers(item)
-
-
 # -- what a decision means at each moment ------------------------------------------------
 
 
@@ -221,60 +137,3 @@ def block_result(moment: str, reason: str, event: Any, label: str) -> Any:
     if moment not in ACTING_HOOKS:
         return PauseRequest(reason=f"blocked by {label}: {reason}")
     raise HookProtocolError(f"{label} asked to block at {moment}, which cannot block: {reason}")
-
-
-def decision_result(moment: str, data: Any, event: Any, label: str) -> tuple[Any, str | None]:
-    """Interpret a JSON decision printed on stdout (exit 0).
-
-    Returns (the moment's result or None, a system message to show or None).
-    Understood keys: ``continue: false`` (+ ``stopReason``) pauses the run;
-    ``decision: "block"`` (+ ``reason``) blocks as described in the module note;
-    ``decision: "approve"``/``"allow"`` allows; ``hookSpecificOutput``:
-    ``permissionDecision`` ``"deny"`` | ``"allow"`` | ``"ask"`` (+
-    ``permissionDecisionReason``), ``updatedInput`` (replacement tool arguments),
-    ``additionalContext`` (added to the tool result, or to the prompt at
-    before_agent_start); ``systemMessage`` becomes a warning notice. Other keys are
-    ignored.
-    """
-    if not isinstance(data, Mapping):
-        raise HookProtocolError(f"{label} printed JSON {type(data).__name__}, expected an object")
-    system_message = data.get("systemMessage")
-    notice = str(system_message) if system_message else None
-    if data.get("continue") is False:
-        reason = str(data.get("stopReason") or f"stopped by {label}")
-        return PauseRequest(reason=reason), notice
-    specific = data.get("hookSpecificOutput") or {}
-    if not isinstance(specific, Mapping):
-        raise HookProtocolError(f"{label}: hookSpecificOutput must be an object")
-    decision = data.get("decision")
-    reason = str(data.get("reason") or "")
-    if decision is not None and decision not in ("block", "deny", "approve", "allow"):
-        raise HookProtocolError(
-            f"{label}: unknown decision {decision!r} (use block, deny, approve or allow)"
-        )
-    context = specific.get("additionalContext")
-    if moment == "tool_call":
-        permission = specific.get("permissionDecision")
-        if permission is not None and permission not in ("deny", "allow", "ask"):
-            raise HookProtocolError(
-                f"{label}: unknown permissionDecision {permission!r} (use deny, allow or ask)"
-            )
-        why = str(specific.get("permissionDecisionReason") or reason)
-        if permission == "deny" or decision in ("block", "deny"):
-            return block_result(moment, why, event, label), notice
-        if permission == "ask":
-            return PauseRequest(reason=f"approval needed: {why or label}"), notice
-        updated = specific.get("updatedInput")
-        if updated is not None:
-            if not isinstance(updated, Mapping):
-                raise HookProtocolError(f"{label}: updatedInput must be an object")
-            return ToolCallResult(input=dict(updated)), notice
-        return None, notice
-    if decision in ("block", "deny"):
-        return block_result(moment, reason, event, label), notice
-    if context:
-        if moment == "tool_result":
-            return _appended(event, str(context)), notice
-        if moment == "before_agent_start":
-            return BeforeAgentStartResult(messages=[UserMessage(str(context))]), notice
-    return None, notice

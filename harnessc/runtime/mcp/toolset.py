@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from harnessc.runtime.commands import CommandOutcome
 from harnessc.runtime.extensions.base import HarnessContext
 from harnessc.runtime.mcp.config import McpConfigError, McpServerConfig, load_mcp_json
 from harnessc.runtime.mcp.env import child_environ
@@ -295,7 +296,7 @@ def _gone(name: str) -> Any:
 
 
 def _prompt_handler(connection: Any, prompt: str, arguments: list[str]) -> Any:
-    async def handler(text: str) -> str:
+    async def handler(text: str) -> str | CommandOutcome:
         values: dict[str, str] = {}
         words = shlex.split(text) if text else []
         if len(arguments) == 1 and words and not all("=" in w for w in words):
@@ -311,6 +312,6 @@ def _prompt_handler(connection: Any, prompt: str, arguments: list[str]) -> Any:
         for message in result.messages:
             content = message.content
             parts.append(str(getattr(content, "text", "") or f"[{getattr(content, 'type', '?')}]"))
-        return "\n\n".join(parts)
+        return CommandOutcome("prompt", "\n\n".join(parts))  # sent to the model
 
     return handler

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.session.compaction import (
     generate_branch_summary,
@@ -13,6 +13,9 @@ from harnessc.runtime.session.compaction import (
 )
 from harnessc.runtime.session.session import Session, SessionEntry
 from harnessc.runtime.signal import AbortSignal
+
+if TYPE_CHECKING:  # the typed seam; no import at run time (no cycle)
+    from harnessc.runtime.extensions.base import HarnessContext
 
 __all__ = ["TreeNavigation", "navigate_tree"]
 
@@ -27,7 +30,7 @@ class TreeNavigation:
 
 
 async def navigate_tree(
-    harness: Any,
+    harness: HarnessContext,
     target_id: str | None,
     *,
     summarize: bool = False,
@@ -60,8 +63,7 @@ async def navigate_tree(
     )
     supplied: Any = None
     if harness.has_handlers("session_before_tree"):
-        call_hooks = getattr(harness, "call_hooks", None) or harness._call_hooks
-        for result in await call_hooks(
+        for result in await harness.call_hooks(
             "session_before_tree", SessionBeforeTreeEvent(preparation=preparation)
         ):
             get = (

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.options import AgentHarnessStreamOptions, Model
 from harnessc.runtime.providers.base import Provider
@@ -20,6 +20,9 @@ from harnessc.runtime.session.compaction.trigger import (
 )
 from harnessc.runtime.session.session import Session
 from harnessc.runtime.signal import AbortSignal
+
+if TYPE_CHECKING:  # the typed seam; no import at run time (no cycle)
+    from harnessc.runtime.extensions.base import HarnessContext
 
 __all__ = ["apply_compaction", "compact", "compact_harness"]
 
@@ -116,7 +119,7 @@ def _supplied_compaction(value: Any) -> CompactionResult | Mapping[str, Any]:
 
 
 async def compact_harness(
-    harness: Any, *, custom_instructions: str | None = None, reason: str = "manual"
+    harness: HarnessContext, *, custom_instructions: str | None = None, reason: str = "manual"
 ) -> CompactionResult | None:
     """``AgentHarness.compact``: prepare, let ``session_before_compact`` hooks cancel or
     supply the compaction, else summarise with the harness's model; then append the
@@ -139,13 +142,12 @@ async def compact_harness(
         return None
     supplied: Any = None
     if harness.has_handlers("session_before_compact"):
-        call_hooks = getattr(harness, "call_hooks", None) or harness._call_hooks
         event = SessionBeforeCompactEvent(
             preparation=preparation,
             branch_entries=branch,
             custom_instructions=custom_instructions,
         )
-        for result in await call_hooks("session_before_compact", event):
+        for result in await harness.call_hooks("session_before_compact", event):
             if isinstance(result, Mapping):
                 cancel, compaction = result.get("cancel"), result.get("compaction")
             else:
