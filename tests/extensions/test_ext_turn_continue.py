@@ -44,7 +44,7 @@ def test_finished_stops_after_finish(make_harness: Any) -> None:
     ]
     harness, log = make_harness(replies, _tools(), extensions=[ext])
     result = asyncio.run(harness.prompt("write it"))
-    assert result.status == "done"
+    assert (result.status, result.reason) == ("done", "turn_continue_stop")
     assert notices(log, "turn_continue") == ["continuing (1/10)", "stopped: finished: completed"]
     prompts = _continue_prompts(harness)
     assert prompts == [
@@ -63,7 +63,8 @@ def test_stalled_on_repeated_call(make_harness: Any) -> None:
     ]
     harness, log = make_harness(replies, _tools(), extensions=[ext])
     result = asyncio.run(harness.prompt("go"))
-    assert result.status == "done"
+    assert (result.status, result.reason) == ("done", "turn_continue_stop")
+    assert [e.reason for e in log.events if e.type == "agent_end"] == ["turn_continue_stop"]
     assert notices(log, "turn_continue") == ["stopped: stalled"]
 
 

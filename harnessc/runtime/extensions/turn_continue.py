@@ -237,7 +237,8 @@ class TurnContinueExtension:
         r.last_decision = decision.reason
         if not decision.continue_:
             await harness.notice(NAME, f"stopped: {decision.reason}")
-            return None
+            # the run ends with finish reason turn_continue_stop (decision.reason in the notice)
+            return StopDecision(continue_=False, reason=decision.reason)
         r.continuations += 1
         r.progress_at_continuation = r.progress
         await harness.notice(
