@@ -112,7 +112,12 @@ async def aborted(parts: Parts, run: RunState) -> RunResult:
 
 
 async def crashed(parts: Parts, run: RunState, exc: Exception) -> RunResult:
-    message = f"internal error: {describe_exception(exc)}"
+    from harnessc.runtime.session.entries import SessionError
+
+    if isinstance(exc, SessionError):  # disk full, a lock lost: expected, and named
+        message = f"session error: {exc}"
+    else:
+        message = f"internal error: {describe_exception(exc)}"
     await parts.bus.emit(ErrorEvent(source="harness", message=message, fatal=True))
     try:
         await tool_batch.abort_unfinished(parts, run, f"No result provided: {message}")

@@ -198,7 +198,13 @@ class CliInvocation:
                 cwd=self.cwd,
             )
         else:
-            hits = search_sessions(repo.root, self.args.search)
+            from harnessc.runtime.session.index_support import SessionIndexError
+
+            try:
+                hits = search_sessions(repo.root, self.args.search)
+            except SessionIndexError as exc:  # busy, unwritable: the message names the file
+                self.err.write(f"error: {exc}\n")
+                return EXIT_ERROR
             print_hits(hits, self.out, as_json=self.args.json)
         self.out.flush()
         return EXIT_DONE
