@@ -14,7 +14,7 @@ __all__ = ["render_tree"]
 
 def render_tree(session: Session) -> list[str]:
     """The message entries as a tree (branches indented), the current path marked."""
-    entries = [e for e in session.entries() if e.type != "leaf"]
+    entries = [e for e in session.entries() if not session.is_move_record(e)]
     children: dict[str | None, list[SessionEntry]] = {}
     for entry in entries:
         children.setdefault(entry.parent_id, []).append(entry)
