@@ -69,6 +69,7 @@ def test_real_pi_sessions_round_trip(pg: PostgresSessionRepo, tmp_path: Path, na
     meta = pg.import_jsonl(source)
     out = Path(pg.export_jsonl(meta.id, tmp_path / "out"))
     exported = read_session_file(str(out))
+    assert exported.migrated_from is None  # written as v3: pi reads it as it stands
     assert exported.header == original.header
     assert shape(exported.entries) == shape(original.entries)  # ids were made up on reading
     with JsonlSessionRepo(tmp_path / "out").open(out, read_only=True) as back:

@@ -354,8 +354,13 @@ class PostgresSessionRepo:
         """Copy a session file (pi v1-v3) into the repo under its own id; problems the
         file reader reports are in ``self.skipped``. Refused if the id is already here."""
         loaded = read_session_file(os.fspath(path))
-        with open(path, "rb") as f:
-            header_line = f.readline().rstrip(b"\r\n").decode("utf-8")
+        if loaded.migrated_from is not None:  # a v1/v2 file: store the v3 header pi would
+            from harnessc.runtime.session.encode import encode_line
+
+            header_line = encode_line(loaded.header.to_dict()).rstrip(b"\n").decode("utf-8")
+        else:  # v3: the header line byte for byte
+            with open(path, "rb") as f:
+                header_line = f.readline().rstrip(b"\r\n").decode("utf-8")
         self.skipped = [(os.fspath(path), d) for d in loaded.diagnostics]
         header = loaded.header
         if (
