@@ -170,10 +170,16 @@ def test_ask_is_a_pull_point(make_harness: Any, script: Any) -> None:
         hooks=[hook],
     )
     result = asyncio.run(harness.prompt("go"))
-    assert result.status == "paused"
-    held = next(m for m in harness.messages if isinstance(m, ToolResultMessage))
-    assert held.text == "Tool call held for review: approval needed: x"
+    assert (result.status, result.reason) == ("paused", "approval needed: x")
+    assert not any(isinstance(m, ToolResultMessage) for m in harness.messages)  # held
+    [held] = harness.pending_tool_calls
     assert seen == []
+    # approved at resume: the held call runs in place, once, without asking again
+    resumed = asyncio.run(harness.resume(approvals={held.id: True}))
+    assert resumed.status == "done"
+    assert len(seen) == 1
+    [answer] = [m for m in harness.messages if isinstance(m, ToolResultMessage)]
+    assert answer.tool_call_id == held.id and not answer.is_error
 
 
 def _settings(tmp_path: Path, hooks: dict[str, Any]) -> Path:

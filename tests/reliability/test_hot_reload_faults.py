@@ -16,7 +16,7 @@ from harnessc.runtime import AgentHarness, AgentHarnessOptions, EventLog, Model
 from harnessc.runtime.providers.base import Context
 from harnessc.runtime.providers.scripted import ScriptedProvider, reply_text, reply_tool_calls
 from harnessc.runtime.resources import ResourceWatcher, load_resources
-from harnessc.runtime.tools import python_tool
+from harnessc.runtime.tools import create_read_tool, python_tool
 
 STORM_WRITES = 1000
 
@@ -121,7 +121,7 @@ def test_agent_keeps_the_last_good_skills(tmp_path: Path) -> None:
         harness = AgentHarness(
             AgentHarnessOptions(
                 models={"main": Model(id="scripted", api="scripted", provider="test")},
-                tools=[python_tool(mutate)],
+                tools=[python_tool(mutate), create_read_tool()],  # skills need read
                 provider=ScriptedProvider(model),
                 resources=load_resources(skills=[skills]),
                 system_prompt="You are a test agent.",

@@ -160,6 +160,8 @@ async def execute_step(parts: Parts, run: RunState) -> Next:
         return AwaitTools()
     if reason is not None:
         return Pause(reason)
+    if run.held and run.pause_requested:  # a call waits for approval: the rest waits too
+        return Pause(run.pause_requested)
     await tool_batch.commit(parts, run, partial=True)
     return LoopState.REFLECTING
 

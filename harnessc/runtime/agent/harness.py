@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.agent import driver, restore
@@ -184,13 +184,30 @@ class AgentHarness(SettingsFacade):
         return driver.begin(self._parts, message, text, list(images or []))
 
     async def resume(
-        self, results: dict[str, Any] | None = None, *, budget: Budget | None = None
+        self,
+        results: dict[str, Any] | None = None,
+        *,
+        budget: Budget | None = None,
+        approvals: Mapping[str, bool] | None = None,
     ) -> RunResult:
-        """Continue after a pull point: tool results for AWAITING_TOOL, or after a pause."""
+        """Continue after a pull point: tool results for AWAITING_TOOL, or after a pause.
+
+        ``approvals`` answers calls a tool_call hook held for approval (a permission
+        ``ask``): call id -> True (run it) or False (refuse it).
+        """
         self._check_idle()
         run = self._parts.run
         if run is None:
             raise RuntimeError("nothing to resume: the agent is not paused")
+        if approvals:
+            held = {r.id: r for r in run.held}
+            unknown = [i for i in approvals if i not in held]
+            if unknown:
+                raise ValueError(
+                    f"no held call {', '.join(unknown)}; held: {', '.join(held) or 'none'}"
+                )
+            for call_id, allow in approvals.items():
+                held[call_id].approval = "allow" if allow else "deny"
         if budget is not None:
             self._parts.budget.raise_limits(budget)
         if run.state is LoopState.AWAITING_TOOL:
@@ -211,9 +228,13 @@ class AgentHarness(SettingsFacade):
         return asyncio.run(self.prompt(text, images))
 
     def resume_sync(
-        self, results: dict[str, Any] | None = None, *, budget: Budget | None = None
+        self,
+        results: dict[str, Any] | None = None,
+        *,
+        budget: Budget | None = None,
+        approvals: Mapping[str, bool] | None = None,
     ) -> RunResult:
-        return asyncio.run(self.resume(results, budget=budget))
+        return asyncio.run(self.resume(results, budget=budget, approvals=approvals))
 
     def abort(self, reason: str = "aborted") -> None:
         """Cancel the running provider request and tools; the run ends as ``aborted``."""

@@ -40,6 +40,11 @@ class CallRecord:
     ``blocked`` (refused: the result is an error) or ``awaiting`` (external: the caller
     supplies the result) -> ``executed`` (ran, or the caller answered). ``result`` is set
     once the tool_result hooks ran (``finalized``); ``committed`` once it is in the context.
+
+    A call a tool_call hook holds for approval (``PauseRequest``: a permission ``ask``)
+    stays ``planned`` with ``started`` set, and the run pauses; ``approval`` is the
+    caller's answer given at resume ("allow" runs it, "deny" refuses it), after which
+    it is prepared again.
     """
 
     call: ToolCall
@@ -50,6 +55,7 @@ class CallRecord:
     terminate: bool = False
     terminated_by: str | None = None  # "tool" | "hook"
     committed: bool = False
+    approval: str | None = None  # "allow" | "deny": the caller's answer to a held call
 
     @property
     def id(self) -> str:
@@ -72,6 +78,8 @@ class CallRecord:
             out["terminated_by"] = self.terminated_by
         if self.committed:
             out["committed"] = True
+        if self.approval is not None:
+            out["approval"] = self.approval
         return out
 
     @staticmethod
@@ -96,6 +104,7 @@ class CallRecord:
             terminate=bool(data.get("terminate", False)),
             terminated_by=data.get("terminated_by"),
             committed=bool(data.get("committed", False)),
+            approval=data.get("approval") if data.get("approval") in ("allow", "deny") else None,
         )
 
 
@@ -126,6 +135,11 @@ class RunState:
             if record.call.id == call_id:
                 return record
         return None
+
+    @property
+    def held(self) -> list[CallRecord]:
+        """Calls a tool_call hook held for approval (started, not decided yet)."""
+        return [r for r in self.calls if r.status == "planned" and r.started]
 
     def with_status(self, *statuses: str) -> list[CallRecord]:
         return [r for r in self.calls if r.status in statuses]

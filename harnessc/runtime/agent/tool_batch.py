@@ -114,7 +114,8 @@ async def _start(parts: Parts, record: CallRecord) -> None:
 
 
 async def _prepare(parts: Parts, run: RunState, record: CallRecord) -> ToolResult | None:
-    """Start a call and decide it: None when prepared or awaiting, else the error result."""
+    """Start a call and decide it: None when prepared, awaiting or held (still planned,
+    the run pauses for an approval), else the error result."""
     await _start(parts, record)
     call = record.call
     tool = parts.settings.active_tool(call.name)
@@ -142,12 +143,17 @@ async def _prepare(parts: Parts, run: RunState, record: CallRecord) -> ToolResul
             if patch.input is not None and not patch.block:
                 event.input = patch.input
 
+    if record.approval == "deny":
+        return error_result("Tool call denied by the user.")
     for result in await parts.hooks.run(
         "tool_call", event, tool_name=call.name, fail=failures, on_result=chain_input
     ):
         if isinstance(result, PauseRequest):
+            if record.approval == "allow":
+                continue  # the caller approved this very call at resume
             run.pause_requested = result.reason
-            return error_result(f"Tool call held for review: {result.reason}")
+            record.status = "planned"  # held: prepared again when the run resumes
+            return None
         result = coerce(result, ToolCallResult)
         if result.block:
             return error_result(f"Tool call blocked: {result.reason or 'blocked by a hook'}")

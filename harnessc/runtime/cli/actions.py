@@ -16,7 +16,7 @@ __all__ = ["choose_action", "pending_message"]
 
 
 class CliInvocationHost(CliHost, Protocol):
-    answers_prompt: str | None
+    approvals: dict[str, bool] | None
 
 
 def choose_action(
@@ -35,7 +35,7 @@ def choose_action(
             raise UsageError(
                 f"session {harness.session.id} holds no call to approve or deny (it is not paused)"
             )
-        lines, cli.answers_prompt = answer_asks(harness, args.approve, args.deny)
+        lines, cli.approvals = answer_asks(harness, args.approve, args.deny)
         for line in lines:
             cli.err.write(line + "\n")
         return "repl" if args.interactive else "answers"

@@ -41,6 +41,7 @@ class CliHost(Protocol):
     err: TextIO
     choice: SessionChoice | None
     resume_results: dict[str, Any] | None
+    approvals: dict[str, bool] | None  # --approve / --deny: answers to held calls
     gate: PermissionGate | None  # the permission rules, when the agent has any
     prompt_text: str | None  # the one-shot prompt
 

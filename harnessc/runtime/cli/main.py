@@ -143,7 +143,7 @@ class CliInvocation:
         self.resume_results: dict[str, Any] | None = None  # --resume-with, for -i too
         self.prompt_text: str | None = None  # the one-shot prompt
         self.gate: PermissionGate | None = None  # the permission rules' tool_call hook
-        self.answers_prompt: str | None = None  # --approve / --deny: what the model is told
+        self.approvals: dict[str, bool] | None = None  # --approve / --deny: held calls' answers
 
     # -- entry -----------------------------------------------------------------
 
@@ -383,8 +383,8 @@ class CliInvocation:
             elif action == "resume":
                 run = harness.resume()
             elif action == "answers":
-                assert self.answers_prompt is not None
-                run = harness.prompt(self.answers_prompt)
+                assert self.approvals is not None
+                run = harness.resume(approvals=self.approvals)
             else:
                 assert prompt is not None
                 run = harness.prompt(prompt)

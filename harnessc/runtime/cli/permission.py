@@ -37,34 +37,30 @@ def install_gate(options: Any, mode: str | None) -> PermissionGate | None:
     return gate
 
 
-def answer_asks(harness: Any, approve: list[str], deny: list[str]) -> tuple[list[str], str]:
-    """Record the user's answers to held calls. Returns what to tell the user and the
-    message that tells the model (the prompt the run continues with); UsageError for an
-    id that is not held."""
+def answer_asks(
+    harness: Any, approve: list[str], deny: list[str]
+) -> tuple[list[str], dict[str, bool]]:
+    """Take the user's answers to held calls: what to tell the user, and the approvals
+    the run resumes with (``harness.resume(approvals=...)`` runs an approved call in place,
+    refuses a denied one). A permission-gate answer is also recorded in the session, so
+    the same call asked again is answered. UsageError for an id that is not held."""
     pending = pending_asks(harness.session)
+    held = {c.id: c for c in harness.pending_tool_calls}
     lines: list[str] = []
-    notes: list[str] = []
+    approvals: dict[str, bool] = {}
     for call_id, decision in [(i, "allow") for i in approve] + [(i, "deny") for i in deny]:
-        held = pending.get(call_id)
-        if held is None:
-            known = ", ".join(pending) or "none"
+        if call_id not in held:
+            known = ", ".join(held) or "none"
             raise UsageError(
                 f"--{'approve' if decision == 'allow' else 'deny'}: no held call {call_id} "
                 f"in session {harness.session.id} (held: {known})"
             )
-        tool, args = str(held["tool"]), dict(held["args"])
-        record_answer(harness.session, tool, args, decision, call_id)
-        label = describe_call(tool, args)
-        if decision == "allow":
-            notes.append(
-                f"The user approved the held tool call {call_id} ({label}). "
-                "Make exactly the same call again to run it."
-            )
-            lines.append(f"approved {call_id}: {label}")
-        else:
-            notes.append(
-                f"The user denied the held tool call {call_id} ({label}): do not run it; "
-                "go on without it or ask what to do instead."
-            )
-            lines.append(f"denied {call_id}: {label}")
-    return lines, "\n".join(notes)
+        call = held[call_id]
+        tool, args = call.name, dict(call.arguments)
+        if call_id in pending:
+            tool, args = str(pending[call_id]["tool"]), dict(pending[call_id]["args"])
+            record_answer(harness.session, tool, args, decision, call_id)
+        approvals[call_id] = decision == "allow"
+        verb = "approved" if decision == "allow" else "denied"
+        lines.append(f"{verb} {call_id}: {describe_call(tool, args)}")
+    return lines, approvals

@@ -58,10 +58,10 @@ async def answer_pause(self: PausedRepl) -> None:
                 self.note("left paused: /resume answers later")
                 return
             (approve if answer.lower() in ("y", "yes") else deny).append(call_id)
-        lines, message = answer_asks(harness, approve, deny)
+        lines, approvals = answer_asks(harness, approve, deny)
         for line in lines:
             self.note(line)
-        await self.run(lambda: harness.prompt(message))
+        await self.run(lambda: harness.resume(approvals=approvals))
         return
     limit = budget_limit(reason)
     if limit is not None:

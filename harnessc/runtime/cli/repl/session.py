@@ -98,9 +98,9 @@ class Repl:
             self.banner()
             self.reader.start()
             results = self.cli.resume_results
-            answers = getattr(self.cli, "answers_prompt", None)
-            if answers:  # --approve / --deny with -i
-                await self.run(lambda: self.harness.prompt(answers))
+            approvals = self.cli.approvals
+            if approvals:  # --approve / --deny with -i: the held calls run or are refused
+                await self.run(lambda: self.harness.resume(approvals=approvals))
             elif results is not None and self.harness.paused_reason == "awaiting_tool":
                 await self.run(lambda: self.harness.resume(results))
             elif self.harness.paused_reason is not None:
