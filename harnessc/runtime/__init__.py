@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from harnessc.runtime.budget import Budget
 from harnessc.runtime.events import Event, EventLog
 from harnessc.runtime.harness import AgentHarness, HarnessBusyError, RunResult
-from harnessc.runtime.hooks import HookSpec, PauseRequest
+from harnessc.runtime.hooks import FailRun, HookSpec, PauseRequest
 from harnessc.runtime.loop import LoopState
 from harnessc.runtime.messages import (
     AssistantMessage,
@@ -50,6 +50,7 @@ __all__ = [
     "EventLog",
     "ExternalTool",
     "HarnessBusyError",
+    "FailRun",
     "HookSpec",
     "ImageContent",
     "LoopState",

@@ -35,6 +35,7 @@ __all__ = [
     "BeforeStopEvent",
     "ContextEvent",
     "ContextResult",
+    "FailRun",
     "HookSpec",
     "PauseRequest",
     "SessionBeforeCompactEvent",
@@ -314,6 +315,12 @@ class SessionBeforeTreeResult:
     custom_instructions: str | None = None
     replace_instructions: bool | None = None
     label: str | None = None
+
+
+class FailRun(Exception):
+    """Raised by a hook handler to end the run now with status "error" and this message
+    (fail closed: something the run needs, such as a required MCP server, is missing).
+    Any other exception a handler raises is reported and the run goes on."""
 
 
 @dataclass(slots=True)

@@ -134,7 +134,7 @@ mcp:
     assert "notes server starting" not in done.stderr
 
 
-def test_a_server_that_hangs_at_start_up_times_out(
+def test_a_server_that_hangs_at_start_up_times_out_and_fails_the_run(
     make_agent: Any, model_server: ProtocolServer
 ) -> None:
     agent = make_agent(
@@ -167,6 +167,11 @@ mcp:
         "'optional' did not answer start-up" in m and "required: false" in m for m in notices
     )
     assert took < 30
+    # a required server that cannot start fails the run closed: no model call without it
+    assert done.returncode == 1, done.stderr
+    assert model_server.requests == []
+    [end] = [e for e in events if e["type"] == "agent_end"]
+    assert end["status"] == "error" and "'stuck' did not answer start-up" in end["reason"]
     assert len(agent.server_pids()) == 2
     assert wait_gone(agent.server_pids()) == []
 

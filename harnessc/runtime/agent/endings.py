@@ -112,10 +112,13 @@ async def aborted(parts: Parts, run: RunState) -> RunResult:
 
 
 async def crashed(parts: Parts, run: RunState, exc: Exception) -> RunResult:
+    from harnessc.runtime.hooks import FailRun
     from harnessc.runtime.session.entries import SessionError
 
     if isinstance(exc, SessionError):  # disk full, a lock lost: expected, and named
         message = f"session error: {exc}"
+    elif isinstance(exc, FailRun):  # a hook ended the run on purpose: its own words
+        message = str(exc)
     else:
         message = f"internal error: {describe_exception(exc)}"
     await parts.bus.emit(ErrorEvent(source="harness", message=message, fatal=True))

@@ -32,6 +32,7 @@ from harnessc.runtime.hooks import (
     BeforeStopEvent,
     ContextEvent,
     ContextResult,
+    FailRun,
     HookSpec,
     SessionBeforeCompactEvent,
     SessionBeforeCompactResult,
@@ -162,8 +163,8 @@ class HookRunner:
                 if inspect.isawaitable(result):
                     timeout = spec.timeout_s if spec is not None else None
                     result = await (asyncio.wait_for(result, timeout) if timeout else result)
-            except asyncio.CancelledError:
-                raise
+            except (asyncio.CancelledError, FailRun):
+                raise  # FailRun: the handler ends the run (fail closed)
             except (Exception, SystemExit) as exc:  # a hook's sys.exit() must not end the agent
                 await self._failed(moment, handler, exc, "failed", fail)
                 continue

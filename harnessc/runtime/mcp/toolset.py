@@ -7,8 +7,8 @@ run's ``agent_resume``, or else the first model call) every server starts concur
 server's ``prefix``) and their prompts ``/mcp__<server>__<prompt>`` commands. Before
 each model call, servers that sent ``tools/list_changed`` are listed again.
 
-A required server that fails to start is reported as an error of the run's start
-(the run goes on without it); ``required: false`` makes it a warning.
+A required server that fails to start ends the run with an error naming it (fail
+closed); ``required: false`` makes it a warning and the run goes on without it.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Any
 
 from harnessc.runtime.commands import CommandOutcome
 from harnessc.runtime.extensions.base import HarnessContext
+from harnessc.runtime.hooks import FailRun
 from harnessc.runtime.mcp.config import McpConfigError, McpServerConfig, load_mcp_json
 from harnessc.runtime.mcp.env import child_environ
 from harnessc.runtime.mcp.loop import mcp_loop, run_in_mcp_loop
@@ -284,8 +285,8 @@ class McpToolset:
         self._started = False
 
 
-class McpStartFailed(RuntimeError):
-    """A required server did not start (reported as an error of the run's start)."""
+class McpStartFailed(FailRun):
+    """A required server did not start: the run ends with this error (fail closed)."""
 
 
 def _gone(name: str) -> Any:
