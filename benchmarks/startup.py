@@ -154,35 +154,5 @@ def _run_on_tty(command: list[str], env: dict[str, str], cwd: str) -> tuple[int,
     return os.waitstatus_to_exitcode(status), b"".join(chunks).decode("utf-8", "replace")
 
 
-def _run_piped(command: list[str], env: dict[str, str], cwd: str) -> tuple[int, str]:
-    done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=cwd)
-    return done.returncode, done.stderr
-
-
-def _run_on_tty(command: list[str], env: dict[str, str], cwd: str) -> tuple[int, str]:
-    """Run ``command`` with a pseudo-terminal as stdin, stdout and stderr."""
-    import pty
-
-    pid, fd = pty.fork()
-    if pid == 0:
-        try:
-            os.chdir(cwd)
-            os.execve(command[0], command, {**env, "TERM": "xterm"})
-        finally:
-            os._exit(127)
-    chunks: list[bytes] = []
-    while True:
-        try:
-            data = os.read(fd, 65536)
-        except OSError:
-            break
-        if not data:
-            break
-        chunks.append(data)
-    _, status = os.waitpid(pid, 0)
-    os.close(fd)
-    return os.waitstatus_to_exitcode(status), b"".join(chunks).decode("utf-8", "replace")
-
-
 if __name__ == "__main__":
     main()
