@@ -126,6 +126,14 @@ async def grow(ctx: Context) -> str:
     return "grown"
 
 
+@app.tool()
+async def shrink(ctx: Context) -> str:
+    """Removes the tool 'extra' again and tells the client its tool list changed."""
+    app.remove_tool("extra")
+    await ctx.session.send_tool_list_changed()
+    return "shrunk"
+
+
 @app.prompt()
 def summarize(topic: str) -> str:
     """Summarize a topic from the notes."""

@@ -208,6 +208,7 @@ def test_a_harness_refreshes_changed_tool_lists_between_turns_and_offers_prompts
                 [("mcp__notes__grow", {}), ("mcp__notes__env", {"variable": "SOME_SECRET_TOKEN"})]
             ),
             reply_tool_calls([("mcp__notes__extra", {})]),
+            reply_tool_calls([("mcp__notes__shrink", {})]),
             reply_text("done"),
         ]
     )
@@ -232,6 +233,11 @@ def test_a_harness_refreshes_changed_tool_lists_between_turns_and_offers_prompts
         assert "mcp__notes__extra" in names and "mcp__notes__extra" not in [
             t.name for t in provider.requests[0].context.tools or []
         ]
+        # the server drops it again: removed from the harness before the next model call
+        assert texts["mcp__notes__shrink"] == "shrunk"
+        last = [t.name for t in provider.requests[3].context.tools or []]
+        assert "mcp__notes__extra" not in last and "mcp__notes__search" in last
+        assert "mcp__notes__extra" not in harness.tools
         assert any("'absent' failed to start" in n and "required: false" in n for n in notices)
         outcome = asyncio.run(harness.commands.dispatch("mcp__notes__summarize", "cats"))
         assert (outcome.kind, outcome.text) == ("prompt", "Summarize what the notes say about cats.")

@@ -78,6 +78,11 @@ class SettingsFacade:
         """Add tools (extensions contribute theirs at install time)."""
         self._parts.settings.add_tools(tools, activate=activate)
 
+    def remove_tools(self, names: Iterable[str]) -> list[str]:
+        """Remove tools (an MCP server stopped offering them); takes effect at the next
+        model call. Returns the names that were there."""
+        return self._parts.settings.remove_tools(names)
+
     async def set_resources(self, resources: AgentHarnessResources) -> None:
         """New skills and templates; applied now when idle, else at the next turn."""
         if self._busy:

@@ -142,6 +142,13 @@ class Settings:
             if activate and tool.name not in self.active_tool_names:
                 self.active_tool_names.append(tool.name)
 
+    def remove_tools(self, names: Iterable[str]) -> list[str]:
+        """Drop tools (their source stopped offering them); the names that were there."""
+        removed = [name for name in names if self.tools.pop(name, None) is not None]
+        if removed:
+            self.active_tool_names = [n for n in self.active_tool_names if n not in removed]
+        return removed
+
     def active_tool(self, name: str) -> AgentTool | None:
         if name not in self.active_tool_names:
             return None

@@ -101,6 +101,8 @@ class HarnessContext(Protocol):
 
     def add_tools(self, tools: Iterable[AgentTool], *, activate: bool = True) -> None: ...
 
+    def remove_tools(self, names: Iterable[str]) -> list[str]: ...
+
     def on_close(self, callback: Callable[[], Awaitable[None]]) -> None:
         """Run ``callback`` when the harness closes (stop a server, flush a file)."""
 

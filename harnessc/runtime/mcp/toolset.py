@@ -196,8 +196,12 @@ class McpToolset:
             return
         offered = {t.name for t in tools}
         registered = self._registered.setdefault(server.name, set())
-        for stale in sorted(registered - offered):
-            self._tools[stale].run = _gone(stale)  # the harness has no remove_tools yet
+        stale = sorted(registered - offered)
+        if stale:  # the server stopped offering these: the model no longer sees them
+            harness.remove_tools(stale)
+            registered.difference_update(stale)
+            for name in stale:
+                self._tools.pop(name, None)
         registered |= offered
         self._tools.update({t.name: t for t in tools})
         harness.add_tools(tools, activate=self.activate)
@@ -287,13 +291,6 @@ class McpToolset:
 
 class McpStartFailed(FailRun):
     """A required server did not start: the run ends with this error (fail closed)."""
-
-
-def _gone(name: str) -> Any:
-    async def run(*_: Any) -> ToolResult:
-        return error_result(f"{name} is no longer offered by its MCP server")
-
-    return run
 
 
 def _prompt_handler(connection: Any, prompt: str, arguments: list[str]) -> Any:
