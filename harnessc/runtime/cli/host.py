@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from harnessc.runtime.harness import AgentHarness, RunResult
     from harnessc.runtime.options import AgentHarnessOptions
     from harnessc.runtime.session.session import Session
-    from harnessc.runtime.tools.permissions import PermissionGate
+    from harnessc.runtime.tools.permission_gate import PermissionGate
 
 __all__ = ["BuildOptions", "CliHost", "ReplHost"]
 

@@ -47,7 +47,7 @@ from harnessc.runtime.harness import AgentHarness, HarnessBusyError, RunResult
 from harnessc.runtime.options import AgentHarnessOptions
 
 if TYPE_CHECKING:
-    from harnessc.runtime.tools.permissions import PermissionGate
+    from harnessc.runtime.tools.permission_gate import PermissionGate
 
 __all__ = [
     "EXIT_ABORTED",

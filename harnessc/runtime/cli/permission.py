@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from harnessc.runtime.cli.args import UsageError
-from harnessc.runtime.tools.permissions import (
+from harnessc.runtime.tools.permission_gate import (
     PermissionGate,
     describe_call,
     find_gate,

@@ -104,7 +104,7 @@ class RunReport:
         from harnessc.runtime.cli.permission import is_permission_pause
 
         if is_permission_pause(result.reason):
-            from harnessc.runtime.tools.permissions import pending_asks
+            from harnessc.runtime.tools.permission_gate import pending_asks
 
             for call_id in pending_asks(harness.session) or {"CALL_ID": {}}:
                 lines.append(

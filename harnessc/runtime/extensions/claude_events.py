@@ -200,7 +200,7 @@ def _scrub_headers(value: Any) -> None:
 
 
 def _permission_mode(harness: Any) -> str:
-    from harnessc.runtime.tools.permissions import claude_permission_mode
+    from harnessc.runtime.tools.permission_gate import claude_permission_mode
 
     return claude_permission_mode(harness)
 

@@ -288,7 +288,7 @@ class Repl:
 
     async def ask_permission(self, tool: str, args: Any, decision: Any) -> str:
         """The permission gate's question while a run goes: y, n or always."""
-        from harnessc.runtime.tools.permissions import describe_call
+        from harnessc.runtime.tools.permission_gate import describe_call
 
         self.printer.close()  # the spinner stops while we ask
         self.note(f"[permission] {describe_call(tool, args)}: {decision.reason}")
