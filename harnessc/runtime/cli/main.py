@@ -175,39 +175,17 @@ class CliInvocation:
 
     def listing(self) -> int:
         """--sessions / --search: print and exit."""
-        from harnessc.runtime.cli.sessions import (
-            list_sessions,
-            open_repo,
-            print_hits,
-            print_sessions,
-            search_sessions,
+        from harnessc.runtime.cli.sessions import print_listing
+
+        return print_listing(
+            self.session_dir,
+            self.agent_name,
+            search=None if self.args.sessions else self.args.search,
+            as_json=self.args.json,
+            cwd=self.cwd,
+            out=self.out,
+            err=self.err,
         )
-
-        repo = open_repo(self.session_dir)
-        if not any(repo.root.glob("*/*.jsonl")) and not any(repo.root.glob("*.jsonl")):
-            # Nothing stored yet: answer without creating the folder or the index there.
-            if not self.args.json:
-                self.out.write("no sessions\n" if self.args.sessions else "no matches\n")
-            self.out.flush()
-            return EXIT_DONE
-        if self.args.sessions:
-            print_sessions(
-                list_sessions(repo, self.agent_name),
-                self.out,
-                as_json=self.args.json,
-                cwd=self.cwd,
-            )
-        else:
-            from harnessc.runtime.session.index_support import SessionIndexError
-
-            try:
-                hits = search_sessions(repo.root, self.args.search)
-            except SessionIndexError as exc:  # busy, unwritable: the message names the file
-                self.err.write(f"error: {exc}\n")
-                return EXIT_ERROR
-            print_hits(hits, self.out, as_json=self.args.json)
-        self.out.flush()
-        return EXIT_DONE
 
     def restore_stdout(self) -> None:
         if self._saved_stdout is not None:

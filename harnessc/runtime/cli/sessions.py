@@ -25,6 +25,7 @@ __all__ = [
     "latest_session",
     "list_sessions",
     "open_repo",
+    "print_listing",
     "print_sessions",
     "search_sessions",
 ]
@@ -277,3 +278,38 @@ def print_hits(hits: list[Any], out: TextIO, *, as_json: bool) -> None:
         out.write(
             f"{hit.session_id[:8]}  {hit.entry_id}  {hit.role:<9}  {one_line(hit.snippet, 100)}\n"
         )
+
+
+def print_listing(
+    session_dir: Any,
+    agent_name: str,
+    *,
+    search: str | None,
+    as_json: bool,
+    cwd: str,
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    """``--sessions`` (``search`` None) or ``--search QUERY``: print, return the exit code."""
+    from harnessc.runtime.cli.args import EXIT_DONE, EXIT_ERROR
+
+    repo = open_repo(session_dir)
+    if not any(repo.root.glob("*/*.jsonl")) and not any(repo.root.glob("*.jsonl")):
+        # Nothing stored yet: answer without creating the folder or the index there.
+        if not as_json:
+            out.write("no matches\n" if search is not None else "no sessions\n")
+        out.flush()
+        return EXIT_DONE
+    if search is None:
+        print_sessions(list_sessions(repo, agent_name), out, as_json=as_json, cwd=cwd)
+    else:
+        from harnessc.runtime.session.index_support import SessionIndexError
+
+        try:
+            hits = search_sessions(repo.root, search)
+        except SessionIndexError as exc:  # busy, unwritable: the message names the file
+            err.write(f"error: {exc}\n")
+            return EXIT_ERROR
+        print_hits(hits, out, as_json=as_json)
+    out.flush()
+    return EXIT_DONE
