@@ -69,7 +69,13 @@ def run_durable_cli(
         from harnessc.runtime import run_cli
 
         return int(
-            run_cli(build_options, args_list, agent_name=agent_name, session_dir=session_dir)
+            run_cli(
+                build_options,
+                args_list,
+                agent_name=agent_name,
+                session_dir=session_dir,
+                session_repo=session_repo,
+            )
         )
     from harnessc.runtime.durable.workflow import DurableAgent
 
