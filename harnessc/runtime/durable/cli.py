@@ -48,6 +48,70 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     return p
 
 
+_GROUP = """\
+runs are durable (DBOS): a PROMPT alone (optionally --json) runs here as a durable
+workflow; these verbs share the queue with every worker of this agent. --submit,
+--follow, --runs and --run/--resume-with are clients: they never execute a run"""
+
+
+def help_parser(prog: str, agent_name: str) -> argparse.ArgumentParser:
+    """The ordinary command line's parser with the durable verbs: for --help and
+    --completion only (the verbs are parsed by ``_parser``)."""
+    from harnessc.runtime.cli.args import build_parser
+
+    parser = build_parser(prog, agent_name)
+    group = parser.add_argument_group("durable runs", _GROUP)
+    group.add_argument("--submit", metavar="PROMPT", help="enqueue a run; prints its id")
+    group.add_argument(
+        "--worker",
+        action="store_true",
+        help="take runs from the queue until SIGTERM or Ctrl-C (then drain)",
+    )
+    group.add_argument(
+        "--concurrency", metavar="N", type=int, help="runs a --worker executes at once"
+    )
+    group.add_argument(
+        "--worker-id",
+        metavar="NAME",
+        help=f"this worker's stable id (default: the host name, {default_worker_id()})",
+    )
+    group.add_argument(
+        "--drain-s",
+        metavar="S",
+        type=float,
+        help=f"seconds running runs get to finish on SIGTERM (default {_DRAIN_S:g})",
+    )
+    group.add_argument(
+        "--follow", metavar="RUN_ID", help="print a run's events (--json: as JSON) until it ends"
+    )
+    group.add_argument(
+        "--runs", action="store_true", help="list runs with their state (--json: one per line)"
+    )
+    group.add_argument(
+        "--run",
+        metavar="RUN_ID",
+        help="with --resume-with JSON: answer a durable run's pull point from any process",
+    )
+    return parser
+
+
+def _help_or_completion(rest: list[str], agent_name: str, out: TextIO) -> int | None:
+    """--help / --completion SHELL of the agent with its durable verbs, else None."""
+    from harnessc.runtime.cli.args import completion_script, program_name
+
+    words = rest[: rest.index("--")] if "--" in rest else rest
+    prog = program_name()
+    if "-h" in words or "--help" in words:
+        out.write(help_parser(prog, agent_name).format_help())
+        return EXIT_DONE
+    shells = [w.split("=", 1)[1] for w in words if w.startswith("--completion=")]
+    shells += [words[i + 1] for i, w in enumerate(words[:-1]) if w == "--completion"]
+    if shells and shells[0] in ("bash", "zsh"):
+        out.write(completion_script(help_parser(prog, agent_name), prog, shells[0]))
+        return EXIT_DONE
+    return None
+
+
 def run_durable_cli(
     build_options: Callable[..., Any],
     argv: Sequence[str] | None = None,
@@ -66,6 +130,9 @@ def run_durable_cli(
     verbs = [v for v in _VERBS if getattr(known, v)]
     prompt = _one_shot_prompt(rest) if not verbs and known.resume_with is None else None
     if not verbs and prompt is None:
+        shown = _help_or_completion(rest, agent_name, out)
+        if shown is not None:
+            return shown
         from harnessc.runtime import run_cli
 
         return int(
