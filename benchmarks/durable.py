@@ -202,7 +202,7 @@ def main() -> None:
         }
         env.pop("AGENT_SESSIONS", None)  # sessions in memory: the queue is measured
         results: dict[int, float] = {}
-        for workers in [int(w) for w in args.workers.split(",")]:
+        for workers in [int(w) for w in args.workers.split(",") if w]:
             if dsn is None:
                 url, name = f"sqlite:///{workdir}/bench-{workers}.sqlite", ""
             else:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from harnessc.runtime.durable.config import DurableConfig, DurableError, default_worker_id
-from harnessc.runtime.durable.steps import EVENT_STREAM
+from harnessc.runtime.durable.steps import step_events
 
 __all__ = ["run_durable_cli"]
 
@@ -297,9 +297,7 @@ def _follow(config: DurableConfig, run_id: str, cwd: str, out: TextIO, *, as_jso
         if not client.list_workflows(workflow_ids=[run_id], load_input=False, load_output=False):
             raise DurableError(f"no run {run_id}")
         _pump(
-            lambda offset: client.read_stream_offset(
-                run_id, EVENT_STREAM, offset, timeout_seconds=0.2, polling_interval_sec=0.05
-            ),
+            lambda seen: client.list_workflow_steps(run_id, offset=seen),
             lambda: client.retrieve_workflow(run_id).get_status().status,
             lambda: _waiting(client, run_id),
             out,
@@ -310,32 +308,49 @@ def _follow(config: DurableConfig, run_id: str, cwd: str, out: TextIO, *, as_jso
         client.destroy()
 
 
+_FOLLOW_POLL_S = 0.1
+_SETTLE_S = 0.5
+
+
 def _pump(
-    read: Callable[[int], Any],
+    steps: Callable[[int], list[Any]],
     status: Callable[[], str],
     waiting: Callable[[], bool],
     out: TextIO,
     *,
     as_json: bool,
 ) -> None:
-    """Print a run's events until it ends or waits at a pull point."""
-    offset = 0
+    """Print a run's events (recorded in its steps' outputs) until it ends or waits at a
+    pull point."""
+    import time
+
+    seen, since = 0, None
     while True:
+        # both read before the steps: what the run recorded before it ended or began to
+        # wait is all there
         finished = status() not in ("PENDING", "ENQUEUED")
-        while True:
-            try:
-                batch = read(offset)  # the events one step wrote
-            except Exception:  # DBOSStreamTimeoutError: nothing new (or the stream ended)
-                break
-            offset += 1
-            for event in batch if isinstance(batch, list) else [batch]:
+        paused = not finished and waiting()
+        rows = steps(seen)  # the steps recorded since the last look, in order
+        seen += len(rows)
+        for row in rows:
+            for event in step_events(str(row["function_name"]), row["output"]):
                 if as_json:
                     out.write(json.dumps(event, ensure_ascii=False) + "\n")
                 elif isinstance(event, dict) and event.get("type") == "tool_execution_start":
                     out.write(f"[{event.get('tool_name', 'tool')}]\n")
-            out.flush()
-        if finished or waiting():
+        out.flush()
+        if finished:
             return
+        if paused and not rows:
+            # a wait someone has just answered looks the same until the worker takes the
+            # answer: a wait is one once it has held for a moment
+            since = since if since is not None else time.monotonic()
+            if time.monotonic() - since >= _SETTLE_S:
+                return
+        else:
+            since = None
+        if not rows:
+            time.sleep(_FOLLOW_POLL_S)
 
 
 def _waiting(client: Any, run_id: str) -> bool:
@@ -419,9 +434,7 @@ def _one_shot(
         with SetWorkflowID(run_id):
             handle = DBOS.start_workflow(durable_run, {"prompt": prompt, "cwd": cwd})
         _pump(
-            lambda offset: DBOS.read_stream_offset(
-                run_id, EVENT_STREAM, offset, timeout_seconds=0.1, polling_interval_sec=0.05
-            ),
+            lambda seen: DBOS.list_workflow_steps(run_id, offset=seen),
             lambda: handle.get_status().status,
             lambda: _waits(run_id),
             out if as_json else io.StringIO(),

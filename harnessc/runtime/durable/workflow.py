@@ -3,8 +3,9 @@
 The workflow builds the agent's harness around a ``DurableSession``, a
 ``DurableProvider`` and ``DurableTool`` wrappers, runs the prompt, and turns every pull
 point into a durable wait: an external tool call waits on ``DBOS.recv`` with the call id
-as topic, a budget or hook pause on the topic ``resume``. Its state (for ``--runs``) is
-the event ``state``; its events (for ``--follow``) are the stream ``events``.
+as topic, a budget or hook pause on the topic ``resume``. While it waits its state (for
+``--runs``) is the event ``state``, once it ends its recorded output; its events (for
+``--follow``) are recorded in its steps' outputs.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from dbos import DBOS
 from harnessc.runtime.durable.pinning import dump_resources, load_resources
 from harnessc.runtime.durable.session import DurableSession, ReplayStorage, RunClock
 from harnessc.runtime.durable.steps import (
-    EVENT_STREAM,
     DurableProvider,
     DurableTool,
     EventSink,
@@ -118,9 +118,10 @@ async def _harness(session: Session, cwd: str, sink: EventSink, clock: RunClock)
     from harnessc.runtime.providers import get_provider
 
     options = _agent().build_options(session=session, cwd=cwd)
-    # the skills and templates the run started with, whatever the disk holds on a replay
-    pinned = await DBOS.run_step_async({"name": "resources"}, dump_resources, options.resources)
-    options.resources = load_resources(pinned)
+    if options.resources is not None:
+        # the skills and templates the run started with, whatever the disk holds later
+        pinned = await DBOS.run_step_async({"name": "resources"}, dump_resources, options.resources)
+        options.resources = load_resources(pinned)
     options.provider = DurableProvider(
         options.provider, lambda model: get_provider(model.api), sink, clock
     )
@@ -144,7 +145,6 @@ async def durable_run(request: dict[str, Any]) -> dict[str, Any]:
     begin = await DBOS.run_step_async({"name": "begin"}, _begin, request, run_id)
     begin["cwd"] = request["cwd"]
     clock.tick(begin["ts"])
-    await _state("running", session_id=begin["session_id"] or begin["header"]["id"])
     session = _session(begin, run_id, clock)
     try:
         harness = await _harness(session, request["cwd"], sink, clock)
@@ -176,9 +176,7 @@ async def durable_run(request: dict[str, Any]) -> dict[str, Any]:
         "text": result.text,
         "session_id": session.id,
     }
-    await _state("done" if result.status == "done" else "failed", **outcome)
-    await DBOS.close_stream_async(EVENT_STREAM)
-    return outcome
+    return outcome  # its state (done / failed) is the workflow's recorded output
 
 
 async def _tick(clock: RunClock) -> None:
