@@ -29,6 +29,7 @@ __all__ = [
     "SearchableSessionRepo",
     "SessionChoice",
     "choose_session",
+    "describe_repo",
     "discard_if_empty",
     "discard_if_unused",
     "has_exchange",
