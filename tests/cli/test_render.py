@@ -98,3 +98,26 @@ def test_an_edit_shows_its_diff_and_tool_lines_are_dimmed(
     assert "\x1b[" in removed and "\x1b[" in added  # the diff is coloured
     assert re.search(r"\x1b\[2m\[edit\] notes\.txt", screen)  # the tool line is dimmed
     assert "edited" in ESCAPE.sub("", screen)
+
+
+@pytest.mark.parametrize(
+    ("text", "markdown"),
+    [
+        ("Hi there, all is well.", False),
+        ("It is 5 - 3 = 2, e.g. 3.5 apples; 50% off?", False),
+        ("-5 degrees outside", False),
+        ("**bold**", True),
+        ("a `tick`", True),
+        ("# Heading", True),
+        ("- item", True),
+        ("1. first", True),
+        ("Title\n---", True),
+        ("    indented code", True),
+        ("see [docs](https://example.com)", True),
+        ("snake_case", True),  # a false alarm costs only the import
+    ],
+)
+def test_markdown_syntax_is_recognised(text: str, markdown: bool) -> None:
+    from harnessc.runtime.cli.render import looks_like_markdown
+
+    assert looks_like_markdown(text) is markdown

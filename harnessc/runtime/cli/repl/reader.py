@@ -91,6 +91,16 @@ class LineReader:
             self._ahead.stop()
             self._collected.wait(timeout=2.0)
 
+    def close(self) -> None:
+        """The REPL is leaving: no collection runs any more, its pipe is closed."""
+        self.stop_collecting()
+        if self._ahead is not None:
+            with self._lock:
+                idle = not self._collecting
+            if idle:
+                self._ahead.close()
+                self._ahead = None  # later reads are ordinary ones
+
     def showing(self) -> str | None:
         """The prompt on screen while a read waits for typing (None: not reading)."""
         with self._lock:

@@ -132,7 +132,7 @@ class Repl:
         finally:
             remove_signal(loop, "SIGINT")
             remove_signal(loop, "SIGTERM")
-            self.reader.stop_collecting()
+            self.reader.close()
             self.printer.close()
             self.history.save()
             await close_harness(self.harness)

@@ -94,12 +94,12 @@ class TypeAhead:
         try:
             termios.tcsetattr(self.fd, termios.TCSANOW, quiet)
             while not self._stop.is_set():
-                ready, _, _ = select.select([self.fd, self._wake_r], [], [])
-                if self._wake_r in ready or self._stop.is_set():
-                    continue
                 try:
+                    ready, _, _ = select.select([self.fd, self._wake_r], [], [])
+                    if self._wake_r in ready or self._stop.is_set():
+                        continue
                     data = os.read(self.fd, 1024)
-                except OSError:
+                except (OSError, ValueError):  # the terminal went away
                     data = b""
                 if not data:
                     raise EOFError
