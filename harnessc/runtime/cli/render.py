@@ -3,24 +3,21 @@ diff view for ``edit``. Uses rich (the ``render`` extra), chosen only when
 ``make_printer`` finds stdout is a terminal, ``NO_COLOR`` unset and ``TERM`` not
 ``dumb``: piped and ``--json`` runs never load it.
 
-What a terminal run imports is what its replies need: rich's console and live display
-are imported on a background thread once the first response's headers arrive (the
-request is out; the thread overlaps the wait for the first token), and the Markdown
-stack (markdown-it-py, pygments through ``rich.syntax``) only when a reply shows
-Markdown syntax: its import starts then, in the background, the reply streams as plain
-text meanwhile and is drawn as Markdown once it is loaded (at the latest at its end).
-A reply of plain text never loads it.
+What a terminal run imports is what its replies need: rich's console when the first
+line or reply is printed (not when the printer is made, before the first request), and
+the Markdown stack (markdown-it-py, pygments through ``rich.syntax``) only once a reply
+shows Markdown syntax. A reply of plain text is drawn as rich ``Text`` and never loads
+it. Each reply is drawn at most every ``_REFRESH_S`` while it streams, and once at its
+end.
 """
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
 from typing import Any, TextIO
 
 from harnessc.runtime.cli.output import TextPrinter, typed_so_far
-from harnessc.runtime.cli.warmup import Warmup, imports
 from harnessc.runtime.messages import AssistantMessage, ToolResultMessage
 
 __all__ = ["RichPrinter", "looks_like_markdown", "make_printer"]
@@ -39,24 +36,7 @@ _MARKDOWN = re.compile(
 )
 
 
-# The opening fence of a code block with its language ("```python").
-_FENCE = re.compile(r"^ {0,3}(?:`{3,}|~{3,})[ \t]*([\w+#.-]+)[^\n]*\n", re.MULTILINE)
 _CODE_THEME = "monokai"
-
-
-def _lexer_job(name: str) -> Callable[[], None]:
-    def job() -> None:
-        from pygments.lexers import get_lexer_by_name
-        from pygments.styles import get_style_by_name
-        from pygments.util import ClassNotFound
-
-        try:
-            get_lexer_by_name(name)  # an instance: its class compiles its rules once
-        except ClassNotFound:  # rich shows such a block as plain text
-            pass
-        get_style_by_name(_CODE_THEME)
-
-    return job
 
 
 def looks_like_markdown(text: str) -> bool:
@@ -70,12 +50,8 @@ class RichPrinter(TextPrinter):
     def __init__(self, out: TextIO, err: TextIO, *, show_thinking: bool = False) -> None:
         super().__init__(out, err, show_thinking=show_thinking)
         self._consoles: tuple[Any, Any] | None = None  # stdout's and stderr's, made on use
-        self._base = Warmup()  # rich's console and live display
-        self._stack = Warmup()  # the Markdown stack, then the lexers of code blocks
-        self._lexers: set[str] = set()  # the languages of the fences seen (warmed)
         self._live: Any = None
         self._text = ""
-        self._scanned = 0  # where the first line not yet looked at for a fence starts
         self._is_markdown = False  # the reply streaming now has Markdown syntax
         self._drawn_at = 0.0
 
@@ -83,7 +59,6 @@ class RichPrinter(TextPrinter):
 
     def _console_pair(self) -> tuple[Any, Any]:
         if self._consoles is None:
-            self._base.wait()
             from rich.console import Console
 
             self._consoles = (
@@ -100,34 +75,11 @@ class RichPrinter(TextPrinter):
     def _err_console(self) -> Any:
         return self._console_pair()[1]
 
-    def _on_provider_response(self, event: Any) -> None:
-        if not self._base.started:  # the request is out: load while the model thinks
-            self._base.add(imports("rich.console", "rich.live"))
-
-    def _warm_markdown(self) -> None:
-        base = self._base
-        self._stack.add(base.wait)  # never two threads importing rich at once
-        self._stack.add(imports("rich.markdown"), on_idle=self._draw_loaded)
-
-    def _warm_lexers(self) -> None:
-        """A fence's language is known before its code streams: compile its lexer now
-        (pygments builds a lexer's regular expressions on first use, the largest part
-        of a code block's cost), by name as rich will ask for it."""
-        end = self._text.rfind("\n") + 1
-        for match in _FENCE.finditer(self._text, self._scanned, end):
-            name = match.group(1).lower()
-            if name not in self._lexers:
-                self._lexers.add(name)
-                self._stack.add(_lexer_job(name), on_idle=self._draw_loaded)
-        self._scanned = max(self._scanned, end)
-
     # -- the streaming reply -----------------------------------------------------
 
     def _renderable(self) -> Any:
-        """The reply so far: Markdown when it has Markdown syntax (its stack waited for),
-        plain text otherwise."""
+        """The reply so far: Markdown when it has Markdown syntax, plain text otherwise."""
         if self._is_markdown:
-            self._stack.wait()
             try:
                 from rich.markdown import Markdown
             except ImportError:  # a broken install (markdown-it-py missing): plain text
@@ -143,11 +95,6 @@ class RichPrinter(TextPrinter):
         self._text += delta
         if not self._is_markdown and looks_like_markdown(self._text[line_start:]):
             self._is_markdown = True
-            self._warm_markdown()
-        if self._is_markdown:
-            self._warm_lexers()
-            if not self._stack.done():
-                return  # never show markup: drawn once loaded (_draw_loaded) or at the end
         now = time.monotonic()
         if self._live is None:
             self._start_live(self._renderable()).refresh()
@@ -157,40 +104,21 @@ class RichPrinter(TextPrinter):
             self._drawn_at = now
 
     def _start_live(self, renderable: Any) -> Any:
-        self._console_pair()
+        console = self._console
         from rich.live import Live
 
-        live = Live(
-            renderable,
-            console=self._console,
-            auto_refresh=False,
-            vertical_overflow="visible",
-        )
+        live = Live(renderable, console=console, auto_refresh=False, vertical_overflow="visible")
         live.start()
         self._live = live
         return live
 
-    def _draw_loaded(self) -> None:
-        """What the reply needs is loaded: show it, rendered, without waiting for more."""
-        if self._is_markdown and self._text and self._stack.done():
-            if self._live is None:
-                self._start_live(self._renderable()).refresh()
-            else:
-                self._live.update(self._renderable(), refresh=True)
-            self._drawn_at = time.monotonic()
-
     def _end_reply_line(self) -> None:
-        if self._text:
-            renderable = self._renderable()
-            live = self._live
-            if live is None:  # held back for its Markdown stack until now
-                live = self._start_live(renderable)
-            else:
-                live.update(renderable)
+        live = self._live
+        if live is not None:
+            live.update(self._renderable())
             live.stop()  # draws it one last time
             self._live = None
             self._text = ""
-            self._scanned = 0
             self._is_markdown = False
             self.out.flush()
         super()._end_reply_line()
@@ -227,7 +155,7 @@ class RichPrinter(TextPrinter):
         details = result.details if isinstance(result.details, dict) else {}
         diff = details.get("diff")
         if isinstance(diff, str) and diff.strip():
-            console = self._err_console  # rich's base modules loaded first
+            console = self._err_console
             from rich.syntax import Syntax  # pygments: its diff lexer, by name
 
             if self.spinner is not None:
