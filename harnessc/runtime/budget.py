@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,18 +78,19 @@ class BudgetTracker:
     usage: BudgetUsage = field(default_factory=BudgetUsage)
     warned: set[str] = field(default_factory=set)
     _clock_started: float | None = None
+    clock: Callable[[], float] = time.monotonic  # RunInputs.clock (a durable run's steps)
 
     def start_clock(self) -> None:
         if self._clock_started is None:
-            self._clock_started = time.monotonic()
+            self._clock_started = self.clock()
 
     def stop_clock(self) -> None:
         if self._clock_started is not None:
-            self.usage.wall_clock_s += time.monotonic() - self._clock_started
+            self.usage.wall_clock_s += self.clock() - self._clock_started
             self._clock_started = None
 
     def elapsed(self) -> float:
-        running = 0.0 if self._clock_started is None else time.monotonic() - self._clock_started
+        running = 0.0 if self._clock_started is None else self.clock() - self._clock_started
         return self.usage.wall_clock_s + running
 
     def used(self, limit: str) -> float:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from harnessc.runtime.providers.base import Provider
     from harnessc.runtime.providers.transport import HttpClientPool
     from harnessc.runtime.resources.types import AgentHarnessResources
+    from harnessc.runtime.run_inputs import RunInputs
     from harnessc.runtime.session.session import Session
     from harnessc.runtime.tools.base import AgentTool
 
@@ -96,6 +97,9 @@ class AgentHarnessOptions:
     # HTTP clients shared with other harnesses (one connection pool and one cap on
     # requests in flight per base URL); None: the harness opens and closes its own.
     http_clients: HttpClientPool | None = None
+    # The clock of the wall-clock budget and the run ids (None: the live ones); a durable
+    # run's come from its recorded steps.
+    run_inputs: RunInputs | None = None
 
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")

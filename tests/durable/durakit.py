@@ -48,11 +48,19 @@ AGENT_SOURCE = textwrap.dedent(
 
 
     def build_options(*, session=None, cwd=None):
-        from harnessc.runtime.session import JsonlSessionRepo
+        from harnessc.runtime import Budget
+        from harnessc.runtime.resources import load_resources
 
         if session is None:
             session = Session()
+        resources = os.environ.get("RESOURCES_DIR")
+        wall = os.environ.get("WALL_CLOCK_S")
         return AgentHarnessOptions(
+            budget=Budget(wall_clock_s=float(wall)) if wall else None,
+            resources=load_resources(
+                skills=[os.path.join(resources, "skills")],
+                prompt_templates=[os.path.join(resources, "templates")],
+            ) if resources else None,
             session=session,
             models={"main": Model(id="test-model", api="openai-completions",
                                   base_url=env("TEST_BASE_URL"), api_key_env="TEST_API_KEY")},

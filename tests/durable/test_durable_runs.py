@@ -335,3 +335,67 @@ def test_clients_say_clearly_when_there_is_nothing(sqlite_agent: DurableAgent) -
     assert code == 2 and "no run not-a-run" in err
     code, _, err = sqlite_agent.client("--run", "not-a-run", "--resume-with", "[1]")
     assert code == 2 and "JSON object" in err
+
+
+def _write_resources(root: Path, word: str) -> None:
+    (root / "templates").mkdir(parents=True, exist_ok=True)
+    (root / "templates" / "task.md").write_text(
+        f"---\ndescription: a task\n---\nsteps 2 {word} $1\n"
+    )
+
+
+def _run_ids(value: Any) -> set[str]:
+    found: set[str] = set()
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "run_id" and isinstance(item, str):
+                found.add(item)
+            found |= _run_ids(item)
+    elif isinstance(value, list):
+        for item in value:
+            found |= _run_ids(item)
+    return found
+
+
+def test_a_recovered_run_keeps_its_run_id_wall_clock_and_resources(
+    sqlite_agent: DurableAgent, server: Server, tmp_path: Path
+) -> None:
+    """SIGKILL during a tool, then edit the template on disk: the recovered run keeps its
+    run id (the durable one), its wall clock counts the time spent before the kill (a 3 s
+    budget pauses it), and its /task expansion is the one it started with."""
+    agent = sqlite_agent
+    resources = tmp_path / "resources"
+    _write_resources(resources, "original")
+    env = {"RESOURCES_DIR": str(resources), "WALL_CLOCK_S": "3"}
+    run_id = submit(agent, "/task pin")
+    victim = agent.worker("w1", env={**env, "TOOL_SLEEP_S": "6"})
+    wait_for(lambda: "start call_pin_1" in _read(agent.side_effects), what="the first tool")
+    time.sleep(3.5)  # past the wall-clock budget, inside the tool
+    victim.kill()
+    victim.wait(timeout=30)
+    _write_resources(resources, "changed")
+    agent.worker("w1", env=env)  # the same id: recovers the run at once
+    wait_for(
+        lambda: any(s in agent.client("--runs")[1] for s in ("paused", "done")),
+        what="the recovered run to stop",
+        every=0.3,
+    )
+    assert f"{run_id}  paused" in agent.client("--runs")[1]  # the clock went on counting
+    resumed = agent.client("--run", run_id, "--resume-with", '{"budget": {"wall_clock_s": 600}}')
+    assert resumed[0] == 0, resumed[2]
+    code, events, err = agent.client("--follow", run_id, "--json")
+    assert code == 0, err
+    stream = [json.loads(line) for line in events.splitlines()]
+    assert stream[-1]["type"] == "agent_end"
+    assert _run_ids(stream) == {run_id}  # one run id, before and after the kill
+    assert agent.executions() == {"call_pin_1": 1, "call_pin_2": 1}
+    prompts = {
+        next(str(m["content"]) for m in r.json["messages"] if m["role"] == "user")
+        for r in server.running.requests
+    }
+    assert prompts == {"steps 2 original pin"}  # the template the run started with
+    (session_file,) = sessions_of(agent)
+    entries = [json.loads(line) for line in session_file.read_text().splitlines()]
+    assert _run_ids(entries) == {run_id}
+    pauses = [e for e in entries if "wall_clock_s" in json.dumps(e.get("data", {}))]
+    assert pauses  # the pause record of the budget

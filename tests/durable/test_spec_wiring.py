@@ -125,3 +125,34 @@ def test_a_compiled_agent_runs_durably_with_its_session_in_postgres(
             assert session.context().messages[-1].text == "durable hello"  # type: ignore[union-attr]
     finally:
         repo.close()
+
+
+def test_help_lists_the_durable_verbs_only_with_durable(tmp_path: Path) -> None:
+    verbs = ("--submit", "--worker", "--concurrency", "--worker-id", "--follow", "--runs", "--run")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def run(module: Path, *args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, str(module), *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    durable = compiled(tmp_path / "durable")
+    text = run(durable, "--help")
+    assert "durable runs:" in text and "--resume-with JSON" in text
+    assert "--session ID|PATH" in text  # the ordinary options are all still there
+    for verb in verbs:
+        assert f"\n  {verb} " in text, verb
+    completion = run(durable, "--completion", "bash")
+    assert "--submit" in completion and "--worker-id" in completion
+    plain = compiled(tmp_path / "plain", SPEC.split("durable:")[0])
+    text = run(plain, "--help")
+    assert "durable runs:" not in text
+    for verb in verbs:
+        assert f"\n  {verb} " not in text, verb

@@ -9,7 +9,6 @@ transition goes through ``Parts.transition``.
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +35,7 @@ from harnessc.runtime.hooks import (
 )
 from harnessc.runtime.loop import LoopState
 from harnessc.runtime.messages import Message, TextContent, ToolResultMessage, UserContent
+from harnessc.runtime.run_inputs import LIVE
 
 __all__ = ["abandon", "begin", "drive", "reopen", "resume_paused", "resume_tools", "settle"]
 
@@ -257,7 +257,7 @@ async def begin(
     parts: Parts, message: Message, prompt_text: str, images: list[UserContent]
 ) -> RunResult:
     """A new run on ``message`` (a paused run is abandoned first)."""
-    run = RunState(run_id=uuid.uuid4().hex[:12])
+    run = RunState(run_id=(parts.options.run_inputs or LIVE).new_run_id())
     if parts.run is not None:
         await abandon(parts, parts.run)
     parts.run = run

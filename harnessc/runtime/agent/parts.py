@@ -21,6 +21,7 @@ from harnessc.runtime.loop import LoopState, check_transition
 from harnessc.runtime.messages import Message, UserMessage, message_text
 from harnessc.runtime.options import AgentHarnessOptions, Model, QueueMode
 from harnessc.runtime.providers.base import Provider
+from harnessc.runtime.run_inputs import LIVE
 from harnessc.runtime.session.session import Session
 from harnessc.runtime.signal import AbortSignal
 
@@ -70,7 +71,9 @@ class Parts:
         self.bus.on_pause_request = self._pause_requested
         self.context = ContextWindow(session, self.bus)
         self.settings = Settings(options, session, self.bus)
-        self.budget = BudgetTracker(options.budget or Budget())
+        self.budget = BudgetTracker(
+            options.budget or Budget(), clock=(options.run_inputs or LIVE).clock
+        )
         self.host = host
         self.signal: AbortSignal | None = None
         self.run: RunState | None = None

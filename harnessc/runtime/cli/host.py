@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from harnessc.runtime.cli.summary import RunSummary
     from harnessc.runtime.harness import AgentHarness, RunResult
     from harnessc.runtime.options import AgentHarnessOptions
+    from harnessc.runtime.session.repo import SessionRepo
     from harnessc.runtime.session.session import Session
     from harnessc.runtime.tools.permission_gate import PermissionGate
 
@@ -50,6 +51,9 @@ class CliHost(Protocol):
 
     async def prepare(self, harness: AgentHarness) -> None:
         """Overrides that go through the harness (--model, --thinking), --watch."""
+
+    def sessions_repo(self) -> SessionRepo:
+        """Where the agent's sessions are listed, opened and forked (JSONL or PostgreSQL)."""
 
 
 class ReplHost(Protocol):

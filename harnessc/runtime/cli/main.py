@@ -45,6 +45,7 @@ from harnessc.runtime.cli.shutdown import close_harness
 from harnessc.runtime.cli.summary import RunSummary, model_is_priced
 from harnessc.runtime.harness import AgentHarness, HarnessBusyError, RunResult
 from harnessc.runtime.options import AgentHarnessOptions
+from harnessc.runtime.session.repo import SessionRepo
 
 if TYPE_CHECKING:
     from harnessc.runtime.tools.permission_gate import PermissionGate
@@ -56,9 +57,14 @@ __all__ = [
     "EXIT_PAUSED",
     "EXIT_USAGE",
     "CliInvocation",
+    "SessionRepoSource",
     "close_harness",
     "run_cli",
 ]
+
+# The agent's session store, or a function making it (the generated ``session_repo``,
+# which reads its URL from the environment when called).
+SessionRepoSource = SessionRepo | Callable[[], SessionRepo]
 
 
 def run_cli(
@@ -68,11 +74,15 @@ def run_cli(
     agent_name: str,
     session_dir: str | Path | None = None,
     prog: str | None = None,
+    session_repo: SessionRepoSource | None = None,
 ) -> int:
     """Run a generated agent from the command line; returns the process exit code.
 
     ``prog`` is the command shown in help and "continue with" hints; default: how the
-    process was started (``program_name()``).
+    process was started (``program_name()``). ``session_repo``: where the agent's
+    sessions live when that is not JSONL files under ``session_dir`` (the PostgreSQL
+    store): ``--sessions``, ``--search``, ``--continue`` and ``--session`` use it unless
+    ``--session-dir`` names a folder of files.
     """
     prog = prog or program_name()
     parser = build_parser(prog, agent_name)
@@ -84,7 +94,12 @@ def run_cli(
         sys.stdout.write(completion_script(parser, prog, args.completion))
         return EXIT_DONE
     cli = CliInvocation(
-        build_options, args, prog=prog, agent_name=agent_name, session_dir=session_dir
+        build_options,
+        args,
+        prog=prog,
+        agent_name=agent_name,
+        session_dir=session_dir,
+        session_repo=session_repo,
     )
     try:
         return cli.main()
@@ -129,6 +144,7 @@ class CliInvocation:
         prog: str,
         agent_name: str,
         session_dir: str | Path | None,
+        session_repo: SessionRepoSource | None = None,
     ) -> None:
         self.build_options = build_options
         self.args = args
@@ -144,6 +160,8 @@ class CliInvocation:
         self.prompt_text: str | None = None  # the one-shot prompt
         self.gate: PermissionGate | None = None  # the permission rules' tool_call hook
         self.approvals: dict[str, bool] | None = None  # --approve / --deny: held calls' answers
+        self._repo_source = session_repo
+        self._repo: SessionRepo | None = None
 
     # -- entry -----------------------------------------------------------------
 
@@ -185,7 +203,27 @@ class CliInvocation:
             cwd=self.cwd,
             out=self.out,
             err=self.err,
+            repo=self.store(),
         )
+
+    def store(self) -> SessionRepo | None:
+        """The agent's own session store (None: JSONL files under ``session_dir``).
+        ``--session-dir`` on the command line always means files."""
+        if self._repo_source is None or self.args.session_dir:
+            return None
+        if self._repo is None:
+            source = self._repo_source
+            try:
+                self._repo = source if isinstance(source, SessionRepo) else source()
+            except KeyError as exc:  # env(): the store's URL variable is unset
+                raise UsageError(_describe(exc)) from None
+        return self._repo
+
+    def sessions_repo(self) -> SessionRepo:
+        """Where this agent's sessions are listed, opened and forked (for /commands)."""
+        from harnessc.runtime.cli.sessions import open_repo
+
+        return self.store() or open_repo(self.session_dir)
 
     def restore_stdout(self) -> None:
         if self._saved_stdout is not None:
@@ -199,7 +237,7 @@ class CliInvocation:
             value = getattr(args, name)
             if value:
                 setattr(args, name, os.path.abspath(os.path.expanduser(value)))
-        if args.session and ("/" in args.session or args.session.endswith(".jsonl")):
+        if args.session and _names_a_file(args.session):
             args.session = os.path.abspath(os.path.expanduser(args.session))
         if args.session_dir:
             self.session_dir = args.session_dir
@@ -259,6 +297,7 @@ class CliInvocation:
             cwd=self.cwd,
             agent_name=self.agent_name,
             required=required_session,
+            repo=self.store(),
         )
         self.choice = choice
         if choice.note:
@@ -267,21 +306,21 @@ class CliInvocation:
             options = self.build_options(session=choice.session, cwd=self.cwd)
         except Exception as exc:
             if choice.new:
-                discard_if_empty(choice.session)
+                discard_if_empty(choice.session, self.store())
             raise UsageError(f"cannot build the agent: {_describe(exc)}") from None
         if choice.session is not None and options.session is not choice.session:
             # build_options made its own session although one was given (an empty
             # session is falsy, so ``session or repo.create()`` ignores it): use ours.
-            discard_if_empty(options.session)
+            discard_if_empty(options.session, self.store())
             options.session = choice.session
         try:
             self.apply_overrides(options)
             harness = AgentHarness(options)
         except UsageError:
-            discard_if_empty(options.session) if choice.new else _close(options.session)
+            self._drop_fresh(options.session, choice.new)
             raise
         except Exception as exc:
-            discard_if_empty(options.session) if choice.new else _close(options.session)
+            self._drop_fresh(options.session, choice.new)
             raise UsageError(f"cannot start the agent: {_describe(exc)}") from None
         try:
             self.check_api_key(harness, options)
@@ -303,10 +342,13 @@ class CliInvocation:
 
     def discard(self, harness: AgentHarness) -> None:
         """Drop a harness that never ran: close its session, delete it when fresh and empty."""
-        if self.choice is not None and self.choice.new:
-            discard_if_empty(harness.session)
+        self._drop_fresh(harness.session, self.choice is not None and self.choice.new)
+
+    def _drop_fresh(self, session: Any, new: bool) -> None:
+        if new:
+            discard_if_empty(session, self.store())
         else:
-            harness.session.close()
+            _close(session)
 
     async def prepare(self, harness: AgentHarness) -> None:
         """Overrides that go through the harness (recorded in the session), --watch."""
@@ -376,14 +418,26 @@ class CliInvocation:
                 printer.close()
             await close_harness(harness)
             if self.choice is not None and self.choice.new:
-                discard_if_empty(harness.session)  # a /command answered: nothing to keep
+                # a /command answered: nothing to keep
+                discard_if_empty(harness.session, self.store())
         if self.choice is not None and self.choice.new and result.status == "error":
-            discard_if_unused(harness.session)  # the first request failed: nothing to keep
+            # the first request failed: nothing to keep
+            discard_if_unused(harness.session, self.store())
         code = RunReport(self).report(result, harness, printer)
         if isinstance(printer, TextPrinter) and result.reply is None:
             summary.stop()
             printer.line(f"[usage] {summary.line()}")
         return code
+
+
+def _names_a_file(target: str) -> bool:
+    """--session TARGET is a session file (made absolute before --cwd moves), not an id
+    or a store's own name such as ``postgres:harnessc/ID``."""
+    if target.endswith(".jsonl"):
+        return True
+    return "/" in target and (
+        os.path.exists(os.path.expanduser(target)) or ":" not in target.split("/", 1)[0]
+    )
 
 
 def _close(session: Any) -> None:

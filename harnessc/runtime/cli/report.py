@@ -68,7 +68,7 @@ class RunReport:
                 self.err.write(f"error: {result.reason or 'the run failed'}\n")
             return EXIT_ERROR
         if result.status == "aborted":
-            if harness.session.path:
+            if self.session_target(harness) is not None:
                 self.err.write(f"aborted: the session is kept{self.session_hint(harness)}\n")
             else:
                 self.err.write("aborted (the session was in memory only: nothing is kept)\n")
@@ -134,8 +134,8 @@ class RunReport:
     def session_target(self, harness: AgentHarness) -> str | None:
         """The flags that reopen this run's session, or None for an in-memory one."""
         path = harness.session.path
-        if not path:
-            return None
+        if not path:  # in memory, or a store without files (PostgreSQL): by id
+            return None if harness.session.storage is None else self._by_id(harness)
         flags = f"--session {harness.session.id}"
         if self.args.cwd:
             flags += f" --cwd {quote(self.cwd)}"
@@ -146,6 +146,10 @@ class RunReport:
                     flags += f" --session-dir {quote(self.args.session_dir)}"
                 return flags
         return f"--session {quote(path)}" + (f" --cwd {quote(self.cwd)}" if self.args.cwd else "")
+
+    def _by_id(self, harness: AgentHarness) -> str:
+        cwd = f" --cwd {quote(self.cwd)}" if self.args.cwd else ""
+        return f"--session {harness.session.id}{cwd}"
 
     def session_hint(self, harness: AgentHarness) -> str:
         target = self.session_target(harness)

@@ -1,21 +1,32 @@
-"""Session flags: which session a run uses, and the ``--sessions`` / ``--search`` listings."""
+"""Session flags: which session a run uses, and the ``--sessions`` / ``--search`` listings.
+
+Everything here works on any ``SessionRepo`` (JSONL files, PostgreSQL, ...): a store that
+keeps its sessions as files under a folder (``FileSessionRepo``: a ``root``) is searched
+through the SQLite index beside them, a store with a ``search`` method
+(``SearchableSessionRepo``) searches itself.
+"""
 
 from __future__ import annotations
 
+import builtins
 import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO, runtime_checkable
 
 from harnessc.runtime.cli.args import UsageError
 from harnessc.runtime.cli.output import one_line
+from harnessc.runtime.session.repo import SessionRepo
 from harnessc.runtime.session.session import Session, SessionError, SessionHeader
 
 if TYPE_CHECKING:
+    from harnessc.runtime.session.index import SearchHit
     from harnessc.runtime.session.repo import JsonlSessionRepo, SessionMeta
 
 __all__ = [
+    "FileSessionRepo",
+    "SearchableSessionRepo",
     "SessionChoice",
     "choose_session",
     "discard_if_empty",
@@ -27,8 +38,23 @@ __all__ = [
     "open_repo",
     "print_listing",
     "print_sessions",
+    "search_repo",
     "search_sessions",
 ]
+
+
+@runtime_checkable
+class FileSessionRepo(Protocol):
+    """A store that keeps sessions as files under ``root`` (the JSONL store)."""
+
+    root: Path
+
+
+@runtime_checkable
+class SearchableSessionRepo(Protocol):
+    """A store that searches its sessions itself (PostgreSQL's full-text search)."""
+
+    def search(self, query: str, limit: int = 20) -> builtins.list[SearchHit]: ...
 
 
 @dataclass(slots=True)
@@ -61,9 +87,12 @@ def choose_session(
     cwd: str,
     agent_name: str,
     required: bool = False,
+    repo: SessionRepo | None = None,
 ) -> SessionChoice:
     """Resolve --session / --continue / --fork / --no-session / --session-dir.
 
+    ``repo``: the agent's session store (default: the JSONL files under ``session_dir``);
+    a file path given to --session is opened from its own folder either way.
     ``required``: the run needs an existing session (``--resume-with``), so
     ``--continue`` finding none is an error instead of starting afresh.
     """
@@ -72,21 +101,21 @@ def choose_session(
         return SessionChoice(Session(SessionHeader.new(cwd=cwd, metadata=metadata)), True)
     try:
         if session_arg is not None:
-            repo = _repo_for(session_arg, session_dir)
+            store = _repo_for(session_arg, session_dir, repo)
             if fork is not None:
-                return SessionChoice(fork_session(repo, session_arg, fork), True)
-            return SessionChoice(repo.open(session_arg), False)
+                return SessionChoice(fork_session(store, session_arg, fork), True)
+            return SessionChoice(store.open(session_arg), False)
         if continue_ or fork is not None:
-            repo = open_repo(session_dir)
-            meta = latest_session(repo, cwd, agent_name)
+            store = repo if repo is not None else open_repo(session_dir)
+            meta = latest_session(store, cwd, agent_name)
             if meta is None:
                 if required or fork is not None:
-                    raise UsageError(f"no session to continue for {cwd} under {repo.root}")
+                    raise UsageError(f"no session to continue for {cwd} in {describe_repo(store)}")
                 note = "no earlier session in this directory: starting a new one"
-                return SessionChoice(_create(repo, cwd, metadata), True, note)
+                return SessionChoice(_create(store, cwd, metadata), True, note)
             if fork is not None:
-                return SessionChoice(fork_session(repo, meta, fork), True)
-            return SessionChoice(repo.open(meta), False)
+                return SessionChoice(fork_session(store, meta, fork), True)
+            return SessionChoice(store.open(meta), False)
         if required:
             raise UsageError("--resume-with needs --continue or --session")
         if dir_given:
@@ -112,20 +141,32 @@ def _session_problem(exc: SessionError) -> str:
     return str(exc)
 
 
-def _repo_for(target: str, session_dir: str | os.PathLike[str] | None) -> JsonlSessionRepo:
+def describe_repo(repo: SessionRepo) -> str:
+    """Where a store keeps its sessions, for messages (never a password)."""
+    return str(repo.root) if isinstance(repo, FileSessionRepo) else repr(repo)
+
+
+def _is_file_path(target: str) -> bool:
+    return "/" in target or target.endswith(".jsonl")
+
+
+def _repo_for(
+    target: str, session_dir: str | os.PathLike[str] | None, repo: SessionRepo | None = None
+) -> SessionRepo:
     """The repo to open ``target`` from; a file path needs no session directory."""
-    if session_dir is None and ("/" in target or target.endswith(".jsonl")):
-        from harnessc.runtime.session.repo import JsonlSessionRepo
+    if _is_file_path(target) and (repo is not None or session_dir is None):
+        if repo is None or os.path.isfile(target):
+            from harnessc.runtime.session.repo import JsonlSessionRepo
 
-        return JsonlSessionRepo(Path(target).resolve().parent)
-    return open_repo(session_dir)
+            return JsonlSessionRepo(Path(target).resolve().parent)
+    return repo if repo is not None else open_repo(session_dir)
 
 
-def _create(repo: JsonlSessionRepo, cwd: str, metadata: dict[str, Any]) -> Session:
+def _create(repo: SessionRepo, cwd: str, metadata: dict[str, Any]) -> Session:
     return repo.create(cwd=cwd, metadata=metadata)
 
 
-def fork_session(repo: JsonlSessionRepo, source: Any, entry_id: str | None) -> Session:
+def fork_session(repo: SessionRepo, source: Any, entry_id: str | None) -> Session:
     """A new session holding the branch of ``source`` up to and including ``entry_id``."""
     try:
         return repo.fork(source, entry_id, position="at")
@@ -133,18 +174,35 @@ def fork_session(repo: JsonlSessionRepo, source: Any, entry_id: str | None) -> S
         raise UsageError(str(exc.args[0]) if exc.args else str(exc)) from None
 
 
-def discard_if_empty(session: Session | None) -> None:
-    """Close a fresh session that got no entries and delete its file (a run that never began)."""
+def _drop_stored(session: Session, repo: SessionRepo | None) -> bool:
+    """Delete a closed session from where it is stored: its file, or its rows in ``repo``
+    (a store without files). True when it is gone."""
+    if session.path:
+        try:
+            os.unlink(session.path)
+        except OSError:
+            return False
+        return True
+    if repo is None or session.storage is None:
+        return False  # in memory: nothing stored
+    try:
+        repo.delete(session.id)
+    except SessionError:
+        return False
+    return True
+
+
+def discard_if_empty(session: Session | None, repo: SessionRepo | None = None) -> None:
+    """Close a fresh session that got no entries and delete it (a run that never began).
+
+    ``repo``: the store a session without a file lives in (PostgreSQL), to delete it there.
+    """
     if session is None:
         return
-    path = session.path
     empty = len(session) == 0
     session.close()
-    if path and empty:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
+    if empty:
+        _drop_stored(session, repo)
 
 
 def has_exchange(session: Session) -> bool:
@@ -159,23 +217,16 @@ def has_exchange(session: Session) -> bool:
     return False
 
 
-def discard_if_unused(session: Session | None) -> bool:
-    """Close a fresh session and delete its file when the model never answered in it (a
-    first request that failed: 401, connection refused). True when it was deleted."""
+def discard_if_unused(session: Session | None, repo: SessionRepo | None = None) -> bool:
+    """Close a fresh session and delete it when the model never answered in it (a first
+    request that failed: 401, connection refused). True when it was deleted."""
     if session is None:
         return False
     if len(session) and has_exchange(session):
         session.close()
         return False
-    path = session.path
     session.close()
-    if path:
-        try:
-            os.unlink(path)
-        except OSError:
-            return False
-        return True
-    return False
+    return _drop_stored(session, repo)
 
 
 # -- listings ------------------------------------------------------------------
@@ -187,15 +238,20 @@ def is_agents(meta: SessionMeta, agent_name: str | None) -> bool:
     return agent_name is None or owner is None or owner == agent_name
 
 
-def latest_session(repo: JsonlSessionRepo, cwd: str, agent_name: str) -> SessionMeta | None:
+def latest_session(repo: SessionRepo, cwd: str, agent_name: str) -> SessionMeta | None:
     """The most recently modified session of this agent in ``cwd`` (agents often share a
     session directory: another agent's session is never continued by default)."""
     return next((meta for meta in repo.list(cwd) if is_agents(meta, agent_name)), None)
 
 
-def list_sessions(repo: JsonlSessionRepo, agent_name: str | None = None) -> list[SessionMeta]:
-    """The sessions, newest first; with ``agent_name`` only that agent's (and untagged ones)."""
-    return [meta for meta in repo.list(full=True) if is_agents(meta, agent_name)]
+def list_sessions(repo: SessionRepo, agent_name: str | None = None) -> list[SessionMeta]:
+    """The sessions, newest first; with ``agent_name`` only that agent's (and untagged ones).
+    Files are read through for the latest name; other stores always know it."""
+    if isinstance(repo, FileSessionRepo):
+        metas = repo.list(full=True)  # type: ignore[call-arg]  # the JSONL store's flag
+    else:
+        metas = repo.list()
+    return [meta for meta in metas if is_agents(meta, agent_name)]
 
 
 def _local_time(meta: SessionMeta) -> str:
@@ -256,6 +312,15 @@ def search_sessions(root: str | os.PathLike[str], query: str) -> list[Any]:
             return index.search(literal_query(query), limit=20)
 
 
+def search_repo(repo: SessionRepo, query: str) -> list[Any]:
+    """The 20 best hits for ``query`` in any store that can be searched."""
+    if isinstance(repo, SearchableSessionRepo):
+        return repo.search(query, limit=20)
+    if isinstance(repo, FileSessionRepo):
+        return search_sessions(repo.root, query)
+    raise UsageError(f"{describe_repo(repo)} cannot be searched")
+
+
 def print_hits(hits: list[Any], out: TextIO, *, as_json: bool) -> None:
     if as_json:
         import json
@@ -289,27 +354,34 @@ def print_listing(
     cwd: str,
     out: TextIO,
     err: TextIO,
+    repo: SessionRepo | None = None,
 ) -> int:
-    """``--sessions`` (``search`` None) or ``--search QUERY``: print, return the exit code."""
+    """``--sessions`` (``search`` None) or ``--search QUERY``: print, return the exit code.
+
+    ``repo``: the agent's session store (default: the JSONL files under ``session_dir``).
+    """
     from harnessc.runtime.cli.args import EXIT_DONE, EXIT_ERROR
 
-    repo = open_repo(session_dir)
-    if not any(repo.root.glob("*/*.jsonl")) and not any(repo.root.glob("*.jsonl")):
+    store = repo if repo is not None else open_repo(session_dir)
+    if isinstance(store, FileSessionRepo) and not _has_files(store.root):
         # Nothing stored yet: answer without creating the folder or the index there.
         if not as_json:
             out.write("no matches\n" if search is not None else "no sessions\n")
         out.flush()
         return EXIT_DONE
-    if search is None:
-        print_sessions(list_sessions(repo, agent_name), out, as_json=as_json, cwd=cwd)
-    else:
-        from harnessc.runtime.session.index_support import SessionIndexError
+    from harnessc.runtime.session.index_support import SessionIndexError
 
-        try:
-            hits = search_sessions(repo.root, search)
-        except SessionIndexError as exc:  # busy, unwritable: the message names the file
-            err.write(f"error: {exc}\n")
-            return EXIT_ERROR
-        print_hits(hits, out, as_json=as_json)
+    try:
+        if search is None:
+            print_sessions(list_sessions(store, agent_name), out, as_json=as_json, cwd=cwd)
+        else:
+            print_hits(search_repo(store, search), out, as_json=as_json)
+    except (SessionIndexError, SessionError) as exc:  # busy, unwritable, unreachable
+        err.write(f"error: {exc}\n")
+        return EXIT_ERROR
     out.flush()
     return EXIT_DONE
+
+
+def _has_files(root: Path) -> bool:
+    return any(root.glob("*/*.jsonl")) or any(root.glob("*.jsonl"))

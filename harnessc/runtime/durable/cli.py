@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from harnessc.runtime.durable.config import DurableConfig, DurableError, default_worker_id
-from harnessc.runtime.durable.steps import EVENT_STREAM
+from harnessc.runtime.durable.steps import step_events
 
 __all__ = ["run_durable_cli"]
 
@@ -48,6 +48,70 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     return p
 
 
+_GROUP = """\
+runs are durable (DBOS): a PROMPT alone (optionally --json) runs here as a durable
+workflow; these verbs share the queue with every worker of this agent. --submit,
+--follow, --runs and --run/--resume-with are clients: they never execute a run"""
+
+
+def help_parser(prog: str, agent_name: str) -> argparse.ArgumentParser:
+    """The ordinary command line's parser with the durable verbs: for --help and
+    --completion only (the verbs are parsed by ``_parser``)."""
+    from harnessc.runtime.cli.args import build_parser
+
+    parser = build_parser(prog, agent_name)
+    group = parser.add_argument_group("durable runs", _GROUP)
+    group.add_argument("--submit", metavar="PROMPT", help="enqueue a run; prints its id")
+    group.add_argument(
+        "--worker",
+        action="store_true",
+        help="take runs from the queue until SIGTERM or Ctrl-C (then drain)",
+    )
+    group.add_argument(
+        "--concurrency", metavar="N", type=int, help="runs a --worker executes at once"
+    )
+    group.add_argument(
+        "--worker-id",
+        metavar="NAME",
+        help=f"this worker's stable id (default: the host name, {default_worker_id()})",
+    )
+    group.add_argument(
+        "--drain-s",
+        metavar="S",
+        type=float,
+        help=f"seconds running runs get to finish on SIGTERM (default {_DRAIN_S:g})",
+    )
+    group.add_argument(
+        "--follow", metavar="RUN_ID", help="print a run's events (--json: as JSON) until it ends"
+    )
+    group.add_argument(
+        "--runs", action="store_true", help="list runs with their state (--json: one per line)"
+    )
+    group.add_argument(
+        "--run",
+        metavar="RUN_ID",
+        help="with --resume-with JSON: answer a durable run's pull point from any process",
+    )
+    return parser
+
+
+def _help_or_completion(rest: list[str], agent_name: str, out: TextIO) -> int | None:
+    """--help / --completion SHELL of the agent with its durable verbs, else None."""
+    from harnessc.runtime.cli.args import completion_script, program_name
+
+    words = rest[: rest.index("--")] if "--" in rest else rest
+    prog = program_name()
+    if "-h" in words or "--help" in words:
+        out.write(help_parser(prog, agent_name).format_help())
+        return EXIT_DONE
+    shells = [w.split("=", 1)[1] for w in words if w.startswith("--completion=")]
+    shells += [words[i + 1] for i, w in enumerate(words[:-1]) if w == "--completion"]
+    if shells and shells[0] in ("bash", "zsh"):
+        out.write(completion_script(help_parser(prog, agent_name), prog, shells[0]))
+        return EXIT_DONE
+    return None
+
+
 def run_durable_cli(
     build_options: Callable[..., Any],
     argv: Sequence[str] | None = None,
@@ -66,10 +130,19 @@ def run_durable_cli(
     verbs = [v for v in _VERBS if getattr(known, v)]
     prompt = _one_shot_prompt(rest) if not verbs and known.resume_with is None else None
     if not verbs and prompt is None:
+        shown = _help_or_completion(rest, agent_name, out)
+        if shown is not None:
+            return shown
         from harnessc.runtime import run_cli
 
         return int(
-            run_cli(build_options, args_list, agent_name=agent_name, session_dir=session_dir)
+            run_cli(
+                build_options,
+                args_list,
+                agent_name=agent_name,
+                session_dir=session_dir,
+                session_repo=session_repo,
+            )
         )
     from harnessc.runtime.durable.workflow import DurableAgent
 
@@ -224,9 +297,7 @@ def _follow(config: DurableConfig, run_id: str, cwd: str, out: TextIO, *, as_jso
         if not client.list_workflows(workflow_ids=[run_id], load_input=False, load_output=False):
             raise DurableError(f"no run {run_id}")
         _pump(
-            lambda offset: client.read_stream_offset(
-                run_id, EVENT_STREAM, offset, timeout_seconds=0.2, polling_interval_sec=0.05
-            ),
+            lambda seen: client.list_workflow_steps(run_id, offset=seen),
             lambda: client.retrieve_workflow(run_id).get_status().status,
             lambda: _waiting(client, run_id),
             out,
@@ -237,32 +308,49 @@ def _follow(config: DurableConfig, run_id: str, cwd: str, out: TextIO, *, as_jso
         client.destroy()
 
 
+_FOLLOW_POLL_S = 0.1
+_SETTLE_S = 0.5
+
+
 def _pump(
-    read: Callable[[int], Any],
+    steps: Callable[[int], list[Any]],
     status: Callable[[], str],
     waiting: Callable[[], bool],
     out: TextIO,
     *,
     as_json: bool,
 ) -> None:
-    """Print a run's events until it ends or waits at a pull point."""
-    offset = 0
+    """Print a run's events (recorded in its steps' outputs) until it ends or waits at a
+    pull point."""
+    import time
+
+    seen, since = 0, None
     while True:
+        # both read before the steps: what the run recorded before it ended or began to
+        # wait is all there
         finished = status() not in ("PENDING", "ENQUEUED")
-        while True:
-            try:
-                batch = read(offset)  # the events one step wrote
-            except Exception:  # DBOSStreamTimeoutError: nothing new (or the stream ended)
-                break
-            offset += 1
-            for event in batch if isinstance(batch, list) else [batch]:
+        paused = not finished and waiting()
+        rows = steps(seen)  # the steps recorded since the last look, in order
+        seen += len(rows)
+        for row in rows:
+            for event in step_events(str(row["function_name"]), row["output"]):
                 if as_json:
                     out.write(json.dumps(event, ensure_ascii=False) + "\n")
                 elif isinstance(event, dict) and event.get("type") == "tool_execution_start":
                     out.write(f"[{event.get('tool_name', 'tool')}]\n")
-            out.flush()
-        if finished or waiting():
+        out.flush()
+        if finished:
             return
+        if paused and not rows:
+            # a wait someone has just answered looks the same until the worker takes the
+            # answer: a wait is one once it has held for a moment
+            since = since if since is not None else time.monotonic()
+            if time.monotonic() - since >= _SETTLE_S:
+                return
+        else:
+            since = None
+        if not rows:
+            time.sleep(_FOLLOW_POLL_S)
 
 
 def _waiting(client: Any, run_id: str) -> bool:
@@ -346,9 +434,7 @@ def _one_shot(
         with SetWorkflowID(run_id):
             handle = DBOS.start_workflow(durable_run, {"prompt": prompt, "cwd": cwd})
         _pump(
-            lambda offset: DBOS.read_stream_offset(
-                run_id, EVENT_STREAM, offset, timeout_seconds=0.1, polling_interval_sec=0.05
-            ),
+            lambda seen: DBOS.list_workflow_steps(run_id, offset=seen),
             lambda: handle.get_status().status,
             lambda: _waits(run_id),
             out if as_json else io.StringIO(),

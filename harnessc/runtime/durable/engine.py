@@ -31,7 +31,14 @@ def _dbos_config(config: DurableConfig, url: str, executor_id: str) -> dict[str,
         "application_version": APP_VERSION,
         "log_level": os.environ.get("HARNESSC_DBOS_LOG_LEVEL", "ERROR"),
         "notification_listener_polling_interval_sec": _POLL_S,
+        **_ENGINE,
     }
+
+
+# SQLAlchemy's pre-ping is a round trip before every system-database operation (every
+# step); a connection the server dropped fails its operation instead, which DBOS
+# retries on a fresh one, and none lives longer than pool_recycle.
+_ENGINE: dict[str, Any] = {"db_engine_kwargs": {"pool_pre_ping": False, "pool_recycle": 300}}
 
 
 def _import_dbos() -> Any:

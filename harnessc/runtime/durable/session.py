@@ -28,12 +28,33 @@ __all__ = ["DurableSession", "ReplayStorage", "RunClock"]
 
 @dataclass(slots=True)
 class RunClock:
-    """The run's notion of now: the ISO time the latest checkpointed step recorded."""
+    """The run's notion of now, the ISO time the latest checkpointed step recorded, and its
+    id (the workflow's). It is the harness's ``RunInputs``: every reading of the wall-clock
+    budget and the run id come from the workflow's record, so an execution that recovers
+    the run reads what the first one read, and counts the time already spent."""
 
     now: str = ""
+    run_id: str = ""
+    seconds: float = 0.0  # ``now`` as seconds since the epoch
 
     def tick(self, recorded: str) -> None:
         self.now = recorded or self.now or iso_now()
+        self.seconds = _epoch(self.now)
+
+    def clock(self) -> float:
+        return self.seconds
+
+    def new_run_id(self) -> str:
+        return self.run_id
+
+
+def _epoch(iso: str) -> float:
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
 
 
 class ReplayStorage:

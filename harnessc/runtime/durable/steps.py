@@ -4,9 +4,9 @@
 one step whose output is the final assistant message (a replay never reaches the
 server; the harness sees ``start`` and ``done`` events). ``DurableTool`` wraps a local
 tool: one execution is one step (its result recorded; a replay never runs it again).
-Both record the time they finished, which becomes the run clock. Events the harness
-emitted since the previous step are written to the run's event stream by the next
-step, so a replay writes none twice.
+Both record the time they finished, which becomes the run clock. The events the harness
+emitted since the previous step are part of the next step's recorded output (no write
+of their own), so a replay writes none twice and a follower reads them from the steps.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from harnessc.runtime.providers.base import AssistantMessageEvent, Provider, Pro
 from harnessc.runtime.session.session import iso_now
 from harnessc.runtime.tools.base import AgentTool, ToolResult, ToolUpdate
 
-__all__ = ["EVENT_STREAM", "DurableProvider", "DurableTool", "EventSink", "flush_events"]
+__all__ = ["DurableProvider", "DurableTool", "EventSink", "flush_events", "step_events"]
 
-EVENT_STREAM = "events"
+EVENTS_STEP = "events"
 
 
 class EventSink:
@@ -39,21 +39,23 @@ class EventSink:
         return out
 
 
-async def _write(events: list[dict[str, Any]]) -> None:
-    """One stream value per step: the list of its events (one row, one commit)."""
-    from dbos import DBOS
-
-    if events:
-        await DBOS.write_stream_async(EVENT_STREAM, events)
+def step_events(name: str, output: Any) -> list[dict[str, Any]]:
+    """The events a step of a run recorded (``DBOSClient.list_workflow_steps`` rows)."""
+    if name == EVENTS_STEP and isinstance(output, list):
+        return output
+    if (name == "model_call" or name.startswith("tool:")) and isinstance(output, list | tuple):
+        if len(output) == 3 and isinstance(output[2], list):
+            return output[2]
+    return []
 
 
 async def flush_events(sink: EventSink) -> None:
-    """A step of its own that writes the pending events (before a wait or the end)."""
+    """A step of its own that records the pending events (before a wait or the end)."""
     from dbos import DBOS
 
     events = sink.take()
     if events:
-        await DBOS.run_step_async({"name": "events", "retries_allowed": False}, _write, events)
+        await DBOS.run_step_async({"name": EVENTS_STEP, "retries_allowed": False}, lambda: events)
 
 
 async def _step(name: str, sink: EventSink, clock: RunClock, work: Callable[[], Any]) -> Any:
@@ -61,11 +63,10 @@ async def _step(name: str, sink: EventSink, clock: RunClock, work: Callable[[], 
 
     events = sink.take()
 
-    async def body() -> tuple[Any, str]:
-        await _write(events)
-        return await work(), iso_now()
+    async def body() -> tuple[Any, str, list[dict[str, Any]]]:
+        return await work(), iso_now(), events
 
-    value, finished = await DBOS.run_step_async({"name": name, "retries_allowed": False}, body)
+    value, finished, _ = await DBOS.run_step_async({"name": name, "retries_allowed": False}, body)
     clock.tick(finished)
     return value
 

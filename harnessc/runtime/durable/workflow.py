@@ -3,8 +3,9 @@
 The workflow builds the agent's harness around a ``DurableSession``, a
 ``DurableProvider`` and ``DurableTool`` wrappers, runs the prompt, and turns every pull
 point into a durable wait: an external tool call waits on ``DBOS.recv`` with the call id
-as topic, a budget or hook pause on the topic ``resume``. Its state (for ``--runs``) is
-the event ``state``; its events (for ``--follow``) are the stream ``events``.
+as topic, a budget or hook pause on the topic ``resume``. While it waits its state (for
+``--runs``) is the event ``state``, once it ends its recorded output; its events (for
+``--follow``) are recorded in its steps' outputs.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from typing import Any
 
 from dbos import DBOS
 
+from harnessc.runtime.durable.pinning import dump_resources, load_resources
 from harnessc.runtime.durable.session import DurableSession, ReplayStorage, RunClock
 from harnessc.runtime.durable.steps import (
-    EVENT_STREAM,
     DurableProvider,
     DurableTool,
     EventSink,
@@ -112,16 +113,21 @@ def _session(begin: dict[str, Any], run_id: str, clock: RunClock) -> Session:
     )
 
 
-def _harness(session: Session, cwd: str, sink: EventSink, clock: RunClock) -> Any:
+async def _harness(session: Session, cwd: str, sink: EventSink, clock: RunClock) -> Any:
     from harnessc.runtime.agent import AgentHarness
     from harnessc.runtime.providers import get_provider
 
     options = _agent().build_options(session=session, cwd=cwd)
+    if options.resources is not None:
+        # the skills and templates the run started with, whatever the disk holds later
+        pinned = await DBOS.run_step_async({"name": "resources"}, dump_resources, options.resources)
+        options.resources = load_resources(pinned)
     options.provider = DurableProvider(
         options.provider, lambda model: get_provider(model.api), sink, clock
     )
     options.tools = [t if t.external else DurableTool(t, sink, clock) for t in options.tools]
     options.sequential_tools = True  # steps run in one order, replay after replay
+    options.run_inputs = clock  # the run id and the budget's clock readings: recorded
     harness = AgentHarness(options)
     harness.subscribe(sink)
     return harness
@@ -135,14 +141,13 @@ async def _state(state: str, **fields: Any) -> None:
 async def durable_run(request: dict[str, Any]) -> dict[str, Any]:
     """Run ``request["prompt"]`` in ``request["cwd"]`` to its end, waiting at pull points."""
     run_id = DBOS.workflow_id or ""
-    clock, sink = RunClock(), EventSink()
+    clock, sink = RunClock(run_id=run_id), EventSink()
     begin = await DBOS.run_step_async({"name": "begin"}, _begin, request, run_id)
     begin["cwd"] = request["cwd"]
     clock.tick(begin["ts"])
-    await _state("running", session_id=begin["session_id"] or begin["header"]["id"])
     session = _session(begin, run_id, clock)
     try:
-        harness = _harness(session, request["cwd"], sink, clock)
+        harness = await _harness(session, request["cwd"], sink, clock)
         result = await harness.prompt(request["prompt"])
         while result.status in ("awaiting_tool", "paused"):
             await flush_events(sink)
@@ -153,11 +158,13 @@ async def durable_run(request: dict[str, Any]) -> dict[str, Any]:
                 ]
                 await _state("awaiting_tool", calls=calls, session_id=session.id)
                 answers = {c["id"]: await _wait(c["id"]) for c in calls}
+                await _tick(clock)  # the wait is not run time: the budget's clock skips it
                 await _state("running", session_id=session.id)
                 result = await harness.resume(answers)
             else:
                 await _state("paused", reason=result.reason, session_id=session.id)
                 message = await _wait(RESUME_TOPIC)
+                await _tick(clock)
                 await _state("running", session_id=session.id)
                 result = await harness.resume(budget=_budget(message))
         await flush_events(sink)
@@ -169,9 +176,12 @@ async def durable_run(request: dict[str, Any]) -> dict[str, Any]:
         "text": result.text,
         "session_id": session.id,
     }
-    await _state("done" if result.status == "done" else "failed", **outcome)
-    await DBOS.close_stream_async(EVENT_STREAM)
-    return outcome
+    return outcome  # its state (done / failed) is the workflow's recorded output
+
+
+async def _tick(clock: RunClock) -> None:
+    """A step that reads the time: the run's clock after a durable wait."""
+    clock.tick(await DBOS.run_step_async({"name": "clock"}, iso_now))
 
 
 async def _wait(topic: str) -> Any:

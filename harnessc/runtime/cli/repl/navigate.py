@@ -11,13 +11,16 @@ __all__ = ["fork_command", "name_command", "sessions_command", "tree_command"]
 async def fork_command(repl: ReplHost, args: str) -> None:
     harness = repl.harness
     session = harness.session
-    if not session.path:
+    if not session.path and session.storage is None:
         repl.say("this session is in memory only (--no-session): nothing to fork")
         return
     from harnessc.runtime.cli.args import UsageError
     from harnessc.runtime.cli.sessions import fork_session, open_repo
 
-    repo = open_repo(repl.cli.session_dir or _dirname_up(session.path))
+    if repl.cli.session_dir or not session.path:  # the agent's store (files or PostgreSQL)
+        repo = repl.cli.sessions_repo()
+    else:  # a session file opened by its path: fork beside it
+        repo = open_repo(_dirname_up(session.path))
     try:
         forked = fork_session(repo, session, args or None)
     except UsageError as exc:
@@ -25,7 +28,7 @@ async def fork_command(repl: ReplHost, args: str) -> None:
         return
     old = session.id
     await repl.switch_session(forked)
-    repl.say(f"forked {old[:8]} -> new session {forked.id[:8]} ({forked.path})")
+    repl.say(f"forked {old[:8]} -> new session {forked.id[:8]} ({forked.path or 'stored'})")
 
 
 def _dirname_up(path: str) -> str:
@@ -61,10 +64,10 @@ async def tree_command(repl: ReplHost, args: str) -> None:
 
 async def sessions_command(repl: ReplHost, args: str) -> None:
     from harnessc.runtime.cli.args import UsageError
-    from harnessc.runtime.cli.sessions import list_sessions, open_repo, print_sessions
+    from harnessc.runtime.cli.sessions import list_sessions, print_sessions
 
     try:
-        repo = open_repo(repl.cli.session_dir)
+        repo = repl.cli.sessions_repo()
     except UsageError as exc:
         repl.say(str(exc))
         return

@@ -1,0 +1,40 @@
+"""The skills and prompt templates a durable run started with, as a step's JSON output.
+
+The workflow records them in a step before its first model call; an execution that
+recovers the run gets them back from that record, so a skill or template edited on disk
+in between changes neither the system prompt nor a ``/template`` expansion of the run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from harnessc.runtime.resources.types import (
+    AgentHarnessResources,
+    PromptTemplate,
+    ResourceDiagnostic,
+    Skill,
+)
+
+__all__ = ["dump_resources", "load_resources"]
+
+
+def dump_resources(resources: AgentHarnessResources | None) -> dict[str, Any] | None:
+    """``resources`` as plain JSON (None stays None)."""
+    if resources is None:
+        return None
+    return dataclasses.asdict(resources)
+
+
+def load_resources(data: dict[str, Any] | None) -> AgentHarnessResources | None:
+    """The resources ``dump_resources`` recorded."""
+    if data is None:
+        return None
+    return AgentHarnessResources(
+        prompt_templates=[PromptTemplate(**t) for t in data.get("prompt_templates", [])],
+        skills=[Skill(**s) for s in data.get("skills", [])],
+        diagnostics=[ResourceDiagnostic(**d) for d in data.get("diagnostics", [])],
+        skill_dirs=list(data.get("skill_dirs", [])),
+        template_dirs=list(data.get("template_dirs", [])),
+    )
