@@ -125,3 +125,33 @@ def test_sigterm_during_a_run_leaves_the_terminal_as_it_was(
     assert code == 128 + signal.SIGTERM  # the run aborted, the REPL left in order
     assert _echo_is_on(term)  # echo and line editing are back for the shell
     assert termios.tcgetattr(term.fd)[3] & termios.ICANON
+
+
+def test_a_one_shot_run_on_a_terminal_does_not_echo_keys_onto_the_spinner(
+    agent: Agent, server: ProtocolServer, terminals: list[Terminal]
+) -> None:
+    server.enqueue(tool_reply(("call_1", "slow", {"seconds": 1.5})), text_reply("all done"))
+    term = Terminal(agent, "start working", env={"NO_COLOR": "1"})
+    terminals.append(term)
+    term.expect("slow seconds=1.5")  # the spinner shows the running tool
+    term.send(TYPED)  # no Enter: the keys wait in the terminal's queue for the shell
+    during = ESCAPE.sub("", term.expect("all done"))
+    assert term.wait() == 0
+    assert "z" not in during and "q" not in during, during
+    assert "z" not in ESCAPE.sub("", term.output), term.output
+    assert _echo_is_on(term)  # the shell gets its echo back
+
+
+def test_sigterm_during_a_one_shot_run_gives_the_terminal_its_echo_back(
+    agent: Agent, server: ProtocolServer, terminals: list[Terminal]
+) -> None:
+    server.enqueue(tool_reply(("call_1", "slow", {"seconds": 30})))
+    term = Terminal(agent, "wait a long time", env={"NO_COLOR": "1"})
+    terminals.append(term)
+    term.expect("slow seconds=30")
+    assert not _echo_is_on(term)
+    import os
+
+    os.kill(term.pid, signal.SIGTERM)
+    assert term.wait() == -signal.SIGTERM  # ended by the signal, as before
+    assert _echo_is_on(term)
