@@ -33,6 +33,7 @@ from harnessc.runtime.cli.args import (
 from harnessc.runtime.cli.host import BuildOptions
 from harnessc.runtime.cli.output import JsonPrinter, TextPrinter
 from harnessc.runtime.cli.overrides import apply_overrides, check_model
+from harnessc.runtime.cli.quiet_keys import QuietKeys
 from harnessc.runtime.cli.render import make_printer
 from harnessc.runtime.cli.report import RunReport
 from harnessc.runtime.cli.sessions import (
@@ -394,6 +395,10 @@ class CliInvocation:
             harness.abort("interrupted by the user")
 
         _add_signal_handler(loop, on_interrupt)
+        # keys typed on a terminal while the spinner runs go to the shell afterwards
+        quiet = QuietKeys()
+        if isinstance(printer, TextPrinter) and printer.spinner is not None:
+            quiet.start()
         try:
             await self.prepare(harness)
             run: Awaitable[RunResult]
@@ -416,6 +421,7 @@ class CliInvocation:
             _remove_signal_handler(loop)
             if isinstance(printer, TextPrinter):
                 printer.close()
+            quiet.stop()
             await close_harness(harness)
             if self.choice is not None and self.choice.new:
                 # a /command answered: nothing to keep
