@@ -399,3 +399,28 @@ def test_a_recovered_run_keeps_its_run_id_wall_clock_and_resources(
     assert _run_ids(entries) == {run_id}
     pauses = [e for e in entries if "wall_clock_s" in json.dumps(e.get("data", {}))]
     assert pauses  # the pause record of the budget
+
+
+def test_workers_starting_together_all_create_the_heartbeat_table(pg_database: str) -> None:
+    """Heartbeat rows of workers that start at the same moment on a new database: each
+    creates the table unless it exists, and a race lost is no error (one used to kill a
+    worker with a unique violation)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from harnessc.runtime.durable.engine import Heartbeat
+
+    def start(n: int) -> str:
+        beat = Heartbeat(pg_database, f"w{n}", "q", 30.0)
+        try:
+            beat.beat()
+            return beat.worker_id
+        finally:
+            beat.engine.dispose()
+
+    for _ in range(3):  # the race is likely, not certain, in one round
+        import psycopg
+
+        with psycopg.connect(pg_database, autocommit=True) as conn:
+            conn.execute("DROP TABLE IF EXISTS harnessc_workers")
+        with ThreadPoolExecutor(8) as pool:
+            assert sorted(pool.map(start, range(8))) == [f"w{n}" for n in range(8)]

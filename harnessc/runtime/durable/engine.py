@@ -133,7 +133,7 @@ class Heartbeat:
             sa.Column("pid", sa.Integer, nullable=False),
             sa.Column("state", sa.Text, nullable=False),
         )
-        self.table.metadata.create_all(self.engine, checkfirst=True)
+        _create_table(self.engine, self.table)
         self.recovered: list[str] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="harnessc-heartbeat", daemon=True)
@@ -206,6 +206,18 @@ class Heartbeat:
                     self.recovered.extend(dead)
             except Exception:  # a database hiccup: try again at the next beat
                 continue
+
+
+def _create_table(engine: Any, table: Any) -> None:
+    """Create ``table`` unless it exists; workers starting together race to create it,
+    and a loser finds it made (PostgreSQL reports the race as a unique violation)."""
+    import sqlalchemy as sa
+
+    try:
+        table.metadata.create_all(engine, checkfirst=True)
+    except sa.exc.DBAPIError:
+        if not sa.inspect(engine).has_table(table.name):
+            raise
 
 
 def _sqlalchemy_url(url: str) -> str:
