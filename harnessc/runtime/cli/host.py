@@ -52,6 +52,9 @@ class CliHost(Protocol):
     async def prepare(self, harness: AgentHarness) -> None:
         """Overrides that go through the harness (--model, --thinking), --watch."""
 
+    def store(self) -> SessionRepo | None:
+        """The agent's own session store (None: JSONL files under ``session_dir``)."""
+
     def sessions_repo(self) -> SessionRepo:
         """Where the agent's sessions are listed, opened and forked (JSONL or PostgreSQL)."""
 

@@ -1,8 +1,7 @@
 """The command line of every generated agent: ``run_cli(build_options, argv, ...)``.
 
-One-shot runs stream the reply to stdout (``--json``: one event per line), the
-interactive mode lives in ``cli_repl``; sessions, overrides and pull points are
-resolved here before the harness runs. Exit codes: 0 done, 1 runtime error, 2 usage
+Sessions, overrides and pull points are resolved here before the harness runs; the
+run itself is ``one_shot.run_one_shot`` or the interactive mode of ``repl``. Exit codes: 0 done, 1 runtime error, 2 usage
 or configuration error, 3 paused, 130 aborted by Ctrl-C.
 """
 
@@ -11,9 +10,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import signal
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -31,20 +29,15 @@ from harnessc.runtime.cli.args import (
     program_name,
 )
 from harnessc.runtime.cli.host import BuildOptions
-from harnessc.runtime.cli.output import JsonPrinter, TextPrinter
+from harnessc.runtime.cli.one_shot import run_one_shot
 from harnessc.runtime.cli.overrides import apply_overrides, check_model
-from harnessc.runtime.cli.quiet_keys import QuietKeys
-from harnessc.runtime.cli.render import make_printer
-from harnessc.runtime.cli.report import RunReport
 from harnessc.runtime.cli.sessions import (
     SessionChoice,
     choose_session,
     discard_if_empty,
-    discard_if_unused,
 )
 from harnessc.runtime.cli.shutdown import close_harness
-from harnessc.runtime.cli.summary import RunSummary, model_is_priced
-from harnessc.runtime.harness import AgentHarness, HarnessBusyError, RunResult
+from harnessc.runtime.harness import AgentHarness
 from harnessc.runtime.options import AgentHarnessOptions
 from harnessc.runtime.session.repo import SessionRepo
 
@@ -190,7 +183,7 @@ class CliInvocation:
             from harnessc.runtime.cli.repl import run_repl
 
             return run_repl(self, harness, prompt)
-        return asyncio.run(self.one_shot(harness, action, prompt, results))
+        return asyncio.run(run_one_shot(self, harness, action, prompt, results))
 
     def listing(self) -> int:
         """--sessions / --search: print and exit."""
@@ -364,77 +357,6 @@ class CliInvocation:
             except Exception as exc:
                 self.err.write(f"[warning] --watch: cannot watch resources: {_describe(exc)}\n")
 
-    async def one_shot(
-        self,
-        harness: AgentHarness,
-        action: str,
-        prompt: str | None,
-        results: dict[str, Any] | None,
-    ) -> int:
-        self.prompt_text = prompt
-        printer: JsonPrinter | TextPrinter
-        printer = (
-            JsonPrinter(self.out)
-            if self.args.json
-            else make_printer(self.out, self.err, show_thinking=self.args.show_thinking)
-        )
-        harness.subscribe(printer)
-        summary = RunSummary(priced=model_is_priced(harness.model))
-        harness.subscribe(summary)
-        if isinstance(printer, TextPrinter):
-            printer.know_calls(harness.pending_tool_calls)
-        loop = asyncio.get_running_loop()
-        interrupts = 0
-
-        def on_interrupt() -> None:
-            nonlocal interrupts
-            interrupts += 1
-            if interrupts > 1:
-                raise KeyboardInterrupt
-            self.err.write("\n[interrupted] aborting the run (Ctrl-C again to quit at once)\n")
-            harness.abort("interrupted by the user")
-
-        _add_signal_handler(loop, on_interrupt)
-        # keys typed on a terminal while the spinner runs go to the shell afterwards
-        quiet = QuietKeys()
-        if isinstance(printer, TextPrinter) and printer.spinner is not None:
-            quiet.start()
-        try:
-            await self.prepare(harness)
-            run: Awaitable[RunResult]
-            if action == "resume_tools":
-                assert results is not None
-                run = harness.resume(results)
-            elif action == "resume":
-                run = harness.resume()
-            elif action == "answers":
-                assert self.approvals is not None
-                run = harness.resume(approvals=self.approvals)
-            else:
-                assert prompt is not None
-                run = harness.prompt(prompt)
-            try:
-                result = await run
-            except HarnessBusyError as exc:
-                raise UsageError(str(exc)) from None
-        finally:
-            _remove_signal_handler(loop)
-            if isinstance(printer, TextPrinter):
-                printer.close()
-            quiet.stop()
-            await close_harness(harness)
-            if self.choice is not None and self.choice.new:
-                # a /command answered: nothing to keep
-                discard_if_empty(harness.session, self.store())
-        if self.choice is not None and self.choice.new and result.status == "error":
-            # the first request failed: nothing to keep
-            discard_if_unused(harness.session, self.store())
-        code = RunReport(self).report(result, harness, printer)
-        if isinstance(printer, TextPrinter) and result.reply is None:
-            summary.stop()
-            printer.line(f"[usage] {summary.line()}")
-        return code
-
 
 def _names_a_file(target: str) -> bool:
     """--session TARGET is a session file (made absolute before --cwd moves), not an id
@@ -456,17 +378,3 @@ def _stdin_is_tty() -> bool:
         return sys.stdin is not None and sys.stdin.isatty()
     except (ValueError, OSError):
         return False
-
-
-def _add_signal_handler(loop: asyncio.AbstractEventLoop, handler: Callable[[], None]) -> None:
-    try:
-        loop.add_signal_handler(signal.SIGINT, handler)
-    except (NotImplementedError, RuntimeError, ValueError):
-        pass  # not the main thread, or a platform without it: Ctrl-C raises as usual
-
-
-def _remove_signal_handler(loop: asyncio.AbstractEventLoop) -> None:
-    try:
-        loop.remove_signal_handler(signal.SIGINT)
-    except (NotImplementedError, RuntimeError, ValueError):
-        pass

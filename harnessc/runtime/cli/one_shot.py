@@ -1,0 +1,110 @@
+"""A one-shot run: the reply streamed to stdout (``--json``: one event per line), tool
+lines and the usage line on stderr, Ctrl-C aborting the run, then the run's report."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from harnessc.runtime.cli.args import UsageError
+from harnessc.runtime.cli.host import CliHost
+from harnessc.runtime.cli.output import JsonPrinter, TextPrinter
+from harnessc.runtime.cli.quiet_keys import QuietKeys
+from harnessc.runtime.cli.render import make_printer
+from harnessc.runtime.cli.report import RunReport
+from harnessc.runtime.cli.sessions import discard_if_empty, discard_if_unused
+from harnessc.runtime.cli.shutdown import close_harness
+from harnessc.runtime.cli.summary import RunSummary, model_is_priced
+from harnessc.runtime.harness import AgentHarness, HarnessBusyError, RunResult
+
+__all__ = ["run_one_shot"]
+
+
+async def run_one_shot(
+    cli: CliHost,
+    harness: AgentHarness,
+    action: str,
+    prompt: str | None,
+    results: dict[str, Any] | None,
+) -> int:
+    """One run (a prompt, or a resume) with its reply streamed, then the report; the
+    exit code."""
+    cli.prompt_text = prompt
+    printer: JsonPrinter | TextPrinter
+    printer = (
+        JsonPrinter(cli.out)
+        if cli.args.json
+        else make_printer(cli.out, cli.err, show_thinking=cli.args.show_thinking)
+    )
+    harness.subscribe(printer)
+    summary = RunSummary(priced=model_is_priced(harness.model))
+    harness.subscribe(summary)
+    if isinstance(printer, TextPrinter):
+        printer.know_calls(harness.pending_tool_calls)
+    loop = asyncio.get_running_loop()
+    interrupts = 0
+
+    def on_interrupt() -> None:
+        nonlocal interrupts
+        interrupts += 1
+        if interrupts > 1:
+            raise KeyboardInterrupt
+        cli.err.write("\n[interrupted] aborting the run (Ctrl-C again to quit at once)\n")
+        harness.abort("interrupted by the user")
+
+    _add_signal_handler(loop, on_interrupt)
+    # keys typed on a terminal while the spinner runs go to the shell afterwards
+    quiet = QuietKeys()
+    if isinstance(printer, TextPrinter) and printer.spinner is not None:
+        quiet.start()
+    try:
+        await cli.prepare(harness)
+        run: Awaitable[RunResult]
+        if action == "resume_tools":
+            assert results is not None
+            run = harness.resume(results)
+        elif action == "resume":
+            run = harness.resume()
+        elif action == "answers":
+            assert cli.approvals is not None
+            run = harness.resume(approvals=cli.approvals)
+        else:
+            assert prompt is not None
+            run = harness.prompt(prompt)
+        try:
+            result = await run
+        except HarnessBusyError as exc:
+            raise UsageError(str(exc)) from None
+    finally:
+        _remove_signal_handler(loop)
+        if isinstance(printer, TextPrinter):
+            printer.close()
+        quiet.stop()
+        await close_harness(harness)
+        if cli.choice is not None and cli.choice.new:
+            # a /command answered: nothing to keep
+            discard_if_empty(harness.session, cli.store())
+    if cli.choice is not None and cli.choice.new and result.status == "error":
+        # the first request failed: nothing to keep
+        discard_if_unused(harness.session, cli.store())
+    code = RunReport(cli).report(result, harness, printer)
+    if isinstance(printer, TextPrinter) and result.reply is None:
+        summary.stop()
+        printer.line(f"[usage] {summary.line()}")
+    return code
+
+
+def _add_signal_handler(loop: asyncio.AbstractEventLoop, handler: Callable[[], None]) -> None:
+    try:
+        loop.add_signal_handler(signal.SIGINT, handler)
+    except (NotImplementedError, RuntimeError, ValueError):
+        pass  # not the main thread, or a platform without it: Ctrl-C raises as usual
+
+
+def _remove_signal_handler(loop: asyncio.AbstractEventLoop) -> None:
+    try:
+        loop.remove_signal_handler(signal.SIGINT)
+    except (NotImplementedError, RuntimeError, ValueError):
+        pass
