@@ -147,8 +147,7 @@ def _harnessc_runner(url: str, workdir: Path, memory: bool, max_concurrent: int)
         if clients is None:
             clients = state["clients"] = HttpClientPool(max_concurrent=max_concurrent)
         session = Session() if memory else repo.create(cwd=str(workdir))
-        options = module.build_options(session=session)
-        options.http_clients = clients
+        options = module.build_options(session=session, http_clients=clients)
         harness = AgentHarness(options)
         try:
             result = await harness.prompt(prompt)

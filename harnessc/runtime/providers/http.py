@@ -25,6 +25,7 @@ from harnessc.runtime.messages import AssistantMessage
 from harnessc.runtime.options import Model
 from harnessc.runtime.providers.base import AssistantMessageEvent, ProviderRequest, ProviderRetry
 from harnessc.runtime.providers.builder import MessageBuilder, finalize_usage
+from harnessc.runtime.providers.channel import Channel
 from harnessc.runtime.providers.clock import Interrupt, RequestClock
 from harnessc.runtime.providers.errors import (
     MAX_ERROR_CHARS,
@@ -159,6 +160,7 @@ class HttpProvider:
                 return
             if replaced is not None:
                 payload = replaced
+            del replaced
         options = request.stream_options
         headers = merge_headers(
             {"accept-encoding": ACCEPT_ENCODING}, spec.headers, model.headers, options.headers
@@ -170,6 +172,10 @@ class HttpProvider:
             failure = ProviderError(f"the request payload is not valid JSON: {exc}")
             yield self._final_error(builder, model, failure, secrets)
             return
+        # Only the encoded body is needed from here on: the payload's dicts (every
+        # message of the context again) are not kept while the request waits and streams.
+        url = spec.url
+        del spec, payload
         timeout_ms = options.timeout_ms
         timeout = httpx.Timeout(timeout_ms / 1000) if timeout_ms else _DEFAULT_TIMEOUT
         max_retries = DEFAULT_MAX_RETRIES if options.max_retries is None else options.max_retries
@@ -201,7 +207,7 @@ class HttpProvider:
                 interrupt = current[0] = Interrupt()
                 outcome = _Attempt()
                 async for event in self._attempt(
-                    spec.url,
+                    url,
                     headers,
                     body,
                     timeout,
@@ -274,7 +280,7 @@ class HttpProvider:
         """One exchange: yields the reply's events, leaves the result in ``outcome``."""
         model = request.model
         timeout_ms = request.stream_options.timeout_ms
-        queue: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue(maxsize=64)
+        queue: Channel[tuple[Any, ...]] = Channel(64)
         task = asyncio.get_running_loop().create_task(
             exchange(self.clients, url, headers, body, timeout, queue)
         )
