@@ -4,10 +4,12 @@ Runs ``python generated/hello.py "hi"`` (or an equivalent agent written to a tem
 directory when generated/ is missing) against a local OpenAI-compatible server, N times,
 and prints the median, min and max. Target: first request in under 250 ms.
 
-    python benchmarks/startup.py [--runs 20] [--hide trio --hide rich] [--json | --tty]
+    python benchmarks/startup.py [--runs 20] [--hide trio --hide rich] [--json | --tty] [--markdown]
 
 ``--json`` runs ``hello.py --json "hi"``; ``--tty`` runs it on a pseudo-terminal, where
-replies are rendered (rich, when installed).
+replies are rendered (rich, when installed). ``--markdown`` makes the reply Markdown
+with a fenced Python block (a heading, bold, a list, code), so a ``--tty`` run loads and
+uses the Markdown stack; the default reply is plain text.
 
 ``--hide MODULE`` makes ``import MODULE`` fail in the agent process, to measure what a
 clean install costs when this machine has optional packages that httpx/httpcore import
@@ -88,6 +90,14 @@ FLOOR_SCRIPT = textwrap.dedent(
 )
 
 
+MARKDOWN_REPLY = [
+    "# Plan\n\n",
+    "Run **this** first:\n\n",
+    "- one\n- two\n\n",
+    "```python\nprint('hi')\n```\n",
+]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20)
@@ -96,7 +106,9 @@ def main() -> None:
     mode.add_argument("--json", action="store_true", help="a --json run")
     mode.add_argument("--tty", action="store_true", help="a run on a pseudo-terminal")
     parser.add_argument("--no-floor", action="store_true", help="skip the floor runs")
+    parser.add_argument("--markdown", action="store_true", help="a Markdown reply with code")
     options = parser.parse_args()
+    reply = MARKDOWN_REPLY if options.markdown else ["Hi", " there", "!"]
 
     with tempfile.TemporaryDirectory() as tmp, ProtocolServer() as server:
         agent = HELLO
@@ -107,7 +119,7 @@ def main() -> None:
 
         def answer(request: RecordedRequest) -> ScriptedResponse:
             arrivals.append(time.monotonic())
-            return ScriptedResponse.sse(openai_events(["Hi", " there", "!"]))
+            return ScriptedResponse.sse(openai_events(reply))
 
         server.set_handler(answer)
         env = dict(os.environ, HELLO_BASE_URL=f"{server.url}/v1")
@@ -158,7 +170,8 @@ def main() -> None:
     hidden_note = f", hiding {', '.join(options.hide)}" if options.hide else ""
     how = "--json " if options.json else ""
     where = " on a pseudo-terminal" if options.tty else ""
-    print(f'{name} {how}"hi"{where} against a local server, {options.runs} runs{hidden_note}')
+    what = ", a Markdown reply" if options.markdown else ""
+    print(f'{name} {how}"hi"{where}{what} against a local server, {options.runs} runs{hidden_note}')
     rows = [("first HTTP request", first), ("whole run", whole), ("CPU of the run", cpu)]
     if floor:
         rows.append(("floor (httpx only)", floor))

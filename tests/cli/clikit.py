@@ -85,6 +85,10 @@ AGENT_SOURCE = textwrap.dedent(
 
             hooks.append(permission_hook(json.loads(os.environ["AGENT_PERMISSIONS"])))
             extra_tools.append(create_bash_tool())
+        if os.environ.get("AGENT_EDIT"):  # the edit built-in (its result has a diff)
+            from harnessc.runtime.tools import create_edit_tool
+
+            extra_tools.append(create_edit_tool())
         return AgentHarnessOptions(
             session=session,
             models={
@@ -285,6 +289,8 @@ class Terminal:
             if time.monotonic() > deadline:
                 raise AssertionError("the agent did not exit:\n" + self.output[-3000:])
             self._read(0.1)
+        while self._read(0.05):  # what it wrote just before it exited
+            pass
         assert self.status is not None
         return self.status
 

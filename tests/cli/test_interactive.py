@@ -161,6 +161,7 @@ def test_templates_skills_and_hot_reload(
     # --watch: a new template file is picked up while the REPL runs.
     (resources / "templates" / "explain.md").write_text("Explain $@ simply.\n")
     term.expect("[resources] 1 skills, 2 prompt templates", timeout=10)
+    term.expect_prompt()  # the prompt is drawn again below the notice
     term.sendline("/help")
     assert "/explain" in term.expect_prompt()
     term.eof()

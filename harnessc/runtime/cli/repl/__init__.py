@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 
 from harnessc.runtime.cli.host import CliHost
-from harnessc.runtime.cli.repl.reader import terminal_restored
 from harnessc.runtime.cli.repl.session import Repl
+from harnessc.runtime.cli.repl.terminal import terminal_restored
 from harnessc.runtime.harness import AgentHarness
 
 __all__ = ["Repl", "run_repl"]
@@ -18,5 +18,6 @@ __all__ = ["Repl", "run_repl"]
 
 def run_repl(cli: CliHost, harness: AgentHarness, prompt: str | None) -> int:
     repl = Repl(cli, harness)
-    with terminal_restored():
+    with terminal_restored() as modes:
+        repl.terminal = modes
         return asyncio.run(repl.main(prompt))

@@ -1,7 +1,8 @@
 """The /commands of the interactive mode.
 
-Built-in: help, status, compact, model, thinking, tools, templates, fork, tree,
-sessions, reload, resume, quit. Anything else (``/skill:NAME``, a prompt template, a
+Built-in: help, status, compact, model, thinking, tools, templates, reload, resume,
+quit here; fork, tree, sessions, name (moving between sessions and branches) in
+``navigate``. Anything else (``/skill:NAME``, a prompt template, a
 command an extension registered) goes to the harness, which expands or runs it.
 """
 
@@ -9,16 +10,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harnessc.runtime.cli.host import ReplHost
 from harnessc.runtime.cli.output import format_number, one_line
 from harnessc.runtime.cli.pause import budget_limit, pause_reason
-from harnessc.runtime.cli.repl.tree import render_tree
+from harnessc.runtime.cli.repl.navigate import (
+    fork_command,
+    name_command,
+    sessions_command,
+    tree_command,
+)
 from harnessc.runtime.options import ThinkingLevel
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["BUILTIN_COMMANDS", "run_command", "unknown_command"]
 
@@ -86,8 +89,9 @@ async def _help(repl: ReplHost, args: str) -> None:
     for command in shadowed:
         lines.append(f"  (/{command.name} also shows: {command.description})")
     lines += _resource_lines(repl)
-    lines.append("Ctrl-C aborts a run (the session is kept), Ctrl-D quits; text typed during")
-    lines.append("a run is queued as steering.")
+    lines.append("Ctrl-C aborts a run (the session is kept), Ctrl-D quits; during a run, a line")
+    lines.append("typed and entered is queued as steering, text typed without Enter fills the")
+    lines.append("next prompt.")
     repl.say("\n".join(lines))
 
 
@@ -271,85 +275,6 @@ async def _templates(repl: ReplHost, args: str) -> None:
     repl.say("\n".join(lines) if lines else "no prompt templates or skills")
 
 
-async def _fork(repl: ReplHost, args: str) -> None:
-    harness = repl.harness
-    session = harness.session
-    if not session.path:
-        repl.say("this session is in memory only (--no-session): nothing to fork")
-        return
-    from harnessc.runtime.cli.args import UsageError
-    from harnessc.runtime.cli.sessions import fork_session, open_repo
-
-    repo = open_repo(repl.cli.session_dir or _dirname_up(session.path))
-    try:
-        forked = fork_session(repo, session, args or None)
-    except UsageError as exc:
-        repl.say(str(exc))
-        return
-    old = session.id
-    await repl.switch_session(forked)
-    repl.say(f"forked {old[:8]} -> new session {forked.id[:8]} ({forked.path})")
-
-
-def _dirname_up(path: str) -> str:
-    import os
-
-    return os.path.dirname(os.path.dirname(os.path.abspath(path)))
-
-
-async def _tree(repl: ReplHost, args: str) -> None:
-    harness = repl.harness
-    session = harness.session
-    if args:
-        target, _, option = args.partition(" ")
-        option = option.strip()
-        if option not in ("", "summarize"):
-            repl.say("usage: /tree ENTRY_ID [summarize]")
-            return
-        if session.get_entry(target) is None:
-            repl.say(f"no entry {target!r} in this session (/tree lists them)")
-            return
-        # The harness's navigation: session_before_tree / session_tree hooks, an optional
-        # branch summary, and a paused run left behind on the old branch is cleared.
-        moved = await harness.navigate_tree(target, summarize=option == "summarize")
-        if moved.cancelled:
-            repl.say(f"not moved: a session_before_tree hook cancelled the move to {target}")
-            return
-        summary = " (the branch left behind is summarized)" if moved.summary_entry else ""
-        repl.say(f"moved to {target}: {len(harness.messages)} messages in context{summary}")
-        return
-    lines = render_tree(session)
-    repl.say("\n".join(lines) if lines else "the session is empty")
-
-
-async def _sessions(repl: ReplHost, args: str) -> None:
-    from harnessc.runtime.cli.args import UsageError
-    from harnessc.runtime.cli.sessions import list_sessions, open_repo, print_sessions
-
-    try:
-        repo = open_repo(repl.cli.session_dir)
-    except UsageError as exc:
-        repl.say(str(exc))
-        return
-    if args:
-        if repl.harness.session.id.startswith(args):
-            repl.say("already in that session")
-            return
-        try:
-            session = repo.open(args)
-        except Exception as exc:
-            repl.say(f"cannot open {args}: {exc}")
-            return
-        await repl.switch_session(session)
-        return
-    import io
-
-    buffer = io.StringIO()
-    mine = list_sessions(repo, repl.cli.agent_name)[:30]
-    print_sessions(mine, buffer, as_json=False, cwd=repl.cli.cwd)
-    repl.say(buffer.getvalue().rstrip("\n") + "\n/sessions ID switches")
-
-
 async def _reload(repl: ReplHost, args: str) -> None:
     harness = repl.harness
     options = repl.cli.build_options(session=harness.session, cwd=repl.cli.cwd)
@@ -373,17 +298,6 @@ async def _reload(repl: ReplHost, args: str) -> None:
     )
 
 
-async def _name(repl: ReplHost, args: str) -> None:
-    session = repl.harness.session
-    if not args:
-        current = session.name
-        repl.say(f"name: {current}" if current else "this session has no name; /name NAME sets one")
-        return
-    name = " ".join(args.split())
-    session.set_name(name)
-    repl.say(f"named: {name}")
-
-
 async def _resume(repl: ReplHost, args: str) -> None:
     if repl.harness.paused_reason is None:
         repl.say("nothing to resume: the agent is not paused")
@@ -403,10 +317,10 @@ _HANDLERS: dict[str, Handler] = {
     "thinking": _thinking,
     "tools": _tools,
     "templates": _templates,
-    "fork": _fork,
-    "tree": _tree,
-    "sessions": _sessions,
-    "name": _name,
+    "fork": fork_command,
+    "tree": tree_command,
+    "sessions": sessions_command,
+    "name": name_command,
     "reload": _reload,
     "resume": _resume,
     "quit": _quit,

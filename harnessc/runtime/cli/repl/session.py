@@ -2,8 +2,10 @@
 
 The harness runs in the asyncio loop of the main thread; a reader thread reads lines
 (``input()`` with readline history) and hands them to the loop. While a run is going,
-typed text is queued as steering; Ctrl-C aborts the running turn (the session is kept)
-and Ctrl-D quits.
+a line typed and entered is queued as steering, keys typed without Enter are kept (with
+the terminal's echo off, so the spinner line stays clean) and pre-fill the next prompt;
+Ctrl-C aborts the running turn (the session is kept), Ctrl-D quits after it, SIGTERM
+aborts it and quits (exit 143), the terminal's modes restored on every way out.
 """
 
 from __future__ import annotations
@@ -18,8 +20,15 @@ from harnessc.runtime.cli.host import CliHost
 from harnessc.runtime.cli.output import one_line
 from harnessc.runtime.cli.pause import pause_reason
 from harnessc.runtime.cli.render import make_printer
+from harnessc.runtime.cli.repl.history import History
 from harnessc.runtime.cli.repl.pauses import answer_pause
 from harnessc.runtime.cli.repl.reader import EOF, INTERRUPT, LineReader
+from harnessc.runtime.cli.repl.terminal import (
+    TerminalModes,
+    add_signal,
+    remove_signal,
+    stdin_is_terminal,
+)
 from harnessc.runtime.cli.sessions import has_exchange
 from harnessc.runtime.cli.shutdown import close_harness
 from harnessc.runtime.cli.summary import RunSummary, model_is_priced
@@ -49,13 +58,15 @@ class Repl:
         self.asking = False
         self.quit = False
         self.quit_after_run = False  # Ctrl-D during a run: leave once it ends
+        self.terminated = False  # SIGTERM: the run is aborted and the REPL quits
+        self.terminal: TerminalModes | None = None  # the modes to put back (run_repl sets it)
         self._question: asyncio.Future[Any] | None = None  # a permission question waiting
         self._asked = asyncio.Event()
         # Lines piped in (``printf 'hi\n/status\n' | agent -i``) are a script: each runs
         # after the previous one finished (no steering), the end of input quits. The "> "
         # prompt is still written: a program driving the REPL sees when it is idle.
-        self.scripted = not _stdin_is_terminal()
-        self._history_file: str | None = None
+        self.scripted = not stdin_is_terminal()
+        self.history = History(cli.session_dir)  # readline history, kept in the session dir
         # A session created for this REPL: deleted again when left without any entry, so
         # opening -i and quitting does not leave an empty "latest" session for --continue.
         fresh = cli.choice is None or cli.choice.new
@@ -84,12 +95,13 @@ class Repl:
     async def main(self, prompt: str | None) -> int:
         loop = asyncio.get_running_loop()
         self.lines = asyncio.Queue()
-        self._setup_history()
+        self.history.load()
         self.reader = LineReader(loop, self.lines)
         if not self.scripted:
             reader = self.reader
             self.printer.prompt_on_screen = lambda: None if self.busy else reader.showing()
-        _add_sigint(loop, self.on_interrupt)
+        add_signal(loop, "SIGINT", self.on_interrupt)
+        add_signal(loop, "SIGTERM", self.on_terminate)
         self._asked = asyncio.Event()
         if self.cli.gate is not None:
             self.cli.gate.asker = self.ask_permission
@@ -108,7 +120,7 @@ class Repl:
             if prompt is not None and not self.quit:
                 await self.run(lambda: self.harness.prompt(prompt))
             while not self.quit:
-                line = await self.next_line("> ")
+                line = await self.next_line("> ", prefill=True)
                 if line is EOF:
                     break
                 if line is INTERRUPT:
@@ -118,14 +130,16 @@ class Repl:
                     continue
                 await self.handle(text)
         finally:
-            _remove_sigint(loop)
+            remove_signal(loop, "SIGINT")
+            remove_signal(loop, "SIGTERM")
+            self.reader.close()
             self.printer.close()
-            self._save_history()
+            self.history.save()
             await close_harness(self.harness)
             self._drop_if_fresh_and_empty(self.harness.session)
         self.out.write("\n" if not (self.quit or self.scripted) else "")
         self.out.flush()
-        return 0
+        return 128 + 15 if self.terminated else 0
 
     def banner(self) -> None:
         session = self.harness.session
@@ -165,10 +179,11 @@ class Repl:
             shown = "\n".join(f"  {line}" for line in lines[:12])
             self.note(shown + ("\n  ..." if len(lines) > 12 else ""))
 
-    async def next_line(self, prompt: str) -> Any:
-        """The next line typed (or EOF / INTERRUPT)."""
+    async def next_line(self, prompt: str, *, prefill: bool = False) -> Any:
+        """The next line typed (or EOF / INTERRUPT); ``prefill``: the line starts with
+        what was typed ahead during the last run."""
         assert self.reader is not None
-        if self.lines.empty() and not self.reader.request(prompt) and prompt:
+        if self.lines.empty() and not self.reader.request(prompt, prefill=prefill) and prompt:
             self.out.write(prompt)
             self.out.flush()
         return await self.lines.get()
@@ -209,6 +224,27 @@ class Repl:
             self.out.write("\n(Ctrl-D or /quit to quit)\n> ")
             self.out.flush()
 
+    def on_terminate(self) -> None:
+        """SIGTERM: the terminal's modes back at once, then abort the run and quit; a
+        second SIGTERM ends the process at once."""
+        if self.terminal is not None:
+            self.terminal.restore()
+        if self.terminated:
+            import signal
+
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        self.terminated = True
+        self.quit = True
+        if self._question is not None and not self._question.done():
+            self._question.set_result(EOF)
+        if self.busy:
+            self.quit_after_run = True
+            self.harness.abort("terminated (SIGTERM)")
+        else:
+            self.lines.put_nowait(EOF)
+
     # -- runs --------------------------------------------------------------------
 
     async def run(self, start: Callable[[], Awaitable[RunResult]]) -> RunResult | None:
@@ -221,16 +257,17 @@ class Repl:
             while not task.done():
                 if self.scripted and self._question is None:
                     # A script's next line waits for the run, unless the run asks a question.
-                    asked: asyncio.Future[Any] = asyncio.ensure_future(self._asked.wait())
-                    waiting: set[asyncio.Future[Any]] = {task, asked}
-                    await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-                    asked.cancel()
-                    self._asked.clear()
+                    await self._until_done_or_asked(task, None)
                     continue
-                self.reader.request("")
+                # Keys typed meanwhile: collected quietly (Enter steers), or, while a
+                # permission question waits, an ordinary read for its answer.
+                if self._question is None:
+                    self.reader.collect()
+                else:
+                    self.reader.request("")
                 getter = asyncio.ensure_future(self.lines.get())
-                done, _ = await asyncio.wait({task, getter}, return_when=asyncio.FIRST_COMPLETED)
-                if getter not in done:
+                await self._until_done_or_asked(task, getter)
+                if not getter.done():
                     getter.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await getter
@@ -254,11 +291,27 @@ class Repl:
             self.quit = True
         return result
 
+    async def _until_done_or_asked(
+        self, task: asyncio.Future[Any], getter: asyncio.Future[Any] | None
+    ) -> None:
+        """Wait for the run to end, a line to come (``getter``) or a question to be asked."""
+        waiting: set[asyncio.Future[Any]] = {task} if getter is None else {task, getter}
+        asked: asyncio.Future[Any] | None = None
+        if self._question is None:
+            asked = asyncio.ensure_future(self._asked.wait())
+            waiting.add(asked)
+        done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        if asked is not None:
+            asked.cancel()
+            if asked in done:
+                self._asked.clear()
+
     def steer(self, line: Any) -> None:
         if line is EOF:
             # Ctrl-D while the agent works: let the run finish, then leave (Ctrl-C aborts).
+            if not self.quit_after_run:
+                self.note("[quit] leaving when this run ends (Ctrl-C aborts it)")
             self.quit_after_run = True
-            self.note("[quit] leaving when this run ends (Ctrl-C aborts it)")
             return
         if line is INTERRUPT:
             return
@@ -349,53 +402,3 @@ class Repl:
             with contextlib.suppress(OSError):
                 os.unlink(path)
             self._fresh_path = None
-
-    # -- history -------------------------------------------------------------------
-
-    def _setup_history(self) -> None:
-        try:
-            import readline  # line editing and history for input()
-        except ImportError:
-            return
-        directory = self.cli.session_dir
-        if directory is None:
-            return
-        path = os.path.join(os.fspath(directory), ".history")
-        self._history_file = path
-        with contextlib.suppress(OSError):
-            readline.read_history_file(path)
-        readline.set_history_length(1000)
-
-    def _save_history(self) -> None:
-        if self._history_file is None:
-            return
-        try:
-            import readline
-
-            os.makedirs(os.path.dirname(self._history_file), exist_ok=True)
-            readline.write_history_file(self._history_file)
-        except (ImportError, OSError):
-            pass
-
-
-def _add_sigint(loop: asyncio.AbstractEventLoop, handler: Callable[[], None]) -> None:
-    import signal
-
-    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-        loop.add_signal_handler(signal.SIGINT, handler)
-
-
-def _remove_sigint(loop: asyncio.AbstractEventLoop) -> None:
-    import signal
-
-    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-        loop.remove_signal_handler(signal.SIGINT)
-
-
-def _stdin_is_terminal() -> bool:
-    import sys
-
-    try:
-        return sys.stdin is not None and sys.stdin.isatty()
-    except (ValueError, OSError):
-        return False
