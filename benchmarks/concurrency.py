@@ -11,7 +11,9 @@ peak RSS, memory per session (the rise of peak RSS over the warm-up, divided by 
 CPU seconds per step (user + system of the child over the N-session phase).
 
 Every framework's child follows the README's recipe for a service: ``gc.freeze()``
-once set-up and the warm-up are done (``--no-gc-freeze`` to measure without it).
+once set-up and the warm-up are done (``--no-gc-freeze`` to measure without it), and
+the N sessions are started 20 per turn of the loop (one ``asyncio.sleep(0)`` between
+batches) rather than all in one.
 
 harnessc runs the module compiled from benchmarks/peers/add_agent.yaml:
 ``build_options(session=..., http_clients=...)`` with one shared ``HttpClientPool``
@@ -49,6 +51,7 @@ PEERS_DIR = ROOT / "peers"
 PEERS_PYTHON = ROOT / ".peers-venv" / "bin" / "python"
 FRAMEWORKS = ["harnessc", "harnessc-mem", "openai-agents", "pydantic-ai"]
 TICK_S = 0.005
+START_BATCH = 20  # sessions started per turn of the loop
 _TAG = re.compile(r"session-(\d+)\b")
 
 
@@ -256,9 +259,12 @@ async def _child_main(args: argparse.Namespace) -> dict[str, Any]:
         ticker = Ticker()
         ticker.start()
         cpu0, t0 = _cpu(), time.perf_counter()
-        results = await asyncio.gather(
-            *(run(f"Add for session-{i + 1} please.") for i in range(n)), return_exceptions=True
-        )
+        tasks = []
+        for i in range(n):  # started in batches, as README's recipe says
+            tasks.append(asyncio.ensure_future(run(f"Add for session-{i + 1} please.")))
+            if i % START_BATCH == START_BATCH - 1:
+                await asyncio.sleep(0)
+        results = await asyncio.gather(*tasks, return_exceptions=True)
         wall = time.perf_counter() - t0
         cpu = _cpu() - cpu0
         lag, lag_max = await ticker.stop()
