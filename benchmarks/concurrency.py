@@ -12,8 +12,8 @@ CPU seconds per step (user + system of the child over the N-session phase).
 
 Every framework's child follows the README's recipe for a service: ``gc.freeze()``
 once set-up and the warm-up are done (``--no-gc-freeze`` to measure without it), and
-the N sessions are started 20 per turn of the loop (one ``asyncio.sleep(0)`` between
-batches) rather than all in one.
+the N sessions are started one per turn of the loop (an ``asyncio.sleep(0)`` after
+each) rather than all in one.
 
 harnessc runs the module compiled from benchmarks/peers/add_agent.yaml:
 ``build_options(session=..., http_clients=...)`` with one shared ``HttpClientPool``
@@ -51,7 +51,7 @@ PEERS_DIR = ROOT / "peers"
 PEERS_PYTHON = ROOT / ".peers-venv" / "bin" / "python"
 FRAMEWORKS = ["harnessc", "harnessc-mem", "openai-agents", "pydantic-ai"]
 TICK_S = 0.005
-START_BATCH = 20  # sessions started per turn of the loop
+START_BATCH = 1  # sessions started per turn of the loop
 _TAG = re.compile(r"session-(\d+)\b")
 
 
@@ -260,7 +260,7 @@ async def _child_main(args: argparse.Namespace) -> dict[str, Any]:
         ticker.start()
         cpu0, t0 = _cpu(), time.perf_counter()
         tasks = []
-        for i in range(n):  # started in batches, as README's recipe says
+        for i in range(n):  # one start per turn of the loop, as README's recipe says
             tasks.append(asyncio.ensure_future(run(f"Add for session-{i + 1} please.")))
             if i % START_BATCH == START_BATCH - 1:
                 await asyncio.sleep(0)
