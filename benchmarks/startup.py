@@ -14,6 +14,12 @@ uses the Markdown stack; the default reply is plain text.
 ``--hide MODULE`` makes ``import MODULE`` fail in the agent process, to measure what a
 clean install costs when this machine has optional packages that httpx/httpcore import
 whenever they are present (trio, rich/click for the httpx command line).
+
+Every run also times the floor (``--no-floor`` skips it): a bare script that imports
+httpx and streams one chat-completions request (asyncio and ``httpx.AsyncClient``, as
+the runtime sends it) to the same server and prints the text, run alternately with the
+agent; the verdict is the agent's whole run against 1.5x the floor's. Bytecode caching
+stays on for both (PYTHONDONTWRITEBYTECODE is dropped from their environment).
 """
 
 from __future__ import annotations
@@ -55,6 +61,35 @@ FALLBACK_AGENT = textwrap.dedent(
 )
 
 
+FLOOR_SCRIPT = textwrap.dedent(
+    """
+    import asyncio
+    import json
+    import os
+    import sys
+
+    import httpx
+
+
+    async def main() -> None:
+        url = os.environ["HELLO_BASE_URL"] + "/chat/completions"
+        body = {"model": "llama3.2", "stream": True,
+                "messages": [{"role": "user", "content": sys.argv[1]}]}
+        text = []
+        async with httpx.AsyncClient() as client:
+            async with client.stream("POST", url, json=body) as response:
+                async for line in response.aiter_lines():
+                    if line.startswith("data: ") and line != "data: [DONE]":
+                        for choice in json.loads(line[6:]).get("choices") or []:
+                            text.append((choice.get("delta") or {}).get("content") or "")
+        print("".join(text))
+
+
+    asyncio.run(main())
+    """
+)
+
+
 MARKDOWN_REPLY = [
     "# Plan\n\n",
     "Run **this** first:\n\n",
@@ -70,6 +105,7 @@ def main() -> None:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--json", action="store_true", help="a --json run")
     mode.add_argument("--tty", action="store_true", help="a run on a pseudo-terminal")
+    parser.add_argument("--no-floor", action="store_true", help="skip the floor runs")
     parser.add_argument("--markdown", action="store_true", help="a Markdown reply with code")
     options = parser.parse_args()
     reply = MARKDOWN_REPLY if options.markdown else ["Hi", " there", "!"]
@@ -87,6 +123,7 @@ def main() -> None:
 
         server.set_handler(answer)
         env = dict(os.environ, HELLO_BASE_URL=f"{server.url}/v1")
+        env.pop("PYTHONDONTWRITEBYTECODE", None)  # start-up is timed with bytecode caching
         if options.hide:
             hidden = Path(tmp) / "hidden"
             for module in options.hide:
@@ -101,10 +138,21 @@ def main() -> None:
         command = [sys.executable, str(agent), *(["--json"] if options.json else []), "hi"]
         run = _run_on_tty if options.tty else _run_piped
         run(command, env, tmp)  # warm caches
+        floor_command = [sys.executable, str(Path(tmp) / "floor.py"), "hi"]
+        floor: list[float] = []
+        if not options.no_floor:
+            Path(tmp, "floor.py").write_text(FLOOR_SCRIPT)
+            _run_piped(floor_command, env, tmp)
         first: list[float] = []
         whole: list[float] = []
         cpu: list[float] = []
         for _ in range(options.runs):
+            if not options.no_floor:  # alternately, so both see the same machine
+                started = time.monotonic()
+                code, output = _run_piped(floor_command, env, tmp)
+                if code != 0:
+                    sys.exit(f"floor run failed ({code}): {output.strip()}")
+                floor.append((time.monotonic() - started) * 1000)
             arrivals.clear()
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             started = time.monotonic()
@@ -124,7 +172,9 @@ def main() -> None:
     where = " on a pseudo-terminal" if options.tty else ""
     what = ", a Markdown reply" if options.markdown else ""
     print(f'{name} {how}"hi"{where}{what} against a local server, {options.runs} runs{hidden_note}')
-    rows = (("first HTTP request", first), ("whole run", whole), ("CPU of the run", cpu))
+    rows = [("first HTTP request", first), ("whole run", whole), ("CPU of the run", cpu)]
+    if floor:
+        rows.append(("floor (httpx only)", floor))
     for label, values in rows:
         print(
             f"  {label:<19} median {statistics.median(values):6.1f} ms"
@@ -132,6 +182,10 @@ def main() -> None:
         )
     verdict = "meets" if statistics.median(first) < 250 else "misses"
     print(f"  target: first request under 250 ms ({verdict} it)")
+    if floor:
+        ratio = statistics.median(whole) / statistics.median(floor)
+        verdict = "meets" if ratio <= 1.5 else "misses"
+        print(f"  whole run / floor: {ratio:.2f}x (target 1.5x: {verdict} it)")
     print(
         f"  load average now: {', '.join(f'{x:.2f}' for x in os.getloadavg())} (wall times need an idle machine)"
     )

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harnessc.runtime import (
     AgentHarnessOptions,
@@ -35,6 +36,9 @@ from harnessc.runtime.tools import (
     create_write_tool,
 )
 
+if TYPE_CHECKING:
+    from harnessc.runtime.providers.transport import HttpClientPool
+
 AGENT_NAME = "autonomous"
 DESCRIPTION = "Works through a task list on its own until it calls finish."
 # The spec's folder: relative paths and `module:function` imports resolve against it.
@@ -50,8 +54,17 @@ SYSTEM_PROMPT = (
 )
 
 
-def build_options(*, session: Session | None = None, cwd: str | None = None) -> AgentHarnessOptions:
-    """The spec's harness options; a new session unless one is given."""
+def build_options(
+    *,
+    session: Session | None = None,
+    cwd: str | None = None,
+    http_clients: HttpClientPool | None = None,
+) -> AgentHarnessOptions:
+    """The spec's harness options; a new session unless one is given.
+
+    ``http_clients``: an HttpClientPool shared by many harnesses of one process (one
+    connection pool and one cap on requests in flight per base URL; its owner closes it).
+    """
     if session is None:
         session = JsonlSessionRepo(SESSIONS_DIR).create(cwd=cwd, metadata={"agent": AGENT_NAME})
     return AgentHarnessOptions(
@@ -102,6 +115,7 @@ def build_options(*, session: Session | None = None, cwd: str | None = None) -> 
             ),
         ],
         sequential_tools=True,
+        http_clients=http_clients,
     )
 
 

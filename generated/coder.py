@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harnessc.runtime import (
     AgentHarnessOptions,
@@ -43,6 +44,9 @@ from harnessc.runtime.tools import (
     python_tool,
 )
 
+if TYPE_CHECKING:
+    from harnessc.runtime.providers.transport import HttpClientPool
+
 AGENT_NAME = "coder"
 DESCRIPTION = "Coding agent with shell and file tools."
 # The spec's folder: relative paths and `module:function` imports resolve against it.
@@ -52,8 +56,17 @@ SESSIONS_DIR = Path(".harnessc/sessions")
 SYSTEM_PROMPT = "You are a careful coding agent. Work in small, verified steps.\n"
 
 
-def build_options(*, session: Session | None = None, cwd: str | None = None) -> AgentHarnessOptions:
-    """The spec's harness options; a new session unless one is given."""
+def build_options(
+    *,
+    session: Session | None = None,
+    cwd: str | None = None,
+    http_clients: HttpClientPool | None = None,
+) -> AgentHarnessOptions:
+    """The spec's harness options; a new session unless one is given.
+
+    ``http_clients``: an HttpClientPool shared by many harnesses of one process (one
+    connection pool and one cap on requests in flight per base URL; its owner closes it).
+    """
     if session is None:
         session = JsonlSessionRepo(SESSIONS_DIR).create(cwd=cwd, metadata={"agent": AGENT_NAME})
     return AgentHarnessOptions(
@@ -134,6 +147,7 @@ def build_options(*, session: Session | None = None, cwd: str | None = None) -> 
             CompactionExtension(CompactionConfig(reserve_tokens=16_384, keep_recent_tokens=20_000)),
             SessionIndexExtension(SessionIndexConfig()),
         ],
+        http_clients=http_clients,
     )
 
 

@@ -6,9 +6,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harnessc.runtime import AgentHarnessOptions, Model, env, run_cli
 from harnessc.runtime.session import Session
+
+if TYPE_CHECKING:
+    from harnessc.runtime.providers.transport import HttpClientPool
 
 AGENT_NAME = "hello"
 DESCRIPTION = "Minimal chat agent on a local OpenAI-compatible server."
@@ -18,8 +22,17 @@ SESSIONS_DIR = None  # sessions stay in memory
 SYSTEM_PROMPT = "You are a friendly assistant. Answer in one or two sentences."
 
 
-def build_options(*, session: Session | None = None, cwd: str | None = None) -> AgentHarnessOptions:
-    """The spec's harness options; a new session unless one is given."""
+def build_options(
+    *,
+    session: Session | None = None,
+    cwd: str | None = None,
+    http_clients: HttpClientPool | None = None,
+) -> AgentHarnessOptions:
+    """The spec's harness options; a new session unless one is given.
+
+    ``http_clients``: an HttpClientPool shared by many harnesses of one process (one
+    connection pool and one cap on requests in flight per base URL; its owner closes it).
+    """
     if session is None:
         session = Session()
     return AgentHarnessOptions(
@@ -38,6 +51,7 @@ def build_options(*, session: Session | None = None, cwd: str | None = None) -> 
         },
         model="local",
         system_prompt=SYSTEM_PROMPT,
+        http_clients=http_clients,
     )
 
 

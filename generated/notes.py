@@ -6,12 +6,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harnessc.runtime import AgentHarnessOptions, Model, env, run_cli
 from harnessc.runtime.extensions import command_hook
 from harnessc.runtime.mcp import McpServerConfig, McpToolset
 from harnessc.runtime.session import Session
 from harnessc.runtime.tools import create_read_tool
+
+if TYPE_CHECKING:
+    from harnessc.runtime.providers.transport import HttpClientPool
 
 AGENT_NAME = "notes"
 DESCRIPTION = "Answers questions from a folder of notes served over MCP."
@@ -21,8 +25,17 @@ SESSIONS_DIR = None  # sessions stay in memory
 SYSTEM_PROMPT = "Answer from the notes. Search them first, then read the matches."
 
 
-def build_options(*, session: Session | None = None, cwd: str | None = None) -> AgentHarnessOptions:
-    """The spec's harness options; a new session unless one is given."""
+def build_options(
+    *,
+    session: Session | None = None,
+    cwd: str | None = None,
+    http_clients: HttpClientPool | None = None,
+) -> AgentHarnessOptions:
+    """The spec's harness options; a new session unless one is given.
+
+    ``http_clients``: an HttpClientPool shared by many harnesses of one process (one
+    connection pool and one cap on requests in flight per base URL; its owner closes it).
+    """
     if session is None:
         session = Session()
     return AgentHarnessOptions(
@@ -68,6 +81,7 @@ def build_options(*, session: Session | None = None, cwd: str | None = None) -> 
                 ],
             ),
         ],
+        http_clients=http_clients,
     )
 
 

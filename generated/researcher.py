@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harnessc.runtime import (
     AgentHarnessOptions,
@@ -28,6 +29,9 @@ from harnessc.runtime.resources import load_resources
 from harnessc.runtime.session import JsonlSessionRepo, Session
 from harnessc.runtime.tools import create_read_tool, import_object, python_tool
 
+if TYPE_CHECKING:
+    from harnessc.runtime.providers.transport import HttpClientPool
+
 AGENT_NAME = "researcher"
 DESCRIPTION = "Research assistant that keeps sourced notes."
 # The spec's folder: relative paths and `module:function` imports resolve against it.
@@ -41,8 +45,17 @@ SYSTEM_PROMPT = (
 )
 
 
-def build_options(*, session: Session | None = None, cwd: str | None = None) -> AgentHarnessOptions:
-    """The spec's harness options; a new session unless one is given."""
+def build_options(
+    *,
+    session: Session | None = None,
+    cwd: str | None = None,
+    http_clients: HttpClientPool | None = None,
+) -> AgentHarnessOptions:
+    """The spec's harness options; a new session unless one is given.
+
+    ``http_clients``: an HttpClientPool shared by many harnesses of one process (one
+    connection pool and one cap on requests in flight per base URL; its owner closes it).
+    """
     if session is None:
         session = JsonlSessionRepo(SESSIONS_DIR).create(cwd=cwd, metadata={"agent": AGENT_NAME})
     return AgentHarnessOptions(
@@ -92,6 +105,7 @@ def build_options(*, session: Session | None = None, cwd: str | None = None) -> 
             CompactionExtension(CompactionConfig(keep_recent_tokens=30_000, trigger_ratio=0.8)),
             SessionIndexExtension(SessionIndexConfig()),
         ],
+        http_clients=http_clients,
     )
 
 

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harnessc.runtime import (
     AgentHarnessOptions,
@@ -30,6 +31,9 @@ from harnessc.runtime.tools import (
     create_read_tool,
 )
 
+if TYPE_CHECKING:
+    from harnessc.runtime.providers.transport import HttpClientPool
+
 AGENT_NAME = "reviewer"
 DESCRIPTION = "Reviews changes read-only and asks a human before proposing a fix."
 # The spec's folder: relative paths and `module:function` imports resolve against it.
@@ -44,8 +48,17 @@ SYSTEM_PROMPT = (
 )
 
 
-def build_options(*, session: Session | None = None, cwd: str | None = None) -> AgentHarnessOptions:
-    """The spec's harness options; a new session unless one is given."""
+def build_options(
+    *,
+    session: Session | None = None,
+    cwd: str | None = None,
+    http_clients: HttpClientPool | None = None,
+) -> AgentHarnessOptions:
+    """The spec's harness options; a new session unless one is given.
+
+    ``http_clients``: an HttpClientPool shared by many harnesses of one process (one
+    connection pool and one cap on requests in flight per base URL; its owner closes it).
+    """
     if session is None:
         session = JsonlSessionRepo(SESSIONS_DIR).create(cwd=cwd, metadata={"agent": AGENT_NAME})
     return AgentHarnessOptions(
@@ -120,6 +133,7 @@ def build_options(*, session: Session | None = None, cwd: str | None = None) -> 
             ),
             command_hook("agent_end", "reviewer/notify.sh", timeout_s=15, spec_dir=SPEC_DIR),
         ],
+        http_clients=http_clients,
     )
 
 

@@ -7,9 +7,8 @@ Every event carries a sequence number and a timestamp and turns into JSON with
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -385,39 +384,5 @@ def event_matches(name: str, event: Event) -> bool:
     return alias[1] is None or alias[1](event)
 
 
-class EventLog:
-    """An append-only list of events that can be replayed from any offset."""
-
-    def __init__(self, path: str | Path | None = None) -> None:
-        self._events: list[Event] = []
-        self._path = Path(path) if path is not None else None
-
-    def __call__(self, event: Event) -> None:
-        self.append(event)
-
-    def append(self, event: Event) -> None:
-        self._events.append(event)
-        if self._path is not None:
-            with self._path.open("a", encoding="utf-8") as fh:
-                fh.write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")
-
-    def __len__(self) -> int:
-        return len(self._events)
-
-    def __iter__(self) -> Iterator[Event]:
-        return iter(self._events)
-
-    @property
-    def events(self) -> list[Event]:
-        return list(self._events)
-
-    def replay(self, listener: Callable[[Event], Any], offset: int = 0) -> int:
-        """Feed the events from ``offset`` on to ``listener``; returns how many."""
-        count = 0
-        for event in self._events[offset:]:
-            listener(event)
-            count += 1
-        return count
-
-    def to_dicts(self, offset: int = 0) -> list[dict[str, Any]]:
-        return [e.to_dict() for e in self._events[offset:]]
+# The log lives in its own module; ``EventLog`` stays importable from here.
+from harnessc.runtime.event_log import EventLog  # noqa: E402 - it needs Event above

@@ -21,7 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harnessc.runtime.providers.channel import Channel
 
 __all__ = ["DEFAULT_TIMEOUT_MS", "TOTAL_FACTOR", "Interrupt", "RequestClock"]
 
@@ -38,18 +41,15 @@ class Interrupt:
     def __init__(self) -> None:
         self.kind = ""  # "abort" | "idle" | "total" | "deadline"
         self.task: asyncio.Task[None] | None = None
-        self.queue: asyncio.Queue[tuple[Any, ...]] | None = None
+        self.queue: Channel[tuple[Any, ...]] | None = None
 
     def trip(self, kind: str) -> None:
         if not self.kind:
             self.kind = kind
         if self.task is not None and not self.task.done():
             self.task.cancel()
-        if self.queue is not None:
-            try:
-                self.queue.put_nowait((WAKE,))
-            except asyncio.QueueFull:  # the driver is busy and will check ``kind``
-                pass
+        if self.queue is not None:  # when full, the driver is busy and will check ``kind``
+            self.queue.offer((WAKE,))
 
 
 class RequestClock:

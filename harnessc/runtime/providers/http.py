@@ -7,24 +7,29 @@ header merging, sending with retries and backoff, response callbacks, timeouts
 (see ``clock.py`` for what ``timeout_ms`` bounds), abort, and turning every failure
 into a final ``error`` event with a readable, redacted message.
 
-The reply is complete at the protocol's end marker (``[DONE]``, ``message_stop``):
-a server that keeps the connection open after it, or sends keepalives, does not
-delay the reply by more than ``END_GRACE_S``.
+One attempt (one exchange and the reading of its reply) is ``attempt.read_attempt``;
+this module decides about retries. The reply is complete at the protocol's end marker
+(``[DONE]``, ``message_stop``), at most ``END_GRACE_S`` before the body's end.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
 import httpx
 
 from harnessc.runtime.messages import AssistantMessage
-from harnessc.runtime.options import Model
+from harnessc.runtime.providers.attempt import (
+    END_GRACE_S,
+    Attempt,
+    aborted_event,
+    error_event,
+    read_attempt,
+)
 from harnessc.runtime.providers.base import AssistantMessageEvent, ProviderRequest, ProviderRetry
-from harnessc.runtime.providers.builder import MessageBuilder, finalize_usage
+from harnessc.runtime.providers.builder import MessageBuilder
 from harnessc.runtime.providers.clock import Interrupt, RequestClock
 from harnessc.runtime.providers.errors import (
     MAX_ERROR_CHARS,
@@ -34,23 +39,16 @@ from harnessc.runtime.providers.errors import (
     secret_values,
     url_secrets,
 )
-from harnessc.runtime.providers.hints import answer_error, interrupted_error, transport_error
 from harnessc.runtime.providers.retry import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_MAX_RETRY_DELAY_MS,
     retry_delay_ms,
     sleep_unless_aborted,
 )
-from harnessc.runtime.providers.sse import SSEParser
 from harnessc.runtime.providers.text import payload_bytes
 from harnessc.runtime.providers.transport import (
     ACCEPT_ENCODING,
-    BODY,
-    CHUNK,
-    END,
-    FAIL,
     HttpClientPool,
-    exchange,
 )
 from harnessc.runtime.providers.wire import (
     HttpRequestSpec,
@@ -75,19 +73,6 @@ __all__ = [
 ]
 
 _DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=30.0)
-# How long the end of the body may lag behind the protocol's end marker.
-END_GRACE_S = 0.05
-
-
-class _Attempt:
-    """What one attempt came to: the final event, or the error to retry or report."""
-
-    __slots__ = ("final", "error", "streamed")
-
-    def __init__(self) -> None:
-        self.final: AssistantMessageEvent | None = None
-        self.error: ProviderError | None = None
-        self.streamed = False  # events of this reply were yielded
 
 
 class HttpProvider:
@@ -141,13 +126,13 @@ class HttpProvider:
             message = (
                 f"no API key for model {model.id!r}: set {model.api_key_env} in the environment"
             )
-            yield self._final_error(builder, model, ProviderError(message), secrets)
+            yield error_event(builder, model, ProviderError(message), secrets)
             return
         try:
             spec = self.build_request(request, api_key)
         except Exception as exc:
             failure = ProviderError(f"could not build the request: {type(exc).__name__}: {exc}")
-            yield self._final_error(builder, model, failure, secrets)
+            yield error_event(builder, model, failure, secrets)
             return
         payload: Any = spec.payload
         if request.on_payload is not None:
@@ -155,10 +140,11 @@ class HttpProvider:
                 replaced = await request.on_payload(payload)
             except Exception as exc:
                 failure = ProviderError(f"before_provider_payload hook failed: {exc}")
-                yield self._final_error(builder, model, failure, secrets)
+                yield error_event(builder, model, failure, secrets)
                 return
             if replaced is not None:
                 payload = replaced
+            del replaced
         options = request.stream_options
         headers = merge_headers(
             {"accept-encoding": ACCEPT_ENCODING}, spec.headers, model.headers, options.headers
@@ -168,8 +154,12 @@ class HttpProvider:
             body = payload_bytes(payload)
         except (TypeError, ValueError, RecursionError) as exc:
             failure = ProviderError(f"the request payload is not valid JSON: {exc}")
-            yield self._final_error(builder, model, failure, secrets)
+            yield error_event(builder, model, failure, secrets)
             return
+        # Only the encoded body is needed from here on: the payload's dicts (every
+        # message of the context again) are not kept while the request waits and streams.
+        url = spec.url
+        del spec, payload
         timeout_ms = options.timeout_ms
         timeout = httpx.Timeout(timeout_ms / 1000) if timeout_ms else _DEFAULT_TIMEOUT
         max_retries = DEFAULT_MAX_RETRIES if options.max_retries is None else options.max_retries
@@ -196,12 +186,13 @@ class HttpProvider:
             while True:
                 attempt += 1
                 if signal.aborted:
-                    yield self._aborted(builder, model, signal.reason)
+                    yield aborted_event(builder, model, signal.reason)
                     return
                 interrupt = current[0] = Interrupt()
-                outcome = _Attempt()
-                async for event in self._attempt(
-                    spec.url,
+                outcome = Attempt()
+                async for event in read_attempt(
+                    self,
+                    url,
                     headers,
                     body,
                     timeout,
@@ -219,7 +210,7 @@ class HttpProvider:
                 error = outcome.error
                 assert error is not None
                 if signal.aborted or interrupt.kind == "abort":
-                    yield self._aborted(builder, model, signal.reason)
+                    yield aborted_event(builder, model, signal.reason)
                     return
                 # Output received (even if not yielded yet) is never thrown away by a retry.
                 received = outcome.streamed or builder.has_content
@@ -233,7 +224,7 @@ class HttpProvider:
                     for ev in builder.out:  # deltas decoded together with the failure
                         yield ev
                     builder.out.clear()
-                    yield self._final_error(builder, model, error, secrets)
+                    yield error_event(builder, model, error, secrets)
                     return
                 if request.on_retry is not None:
                     shown = error.message
@@ -253,164 +244,7 @@ class HttpProvider:
                         pass
                 builder.reset()
                 if not await sleep_unless_aborted(signal, delay):
-                    yield self._aborted(builder, model, signal.reason)
+                    yield aborted_event(builder, model, signal.reason)
                     return
         finally:
             remove_listener()
-
-    async def _attempt(
-        self,
-        url: str,
-        headers: dict[str, str],
-        body: bytes,
-        timeout: httpx.Timeout,
-        request: ProviderRequest,
-        builder: MessageBuilder,
-        clock: RequestClock,
-        interrupt: Interrupt,
-        outcome: _Attempt,
-        secrets: list[str | None],
-    ) -> AsyncIterator[AssistantMessageEvent]:
-        """One exchange: yields the reply's events, leaves the result in ``outcome``."""
-        model = request.model
-        timeout_ms = request.stream_options.timeout_ms
-        queue: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue(maxsize=64)
-        task = asyncio.get_running_loop().create_task(
-            exchange(self.clients, url, headers, body, timeout, queue)
-        )
-        interrupt.task, interrupt.queue = task, queue
-        clock.arm(interrupt)
-        parser: SSEParser | None = None
-        try:
-            item = await queue.get()
-            if interrupt.kind:
-                outcome.error = interrupted_error(interrupt.kind, timeout_ms, url, clock, parser)
-                return
-            if item[0] == FAIL:
-                outcome.error = transport_error(item[1], timeout_ms, url)
-                return
-            status: int = item[1]
-            response_headers: dict[str, str] = item[2]
-            if request.on_response is not None:
-                try:
-                    await request.on_response(status, response_headers)
-                except Exception as exc:
-                    outcome.error = ProviderError(f"after_provider_response callback failed: {exc}")
-                    return
-            clock.begin_content()
-            item = await queue.get()
-            if interrupt.kind:
-                outcome.error = interrupted_error(interrupt.kind, timeout_ms, url, clock, parser)
-                return
-            if item[0] == BODY:
-                outcome.error = answer_error(
-                    status, item[1], response_headers, model, url, self.base_url_hint, secrets
-                )
-                return
-            parser = SSEParser()
-            state = self.new_state(builder, request)
-            out = builder.out
-            while True:
-                kind = item[0]
-                if kind == CHUNK:
-                    for event, data in parser.feed(item[1]):
-                        state.handle(event, data)
-                        if state.done:
-                            break
-                    if out:
-                        clock.last = clock.loop.time()
-                        for ev in out:
-                            yield ev
-                        out.clear()
-                        outcome.streamed = True
-                    if state.done:
-                        break
-                elif kind == END:
-                    for event, data in parser.flush():
-                        state.handle(event, data)
-                        if state.done:
-                            break
-                    if not state.done:
-                        state.end()
-                    if not state.done:
-                        outcome.error = ProviderError(
-                            "the stream ended before the reply was complete", retryable=True
-                        )
-                        return
-                    break
-                elif kind == FAIL:
-                    outcome.error = transport_error(item[1], timeout_ms, url)
-                    return
-                item = await queue.get()
-                if interrupt.kind:
-                    if interrupt.kind == "idle":  # a finished reply left open (no end marker)
-                        with contextlib.suppress(ProviderError):
-                            state.end()
-                        if state.done:
-                            break
-                    outcome.error = interrupted_error(
-                        interrupt.kind, timeout_ms, url, clock, parser
-                    )
-                    return
-            outcome.final = self._done(builder, model)
-            for ev in out:
-                yield ev
-            out.clear()
-        except ProviderError as exc:
-            outcome.error = exc
-        except Exception as exc:  # an unexpected frame shape, a callback bug
-            outcome.error = ProviderError(
-                f"could not read the provider's reply: {type(exc).__name__}: {exc}"
-            )
-        finally:
-            clock.disarm()
-            interrupt.task = interrupt.queue = None
-            if not task.done() and outcome.final is not None:
-                await _await_end(task)  # a well-behaved server's end: keep the connection
-            if not task.done():
-                task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-
-    # -- outcomes -----------------------------------------------------------------
-
-    def _done(self, builder: MessageBuilder, model: Model) -> AssistantMessageEvent:
-        builder.finish()
-        partial = builder.partial
-        usage = partial.usage
-        finalize_usage(usage, model)
-        prompt = usage.input + usage.cache_read + usage.cache_write
-        if model.context_window and prompt > model.context_window:
-            partial.context_overflow = True
-        return AssistantMessageEvent("done", partial)
-
-    def _settle(self, builder: MessageBuilder) -> None:
-        builder.finish()
-        builder.out.clear()
-
-    def _final_error(
-        self,
-        builder: MessageBuilder,
-        model: Model,
-        error: ProviderError,
-        secrets: list[str | None],
-    ) -> AssistantMessageEvent:
-        self._settle(builder)
-        partial = builder.partial
-        partial.stop_reason = "error"
-        partial.error_message = cut_text(redact(error.message, secrets), 2 * MAX_ERROR_CHARS)
-        partial.context_overflow = error.context_overflow
-        finalize_usage(partial.usage, model)
-        return AssistantMessageEvent("error", partial)
-
-    def _aborted(self, builder: MessageBuilder, model: Model, reason: str) -> AssistantMessageEvent:
-        self._settle(builder)
-        partial = builder.partial
-        partial.stop_reason = "aborted"
-        partial.error_message = reason or "aborted"
-        finalize_usage(partial.usage, model)
-        return AssistantMessageEvent("error", partial)
-
-
-async def _await_end(task: asyncio.Task[None]) -> None:
-    """Give the exchange ``END_GRACE_S`` to read the body's end (then it is cut)."""
-    await asyncio.wait((task,), timeout=END_GRACE_S)

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from harnessc.runtime.providers.channel import Channel
 from harnessc.runtime.providers.errors import ProviderError
 
 __all__ = [
@@ -240,7 +241,7 @@ async def exchange(
     headers: dict[str, str],
     body: bytes,
     timeout: httpx.Timeout,
-    queue: asyncio.Queue[tuple[Any, ...]],
+    queue: Channel[tuple[Any, ...]],
     max_bytes: int = MAX_RESPONSE_BYTES,
 ) -> None:
     """Send one request and pass its head, body pieces and end (or failure) on."""

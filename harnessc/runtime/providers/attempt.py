@@ -1,0 +1,231 @@
+"""One attempt of an HTTP provider request, and the final events a request ends with.
+
+``read_attempt`` runs one exchange (``transport.exchange`` in a task) and reads what it
+passes on: the response head (callbacks, error answers), then the event stream fed to
+the provider's ``StreamState``, yielding the reply's events as they are decoded. What
+the attempt came to (the final event, or the error to retry or report) is left in an
+``Attempt``; ``http.HttpProvider`` decides about retries.
+
+The reply is complete at the protocol's end marker (``[DONE]``, ``message_stop``):
+a server that keeps the connection open after it, or sends keepalives, does not
+delay the reply by more than ``END_GRACE_S``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any, Protocol
+
+import httpx
+
+from harnessc.runtime.options import Model
+from harnessc.runtime.providers.base import AssistantMessageEvent, ProviderRequest
+from harnessc.runtime.providers.builder import MessageBuilder, finalize_usage
+from harnessc.runtime.providers.channel import Channel
+from harnessc.runtime.providers.clock import Interrupt, RequestClock
+from harnessc.runtime.providers.errors import MAX_ERROR_CHARS, ProviderError, cut_text, redact
+from harnessc.runtime.providers.hints import answer_error, interrupted_error, transport_error
+from harnessc.runtime.providers.sse import SSEParser
+from harnessc.runtime.providers.transport import BODY, CHUNK, END, FAIL, HttpClientPool, exchange
+from harnessc.runtime.providers.wire import StreamState
+
+__all__ = [
+    "END_GRACE_S",
+    "Attempt",
+    "AttemptReader",
+    "aborted_event",
+    "done_event",
+    "error_event",
+    "read_attempt",
+]
+
+# How long the end of the body may lag behind the protocol's end marker.
+END_GRACE_S = 0.05
+
+
+class AttemptReader(Protocol):
+    """What an attempt needs of its provider."""
+
+    @property
+    def clients(self) -> HttpClientPool: ...
+
+    @property
+    def base_url_hint(self) -> str: ...  # what base_url must look like, for a 404's hint
+
+    def new_state(self, builder: MessageBuilder, request: ProviderRequest) -> StreamState: ...
+
+
+class Attempt:
+    """What one attempt came to: the final event, or the error to retry or report."""
+
+    __slots__ = ("final", "error", "streamed")
+
+    def __init__(self) -> None:
+        self.final: AssistantMessageEvent | None = None
+        self.error: ProviderError | None = None
+        self.streamed = False  # events of this reply were yielded
+
+
+async def read_attempt(
+    reader: AttemptReader,
+    url: str,
+    headers: dict[str, str],
+    body: bytes,
+    timeout: httpx.Timeout,
+    request: ProviderRequest,
+    builder: MessageBuilder,
+    clock: RequestClock,
+    interrupt: Interrupt,
+    outcome: Attempt,
+    secrets: list[str | None],
+) -> AsyncIterator[AssistantMessageEvent]:
+    """One exchange: yields the reply's events, leaves the result in ``outcome``."""
+    model = request.model
+    timeout_ms = request.stream_options.timeout_ms
+    queue: Channel[tuple[Any, ...]] = Channel(64)
+    task = asyncio.get_running_loop().create_task(
+        exchange(reader.clients, url, headers, body, timeout, queue)
+    )
+    interrupt.task, interrupt.queue = task, queue
+    clock.arm(interrupt)
+    parser: SSEParser | None = None
+    try:
+        item = await queue.get()
+        if interrupt.kind:
+            outcome.error = interrupted_error(interrupt.kind, timeout_ms, url, clock, parser)
+            return
+        if item[0] == FAIL:
+            outcome.error = transport_error(item[1], timeout_ms, url)
+            return
+        status: int = item[1]
+        response_headers: dict[str, str] = item[2]
+        if request.on_response is not None:
+            try:
+                await request.on_response(status, response_headers)
+            except Exception as exc:
+                outcome.error = ProviderError(f"after_provider_response callback failed: {exc}")
+                return
+        clock.begin_content()
+        item = await queue.get()
+        if interrupt.kind:
+            outcome.error = interrupted_error(interrupt.kind, timeout_ms, url, clock, parser)
+            return
+        if item[0] == BODY:
+            outcome.error = answer_error(
+                status, item[1], response_headers, model, url, reader.base_url_hint, secrets
+            )
+            return
+        parser = SSEParser()
+        state = reader.new_state(builder, request)
+        out = builder.out
+        while True:
+            kind = item[0]
+            if kind == CHUNK:
+                for event, data in parser.feed(item[1]):
+                    state.handle(event, data)
+                    if state.done:
+                        break
+                if out:
+                    clock.last = clock.loop.time()
+                    for ev in out:
+                        yield ev
+                    out.clear()
+                    outcome.streamed = True
+                if state.done:
+                    break
+            elif kind == END:
+                for event, data in parser.flush():
+                    state.handle(event, data)
+                    if state.done:
+                        break
+                if not state.done:
+                    state.end()
+                if not state.done:
+                    outcome.error = ProviderError(
+                        "the stream ended before the reply was complete", retryable=True
+                    )
+                    return
+                break
+            elif kind == FAIL:
+                outcome.error = transport_error(item[1], timeout_ms, url)
+                return
+            item = await queue.get()
+            if interrupt.kind:
+                if interrupt.kind == "idle":  # a finished reply left open (no end marker)
+                    with contextlib.suppress(ProviderError):
+                        state.end()
+                    if state.done:
+                        break
+                outcome.error = interrupted_error(interrupt.kind, timeout_ms, url, clock, parser)
+                return
+        outcome.final = done_event(builder, model)
+        for ev in out:
+            yield ev
+        out.clear()
+    except ProviderError as exc:
+        outcome.error = exc
+    except Exception as exc:  # an unexpected frame shape, a callback bug
+        outcome.error = ProviderError(
+            f"could not read the provider's reply: {type(exc).__name__}: {exc}"
+        )
+    finally:
+        clock.disarm()
+        interrupt.task = interrupt.queue = None
+        if not task.done() and outcome.final is not None:
+            await _await_end(task)  # a well-behaved server's end: keep the connection
+        if not task.done():
+            task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+# -- outcomes -----------------------------------------------------------------
+
+
+# -- outcomes -----------------------------------------------------------------
+
+
+def done_event(builder: MessageBuilder, model: Model) -> AssistantMessageEvent:
+    builder.finish()
+    partial = builder.partial
+    usage = partial.usage
+    finalize_usage(usage, model)
+    prompt = usage.input + usage.cache_read + usage.cache_write
+    if model.context_window and prompt > model.context_window:
+        partial.context_overflow = True
+    return AssistantMessageEvent("done", partial)
+
+
+def _settle(builder: MessageBuilder) -> None:
+    builder.finish()
+    builder.out.clear()
+
+
+def error_event(
+    builder: MessageBuilder,
+    model: Model,
+    error: ProviderError,
+    secrets: list[str | None],
+) -> AssistantMessageEvent:
+    _settle(builder)
+    partial = builder.partial
+    partial.stop_reason = "error"
+    partial.error_message = cut_text(redact(error.message, secrets), 2 * MAX_ERROR_CHARS)
+    partial.context_overflow = error.context_overflow
+    finalize_usage(partial.usage, model)
+    return AssistantMessageEvent("error", partial)
+
+
+def aborted_event(builder: MessageBuilder, model: Model, reason: str) -> AssistantMessageEvent:
+    _settle(builder)
+    partial = builder.partial
+    partial.stop_reason = "aborted"
+    partial.error_message = reason or "aborted"
+    finalize_usage(partial.usage, model)
+    return AssistantMessageEvent("error", partial)
+
+
+async def _await_end(task: asyncio.Task[None]) -> None:
+    """Give the exchange ``END_GRACE_S`` to read the body's end (then it is cut)."""
+    await asyncio.wait((task,), timeout=END_GRACE_S)

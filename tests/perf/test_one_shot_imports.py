@@ -1,0 +1,78 @@
+"""What a piped one-shot run of a generated agent imports (no timing: see benchmarks/startup.py).
+
+``python generated/hello.py "hi"`` against the local server, in a subprocess: the reply
+arrives, and none of the parts a one-shot run never needs were loaded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from harnessc.testing import ProtocolServer, ScriptedResponse, openai_events
+
+REPO = Path(__file__).resolve().parents[2]
+
+# Loaded only by the interactive mode, other wire APIs, other tools, the compiler, the
+# index, durable runs and MCP: a piped one-shot run of hello.py needs none of them.
+NEVER = (
+    "harnessc.compiler",
+    "harnessc.spec",
+    "harnessc.runtime.cli.repl",
+    "harnessc.runtime.durable",
+    "harnessc.runtime.mcp",
+    "harnessc.runtime.extensions",
+    "harnessc.runtime.session.index",
+    "harnessc.runtime.session.jsonl",
+    "harnessc.runtime.session.tree",
+    "harnessc.runtime.resources.loader",
+    "harnessc.runtime.resources.watch",
+    "harnessc.runtime.tools.bash",
+    "harnessc.runtime.providers.anthropic_messages",
+    "harnessc.runtime.providers.google_generative_ai",
+    "harnessc.runtime.providers.replay",
+    "harnessc.runtime.providers.scripted",
+    "harnessc.testing",
+    "jinja2",
+    "pydantic",
+    "sqlite3",
+    "watchfiles",
+    "yaml",
+)
+
+PROBE = """
+import json, runpy, sys
+sys.argv = ["hello.py", "hi"]
+try:
+    runpy.run_path(sys.argv_path, run_name="__main__")
+except SystemExit as exc:
+    code = exc.code
+else:
+    code = 0
+sys.stderr.write("\\nMODULES " + json.dumps([code, sorted(sys.modules)]) + "\\n")
+"""
+
+
+def test_a_piped_one_shot_run_loads_only_what_it_uses(tmp_path: Path) -> None:
+    agent = REPO / "generated" / "hello.py"
+    probe = PROBE.replace("sys.argv_path", repr(str(agent)))
+    with ProtocolServer() as server:
+        server.set_handler(lambda request: ScriptedResponse.sse(openai_events(["Hi", " there"])))
+        env = dict(os.environ, HELLO_BASE_URL=f"{server.url}/v1", PYTHONPATH=str(REPO))
+        done = subprocess.run(
+            [sys.executable, "-c", probe],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.stdout.strip() == "Hi there", done.stderr
+    code, modules = json.loads(done.stderr.rsplit("MODULES ", 1)[1])
+    assert code == 0
+    loaded = [m for m in modules if any(m == n or m.startswith(n + ".") for n in NEVER)]
+    assert loaded == []
+    assert "harnessc.runtime.providers.openai_completions" in modules  # the probe is real
