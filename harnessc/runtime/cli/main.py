@@ -39,7 +39,7 @@ from harnessc.runtime.cli.sessions import (
 from harnessc.runtime.cli.shutdown import close_harness
 from harnessc.runtime.harness import AgentHarness
 from harnessc.runtime.options import AgentHarnessOptions
-from harnessc.runtime.session.repo import SessionRepo
+from harnessc.runtime.session.repo_protocol import SessionRepo
 
 if TYPE_CHECKING:
     from harnessc.runtime.tools.permission_gate import PermissionGate

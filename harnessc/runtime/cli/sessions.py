@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TextIO, runtime_checkable
 
 from harnessc.runtime.cli.args import UsageError
 from harnessc.runtime.cli.output import one_line
-from harnessc.runtime.session.repo import SessionRepo
+from harnessc.runtime.session.repo_protocol import SessionRepo
 from harnessc.runtime.session.session import Session, SessionError, SessionHeader
 
 if TYPE_CHECKING:

@@ -1,4 +1,5 @@
-"""Session repositories: the ``SessionRepo`` protocol and the JSONL store (pi layout).
+"""Session repositories: the JSONL store (pi layout); the ``SessionRepo`` protocol is in
+``repo_protocol`` (re-exported here).
 
 Files live at ``<root>/<cwd-slug>/<timestamp>_<id>.jsonl``; the slug is pi's
 ``--path-with-dashes--`` (leading slash dropped, ``/``, ``\\`` and ``:`` turned into
@@ -14,10 +15,9 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from stat import S_ISREG
-from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Any
 
 from harnessc.runtime.session.jsonl import (
     EmptySessionFileError,
@@ -26,6 +26,13 @@ from harnessc.runtime.session.jsonl import (
     read_session_file,
 )
 from harnessc.runtime.session.lock import lock_exclusive, unlock
+from harnessc.runtime.session.repo_protocol import (
+    ForkPosition,
+    SessionMeta,
+    SessionNotFoundError,
+    SessionRef,
+    SessionRepo,
+)
 from harnessc.runtime.session.session import (
     Session,
     SessionEntry,
@@ -49,54 +56,6 @@ __all__ = [
     "cwd_slug",
     "session_file_name",
 ]
-
-ForkPosition: TypeAlias = Literal["before", "at"]
-
-
-class SessionNotFoundError(SessionError, LookupError):
-    """No session with that id (or path) in the repo."""
-
-
-@dataclass(slots=True)
-class SessionMeta:
-    """What ``list`` knows about a session without opening it."""
-
-    id: str
-    path: str
-    cwd: str = ""
-    timestamp: str = ""  # header creation time (ISO)
-    modified: float = 0.0  # file mtime, seconds since the epoch
-    size: int = 0
-    name: str | None = None  # latest session_info name (see JsonlSessionRepo.list)
-    first_prompt: str | None = None  # text of the first user message
-    parent_session: str | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
-    version: int = 3
-
-
-SessionRef: TypeAlias = "SessionMeta | Session | str | os.PathLike[str]"
-
-
-@runtime_checkable
-class SessionRepo(Protocol):
-    """Where sessions are created, found, listed, deleted and forked (seed 000)."""
-
-    def create(
-        self, *, cwd: str | None = None, metadata: dict[str, Any] | None = None
-    ) -> Session: ...
-
-    def open(self, target: SessionMeta | str | os.PathLike[str]) -> Session: ...
-
-    def list(self, cwd: str | None = None) -> list[SessionMeta]: ...
-
-    def delete(self, meta: SessionMeta | str | os.PathLike[str]) -> None: ...
-
-    def fork(
-        self,
-        source: SessionMeta | Session | str | os.PathLike[str],
-        entry_id: str | None = None,
-        position: ForkPosition = "before",
-    ) -> Session: ...
 
 
 def cwd_slug(cwd: str) -> str:
