@@ -301,3 +301,12 @@ class Terminal:
             os.kill(self.pid, signal.SIGKILL)
             os.waitpid(self.pid, 0)
         os.close(self.fd)
+
+
+@pytest.fixture
+def terminals() -> Iterator[list[Terminal]]:
+    """Terminals a test opens (``terminals.append(term)``), closed after it."""
+    opened: list[Terminal] = []
+    yield opened
+    for terminal in opened:
+        terminal.close()

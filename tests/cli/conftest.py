@@ -1,5 +1,5 @@
 """CLI test fixtures (defined in clikit, next to the helpers the tests import)."""
 
-from .clikit import agent, server
+from .clikit import agent, server, terminals
 
-__all__ = ["agent", "server"]
+__all__ = ["agent", "server", "terminals"]

@@ -2,22 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from harnessc.testing import ProtocolServer
 
 from .clikit import Agent, Terminal, text_reply, tool_reply
-
-
-@pytest.fixture
-def terminals() -> Iterator[list[Terminal]]:
-    opened: list[Terminal] = []
-    yield opened
-    for terminal in opened:
-        terminal.close()
 
 
 def _messages(request: object) -> list[tuple[str, str]]:

@@ -4,9 +4,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-
-import pytest
 
 from harnessc.testing import ProtocolServer
 
@@ -25,14 +22,6 @@ ENV = {"AGENT_PERMISSIONS": RULES}
 
 def _tool_texts(request: object) -> list[str]:
     return [str(m.get("content")) for m in request.json["messages"] if m["role"] == "tool"]  # type: ignore[attr-defined]
-
-
-@pytest.fixture
-def terminals() -> Iterator[list[Terminal]]:
-    opened: list[Terminal] = []
-    yield opened
-    for terminal in opened:
-        terminal.close()
 
 
 def test_allowed_and_denied_calls(agent: Agent, server: ProtocolServer) -> None:

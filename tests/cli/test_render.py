@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import pytest
 
@@ -15,14 +14,6 @@ pytest.importorskip("rich")
 
 MARKDOWN = ["# Plan\n\n", "Run **this**:\n\n", "```python\nprint('hi')\n```\n"]
 ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-
-
-@pytest.fixture
-def terminals() -> Iterator[list[Terminal]]:
-    opened: list[Terminal] = []
-    yield opened
-    for terminal in opened:
-        terminal.close()
 
 
 def test_a_reply_on_a_terminal_is_rendered_markdown(

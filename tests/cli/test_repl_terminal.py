@@ -2,21 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
 from harnessc.testing import ProtocolServer
 
 from .clikit import Agent, Terminal, text_reply, tool_reply
-
-
-@pytest.fixture
-def terminals() -> Iterator[list[Terminal]]:
-    opened: list[Terminal] = []
-    yield opened
-    for terminal in opened:
-        terminal.close()
 
 
 def test_ctrl_d_during_a_run_lets_it_finish_then_quits(

@@ -10,9 +10,6 @@ from __future__ import annotations
 import re
 import signal
 import termios
-from collections.abc import Iterator
-
-import pytest
 
 from harnessc.testing import ProtocolServer
 
@@ -20,14 +17,6 @@ from .clikit import Agent, Terminal, text_reply, tool_reply
 
 ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[=>]")
 TYPED = "jazz quiz"  # no "z" or "q" in anything the spinner or the tool lines print
-
-
-@pytest.fixture
-def terminals() -> Iterator[list[Terminal]]:
-    opened: list[Terminal] = []
-    yield opened
-    for terminal in opened:
-        terminal.close()
 
 
 def _echo_is_on(term: Terminal) -> bool:
