@@ -339,25 +339,12 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
 
 
 # The gate (a tool_call hook applying the rules) and the session records of answers
-# live in permission_gate.py; generated modules import permission_hook from here.
-_GATE_NAMES = frozenset(
-    {
-        "PERMISSION_ENTRY",
-        "PermissionGate",
-        "claude_permission_mode",
-        "describe_call",
-        "find_gate",
-        "pending_asks",
-        "permission_hook",
-        "record_answer",
-        "recorded_answer",
-    }
-)
-
-
+# live in permission_gate.py (its __all__); generated modules import permission_hook
+# from here.
 def __getattr__(name: str) -> Any:
-    if name in _GATE_NAMES:
+    if not name.startswith("__"):
         from harnessc.runtime.tools import permission_gate
 
-        return getattr(permission_gate, name)
+        if name in permission_gate.__all__:
+            return getattr(permission_gate, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
