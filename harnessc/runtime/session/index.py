@@ -20,7 +20,6 @@ previous state (the transaction is rolled back, or SQLite already did).
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import threading
@@ -34,12 +33,11 @@ from harnessc.runtime.session.index_support import (
     SessionIndexBusyError,
     SessionIndexError,
     SessionIndexWriteError,
-    clean_text,
     index_error,
+    index_rows,
     is_busy,
     is_corrupt,
     literal_query,
-    message_text,
     query_error,
 )
 
@@ -317,39 +315,7 @@ class SessionIndex:
             offset, seq, session_id = 0, 0, None
             stats.files_indexed += 1
         end = data.rfind(b"\n") + 1  # only complete lines
-        rows: list[tuple[int, str, str, int, str, str]] = []
-        base = file_id << _SEQ_BITS
-        for raw in data[:end].split(b"\n")[:-1] if end else ():
-            seq += 1
-            try:
-                obj = json.loads(raw)
-            except (ValueError, RecursionError):  # RecursionError: absurdly deep JSON
-                continue
-            if not isinstance(obj, dict):
-                continue
-            if seq == 1:
-                if obj.get("type") == "session" and isinstance(obj.get("id"), str):
-                    session_id = obj["id"]
-                continue
-            if session_id is None or obj.get("type") != "message":
-                continue
-            try:
-                found = message_text(obj.get("message"))
-            except (ValueError, TypeError, RecursionError):
-                continue
-            if found is not None:
-                role, body = found
-                entry_id = clean_text(str(obj.get("id", "")))
-                rows.append(
-                    (
-                        base | seq,
-                        clean_text(session_id),
-                        entry_id,
-                        seq,
-                        clean_text(role),
-                        clean_text(body),
-                    )
-                )
+        rows, seq, session_id = index_rows(data[:end], file_id << _SEQ_BITS, seq, session_id)
         if rows:
             conn.executemany(
                 "INSERT INTO messages(rowid, session_id, entry_id, seq, role, body) "

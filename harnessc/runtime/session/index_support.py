@@ -9,12 +9,14 @@ from typing import Any
 from harnessc.runtime.session.entries import SessionError
 
 __all__ = [
+    "IndexRow",
     "SearchQueryError",
     "SessionIndexBusyError",
     "SessionIndexError",
     "SessionIndexWriteError",
     "clean_text",
     "index_error",
+    "index_rows",
     "is_busy",
     "is_corrupt",
     "literal_query",
@@ -140,3 +142,48 @@ def query_error(query: str, exc: sqlite3.OperationalError) -> Exception:
         '"quoted phrases", AND / OR / NOT, prefix*; put text with punctuation in double '
         'quotes (e.g. "foo-bar" or "a.b").'
     )
+
+
+IndexRow = tuple[int, str, str, int, str, str]  # rowid, session, entry, seq, role, body
+
+
+def index_rows(
+    data: bytes, base: int, seq: int, session_id: str | None
+) -> tuple[list[IndexRow], int, str | None]:
+    """The index rows of a session file's complete lines ``data``, read after line
+    ``seq`` (``session_id`` from the header, when it was read before): the rows, the
+    number of the last line, and the session id. Lines that are not JSON objects, and
+    entries that are not messages with text, give no row."""
+    rows: list[IndexRow] = []
+    for raw in data.split(b"\n")[:-1] if data else ():
+        seq += 1
+        try:
+            obj = json.loads(raw)
+        except (ValueError, RecursionError):  # RecursionError: absurdly deep JSON
+            continue
+        if not isinstance(obj, dict):
+            continue
+        if seq == 1:
+            if obj.get("type") == "session" and isinstance(obj.get("id"), str):
+                session_id = obj["id"]
+            continue
+        if session_id is None or obj.get("type") != "message":
+            continue
+        try:
+            found = message_text(obj.get("message"))
+        except (ValueError, TypeError, RecursionError):
+            continue
+        if found is not None:
+            role, body = found
+            entry_id = clean_text(str(obj.get("id", "")))
+            rows.append(
+                (
+                    base | seq,
+                    clean_text(session_id),
+                    entry_id,
+                    seq,
+                    clean_text(role),
+                    clean_text(body),
+                )
+            )
+    return rows, seq, session_id
