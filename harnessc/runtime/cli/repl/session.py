@@ -20,6 +20,7 @@ from harnessc.runtime.cli.host import CliHost
 from harnessc.runtime.cli.output import one_line
 from harnessc.runtime.cli.pause import pause_reason
 from harnessc.runtime.cli.render import make_printer
+from harnessc.runtime.cli.repl.banner import banner_lines
 from harnessc.runtime.cli.repl.history import History
 from harnessc.runtime.cli.repl.pauses import answer_pause
 from harnessc.runtime.cli.repl.reader import EOF, INTERRUPT, LineReader
@@ -142,42 +143,8 @@ class Repl:
         return 128 + 15 if self.terminated else 0
 
     def banner(self) -> None:
-        session = self.harness.session
-        where = session.path or "in memory"
-        count = len(self.harness.messages)
-        self.note(
-            f"{self.cli.agent_name}: session {session.id[:8]} ({where}, {count} messages), "
-            f"model {self.harness.model_key()}. /help lists commands; Ctrl-C aborts a run, "
-            "Ctrl-D quits."
-        )
-        self.show_last_exchange()
-
-    def show_last_exchange(self) -> None:
-        """Continuing a session: its last prompt and reply, to see where it stands."""
-        from harnessc.runtime.messages import AssistantMessage, UserMessage, message_text
-
-        messages = self.harness.messages
-        last_user = next(
-            (i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], UserMessage)),
-            None,
-        )
-        if last_user is None:
-            return
-        reply = next(
-            (
-                m
-                for m in messages[last_user + 1 :][::-1]
-                if isinstance(m, AssistantMessage) and m.text
-            ),
-            None,
-        )
-        self.note("last exchange:")
-        self.note(f"  > {one_line(message_text(messages[last_user]), 200)}")
-        if reply is not None:
-            text = reply.text.strip()
-            lines = text.splitlines()
-            shown = "\n".join(f"  {line}" for line in lines[:12])
-            self.note(shown + ("\n  ..." if len(lines) > 12 else ""))
+        for text in banner_lines(self.cli.agent_name, self.harness):
+            self.note(text)
 
     async def next_line(self, prompt: str, *, prefill: bool = False) -> Any:
         """The next line typed (or EOF / INTERRUPT); ``prefill``: the line starts with
