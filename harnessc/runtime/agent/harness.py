@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from harnessc.runtime.agent import driver, restore
+from harnessc.runtime.agent import driver, restore, session_moves
 from harnessc.runtime.agent.facade_settings import SettingsFacade
 from harnessc.runtime.agent.parts import Parts
 from harnessc.runtime.agent.results import HarnessBusyError, RunResult
@@ -313,15 +312,7 @@ class AgentHarness(SettingsFacade):
         """
         if reason == "manual" and self._busy:  # the loop compacts by itself mid-run
             raise HarnessBusyError("the agent is busy with a run; compact when it is idle")
-        compactor = self.compactor
-        if compactor is None:
-            from harnessc.runtime.session.compaction import compact_harness
-
-            compactor = compact_harness
-        result = compactor(self, custom_instructions=custom_instructions, reason=reason)
-        if inspect.isawaitable(result):
-            result = await result
-        return result
+        return await session_moves.compact(self, custom_instructions, reason)
 
     async def navigate_tree(
         self,
@@ -337,28 +328,15 @@ class AgentHarness(SettingsFacade):
         A paused run is settled first: it is left on the old branch and never resumed.
         """
         self._check_idle()
-        from harnessc.runtime.session.tree import navigate_tree
-
-        parts = self._parts
-        paused = parts.run if target_id != self.session.leaf_id else None
-        if paused is not None:
-            driver.settle(parts, "tree_move")
-        try:
-            outcome = await navigate_tree(
-                self,
-                target_id,
-                summarize=summarize,
-                custom_instructions=custom_instructions,
-                replace_instructions=replace_instructions,
-                label=label,
-            )
-        except BaseException:
-            if paused is not None:  # the move failed: the run stays paused where it was
-                driver.reopen(parts, paused)
-            raise
-        if paused is not None and getattr(outcome, "cancelled", False):
-            driver.reopen(parts, paused)
-        return outcome
+        return await session_moves.navigate_tree(
+            self,
+            self._parts,
+            target_id,
+            summarize=summarize,
+            custom_instructions=custom_instructions,
+            replace_instructions=replace_instructions,
+            label=label,
+        )
 
     # -- the rest -----------------------------------------------------------------------
 
