@@ -15,6 +15,7 @@ from typing import Any
 
 from harnessc.runtime.agent import budget_gate, endings, model_call, tool_batch
 from harnessc.runtime.agent.hooks import coerce
+from harnessc.runtime.agent.loop_compaction import auto_compact, recover_overflow
 from harnessc.runtime.agent.parts import Parts
 from harnessc.runtime.agent.results import RunResult, RunStatus
 from harnessc.runtime.agent.run_state import RunState
@@ -105,7 +106,7 @@ async def plan_step(parts: Parts, run: RunState) -> Next:
     await parts.bus.flush()
     if not run.turn_open and (reason := await open_turn(parts, run)) is not None:
         return Pause(reason)
-    await _auto_compact(parts)
+    await auto_compact(parts)
     reply = await model_call.call_model(parts, run)
     budget_gate.count_reply(parts, reply)
     run.set_reply(reply)
@@ -131,7 +132,7 @@ async def plan_step(parts: Parts, run: RunState) -> Next:
 async def _failed_reply(parts: Parts, run: RunState) -> Next:
     reply = run.reply
     assert reply is not None
-    if reply.context_overflow and not run.overflow_retried and await _recover_overflow(parts):
+    if reply.context_overflow and not run.overflow_retried and await recover_overflow(parts):
         run.overflow_retried = True
         run.calls = []
         return LoopState.PLANNING  # the same turn, once more after compaction
@@ -366,37 +367,3 @@ async def _resume_paused(parts: Parts, run: RunState) -> RunResult:
     run.pause_requested = None
     parts.transition(run, LoopState.PLANNING)
     return await drive(parts, run)
-
-
-# -- compaction inside the loop ------------------------------------------------------
-
-
-async def _auto_compact(parts: Parts) -> None:
-    """Compact before a model call once the context passes the compaction threshold.
-
-    With a compaction pipeline installed, its own trigger (on the ``context`` moment)
-    is the only one.
-    """
-    if parts.host.compaction_pipeline is not None:
-        return
-    from harnessc.runtime.session.compaction import needs_compaction
-
-    if needs_compaction(parts.host):
-        try:
-            await parts.host.compact(reason="threshold")
-        except Exception as exc:
-            await parts.bus.error("compaction", exc)
-
-
-async def _recover_overflow(parts: Parts) -> bool:
-    """Compact after a context overflow (the installed pipeline, else the session
-    summary); True when the turn should be retried."""
-    pipeline = parts.host.compaction_pipeline
-    try:
-        if pipeline is not None:
-            return bool(await pipeline.recover(parts.host))
-        outcome = await parts.host.compact(reason="overflow")
-    except Exception as exc:
-        await parts.bus.error("compaction", exc)
-        return False
-    return bool(outcome)
