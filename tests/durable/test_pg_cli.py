@@ -67,6 +67,18 @@ class PgAgent:
         return [str(m["content"]) for m in messages if m["role"] == "user"]
 
 
+def _agent_env(server: ProtocolServer, pg_database: str, tmp_path: Path) -> dict[str, str]:
+    """The agent's environment: the local server, the test database, no real keys."""
+    return {
+        **{k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")},
+        "TEST_BASE_URL": f"{server.url}/v1",
+        "TEST_API_KEY": "sk-test",
+        "DATABASE_URL": pg_database,
+        "PYTHONPATH": str(ROOT),
+        "HOME": str(tmp_path / "home"),  # no readline history of the user's
+    }
+
+
 @pytest.fixture(params=["plain", "durable"])
 def agent(request: pytest.FixtureRequest, tmp_path: Path, pg_database: str) -> Iterator[PgAgent]:
     spec = SPEC + (DURABLE if request.param == "durable" else "")
@@ -74,14 +86,7 @@ def agent(request: pytest.FixtureRequest, tmp_path: Path, pg_database: str) -> I
     work = tmp_path / "work"
     work.mkdir()
     with ProtocolServer() as server:
-        env = {
-            **{k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")},
-            "TEST_BASE_URL": f"{server.url}/v1",
-            "TEST_API_KEY": "sk-test",
-            "DATABASE_URL": pg_database,
-            "PYTHONPATH": str(ROOT),
-            "HOME": str(tmp_path / "home"),  # no readline history of the user's
-        }
+        env = _agent_env(server, pg_database, tmp_path)
         yield PgAgent(module, work, env, server)
 
 
@@ -155,13 +160,7 @@ def test_a_paused_postgres_run_is_continued_with_the_hint_it_prints(
     from harnessc.testing import openai_tool_call_events
 
     with ProtocolServer() as server:
-        env = {
-            **{k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")},
-            "TEST_BASE_URL": f"{server.url}/v1",
-            "TEST_API_KEY": "sk-test",
-            "DATABASE_URL": pg_database,
-            "PYTHONPATH": str(ROOT),
-        }
+        env = _agent_env(server, pg_database, tmp_path)
         agent = PgAgent(module, work, env, server)
         server.enqueue(ScriptedResponse.sse(openai_tool_call_events([("call_1", "approve", "{}")])))
         agent.reply("approved, done")
@@ -183,13 +182,7 @@ def test_a_run_that_never_started_leaves_no_postgres_session(
     work.mkdir()
     with ProtocolServer() as server:
         server.enqueue(ScriptedResponse.json_body(401, {"error": {"message": "bad key"}}))
-        env = {
-            **{k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")},
-            "TEST_BASE_URL": f"{server.url}/v1",
-            "TEST_API_KEY": "sk-test",
-            "DATABASE_URL": pg_database,
-            "PYTHONPATH": str(ROOT),
-        }
+        env = _agent_env(server, pg_database, tmp_path)
         agent = PgAgent(module, work, env, server)
         failed = agent.run("hi")
         assert failed.returncode == 1
