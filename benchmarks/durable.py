@@ -3,9 +3,13 @@ of a durable run against the same run without ``durable:``, DBOS's own minimal s
 in the same process, and the peak RSS of a worker.
 
 Run: python benchmarks/durable.py [--runs 1000] [--steps 5] [--latency-ms 20] [--sqlite]
-     [--workers 1,2,4]   (--workers "" only measures the in-process overhead)
-Each figure is printed with the load average; worker and PostgreSQL CPU use show what
-limits the throughput (on a machine with few cores, CPU).
+     [--workers 1,2,4] [--concurrency 8,1]
+--workers "" only measures the in-process overhead; --concurrency is each worker's queue
+concurrency, one throughput series per value (8, the default, makes one worker
+CPU-bound on a small machine; 1 or 2 leaves it latency-bound, which shows whether the
+shared queue and database scale). Each figure is printed with the load average; the
+CPU use of each worker, of PostgreSQL and of the model server shows what limits the
+throughput. The model server runs in a process of its own (as a real API would).
 Needs PostgreSQL (HARNESSC_TEST_PG_DSN, or scripts/pg-test-up starts the machine's).
 Targets: 4 workers >= 3.5x one worker; durable per-step overhead within 2x of DBOS's
 minimal step cost. Prints figures, asserts nothing; wall times need an idle machine.
@@ -28,8 +32,35 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harnessc.testing import ProtocolServer, RecordedRequest, ScriptedResponse  # noqa: E402
-from tests.durable.durakit import AGENT_SOURCE, scripted  # noqa: E402
+from tests.durable.durakit import AGENT_SOURCE  # noqa: E402
+
+
+def serve(latency_s: float) -> None:
+    """The scripted model server (``--serve``): prints its URL, serves until stdin ends."""
+    from harnessc.testing import ProtocolServer, RecordedRequest, ScriptedResponse
+    from tests.durable.durakit import scripted
+
+    def answer(request: RecordedRequest) -> ScriptedResponse:
+        response = scripted(request)
+        response.delay_s = latency_s
+        return response
+
+    with ProtocolServer() as server:
+        server.set_handler(answer)
+        print(server.url, flush=True)
+        sys.stdin.read()
+
+
+def start_server(latency_s: float) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--serve", str(latency_s)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert proc.stdout is not None
+    return proc, proc.stdout.readline().strip()
 
 
 def pg_dsn() -> str:
@@ -120,10 +151,16 @@ def finished_runs(url: str) -> Any:
 
 
 def throughput(
-    workdir: Path, env: dict[str, str], url: str, workers: int, runs: int, steps: int
-) -> tuple[float, list[float], list[float], float]:
+    workdir: Path,
+    env: dict[str, str],
+    url: str,
+    workers: int,
+    runs: int,
+    steps: int,
+    server_pid: int,
+) -> tuple[float, list[float], list[float], float, float]:
     """Seconds from the first enqueue to the last finished run, each worker's peak RSS (MB)
-    and CPU use (fraction of one core), and PostgreSQL's (all its processes)."""
+    and CPU seconds, PostgreSQL's (all its processes) and the model server's."""
     from dbos import DBOS, DBOSClient
 
     agent = workdir / "agent.py"
@@ -142,7 +179,7 @@ def throughput(
     count = finished_runs(url)
     try:
         time.sleep(4.0)  # workers up (DBOS imported, queue registered)
-        cpu0, pg0 = [cpu_s(p.pid) for p in procs], postgres_cpu_s()
+        cpu0, pg0, server0 = [cpu_s(p.pid) for p in procs], postgres_cpu_s(), cpu_s(server_pid)
         start = time.perf_counter()
         for i in range(runs):
             client.enqueue(
@@ -152,10 +189,10 @@ def throughput(
         while count() < runs:
             time.sleep(0.2)
         elapsed = time.perf_counter() - start
-        cpu = [(cpu_s(p.pid) - c) / elapsed for p, c in zip(procs, cpu0, strict=True)]
-        pg = (postgres_cpu_s() - pg0) / elapsed
+        cpu = [cpu_s(p.pid) - c for p, c in zip(procs, cpu0, strict=True)]
+        pg, server = postgres_cpu_s() - pg0, cpu_s(server_pid) - server0
         rss = [peak_rss_mb(p.pid) for p in procs]
-        return elapsed, rss, cpu, pg
+        return elapsed, rss, cpu, pg, server
     finally:
         count.dispose()
         client.destroy()
@@ -169,7 +206,8 @@ def in_process(
 ) -> dict[str, float]:
     """Sequential runs in this process, plain and durable, with no tool step and with
     ``steps`` (the difference is what the steps cost), and DBOS's minimal steps (a sync
-    and an async no-op in one workflow). Seconds per run / per step."""
+    and an async no-op in one workflow). Seconds (wall and CPU) per run / per step, and
+    the system-database transactions and statements of one durable run."""
     os.environ.update(env)
     sys.path.insert(0, str(workdir))
     import agent as module  # the agent module written below
@@ -182,16 +220,19 @@ def in_process(
     from harnessc.runtime.providers import get_provider
     from harnessc.runtime.session import Session
 
-    def plain(n: int, tool_steps: int) -> float:
+    def timed(work: Any, n: int) -> tuple[float, float]:
+        t, c = time.perf_counter(), time.process_time()
+        work()
+        return (time.perf_counter() - t) / n, (time.process_time() - c) / n
+
+    def plain(n: int, tool_steps: int) -> tuple[float, float]:
         async def go() -> None:
             for i in range(n):
                 options = module.build_options(session=Session(), cwd=str(workdir))
                 options.provider = get_provider("openai-completions")  # as durable runs use it
                 await AgentHarness(options).prompt(f"steps {tool_steps} p{tool_steps}-{i}")
 
-        t = time.perf_counter()
-        asyncio.run(go())
-        return (time.perf_counter() - t) / n
+        return timed(lambda: asyncio.run(go()), n)
 
     config = DurableConfig(database_url=url, queue="dtest")
     launch_executor(
@@ -203,12 +244,16 @@ def in_process(
         listen=False,
     )
 
-    def durable(n: int, tool_steps: int) -> float:
-        t = time.perf_counter()
-        for i in range(n):
-            request = {"prompt": f"steps {tool_steps} d{tool_steps}-{i}", "cwd": str(workdir)}
-            DBOS.start_workflow(durable_run, request).get_result()
-        return (time.perf_counter() - t) / n
+    def durable(n: int, tool_steps: int, tag: str = "d") -> tuple[float, float]:
+        def go() -> None:
+            for i in range(n):
+                request = {
+                    "prompt": f"steps {tool_steps} {tag}{tool_steps}-{i}",
+                    "cwd": str(workdir),
+                }
+                DBOS.start_workflow(durable_run, request).get_result()
+
+        return timed(go, n)
 
     @DBOS.step()
     def noop(i: int) -> int:
@@ -228,118 +273,184 @@ def in_process(
             total += await DBOS.run_step_async({"name": "noop"}, anoop, i)
         return total
 
-    def per_step(workflow: Any, n: int) -> float:
-        t = time.perf_counter()
-        DBOS.start_workflow(workflow, n).get_result()
-        return (time.perf_counter() - t) / n
+    def per_step(workflow: Any, n: int) -> tuple[float, float]:
+        return timed(lambda: DBOS.start_workflow(workflow, n).get_result(), n)
 
     try:
         durable(2, 0), plain(2, 0)  # warm up: imports, connections
-        figures = {
+        figures: dict[str, float] = {}
+        for key, (wall, cpu) in {
             "plain_0": plain(runs, 0),
             "plain_n": plain(runs, steps),
             "durable_0": durable(runs, 0),
             "durable_n": durable(runs, steps),
-        }
+        }.items():
+            figures[key], figures[key + "_cpu"] = wall, cpu
         n = runs * (2 * steps + 1)
-        figures["minimal_sync"] = per_step(minimal, n)
-        figures["minimal_async"] = per_step(aminimal, n)
+        figures["minimal_sync"], figures["minimal_sync_cpu"] = per_step(minimal, n)
+        figures["minimal_async"], figures["minimal_async_cpu"] = per_step(aminimal, n)
+        figures["transactions"], figures["statements"] = operations(
+            lambda: durable(3, steps, "count"), 3
+        )
     finally:
         shutdown(0)
     return figures
 
 
+def operations(work: Any, runs: int) -> tuple[float, float]:
+    """System-database transactions and statements per run while ``work`` runs ``runs``
+    runs (SQLAlchemy's events on every engine of this process)."""
+    import sqlalchemy as sa
+
+    counts = [0, 0]
+
+    def began(*_: Any) -> None:
+        counts[0] += 1
+
+    def executed(*_: Any) -> None:
+        counts[1] += 1
+
+    sa.event.listen(sa.engine.Engine, "begin", began)
+    sa.event.listen(sa.engine.Engine, "before_cursor_execute", executed)
+    try:
+        work()
+    finally:
+        sa.event.remove(sa.engine.Engine, "begin", began)
+        sa.event.remove(sa.engine.Engine, "before_cursor_execute", executed)
+    return counts[0] / runs, counts[1] / runs
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--serve"]:
+        return serve(float(sys.argv[2]))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--workers", default="1,2,4")
+    parser.add_argument(
+        "--concurrency", default="8", help="each worker's queue concurrency (a list: 8,1)"
+    )
     parser.add_argument("--sqlite", action="store_true", help="SQLite instead of PostgreSQL")
     args = parser.parse_args()
     dsn = None if args.sqlite else pg_dsn()
-    latency = args.latency_ms / 1000
-
-    def answer(request: RecordedRequest) -> ScriptedResponse:
-        response = scripted(request)
-        response.delay_s = latency
-        return response
+    workers_list = [int(w) for w in args.workers.split(",") if w]
+    concurrencies = [int(c) for c in args.concurrency.split(",") if c]
 
     print(uptime())
-    with ProtocolServer() as server, tempfile.TemporaryDirectory() as tmp:
-        server.set_handler(answer)
-        workdir = Path(tmp)
-        (workdir / "agent.py").write_text(AGENT_SOURCE)
-        env = {
-            **os.environ,
-            "TEST_BASE_URL": f"{server.url}/v1",
-            "TEST_API_KEY": "sk-bench",
-            "SIDE_EFFECTS": str(workdir / "side-effects.log"),
-            "PYTHONPATH": str(ROOT),
-            "DURABLE_CONCURRENCY": "8",
-        }
-        env.pop("AGENT_SESSIONS", None)  # sessions in memory: the queue is measured
-        results: dict[int, float] = {}
-        for workers in [int(w) for w in args.workers.split(",") if w]:
-            if dsn is None:
-                url, name = f"sqlite:///{workdir}/bench-{workers}.sqlite", ""
-            else:
-                url, name = fresh_database(dsn)
-            before = uptime()
+    server, server_url = start_server(args.latency_ms / 1000)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            workdir = Path(tmp)
+            (workdir / "agent.py").write_text(AGENT_SOURCE)
+            env = {
+                **os.environ,
+                "TEST_BASE_URL": f"{server_url}/v1",
+                "TEST_API_KEY": "sk-bench",
+                "SIDE_EFFECTS": str(workdir / "side-effects.log"),
+                "PYTHONPATH": str(ROOT),
+            }
+            env.pop("AGENT_SESSIONS", None)  # sessions in memory: the queue is measured
+            for concurrency in concurrencies:
+                env["DURABLE_CONCURRENCY"] = str(concurrency)
+                scaling(workdir, env, dsn, workers_list, args, concurrency, server.pid)
+            small = max(5, args.runs // 20)
+            url, name = database(dsn, workdir, "inproc")
             try:
-                elapsed, rss, cpu, pg = throughput(
-                    workdir, env, url, workers, args.runs, args.steps
-                )
+                figures = in_process(workdir, env, url, small, args.steps)
             finally:
                 if name:
                     drop_database(dsn or "", name)
-            results[workers] = elapsed
-            print(
-                f"{workers} worker(s): {args.runs} runs x {args.steps} tool steps in {elapsed:.1f} s"
-                f" = {args.runs / elapsed:.1f} runs/s; peak RSS per worker "
-                + ", ".join(f"{r:.0f} MB" for r in rss)
-                + "; CPU per worker "
-                + ", ".join(f"{c * 100:.0f}%" for c in cpu)
-                + f", PostgreSQL {pg * 100:.0f}% (of one core; {os.cpu_count()} cores)"
-                + f"\n    [{before} before, {uptime()} after]"
-            )
-        if 1 in results:
-            for workers, elapsed in results.items():
-                if workers > 1:
-                    print(
-                        f"speed-up {workers} workers: {results[1] / elapsed:.2f}x (target for 4: >= 3.5x)"
-                    )
-        small = max(5, args.runs // 20)
-        if dsn is None:
-            url, name = f"sqlite:///{workdir}/bench-inproc.sqlite", ""
-        else:
-            url, name = fresh_database(dsn)
+            report_overhead(figures, small, args.steps)
+    finally:
+        assert server.stdin is not None
+        server.stdin.close()
+        server.wait(timeout=10)
+
+
+def database(dsn: str | None, workdir: Path, label: str) -> tuple[str, str]:
+    if dsn is None:
+        return f"sqlite:///{workdir}/bench-{label}.sqlite", ""
+    return fresh_database(dsn)
+
+
+def scaling(
+    workdir: Path,
+    env: dict[str, str],
+    dsn: str | None,
+    workers_list: list[int],
+    args: argparse.Namespace,
+    concurrency: int,
+    server_pid: int,
+) -> None:
+    """Throughput with each number of workers at one queue concurrency, and the speed-ups."""
+    print(f"-- queue concurrency {concurrency} per worker")
+    results: dict[int, float] = {}
+    for workers in workers_list:
+        url, name = database(dsn, workdir, f"{concurrency}-{workers}")
+        before = uptime()
         try:
-            figures: dict[str, Any] = in_process(workdir, env, url, small, args.steps)
+            elapsed, rss, cpu, pg, server = throughput(
+                workdir, env, url, workers, args.runs, args.steps, server_pid
+            )
         finally:
             if name:
                 drop_database(dsn or "", name)
-        report_overhead(figures, small, args.steps)
+        results[workers] = elapsed
+        ms = 1000 / args.runs
+        print(
+            f"{workers} worker(s), concurrency {concurrency}: {args.runs} runs x {args.steps}"
+            f" tool steps in {elapsed:.1f} s = {args.runs / elapsed:.1f} runs/s\n"
+            "    CPU per worker "
+            + ", ".join(f"{c / elapsed * 100:.0f}%" for c in cpu)
+            + f" (of one core; {os.cpu_count()} cores), PostgreSQL {pg / elapsed * 100:.0f}%,"
+            f" model server {server / elapsed * 100:.0f}%; CPU per run: workers"
+            f" {sum(cpu) * ms:.1f} ms, PostgreSQL {pg * ms:.1f} ms\n"
+            "    peak RSS per worker "
+            + ", ".join(f"{r:.0f} MB" for r in rss)
+            + f"\n    [{before} before, {uptime()} after]"
+        )
+    if 1 in results:
+        for workers, elapsed in results.items():
+            if workers > 1:
+                print(
+                    f"speed-up {workers} workers at concurrency {concurrency}: "
+                    f"{results[1] / elapsed:.2f}x (target for 4: >= 3.5x)"
+                )
 
 
 def report_overhead(f: dict[str, float], runs: int, steps: int) -> None:
     """The durable cost per step (the runs with ``steps`` tool steps against the runs
     without: 2 steps, a tool execution and a model call, per tool step) and per run."""
-    per_step = ((f["durable_n"] - f["durable_0"]) - (f["plain_n"] - f["plain_0"])) / (2 * steps)
-    per_run = f["durable_0"] - f["plain_0"] - per_step  # a run without tools: 1 model step
-    total = (f["durable_n"] - f["plain_n"]) / (2 * steps + 1)
-    sync, asyn = f["minimal_sync"], f["minimal_async"]
     ms = 1000
+
+    def split(suffix: str) -> tuple[float, float, float]:
+        d0, dn = f["durable_0" + suffix], f["durable_n" + suffix]
+        p0, pn = f["plain_0" + suffix], f["plain_n" + suffix]
+        per_step = ((dn - d0) - (pn - p0)) / (2 * steps)
+        per_run = d0 - p0 - per_step  # a run without tools: 1 model step
+        return per_step, per_run, (dn - pn) / (2 * steps + 1)
+
+    per_step, per_run, total = split("")
+    cpu_step, cpu_run, _ = split("_cpu")
+    sync, asyn = f["minimal_sync"], f["minimal_async"]
     print(
         f"{runs} sequential runs each, 0 and {steps} tool steps: plain {f['plain_0'] * ms:.1f} / "
         f"{f['plain_n'] * ms:.1f} ms per run, durable {f['durable_0'] * ms:.1f} / "
         f"{f['durable_n'] * ms:.1f} ms per run\n"
-        f"  durable overhead per step {per_step * ms:.2f} ms; per run besides "
-        f"its steps (workflow, session step, last events step) {per_run * ms:.1f} ms; both spread over the {2 * steps + 1} steps "
-        f"of a {steps}-tool run {total * ms:.2f} ms\n"
-        f"  DBOS minimal step: sync {sync * ms:.2f} ms, async {asyn * ms:.2f} ms; ratio per step "
+        f"  CPU per run: plain {f['plain_0_cpu'] * ms:.1f} / {f['plain_n_cpu'] * ms:.1f} ms, "
+        f"durable {f['durable_0_cpu'] * ms:.1f} / {f['durable_n_cpu'] * ms:.1f} ms "
+        f"(this process; the model server runs in its own)\n"
+        f"  durable overhead per step {per_step * ms:.2f} ms ({cpu_step * ms:.2f} ms CPU); "
+        f"per run besides its steps (workflow, session step) {per_run * ms:.1f} ms "
+        f"({cpu_run * ms:.1f} ms CPU); both spread over the {2 * steps + 1} steps of a "
+        f"{steps}-tool run {total * ms:.2f} ms\n"
+        f"  DBOS minimal step: sync {sync * ms:.2f} ms ({f['minimal_sync_cpu'] * ms:.2f} ms CPU),"
+        f" async {asyn * ms:.2f} ms ({f['minimal_async_cpu'] * ms:.2f} ms CPU); ratio per step "
         f"{per_step / sync:.2f} (sync) / {per_step / asyn:.2f} (async), spread "
-        f"{total / sync:.2f} / {total / asyn:.2f} (target <= 2)\n  [{uptime()}]"
+        f"{total / sync:.2f} / {total / asyn:.2f} (target <= 2)\n"
+        f"  system database per {steps}-tool durable run: {f['transactions']:.1f} transactions,"
+        f" {f['statements']:.1f} statements\n  [{uptime()}]"
     )
 
 

@@ -424,3 +424,29 @@ def test_workers_starting_together_all_create_the_heartbeat_table(pg_database: s
             conn.execute("DROP TABLE IF EXISTS harnessc_workers")
         with ThreadPoolExecutor(8) as pool:
             assert sorted(pool.map(start, range(8))) == [f"w{n}" for n in range(8)]
+
+
+def test_a_run_records_one_step_per_model_call_and_tool_and_its_last_events_in_its_output(
+    sqlite_agent: DurableAgent,
+) -> None:
+    """The DBOS steps of a finished run: the session step, then each model call and each
+    tool execution, nothing else (the events after the last step are part of the run's
+    output, not a step of their own); --json and --follow still print them all."""
+    from dbos import DBOSClient
+
+    done = sqlite_agent.run("steps 2 count", "--json")
+    assert done.returncode == 0, done.stderr
+    (run_id,) = [line.split()[1] for line in done.stderr.splitlines() if line.startswith("run ")]
+    printed = [json.loads(line) for line in done.stdout.splitlines()]
+    code, followed, err = sqlite_agent.client("--follow", run_id, "--json")
+    assert code == 0, err
+    assert [json.loads(line) for line in followed.splitlines()] == printed
+    assert printed[-1]["type"] == "agent_end"
+    assert sum(e["type"] == "tool_execution_end" for e in printed) == 2
+    url = "sqlite:///" + str(sqlite_agent.workdir / ".harnessc" / "durable.sqlite")
+    client = DBOSClient(system_database_url=url, application_name="hx-dtest")
+    try:
+        names = [step["function_name"] for step in client.list_workflow_steps(run_id)]
+    finally:
+        client.destroy()
+    assert names == ["begin", *["model_call", "tool:work"] * 2, "model_call"]

@@ -249,6 +249,7 @@ def _one_shot(
     try:
         from dbos import DBOS, SetWorkflowID
 
+        from harnessc.runtime.durable.steps import output_events
         from harnessc.runtime.durable.workflow import durable_run
 
         run_id = str(uuid.uuid4())
@@ -260,6 +261,7 @@ def _one_shot(
             lambda seen: DBOS.list_workflow_steps(run_id, offset=seen),
             lambda: handle.get_status().status,
             lambda: _waits(run_id),
+            lambda: output_events(handle.get_result()),
             out if as_json else io.StringIO(),
             as_json=as_json,
         )

@@ -12,7 +12,7 @@ from typing import Any, TextIO
 
 from harnessc.runtime.cli.args import EXIT_DONE, EXIT_ERROR, EXIT_PAUSED
 from harnessc.runtime.durable.config import DurableConfig, DurableError
-from harnessc.runtime.durable.steps import step_events
+from harnessc.runtime.durable.steps import output_events, step_events
 
 __all__ = ["follow", "list_runs", "pump", "resume", "submit"]
 
@@ -90,6 +90,7 @@ def follow(config: DurableConfig, run_id: str, cwd: str, out: TextIO, *, as_json
             lambda seen: client.list_workflow_steps(run_id, offset=seen),
             lambda: client.retrieve_workflow(run_id).get_status().status,
             lambda: _waiting(client, run_id),
+            lambda: output_events(client.retrieve_workflow(run_id).get_result()),
             out,
             as_json=as_json,
         )
@@ -106,27 +107,31 @@ def pump(
     steps: Callable[[int], list[Any]],
     status: Callable[[], str],
     waiting: Callable[[], bool],
+    last: Callable[[], list[dict[str, Any]]],
     out: TextIO,
     *,
     as_json: bool,
 ) -> None:
-    """Print a run's events (recorded in its steps' outputs) until it ends or waits at a
-    pull point."""
+    """Print a run's events (recorded in its steps' outputs, and ``last``, those in the
+    output of a run that ended well) until it ends or waits at a pull point."""
 
     seen, since = 0, None
     while True:
         # both read before the steps: what the run recorded before it ended or began to
         # wait is all there
-        finished = status() not in ("PENDING", "ENQUEUED")
+        state = status()
+        finished = state not in ("PENDING", "ENQUEUED")
         paused = not finished and waiting()
         rows = steps(seen)  # the steps recorded since the last look, in order
         seen += len(rows)
-        for row in rows:
-            for event in step_events(str(row["function_name"]), row["output"]):
-                if as_json:
-                    out.write(json.dumps(event, ensure_ascii=False) + "\n")
-                elif isinstance(event, dict) and event.get("type") == "tool_execution_start":
-                    out.write(f"[{event.get('tool_name', 'tool')}]\n")
+        events = [e for row in rows for e in step_events(str(row["function_name"]), row["output"])]
+        if finished and state == "SUCCESS":
+            events += last()
+        for event in events:
+            if as_json:
+                out.write(json.dumps(event, ensure_ascii=False) + "\n")
+            elif isinstance(event, dict) and event.get("type") == "tool_execution_start":
+                out.write(f"[{event.get('tool_name', 'tool')}]\n")
         out.flush()
         if finished:
             return

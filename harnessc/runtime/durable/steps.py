@@ -6,7 +6,8 @@ server; the harness sees ``start`` and ``done`` events). ``DurableTool`` wraps a
 tool: one execution is one step (its result recorded; a replay never runs it again).
 Both record the time they finished, which becomes the run clock. The events the harness
 emitted since the previous step are part of the next step's recorded output (no write
-of their own), so a replay writes none twice and a follower reads them from the steps.
+of their own), and those after the last step part of the run's output, so a replay
+writes none twice and a follower reads them from the steps and the output.
 """
 
 from __future__ import annotations
@@ -20,7 +21,14 @@ from harnessc.runtime.providers.base import AssistantMessageEvent, Provider, Pro
 from harnessc.runtime.session.session import iso_now
 from harnessc.runtime.tools.base import AgentTool, ToolResult, ToolUpdate
 
-__all__ = ["DurableProvider", "DurableTool", "EventSink", "flush_events", "step_events"]
+__all__ = [
+    "DurableProvider",
+    "DurableTool",
+    "EventSink",
+    "flush_events",
+    "output_events",
+    "step_events",
+]
 
 EVENTS_STEP = "events"
 
@@ -47,6 +55,12 @@ def step_events(name: str, output: Any) -> list[dict[str, Any]]:
         if len(output) == 3 and isinstance(output[2], list):
             return output[2]
     return []
+
+
+def output_events(output: Any) -> list[dict[str, Any]]:
+    """The events a finished run recorded in its output (those after its last step)."""
+    events = output.get("events") if isinstance(output, dict) else None
+    return events if isinstance(events, list) else []
 
 
 async def flush_events(sink: EventSink) -> None:

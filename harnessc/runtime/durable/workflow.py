@@ -5,7 +5,7 @@ The workflow builds the agent's harness around a ``DurableSession``, a
 point into a durable wait: an external tool call waits on ``DBOS.recv`` with the call id
 as topic, a budget or hook pause on the topic ``resume``. While it waits its state (for
 ``--runs``) is the event ``state``, once it ends its recorded output; its events (for
-``--follow``) are recorded in its steps' outputs.
+``--follow``) are recorded in its steps' outputs, the last ones in its output.
 """
 
 from __future__ import annotations
@@ -167,16 +167,16 @@ async def durable_run(request: dict[str, Any]) -> dict[str, Any]:
                 await _tick(clock)
                 await _state("running", session_id=session.id)
                 result = await harness.resume(budget=_budget(message))
-        await flush_events(sink)
     finally:
         session.close()
-    outcome = {
+    return {
         "status": result.status,
         "reason": result.reason,
         "text": result.text,
         "session_id": session.id,
-    }
-    return outcome  # its state (done / failed) is the workflow's recorded output
+        # the events since the last step: part of the recorded output, no step of their own
+        "events": sink.take(),
+    }  # its state (done / failed) is the workflow's recorded output
 
 
 async def _tick(clock: RunClock) -> None:
