@@ -22,6 +22,7 @@ import asyncio
 import os
 import secrets
 import shlex
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -150,6 +151,33 @@ def finished_runs(url: str) -> Any:
     return count
 
 
+def dequeue_gaps(url: str) -> list[float]:
+    """Per worker, the seconds from the end of one run to the start of its next (with one
+    run at a time: what the queue's polling adds to every run)."""
+    import sqlalchemy as sa
+
+    if url.startswith("postgresql://"):
+        engine = sa.create_engine("postgresql+psycopg://" + url.split("://", 1)[1])
+        table = "dbos.workflow_status"
+    else:
+        engine = sa.create_engine(url)
+        table = "workflow_status"
+    query = sa.text(
+        f"SELECT executor_id, started_at_epoch_ms, updated_at FROM {table} "
+        "WHERE status = 'SUCCESS' ORDER BY executor_id, started_at_epoch_ms"
+    )
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(query).fetchall()
+    finally:
+        engine.dispose()
+    gaps = []
+    for before, after in zip(rows, rows[1:], strict=False):
+        if before[0] == after[0] and after[1] >= before[2]:
+            gaps.append((after[1] - before[2]) / 1000)
+    return gaps
+
+
 def throughput(
     workdir: Path,
     env: dict[str, str],
@@ -158,7 +186,7 @@ def throughput(
     runs: int,
     steps: int,
     server_pid: int,
-) -> tuple[float, list[float], list[float], float, float]:
+) -> tuple[float, list[float], list[float], float, float, list[float]]:
     """Seconds from the first enqueue to the last finished run, each worker's peak RSS (MB)
     and CPU seconds, PostgreSQL's (all its processes) and the model server's."""
     from dbos import DBOS, DBOSClient
@@ -192,7 +220,7 @@ def throughput(
         cpu = [cpu_s(p.pid) - c for p, c in zip(procs, cpu0, strict=True)]
         pg, server = postgres_cpu_s() - pg0, cpu_s(server_pid) - server0
         rss = [peak_rss_mb(p.pid) for p in procs]
-        return elapsed, rss, cpu, pg, server
+        return elapsed, rss, cpu, pg, server, dequeue_gaps(url)
     finally:
         count.dispose()
         client.destroy()
@@ -202,12 +230,13 @@ def throughput(
 
 
 def in_process(
-    workdir: Path, env: dict[str, str], url: str, runs: int, steps: int
+    workdir: Path, env: dict[str, str], url: str, runs: int, steps: int, latency_s: float
 ) -> dict[str, float]:
     """Sequential runs in this process, plain and durable, with no tool step and with
-    ``steps`` (the difference is what the steps cost), and DBOS's minimal steps (a sync
-    and an async no-op in one workflow). Seconds (wall and CPU) per run / per step, and
-    the system-database transactions and statements of one durable run."""
+    ``steps`` (the difference is what the steps cost), DBOS's minimal steps (a sync and
+    an async no-op in one workflow) and an async step awaiting the model latency. Seconds
+    (wall and CPU) per run / per step, and the system-database transactions and
+    statements of one durable run."""
     os.environ.update(env)
     sys.path.insert(0, str(workdir))
     import agent as module  # the agent module written below
@@ -273,6 +302,17 @@ def in_process(
             total += await DBOS.run_step_async({"name": "noop"}, anoop, i)
         return total
 
+    async def await_model(i: int) -> int:
+        await asyncio.sleep(latency_s)
+        return i
+
+    @DBOS.workflow()
+    async def awaiting(n: int) -> int:
+        total = 0
+        for i in range(n):
+            total += await DBOS.run_step_async({"name": "await"}, await_model, i)
+        return total
+
     def per_step(workflow: Any, n: int) -> tuple[float, float]:
         return timed(lambda: DBOS.start_workflow(workflow, n).get_result(), n)
 
@@ -289,6 +329,8 @@ def in_process(
         n = runs * (2 * steps + 1)
         figures["minimal_sync"], figures["minimal_sync_cpu"] = per_step(minimal, n)
         figures["minimal_async"], figures["minimal_async_cpu"] = per_step(aminimal, n)
+        wall, cpu = per_step(awaiting, min(n, 200))
+        figures["awaiting"], figures["awaiting_cpu"] = wall - latency_s, cpu
         figures["transactions"], figures["statements"] = operations(
             lambda: durable(3, steps, "count"), 3
         )
@@ -351,13 +393,13 @@ def main() -> None:
                 "PYTHONPATH": str(ROOT),
             }
             env.pop("AGENT_SESSIONS", None)  # sessions in memory: the queue is measured
-            for concurrency in concurrencies:
+            for concurrency in concurrencies if workers_list else []:
                 env["DURABLE_CONCURRENCY"] = str(concurrency)
                 scaling(workdir, env, dsn, workers_list, args, concurrency, server.pid)
             small = max(5, args.runs // 20)
             url, name = database(dsn, workdir, "inproc")
             try:
-                figures = in_process(workdir, env, url, small, args.steps)
+                figures = in_process(workdir, env, url, small, args.steps, args.latency_ms / 1000)
             finally:
                 if name:
                     drop_database(dsn or "", name)
@@ -390,7 +432,7 @@ def scaling(
         url, name = database(dsn, workdir, f"{concurrency}-{workers}")
         before = uptime()
         try:
-            elapsed, rss, cpu, pg, server = throughput(
+            elapsed, rss, cpu, pg, server, gaps = throughput(
                 workdir, env, url, workers, args.runs, args.steps, server_pid
             )
         finally:
@@ -408,6 +450,12 @@ def scaling(
             f" {sum(cpu) * ms:.1f} ms, PostgreSQL {pg * ms:.1f} ms\n"
             "    peak RSS per worker "
             + ", ".join(f"{r:.0f} MB" for r in rss)
+            + (
+                f"; a worker's next run starts {statistics.mean(gaps) * 1000:.0f} ms (mean;"
+                f" max {max(gaps) * 1000:.0f} ms) after its last one ends"
+                if concurrency == 1 and gaps
+                else ""
+            )
             + f"\n    [{before} before, {uptime()} after]"
         )
     if 1 in results:
@@ -449,6 +497,8 @@ def report_overhead(f: dict[str, float], runs: int, steps: int) -> None:
         f" async {asyn * ms:.2f} ms ({f['minimal_async_cpu'] * ms:.2f} ms CPU); ratio per step "
         f"{per_step / sync:.2f} (sync) / {per_step / asyn:.2f} (async), spread "
         f"{total / sync:.2f} / {total / asyn:.2f} (target <= 2)\n"
+        f"  for comparison, a DBOS async step whose body awaits the model latency costs "
+        f"{f['awaiting'] * ms:.2f} ms beyond the await ({f['awaiting_cpu'] * ms:.2f} ms CPU)\n"
         f"  system database per {steps}-tool durable run: {f['transactions']:.1f} transactions,"
         f" {f['statements']:.1f} statements\n  [{uptime()}]"
     )
