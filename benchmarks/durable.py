@@ -178,6 +178,34 @@ def dequeue_gaps(url: str) -> list[float]:
     return gaps
 
 
+def wait_for_workers(url: str, procs: list[subprocess.Popen[bytes]]) -> None:
+    """Until every worker has launched DBOS (its heartbeat row is there), then the second
+    DBOS takes to start a queue's poller."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(
+        "postgresql+psycopg://" + url.split("://", 1)[1] if url.startswith("postgresql") else url
+    )
+    query = sa.text("SELECT count(*) FROM harnessc_workers WHERE state = 'alive'")
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:
+            if any(p.poll() is not None for p in procs):
+                raise SystemExit("a worker exited while starting")
+            try:
+                with engine.connect() as conn:
+                    if int(conn.execute(query).scalar() or 0) >= len(procs):
+                        break
+            except sa.exc.DBAPIError:  # no table yet
+                pass
+            time.sleep(0.2)
+        else:
+            raise SystemExit("workers did not start within 120 s")
+    finally:
+        engine.dispose()
+    time.sleep(1.5)
+
+
 def throughput(
     workdir: Path,
     env: dict[str, str],
@@ -206,7 +234,7 @@ def throughput(
     client = DBOSClient(system_database_url=url, application_name="hx-dtest")
     count = finished_runs(url)
     try:
-        time.sleep(4.0)  # workers up (DBOS imported, queue registered)
+        wait_for_workers(url, procs)
         cpu0, pg0, server0 = [cpu_s(p.pid) for p in procs], postgres_cpu_s(), cpu_s(server_pid)
         start = time.perf_counter()
         for i in range(runs):

@@ -206,10 +206,6 @@ def _no_agent(**_: Any) -> Any:
     raise AssertionError("a client must never build the agent")
 
 
-def _no_agent(**_: Any) -> Any:
-    raise AssertionError("a client must never build the agent")
-
-
 def make_agent(
     tmp_path: Path, server: ProtocolServer, database_url: str, sessions: bool = True
 ) -> DurableAgent:
