@@ -297,6 +297,7 @@ class AnthropicMessagesProvider(HttpProvider):
     api = "anthropic-messages"
     default_provider = "anthropic"
     base_url_hint = "is the server root (/v1/messages is added)"
+    default_base_url = DEFAULT_ANTHROPIC_BASE_URL
 
     def build_request(self, request: ProviderRequest, api_key: str | None) -> HttpRequestSpec:
         base = (request.model.base_url or DEFAULT_ANTHROPIC_BASE_URL).rstrip("/")

@@ -24,17 +24,19 @@ from harnessc.runtime.options import Model
 from harnessc.runtime.providers.base import AssistantMessageEvent, ProviderRequest
 from harnessc.runtime.providers.builder import MessageBuilder, finalize_usage
 from harnessc.runtime.providers.channel import Channel
+from harnessc.runtime.providers.clients import HttpClientPool, origin_of
 from harnessc.runtime.providers.clock import Interrupt, RequestClock
 from harnessc.runtime.providers.errors import MAX_ERROR_CHARS, ProviderError, cut_text, redact
 from harnessc.runtime.providers.hints import answer_error, interrupted_error, transport_error
 from harnessc.runtime.providers.sse import SSEParser
-from harnessc.runtime.providers.transport import BODY, CHUNK, END, FAIL, HttpClientPool, exchange
+from harnessc.runtime.providers.transport import BODY, CHUNK, END, FAIL, exchange
 from harnessc.runtime.providers.wire import StreamState
 
 __all__ = [
     "END_GRACE_S",
     "Attempt",
     "AttemptReader",
+    "Outgoing",
     "aborted_event",
     "done_event",
     "error_event",
@@ -43,6 +45,24 @@ __all__ = [
 
 # How long the end of the body may lag behind the protocol's end marker.
 END_GRACE_S = 0.05
+
+
+class Outgoing:
+    """What a request sends: built on its first attempt, once it holds a slot.
+
+    ``origin`` is the model's base URL (where the request waits for a slot); ``secrets``
+    are the values its error messages must not show, completed when it is built.
+    """
+
+    __slots__ = ("origin", "api_key", "secrets", "url", "headers", "body")
+
+    def __init__(self, origin: str, api_key: str | None, secrets: list[str | None]) -> None:
+        self.origin = origin
+        self.api_key = api_key  # for building; dropped once built
+        self.secrets = secrets
+        self.url = ""
+        self.headers: dict[str, str] = {}
+        self.body = b""
 
 
 class AttemptReader(Protocol):
@@ -55,6 +75,10 @@ class AttemptReader(Protocol):
     def base_url_hint(self) -> str: ...  # what base_url must look like, for a 404's hint
 
     def new_state(self, builder: MessageBuilder, request: ProviderRequest) -> StreamState: ...
+
+    async def prepare(self, request: ProviderRequest, out: Outgoing) -> None:
+        """Fill in ``out`` (URL, headers, body); a ProviderError when it cannot."""
+        ...
 
 
 class Attempt:
@@ -70,117 +94,144 @@ class Attempt:
 
 async def read_attempt(
     reader: AttemptReader,
-    url: str,
-    headers: dict[str, str],
-    body: bytes,
+    out: Outgoing,
     timeout: httpx.Timeout,
     request: ProviderRequest,
     builder: MessageBuilder,
     clock: RequestClock,
     interrupt: Interrupt,
     outcome: Attempt,
-    secrets: list[str | None],
 ) -> AsyncIterator[AssistantMessageEvent]:
-    """One exchange: yields the reply's events, leaves the result in ``outcome``."""
+    """One exchange: yields the reply's events, leaves the result in ``outcome``.
+
+    It first waits in turn for one of the origin's request slots; the first attempt
+    builds the request only once it holds one (``AttemptReader.prepare``).
+    """
     model = request.model
     timeout_ms = request.stream_options.timeout_ms
-    queue: Channel[tuple[Any, ...]] = Channel(64)
-    task = asyncio.get_running_loop().create_task(
-        exchange(reader.clients, url, headers, body, timeout, queue)
-    )
-    interrupt.task, interrupt.queue = task, queue
     clock.arm(interrupt)
-    parser: SSEParser | None = None
+    lease = await reader.clients.acquire(out.origin, interrupt)
+    if lease is None:
+        clock.disarm()
+        outcome.error = interrupted_error(interrupt.kind, timeout_ms, out.origin, clock, None)
+        return
     try:
-        item = await queue.get()
-        if interrupt.kind:
-            outcome.error = interrupted_error(interrupt.kind, timeout_ms, url, clock, parser)
-            return
-        if item[0] == FAIL:
-            outcome.error = transport_error(item[1], timeout_ms, url)
-            return
-        status: int = item[1]
-        response_headers: dict[str, str] = item[2]
-        if request.on_response is not None:
+        if not out.url:
             try:
-                await request.on_response(status, response_headers)
-            except Exception as exc:
-                outcome.error = ProviderError(f"after_provider_response callback failed: {exc}")
-                return
-        clock.begin_content()
-        item = await queue.get()
-        if interrupt.kind:
-            outcome.error = interrupted_error(interrupt.kind, timeout_ms, url, clock, parser)
-            return
-        if item[0] == BODY:
-            outcome.error = answer_error(
-                status, item[1], response_headers, model, url, reader.base_url_hint, secrets
-            )
-            return
-        parser = SSEParser()
-        state = reader.new_state(builder, request)
-        out = builder.out
-        while True:
-            kind = item[0]
-            if kind == CHUNK:
-                for event, data in parser.feed(item[1]):
-                    state.handle(event, data)
-                    if state.done:
-                        break
-                if out:
-                    clock.last = clock.loop.time()
-                    for ev in out:
-                        yield ev
-                    out.clear()
-                    outcome.streamed = True
-                if state.done:
-                    break
-            elif kind == END:
-                for event, data in parser.flush():
-                    state.handle(event, data)
-                    if state.done:
-                        break
-                if not state.done:
-                    state.end()
-                if not state.done:
-                    outcome.error = ProviderError(
-                        "the stream ended before the reply was complete", retryable=True
+                await reader.prepare(request, out)
+                if origin_of(out.url) != origin_of(out.origin):
+                    raise ProviderError(
+                        f"the request URL {redact(out.url, out.secrets)} is not on the "
+                        "origin of the model's base_url"
                     )
-                    return
-                break
-            elif kind == FAIL:
-                outcome.error = transport_error(item[1], timeout_ms, url)
+            except ProviderError as exc:
+                out.url = ""
+                outcome.error = exc
+            if outcome.error is None and interrupt.kind:  # stopped while it was built
+                outcome.error = interrupted_error(
+                    interrupt.kind, timeout_ms, out.origin, clock, None
+                )
+            if outcome.error is not None:
+                clock.disarm()
                 return
+        url = out.url
+        queue: Channel[tuple[Any, ...]] = Channel(64)
+        task = asyncio.get_running_loop().create_task(
+            exchange(lease.client, url, out.headers, out.body, timeout, queue)
+        )
+        interrupt.task, interrupt.queue = task, queue
+        parser: SSEParser | None = None
+        try:
             item = await queue.get()
             if interrupt.kind:
-                if interrupt.kind == "idle":  # a finished reply left open (no end marker)
-                    with contextlib.suppress(ProviderError):
-                        state.end()
-                    if state.done:
-                        break
                 outcome.error = interrupted_error(interrupt.kind, timeout_ms, url, clock, parser)
                 return
-        outcome.final = done_event(builder, model)
-        for ev in out:
-            yield ev
-        out.clear()
-    except ProviderError as exc:
-        outcome.error = exc
-    except Exception as exc:  # an unexpected frame shape, a callback bug
-        outcome.error = ProviderError(
-            f"could not read the provider's reply: {type(exc).__name__}: {exc}"
-        )
+            if item[0] == FAIL:
+                outcome.error = transport_error(item[1], timeout_ms, url)
+                return
+            status: int = item[1]
+            response_headers: dict[str, str] = item[2]
+            if request.on_response is not None:
+                try:
+                    await request.on_response(status, response_headers)
+                except Exception as exc:
+                    outcome.error = ProviderError(f"after_provider_response callback failed: {exc}")
+                    return
+            clock.begin_content()
+            item = await queue.get()
+            if interrupt.kind:
+                outcome.error = interrupted_error(interrupt.kind, timeout_ms, url, clock, parser)
+                return
+            if item[0] == BODY:
+                outcome.error = answer_error(
+                    status, item[1], response_headers, model, url, reader.base_url_hint, out.secrets
+                )
+                return
+            parser = SSEParser()
+            state = reader.new_state(builder, request)
+            pending = builder.out
+            while True:
+                kind = item[0]
+                if kind == CHUNK:
+                    for event, data in parser.feed(item[1]):
+                        state.handle(event, data)
+                        if state.done:
+                            break
+                    if pending:
+                        clock.last = clock.loop.time()
+                        for ev in pending:
+                            yield ev
+                        pending.clear()
+                        outcome.streamed = True
+                    if state.done:
+                        break
+                elif kind == END:
+                    for event, data in parser.flush():
+                        state.handle(event, data)
+                        if state.done:
+                            break
+                    if not state.done:
+                        state.end()
+                    if not state.done:
+                        outcome.error = ProviderError(
+                            "the stream ended before the reply was complete", retryable=True
+                        )
+                        return
+                    break
+                elif kind == FAIL:
+                    outcome.error = transport_error(item[1], timeout_ms, url)
+                    return
+                item = await queue.get()
+                if interrupt.kind:
+                    if interrupt.kind == "idle":  # a finished reply left open (no end marker)
+                        with contextlib.suppress(ProviderError):
+                            state.end()
+                        if state.done:
+                            break
+                    outcome.error = interrupted_error(
+                        interrupt.kind, timeout_ms, url, clock, parser
+                    )
+                    return
+            outcome.final = done_event(builder, model)
+            for ev in pending:
+                yield ev
+            pending.clear()
+        except ProviderError as exc:
+            outcome.error = exc
+        except Exception as exc:  # an unexpected frame shape, a callback bug
+            outcome.error = ProviderError(
+                f"could not read the provider's reply: {type(exc).__name__}: {exc}"
+            )
+        finally:
+            clock.disarm()
+            interrupt.task = interrupt.queue = None
+            if not task.done() and outcome.final is not None:
+                await _await_end(task)  # a well-behaved server's end: keep the connection
+            if not task.done():
+                task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
     finally:
-        clock.disarm()
-        interrupt.task = interrupt.queue = None
-        if not task.done() and outcome.final is not None:
-            await _await_end(task)  # a well-behaved server's end: keep the connection
-        if not task.done():
-            task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-
-
-# -- outcomes -----------------------------------------------------------------
+        lease.release()
 
 
 # -- outcomes -----------------------------------------------------------------

@@ -13,8 +13,8 @@
 ``ProviderRequest.deadline`` (an absolute ``time.monotonic()`` time, set by the harness
 from the wall-clock budget) ends the request at that moment, whichever comes first.
 
-An abort (from any thread) or a tripped limit cancels the exchange task and wakes the
-driver; the driver also checks ``Interrupt.kind`` after every item it takes.
+An abort (from any thread) or a tripped limit ends the wait for a request slot, cancels
+the exchange task and wakes the driver; the driver also checks ``Interrupt.kind`` after every item it takes.
 """
 
 from __future__ import annotations
@@ -36,16 +36,19 @@ WAKE = -1  # the queue item that wakes a driver waiting on an exchange
 class Interrupt:
     """Why the running exchange was stopped ("" while it runs), and how to stop it."""
 
-    __slots__ = ("kind", "task", "queue")
+    __slots__ = ("kind", "task", "queue", "waiter")
 
     def __init__(self) -> None:
         self.kind = ""  # "abort" | "idle" | "total" | "deadline"
         self.task: asyncio.Task[None] | None = None
         self.queue: Channel[tuple[Any, ...]] | None = None
+        self.waiter: asyncio.Future[bool] | None = None  # waiting for a request slot
 
     def trip(self, kind: str) -> None:
         if not self.kind:
             self.kind = kind
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(False)
         if self.task is not None and not self.task.done():
             self.task.cancel()
         if self.queue is not None:  # when full, the driver is busy and will check ``kind``

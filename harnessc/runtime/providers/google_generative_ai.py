@@ -248,6 +248,7 @@ class GoogleGenerativeAIProvider(HttpProvider):
     api = "google-generative-ai"
     default_provider = "google"
     base_url_hint = "ends with /v1beta"
+    default_base_url = DEFAULT_GOOGLE_BASE_URL
 
     def build_request(self, request: ProviderRequest, api_key: str | None) -> HttpRequestSpec:
         model = request.model

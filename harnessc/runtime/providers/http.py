@@ -24,6 +24,7 @@ from harnessc.runtime.messages import AssistantMessage
 from harnessc.runtime.providers.attempt import (
     END_GRACE_S,
     Attempt,
+    Outgoing,
     aborted_event,
     error_event,
     read_attempt,
@@ -87,6 +88,8 @@ class HttpProvider:
     default_provider: ClassVar[str] = ""
     # What base_url must look like, for the hint of a 404 ("ends with /v1").
     base_url_hint: ClassVar[str] = ""
+    # The base URL of a model that names none.
+    default_base_url: ClassVar[str] = ""
 
     def __init__(self, clients: HttpClientPool | None = None) -> None:
         self._owns_clients = clients is None
@@ -99,6 +102,38 @@ class HttpProvider:
 
     def new_state(self, builder: MessageBuilder, request: ProviderRequest) -> StreamState:
         raise NotImplementedError
+
+    async def prepare(self, request: ProviderRequest, out: Outgoing) -> None:
+        """Build the request into ``out``: the spec, the payload hook, headers, the body.
+
+        Runs on the first attempt once it holds a request slot, so a request waiting
+        for one holds no payload; only the encoded body is kept for the retries.
+        """
+        model = request.model
+        try:
+            spec = self.build_request(request, out.api_key)
+        except Exception as exc:
+            raise ProviderError(
+                f"could not build the request: {type(exc).__name__}: {exc}"
+            ) from None
+        payload: Any = spec.payload
+        if request.on_payload is not None:
+            try:
+                replaced = await request.on_payload(payload)
+            except Exception as exc:
+                raise ProviderError(f"before_provider_payload hook failed: {exc}") from None
+            if replaced is not None:
+                payload = replaced
+        options = request.stream_options
+        headers = merge_headers(
+            {"accept-encoding": ACCEPT_ENCODING}, spec.headers, model.headers, options.headers
+        )
+        out.secrets[:] = [*secret_values(out.api_key, headers), *url_secrets(spec.url)]
+        try:
+            body = payload_bytes(payload)
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise ProviderError(f"the request payload is not valid JSON: {exc}") from None
+        out.url, out.headers, out.body, out.api_key = spec.url, headers, body, None
 
     async def aclose(self) -> None:
         """Close the HTTP clients this provider owns (a later request opens new ones)."""
@@ -128,38 +163,9 @@ class HttpProvider:
             )
             yield error_event(builder, model, ProviderError(message), secrets)
             return
-        try:
-            spec = self.build_request(request, api_key)
-        except Exception as exc:
-            failure = ProviderError(f"could not build the request: {type(exc).__name__}: {exc}")
-            yield error_event(builder, model, failure, secrets)
-            return
-        payload: Any = spec.payload
-        if request.on_payload is not None:
-            try:
-                replaced = await request.on_payload(payload)
-            except Exception as exc:
-                failure = ProviderError(f"before_provider_payload hook failed: {exc}")
-                yield error_event(builder, model, failure, secrets)
-                return
-            if replaced is not None:
-                payload = replaced
-            del replaced
+        out = Outgoing(model.base_url or self.default_base_url, api_key, secrets)
+        del api_key
         options = request.stream_options
-        headers = merge_headers(
-            {"accept-encoding": ACCEPT_ENCODING}, spec.headers, model.headers, options.headers
-        )
-        secrets = [*secret_values(api_key, headers), *url_secrets(spec.url)]
-        try:
-            body = payload_bytes(payload)
-        except (TypeError, ValueError, RecursionError) as exc:
-            failure = ProviderError(f"the request payload is not valid JSON: {exc}")
-            yield error_event(builder, model, failure, secrets)
-            return
-        # Only the encoded body is needed from here on: the payload's dicts (every
-        # message of the context again) are not kept while the request waits and streams.
-        url = spec.url
-        del spec, payload
         timeout_ms = options.timeout_ms
         timeout = httpx.Timeout(timeout_ms / 1000) if timeout_ms else _DEFAULT_TIMEOUT
         max_retries = DEFAULT_MAX_RETRIES if options.max_retries is None else options.max_retries
@@ -191,17 +197,7 @@ class HttpProvider:
                 interrupt = current[0] = Interrupt()
                 outcome = Attempt()
                 async for event in read_attempt(
-                    self,
-                    url,
-                    headers,
-                    body,
-                    timeout,
-                    request,
-                    builder,
-                    clock,
-                    interrupt,
-                    outcome,
-                    secrets,
+                    self, out, timeout, request, builder, clock, interrupt, outcome
                 ):
                     yield event
                 if outcome.final is not None:
@@ -224,7 +220,7 @@ class HttpProvider:
                     for ev in builder.out:  # deltas decoded together with the failure
                         yield ev
                     builder.out.clear()
-                    yield error_event(builder, model, error, secrets)
+                    yield error_event(builder, model, error, out.secrets)
                     return
                 if request.on_retry is not None:
                     shown = error.message
@@ -236,7 +232,7 @@ class HttpProvider:
                         max_retries=max_retries,
                         delay_ms=delay,
                         status=error.status,
-                        error=cut_text(redact(shown, secrets), MAX_ERROR_CHARS),
+                        error=cut_text(redact(shown, out.secrets), MAX_ERROR_CHARS),
                     )
                     try:
                         await request.on_retry(notice)

@@ -327,6 +327,7 @@ class OpenAICompletionsProvider(HttpProvider):
     api = "openai-completions"
     default_provider = "openai"
     base_url_hint = "ends with /v1"
+    default_base_url = DEFAULT_OPENAI_BASE_URL
 
     def build_request(self, request: ProviderRequest, api_key: str | None) -> HttpRequestSpec:
         base = request.model.base_url or DEFAULT_OPENAI_BASE_URL

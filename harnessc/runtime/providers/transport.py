@@ -1,10 +1,7 @@
-"""One HTTP exchange of a provider request, with bounded memory, and the clients it uses.
+"""One HTTP exchange of a provider request, with bounded memory.
 
-``HttpClientPool`` keeps one ``httpx.AsyncClient`` per event loop and origin
-(scheme, host, port) and caps the requests in flight per origin (``max_concurrent``,
-default 64): a request over the cap waits for a free slot (bounded only by the
-request's total deadline, not by ``timeout_ms``). Providers of many harnesses in one
-process can share one pool, and so one set of keep-alive connections per base URL.
+The clients it sends on and the cap on requests in flight are ``clients.py``
+(``HttpClientPool``, re-exported here).
 
 ``exchange`` sends one POST and passes the response on through a bounded queue: its
 head, then body pieces, then the end or the failure. It decodes gzip and deflate
@@ -16,17 +13,14 @@ error or non-stream answer, reads at most ``MAX_ERROR_BODY`` (64 KiB).
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import functools
-import ssl
 import zlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 
 from harnessc.runtime.providers.channel import Channel
+from harnessc.runtime.providers.clients import DEFAULT_MAX_CONCURRENT, HttpClientPool
 from harnessc.runtime.providers.errors import ProviderError
 
 __all__ = [
@@ -41,127 +35,10 @@ __all__ = [
 ]
 
 HEAD, BODY, CHUNK, END, FAIL = range(5)
-DEFAULT_MAX_CONCURRENT = 64
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 MAX_ERROR_BODY = 64 * 1024
 ACCEPT_ENCODING = "gzip, deflate"
 _PIECE = 256 * 1024
-_DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=30.0)
-
-
-@functools.cache
-def _ssl_context() -> ssl.SSLContext:
-    """One TLS context per process: building it costs tens of milliseconds."""
-    return httpx.create_ssl_context()
-
-
-def _origin(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.hostname}:{parts.port or ''}"
-
-
-# Connections per httpx client: httpcore scans its whole pool for every queued request
-# and every connection on each request's start and end, so one client holding hundreds
-# of connections costs quadratic CPU; an origin's requests spread over clients of at
-# most this many connections, and no request ever waits inside httpcore.
-SHARD_CONNECTIONS = 8
-
-
-class _Shard:
-    __slots__ = ("client", "busy")
-
-    def __init__(self, client: httpx.AsyncClient) -> None:
-        self.client = client
-        self.busy = 0
-
-
-class _Origin:
-    """One origin on one loop: its request slots and its clients."""
-
-    __slots__ = ("slots", "shards", "secure")
-
-    def __init__(self, max_concurrent: int, secure: bool) -> None:
-        self.slots = asyncio.Semaphore(max_concurrent)
-        self.shards: list[_Shard] = []
-        self.secure = secure
-
-    def new_client(self, connections: int) -> httpx.AsyncClient:
-        return httpx.AsyncClient(
-            # A plain-http client needs no TLS context (saves tens of ms locally).
-            verify=_ssl_context() if self.secure else False,
-            timeout=_DEFAULT_TIMEOUT,
-            limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
-            follow_redirects=False,
-        )
-
-    def pick(self, connections: int) -> _Shard:
-        """A client with a free connection (made when every client is busy)."""
-        for shard in self.shards:
-            if shard.client.is_closed:
-                shard.client = self.new_client(connections)
-            if shard.busy < connections:
-                return shard
-        shard = _Shard(self.new_client(connections))
-        self.shards.append(shard)
-        return shard
-
-
-class HttpClientPool:
-    """httpx clients by event loop and origin, with a cap on concurrent requests."""
-
-    __slots__ = ("max_concurrent", "max_keepalive", "_loops")
-
-    def __init__(
-        self, max_concurrent: int = DEFAULT_MAX_CONCURRENT, max_keepalive: int | None = None
-    ):
-        if max_concurrent < 1:
-            raise ValueError("max_concurrent must be at least 1")
-        self.max_concurrent = max_concurrent
-        # Idle connections kept per client (httpx drops them after 5 s idle); by
-        # default as many as may be busy, so a busy origin reuses its connections.
-        self.max_keepalive = max_keepalive
-        self._loops: dict[asyncio.AbstractEventLoop, dict[str, _Origin]] = {}
-
-    def _connections(self) -> int:
-        limit = min(self.max_concurrent, SHARD_CONNECTIONS)
-        return limit if self.max_keepalive is None else max(1, min(limit, self.max_keepalive))
-
-    def _entry(self, url: str) -> _Origin:
-        loop = asyncio.get_running_loop()
-        origins = self._loops.get(loop)
-        if origins is None:
-            for old in [old for old in self._loops if old.is_closed()]:
-                del self._loops[old]  # a finished asyncio.run: its sockets are gone
-            origins = self._loops[loop] = {}
-        key = _origin(url)
-        entry = origins.get(key)
-        if entry is None:
-            entry = origins[key] = _Origin(self.max_concurrent, not url.startswith("http://"))
-        return entry
-
-    def client(self, url: str) -> httpx.AsyncClient:
-        """A client for ``url``'s origin on the running loop."""
-        return self._entry(url).pick(self._connections()).client
-
-    @contextlib.asynccontextmanager
-    async def slot(self, url: str) -> AsyncIterator[httpx.AsyncClient]:
-        """Hold one of the origin's ``max_concurrent`` request slots."""
-        entry = self._entry(url)
-        async with entry.slots:
-            shard = entry.pick(self._connections())
-            shard.busy += 1
-            try:
-                yield shard.client
-            finally:
-                shard.busy -= 1
-
-    async def aclose(self) -> None:
-        """Close the clients of the running loop (a later request opens new ones)."""
-        loop = asyncio.get_running_loop()
-        origins = self._loops.pop(loop, {})
-        for entry in origins.values():
-            for shard in entry.shards:
-                await shard.client.aclose()
 
 
 def is_event_stream(content_type: str) -> bool:
@@ -236,7 +113,7 @@ def _too_big(limit: int) -> ProviderError:
 
 
 async def exchange(
-    clients: HttpClientPool,
+    client: httpx.AsyncClient,
     url: str,
     headers: dict[str, str],
     body: bytes,
@@ -246,10 +123,9 @@ async def exchange(
 ) -> None:
     """Send one request and pass its head, body pieces and end (or failure) on."""
     try:
-        async with (
-            clients.slot(url) as client,
-            client.stream("POST", url, headers=headers, content=body, timeout=timeout) as response,
-        ):
+        async with client.stream(
+            "POST", url, headers=headers, content=body, timeout=timeout
+        ) as response:
             status = response.status_code
             response_headers = dict(response.headers)
             content_type = response_headers.get("content-type", "")

@@ -177,13 +177,61 @@ class SessionHeader:
         )
 
 
-@dataclass(slots=True)
 class SessionEntry:
-    type: str
-    id: str
-    parent_id: str | None
-    timestamp: str
-    data: dict[str, Any] = field(default_factory=dict)
+    """One entry of a session: the four common fields and the rest (``data``, JSON form).
+
+    A ``message`` entry appended from a live message (``Session.append_message``) keeps
+    that message object and builds its JSON form only when asked: a session file gets
+    it once, at the append, and a run that never reads ``data`` back (the harness keeps
+    its own context) does not hold every message twice. The message must not change
+    after it is appended (the harness never changes one).
+    """
+
+    __slots__ = ("type", "id", "parent_id", "timestamp", "_data", "_live")
+
+    def __init__(
+        self,
+        type: str,
+        id: str,
+        parent_id: str | None,
+        timestamp: str,
+        data: dict[str, Any] | None = None,
+        *,
+        live: Message | None = None,
+    ) -> None:
+        self.type = type
+        self.id = id
+        self.parent_id = parent_id
+        self.timestamp = timestamp
+        self._data = data if data is not None or live is not None else {}
+        self._live = live
+
+    @property
+    def data(self) -> dict[str, Any]:
+        data = self._data
+        if data is None:
+            assert self._live is not None
+            data = self._data = {"message": self._live.to_dict()}
+        return data
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SessionEntry):
+            return NotImplemented
+        return (self.type, self.id, self.parent_id, self.timestamp, self.data) == (
+            other.type,
+            other.id,
+            other.parent_id,
+            other.timestamp,
+            other.data,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"SessionEntry(type={self.type!r}, id={self.id!r}, parent_id={self.parent_id!r}, "
+            f"timestamp={self.timestamp!r}, data={self.data!r})"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -192,7 +240,10 @@ class SessionEntry:
             "parentId": self.parent_id,
             "timestamp": self.timestamp,
         }
-        out.update(self.data)
+        if self._data is None and self._live is not None:
+            out["message"] = self._live.to_dict()  # not kept: see the class docstring
+        else:
+            out.update(self.data)
         return out
 
     @staticmethod
@@ -238,6 +289,8 @@ class SessionEntry:
         """The role of a ``message`` entry's message without parsing it."""
         if self.type != "message":
             return None
+        if self._data is None and self._live is not None:
+            return self._live.role
         raw = self.data.get("message")
         role = raw.get("role") if isinstance(raw, dict) else None
         return role if isinstance(role, str) else None

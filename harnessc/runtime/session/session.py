@@ -231,13 +231,11 @@ class Session:
         ``fields`` use the JSON (camelCase) keys."""
         if type not in ENTRY_TYPES:
             raise ValueError(f"unknown entry type {type!r} (pi's types: {sorted(ENTRY_TYPES)})")
-        entry = SessionEntry(
-            type=type,
-            id=self.new_entry_id(),
-            parent_id=self._leaf_id,
-            timestamp=iso_now(),
-            data=fields,
+        return self._append_new(
+            SessionEntry(type, self.new_entry_id(), self._leaf_id, iso_now(), fields)
         )
+
+    def _append_new(self, entry: SessionEntry) -> SessionEntry:
         if self.storage is not None:
             self.storage.append(entry.to_dict())
         self._index(entry)
@@ -266,7 +264,11 @@ class Session:
         return entry
 
     def append_message(self, message: Message) -> SessionEntry:
-        return self.append("message", message=message.to_dict())
+        """Append a ``message`` entry; the entry keeps ``message`` (see ``SessionEntry``)."""
+        entry = SessionEntry(
+            "message", self.new_entry_id(), self._leaf_id, iso_now(), None, live=message
+        )
+        return self._append_new(entry)
 
     def append_thinking_level_change(self, level: str) -> SessionEntry:
         return self.append(

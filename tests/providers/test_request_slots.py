@@ -1,0 +1,127 @@
+"""Requests over a shared pool's cap wait in turn, holding nothing of themselves yet."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import Any
+
+from harnessc.runtime import Model
+from harnessc.runtime.providers.base import AssistantMessageEvent, ProviderRequest
+from harnessc.runtime.providers.pool import ProviderPool
+from harnessc.runtime.providers.transport import HttpClientPool
+from harnessc.testing import ProtocolServer, ScriptedResponse, openai_events
+
+from .conftest import MakeRequest
+
+
+def _model(server: ProtocolServer) -> Model:
+    return Model(id="m", api="openai-completions", base_url=server.url + "/v1")
+
+
+def _held_server(server: ProtocolServer) -> threading.Event:
+    """Every request is answered once the returned event is set."""
+    go = threading.Event()
+
+    def handler(request: object) -> ScriptedResponse:
+        go.wait(10)
+        return ScriptedResponse.sse(openai_events(["ok"]))
+
+    server.set_handler(handler)
+    return go
+
+
+async def _last(pool: ProviderPool, request: ProviderRequest) -> AssistantMessageEvent:
+    events = [e async for e in pool.get("openai-completions").stream(request)]
+    return events[-1]
+
+
+async def _until(check: Any) -> None:
+    for _ in range(500):
+        if check():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("timed out waiting")
+
+
+def test_a_request_waiting_for_a_slot_has_not_built_its_payload(
+    server: ProtocolServer, make_request: MakeRequest
+):
+    """Before: a request built and encoded its whole payload (every message of its
+    context) and then waited for a slot, so a thousand waiting harnesses each held one."""
+    go = _held_server(server)
+    shared = HttpClientPool(max_concurrent=1)
+    built: list[str] = []
+
+    def request(name: str) -> ProviderRequest:
+        req = make_request(_model(server))
+
+        async def on_payload(payload: Any) -> None:
+            built.append(name)
+
+        req.on_payload = on_payload
+        return req
+
+    async def run() -> list[str]:
+        first = asyncio.create_task(_last(ProviderPool(shared), request("first")))
+        await _until(lambda: len(server.requests) == 1)
+        second = asyncio.create_task(_last(ProviderPool(shared), request("second")))
+        await _until(lambda: shared.waiting(server.url) == 1)
+        assert built == ["first"]  # the second waits without a payload
+        go.set()
+        done = [(await first).type, (await second).type]
+        await shared.aclose()
+        return done
+
+    assert asyncio.run(run()) == ["done", "done"]
+    assert built == ["first", "second"]
+    assert len(server.requests) == 2
+
+
+def test_an_abort_while_waiting_ends_the_request_and_leaves_the_slots_whole(
+    server: ProtocolServer, make_request: MakeRequest
+):
+    go = _held_server(server)
+    shared = HttpClientPool(max_concurrent=1)
+
+    async def run() -> tuple[str, str | None, str, str]:
+        first = asyncio.create_task(_last(ProviderPool(shared), make_request(_model(server))))
+        await _until(lambda: len(server.requests) == 1)
+        waiting = make_request(_model(server))
+        second = asyncio.create_task(_last(ProviderPool(shared), waiting))
+        await _until(lambda: shared.waiting(server.url) == 1)
+        waiting.signal.abort("stop")
+        aborted = await asyncio.wait_for(second, 5)  # ends while the first still runs
+        assert not first.done()
+        go.set()
+        assert (await first).type == "done"
+        # the aborted waiter gave nothing back twice, and wedges no later request
+        third = await asyncio.wait_for(_last(ProviderPool(shared), make_request(_model(server))), 5)
+        await shared.aclose()
+        return aborted.type, aborted.partial.stop_reason, third.type, str(len(server.requests))
+
+    assert asyncio.run(run()) == ("error", "aborted", "done", "2")
+
+
+def test_the_run_deadline_ends_a_wait_for_a_slot(
+    server: ProtocolServer, make_request: MakeRequest
+):
+    go = _held_server(server)
+    shared = HttpClientPool(max_concurrent=1)
+
+    async def run() -> AssistantMessageEvent:
+        first = asyncio.create_task(_last(ProviderPool(shared), make_request(_model(server))))
+        await _until(lambda: len(server.requests) == 1)
+        late = make_request(_model(server))
+        late.deadline = time.monotonic() + 0.2
+        ended = await asyncio.wait_for(_last(ProviderPool(shared), late), 5)
+        go.set()
+        await first
+        await shared.aclose()
+        return ended
+
+    ended = asyncio.run(run())
+    assert ended.type == "error"
+    assert "time budget ran out" in (ended.partial.error_message or "")
+    assert len(server.requests) == 1
