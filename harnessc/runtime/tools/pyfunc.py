@@ -13,6 +13,7 @@ import json
 import pathlib
 import sys
 import typing
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,42 @@ def result_from_value(value: Any) -> ToolResult:
     return text_result(cap_text(text), value if isinstance(value, dict | list) else None)
 
 
+_Analysis = tuple[
+    dict[str, Any], str, frozenset[str], inspect.Signature, bool, dict[str, Any], bool
+]
+# What a function's signature, hints and docstring give, kept while the function lives:
+# the harnesses of one process that make a tool of one function share it (read-only).
+_analyses: weakref.WeakKeyDictionary[Callable[..., Any], _Analysis] = weakref.WeakKeyDictionary()
+
+
+def _analysis(func: Callable[..., Any]) -> _Analysis:
+    try:
+        known = _analyses.get(func)
+    except TypeError:  # not weak-referenceable or not hashable: analysed every time
+        known = None
+    if known is not None:
+        return known
+    derived, summary, context_names = schema_for_function(func)
+    signature = inspect.signature(func)
+    accepts_any = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
+    target = hint_target(func)
+    is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(target)
+    found = (
+        derived,
+        summary,
+        frozenset(context_names),
+        signature,
+        accepts_any,
+        _hints(target),
+        is_async,
+    )
+    try:
+        _analyses[func] = found
+    except TypeError:
+        pass
+    return found
+
+
 def python_tool(
     func: Callable[..., Any],
     *,
@@ -105,14 +142,9 @@ def python_tool(
     """
     if not callable(func):
         raise TypeError(f"python_tool needs a callable, got {type(func).__name__}")
-    derived, summary, context_names = schema_for_function(func)
+    derived, summary, context_names, signature, accepts_any, hints, is_async = _analysis(func)
     schema = parameters if parameters is not None else derived
     tool_name = name or getattr(func, "__name__", None) or type(func).__name__
-    signature = inspect.signature(func)
-    accepts_any = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
-    target = hint_target(func)
-    hints = _hints(target)
-    is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(target)
 
     async def run(
         tool_call_id: str,
