@@ -265,10 +265,8 @@ class Session:
 
     def append_message(self, message: Message) -> SessionEntry:
         """Append a ``message`` entry; the entry keeps ``message`` (see ``SessionEntry``)."""
-        entry = SessionEntry(
-            "message", self.new_entry_id(), self._leaf_id, iso_now(), None, live=message
-        )
-        return self._append_new(entry)
+        entry_id, now = self.new_entry_id(), iso_now()
+        return self._append_new(SessionEntry("message", entry_id, self._leaf_id, now, live=message))
 
     def append_thinking_level_change(self, level: str) -> SessionEntry:
         return self.append(
