@@ -5,7 +5,7 @@ in the same process, and the peak RSS of a worker.
 Run: python benchmarks/durable.py [--runs 1000] [--steps 5] [--latency-ms 20] [--sqlite]
      [--workers 1,2,4] [--concurrency 8,1]
 --workers "" only measures the in-process overhead; --concurrency is each worker's queue
-concurrency, one throughput series per value (8, the default, makes one worker
+concurrency, one throughput series per value (default both 8 and 1: 8 makes one worker
 CPU-bound on a small machine; 1 or 2 leaves it latency-bound, which shows whether the
 shared queue and database scale). Each figure is printed with the load average; the
 CPU use of each worker, of PostgreSQL and of the model server shows what limits the
@@ -399,7 +399,7 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--workers", default="1,2,4")
     parser.add_argument(
-        "--concurrency", default="8", help="each worker's queue concurrency (a list: 8,1)"
+        "--concurrency", default="8,1", help="each worker's queue concurrency (a list)"
     )
     parser.add_argument("--sqlite", action="store_true", help="SQLite instead of PostgreSQL")
     args = parser.parse_args()
