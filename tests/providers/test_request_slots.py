@@ -104,9 +104,7 @@ def test_an_abort_while_waiting_ends_the_request_and_leaves_the_slots_whole(
     assert asyncio.run(run()) == ("error", "aborted", "done", "2")
 
 
-def test_the_run_deadline_ends_a_wait_for_a_slot(
-    server: ProtocolServer, make_request: MakeRequest
-):
+def test_the_run_deadline_ends_a_wait_for_a_slot(server: ProtocolServer, make_request: MakeRequest):
     go = _held_server(server)
     shared = HttpClientPool(max_concurrent=1)
 
@@ -124,4 +122,39 @@ def test_the_run_deadline_ends_a_wait_for_a_slot(
     ended = asyncio.run(run())
     assert ended.type == "error"
     assert "time budget ran out" in (ended.partial.error_message or "")
+    assert len(server.requests) == 1
+
+
+def test_a_provider_without_a_default_base_url_still_sends_and_checks_origins(
+    server: ProtocolServer, make_request: MakeRequest
+):
+    """A third-party subclass that names no default base URL keeps working; a request
+    whose URL leaves its model's origin is refused before anything is sent."""
+    from harnessc.runtime.providers.openai_completions import OpenAICompletionsProvider
+    from harnessc.runtime.providers.wire import HttpRequestSpec
+
+    server.set_handler(lambda request: ScriptedResponse.sse(openai_events(["ok"])))
+    target = server.url + "/v1/chat/completions"
+
+    class Elsewhere(OpenAICompletionsProvider):
+        default_base_url = ""
+
+        def build_request(self, request: ProviderRequest, api_key: str | None) -> HttpRequestSpec:
+            spec = super().build_request(request, api_key)
+            return HttpRequestSpec(target, spec.headers, spec.payload)
+
+    async def last(model: Model) -> AssistantMessageEvent:
+        provider = Elsewhere()
+        try:
+            return [e async for e in provider.stream(make_request(model))][-1]
+        finally:
+            await provider.aclose()
+
+    unnamed = asyncio.run(last(Model(id="m", api="openai-completions")))
+    assert unnamed.type == "done"
+    moved = asyncio.run(
+        last(Model(id="m", api="openai-completions", base_url="http://127.0.0.1:9/v1"))
+    )
+    assert moved.type == "error"
+    assert "not on the origin of the model's base_url" in (moved.partial.error_message or "")
     assert len(server.requests) == 1

@@ -119,7 +119,7 @@ async def read_attempt(
         if not out.url:
             try:
                 await reader.prepare(request, out)
-                if origin_of(out.url) != origin_of(out.origin):
+                if out.origin and origin_of(out.url) != origin_of(out.origin):
                     raise ProviderError(
                         f"the request URL {redact(out.url, out.secrets)} is not on the "
                         "origin of the model's base_url"

@@ -88,7 +88,8 @@ class HttpProvider:
     default_provider: ClassVar[str] = ""
     # What base_url must look like, for the hint of a 404 ("ends with /v1").
     base_url_hint: ClassVar[str] = ""
-    # The base URL of a model that names none.
+    # The base URL of a model that names none (where its requests wait for a slot and
+    # which origin they must go to; a subclass without one queues them all together).
     default_base_url: ClassVar[str] = ""
 
     def __init__(self, clients: HttpClientPool | None = None) -> None:
