@@ -110,12 +110,12 @@ async def read_attempt(
     model = request.model
     timeout_ms = request.stream_options.timeout_ms
     clock.arm(interrupt)
-    lease = await reader.clients.acquire(out.origin, interrupt)
-    if lease is None:
-        clock.disarm()
-        outcome.error = interrupted_error(interrupt.kind, timeout_ms, out.origin, clock, None)
-        return
+    lease = None
     try:
+        lease = await reader.clients.acquire(out.origin, interrupt)
+        if lease is None:
+            outcome.error = interrupted_error(interrupt.kind, timeout_ms, out.origin, clock, None)
+            return
         if not out.url:
             try:
                 await reader.prepare(request, out)
@@ -132,7 +132,6 @@ async def read_attempt(
                     interrupt.kind, timeout_ms, out.origin, clock, None
                 )
             if outcome.error is not None:
-                clock.disarm()
                 return
         url = out.url
         queue: Channel[tuple[Any, ...]] = Channel(64)
@@ -231,7 +230,9 @@ async def read_attempt(
                 task.cancel()
             await asyncio.gather(task, return_exceptions=True)
     finally:
-        lease.release()
+        clock.disarm()
+        if lease is not None:
+            lease.release()
 
 
 # -- outcomes -----------------------------------------------------------------

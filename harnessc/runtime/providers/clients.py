@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MAX_CONCURRENT",
+    "DEFAULT_TIMEOUT",
     "SHARD_CONNECTIONS",
     "HttpClientPool",
     "Lease",

@@ -14,7 +14,8 @@
 from the wall-clock budget) ends the request at that moment, whichever comes first.
 
 An abort (from any thread) or a tripped limit ends the wait for a request slot, cancels
-the exchange task and wakes the driver; the driver also checks ``Interrupt.kind`` after every item it takes.
+the exchange task and wakes the driver; the driver also checks ``Interrupt.kind`` after
+every item it takes.
 """
 
 from __future__ import annotations

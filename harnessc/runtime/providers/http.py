@@ -31,6 +31,7 @@ from harnessc.runtime.providers.attempt import (
 )
 from harnessc.runtime.providers.base import AssistantMessageEvent, ProviderRequest, ProviderRetry
 from harnessc.runtime.providers.builder import MessageBuilder
+from harnessc.runtime.providers.clients import DEFAULT_TIMEOUT, HttpClientPool
 from harnessc.runtime.providers.clock import Interrupt, RequestClock
 from harnessc.runtime.providers.errors import (
     MAX_ERROR_CHARS,
@@ -47,10 +48,7 @@ from harnessc.runtime.providers.retry import (
     sleep_unless_aborted,
 )
 from harnessc.runtime.providers.text import payload_bytes
-from harnessc.runtime.providers.transport import (
-    ACCEPT_ENCODING,
-    HttpClientPool,
-)
+from harnessc.runtime.providers.transport import ACCEPT_ENCODING
 from harnessc.runtime.providers.wire import (
     HttpRequestSpec,
     StreamState,
@@ -72,8 +70,6 @@ __all__ = [
     "join_url",
     "merge_headers",
 ]
-
-_DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=30.0)
 
 
 class HttpProvider:
@@ -168,7 +164,7 @@ class HttpProvider:
         del api_key
         options = request.stream_options
         timeout_ms = options.timeout_ms
-        timeout = httpx.Timeout(timeout_ms / 1000) if timeout_ms else _DEFAULT_TIMEOUT
+        timeout = httpx.Timeout(timeout_ms / 1000) if timeout_ms else DEFAULT_TIMEOUT
         max_retries = DEFAULT_MAX_RETRIES if options.max_retries is None else options.max_retries
         max_delay = (
             DEFAULT_MAX_RETRY_DELAY_MS
