@@ -203,8 +203,8 @@ class SessionEntry:
         self.id = id
         self.parent_id = parent_id
         self.timestamp = timestamp
-        self._data = data if data is not None or live is not None else {}
         self._live = live
+        self._data = {} if data is None and live is None else data  # None: built when read
 
     @property
     def data(self) -> dict[str, Any]:

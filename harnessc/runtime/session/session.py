@@ -258,10 +258,7 @@ class Session:
             raise ValueError(f"unknown entry type {entry.type!r}")
         if entry.id in self._by_id or entry.id in self._leaf_ids:
             raise ValueError(f"duplicate entry id {entry.id!r}")
-        if self.storage is not None:
-            self.storage.append(entry.to_dict())
-        self._index(entry)
-        return entry
+        return self._append_new(entry)
 
     def append_message(self, message: Message) -> SessionEntry:
         """Append a ``message`` entry; the entry keeps ``message`` (see ``SessionEntry``)."""
