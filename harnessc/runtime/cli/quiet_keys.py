@@ -16,6 +16,8 @@ import sys
 from types import FrameType
 from typing import Any
 
+from harnessc.runtime.cli.tty import TerminalModes
+
 __all__ = ["QuietKeys"]
 
 
@@ -36,24 +38,25 @@ class QuietKeys:
     more than once; nothing happens without a foreground terminal)."""
 
     def __init__(self) -> None:
-        self._fd: int | None = None
-        self._saved: list[Any] | None = None
+        self._modes: TerminalModes | None = None  # the modes to put back
         self._previous: Any = None
 
     def start(self) -> None:
         fd = _foreground_terminal()
-        if fd is None or self._saved is not None:
+        if fd is None or self._modes is not None:
+            return
+        modes = TerminalModes(fd)
+        if not modes.saved:
             return
         try:
             import termios
 
-            saved = termios.tcgetattr(fd)
             quiet = termios.tcgetattr(fd)
             quiet[3] &= ~termios.ECHO  # lflag
             termios.tcsetattr(fd, termios.TCSANOW, quiet)
         except (ImportError, OSError):  # termios.error is an OSError
             return
-        self._fd, self._saved = fd, saved
+        self._modes = modes
         with contextlib.suppress(ValueError):  # ValueError: not the main thread
             self._previous = signal.getsignal(signal.SIGTERM)
             signal.signal(signal.SIGTERM, self._on_terminate)
@@ -66,13 +69,9 @@ class QuietKeys:
             self._previous = None
 
     def _restore(self) -> None:
-        if self._saved is None or self._fd is None:
-            return
-        with contextlib.suppress(ImportError, OSError):
-            import termios
-
-            termios.tcsetattr(self._fd, termios.TCSANOW, self._saved)  # keeps typed keys
-        self._saved = None
+        if self._modes is not None:
+            self._modes.restore()  # keeps the typed keys queued
+            self._modes = None
 
     def _on_terminate(self, signum: int, frame: FrameType | None) -> None:
         """SIGTERM: the modes back first, then the process ends as it would have."""

@@ -6,7 +6,8 @@ import asyncio
 import contextlib
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any
+
+from harnessc.runtime.cli.tty import TerminalModes
 
 __all__ = [
     "TerminalModes",
@@ -15,31 +16,6 @@ __all__ = [
     "stdin_is_terminal",
     "terminal_restored",
 ]
-
-
-class TerminalModes:
-    """The terminal's modes as they were when the REPL started; ``restore()`` puts them
-    back (safe to call from a signal handler, and more than once)."""
-
-    def __init__(self) -> None:
-        self._saved: list[Any] | None = None
-        self._fd = -1
-        try:
-            import termios
-
-            if sys.stdin.isatty():
-                self._fd = sys.stdin.fileno()
-                self._saved = termios.tcgetattr(self._fd)
-        except (ImportError, OSError, ValueError, AttributeError):
-            self._saved = None
-
-    def restore(self) -> None:
-        if self._saved is None:
-            return
-        with contextlib.suppress(Exception):
-            import termios
-
-            termios.tcsetattr(self._fd, termios.TCSANOW, self._saved)
 
 
 @contextlib.contextmanager
