@@ -4,8 +4,7 @@ lines and the usage line on stderr, Ctrl-C aborting the run, then the run's repo
 from __future__ import annotations
 
 import asyncio
-import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from typing import Any
 
 from harnessc.runtime.cli.args import UsageError
@@ -17,6 +16,7 @@ from harnessc.runtime.cli.report import RunReport
 from harnessc.runtime.cli.sessions import discard_if_empty, discard_if_unused
 from harnessc.runtime.cli.shutdown import close_harness
 from harnessc.runtime.cli.summary import RunSummary, model_is_priced
+from harnessc.runtime.cli.tty import add_signal, remove_signal
 from harnessc.runtime.harness import AgentHarness, HarnessBusyError, RunResult
 
 __all__ = ["run_one_shot"]
@@ -54,7 +54,7 @@ async def run_one_shot(
         cli.err.write("\n[interrupted] aborting the run (Ctrl-C again to quit at once)\n")
         harness.abort("interrupted by the user")
 
-    _add_signal_handler(loop, on_interrupt)
+    add_signal(loop, "SIGINT", on_interrupt)  # where it cannot: Ctrl-C raises as usual
     # keys typed on a terminal while the spinner runs go to the shell afterwards
     quiet = QuietKeys()
     if isinstance(printer, TextPrinter) and printer.spinner is not None:
@@ -78,7 +78,7 @@ async def run_one_shot(
         except HarnessBusyError as exc:
             raise UsageError(str(exc)) from None
     finally:
-        _remove_signal_handler(loop)
+        remove_signal(loop, "SIGINT")
         if isinstance(printer, TextPrinter):
             printer.close()
         quiet.stop()
@@ -94,17 +94,3 @@ async def run_one_shot(
         summary.stop()
         printer.line(f"[usage] {summary.line()}")
     return code
-
-
-def _add_signal_handler(loop: asyncio.AbstractEventLoop, handler: Callable[[], None]) -> None:
-    try:
-        loop.add_signal_handler(signal.SIGINT, handler)
-    except (NotImplementedError, RuntimeError, ValueError):
-        pass  # not the main thread, or a platform without it: Ctrl-C raises as usual
-
-
-def _remove_signal_handler(loop: asyncio.AbstractEventLoop) -> None:
-    try:
-        loop.remove_signal_handler(signal.SIGINT)
-    except (NotImplementedError, RuntimeError, ValueError):
-        pass

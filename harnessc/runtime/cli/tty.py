@@ -1,12 +1,15 @@
-"""A terminal's modes, saved and put back (the REPL's and a one-shot run's quiet keys)."""
+"""A terminal's modes, saved and put back, and signal handlers on the loop (for the REPL
+and a one-shot run)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import sys
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["TerminalModes"]
+__all__ = ["TerminalModes", "add_signal", "remove_signal"]
 
 
 class TerminalModes:
@@ -40,3 +43,17 @@ class TerminalModes:
             import termios
 
             termios.tcsetattr(self._fd, termios.TCSANOW, self._saved)  # keeps typed keys
+
+
+def add_signal(loop: asyncio.AbstractEventLoop, name: str, handler: Callable[[], None]) -> None:
+    import signal
+
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError, AttributeError):
+        loop.add_signal_handler(getattr(signal, name), handler)
+
+
+def remove_signal(loop: asyncio.AbstractEventLoop, name: str) -> None:
+    import signal
+
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError, AttributeError):
+        loop.remove_signal_handler(getattr(signal, name))

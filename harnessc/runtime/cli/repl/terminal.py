@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
-from harnessc.runtime.cli.tty import TerminalModes
+from harnessc.runtime.cli.tty import TerminalModes, add_signal, remove_signal
 
 __all__ = [
     "TerminalModes",
@@ -27,20 +26,6 @@ def terminal_restored() -> Iterator[TerminalModes]:
         yield modes
     finally:
         modes.restore()
-
-
-def add_signal(loop: asyncio.AbstractEventLoop, name: str, handler: Callable[[], None]) -> None:
-    import signal
-
-    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError, AttributeError):
-        loop.add_signal_handler(getattr(signal, name), handler)
-
-
-def remove_signal(loop: asyncio.AbstractEventLoop, name: str) -> None:
-    import signal
-
-    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError, AttributeError):
-        loop.remove_signal_handler(getattr(signal, name))
 
 
 def stdin_is_terminal() -> bool:
