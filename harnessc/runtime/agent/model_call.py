@@ -98,6 +98,29 @@ def _unique_call_ids(calls: list[ToolCall]) -> None:
 
 async def call_model(parts: Parts, run: RunState) -> AssistantMessage:
     """The context and request hooks, then the streamed reply (recorded)."""
+    request, remaining = await _request(parts, run)
+    model = request.model
+    try:
+        provider = parts.host.provider_for(model)
+    except KeyError as exc:
+        final = AssistantMessage(
+            api=model.api,
+            provider=model.provider,
+            model=model.id,
+            stop_reason="error",
+            error_message=str(exc.args[0]),
+        )
+        await parts.bus.emit(MessageStartEvent(message=final))
+        await parts.append(final, started=True)
+        return final
+    return await _stream(parts, provider, request, remaining)
+
+
+async def _request(parts: Parts, run: RunState) -> tuple[ProviderRequest, float | None]:
+    """The request the context and request hooks made (and the wall-clock time left).
+
+    A function of its own, so what the hooks saw is not kept while the reply streams.
+    """
     settings = parts.settings
     model = settings.model
     context_event = ContextEvent(messages=list(parts.context.messages), turn=run.turn)
@@ -145,20 +168,7 @@ async def call_model(parts: Parts, run: RunState) -> AssistantMessage:
     remaining = _remaining_wall_clock(parts)
     if remaining is not None:  # the provider stops waiting too (connect, retries, reads)
         request.deadline = time.monotonic() + remaining
-    try:
-        provider = parts.host.provider_for(model)
-    except KeyError as exc:
-        final = AssistantMessage(
-            api=model.api,
-            provider=model.provider,
-            model=model.id,
-            stop_reason="error",
-            error_message=str(exc.args[0]),
-        )
-        await parts.bus.emit(MessageStartEvent(message=final))
-        await parts.append(final, started=True)
-        return final
-    return await _stream(parts, provider, request, remaining)
+    return request, remaining
 
 
 def _remaining_wall_clock(parts: Parts) -> float | None:
