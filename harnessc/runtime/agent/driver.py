@@ -222,26 +222,31 @@ _STEPS: dict[LoopState, Callable[[Parts, RunState], Awaitable[Next]]] = {
 }
 
 
-async def drive(parts: Parts, run: RunState) -> RunResult:
-    """Walk the machine from the run's state until DONE or a pull point."""
-    while True:
-        step = _STEPS.get(run.state)
-        if step is None:  # pragma: no cover - the steps never leave the run elsewhere
-            raise RuntimeError(f"unexpected state {run.state.value}")
-        outcome = await step(parts, run)
-        if isinstance(outcome, LoopState):
-            parts.transition(run, outcome)
-        elif isinstance(outcome, Pause):
-            return await endings.pause(parts, run, outcome.reason)
-        elif isinstance(outcome, AwaitTools):
-            return await endings.await_tools(parts, run)
-        else:
-            return await endings.finish(parts, run, outcome.status, outcome.reason)
+async def drive(
+    parts: Parts, run: RunState, opening: Awaitable[str | None] | None = None
+) -> RunResult:
+    """Walk the machine from the run's state until DONE or a pull point.
 
-
-async def _guarded(parts: Parts, run: RunState, body: Coroutine[Any, Any, RunResult]) -> RunResult:
+    ``opening`` (an entry's first part: hooks, the prompt's entries) runs first; the
+    pause reason it returns ends the run there. A cancellation or a crash anywhere
+    becomes the run's ending.
+    """
     try:
-        return await body
+        if opening is not None and (reason := await opening) is not None:
+            return await endings.pause(parts, run, reason)
+        while True:
+            step = _STEPS.get(run.state)
+            if step is None:  # pragma: no cover - the steps never leave the run elsewhere
+                raise RuntimeError(f"unexpected state {run.state.value}")
+            outcome = await step(parts, run)
+            if isinstance(outcome, LoopState):
+                parts.transition(run, outcome)
+            elif isinstance(outcome, Pause):
+                return await endings.pause(parts, run, outcome.reason)
+            elif isinstance(outcome, AwaitTools):
+                return await endings.await_tools(parts, run)
+            else:
+                return await endings.finish(parts, run, outcome.status, outcome.reason)
     except asyncio.CancelledError:
         task = asyncio.current_task()
         if task is not None:
@@ -264,12 +269,13 @@ async def begin(
     parts.run = run
     parts.budget.usage = run.usage
     parts.budget.raise_limits(parts.budget.budget)
-    return await _guarded(parts, run, _begin(parts, run, message, prompt_text, images))
+    return await drive(parts, run, _open(parts, run, message, prompt_text, images))
 
 
-async def _begin(
+async def _open(
     parts: Parts, run: RunState, message: Message, prompt_text: str, images: list[UserContent]
-) -> RunResult:
+) -> str | None:
+    """A new run's start: its hooks and events, the first turn, the prompt's entries."""
     await parts.bus.flush()
     parts.transition(run, LoopState.PLANNING)
     settings = parts.settings
@@ -306,9 +312,7 @@ async def _begin(
     await parts.append(message)
     for item in extra:
         await parts.append(item)
-    if reason is not None:
-        return await endings.pause(parts, run, reason)
-    return await drive(parts, run)
+    return reason
 
 
 async def abandon(parts: Parts, previous: RunState) -> None:
@@ -340,11 +344,13 @@ def reopen(parts: Parts, run: RunState) -> None:
     endings.record_pause(parts, run, run.pause_reason or "paused")
 
 
-async def resume_tools(parts: Parts, run: RunState, results: dict[str, Any]) -> RunResult:
-    return await _guarded(parts, run, _resume_tools(parts, run, results))
+def resume_tools(
+    parts: Parts, run: RunState, results: dict[str, Any]
+) -> Coroutine[Any, Any, RunResult]:
+    return drive(parts, run, _resume_tools(parts, run, results))
 
 
-async def _resume_tools(parts: Parts, run: RunState, results: dict[str, Any]) -> RunResult:
+async def _resume_tools(parts: Parts, run: RunState, results: dict[str, Any]) -> None:
     await parts.bus.emit(AgentResumeEvent(run_id=run.run_id, reason="tool_results"))
     _replay().record_resume(parts.session, run_id=run.run_id)
     run.pause_reason = None
@@ -353,17 +359,15 @@ async def _resume_tools(parts: Parts, run: RunState, results: dict[str, Any]) ->
         await tool_batch.finalize(parts, run, record, result, 0.0)
     await tool_batch.commit(parts, run, partial=True)
     parts.transition(run, LoopState.REFLECTING)
-    return await drive(parts, run)
 
 
-async def resume_paused(parts: Parts, run: RunState) -> RunResult:
-    return await _guarded(parts, run, _resume_paused(parts, run))
+def resume_paused(parts: Parts, run: RunState) -> Coroutine[Any, Any, RunResult]:
+    return drive(parts, run, _resume_paused(parts, run))
 
 
-async def _resume_paused(parts: Parts, run: RunState) -> RunResult:
+async def _resume_paused(parts: Parts, run: RunState) -> None:
     await parts.bus.emit(AgentResumeEvent(run_id=run.run_id, reason="paused"))
     _replay().record_resume(parts.session, run_id=run.run_id)
     run.pause_reason = None
     run.pause_requested = None
     parts.transition(run, LoopState.PLANNING)
-    return await drive(parts, run)
