@@ -7,7 +7,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["BUDGET_LIMITS", "Budget", "BudgetUsage", "BudgetWarning", "BudgetTracker"]
+__all__ = [
+    "BUDGET_LIMITS",
+    "NO_WARNINGS",
+    "Budget",
+    "BudgetUsage",
+    "BudgetWarning",
+    "BudgetTracker",
+]
 
 BUDGET_LIMITS: tuple[str, ...] = ("turns", "tool_calls", "wall_clock_s", "tokens", "cost_usd")
 
@@ -62,6 +69,9 @@ class BudgetUsage:
         )
 
 
+NO_WARNINGS: frozenset[str] = frozenset()  # one shared empty set (each frozenset() is new)
+
+
 @dataclass(slots=True)
 class BudgetWarning:
     limit: str
@@ -76,7 +86,7 @@ class BudgetTracker:
 
     budget: Budget = field(default_factory=Budget)
     usage: BudgetUsage = field(default_factory=BudgetUsage)
-    warned: set[str] = field(default_factory=set)
+    warned: frozenset[str] = NO_WARNINGS  # the limits a soft warning was given for
     _clock_started: float | None = None
     clock: Callable[[], float] = time.monotonic  # RunInputs.clock (a durable run's steps)
 
@@ -115,16 +125,18 @@ class BudgetTracker:
             if used + pending > maximum or (pending == 0 and used >= maximum and maximum > 0):
                 out.append(BudgetWarning(limit, used, maximum, "hard"))
             elif used + pending >= maximum * self.budget.soft_ratio and limit not in self.warned:
-                self.warned.add(limit)
+                self.warned |= {limit}
                 out.append(BudgetWarning(limit, used + pending, maximum, "soft"))
         return out
 
     def raise_limits(self, budget: Budget) -> None:
         """Replace the limits (resume after a budget pause); warnings may fire again."""
         self.budget = budget
-        self.warned = {
+        if not self.warned:
+            return
+        self.warned = frozenset(
             name
             for name in self.warned
             if getattr(budget, name) is not None
             and self.used(name) >= getattr(budget, name) * budget.soft_ratio
-        }
+        )

@@ -37,7 +37,7 @@ def record_pause(parts: Parts, run: RunState, reason: str) -> None:
 
 def _sync_budget(parts: Parts, run: RunState) -> None:
     run.limits = parts.budget.budget
-    run.warned = set(parts.budget.warned)
+    run.warned = parts.budget.warned
 
 
 async def pause(parts: Parts, run: RunState, reason: str) -> RunResult:

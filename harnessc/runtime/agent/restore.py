@@ -41,7 +41,7 @@ def from_session(parts: Parts) -> None:
         return
     parts.run = run
     parts.budget.usage = run.usage
-    parts.budget.warned = set(run.warned)
+    parts.budget.warned = run.warned
     if run.limits is not None:  # a limit raised during the run stays raised
         parts.budget.budget = _wider(parts.budget.budget, run.limits)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from harnessc.runtime.budget import BUDGET_LIMITS, Budget, BudgetUsage
+from harnessc.runtime.budget import BUDGET_LIMITS, NO_WARNINGS, Budget, BudgetUsage
 from harnessc.runtime.loop import LoopState
 from harnessc.runtime.messages import (
     AssistantMessage,
@@ -117,7 +117,7 @@ class RunState:
     turn: int = 0
     turn_open: bool = False
     usage: BudgetUsage = field(default_factory=BudgetUsage)
-    warned: set[str] = field(default_factory=set)  # soft budget warnings already given
+    warned: frozenset[str] = NO_WARNINGS  # soft budget warnings already given
     limits: Budget | None = None  # the limits in force at the pause (raised ones stay raised)
     reply: AssistantMessage | None = None
     calls: list[CallRecord] = field(default_factory=list)
@@ -209,7 +209,9 @@ class RunState:
             turn=int(data.get("turn", 0) or 0),
             turn_open=bool(data.get("turn_open", False)),
             usage=BudgetUsage.from_dict(data.get("usage")),
-            warned={str(w) for w in data.get("warned") or ()},
+            warned=frozenset(str(w) for w in warned)
+            if (warned := data.get("warned"))
+            else NO_WARNINGS,
             limits=_limits_from(limits) if isinstance(limits, dict) else None,
             reply=message,
             calls=[CallRecord.from_dict(c) for c in calls],

@@ -62,7 +62,7 @@ class MessageBuilder:
         self._kind = ""
         self._block: Any = None
         self._args: dict[int, list[str]] = {}
-        self._late: set[int] = set()
+        self._late: dict[int, None] = {}  # tool calls to parse again at finish
         self._join = SurrogateJoiner()  # a surrogate pair split over two deltas
 
     @property
@@ -153,7 +153,7 @@ class MessageBuilder:
             return
         parts.append(fragment)
         if index != self._index:
-            self._late.add(index)  # its block already ended: parse again at finish
+            self._late[index] = None  # its block already ended: parse again at finish
         self.out.append(AssistantMessageEvent("toolcall_delta", self.partial, index, fragment))
 
     def end_block(self) -> None:
