@@ -12,6 +12,7 @@ the model context. Two types written by earlier harnessc versions are still read
 from __future__ import annotations
 
 import gc
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,6 +34,7 @@ __all__ = [
     "SessionHeader",
     "SessionReadOnlyError",
     "SessionWriteError",
+    "iso_at",
     "iso_now",
     "iso_to_ms",
     "no_gc",
@@ -102,8 +104,13 @@ class SessionWriteError(SessionError, OSError):
 
 def iso_now() -> str:
     """An ISO-8601 UTC timestamp with milliseconds, as pi writes them."""
-    now = datetime.now(UTC)
-    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+    return iso_at(time.time())
+
+
+def iso_at(seconds: float) -> str:
+    """``iso_now``'s form of a time in seconds since the epoch."""
+    at = datetime.fromtimestamp(seconds, UTC)
+    return at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond // 1000:03d}Z"
 
 
 def iso_to_ms(timestamp: str) -> int:
@@ -187,14 +194,14 @@ class SessionEntry:
     after it is appended (the harness never changes one).
     """
 
-    __slots__ = ("type", "id", "parent_id", "timestamp", "_data", "_live")
+    __slots__ = ("type", "id", "parent_id", "_time", "_data", "_live")
 
     def __init__(
         self,
         type: str,
         id: str,
         parent_id: str | None,
-        timestamp: str,
+        timestamp: str | float,
         data: dict[str, Any] | None = None,
         *,
         live: Message | None = None,
@@ -202,9 +209,15 @@ class SessionEntry:
         self.type = type
         self.id = id
         self.parent_id = parent_id
-        self.timestamp = timestamp
+        self._time = timestamp  # a new entry's time.time(), formatted when read
         self._live = live
         self._data = {} if data is None and live is None else data  # None: built when read
+
+    @property
+    def timestamp(self) -> str:
+        """The ISO-8601 time of the entry (``iso_now``'s form for a new one)."""
+        at = self._time
+        return at if isinstance(at, str) else iso_at(at)
 
     @property
     def data(self) -> dict[str, Any]:

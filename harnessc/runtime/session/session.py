@@ -16,6 +16,7 @@ target's, so both build the same context and new entries of either land on that 
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import Any, Protocol
@@ -101,7 +102,7 @@ class Session:
         # legacy ``leaf`` entries (not tree nodes): id -> parentId, for entries pi appended
         # under one (pi takes it for an ordinary entry on the branch it ends)
         self._leaf_ids: dict[str, str | None] = {}
-        self._markers: set[str] = set()  # ids of ``harnessc.leaf`` entries
+        self._markers: dict[str, None] = {}  # ids of ``harnessc.leaf`` entries
         self._leaf_id: str | None = None
         for entry in entries:
             self._index(entry)
@@ -232,7 +233,7 @@ class Session:
         if type not in ENTRY_TYPES:
             raise ValueError(f"unknown entry type {type!r} (pi's types: {sorted(ENTRY_TYPES)})")
         return self._append_new(
-            SessionEntry(type, self.new_entry_id(), self._leaf_id, iso_now(), fields)
+            SessionEntry(type, self.new_entry_id(), self._leaf_id, time.time(), fields)
         )
 
     def _append_new(self, entry: SessionEntry) -> SessionEntry:
@@ -262,7 +263,7 @@ class Session:
 
     def append_message(self, message: Message) -> SessionEntry:
         """Append a ``message`` entry; the entry keeps ``message`` (see ``SessionEntry``)."""
-        entry_id, now = self.new_entry_id(), iso_now()
+        entry_id, now = self.new_entry_id(), time.time()
         return self._append_new(SessionEntry("message", entry_id, self._leaf_id, now, live=message))
 
     def append_thinking_level_change(self, level: str) -> SessionEntry:
@@ -390,7 +391,7 @@ class Session:
             return
         self._by_id[entry.id] = entry
         if entry.type == "custom" and entry.data.get("customType") == LEAF_MARKER_TYPE:
-            self._markers.add(entry.id)
+            self._markers[entry.id] = None
             self._leaf_id = entry.parent_id if entry.parent_id in self._by_id else None
             return
         self._leaf_id = entry.id
