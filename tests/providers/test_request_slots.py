@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from typing import Any
@@ -158,3 +159,61 @@ def test_a_provider_without_a_default_base_url_still_sends_and_checks_origins(
     assert moved.type == "error"
     assert "not on the origin of the model's base_url" in (moved.partial.error_message or "")
     assert len(server.requests) == 1
+
+
+def test_a_request_waiting_for_a_slot_has_not_begun_its_reply(
+    server: ProtocolServer, make_request: MakeRequest
+):
+    """Before: the reply (its message, usage and builder) was made and announced with
+    ``start`` before the wait, so every waiting harness held one more message."""
+    go = _held_server(server)
+    shared = HttpClientPool(max_concurrent=1)
+
+    async def run() -> list[str]:
+        first = asyncio.create_task(_last(ProviderPool(shared), make_request(_model(server))))
+        await _until(lambda: len(server.requests) == 1)
+        seen: list[str] = []
+
+        async def second() -> None:
+            async for event in ProviderPool(shared).get("openai-completions").stream(
+                make_request(_model(server))
+            ):
+                seen.append(event.type)
+
+        waiting = asyncio.create_task(second())
+        await _until(lambda: shared.waiting(server.url) == 1)
+        await asyncio.sleep(0.05)
+        assert seen == []  # no start while it waits
+        go.set()
+        assert (await first).type == "done"
+        await waiting
+        await shared.aclose()
+        return seen
+
+    seen = asyncio.run(run())
+    assert seen[0] == "start" and seen[-1] == "done"
+
+
+def test_a_request_closed_while_waiting_gives_its_slot_back(
+    server: ProtocolServer, make_request: MakeRequest
+):
+    """A caller that stops reading a stream that waits for (or was just handed) its
+    slot leaves the slot to the next request."""
+    go = _held_server(server)
+    shared = HttpClientPool(max_concurrent=1)
+
+    async def run() -> str:
+        first = asyncio.create_task(_last(ProviderPool(shared), make_request(_model(server))))
+        await _until(lambda: len(server.requests) == 1)
+        gone = asyncio.create_task(_last(ProviderPool(shared), make_request(_model(server))))
+        await _until(lambda: shared.waiting(server.url) == 1)
+        gone.cancel()
+        go.set()
+        assert (await first).type == "done"
+        with contextlib.suppress(asyncio.CancelledError):
+            await gone
+        last = await asyncio.wait_for(_last(ProviderPool(shared), make_request(_model(server))), 5)
+        await shared.aclose()
+        return last.type
+
+    assert asyncio.run(run()) == "done"

@@ -24,7 +24,7 @@ from harnessc.runtime.options import Model
 from harnessc.runtime.providers.base import AssistantMessageEvent, ProviderRequest
 from harnessc.runtime.providers.builder import MessageBuilder, finalize_usage
 from harnessc.runtime.providers.channel import Channel
-from harnessc.runtime.providers.clients import HttpClientPool, origin_of
+from harnessc.runtime.providers.clients import HttpClientPool, Lease, origin_of
 from harnessc.runtime.providers.clock import Interrupt, RequestClock
 from harnessc.runtime.providers.errors import MAX_ERROR_CHARS, ProviderError, cut_text, redact
 from harnessc.runtime.providers.hints import answer_error, interrupted_error, transport_error
@@ -101,18 +101,20 @@ async def read_attempt(
     clock: RequestClock,
     interrupt: Interrupt,
     outcome: Attempt,
+    lease: Lease | None = None,
 ) -> AsyncIterator[AssistantMessageEvent]:
     """One exchange: yields the reply's events, leaves the result in ``outcome``.
 
-    It first waits in turn for one of the origin's request slots; the first attempt
+    It first waits in turn for one of the origin's request slots, unless the caller
+    holds one for it (``lease``, given back at the end either way); the first attempt
     builds the request only once it holds one (``AttemptReader.prepare``).
     """
     model = request.model
     timeout_ms = request.stream_options.timeout_ms
     clock.arm(interrupt)
-    lease = None
     try:
-        lease = await reader.clients.acquire(out.origin, interrupt)
+        if lease is None and not interrupt.kind:
+            lease = await reader.clients.acquire(out.origin, interrupt)
         if lease is None:
             outcome.error = interrupted_error(interrupt.kind, timeout_ms, out.origin, clock, None)
             return

@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 import httpx
 
 from harnessc.runtime.messages import AssistantMessage
+from harnessc.runtime.options import Model
 from harnessc.runtime.providers.attempt import (
     END_GRACE_S,
     Attempt,
@@ -31,7 +32,7 @@ from harnessc.runtime.providers.attempt import (
 )
 from harnessc.runtime.providers.base import AssistantMessageEvent, ProviderRequest, ProviderRetry
 from harnessc.runtime.providers.builder import MessageBuilder
-from harnessc.runtime.providers.clients import DEFAULT_TIMEOUT, HttpClientPool
+from harnessc.runtime.providers.clients import DEFAULT_TIMEOUT, HttpClientPool, Lease
 from harnessc.runtime.providers.clock import Interrupt, RequestClock
 from harnessc.runtime.providers.errors import (
     MAX_ERROR_CHARS,
@@ -142,22 +143,29 @@ class HttpProvider:
     def stream(self, request: ProviderRequest) -> AsyncIterator[AssistantMessageEvent]:
         return self._stream(request)
 
-    async def _stream(self, request: ProviderRequest) -> AsyncIterator[AssistantMessageEvent]:
-        model = request.model
-        partial = AssistantMessage(
-            api=model.api or self.api,
-            provider=model.provider or self.default_provider,
-            model=model.id,
+    def _builder(self, model: Model) -> MessageBuilder:
+        return MessageBuilder(
+            AssistantMessage(
+                api=model.api or self.api,
+                provider=model.provider or self.default_provider,
+                model=model.id,
+            )
         )
-        builder = MessageBuilder(partial)
-        yield AssistantMessageEvent("start", partial)
 
+    async def _stream(self, request: ProviderRequest) -> AsyncIterator[AssistantMessageEvent]:
+        """The reply's events: ``start`` once the request holds a slot, then its content.
+
+        The reply is made only then, so a request waiting for a slot holds no message.
+        """
+        model = request.model
         api_key = model.api_key()
         secrets: list[str | None] = [*secret_values(api_key), *url_secrets(model.base_url)]
         if api_key is None and model.api_key_env:
             message = (
                 f"no API key for model {model.id!r}: set {model.api_key_env} in the environment"
             )
+            builder = self._builder(model)
+            yield AssistantMessageEvent("start", builder.partial)
             yield error_event(builder, model, ProviderError(message), secrets)
             return
         out = Outgoing(model.base_url or self.default_base_url, api_key, secrets)
@@ -185,16 +193,26 @@ class HttpProvider:
 
         remove_listener = signal.add_listener(on_abort)
         attempt = 0
+        interrupt = current[0] = Interrupt()
+        lease: Lease | None = None  # the first attempt's slot, taken before the reply begins
         try:
+            if not signal.aborted:
+                clock.arm(interrupt)
+                lease = await self.clients.acquire(out.origin, interrupt)
+                clock.disarm()
+            builder = self._builder(model)
+            yield AssistantMessageEvent("start", builder.partial)
             while True:
                 attempt += 1
                 if signal.aborted:
                     yield aborted_event(builder, model, signal.reason)
                     return
-                interrupt = current[0] = Interrupt()
+                if attempt > 1:
+                    interrupt = current[0] = Interrupt()
                 outcome = Attempt()
+                held, lease = lease, None  # read_attempt gives it back
                 async for event in read_attempt(
-                    self, out, timeout, request, builder, clock, interrupt, outcome
+                    self, out, timeout, request, builder, clock, interrupt, outcome, held
                 ):
                     yield event
                 if outcome.final is not None:
@@ -240,4 +258,6 @@ class HttpProvider:
                     yield aborted_event(builder, model, signal.reason)
                     return
         finally:
+            if lease is not None:  # closed before its first attempt
+                lease.release()
             remove_listener()
