@@ -205,15 +205,22 @@ class MessageBuilder:
         self.partial.stop_reason = reason
 
 
+def _dollars(tokens: int, price: float) -> float:
+    # A zero stays the shared constant 0.0: a reply of a model without prices (or one
+    # that used nothing) holds no float objects of its own.
+    return tokens * price / 1_000_000 if tokens and price else 0.0
+
+
 def compute_cost(usage: Usage, model: Model) -> None:
     """Fill ``usage.cost`` from the model's dollars-per-million-token prices."""
     price = model.cost
     cost = usage.cost
-    cost.input = usage.input * price.input / 1_000_000
-    cost.output = usage.output * price.output / 1_000_000
-    cost.cache_read = usage.cache_read * price.cache_read / 1_000_000
-    cost.cache_write = usage.cache_write * price.cache_write / 1_000_000
-    cost.total = cost.input + cost.output + cost.cache_read + cost.cache_write
+    cost.input = _dollars(usage.input, price.input)
+    cost.output = _dollars(usage.output, price.output)
+    cost.cache_read = _dollars(usage.cache_read, price.cache_read)
+    cost.cache_write = _dollars(usage.cache_write, price.cache_write)
+    total = cost.input + cost.output + cost.cache_read + cost.cache_write
+    cost.total = total if total else 0.0
 
 
 def finalize_usage(usage: Usage, model: Model) -> None:
