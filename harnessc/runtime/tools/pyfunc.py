@@ -127,6 +127,69 @@ def _analysis(func: Callable[..., Any]) -> _Analysis:
     return found
 
 
+class _Call:
+    """A python tool's execute function: the model's arguments, coerced, to ``func``.
+
+    An object, not a closure: many harnesses make a tool of one function, and each
+    closure would hold its own cells for these seven values.
+    """
+
+    __slots__ = ("func", "name", "context_names", "signature", "accepts_any", "hints", "is_async")
+
+    def __init__(
+        self,
+        func: Callable[..., Any],
+        name: str,
+        context_names: frozenset[str],
+        signature: inspect.Signature,
+        accepts_any: bool,
+        hints: dict[str, Any],
+        is_async: bool,
+    ) -> None:
+        self.func = func
+        self.name = name
+        self.context_names = context_names
+        self.signature = signature
+        self.accepts_any = accepts_any
+        self.hints = hints
+        self.is_async = is_async
+
+    async def __call__(
+        self,
+        tool_call_id: str,
+        params: dict[str, Any],
+        signal: AbortSignal,
+        on_update: ToolUpdate,
+        context: Any,
+    ) -> ToolResult:
+        func, tool_name, context_names = self.func, self.name, self.context_names
+        signature, hints = self.signature, self.hints
+        kwargs: dict[str, Any] = {}
+        try:
+            for key, value in (params or {}).items():
+                if key in context_names:
+                    continue
+                if key in signature.parameters or self.accepts_any:
+                    kwargs[key] = _coerce(value, hints.get(key))
+            for key in context_names:
+                kwargs[key] = context
+            signature.bind(**kwargs)
+        except TypeError as exc:
+            return error_result(f"{tool_name}: bad arguments: {exc}")
+        except (ValueError, KeyError) as exc:
+            return error_result(f"{tool_name}: bad argument value: {type(exc).__name__}: {exc}")
+        try:
+            if self.is_async:
+                value = await func(**kwargs)
+            else:
+                value = await asyncio.to_thread(functools.partial(func, **kwargs))
+                if inspect.isawaitable(value):
+                    value = await value
+        except Exception as exc:  # the model sees the failure, the run goes on
+            return error_result(f"{tool_name} failed: {type(exc).__name__}: {exc}")
+        return result_from_value(value)
+
+
 def python_tool(
     func: Callable[..., Any],
     *,
@@ -146,38 +209,7 @@ def python_tool(
     schema = parameters if parameters is not None else derived
     tool_name = name or getattr(func, "__name__", None) or type(func).__name__
 
-    async def run(
-        tool_call_id: str,
-        params: dict[str, Any],
-        signal: AbortSignal,
-        on_update: ToolUpdate,
-        context: Any,
-    ) -> ToolResult:
-        kwargs: dict[str, Any] = {}
-        try:
-            for key, value in (params or {}).items():
-                if key in context_names:
-                    continue
-                if key in signature.parameters or accepts_any:
-                    kwargs[key] = _coerce(value, hints.get(key))
-            for key in context_names:
-                kwargs[key] = context
-            signature.bind(**kwargs)
-        except TypeError as exc:
-            return error_result(f"{tool_name}: bad arguments: {exc}")
-        except (ValueError, KeyError) as exc:
-            return error_result(f"{tool_name}: bad argument value: {type(exc).__name__}: {exc}")
-        try:
-            if is_async:
-                value = await func(**kwargs)
-            else:
-                value = await asyncio.to_thread(functools.partial(func, **kwargs))
-                if inspect.isawaitable(value):
-                    value = await value
-        except Exception as exc:  # the model sees the failure, the run goes on
-            return error_result(f"{tool_name} failed: {type(exc).__name__}: {exc}")
-        return result_from_value(value)
-
+    run = _Call(func, tool_name, context_names, signature, accepts_any, hints, is_async)
     return Tool(
         name=tool_name,
         label=tool_name,
