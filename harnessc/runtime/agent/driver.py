@@ -248,10 +248,22 @@ async def drive(
             else:
                 return await endings.finish(parts, run, outcome.status, outcome.reason)
     except asyncio.CancelledError:
+        # The run's own ending: ``abort`` (it aborts the signal, then cancels the task
+        # the run is on) or a CancelledError raised inside the run (a blocked prompt, a
+        # reply the provider ended as aborted). A cancellation someone else asked for
+        # is the caller's: the run is recorded as aborted, then it is passed on.
+        signal = parts.signal
         task = asyncio.current_task()
-        if task is not None:
+        requested = task is not None and task.cancelling() > 0
+        own = (signal is not None and signal.aborted) or not requested
+        if own and requested and task is not None:
             task.uncancel()
-        return await endings.aborted(parts, run)
+        if signal is not None and not own:
+            signal.abort("cancelled")
+        result = await endings.aborted(parts, run)
+        if not own:
+            raise
+        return result
     except Exception as exc:
         return await endings.crashed(parts, run, exc)
 

@@ -8,8 +8,7 @@ until DONE, or back to IDLE on a pause (see ``driver``). The run's state is one
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.agent import driver, restore, session_moves
@@ -55,7 +54,8 @@ class AgentHarness(SettingsFacade):
         self.commands = CommandRegistry()
         self._parts = Parts(options, self.session, self)
         self._parts.hooks.host = self
-        self._task: asyncio.Task[RunResult] | None = None
+        self._task: asyncio.Task[Any] | None = None  # the task a run's body is on
+        self._idle: asyncio.Future[None] | None = None  # made by wait_for_idle
         self._busy = False
         self._watcher: Any = None
         self._closers: list[Callable[[], Awaitable[None]]] = []
@@ -162,7 +162,7 @@ class AgentHarness(SettingsFacade):
                 f"the agent is waiting for external tool results ({ids}); call resume() with them"
             )
         if not isinstance(text, str):
-            return await self._start(lambda: self._begin(text, message_text(text), images))
+            return await self._start(self._begin(text, message_text(text), images))
         prompt_text = text
         if (command := split_command(text)) is not None:
             outcome = await self.dispatch_command(*command)
@@ -175,11 +175,11 @@ class AgentHarness(SettingsFacade):
         if images:
             content = [TextContent(prompt_text), *images]
         message = UserMessage(content=content)
-        return await self._start(lambda: self._begin(message, prompt_text, images))
+        return await self._start(self._begin(message, prompt_text, images))
 
     def _begin(
         self, message: Message, text: str, images: Sequence[ImageContent] | None
-    ) -> Awaitable[RunResult]:
+    ) -> Coroutine[Any, Any, RunResult]:
         return driver.begin(self._parts, message, text, list(images or []))
 
     async def resume(
@@ -217,9 +217,9 @@ class AgentHarness(SettingsFacade):
                     f"missing: {', '.join(missing)}"
                 )
             assert results is not None
-            return await self._start(lambda: driver.resume_tools(self._parts, run, results))
+            return await self._start(driver.resume_tools(self._parts, run, results))
         if run.state is LoopState.IDLE:
-            return await self._start(lambda: driver.resume_paused(self._parts, run))
+            return await self._start(driver.resume_paused(self._parts, run))
         raise RuntimeError(f"cannot resume from state {run.state.value}")
 
     def prompt_sync(self, text: str, images: Sequence[ImageContent] | None = None) -> RunResult:
@@ -239,40 +239,41 @@ class AgentHarness(SettingsFacade):
         """Cancel the running provider request and tools; the run ends as ``aborted``."""
         if self._parts.signal is not None:
             self._parts.signal.abort(reason)
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
+        task, self._task = self._task, None
+        if task is not None:  # once per run; the run ends as aborted (driver.drive)
+            task.cancel()
 
     async def wait_for_idle(self) -> None:
-        task = self._task
-        if task is not None and not task.done():
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.shield(task)
+        if not self._busy:
+            return
+        if self._idle is None:
+            self._idle = asyncio.get_running_loop().create_future()
+        await asyncio.shield(self._idle)
 
     def _check_idle(self) -> None:
         if self._busy:
             raise HarnessBusyError("the agent is busy with another run; wait for it or abort it")
 
-    async def _start(self, body: Callable[[], Awaitable[RunResult]]) -> RunResult:
+    async def _start(self, body: Coroutine[Any, Any, RunResult]) -> RunResult:
+        """Run ``body`` on the caller's task (no task of its own: a thousand harnesses of
+        one process each save one). ``abort`` cancels that task while the body runs; the
+        driver turns its own cancellation into the run's ending, and re-raises any other
+        (the caller was cancelled) once the run is recorded as aborted."""
         parts = self._parts
         self._busy = True
         parts.signal = AbortSignal()
         parts.new_messages = []
         parts.budget.start_clock()
-        task = asyncio.ensure_future(body())
-        self._task = task
+        self._task = asyncio.current_task()
         try:
-            return await task
-        except asyncio.CancelledError:
-            # The caller was cancelled (Ctrl-C): abort the run, let it clean up, re-raise.
-            self.abort("cancelled")
-            if not task.done():
-                with contextlib.suppress(BaseException):
-                    await task
-            raise
+            return await body
         finally:
+            self._task = None
             parts.budget.stop_clock()
             self._busy = False
-            self._task = None
+            idle, self._idle = self._idle, None
+            if idle is not None and not idle.done():
+                idle.set_result(None)
             if parts.settings.pending_resources is not None:
                 await parts.settings.apply_resources()
 
