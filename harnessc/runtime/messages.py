@@ -120,12 +120,17 @@ class Cost:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "input": self.input,
-            "output": self.output,
-            "cacheRead": self.cache_read,
-            "cacheWrite": self.cache_write,
-            "total": self.total,
+            "input": _amount(self.input),
+            "output": _amount(self.output),
+            "cacheRead": _amount(self.cache_read),
+            "cacheWrite": _amount(self.cache_write),
+            "total": _amount(self.total),
         }
+
+
+def _amount(value: float) -> float | int:
+    # 0, as JavaScript writes it: a free reply's line needs no rewriting of its numbers
+    return 0 if value == 0 else value
 
 
 @dataclass(slots=True)
