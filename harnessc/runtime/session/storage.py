@@ -176,6 +176,8 @@ def _write_temp(path: str, data: bytes) -> tuple[int, str]:
 class ReadOnlyStorage:
     """The storage of a session opened read-only: appends are refused."""
 
+    __slots__ = ("path",)
+
     def __init__(self, path: str) -> None:
         self.path = path
 
@@ -191,6 +193,8 @@ class ReadOnlyStorage:
 
 class JsonlStorage:
     """Appends lines to a locked session file (see the module docstring)."""
+
+    __slots__ = ("path", "_fd", "_repair_to", "_newline", "_dirty", "_new_file")
 
     def __init__(self, path: str, fd: int, *, repair_to: int | None = None, newline: bool = False):
         self.path = path
