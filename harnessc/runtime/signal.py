@@ -60,10 +60,14 @@ class AbortSignal:
         self._listeners.append(listener)
 
         def remove() -> None:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
+            self.remove_listener(listener)
 
         return remove
+
+    def remove_listener(self, listener: Callable[[], None]) -> None:
+        """Stop calling ``listener`` (``add_listener``'s remover, without a closure)."""
+        if listener in self._listeners:
+            self._listeners.remove(listener)
 
     async def wait(self) -> None:
         """Return once the signal is aborted."""

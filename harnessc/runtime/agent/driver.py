@@ -232,8 +232,11 @@ async def drive(
     becomes the run's ending.
     """
     try:
-        if opening is not None and (reason := await opening) is not None:
-            return await endings.pause(parts, run, reason)
+        if opening is not None:
+            reason = await opening
+            opening = None  # a finished coroutine keeps its memory while it is referenced
+            if reason is not None:
+                return await endings.pause(parts, run, reason)
         while True:
             step = _STEPS.get(run.state)
             if step is None:  # pragma: no cover - the steps never leave the run elsewhere

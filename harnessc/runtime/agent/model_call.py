@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable
 from dataclasses import replace
 from typing import Any
 
@@ -158,13 +159,12 @@ async def _request(parts: Parts, run: RunState) -> tuple[ProviderRequest, float 
         thinking_level=settings.thinking_level,
         signal=parts.signal,
         session_id=parts.session.id,
-        retry=parts.options.retry or RetryOptions(),
-        on_payload=(lambda p: _on_payload(parts, p))
-        if parts.hooks.has("before_provider_payload")
-        else None,
-        on_response=lambda status, headers: _on_response(parts, status, headers),
-        on_retry=lambda retry: _on_retry(parts, retry),
+        retry=parts.options.retry or _NO_RETRY_OPTIONS,
     )
+    observer = _Observer(parts)
+    if parts.hooks.has("before_provider_payload"):
+        request.on_payload = observer.payload
+    request.on_response, request.on_retry = observer.response, observer.retry
     remaining = _remaining_wall_clock(parts)
     if remaining is not None:  # the provider stops waiting too (connect, retries, reads)
         request.deadline = time.monotonic() + remaining
@@ -255,6 +255,27 @@ def _empty(request: ProviderRequest) -> AssistantMessage:
     return AssistantMessage(
         api=request.model.api, provider=request.model.provider, model=request.model.id
     )
+
+
+_NO_RETRY_OPTIONS = RetryOptions()  # the defaults (read, never changed)
+
+
+class _Observer:
+    """The request's callbacks into the harness: one small object, not three closures."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: Parts) -> None:
+        self.parts = parts
+
+    def payload(self, payload: Any) -> Awaitable[Any]:
+        return _on_payload(self.parts, payload)
+
+    def response(self, status: int, headers: dict[str, str]) -> Awaitable[None]:
+        return _on_response(self.parts, status, headers)
+
+    def retry(self, retry: ProviderRetry) -> Awaitable[None]:
+        return _on_retry(self.parts, retry)
 
 
 async def _on_payload(parts: Parts, payload: Any) -> Any:

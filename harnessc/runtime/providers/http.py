@@ -183,7 +183,8 @@ class HttpProvider:
         signal = request.signal
         loop = asyncio.get_running_loop()
         clock = RequestClock(loop, timeout_ms, request.deadline)
-        current = [Interrupt()]
+        interrupt = Interrupt()
+        current = [interrupt]  # the attempt an abort stops
 
         def on_abort() -> None:  # may run in any thread
             try:
@@ -191,9 +192,8 @@ class HttpProvider:
             except RuntimeError:  # loop already closed
                 pass
 
-        remove_listener = signal.add_listener(on_abort)
+        signal.add_listener(on_abort)  # removed at the end (remove_listener: no closure kept)
         attempt = 0
-        interrupt = current[0] = Interrupt()
         lease: Lease | None = None  # the first attempt's slot, taken before the reply begins
         try:
             if not signal.aborted:
@@ -260,4 +260,4 @@ class HttpProvider:
         finally:
             if lease is not None:  # closed before its first attempt
                 lease.release()
-            remove_listener()
+            signal.remove_listener(on_abort)
