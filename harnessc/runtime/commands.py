@@ -68,6 +68,8 @@ def split_command(text: str) -> tuple[str, str] | None:
 
 
 class CommandRegistry:
+    __slots__ = ("_commands",)
+
     def __init__(self) -> None:
         self._commands: dict[str, Command] = {}
 

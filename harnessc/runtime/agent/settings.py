@@ -47,7 +47,8 @@ class Settings:
         "pending_resources",
         "stream_options",
         "tool_context",
-        "recorded",
+        "model_recorded",
+        "thinking_level_recorded",
     )
 
     def __init__(self, options: AgentHarnessOptions, session: Session, bus: EventBus) -> None:
@@ -66,7 +67,9 @@ class Settings:
         self.pending_resources: AgentHarnessResources | None = None
         self.stream_options = options.stream_options or AgentHarnessStreamOptions()
         self.tool_context = options.tool_context or ToolContextSource(None)
-        self.recorded: dict[str, bool] = {"model": False, "thinking_level": False}
+        # the session holds a model / thinking level record (else record_if_new writes one)
+        self.model_recorded = False
+        self.thinking_level_recorded = False
 
     def resolve_model(self, model: str | Model | None) -> Model:
         if isinstance(model, Model):
@@ -88,10 +91,8 @@ class Settings:
     def restore(self) -> None:
         """Take model, thinking level and active tools from the session's context."""
         ctx = self.session.context()
-        self.recorded = {
-            "model": ctx.model is not None,
-            "thinking_level": ctx.thinking_level is not None,
-        }
+        self.model_recorded = ctx.model is not None
+        self.thinking_level_recorded = ctx.thinking_level is not None
         if ctx.model is not None:
             for model in self.models.values():
                 if model.id == ctx.model[1] and (model.provider or model.api) == ctx.model[0]:
@@ -107,12 +108,12 @@ class Settings:
 
     def record_if_new(self) -> None:
         """Write model and thinking level into a session that has neither yet."""
-        if not self.recorded["model"]:
+        if not self.model_recorded:
             self.session.append_model_change(self.model.provider or self.model.api, self.model.id)
-            self.recorded["model"] = True
-        if not self.recorded["thinking_level"]:
+            self.model_recorded = True
+        if not self.thinking_level_recorded:
             self.session.append_thinking_level_change(self.thinking_level.value)
-            self.recorded["thinking_level"] = True
+            self.thinking_level_recorded = True
 
     async def set_model(self, model: str | Model) -> None:
         self.model = self.resolve_model(model)
