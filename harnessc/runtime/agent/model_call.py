@@ -186,7 +186,7 @@ async def _stream(
     bus = parts.bus
     stream = provider.stream(request)
     timed_out = False
-    scope = asyncio.timeout(remaining)
+    scope = asyncio.timeout(remaining) if remaining is not None else _UNBOUNDED
     try:
         async with scope:
             async for event in stream:
@@ -258,6 +258,24 @@ def _empty(request: ProviderRequest) -> AssistantMessage:
 
 
 _NO_RETRY_OPTIONS = RetryOptions()  # the defaults (read, never changed)
+
+
+class _Unbounded:
+    """``asyncio.timeout(None)`` without an object per reply (no wall-clock budget)."""
+
+    __slots__ = ()
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    def expired(self) -> bool:
+        return False
+
+
+_UNBOUNDED = _Unbounded()
 
 
 class _Observer:

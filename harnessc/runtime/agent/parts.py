@@ -7,6 +7,7 @@ context, settings, budget, queues), ``run`` the one ``RunState`` they read and c
 
 from __future__ import annotations
 
+import time
 from typing import Any, Protocol
 
 from harnessc.runtime.agent.bus import EventBus
@@ -20,7 +21,6 @@ from harnessc.runtime.loop import LoopState, check_transition
 from harnessc.runtime.messages import Message, UserMessage, message_text
 from harnessc.runtime.options import AgentHarnessOptions, Model, QueueMode
 from harnessc.runtime.providers.base import Provider
-from harnessc.runtime.run_inputs import LIVE
 from harnessc.runtime.session.session import Session
 from harnessc.runtime.signal import AbortSignal
 
@@ -70,8 +70,9 @@ class Parts:
         self.bus.on_pause_request = self._pause_requested
         self.context = ContextWindow(session, self.bus)
         self.settings = Settings(options, session, self.bus)
-        self.budget = BudgetTracker(
-            options.budget or Budget(), clock=(options.run_inputs or LIVE).clock
+        inputs = options.run_inputs
+        self.budget = BudgetTracker(  # without run inputs: time.monotonic, as LIVE reads it
+            options.budget or Budget(), clock=inputs.clock if inputs is not None else time.monotonic
         )
         self.host = host
         self.signal: AbortSignal | None = None
