@@ -141,3 +141,44 @@ def test_200_concurrent_sessions_are_separate_and_an_abort_touches_only_its_own(
         assert on_disk.id == harness.session.id
         tags = set(_TAG.findall(json.dumps([e.to_dict() for e in on_disk.entries()])))
         assert tags == {str(i)}  # a session's file holds its own run only
+
+
+def test_a_closed_harness_is_freed_at_once_not_by_the_cyclic_collector(tmp_path: Path) -> None:
+    """Before: the hooks, the bus and the loop's steps held the harness, which held them,
+    so a service's finished sessions stayed in memory until a full collection."""
+    import gc
+    import weakref
+
+    repo = JsonlSessionRepo(tmp_path / "sessions")
+
+    async def one(clients: HttpClientPool, index: int) -> tuple[Any, Any, str, int]:
+        harness = AgentHarness(_options(server, clients, repo.create(cwd=str(tmp_path))))
+        status = "not run"
+        if index:  # the first one never runs
+            status = (await harness.prompt(f"Add for session-{index} please.")).status
+        await harness.close()
+        count = len(harness.messages)  # still readable once closed
+        return weakref.ref(harness), weakref.ref(harness.session), status, count
+
+    async def main() -> list[tuple[bool, str, int]]:
+        clients = HttpClientPool(max_concurrent=4)
+        freed = []
+        for index in range(3):
+            harness, session, status, count = await one(clients, index)
+            for _ in range(100):  # the fsync's worker thread lets go of the session soon after
+                if harness() is None and session() is None:
+                    break
+                await asyncio.sleep(0.01)
+            freed.append((harness() is None and session() is None, status, count))
+        await clients.aclose()
+        return freed
+
+    with ProtocolServer() as server:
+        server.set_handler(Script())
+        gc.collect()
+        gc.disable()
+        try:
+            freed = asyncio.run(main())
+        finally:
+            gc.enable()
+    assert freed == [(True, "not run", 0), (True, "done", 6), (True, "done", 6)]

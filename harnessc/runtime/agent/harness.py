@@ -384,6 +384,8 @@ class AgentHarness(SettingsFacade):
         if pool is not None:  # this harness's clients only
             await pool.aclose()
         self.session.close()
+        if not self._busy:  # closed while a run goes on: its end still needs the harness
+            self._parts.detach()
 
 
 def _without_timestamp(data: dict[str, Any]) -> dict[str, Any]:

@@ -41,6 +41,28 @@ class LoopHost(Protocol):
     ) -> Any: ...
 
 
+class _ClosedHost:
+    """The host of a closed harness: what would need the harness says it is closed."""
+
+    __slots__ = ()
+
+    compaction_pipeline: Any = None
+
+    def provider_for(self, model: Model) -> Provider:
+        raise RuntimeError("the harness is closed")
+
+    async def system_prompt(self) -> str:
+        raise RuntimeError("the harness is closed")
+
+    async def compact(
+        self, custom_instructions: str | None = None, *, reason: str = "manual"
+    ) -> Any:
+        raise RuntimeError("the harness is closed")
+
+
+_CLOSED_HOST = _ClosedHost()
+
+
 class Parts:
     __slots__ = (
         "options",
@@ -88,6 +110,15 @@ class Parts:
     @property
     def state(self) -> LoopState:
         return self.run.state if self.run is not None else self.last_state
+
+    def detach(self) -> None:
+        """Let go of the harness (``AgentHarness.close``): the hooks, the bus and the
+        steps hold it and these parts, and the harness holds them, so without this a
+        closed harness waits for the cyclic collector instead of being freed at once."""
+        self.host = _CLOSED_HOST
+        self.hooks.host = None
+        self.hooks.report = None
+        self.bus.on_pause_request = None
 
     def transition(self, run: RunState, target: LoopState) -> None:
         """The one place a run changes state (the seed-004 contract is checked here)."""
