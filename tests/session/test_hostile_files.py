@@ -245,6 +245,27 @@ def test_stale_temporary_files_are_removed_on_open(repo: JsonlSessionRepo) -> No
     assert {fresh.name, held.name, other.name, name} <= set(left)
 
 
+def test_creates_in_one_folder_list_it_once_a_minute_and_an_open_still_cleans(
+    repo: JsonlSessionRepo,
+) -> None:
+    """Before: every create listed its whole folder for leftovers, so a service with
+    thousands of sessions in one folder paid milliseconds per new session on its loop.
+    A leftover is only removed once it is a minute old, so once a minute is enough."""
+    first = repo.create(cwd="/w")
+    first.close()
+    assert first.path is not None
+    folder = Path(first.path).parent
+    stale = folder / f".{Path(first.path).name}.a1b2c3d4.tmp"
+    stale.write_text("partial")
+    old = time.time() - 3600
+    os.utime(stale, (old, old))
+    second = repo.create(cwd="/w")
+    second.close()
+    assert stale.exists()  # not listed again within the minute
+    repo.open(second.id).close()
+    assert not stale.exists()
+
+
 def test_sigkill_while_migrating_leaves_a_readable_file(repo: JsonlSessionRepo) -> None:
     """A killed rewrite leaves the old file whole and a .tmp that the next open removes."""
     folder = repo.root / "--w--"

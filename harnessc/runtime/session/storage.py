@@ -56,6 +56,10 @@ FILE_MODE = 0o600
 DIR_MODE = 0o700
 TEMP_MAX_AGE_S = 60.0
 _TEMP_RE = re.compile(r"^\..+\.jsonl\.[A-Za-z0-9_]{8}\.tmp$")
+# When this process last cleaned each folder on a create (monotonic seconds): a temp file
+# is only removed once it is TEMP_MAX_AGE_S old, so a create need not list a folder of
+# thousands of sessions again within that time (an open always cleans).
+_CLEANED_ON_CREATE: dict[str, float] = {}
 _ID_IN_NAME = re.compile(r"_([A-Za-z0-9][A-Za-z0-9_-]*)\.jsonl$")
 
 
@@ -211,7 +215,12 @@ class JsonlStorage:
         The file appears with its header or not at all (FileExistsError if ``path``
         exists; SessionWriteError if the disk is full)."""
         directory = os.path.dirname(path) or "."
-        clean_stale_temp_files(directory)
+        now = time.monotonic()
+        if now - _CLEANED_ON_CREATE.get(directory, -TEMP_MAX_AGE_S) >= TEMP_MAX_AGE_S:
+            clean_stale_temp_files(directory)
+            if len(_CLEANED_ON_CREATE) >= 1024:  # bounded: a process may use many folders
+                _CLEANED_ON_CREATE.clear()
+            _CLEANED_ON_CREATE[directory] = now
         fd, temp = _write_temp(path, encode_line(header.to_dict()))
         try:
             try:
