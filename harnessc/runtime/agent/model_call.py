@@ -42,9 +42,9 @@ from harnessc.runtime.messages import (
     UserMessage,
 )
 from harnessc.runtime.options import AgentHarnessStreamOptions, RetryOptions
-from harnessc.runtime.providers.base import Context, Provider, ProviderRequest, ProviderRetry
+from harnessc.runtime.providers.base import Context, ProviderRequest, ProviderRetry
 
-__all__ = ["WALL_CLOCK_STOP", "call_model", "checked_messages", "short_json"]
+__all__ = ["WALL_CLOCK_STOP", "checked_messages", "make_request", "short_json", "stream_reply"]
 
 WALL_CLOCK_STOP = "stopped: the wall-clock budget ran out during the model reply"
 _STATUS_FIELDS = ("headers", "metadata")
@@ -97,30 +97,12 @@ def _unique_call_ids(calls: list[ToolCall]) -> None:
         seen.add(call.id)
 
 
-async def call_model(parts: Parts, run: RunState) -> AssistantMessage:
-    """The context and request hooks, then the streamed reply (recorded)."""
-    request, remaining = await _request(parts, run)
-    model = request.model
-    try:
-        provider = parts.host.provider_for(model)
-    except KeyError as exc:
-        final = AssistantMessage(
-            api=model.api,
-            provider=model.provider,
-            model=model.id,
-            stop_reason="error",
-            error_message=str(exc.args[0]),
-        )
-        await parts.bus.emit(MessageStartEvent(message=final))
-        await parts.append(final, started=True)
-        return final
-    return await _stream(parts, provider, request, remaining)
+async def make_request(parts: Parts, run: RunState) -> tuple[ProviderRequest, float | None]:
+    """A model call's first half: the context and request hooks, then the request they
+    made (and the wall-clock time left). ``stream_reply`` is the second half.
 
-
-async def _request(parts: Parts, run: RunState) -> tuple[ProviderRequest, float | None]:
-    """The request the context and request hooks made (and the wall-clock time left).
-
-    A function of its own, so what the hooks saw is not kept while the reply streams.
+    Two functions the step awaits in turn, so neither what the hooks saw nor a frame
+    joining the two is kept while the reply streams (or waits for a request slot).
     """
     settings = parts.settings
     model = settings.model
@@ -178,9 +160,24 @@ def _remaining_wall_clock(parts: Parts) -> float | None:
     return max(0.0, limit - parts.budget.elapsed())
 
 
-async def _stream(
-    parts: Parts, provider: Provider, request: ProviderRequest, remaining: float | None
+async def stream_reply(
+    parts: Parts, request: ProviderRequest, remaining: float | None
 ) -> AssistantMessage:
+    """The streamed reply to ``request`` (recorded), or the error reply that ends it."""
+    model = request.model
+    try:
+        provider = parts.host.provider_for(model)
+    except KeyError as exc:
+        unknown = AssistantMessage(
+            api=model.api,
+            provider=model.provider,
+            model=model.id,
+            stop_reason="error",
+            error_message=str(exc.args[0]),
+        )
+        await parts.bus.emit(MessageStartEvent(message=unknown))
+        await parts.append(unknown, started=True)
+        return unknown
     partial: AssistantMessage | None = None
     final: AssistantMessage | None = None
     bus = parts.bus
