@@ -323,12 +323,16 @@ def in_process(
     async def anoop(i: int) -> int:
         return i
 
-    @DBOS.workflow()
-    async def aminimal(n: int) -> int:
+    async def async_steps(n: int, name: str, step: Any) -> int:
+        # the body of both async workflows (DBOS registers a workflow by its function)
         total = 0
         for i in range(n):
-            total += await DBOS.run_step_async({"name": "noop"}, anoop, i)
+            total += await DBOS.run_step_async({"name": name}, step, i)
         return total
+
+    @DBOS.workflow()
+    async def aminimal(n: int) -> int:
+        return await async_steps(n, "noop", anoop)
 
     async def await_model(i: int) -> int:
         await asyncio.sleep(latency_s)
@@ -336,10 +340,7 @@ def in_process(
 
     @DBOS.workflow()
     async def awaiting(n: int) -> int:
-        total = 0
-        for i in range(n):
-            total += await DBOS.run_step_async({"name": "await"}, await_model, i)
-        return total
+        return await async_steps(n, "await", await_model)
 
     def per_step(workflow: Any, n: int) -> tuple[float, float]:
         return timed(lambda: DBOS.start_workflow(workflow, n).get_result(), n)
