@@ -91,11 +91,33 @@ def result_from_value(value: Any) -> ToolResult:
     return text_result(cap_text(text), value if isinstance(value, dict | list) else None)
 
 
-_Analysis = tuple[
-    dict[str, Any], str, frozenset[str], inspect.Signature, bool, dict[str, Any], bool
-]
-# What a function's signature, hints and docstring give, kept while the function lives:
-# the harnesses of one process that make a tool of one function share it (read-only).
+class _Analysis:
+    """What a function's signature, hints and docstring give (read-only once made)."""
+
+    __slots__ = (
+        "schema",
+        "summary",
+        "context_names",
+        "signature",
+        "accepts_any",
+        "hints",
+        "is_async",
+    )
+
+    def __init__(self, func: Callable[..., Any]) -> None:
+        schema, summary, context_names = schema_for_function(func)
+        self.schema, self.summary = schema, summary
+        self.context_names = frozenset(context_names)
+        self.signature = inspect.signature(func)
+        parameters = self.signature.parameters.values()
+        self.accepts_any = any(p.kind is p.VAR_KEYWORD for p in parameters)
+        target = hint_target(func)
+        self.hints = _hints(target)
+        self.is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(target)
+
+
+# Kept while the function lives: the harnesses of one process that make a tool of one
+# function share its analysis (it holds no reference to the function itself).
 _analyses: weakref.WeakKeyDictionary[Callable[..., Any], _Analysis] = weakref.WeakKeyDictionary()
 
 
@@ -106,20 +128,7 @@ def _analysis(func: Callable[..., Any]) -> _Analysis:
         known = None
     if known is not None:
         return known
-    derived, summary, context_names = schema_for_function(func)
-    signature = inspect.signature(func)
-    accepts_any = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
-    target = hint_target(func)
-    is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(target)
-    found = (
-        derived,
-        summary,
-        frozenset(context_names),
-        signature,
-        accepts_any,
-        _hints(target),
-        is_async,
-    )
+    found = _Analysis(func)
     try:
         _analyses[func] = found
     except TypeError:
@@ -131,28 +140,16 @@ class _Call:
     """A python tool's execute function: the model's arguments, coerced, to ``func``.
 
     An object, not a closure: many harnesses make a tool of one function, and each
-    closure would hold its own cells for these seven values.
+    closure would hold cells of its own; this holds the function, the tool's name and
+    the function's shared analysis.
     """
 
-    __slots__ = ("func", "name", "context_names", "signature", "accepts_any", "hints", "is_async")
+    __slots__ = ("func", "name", "analysis")
 
-    def __init__(
-        self,
-        func: Callable[..., Any],
-        name: str,
-        context_names: frozenset[str],
-        signature: inspect.Signature,
-        accepts_any: bool,
-        hints: dict[str, Any],
-        is_async: bool,
-    ) -> None:
+    def __init__(self, func: Callable[..., Any], name: str, analysis: _Analysis) -> None:
         self.func = func
         self.name = name
-        self.context_names = context_names
-        self.signature = signature
-        self.accepts_any = accepts_any
-        self.hints = hints
-        self.is_async = is_async
+        self.analysis = analysis
 
     async def __call__(
         self,
@@ -162,14 +159,14 @@ class _Call:
         on_update: ToolUpdate,
         context: Any,
     ) -> ToolResult:
-        func, tool_name, context_names = self.func, self.name, self.context_names
-        signature, hints = self.signature, self.hints
+        func, tool_name, known = self.func, self.name, self.analysis
+        context_names, signature, hints = known.context_names, known.signature, known.hints
         kwargs: dict[str, Any] = {}
         try:
             for key, value in (params or {}).items():
                 if key in context_names:
                     continue
-                if key in signature.parameters or self.accepts_any:
+                if key in signature.parameters or known.accepts_any:
                     kwargs[key] = _coerce(value, hints.get(key))
             for key in context_names:
                 kwargs[key] = context
@@ -179,7 +176,7 @@ class _Call:
         except (ValueError, KeyError) as exc:
             return error_result(f"{tool_name}: bad argument value: {type(exc).__name__}: {exc}")
         try:
-            if self.is_async:
+            if known.is_async:
                 value = await func(**kwargs)
             else:
                 value = await asyncio.to_thread(functools.partial(func, **kwargs))
@@ -205,17 +202,16 @@ def python_tool(
     """
     if not callable(func):
         raise TypeError(f"python_tool needs a callable, got {type(func).__name__}")
-    derived, summary, context_names, signature, accepts_any, hints, is_async = _analysis(func)
-    schema = parameters if parameters is not None else derived
+    known = _analysis(func)
+    schema = parameters if parameters is not None else known.schema
     tool_name = name or getattr(func, "__name__", None) or type(func).__name__
 
-    run = _Call(func, tool_name, context_names, signature, accepts_any, hints, is_async)
     return Tool(
         name=tool_name,
         label=tool_name,
-        description=description or summary or f"Call the Python function {tool_name}.",
+        description=description or known.summary or f"Call the Python function {tool_name}.",
         parameters=schema,
-        run=run,
+        run=_Call(func, tool_name, known),
     )
 
 
