@@ -131,16 +131,21 @@ def uptime() -> str:
     return "load average: " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def finished_runs(url: str) -> Any:
-    """A function counting the runs that succeeded (one COUNT, not a listing)."""
+def _status_table(url: str) -> tuple[Any, str]:
+    """An engine on the system database of ``url`` and its workflow status table."""
     import sqlalchemy as sa
 
     if url.startswith("postgresql://"):
         engine = sa.create_engine("postgresql+psycopg://" + url.split("://", 1)[1])
-        table = "dbos.workflow_status"
-    else:
-        engine = sa.create_engine(url)
-        table = "workflow_status"
+        return engine, "dbos.workflow_status"
+    return sa.create_engine(url), "workflow_status"
+
+
+def finished_runs(url: str) -> Any:
+    """A function counting the runs that succeeded (one COUNT, not a listing)."""
+    import sqlalchemy as sa
+
+    engine, table = _status_table(url)
     query = sa.text(f"SELECT count(*) FROM {table} WHERE status = 'SUCCESS'")
 
     def count() -> int:
@@ -156,12 +161,7 @@ def dequeue_gaps(url: str) -> list[float]:
     run at a time: what the queue's polling adds to every run)."""
     import sqlalchemy as sa
 
-    if url.startswith("postgresql://"):
-        engine = sa.create_engine("postgresql+psycopg://" + url.split("://", 1)[1])
-        table = "dbos.workflow_status"
-    else:
-        engine = sa.create_engine(url)
-        table = "workflow_status"
+    engine, table = _status_table(url)
     query = sa.text(
         f"SELECT executor_id, started_at_epoch_ms, updated_at FROM {table} "
         "WHERE status = 'SUCCESS' ORDER BY executor_id, started_at_epoch_ms"
