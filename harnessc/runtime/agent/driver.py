@@ -275,17 +275,39 @@ async def drive(
 # -- entries ----------------------------------------------------------------------
 
 
-async def begin(
+def begin(
     parts: Parts, message: Message, prompt_text: str, images: list[UserContent]
-) -> RunResult:
-    """A new run on ``message`` (a paused run is abandoned first)."""
+) -> Coroutine[Any, Any, RunResult]:
+    """A new run on ``message`` (a paused run is abandoned first).
+
+    With nothing to abandon the run is ``drive`` itself, so no coroutine of ``begin``
+    waits for it to end (a process running a thousand runs holds a thousand fewer).
+    """
     run = RunState(run_id=(parts.options.run_inputs or LIVE).new_run_id())
     if parts.run is not None:
-        await abandon(parts, parts.run)
+        return _abandon_first(parts, parts.run, run, message, prompt_text, images)
+    return _drive_new(parts, run, message, prompt_text, images)
+
+
+async def _abandon_first(
+    parts: Parts,
+    previous: RunState,
+    run: RunState,
+    message: Message,
+    prompt_text: str,
+    images: list[UserContent],
+) -> RunResult:
+    await abandon(parts, previous)
+    return await _drive_new(parts, run, message, prompt_text, images)
+
+
+def _drive_new(
+    parts: Parts, run: RunState, message: Message, prompt_text: str, images: list[UserContent]
+) -> Coroutine[Any, Any, RunResult]:
     parts.run = run
     parts.budget.usage = run.usage
     parts.budget.raise_limits(parts.budget.budget)
-    return await drive(parts, run, _open(parts, run, message, prompt_text, images))
+    return drive(parts, run, _open(parts, run, message, prompt_text, images))
 
 
 async def _open(
