@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
 import threading
 import time
 from collections import deque
@@ -203,11 +204,15 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
 
 class ProtocolServer:
-    """A scripted HTTP server on 127.0.0.1 (port 0 picks a free one)."""
+    """A scripted HTTP server on 127.0.0.1 (port 0 picks a free one); with
+    ``ssl_context`` (a server-side context with its certificate) it speaks HTTPS."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self, host: str = "127.0.0.1", port: int = 0, ssl_context: ssl.SSLContext | None = None
+    ) -> None:
         self._host = host
         self._port = port
+        self._ssl_context = ssl_context
         self._lock = threading.Lock()
         self._queue: deque[ScriptedResponse] = deque()
         self._handler: Handler | None = None
@@ -223,6 +228,8 @@ class ProtocolServer:
             return self
         server = _Server((self._host, self._port), _RequestHandler)
         server.owner = self
+        if self._ssl_context is not None:  # each accepted connection shakes hands first
+            server.socket = self._ssl_context.wrap_socket(server.socket, server_side=True)
         self._server = server
         self._thread = threading.Thread(
             target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
@@ -247,11 +254,12 @@ class ProtocolServer:
 
     @property
     def url(self) -> str:
-        """``http://127.0.0.1:<port>`` (no trailing slash)."""
+        """``http://127.0.0.1:<port>`` (no trailing slash; ``https`` with TLS)."""
         if self._server is None:
             raise RuntimeError("the protocol server is not running")
         host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        scheme = "https" if self._ssl_context is not None else "http"
+        return f"{scheme}://{host!s}:{port}"
 
     # -- scripting ------------------------------------------------------------------
 

@@ -110,7 +110,7 @@ def test_200_concurrent_sessions_are_separate_and_an_abort_touches_only_its_own(
         await aborter
         for harness in harnesses:
             await harness.close()  # never closes the shared clients
-        assert not clients.client(server.url).is_closed
+        assert clients.connection_pool(server.url).connections  # still open
         await clients.aclose()
         return results, harnesses
 

@@ -138,7 +138,7 @@ async def read_attempt(
         url = out.url
         queue: Channel[tuple[Any, ...]] = Channel(64)
         task = asyncio.get_running_loop().create_task(
-            exchange(lease.client, url, out.headers, out.body, timeout, queue)
+            exchange(lease.pool, url, out.headers, out.body, timeout, queue)
         )
         interrupt.task, interrupt.queue = task, queue
         parser: SSEParser | None = None

@@ -1,31 +1,42 @@
-"""The httpx clients providers send on, and the cap on requests in flight per origin.
+"""The connections providers send on, and the cap on requests in flight per origin.
 
-``HttpClientPool`` keeps httpx clients per event loop and origin (scheme, host, port)
-and caps the requests in flight per origin (``max_concurrent``, default 64). A request
-over the cap waits for a slot in a first-come queue before anything of it is built: a
-waiting request holds one future, not its encoded body, so a thousand harnesses
-sharing one pool cost little while most of them wait. The wait ends early when the
-request's ``Interrupt`` trips (an abort, the request's total limit, the run's
+``HttpClientPool`` keeps httpcore connection pools per event loop and origin (scheme,
+host, port) and caps the requests in flight per origin (``max_concurrent``, default
+64). A request over the cap waits for a slot in a first-come queue before anything of
+it is built: a waiting request holds one future, not its encoded body, so a thousand
+harnesses sharing one pool cost little while most of them wait. The wait ends early
+when the request's ``Interrupt`` trips (an abort, the request's total limit, the run's
 deadline), never by ``timeout_ms`` alone. Providers of many harnesses in one process
 can share one pool, and so one set of keep-alive connections per base URL.
 
     lease = await clients.acquire(base_url, interrupt)   # None: interrupted
     try:
-        ...send on lease.client...
+        ...send on lease.pool...
     finally:
         lease.release()
+
+Requests go through httpcore (httpx's own HTTP/1.1 layer) on ``netio``'s asyncio
+sockets, without httpx's client: no cookie jar shared by the sessions of a process,
+no redirects or auth flows (a provider follows none). The environment's proxies
+(``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY``, ``NO_PROXY``) and certificates
+(``SSL_CERT_FILE``, ``SSL_CERT_DIR``) apply as they do for httpx's clients.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import ipaddress
 import ssl
+import urllib.request
 from collections import deque
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
+import httpcore
 import httpx
+
+from harnessc.runtime.providers.netio import AsyncioBackend
 
 if TYPE_CHECKING:
     from harnessc.runtime.providers.clock import Interrupt
@@ -33,20 +44,26 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_MAX_CONCURRENT",
     "DEFAULT_TIMEOUT",
+    "KEEPALIVE_EXPIRY_S",
     "SHARD_CONNECTIONS",
     "HttpClientPool",
     "Lease",
+    "environment_proxy",
     "origin_of",
 ]
 
 DEFAULT_MAX_CONCURRENT = 64
 DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=30.0)
+# An idle keep-alive connection is closed after this long (httpx's default).
+KEEPALIVE_EXPIRY_S = 5.0
 
-# Connections per httpx client: httpcore scans its whole pool for every queued request
-# and every connection on each request's start and end, so one client holding hundreds
-# of connections costs quadratic CPU; an origin's requests spread over clients of at
+# Connections per httpcore pool: httpcore scans its whole pool for every queued request
+# and every connection on each request's start and end, so one pool holding hundreds
+# of connections costs quadratic CPU; an origin's requests spread over pools of at
 # most this many connections, and no request ever waits inside httpcore.
 SHARD_CONNECTIONS = 8
+
+_BACKEND = AsyncioBackend()  # holds nothing: one for every pool
 
 
 @functools.cache
@@ -56,30 +73,90 @@ def _ssl_context() -> ssl.SSLContext:
 
 
 def origin_of(url: str) -> str:
-    """The scheme, host and port of ``url`` (the key of its slots and clients)."""
+    """The scheme, host and port of ``url`` (the key of its slots and pools)."""
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.hostname}:{parts.port or ''}"
 
 
-class _Shard:
-    __slots__ = ("client", "busy")
+def environment_proxy(url: str) -> httpcore.Proxy | None:
+    """The proxy the environment names for ``url``, or None.
 
-    def __init__(self, client: httpx.AsyncClient) -> None:
-        self.client = client
+    ``HTTPS_PROXY``/``HTTP_PROXY`` by the URL's scheme, else ``ALL_PROXY`` (either
+    case), unless ``NO_PROXY`` names its host; a proxy URL's user and password are
+    sent to the proxy, never to the server.
+    """
+    proxies = urllib.request.getproxies_environment()
+    parts = urlsplit(url)
+    chosen = proxies.get(parts.scheme) or proxies.get("all")
+    if not chosen:
+        return None
+    host = parts.hostname or ""
+    if _bypassed(host, parts.port, proxies.get("no", "")):
+        return None
+    if "://" not in chosen:
+        chosen = f"http://{chosen}"
+    proxy = urlsplit(chosen)
+    auth = None
+    if proxy.username is not None:
+        auth = (unquote(proxy.username), unquote(proxy.password or ""))
+    netloc = proxy.hostname or ""
+    if ":" in netloc:
+        netloc = f"[{netloc}]"
+    if proxy.port:
+        netloc += f":{proxy.port}"
+    return httpcore.Proxy(f"{proxy.scheme}://{netloc}{proxy.path}", auth=auth)
+
+
+def _bypassed(host: str, port: int | None, no_proxy: str) -> bool:
+    """True when ``NO_PROXY`` names ``host``: ``*``, the host or a domain it is in
+    (``example.com`` or ``.example.com``), optionally with the port, or an IP network."""
+    host = host.lower()
+    for entry in (e.strip().lower() for e in no_proxy.split(",")):
+        if entry == "*":
+            return True
+        if not entry:
+            continue
+        if entry.startswith("["):  # [IPv6] or [IPv6]:port
+            name, _, rest = entry[1:].partition("]")
+            entry_port = rest[1:]
+        elif entry.count(":") == 1:  # host:port (an IPv6 address has more colons)
+            name, _, entry_port = entry.partition(":")
+        else:
+            name, entry_port = entry, ""
+        if entry_port and (not entry_port.isdigit() or int(entry_port) != port):
+            continue
+        name = name.lstrip(".")
+        if host == name or host.endswith("." + name):
+            return True
+        try:
+            if ipaddress.ip_address(host) in ipaddress.ip_network(name, strict=False):
+                return True
+        except ValueError:
+            pass
+    return False
+
+
+class _Shard:
+    __slots__ = ("pool", "busy")
+
+    def __init__(self, pool: httpcore.AsyncConnectionPool) -> None:
+        self.pool = pool
         self.busy = 0
 
 
 class _Origin:
-    """One origin on one loop: its free slots, the requests waiting, its clients."""
+    """One origin on one loop: its free slots, the requests waiting, its pools."""
 
-    __slots__ = ("free", "waiters", "shards", "secure")
+    __slots__ = ("free", "waiters", "shards", "secure", "proxy", "ssl_context")
 
-    def __init__(self, max_concurrent: int, secure: bool) -> None:
+    def __init__(self, max_concurrent: int, url: str, ssl_context: ssl.SSLContext | None) -> None:
         self.free = max_concurrent
         # A waiter's result: True when it is handed a slot, False when interrupted.
         self.waiters: deque[asyncio.Future[bool]] = deque()
         self.shards: list[_Shard] = []
-        self.secure = secure
+        self.secure = not url.startswith("http://")
+        self.proxy = environment_proxy(url)
+        self.ssl_context = ssl_context
 
     def hand_on(self) -> None:
         """A slot came free: to the first request still waiting, else back to the pool."""
@@ -91,34 +168,37 @@ class _Origin:
                 return
         self.free += 1
 
-    def new_client(self, connections: int) -> httpx.AsyncClient:
-        return httpx.AsyncClient(
-            # A plain-http client needs no TLS context (saves tens of ms locally).
-            verify=_ssl_context() if self.secure else False,
-            timeout=DEFAULT_TIMEOUT,
-            limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
-            follow_redirects=False,
+    def new_pool(self, connections: int) -> httpcore.AsyncConnectionPool:
+        proxy = self.proxy
+        # A plain-http origin needs no TLS context (saves tens of ms locally), unless
+        # its proxy speaks TLS.
+        tls = self.secure or (proxy is not None and proxy.url.scheme == b"https")
+        return httpcore.AsyncConnectionPool(
+            ssl_context=(self.ssl_context or _ssl_context()) if tls else None,
+            proxy=proxy,
+            max_connections=connections,
+            max_keepalive_connections=connections,
+            keepalive_expiry=KEEPALIVE_EXPIRY_S,
+            network_backend=_BACKEND,
         )
 
     def pick(self, connections: int) -> _Shard:
-        """A client with a free connection (made when every client is busy)."""
+        """A pool with a free connection (made when every pool is busy)."""
         for shard in self.shards:
-            if shard.client.is_closed:
-                shard.client = self.new_client(connections)
             if shard.busy < connections:
                 return shard
-        shard = _Shard(self.new_client(connections))
+        shard = _Shard(self.new_pool(connections))
         self.shards.append(shard)
         return shard
 
 
 class Lease:
-    """One request slot of an origin and the client to send on; ``release`` once."""
+    """One request slot of an origin and the pool to send on; ``release`` once."""
 
-    __slots__ = ("client", "_origin", "_shard")
+    __slots__ = ("pool", "_origin", "_shard")
 
     def __init__(self, origin: _Origin, shard: _Shard) -> None:
-        self.client = shard.client
+        self.pool = shard.pool
         self._origin: _Origin | None = origin
         self._shard = shard
         shard.busy += 1
@@ -132,19 +212,25 @@ class Lease:
 
 
 class HttpClientPool:
-    """httpx clients by event loop and origin, with a cap on concurrent requests."""
+    """Connection pools by event loop and origin, with a cap on concurrent requests."""
 
-    __slots__ = ("max_concurrent", "max_keepalive", "_loops")
+    __slots__ = ("max_concurrent", "max_keepalive", "ssl_context", "_loops")
 
     def __init__(
-        self, max_concurrent: int = DEFAULT_MAX_CONCURRENT, max_keepalive: int | None = None
+        self,
+        max_concurrent: int = DEFAULT_MAX_CONCURRENT,
+        max_keepalive: int | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ):
         if max_concurrent < 1:
             raise ValueError("max_concurrent must be at least 1")
         self.max_concurrent = max_concurrent
-        # Idle connections kept per client (httpx drops them after 5 s idle); by
+        # Idle connections kept per pool (dropped after KEEPALIVE_EXPIRY_S idle); by
         # default as many as may be busy, so a busy origin reuses its connections.
         self.max_keepalive = max_keepalive
+        # The TLS context of https origins (and TLS proxies): by default one trusting
+        # certifi's roots, or SSL_CERT_FILE / SSL_CERT_DIR when set.
+        self.ssl_context = ssl_context
         self._loops: dict[asyncio.AbstractEventLoop, dict[str, _Origin]] = {}
 
     def _connections(self) -> int:
@@ -161,12 +247,12 @@ class HttpClientPool:
         key = origin_of(url)
         entry = origins.get(key)
         if entry is None:
-            entry = origins[key] = _Origin(self.max_concurrent, not url.startswith("http://"))
+            entry = origins[key] = _Origin(self.max_concurrent, url, self.ssl_context)
         return entry
 
-    def client(self, url: str) -> httpx.AsyncClient:
-        """A client for ``url``'s origin on the running loop."""
-        return self._entry(url).pick(self._connections()).client
+    def connection_pool(self, url: str) -> httpcore.AsyncConnectionPool:
+        """A connection pool of ``url``'s origin on the running loop."""
+        return self._entry(url).pick(self._connections()).pool
 
     def waiting(self, url: str) -> int:
         """How many requests to ``url``'s origin wait for a slot on the running loop."""
@@ -200,9 +286,9 @@ class HttpClientPool:
         return Lease(entry, entry.pick(self._connections()))
 
     async def aclose(self) -> None:
-        """Close the clients of the running loop (a later request opens new ones)."""
+        """Close the connections of the running loop (a later request opens new ones)."""
         loop = asyncio.get_running_loop()
         origins = self._loops.pop(loop, {})
         for entry in origins.values():
             for shard in entry.shards:
-                await shard.client.aclose()
+                await shard.pool.aclose()

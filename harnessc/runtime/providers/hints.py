@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+import httpcore
 import httpx
 
 from harnessc.runtime.options import Model
@@ -81,19 +82,27 @@ def _base(url: str) -> str:
     return _server(url) or redact_url(url)
 
 
+# What a request was doing when it timed out, by the exception (httpcore's, or httpx's).
+_TIMEOUT_PHASES: dict[type[BaseException], str] = {
+    httpx.ConnectTimeout: "connecting",
+    httpx.ReadTimeout: "waiting for data",
+    httpx.WriteTimeout: "sending",
+    httpx.PoolTimeout: "waiting for a connection",
+    httpcore.ConnectTimeout: "connecting",
+    httpcore.ReadTimeout: "waiting for data",
+    httpcore.WriteTimeout: "sending",
+    httpcore.PoolTimeout: "waiting for a connection",
+}
+
+
 def describe_transport_error(
     exc: BaseException, timeout_ms: int | None, url: str
 ) -> tuple[str, bool]:
     """``(message, retryable)`` for an exception raised while sending or reading."""
     at = where(url)
-    if isinstance(exc, httpx.TimeoutException):
+    if isinstance(exc, httpx.TimeoutException | httpcore.TimeoutException):
         limit = f" after {timeout_ms} ms" if timeout_ms else ""
-        phase = {
-            httpx.ConnectTimeout: "connecting",
-            httpx.ReadTimeout: "waiting for data",
-            httpx.WriteTimeout: "sending",
-            httpx.PoolTimeout: "waiting for a connection",
-        }.get(type(exc), "waiting")
+        phase = _TIMEOUT_PHASES.get(type(exc), "waiting")
         return f"request timed out{limit} ({phase}; {at})", True
     causes = list(_causes(exc))
     if any(isinstance(c, socket.gaierror) for c in causes):
@@ -115,11 +124,13 @@ def describe_transport_error(
             False,
         )
     text = str(exc) or type(exc).__name__
-    if isinstance(exc, httpx.RemoteProtocolError):
+    if isinstance(exc, httpx.RemoteProtocolError | httpcore.RemoteProtocolError):
         return f"connection lost ({at}): {text}", True
-    if isinstance(exc, httpx.NetworkError):
+    if isinstance(exc, httpx.NetworkError | httpcore.NetworkError):
         return f"connection error ({at}): {text}", True
-    if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
+    if isinstance(exc, httpcore.ProxyError):
+        return f"the proxy refused the request ({at}): {text}", False
+    if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL | httpcore.UnsupportedProtocol):
         return f"invalid base_url ({at}): {text}", False
     return f"could not send the request ({at}): {type(exc).__name__}: {text}", False
 

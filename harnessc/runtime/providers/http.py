@@ -76,8 +76,8 @@ __all__ = [
 class HttpProvider:
     """Base of the providers that stream one HTTP POST per request.
 
-    Sends through ``clients`` (an ``HttpClientPool``: one httpx client per event loop
-    and origin, connections reused across turns). A provider made without one owns a
+    Sends through ``clients`` (an ``HttpClientPool``: keep-alive connections per event
+    loop and origin, reused across turns). A provider made without one owns a
     private pool and closes it in ``aclose``; a shared pool is closed by its owner.
     """
 

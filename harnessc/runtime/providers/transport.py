@@ -1,10 +1,10 @@
 """One HTTP exchange of a provider request, with bounded memory.
 
-The clients it sends on and the cap on requests in flight are ``clients.py``
+The connection pools it sends on and the cap on requests in flight are ``clients.py``
 (``HttpClientPool``, re-exported here).
 
-``exchange`` sends one POST and passes the response on through a bounded queue: its
-head, then body pieces, then the end or the failure. It decodes gzip and deflate
+``exchange`` sends one POST through httpcore and passes the response on through a
+bounded queue: its head, then body pieces, then the end or the failure. It decodes gzip and deflate
 itself in pieces of at most 256 KiB, so a compressed bomb never inflates at once, and
 stops a body that decodes to more than ``MAX_RESPONSE_BYTES`` (64 MiB) or, for an
 error or non-stream answer, reads at most ``MAX_ERROR_BODY`` (64 KiB).
@@ -16,9 +16,12 @@ import asyncio
 import zlib
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
+import httpcore
 import httpx
 
+from harnessc import __version__
 from harnessc.runtime.providers.channel import Channel
 from harnessc.runtime.providers.clients import DEFAULT_MAX_CONCURRENT, HttpClientPool
 from harnessc.runtime.providers.errors import ProviderError
@@ -32,6 +35,7 @@ __all__ = [
     "HttpClientPool",
     "exchange",
     "is_event_stream",
+    "request_headers",
 ]
 
 HEAD, BODY, CHUNK, END, FAIL = range(5)
@@ -39,6 +43,12 @@ MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 MAX_ERROR_BODY = 64 * 1024
 ACCEPT_ENCODING = "gzip, deflate"
 _PIECE = 256 * 1024
+# Sent unless the request's own headers say otherwise.
+_DEFAULT_HEADERS = {
+    "accept": "*/*",
+    "connection": "keep-alive",
+    "user-agent": f"harnessc/{__version__}",
+}
 
 
 def is_event_stream(content_type: str) -> bool:
@@ -112,8 +122,35 @@ def _too_big(limit: int) -> ProviderError:
     )
 
 
+def request_headers(url: str, headers: dict[str, str], body: bytes) -> list[tuple[str, str]]:
+    """The header lines of a POST of ``body`` to ``url``: the request's own (lowercase
+    names, as ``wire.merge_headers`` gives them), over the defaults, with the host
+    and the body's length."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    default_port = 443 if parts.scheme == "https" else 80
+    if parts.port and parts.port != default_port:
+        host += f":{parts.port}"
+    lines = [("host", host)]
+    lines += [(k, v) for k, v in _DEFAULT_HEADERS.items() if k not in headers]
+    lines += [(k, v) for k, v in headers.items() if k not in ("host", "content-length")]
+    lines.append(("content-length", str(len(body))))
+    return lines
+
+
+def _header_map(lines: list[tuple[bytes, bytes]]) -> dict[str, str]:
+    """Response header lines by lowercase name; a repeated one's values joined by commas."""
+    out: dict[str, str] = {}
+    for raw_name, raw_value in lines:
+        name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1")
+        out[name] = f"{out[name]}, {value}" if name in out else value
+    return out
+
+
 async def exchange(
-    client: httpx.AsyncClient,
+    pool: httpcore.AsyncConnectionPool,
     url: str,
     headers: dict[str, str],
     body: bytes,
@@ -123,17 +160,24 @@ async def exchange(
 ) -> None:
     """Send one request and pass its head, body pieces and end (or failure) on."""
     try:
-        async with client.stream(
-            "POST", url, headers=headers, content=body, timeout=timeout
-        ) as response:
-            status = response.status_code
-            response_headers = dict(response.headers)
+        request = httpcore.Request(
+            "POST",
+            url,
+            headers=request_headers(url, headers, body),
+            content=body,
+            extensions={"timeout": timeout.as_dict()},
+        )
+        response = await pool.handle_async_request(request)
+        try:
+            status = response.status
+            response_headers = _header_map(response.headers)
             content_type = response_headers.get("content-type", "")
             await queue.put((HEAD, status, response_headers))
             decoder = BodyDecoder(response_headers.get("content-encoding", ""))
+            chunks = response.aiter_stream()
             if status >= 300 or not is_event_stream(content_type):
                 raw = bytearray()
-                async for data in response.aiter_raw():
+                async for data in chunks:
                     for piece in decoder.decode(data):
                         raw += piece
                         if len(raw) > MAX_ERROR_BODY:
@@ -143,13 +187,15 @@ async def exchange(
                 await queue.put((BODY, bytes(raw[:MAX_ERROR_BODY])))
             else:
                 total = 0
-                async for data in response.aiter_raw():
+                async for data in chunks:
                     for piece in decoder.decode(data):
                         total += len(piece)
                         if total > max_bytes:
                             raise _too_big(max_bytes)
                         await queue.put((CHUNK, piece))
             await queue.put((END,))
+        finally:
+            await response.aclose()
     except asyncio.CancelledError:
         raise
     except Exception as exc:

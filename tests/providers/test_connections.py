@@ -1,0 +1,183 @@
+"""The providers' connections: httpcore on asyncio sockets, TLS, proxies, no shared cookies.
+
+Every test talks to a real local server (``ProtocolServer``, over TLS with a
+certificate from a throwaway CA where it says so).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import Iterator
+
+import pytest
+import trustme
+
+from harnessc.runtime.options import Model
+from harnessc.runtime.providers.clients import HttpClientPool, environment_proxy
+from harnessc.runtime.providers.openai_completions import OpenAICompletionsProvider
+from harnessc.testing import ProtocolServer, ScriptedResponse, openai_events
+
+from .conftest import MakeRequest
+
+
+def _reply(text: str, headers: dict[str, str] | None = None) -> ScriptedResponse:
+    return ScriptedResponse.sse(openai_events([text]), headers=headers)
+
+
+async def _ask(clients: HttpClientPool, base_url: str, make_request: MakeRequest) -> str:
+    provider = OpenAICompletionsProvider(clients)
+    model = Model(id="m", api="openai-completions", base_url=base_url)
+    final = None
+    async for event in provider.stream(make_request(model, max_retries=0)):
+        final = event
+    assert final is not None
+    if final.type == "error":
+        return f"error: {final.partial.error_message}"
+    return "".join(block.text for block in final.partial.content if hasattr(block, "text"))
+
+
+@pytest.fixture(scope="module")
+def ca() -> trustme.CA:
+    return trustme.CA()
+
+
+@pytest.fixture(scope="module")
+def tls_server(ca: trustme.CA) -> Iterator[ProtocolServer]:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(context)
+    with ProtocolServer(ssl_context=context) as running:
+        yield running
+
+
+def test_a_reply_streams_over_tls_from_a_server_the_context_trusts(
+    tls_server: ProtocolServer, ca: trustme.CA, make_request: MakeRequest
+) -> None:
+    tls_server.reset()
+    tls_server.enqueue(_reply("over TLS"), _reply("again"))
+    trusting = ssl.create_default_context()
+    ca.configure_trust(trusting)
+
+    async def main() -> list[str]:
+        clients = HttpClientPool(ssl_context=trusting)
+        try:
+            url = tls_server.url + "/v1"
+            return [await _ask(clients, url, make_request), await _ask(clients, url, make_request)]
+        finally:
+            await clients.aclose()
+
+    assert tls_server.url.startswith("https://")
+    assert asyncio.run(main()) == ["over TLS", "again"]
+    first, second = tls_server.requests
+    assert first.client_port == second.client_port  # one TLS connection, kept alive
+
+
+def test_an_untrusted_certificate_is_a_tls_failure_that_names_the_cause(
+    tls_server: ProtocolServer, make_request: MakeRequest
+) -> None:
+    tls_server.reset()
+    tls_server.enqueue(_reply("never"))
+
+    async def main() -> str:
+        clients = HttpClientPool()  # certifi's roots: the throwaway CA is not among them
+        try:
+            return await _ask(clients, tls_server.url + "/v1", make_request)
+        finally:
+            await clients.aclose()
+
+    message = asyncio.run(main())
+    assert message.startswith("error: TLS failure"), message
+    assert "certificate" in message
+    assert tls_server.requests == []
+
+
+def test_a_cookie_one_reply_sets_is_never_sent_with_another_sessions_request(
+    server: ProtocolServer, make_request: MakeRequest
+) -> None:
+    # The pool is shared by every harness of a process: a cookie jar in it would carry
+    # one session's cookies (a load balancer's, an account's) into all the others.
+    server.enqueue(_reply("first", {"set-cookie": "session=alice; Path=/"}), _reply("second"))
+
+    async def main() -> list[str]:
+        clients = HttpClientPool()
+        try:
+            url = server.url + "/v1"
+            return [await _ask(clients, url, make_request), await _ask(clients, url, make_request)]
+        finally:
+            await clients.aclose()
+
+    assert asyncio.run(main()) == ["first", "second"]
+    assert all("cookie" not in r.headers for r in server.requests)
+
+
+def test_the_environments_proxy_carries_the_request_and_its_credentials(
+    server: ProtocolServer, make_request: MakeRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The local server plays the proxy: a request for a host that does not resolve
+    # reaches it in absolute form, with the proxy's credentials and not the server's.
+    proxy = server.url.replace("http://", "http://bob:s%40cret@")
+    monkeypatch.setenv("HTTP_PROXY", proxy)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    server.enqueue(_reply("via the proxy"))
+
+    async def main() -> str:
+        clients = HttpClientPool()
+        try:
+            return await _ask(clients, "http://api.example.invalid/v1", make_request)
+        finally:
+            await clients.aclose()
+
+    assert asyncio.run(main()) == "via the proxy"
+    (request,) = server.requests
+    assert request.path == "http://api.example.invalid/v1/chat/completions"
+    assert request.headers["host"] == "api.example.invalid"
+    assert request.headers["proxy-authorization"] == "Basic Ym9iOnNAY3JldA=="  # bob:s@cret
+
+
+def test_no_proxy_and_the_scheme_choose_whether_a_url_goes_through_the_proxy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    assert environment_proxy("https://api.example.com/v1") is None
+    monkeypatch.setenv("HTTPS_PROXY", "proxy.internal:3128")
+    chosen = environment_proxy("https://api.example.com/v1")
+    assert chosen is not None and chosen.url.host == b"proxy.internal"
+    assert chosen.url.scheme == b"http" and chosen.url.port == 3128
+    assert environment_proxy("http://api.example.com/v1") is None  # HTTPS_PROXY only
+    monkeypatch.setenv("ALL_PROXY", "http://all.internal:8080")
+    other = environment_proxy("http://api.example.com/v1")
+    assert other is not None and other.url.host == b"all.internal"
+    monkeypatch.setenv("NO_PROXY", "localhost,.example.com")
+    assert environment_proxy("https://api.example.com/v1") is None
+    assert environment_proxy("http://localhost:11434/v1") is None
+    assert environment_proxy("https://api.openai.com/v1") is not None
+    assert environment_proxy("https://badexample.com/v1") is not None  # not a subdomain
+    monkeypatch.setenv("NO_PROXY", "localhost:11434,10.0.0.0/8,[::1]:8000")
+    assert environment_proxy("http://localhost:11434/v1") is None
+    assert environment_proxy("http://localhost:8080/v1") is not None  # another port
+    assert environment_proxy("http://10.1.2.3:8000/v1") is None
+    assert environment_proxy("http://[::1]:8000/v1") is None
+    monkeypatch.setenv("NO_PROXY", "*")
+    assert environment_proxy("https://api.openai.com/v1") is None
+
+
+def test_a_connection_the_server_closes_after_its_reply_is_replaced_without_an_error(
+    server: ProtocolServer, make_request: MakeRequest
+) -> None:
+    server.enqueue(_reply("one", {"connection": "close"}), _reply("two"))
+
+    async def main() -> list[str]:
+        clients = HttpClientPool()
+        try:
+            url = server.url + "/v1"
+            first = await _ask(clients, url, make_request)
+            return [first, await _ask(clients, url, make_request)]
+        finally:
+            await clients.aclose()
+
+    assert asyncio.run(main()) == ["one", "two"]
+    first, second = server.requests
+    assert first.client_port != second.client_port
