@@ -15,7 +15,7 @@ this module decides about retries. The reply is complete at the protocol's end m
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, ClassVar
 
 import httpx
@@ -155,7 +155,9 @@ class HttpProvider:
     async def _stream(self, request: ProviderRequest) -> AsyncIterator[AssistantMessageEvent]:
         """The reply's events: ``start`` once the request holds a slot, then its content.
 
-        The reply is made only then, so a request waiting for a slot holds no message.
+        The reply is made only then, so a request waiting for a slot holds no message;
+        its attempts (``_attempts``) are a generator of their own, made then too, so
+        the wait holds only this small frame, the clock and the abort watch.
         """
         model = request.model
         api_key = model.api_key()
@@ -169,7 +171,40 @@ class HttpProvider:
             yield error_event(builder, model, ProviderError(message), secrets)
             return
         out = Outgoing(model.base_url or self.default_base_url, api_key, secrets)
-        del api_key
+        del api_key, secrets
+        signal = request.signal
+        loop = asyncio.get_running_loop()
+        clock = RequestClock(loop, request.stream_options.timeout_ms, request.deadline)
+        watch = _AbortWatch(loop, Interrupt())
+        signal.add_listener(watch)  # removed at the end
+        lease: Lease | None = None  # the first attempt's slot, taken before the reply begins
+        try:
+            if not signal.aborted:
+                clock.arm(watch.interrupt)
+                lease = await self.clients.acquire(out.origin, watch.interrupt)
+                clock.disarm()
+            attempts = self._attempts(request, out, clock, watch, lease)
+            lease = None  # the attempts give it back
+            try:
+                async for event in attempts:
+                    yield event
+            finally:
+                await attempts.aclose()  # closed with this stream, not later by the loop
+        finally:
+            if lease is not None:
+                lease.release()
+            signal.remove_listener(watch)
+
+    async def _attempts(
+        self,
+        request: ProviderRequest,
+        out: Outgoing,
+        clock: RequestClock,
+        watch: _AbortWatch,
+        lease: Lease | None,
+    ) -> AsyncGenerator[AssistantMessageEvent, None]:
+        """``start``, then each attempt's events, retrying as the options allow."""
+        model = request.model
         options = request.stream_options
         timeout_ms = options.timeout_ms
         timeout = httpx.Timeout(timeout_ms / 1000) if timeout_ms else DEFAULT_TIMEOUT
@@ -179,27 +214,10 @@ class HttpProvider:
             if options.max_retry_delay_ms is None
             else options.max_retry_delay_ms
         )
-
         signal = request.signal
-        loop = asyncio.get_running_loop()
-        clock = RequestClock(loop, timeout_ms, request.deadline)
-        interrupt = Interrupt()
-        current = [interrupt]  # the attempt an abort stops
-
-        def on_abort() -> None:  # may run in any thread
-            try:
-                loop.call_soon_threadsafe(lambda: current[0].trip("abort"))
-            except RuntimeError:  # loop already closed
-                pass
-
-        signal.add_listener(on_abort)  # removed at the end (remove_listener: no closure kept)
+        interrupt = watch.interrupt
         attempt = 0
-        lease: Lease | None = None  # the first attempt's slot, taken before the reply begins
         try:
-            if not signal.aborted:
-                clock.arm(interrupt)
-                lease = await self.clients.acquire(out.origin, interrupt)
-                clock.disarm()
             builder = self._builder(model)
             yield AssistantMessageEvent("start", builder.partial)
             while True:
@@ -208,7 +226,7 @@ class HttpProvider:
                     yield aborted_event(builder, model, signal.reason)
                     return
                 if attempt > 1:
-                    interrupt = current[0] = Interrupt()
+                    interrupt = watch.interrupt = Interrupt()
                 outcome = Attempt()
                 held, lease = lease, None  # read_attempt gives it back
                 async for event in read_attempt(
@@ -238,21 +256,7 @@ class HttpProvider:
                     yield error_event(builder, model, error, out.secrets)
                     return
                 if request.on_retry is not None:
-                    shown = error.message
-                    prefix = f"HTTP {error.status}: "
-                    if error.status is not None and shown.startswith(prefix):
-                        shown = shown[len(prefix) :]  # the retry line shows the status itself
-                    notice = ProviderRetry(
-                        attempt=attempt,
-                        max_retries=max_retries,
-                        delay_ms=delay,
-                        status=error.status,
-                        error=cut_text(redact(shown, out.secrets), MAX_ERROR_CHARS),
-                    )
-                    try:
-                        await request.on_retry(notice)
-                    except Exception:  # an observer must not break the request
-                        pass
+                    await _notify_retry(request, error, attempt, max_retries, delay, out.secrets)
                 builder.reset()
                 if not await sleep_unless_aborted(signal, delay):
                     yield aborted_event(builder, model, signal.reason)
@@ -260,4 +264,53 @@ class HttpProvider:
         finally:
             if lease is not None:  # closed before its first attempt
                 lease.release()
-            signal.remove_listener(on_abort)
+
+
+class _AbortWatch:
+    """The request's abort listener: trips the running attempt's ``Interrupt``.
+
+    A callable object rather than a closure, so a request holds one small object
+    while it waits; an abort may come from any thread.
+    """
+
+    __slots__ = ("loop", "interrupt")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, interrupt: Interrupt) -> None:
+        self.loop = loop
+        self.interrupt = interrupt
+
+    def __call__(self) -> None:
+        try:
+            self.loop.call_soon_threadsafe(self._trip)
+        except RuntimeError:  # the loop is already closed
+            pass
+
+    def _trip(self) -> None:
+        self.interrupt.trip("abort")
+
+
+async def _notify_retry(
+    request: ProviderRequest,
+    error: ProviderError,
+    attempt: int,
+    max_retries: int,
+    delay: int,
+    secrets: list[str | None],
+) -> None:
+    """Tell ``request.on_retry`` about the failed attempt (an observer never breaks it)."""
+    assert request.on_retry is not None
+    shown = error.message
+    prefix = f"HTTP {error.status}: "
+    if error.status is not None and shown.startswith(prefix):
+        shown = shown[len(prefix) :]  # the retry line shows the status itself
+    notice = ProviderRetry(
+        attempt=attempt,
+        max_retries=max_retries,
+        delay_ms=delay,
+        status=error.status,
+        error=cut_text(redact(shown, secrets), MAX_ERROR_CHARS),
+    )
+    try:
+        await request.on_retry(notice)
+    except Exception:
+        pass
