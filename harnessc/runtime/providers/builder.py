@@ -8,6 +8,7 @@ End events carry the block's whole text (or the raw argument JSON) as ``delta``.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from harnessc.runtime.messages import (
@@ -140,7 +141,10 @@ class MessageBuilder:
         Ids are kept as the model sent them; the harness makes empty or repeated ones
         unique (for every provider) before the reply is recorded.
         """
-        self._open("toolcall", ToolCall(id=cut_name(call_id), name=cut_name(name), arguments={}))
+        # A tool's name is one string however many calls name it (a process running a
+        # thousand sessions keeps one "read", not one per call).
+        tool = sys.intern(cut_name(name))
+        self._open("toolcall", ToolCall(id=cut_name(call_id), name=tool, arguments={}))
         self._args[self._index] = []
         return self._index
 
