@@ -181,3 +181,22 @@ def test_a_connection_the_server_closes_after_its_reply_is_replaced_without_an_e
     assert asyncio.run(main()) == ["one", "two"]
     first, second = server.requests
     assert first.client_port != second.client_port
+
+
+def test_a_host_name_connects_to_whichever_of_its_addresses_answers(
+    server: ProtocolServer, make_request: MakeRequest
+) -> None:
+    # "localhost" may resolve to ::1 as well as 127.0.0.1; the server listens on the
+    # IPv4 one only, so the connection races the addresses (happy eyeballs).
+    server.enqueue(_reply("found"))
+    url = server.url.replace("127.0.0.1", "localhost") + "/v1"
+
+    async def main() -> str:
+        clients = HttpClientPool()
+        try:
+            return await _ask(clients, url, make_request)
+        finally:
+            await clients.aclose()
+
+    assert asyncio.run(main()) == "found"
+    assert server.requests[0].headers["host"] == url.split("/")[2]

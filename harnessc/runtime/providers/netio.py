@@ -14,6 +14,7 @@ can name a refused connection or a TLS failure.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import ssl
 from collections.abc import Iterable
 from typing import Any
@@ -232,7 +233,8 @@ class AsyncioBackend(httpcore.AsyncNetworkBackend):
                     host,
                     port,
                     local_addr=(local_address, 0) if local_address else None,
-                    happy_eyeballs_delay=_HAPPY_EYEBALLS_DELAY,
+                    # An IP address is one address: nothing to race (and no race's tasks).
+                    happy_eyeballs_delay=None if _is_ip(host) else _HAPPY_EYEBALLS_DELAY,
                 )
         except TimeoutError as exc:
             raise httpcore.ConnectTimeout(f"timed out connecting to {host}:{port}") from exc
@@ -258,6 +260,14 @@ class AsyncioBackend(httpcore.AsyncNetworkBackend):
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def _opened(
