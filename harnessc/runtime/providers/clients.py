@@ -18,8 +18,8 @@ can share one pool, and so one set of keep-alive connections per base URL.
 Requests go through httpcore (httpx's own HTTP/1.1 layer) on ``netio``'s asyncio
 sockets, without httpx's client: no cookie jar shared by the sessions of a process,
 no redirects or auth flows (a provider follows none). The environment's proxies
-(``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY``, ``NO_PROXY``) and certificates
-(``SSL_CERT_FILE``, ``SSL_CERT_DIR``) apply as they do for httpx's clients.
+(``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY``, ``NO_PROXY``: ``environment_proxy``)
+and certificates (``SSL_CERT_FILE``, ``SSL_CERT_DIR``) apply.
 """
 
 from __future__ import annotations
@@ -169,13 +169,11 @@ class _Origin:
         self.free += 1
 
     def new_pool(self, connections: int) -> httpcore.AsyncConnectionPool:
-        proxy = self.proxy
-        # A plain-http origin needs no TLS context (saves tens of ms locally), unless
-        # its proxy speaks TLS.
-        tls = self.secure or (proxy is not None and proxy.url.scheme == b"https")
+        # A plain-http origin needs no TLS context (saves tens of ms locally); an https
+        # proxy's own TLS is httpcore's, with certifi's roots.
         return httpcore.AsyncConnectionPool(
-            ssl_context=(self.ssl_context or _ssl_context()) if tls else None,
-            proxy=proxy,
+            ssl_context=(self.ssl_context or _ssl_context()) if self.secure else None,
+            proxy=self.proxy,
             max_connections=connections,
             max_keepalive_connections=connections,
             keepalive_expiry=KEEPALIVE_EXPIRY_S,

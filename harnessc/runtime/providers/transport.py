@@ -4,10 +4,11 @@ The connection pools it sends on and the cap on requests in flight are ``clients
 (``HttpClientPool``, re-exported here).
 
 ``exchange`` sends one POST through httpcore and passes the response on through a
-bounded queue: its head, then body pieces, then the end or the failure. It decodes gzip and deflate
-itself in pieces of at most 256 KiB, so a compressed bomb never inflates at once, and
-stops a body that decodes to more than ``MAX_RESPONSE_BYTES`` (64 MiB) or, for an
-error or non-stream answer, reads at most ``MAX_ERROR_BODY`` (64 KiB).
+bounded queue: its head, then body pieces, then the end or the failure. It decodes
+gzip and deflate itself in pieces of at most 256 KiB, so a compressed bomb never
+inflates at once, and stops a body that decodes to more than ``MAX_RESPONSE_BYTES``
+(64 MiB) or, for an error or non-stream answer, reads at most ``MAX_ERROR_BODY``
+(64 KiB).
 """
 
 from __future__ import annotations
