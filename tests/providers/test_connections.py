@@ -37,6 +37,21 @@ async def _ask(clients: HttpClientPool, base_url: str, make_request: MakeRequest
     return "".join(block.text for block in final.partial.content if hasattr(block, "text"))
 
 
+def _replies(
+    make_request: MakeRequest, url: str, count: int = 1, ssl_context: ssl.SSLContext | None = None
+) -> list[str]:
+    """``count`` requests in turn through one pool (closed after): texts or errors."""
+
+    async def main() -> list[str]:
+        clients = HttpClientPool(ssl_context=ssl_context)
+        try:
+            return [await _ask(clients, url, make_request) for _ in range(count)]
+        finally:
+            await clients.aclose()
+
+    return asyncio.run(main())
+
+
 @pytest.fixture(scope="module")
 def ca() -> trustme.CA:
     return trustme.CA()
@@ -58,16 +73,9 @@ def test_a_reply_streams_over_tls_from_a_server_the_context_trusts(
     trusting = ssl.create_default_context()
     ca.configure_trust(trusting)
 
-    async def main() -> list[str]:
-        clients = HttpClientPool(ssl_context=trusting)
-        try:
-            url = tls_server.url + "/v1"
-            return [await _ask(clients, url, make_request), await _ask(clients, url, make_request)]
-        finally:
-            await clients.aclose()
-
     assert tls_server.url.startswith("https://")
-    assert asyncio.run(main()) == ["over TLS", "again"]
+    replies = _replies(make_request, tls_server.url + "/v1", 2, trusting)
+    assert replies == ["over TLS", "again"]
     first, second = tls_server.requests
     assert first.client_port == second.client_port  # one TLS connection, kept alive
 
@@ -78,14 +86,8 @@ def test_an_untrusted_certificate_is_a_tls_failure_that_names_the_cause(
     tls_server.reset()
     tls_server.enqueue(_reply("never"))
 
-    async def main() -> str:
-        clients = HttpClientPool()  # certifi's roots: the throwaway CA is not among them
-        try:
-            return await _ask(clients, tls_server.url + "/v1", make_request)
-        finally:
-            await clients.aclose()
-
-    message = asyncio.run(main())
+    # The default context trusts certifi's roots: the throwaway CA is not among them.
+    (message,) = _replies(make_request, tls_server.url + "/v1")
     assert message.startswith("error: TLS failure"), message
     assert "certificate" in message
     assert tls_server.requests == []
@@ -98,15 +100,7 @@ def test_a_cookie_one_reply_sets_is_never_sent_with_another_sessions_request(
     # one session's cookies (a load balancer's, an account's) into all the others.
     server.enqueue(_reply("first", {"set-cookie": "session=alice; Path=/"}), _reply("second"))
 
-    async def main() -> list[str]:
-        clients = HttpClientPool()
-        try:
-            url = server.url + "/v1"
-            return [await _ask(clients, url, make_request), await _ask(clients, url, make_request)]
-        finally:
-            await clients.aclose()
-
-    assert asyncio.run(main()) == ["first", "second"]
+    assert _replies(make_request, server.url + "/v1", 2) == ["first", "second"]
     assert all("cookie" not in r.headers for r in server.requests)
 
 
@@ -121,14 +115,7 @@ def test_the_environments_proxy_carries_the_request_and_its_credentials(
     monkeypatch.delenv("no_proxy", raising=False)
     server.enqueue(_reply("via the proxy"))
 
-    async def main() -> str:
-        clients = HttpClientPool()
-        try:
-            return await _ask(clients, "http://api.example.invalid/v1", make_request)
-        finally:
-            await clients.aclose()
-
-    assert asyncio.run(main()) == "via the proxy"
+    assert _replies(make_request, "http://api.example.invalid/v1") == ["via the proxy"]
     (request,) = server.requests
     assert request.path == "http://api.example.invalid/v1/chat/completions"
     assert request.headers["host"] == "api.example.invalid"
@@ -169,16 +156,7 @@ def test_a_connection_the_server_closes_after_its_reply_is_replaced_without_an_e
 ) -> None:
     server.enqueue(_reply("one", {"connection": "close"}), _reply("two"))
 
-    async def main() -> list[str]:
-        clients = HttpClientPool()
-        try:
-            url = server.url + "/v1"
-            first = await _ask(clients, url, make_request)
-            return [first, await _ask(clients, url, make_request)]
-        finally:
-            await clients.aclose()
-
-    assert asyncio.run(main()) == ["one", "two"]
+    assert _replies(make_request, server.url + "/v1", 2) == ["one", "two"]
     first, second = server.requests
     assert first.client_port != second.client_port
 
@@ -191,12 +169,5 @@ def test_a_host_name_connects_to_whichever_of_its_addresses_answers(
     server.enqueue(_reply("found"))
     url = server.url.replace("127.0.0.1", "localhost") + "/v1"
 
-    async def main() -> str:
-        clients = HttpClientPool()
-        try:
-            return await _ask(clients, url, make_request)
-        finally:
-            await clients.aclose()
-
-    assert asyncio.run(main()) == "found"
+    assert _replies(make_request, url) == ["found"]
     assert server.requests[0].headers["host"] == url.split("/")[2]

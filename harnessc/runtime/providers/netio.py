@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import ssl
-from collections.abc import Iterable
+from collections.abc import Coroutine, Iterable
 from typing import Any
 
 import httpcore
@@ -225,22 +225,15 @@ class AsyncioBackend(httpcore.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[SocketOption] | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        loop = asyncio.get_running_loop()
-        try:
-            async with asyncio.timeout(timeout):
-                transport, connection = await loop.create_connection(
-                    _Connection,
-                    host,
-                    port,
-                    local_addr=(local_address, 0) if local_address else None,
-                    # An IP address is one address: nothing to race (and no race's tasks).
-                    happy_eyeballs_delay=None if _is_ip(host) else _HAPPY_EYEBALLS_DELAY,
-                )
-        except TimeoutError as exc:
-            raise httpcore.ConnectTimeout(f"timed out connecting to {host}:{port}") from exc
-        except OSError as exc:
-            raise httpcore.ConnectError(str(exc) or type(exc).__name__) from exc
-        return _opened(transport, connection, socket_options)
+        opening = asyncio.get_running_loop().create_connection(
+            _Connection,
+            host,
+            port,
+            local_addr=(local_address, 0) if local_address else None,
+            # An IP address is one address: nothing to race (and no race's tasks).
+            happy_eyeballs_delay=None if _is_ip(host) else _HAPPY_EYEBALLS_DELAY,
+        )
+        return await _connected(opening, timeout, f"{host}:{port}", socket_options)
 
     async def connect_unix_socket(
         self,
@@ -248,15 +241,8 @@ class AsyncioBackend(httpcore.AsyncNetworkBackend):
         timeout: float | None = None,
         socket_options: Iterable[SocketOption] | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        loop = asyncio.get_running_loop()
-        try:
-            async with asyncio.timeout(timeout):
-                transport, connection = await loop.create_unix_connection(_Connection, path)
-        except TimeoutError as exc:
-            raise httpcore.ConnectTimeout(f"timed out connecting to {path}") from exc
-        except OSError as exc:
-            raise httpcore.ConnectError(str(exc) or type(exc).__name__) from exc
-        return _opened(transport, connection, socket_options)
+        opening = asyncio.get_running_loop().create_unix_connection(_Connection, path)
+        return await _connected(opening, timeout, path, socket_options)
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
@@ -270,11 +256,20 @@ def _is_ip(host: str) -> bool:
     return True
 
 
-def _opened(
-    transport: asyncio.BaseTransport,
-    connection: _Connection,
+async def _connected(
+    opening: Coroutine[Any, Any, tuple[asyncio.BaseTransport, _Connection]],
+    timeout: float | None,
+    where: str,
     socket_options: Iterable[SocketOption] | None,
 ) -> AsyncioStream:
+    """The stream of a connection being opened; httpcore's errors when it cannot be."""
+    try:
+        async with asyncio.timeout(timeout):
+            transport, connection = await opening
+    except TimeoutError as exc:
+        raise httpcore.ConnectTimeout(f"timed out connecting to {where}") from exc
+    except OSError as exc:
+        raise httpcore.ConnectError(str(exc) or type(exc).__name__) from exc
     assert isinstance(transport, asyncio.Transport)
     if socket_options:
         sock = transport.get_extra_info("socket")
