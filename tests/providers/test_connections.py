@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import pytest
 import trustme
 
+from harnessc.runtime.messages import UserMessage
 from harnessc.runtime.options import Model
 from harnessc.runtime.providers.clients import HttpClientPool, environment_proxy
 from harnessc.runtime.providers.openai_completions import OpenAICompletionsProvider
@@ -25,11 +26,14 @@ def _reply(text: str, headers: dict[str, str] | None = None) -> ScriptedResponse
     return ScriptedResponse.sse(openai_events([text]), headers=headers)
 
 
-async def _ask(clients: HttpClientPool, base_url: str, make_request: MakeRequest) -> str:
+async def _ask(
+    clients: HttpClientPool, base_url: str, make_request: MakeRequest, prompt: str = "hi"
+) -> str:
     provider = OpenAICompletionsProvider(clients)
     model = Model(id="m", api="openai-completions", base_url=base_url)
     final = None
-    async for event in provider.stream(make_request(model, max_retries=0)):
+    request = make_request(model, [UserMessage(prompt)], max_retries=0)
+    async for event in provider.stream(request):
         final = event
     assert final is not None
     if final.type == "error":
@@ -38,14 +42,18 @@ async def _ask(clients: HttpClientPool, base_url: str, make_request: MakeRequest
 
 
 def _replies(
-    make_request: MakeRequest, url: str, count: int = 1, ssl_context: ssl.SSLContext | None = None
+    make_request: MakeRequest,
+    url: str,
+    count: int = 1,
+    ssl_context: ssl.SSLContext | None = None,
+    prompt: str = "hi",
 ) -> list[str]:
     """``count`` requests in turn through one pool (closed after): texts or errors."""
 
     async def main() -> list[str]:
         clients = HttpClientPool(ssl_context=ssl_context)
         try:
-            return [await _ask(clients, url, make_request) for _ in range(count)]
+            return [await _ask(clients, url, make_request, prompt) for _ in range(count)]
         finally:
             await clients.aclose()
 
@@ -171,3 +179,23 @@ def test_a_host_name_connects_to_whichever_of_its_addresses_answers(
 
     assert _replies(make_request, url) == ["found"]
     assert server.requests[0].headers["host"] == url.split("/")[2]
+
+
+@pytest.mark.parametrize("secure", [False, True], ids=["http", "https"])
+def test_a_body_larger_than_the_sockets_buffers_is_sent_whole(
+    secure: bool,
+    server: ProtocolServer,
+    tls_server: ProtocolServer,
+    ca: trustme.CA,
+    make_request: MakeRequest,
+) -> None:
+    # 8 MB: the socket takes it in pieces, so sending waits for the server to read.
+    target = tls_server if secure else server
+    target.reset()
+    target.enqueue(_reply("read it all"))
+    trusting = ssl.create_default_context()
+    ca.configure_trust(trusting)
+    prompt = "0123456789abcdef" * (512 * 1024)
+    assert _replies(make_request, target.url + "/v1", 1, trusting, prompt) == ["read it all"]
+    (request,) = target.requests
+    assert request.json["messages"][-1]["content"] == prompt
