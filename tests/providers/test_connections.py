@@ -7,7 +7,10 @@ certificate from a throwaway CA where it says so).
 from __future__ import annotations
 
 import asyncio
+import socket
 import ssl
+import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -199,3 +202,54 @@ def test_a_body_larger_than_the_sockets_buffers_is_sent_whole(
     assert _replies(make_request, target.url + "/v1", 1, trusting, prompt) == ["read it all"]
     (request,) = target.requests
     assert request.json["messages"][-1]["content"] == prompt
+
+
+def test_a_kept_connection_the_server_closed_while_idle_is_not_reused(
+    make_request: MakeRequest,
+) -> None:
+    # A server that closes each connection a moment after its reply (an idle timeout
+    # shorter than the client's): the next request must open a new connection, not
+    # fail on the closed one (no retry, no error).
+    body = b"".join(openai_events(["idle"]))
+    head = (
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+        b"content-length: %d\r\n\r\n" % len(body)
+    )
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    accepted: list[int] = []
+
+    def serve() -> None:
+        for _ in range(2):
+            conn, (_, client_port) = listener.accept()
+            accepted.append(client_port)
+            with conn:
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    data += conn.recv(65536)
+                headers, _, rest = data.partition(b"\r\n\r\n")
+                length = int(headers.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+                while len(rest) < length:
+                    rest += conn.recv(65536)
+                conn.sendall(head + body)
+                time.sleep(0.05)  # then close, as an idle timeout would
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+
+    async def main() -> list[str]:
+        clients = HttpClientPool()
+        url = f"http://127.0.0.1:{port}/v1"
+        try:
+            first = await _ask(clients, url, make_request)
+            await asyncio.sleep(0.3)  # the close reaches the idle connection
+            return [first, await _ask(clients, url, make_request)]
+        finally:
+            await clients.aclose()
+
+    try:
+        assert asyncio.run(main()) == ["idle", "idle"]
+    finally:
+        listener.close()
+        thread.join(timeout=5)
+    assert len(accepted) == 2 and accepted[0] != accepted[1]
