@@ -38,7 +38,7 @@ from harnessc.runtime.loop import LoopState
 from harnessc.runtime.messages import Message, TextContent, ToolResultMessage, UserContent
 from harnessc.runtime.run_inputs import LIVE
 
-__all__ = ["abandon", "begin", "drive", "reopen", "resume_paused", "resume_tools", "settle"]
+__all__ = ["abandon", "begin", "drive", "resume_paused", "resume_tools"]
 
 
 @dataclass(slots=True, frozen=True)
@@ -364,22 +364,6 @@ async def abandon(parts: Parts, previous: RunState) -> None:
             )
     await tool_batch.commit(parts, previous)
     parts.run = None
-
-
-def settle(parts: Parts, reason: str) -> None:
-    """Close a paused run without continuing it (the session moved elsewhere)."""
-    run = parts.run
-    if run is None:
-        return
-    _replay().record_resume(parts.session, run_id=run.run_id, abandoned=True, reason=reason)
-    parts.run = None
-    parts.last_state = LoopState.IDLE
-
-
-def reopen(parts: Parts, run: RunState) -> None:
-    """Undo ``settle`` (the move did not happen): the run is paused again, and recorded."""
-    parts.run = run
-    endings.record_pause(parts, run, run.pause_reason or "paused")
 
 
 def resume_tools(

@@ -7,13 +7,15 @@ from __future__ import annotations
 import inspect
 from typing import TYPE_CHECKING, Any
 
-from harnessc.runtime.agent import driver
+from harnessc.runtime.agent import endings
 from harnessc.runtime.agent.parts import Parts
+from harnessc.runtime.agent.run_state import RunState
+from harnessc.runtime.loop import LoopState
 
 if TYPE_CHECKING:
     from harnessc.runtime.agent.harness import AgentHarness
 
-__all__ = ["compact", "navigate_tree"]
+__all__ = ["compact", "navigate_tree", "reopen", "settle"]
 
 
 async def compact(harness: AgentHarness, custom_instructions: str | None, reason: str) -> Any:
@@ -44,7 +46,7 @@ async def navigate_tree(
 
     paused = parts.run if target_id != harness.session.leaf_id else None
     if paused is not None:
-        driver.settle(parts, "tree_move")
+        settle(parts, "tree_move")
     try:
         outcome = await move(
             harness,
@@ -56,8 +58,26 @@ async def navigate_tree(
         )
     except BaseException:
         if paused is not None:  # the move failed: the run stays paused where it was
-            driver.reopen(parts, paused)
+            reopen(parts, paused)
         raise
     if paused is not None and getattr(outcome, "cancelled", False):
-        driver.reopen(parts, paused)
+        reopen(parts, paused)
     return outcome
+
+
+def settle(parts: Parts, reason: str) -> None:
+    """Close a paused run without continuing it (the session moved elsewhere)."""
+    from harnessc.runtime.session import replay  # on first use: start-up stays lean
+
+    run = parts.run
+    if run is None:
+        return
+    replay.record_resume(parts.session, run_id=run.run_id, abandoned=True, reason=reason)
+    parts.run = None
+    parts.last_state = LoopState.IDLE
+
+
+def reopen(parts: Parts, run: RunState) -> None:
+    """Undo ``settle`` (the move did not happen): the run is paused again, and recorded."""
+    parts.run = run
+    endings.record_pause(parts, run, run.pause_reason or "paused")
