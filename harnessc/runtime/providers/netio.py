@@ -191,7 +191,7 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         except TimeoutError as exc:
             self._transport.close()
             raise httpcore.ConnectTimeout("timed out during the TLS handshake") from exc
-        except (OSError, ssl.SSLError, ConnectionError) as exc:
+        except OSError as exc:  # ssl.SSLError and ConnectionError among them
             self._transport.close()
             raise httpcore.ConnectError(str(exc) or type(exc).__name__) from exc
         if transport is None:  # the peer closed the connection during the handshake
