@@ -9,7 +9,7 @@ import json
 import socket
 from pathlib import Path
 
-import httpx
+import httpcore
 import pytest
 
 from harnessc.runtime import AgentHarness, AgentHarnessOptions, Model
@@ -164,8 +164,8 @@ def test_status_errors_say_what_to_check(
 def test_dns_failure_and_refused_are_named_and_not_retried():
     gai = socket.gaierror(-2, "Name or service not known")
     try:
-        raise httpx.ConnectError("[Errno -2] Name or service not known") from gai
-    except httpx.ConnectError as exc:
+        raise httpcore.ConnectError("[Errno -2] Name or service not known") from gai
+    except httpcore.ConnectError as exc:
         message, retryable = describe_transport_error(exc, None, "http://nohost.invalid/v1/x")
     assert message == (
         "cannot resolve the host name 'nohost.invalid' (http://nohost.invalid/v1/x): "
@@ -175,8 +175,8 @@ def test_dns_failure_and_refused_are_named_and_not_retried():
     group = OSError("All connection attempts failed")
     group.__cause__ = ConnectionRefusedError(111, "Connect call failed")
     try:
-        raise httpx.ConnectError("All connection attempts failed") from group
-    except httpx.ConnectError as exc:
+        raise httpcore.ConnectError("All connection attempts failed") from group
+    except httpcore.ConnectError as exc:
         message, retryable = describe_transport_error(exc, None, "http://u:p@127.0.0.1:9/v1/x")
     assert message == (
         "connection refused (http://127.0.0.1:9/v1/x): is the server running at http://127.0.0.1:9?"

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import httpcore
-import httpx
 
 from harnessc.runtime.options import Model
 from harnessc.runtime.providers.clock import TOTAL_FACTOR, RequestClock
@@ -82,12 +81,8 @@ def _base(url: str) -> str:
     return _server(url) or redact_url(url)
 
 
-# What a request was doing when it timed out, by the exception (httpcore's, or httpx's).
+# What a request was doing when it timed out, by httpcore's exception.
 _TIMEOUT_PHASES: dict[type[BaseException], str] = {
-    httpx.ConnectTimeout: "connecting",
-    httpx.ReadTimeout: "waiting for data",
-    httpx.WriteTimeout: "sending",
-    httpx.PoolTimeout: "waiting for a connection",
     httpcore.ConnectTimeout: "connecting",
     httpcore.ReadTimeout: "waiting for data",
     httpcore.WriteTimeout: "sending",
@@ -100,7 +95,7 @@ def describe_transport_error(
 ) -> tuple[str, bool]:
     """``(message, retryable)`` for an exception raised while sending or reading."""
     at = where(url)
-    if isinstance(exc, httpx.TimeoutException | httpcore.TimeoutException):
+    if isinstance(exc, httpcore.TimeoutException):
         limit = f" after {timeout_ms} ms" if timeout_ms else ""
         phase = _TIMEOUT_PHASES.get(type(exc), "waiting")
         return f"request timed out{limit} ({phase}; {at})", True
@@ -124,13 +119,13 @@ def describe_transport_error(
             False,
         )
     text = str(exc) or type(exc).__name__
-    if isinstance(exc, httpx.RemoteProtocolError | httpcore.RemoteProtocolError):
+    if isinstance(exc, httpcore.RemoteProtocolError):
         return f"connection lost ({at}): {text}", True
-    if isinstance(exc, httpx.NetworkError | httpcore.NetworkError):
+    if isinstance(exc, httpcore.NetworkError):
         return f"connection error ({at}): {text}", True
     if isinstance(exc, httpcore.ProxyError):
         return f"the proxy refused the request ({at}): {text}", False
-    if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL | httpcore.UnsupportedProtocol):
+    if isinstance(exc, httpcore.UnsupportedProtocol):
         return f"invalid base_url ({at}): {text}", False
     return f"could not send the request ({at}): {type(exc).__name__}: {text}", False
 
