@@ -21,6 +21,8 @@ from typing import Any
 
 import httpcore
 
+from harnessc.runtime.providers.channel import wake
+
 __all__ = ["AsyncioBackend", "AsyncioStream"]
 
 # Reading pauses while this much of a response is unread (a fast server, a slow reader).
@@ -59,18 +61,18 @@ class _Connection(asyncio.Protocol):
         if len(self.buffer) > _HIGH_WATER and self.transport is not None:
             self.transport.pause_reading()
             self._paused = True
-        _wake(self._reader)
+        wake(self._reader)
 
     def eof_received(self) -> bool:
         self.eof = True
-        _wake(self._reader)
+        wake(self._reader)
         return False  # close the transport
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.eof = True
         self.error = exc
-        _wake(self._reader)
-        _wake(self._writer)
+        wake(self._reader)
+        wake(self._writer)
 
     def pause_writing(self) -> None:
         if self._writer is None:
@@ -78,7 +80,7 @@ class _Connection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         writer, self._writer = self._writer, None
-        _wake(writer)
+        wake(writer)
 
     # -- for the stream -----------------------------------------------------------
 
@@ -104,11 +106,6 @@ class _Connection(asyncio.Protocol):
 
     def wait_writable(self) -> asyncio.Future[None] | None:
         return self._writer
-
-
-def _wake(waiter: asyncio.Future[None] | None) -> None:
-    if waiter is not None and not waiter.done():
-        waiter.set_result(None)
 
 
 async def _bounded(
