@@ -1072,8 +1072,9 @@ class PermissionsSpec(SpecModel):
     """Permission rules for tool calls, as Claude Code writes them: Tool(specifier).
 
     Tool names are harnessc's or Claude Code's (Bash, Read, Write, Edit, LS, Grep, Glob).
-    Deny rules always win; between a matching allow and ask rule the more specific one
-    decides. `ask` prompts in the interactive mode and pauses a run without a terminal.
+    Rules are checked as Claude Code checks them: deny, then ask, then allow. A Bash rule
+    names a command anywhere in the command line; an allow needs every command allowed.
+    `ask` prompts in the interactive mode and pauses a run without a terminal.
     """
 
     allow: list[PermissionRule] = Field(default_factory=list)

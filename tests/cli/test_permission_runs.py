@@ -12,9 +12,8 @@ from .clikit import Agent, Terminal, text_reply, tool_reply
 RULES = json.dumps(
     {
         "allow": ["Bash(echo *)"],
-        "ask": ["Bash(*)"],
         "deny": ["Bash(rm -rf *)"],
-        "default": "allow",
+        "default": "ask",
     }
 )
 ENV = {"AGENT_PERMISSIONS": RULES}

@@ -15,7 +15,7 @@ from harnessc.runtime.tools.permissions import (
 RULES = PermissionRules.from_config(
     {
         "allow": ["Bash(git status)", "Bash(pytest *)", "Read(**)", "Bash(npm run test:*)"],
-        "ask": ["Bash(*)", "Write(**)", "Edit(**)"],
+        "ask": ["Bash(git push *)", "Write(**)", "Edit(**)"],
         "deny": ["Bash(rm -rf *)", "Read(./.env)", "Edit(secrets/**)"],
         "default": "ask",
     }

@@ -2,16 +2,22 @@
 
     permissions:
       allow: ["Bash(git status)", "Bash(pytest *)", "Read(**)"]
-      ask: ["Bash(*)", "Write(**)", "Edit(**)"]
+      ask: ["Bash(git push *)", "Write(**)", "Edit(**)"]
       deny: ["Bash(rm -rf *)", "Read(./.env)"]
       default: ask          # allow | ask | deny for calls no rule names
 
 Tool names are harnessc's (``bash``) or Claude Code's (``Bash``). Specifiers:
 
 - ``Bash(CMD)``: the command exactly; ``*`` matches any text (``pytest *``) and a final
-  ``:*`` any arguments (``npm run test:*``). A command chained with ``&&``, ``||``,
-  ``;`` or ``|`` is allowed only when every part is; a deny or ask rule matching any
-  part applies to the whole.
+  ``:*`` any arguments (``npm run test:*``). The command line is read as bash reads it
+  (``shell_rules.py``): a deny or ask rule applies when it names any command anywhere in
+  the line (after ``;``, ``&``, ``|``, ``&&``, in ``$(...)``, subshells, bodies, behind
+  wrappers such as ``env``, ``nice``, ``xargs``, ``bash -c``, ``eval``, ``find -exec``;
+  ``find -delete`` counts as ``rm -rf``) or the whole line; an allow holds only when
+  allow rules name every command in it and each file its output redirections write may
+  be written (as the write tool in the working folder; outside it only with a ``Write``
+  or ``Edit`` allow rule). A line that cannot be read (``$X args``, a parse error, a
+  shell reading its input) asks, also in bypass mode when a Bash deny rule exists.
 - ``Read(PATH)``, ``Edit(PATH)``, ``Write(PATH)``: a gitignore-style glob (``**`` any
   folders, ``*`` within a name); ``./x`` and ``x/y`` are relative to the working folder,
   ``/x`` and ``//x`` absolute, ``~/x`` in the home folder, a bare name (``.env``) matches
@@ -20,13 +26,13 @@ Tool names are harnessc's (``bash``) or Claude Code's (``Bash``). Specifiers:
 - any other tool: ``NAME`` or ``NAME(*)`` matches every call, ``NAME(GLOB)`` a call with
   a string argument matching GLOB.
 
-Deny rules always win. Between an allow and an ask rule that both match, the more
-specific one decides (an exact specifier over one with ``*``, which is over the bare
-tool; a tie asks), so ``allow: [Bash(git status)]`` with ``ask: [Bash(*)]`` runs
-``git status`` and asks for the rest; ``default`` decides calls no rule names. The
-permission mode adjusts the outcome: ``default``; ``accept-edits`` (edits and writes
-need no asking); ``plan`` / ``read-only`` (only the read-only tools run); ``bypass``
-(nothing is asked). Deny rules hold in every mode.
+Rules are checked as Claude Code checks them: deny, then ask, then allow, whatever
+their specifiers: ``ask: [Bash]`` with ``allow: [Bash(mkdir:*)]`` asks before ``mkdir
+-p build``. An "always" answer allows that exact call for the session (after the deny
+rules, before the ask rules); ``default`` decides calls no rule names. The permission
+mode adjusts the outcome: ``default``; ``accept-edits`` (edits and writes need no
+asking); ``plan`` / ``read-only`` (only the read-only tools run); ``bypass`` (nothing is
+asked). Deny rules hold in every mode.
 
 Pure: no I/O besides reading the working folder and the home folder's path.
 """
@@ -39,6 +45,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from harnessc.runtime.tools.shell_rules import Command, analyse, command_matches, text_matches
 
 __all__ = [
     "MODES",
@@ -85,7 +93,6 @@ _COVERS = {
 }
 _PATH_TOOLS = {"read", "write", "edit", "ls", "grep", "find"}
 _RULE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*(?:\((.*)\))?\s*$", re.S)
-_CHAIN = re.compile(r"\s*(?:&&|\|\||;|\||\n)\s*")
 
 
 class PermissionError_(ValueError):  # noqa: N801 - PermissionError is a builtin
@@ -99,6 +106,7 @@ class Rule:
     text: str
     tool: str  # harnessc's name
     specifier: str | None
+    literal: bool = False  # the specifier is the exact command or path, no pattern
 
     def matches(self, tool: str, args: Mapping[str, Any], cwd: str) -> bool:
         if tool not in _COVERS.get(self.tool, {self.tool}):
@@ -107,7 +115,7 @@ class Rule:
         if spec is None or spec in ("*", "**"):
             return True
         if tool == "bash":
-            return any(_command_matches(spec, part) for part in _commands(args))
+            return _bash_names(spec, str(args.get("command") or ""), literal=self.literal)
         if tool in _PATH_TOOLS and self.tool in _PATH_TOOLS:
             return _path_matches(spec, _call_path(tool, args), cwd)
         return any(
@@ -188,16 +196,16 @@ def decide(
             return Decision("deny", f"denied by the rule {rule.text}")
     if mode == "plan" and tool not in READ_ONLY_TOOLS:
         return Decision("deny", f"{tool} does not run in plan (read-only) mode")
+    if tool == "bash":
+        return _decide_bash(rules, str(args.get("command") or ""), mode, where, remembered)
     if mode == "bypass":
         return Decision("allow", "bypass mode")
-    if tool == "bash" and len(_commands(args)) > 1:
-        return _decide_chain(rules, args, mode, where, remembered)
     if _any_match(remembered, tool, args, where):
         return Decision("allow", "allowed for this session")
-    ask = _most_specific(rules.ask, tool, args, where)
-    allow = _most_specific(rules.allow, tool, args, where)
-    if ask is not None and (allow is None or specificity(allow) <= specificity(ask)):
+    ask = _first_match(rules.ask, tool, args, where)
+    if ask is not None:
         return _edits(mode, tool, Decision("ask", f"the rule {ask.text}"))
+    allow = _first_match(rules.allow, tool, args, where)
     if allow is not None:
         return Decision("allow", f"allowed by {allow.text}")
     return _edits(mode, tool, Decision(rules.default, f"default: {rules.default}"))
@@ -212,28 +220,10 @@ def specificity(rule: Rule) -> int:
     return literal + (1 if "*" in spec else 10_000)
 
 
-def _most_specific(
+def _first_match(
     rules: Sequence[Rule], tool: str, args: Mapping[str, Any], cwd: str
 ) -> Rule | None:
-    found = [rule for rule in rules if rule.matches(tool, args, cwd)]
-    return max(found, key=specificity) if found else None
-
-
-def _decide_chain(
-    rules: PermissionRules,
-    args: Mapping[str, Any],
-    mode: str,
-    cwd: str,
-    remembered: Sequence[Rule],
-) -> Decision:
-    """A chained command: the strictest outcome of its parts."""
-    order = {"allow": 0, "ask": 1, "deny": 2}
-    worst = Decision("allow", "every part is allowed")
-    for part in _commands(args):
-        one = decide(rules, "bash", {"command": part}, mode=mode, cwd=cwd, remembered=remembered)
-        if order[one.outcome] > order[worst.outcome]:
-            worst = Decision(one.outcome, f"{one.reason} (for {part!r})")
-    return worst
+    return next((rule for rule in rules if rule.matches(tool, args, cwd)), None)
 
 
 def _edits(mode: str, tool: str, decision: Decision) -> Decision:
@@ -251,7 +241,7 @@ def remembered_rule(tool: str, args: Mapping[str, Any]) -> Rule:
     the tool (for a tool without either)."""
     if tool == "bash":
         command = str(args.get("command", "")).strip()
-        return Rule(f"Bash({command})", "bash", command or None)
+        return Rule(f"Bash({command})", "bash", command or None, literal=True)
     if tool in _PATH_TOOLS:
         path = _call_path(tool, args)
         return Rule(f"{tool}({path})", tool, os.path.abspath(path))
@@ -261,23 +251,81 @@ def remembered_rule(tool: str, args: Mapping[str, Any]) -> Rule:
 # -- commands ------------------------------------------------------------------------
 
 
-def _commands(args: Mapping[str, Any]) -> list[str]:
-    command = str(args.get("command", "") or "").strip()
-    parts = [p.strip() for p in _CHAIN.split(command) if p.strip()]
-    return parts or [command]
+def _bash_names(spec: str, command: str, *, literal: bool) -> bool:
+    """Whether a Bash rule names ``command``: the whole line, or any command in it."""
+    if literal:
+        return command.strip() == spec
+    if text_matches(spec, command):
+        return True
+    return any(command_matches(spec, one, strict=False) for one in analyse(command).commands)
 
 
-def _command_matches(spec: str, command: str) -> bool:
-    if spec.endswith(":*"):
-        prefix = spec[:-2].rstrip()
-        return command == prefix or command.startswith(prefix + " ")
-    if "*" in spec:
-        pattern = re.escape(spec).replace(r"\*", ".*")
-        # "pytest *" also matches a bare "pytest", as Claude Code's prefix rules do.
-        if spec.endswith(" *") and command == spec[:-2]:
-            return True
-        return re.fullmatch(pattern, command, re.S) is not None
-    return " ".join(command.split()) == " ".join(spec.split())
+def _decide_bash(
+    rules: PermissionRules, command: str, mode: str, cwd: str, remembered: Sequence[Rule]
+) -> Decision:
+    """A command line no deny rule names (see the module's docstring)."""
+    found = analyse(command)
+    writes = [_write_decision(rules, path, mode, cwd) for path in found.writes]
+    denied = next((d for d in writes if d.outcome == "deny"), None)
+    if denied is not None:
+        return denied
+    unreadable = Decision("ask", f"cannot tell what the command runs: {found.unreadable}")
+    if mode == "bypass":
+        if found.unreadable and any(rule.tool == "bash" for rule in rules.deny):
+            return unreadable  # a deny rule cannot be checked
+        return Decision("allow", "bypass mode")
+    if _any_match(remembered, "bash", {"command": command}, cwd):
+        return Decision("allow", "allowed for this session")
+    if found.unreadable:
+        return unreadable
+    ask = _first_match(rules.ask, "bash", {"command": command}, cwd)
+    if ask is not None:
+        return Decision("ask", f"the rule {ask.text}")
+    outcomes = list(writes)
+    for one in found.commands:
+        if one.wrapper:
+            continue  # the command it runs is listed after it
+        allow = next((r for r in rules.allow if _allows(r, one)), None)
+        if allow is not None and not one.risky_env:
+            outcomes.append(Decision("allow", f"allowed by {allow.text}"))
+        else:
+            outcomes.append(Decision(rules.default, f"default: {rules.default} (for {one.text})"))
+    if not outcomes:
+        return Decision(rules.default, f"default: {rules.default}")
+    worst = max(outcomes, key=lambda d: _STRICTNESS[d.outcome])
+    if worst.outcome != "allow":
+        return worst
+    reasons = dict.fromkeys(d.reason for d in outcomes)
+    return Decision("allow", "; ".join(reasons))
+
+
+_STRICTNESS = {"allow": 0, "ask": 1, "deny": 2}
+
+
+def _allows(rule: Rule, command: Command) -> bool:
+    if rule.tool != "bash":
+        return False
+    if rule.specifier is None or rule.specifier in ("*", "**"):
+        return True
+    return command_matches(rule.specifier, command, strict=True)
+
+
+def _write_decision(rules: PermissionRules, path: str, mode: str, cwd: str) -> Decision:
+    """A file an output redirection writes: as the write tool would be decided inside
+    the working folder; outside it, only a Write or Edit allow rule lets it run unasked."""
+    target = os.path.normpath(os.path.join(cwd, os.path.expanduser(path)))
+    root = os.path.normpath(cwd)
+    args = {"path": target}
+    for rule in rules.deny:
+        if rule.matches("write", args, cwd):
+            return Decision("deny", f"denied by the rule {rule.text} (for writing {path})")
+    if target == root or target.startswith(root.rstrip("/") + "/"):
+        inside = decide(rules, "write", args, mode=mode, cwd=cwd)
+        return Decision(inside.outcome, f"{inside.reason} (for writing {path})")
+    allow = _first_match(rules.allow, "write", args, cwd)
+    if allow is not None:
+        return Decision("allow", f"allowed by {allow.text} (for writing {path})")
+    return Decision("ask", f"writes {path}, outside the working folder")
 
 
 # -- paths -----------------------------------------------------------------------------
