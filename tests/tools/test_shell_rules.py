@@ -106,6 +106,14 @@ DENIED = [
     "trap 'rm V' EXIT",
     "watch -n 1 rm V",
     "su -c 'rm V'",
+    "busybox rm V",
+    "shopt -s expand_aliases; alias r=rm\nr V",
+    "r\\\nm V",  # bash joins r\<newline>m into rm
+    "# it's a comment\nr\\\nm V",
+    "cat <<EOF\n`rm V`\nEOF",
+    "GIT_PAGER='rm V' git log",
+    "export PAGER='rm V'; git log",
+    "env GIT_PAGER='rm V' git log",
 ]
 
 
@@ -135,6 +143,13 @@ UNREADABLE = [
     "echo 'unterminated",
     "echo x > $F",
     "sudo -s",
+    "coproc { rm V; }",
+    ". <(echo rm V)",
+    "source /dev/stdin <<< 'rm V'",
+    "bash /dev/stdin <<< 'rm V'",
+    ': "${x:-`rm V`}"',
+    "BASH_ENV=<(echo rm V) bash -c true",
+    "GIT_PAGER=$P git log",
 ]
 
 
@@ -158,6 +173,11 @@ def test_what_cannot_be_read_asks(command: str) -> None:
         "bash build.sh",
         "echo hi > /dev/null 2>&1",
         "cat <<'EOF'\n$(rm V)\nEOF",  # a quoted here-document is text
+        "cat <<EOF\n\\`rm V\\` $HOME\nEOF",
+        "echo \\`rm V\\`",
+        "echo 'x\\\ny'",
+        "ls \\\n  -la",
+        "PAGER=cat git log",
     ],
 )
 def test_text_that_only_mentions_rm_runs(command: str) -> None:

@@ -50,6 +50,22 @@ _RISKY_ENV = re.compile(
     r"PYTHONSTARTUP|PYTHONINSPECT)$"
 )
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "fish"})
+# Variables whose value a program runs as a command (git's pager, an editor, ...).
+_COMMAND_VARIABLES = frozenset(
+    {"PAGER", "GIT_PAGER", "MANPAGER", "SYSTEMD_PAGER", "EDITOR", "VISUAL", "GIT_EDITOR"}
+    | {"GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "PROMPT_COMMAND", "SUDO_ASKPASS", "SSH_ASKPASS"}
+    | {"GIT_ASKPASS", "LESSOPEN", "LESSCLOSE", "FCEDIT"}
+)
+# Variables naming a file a shell or the loader runs: a value known only at run time
+# cannot be read.
+_FILE_VARIABLES = frozenset({"BASH_ENV", "ENV", "LD_PRELOAD", "LD_AUDIT", "DYLD_INSERT_LIBRARIES"})
+# bash's reserved words: where tree-sitter takes one for a command name, it misread the line.
+_RESERVED = frozenset(
+    "{ } ( ) [[ ]] ! case do done elif else esac fi for function if in select then until "
+    "while".split()
+)
+# A command substitution left inside a word: tree-sitter did not parse it as one.
+_SUBSTITUTION = re.compile(r"(?<!\\)(?:\\\\)*(?:`|\$\()")
 _REDIRECT_WRITES = frozenset({">", ">>", "&>", "&>>", ">|", "<>"})
 # Wrappers that change what the command they run may do: an allow rule must name them too.
 _OPAQUE = frozenset({"sudo", "doas", "su"})
@@ -172,7 +188,11 @@ class _Reader:
         if "\x00" in text:
             self.unreadable("a NUL character")
             return
-        tree = _parser().parse(text.encode("utf-8", "surrogateescape"))
+        source = text.encode("utf-8", "surrogateescape")
+        tree = _parser().parse(source)
+        joined = _join_continued_lines(source, tree.root_node)
+        if joined != source:  # bash joins words split by a backslash-newline; tree-sitter not
+            source, tree = joined, _parser().parse(joined)
         if tree.root_node.has_error:
             self.unreadable(f"bash cannot parse {_short(text)!r}")
         self.walk(tree.root_node, depth)
@@ -186,8 +206,30 @@ class _Reader:
             self.commands.append(Command(tuple(w.text for w in words)))
         elif kind == "file_redirect":
             self.redirect(node)
+        elif kind == "variable_assignment":
+            self.assignment(node, depth)
+        elif kind == "heredoc_body":
+            self.here_document(node, depth)
+            return
+        elif kind in ("word", "string_content") and _SUBSTITUTION.search(_text(node)):
+            self.unreadable(f"a substitution bash runs in {_short(_text(node))!r}")
         for child in node.children:
             self.walk(child, depth)
+
+    def here_document(self, body: Any, depth: int) -> None:
+        """An unquoted here-document is expanded as a double-quoted string is; a quoted
+        one (``<<'EOF'``) is text."""
+        start = next((c for c in body.parent.children if c.type == "heredoc_start"), None)
+        if start is None or any(q in _text(start) for q in "'\"\\"):
+            return
+        text = _text(body).replace('"', '\\"')
+        tree = _parser().parse(f': "{text}"'.encode("utf-8", "surrogateescape"))
+        if tree.root_node.has_error:
+            self.unreadable("a here-document bash expands")
+            return
+        for child in tree.root_node.children:
+            for argument in child.children_by_field_name("argument"):
+                self.walk(argument, depth)
 
     def redirect(self, node: Any) -> None:
         operator = next((c.type for c in node.children if not c.is_named), "")
@@ -204,6 +246,24 @@ class _Reader:
             self.unreadable(f"output goes to {word.text!r}, known only when it runs")
         elif word.text not in _HARMLESS_TARGETS and not word.text.startswith("/dev/fd/"):
             self.writes.append(word.text)
+
+    def assignment(self, node: Any, depth: int) -> None:
+        """``PAGER='rm V'`` (a command string) is read; ``BASH_ENV=<(...)`` cannot be."""
+        name = node.child_by_field_name("name")
+        value = node.child_by_field_name("value")
+        if name is not None:
+            self.variable(_text(name), _word(value) if value is not None else None, depth)
+
+    def variable(self, name: str, value: _Word | None, depth: int) -> None:
+        if name in _COMMAND_VARIABLES:
+            if value is None or (value.literal and not value.text.strip()):
+                return
+            if not value.literal:
+                self.unreadable(f"{name} runs {value.text!r}, known only when it runs")
+            else:
+                self.script(value.text, depth + 1)
+        elif name in _FILE_VARIABLES and value is not None and not value.literal:
+            self.unreadable(f"{name} names {value.text!r}, known only when it runs")
 
     def command(self, node: Any, depth: int) -> None:
         risky = False
@@ -225,6 +285,14 @@ class _Reader:
     def run(self, words: list[_Word], risky: bool, depth: int) -> None:
         """Record one command (``words[0]`` literal), and what it runs in turn."""
         name = os.path.basename(words[0].text) or words[0].text
+        if name in _RESERVED:
+            self.unreadable(f"the reserved word {name!r} where a command should be")
+            return
+        if name == "env":
+            for word in words[1:]:
+                if "=" in word.text and not word.text.startswith("-"):
+                    key, _, value = word.text.partition("=")
+                    self.variable(key, _Word(value, word.literal), depth)
         unwrap = _WRAPPERS.get(name)
         if name in _SHELLS:
             unwrap = _shell
@@ -256,6 +324,35 @@ class _Reader:
             self.unreadable("commands nested too deep to read")
             return
         self.run(words, risky, depth + 1)
+
+
+_LITERAL_NODES = frozenset({"raw_string", "ansi_c_string", "comment", "heredoc_body"})
+
+
+def _join_continued_lines(source: bytes, root: Any) -> bytes:
+    """``source`` without the backslash-newlines bash removes (outside quotes, comments
+    and here-documents)."""
+    if b"\\\n" not in source:
+        return source
+    drop: list[int] = []
+    for match in re.finditer(rb"\\+\n", source):
+        if (match.end() - match.start() - 1) % 2 == 0:
+            continue  # an escaped backslash, then a newline
+        at = match.end() - 2
+        node = root.descendant_for_byte_range(at, at + 2)
+        while node is not None and node.type not in _LITERAL_NODES:
+            node = node.parent
+        if node is None:
+            drop.append(at)
+    if not drop:
+        return source
+    out = bytearray()
+    last = 0
+    for at in drop:
+        out += source[last:at]
+        last = at + 2
+    out += source[last:]
+    return bytes(out)
 
 
 def _short(text: str) -> str:
@@ -477,9 +574,23 @@ def _shell(words: Sequence[_Word]) -> Inner:
         return "script", words[i].text
     if i >= len(words):
         return "unreadable", "commands from its input"
-    if not words[i].literal:
-        return "unreadable", f"the script {words[i].text!r}, known only when it runs"
+    if not words[i].literal or words[i].text.startswith(_FDS):
+        return "unreadable", f"commands from {words[i].text!r}"
     return None
+
+
+def _source(words: Sequence[_Word]) -> Inner:
+    """``source FILE``: a script (the command is matched); from a substitution or the
+    input it cannot be read."""
+    if len(words) < 2:
+        return None
+    file = words[1]
+    if not file.literal or file.text in ("-", "/dev/stdin") or file.text.startswith(_FDS):
+        return "unreadable", f"commands from {file.text!r}"
+    return None
+
+
+_FDS = ("/dev/fd/", "/proc/self/fd/", "/dev/stdin")
 
 
 def _su(words: Sequence[_Word]) -> Inner:
@@ -565,6 +676,9 @@ _WRAPPERS: dict[str, Any] = {
     "sudo": _sudo,
     "doas": _simple("uC"),
     "su": _su,
+    "source": _source,
+    ".": _source,
+    "busybox": _simple(),
     "eval": _eval,
     "watch": _watch,
     "trap": _trap,
