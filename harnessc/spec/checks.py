@@ -53,6 +53,7 @@ class _Checker:
         names = self.check_tools()
         self.mcp = check_mcp(self.data, self.spec_dir, self.report)
         active = self.check_active_tools(names)
+        self.check_permissions(names)
         self.check_extensions(active)
         self.check_resources()
         self.check_hooks()
@@ -158,6 +159,61 @@ class _Checker:
                     f"active_tools names {name!r}, which no tool defines{hint}",
                 )
         return seen & set(names)
+
+    # -- permission rules ----------------------------------------------------------------
+
+    def check_permissions(self, names: dict[str, KeyPath]) -> None:
+        """Each rule names a tool: a built-in (harnessc's or Claude Code's name), one of the
+        spec's tools, or an MCP server the spec declares (``mcp__h``, ``mcp__h__*``,
+        ``mcp__h__tool``). A Claude Code tool harnessc lacks is a warning."""
+        from harnessc.runtime.tools.permissions import (
+            CLAUDE_ONLY_TOOLS,
+            claude_only_warning,
+            known_rule_tools,
+            rule_tool,
+        )
+
+        section = self.data.get("permissions")
+        if not isinstance(section, dict):
+            return
+        known = known_rule_tools(names)
+        for key in ("allow", "ask", "deny"):
+            rules = section.get(key)
+            if not isinstance(rules, list):
+                continue
+            for i, text in enumerate(rules):
+                name = rule_tool(text) if isinstance(text, str) else None
+                if name is None or name in known:
+                    continue  # a malformed rule is the model validation's to report
+                path: KeyPath = ("permissions", key, i)
+                if name in CLAUDE_ONLY_TOOLS:
+                    self.report(path, "warning", claude_only_warning(text, name))
+                    continue
+                problem = self.mcp_rule_problem(name)
+                if problem == "":
+                    hint = did_you_mean(name, known)
+                    problem = f"names no known tool or MCP server {name!r}{hint}"
+                if problem:
+                    self.report(path, "error", f"permission rule {text!r} {problem}")
+
+    def mcp_rule_problem(self, name: str) -> str | None:
+        """None when ``name`` may name tools of the spec's MCP servers; else why not
+        ("" for a name that is not an MCP name at all)."""
+        why = self.mcp.accepts(name)  # None: an MCP tool name, "": not one
+        if not name.startswith("mcp__"):
+            return f"names {name!r}: {why}" if why else why
+        if self.mcp.open_prefix:
+            return None  # an mcp.from file: its servers are known at run time
+        server = name[len("mcp__") :].split("__", 1)[0].rstrip("*")
+        if server not in self.mcp.prefixes:
+            hint = did_you_mean(server, self.mcp.prefixes)
+            return f"names the MCP server {server!r}, which the spec does not declare{hint}"
+        prefix = self.mcp.prefixes[server][0]
+        if prefix != f"mcp__{server}__":
+            return f"names MCP server {server!r}, whose tools are named {prefix}..."
+        if name in (f"mcp__{server}", f"mcp__{server}__*"):
+            return None
+        return f"names {name!r}: {why}" if why else None
 
     # -- extensions ----------------------------------------------------------------------
 

@@ -109,3 +109,29 @@ def test_interactive_ask_y_n_always(
     assert "denied by the user" in _tool_texts(server.requests[-1])[-1]
     term.eof()
     assert term.wait() == 0
+
+
+def test_a_rule_naming_no_tool_stops_the_agent_before_it_starts(
+    agent: Agent, server: ProtocolServer
+) -> None:
+    rules = json.dumps({"deny": ["Bash(rm *)", "Bassh(curl *)"]})
+    done = agent.run("go", env={"AGENT_PERMISSIONS": rules})
+    assert done.returncode == 2, done.stderr
+    assert "permission rule 'Bassh(curl *)' names no known tool or MCP server 'Bassh'" in (
+        done.stderr
+    )
+    assert "did you mean 'Bash'?" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert server.requests == []
+
+
+def test_a_claude_code_tool_harnessc_lacks_is_a_warning(
+    agent: Agent, server: ProtocolServer
+) -> None:
+    rules = json.dumps({"allow": ["WebFetch(domain:example.com)", "mcp__notes"]})
+    server.enqueue(text_reply("ok"))
+    done = agent.run("go", env={"AGENT_PERMISSIONS": rules})
+    assert done.returncode == 0, done.stderr
+    assert "[warning] permission rule 'WebFetch(domain:example.com)' names Claude Code's" in (
+        done.stderr
+    )

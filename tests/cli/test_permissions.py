@@ -111,3 +111,39 @@ def test_hooks_see_the_mode_as_claude_code_names_it() -> None:
     assert claude_permission_mode(SimpleNamespace(options=SimpleNamespace(hooks=[]))) == (
         "bypassPermissions"
     )
+
+
+def test_server_wide_mcp_rules_name_every_tool_of_the_server() -> None:
+    for rule in ("mcp__h", "mcp__h__*"):
+        rules = PermissionRules.from_config({"deny": [rule]})
+        assert decide(rules, "mcp__h__search", {}, cwd=CWD).outcome == "deny", rule
+        assert decide(rules, "mcp__h__delete", {"id": 1}, cwd=CWD).outcome == "deny", rule
+        assert decide(rules, "mcp__hx__search", {}, cwd=CWD).outcome == "allow", rule
+        assert decide(rules, "bash", {"command": "ls"}, cwd=CWD).outcome == "allow", rule
+    exact = PermissionRules.from_config({"deny": ["mcp__h__search"]})
+    assert decide(exact, "mcp__h__search", {}, cwd=CWD).outcome == "deny"
+    assert decide(exact, "mcp__h__list", {}, cwd=CWD).outcome == "allow"
+
+
+def test_rules_naming_no_tool_are_refused_with_a_did_you_mean() -> None:
+    from harnessc.runtime.tools.permissions import check_rule_tools
+
+    def check(*rules: str, tools: tuple[str, ...] = ("mine",)) -> list[str]:
+        return check_rule_tools(
+            PermissionRules.from_config({"deny": list(rules)}), tools, ["notes_"]
+        )
+
+    fine = ("Bash(rm *)", "Read(./.env)", "grep", "mcp__h", "mcp__h__*", "mine", "notes_x")
+    assert check(*fine) == []
+    for rule, hint in [
+        ("BASH(rm *)", "did you mean 'bash'?"),
+        ("Bassh(rm *)", "did you mean 'Bash'?"),
+        ("Bsh(git status)", "did you mean 'Bash'?"),
+        ("mien", "did you mean 'mine'?"),
+    ]:
+        with pytest.raises(PermissionError_, match="names no known tool") as caught:
+            check("Read(**)", rule)
+        assert str(caught.value).startswith(f"permission rule {rule!r}")
+        assert str(caught.value).endswith(hint)
+    [warning] = check("WebFetch(domain:example.com)", "Bash")
+    assert "Claude Code's WebFetch, which harnessc has not" in warning

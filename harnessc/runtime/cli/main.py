@@ -328,7 +328,9 @@ class CliInvocation:
         from harnessc.runtime.cli.permission import install_gate
 
         apply_overrides(options, self.args)
-        self.gate = install_gate(options, self.args.permission_mode)
+        self.gate = install_gate(
+            options, self.args.permission_mode, lambda text: self.err.write(f"[warning] {text}\n")
+        )
 
     def check_api_key(self, harness: AgentHarness, options: AgentHarnessOptions) -> None:
         if options.provider is None:

@@ -3,6 +3,7 @@ always question, and --approve / --deny CALL_ID for a run paused on an ``ask``."
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from harnessc.runtime.cli.args import UsageError
@@ -14,6 +15,7 @@ from harnessc.runtime.tools.permission_gate import (
     permission_hook,
     record_answer,
 )
+from harnessc.runtime.tools.permissions import PermissionError_, check_rule_tools
 
 __all__ = ["PERMISSION_PAUSE", "answer_asks", "install_gate", "is_permission_pause"]
 
@@ -24,10 +26,22 @@ def is_permission_pause(reason: str) -> bool:
     return reason.startswith(PERMISSION_PAUSE)
 
 
-def install_gate(options: Any, mode: str | None) -> PermissionGate | None:
+def install_gate(
+    options: Any, mode: str | None, warn: Callable[[str], object] | None = None
+) -> PermissionGate | None:
     """The agent's gate (its spec's ``permissions:``) in ``mode``; one without rules is
-    added when a mode other than default is asked for and the spec has none."""
+    added when a mode other than default is asked for and the spec has none. A rule
+    naming no tool of the agent is a UsageError (the agent does not start)."""
     gate = find_gate(options.hooks)
+    if gate is not None:
+        tools = [str(getattr(tool, "name", "")) for tool in options.tools]
+        try:
+            problems = check_rule_tools(gate.rules, tools, _mcp_prefixes(options))
+        except PermissionError_ as exc:
+            raise UsageError(str(exc)) from None
+        for problem in problems:
+            if warn is not None:
+                warn(problem)
     if gate is None and mode not in (None, "default"):
         spec = permission_hook({}, mode or "default")
         options.hooks = [*options.hooks, spec]
@@ -35,6 +49,19 @@ def install_gate(options: Any, mode: str | None) -> PermissionGate | None:
     elif gate is not None and mode is not None:
         gate.set_mode(mode)
     return gate
+
+
+def _mcp_prefixes(options: Any) -> list[str]:
+    """The tool-name prefixes of the agent's MCP servers (their own ``prefix:``)."""
+    from harnessc.runtime.mcp.config import tool_prefix
+
+    prefixes: list[str] = []
+    for extension in getattr(options, "extensions", ()) or ():
+        for server in getattr(extension, "servers", ()) or ():
+            name = getattr(server, "name", None)
+            if isinstance(name, str):
+                prefixes.append(tool_prefix(name, getattr(server, "prefix", None)))
+    return prefixes
 
 
 def answer_asks(

@@ -39,6 +39,7 @@ Pure: no I/O besides reading the working folder and the home folder's path.
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import os
 import re
@@ -46,19 +47,25 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from harnessc.runtime import catalog
 from harnessc.runtime.tools.shell_rules import Command, analyse, command_matches, text_matches
 
 __all__ = [
+    "CLAUDE_ONLY_TOOLS",
     "MODES",
     "READ_ONLY_TOOLS",
     "Decision",
     "PermissionError_",
     "PermissionRules",
     "Rule",
+    "check_rule_tools",
+    "claude_only_warning",
     "decide",
+    "known_rule_tools",
     "normalize_mode",
     "parse_rule",
     "remembered_rule",
+    "rule_tool",
     "specificity",
 ]
 
@@ -92,7 +99,14 @@ _COVERS = {
     "edit": {"edit", "write"},
 }
 _PATH_TOOLS = {"read", "write", "edit", "ls", "grep", "find"}
-_RULE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*(?:\((.*)\))?\s*$", re.S)
+_RULE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.-]*\*?)\s*(?:\((.*)\))?\s*$", re.S)
+# Claude Code's tools harnessc has no counterpart of: a rule naming one matches nothing
+# (a warning, so settings copied from Claude Code still load).
+CLAUDE_ONLY_TOOLS = frozenset(
+    {"WebFetch", "WebSearch", "NotebookEdit", "NotebookRead", "Task", "Agent", "BashOutput"}
+    | {"KillShell", "KillBash", "ExitPlanMode", "SlashCommand", "Skill", "TodoRead", "LSP"}
+    | {"ListMcpResourcesTool", "ReadMcpResourceTool"}
+)
 
 
 class PermissionError_(ValueError):  # noqa: N801 - PermissionError is a builtin
@@ -109,7 +123,7 @@ class Rule:
     literal: bool = False  # the specifier is the exact command or path, no pattern
 
     def matches(self, tool: str, args: Mapping[str, Any], cwd: str) -> bool:
-        if tool not in _COVERS.get(self.tool, {self.tool}):
+        if tool not in _COVERS.get(self.tool, {self.tool}) and not _on_server(self.tool, tool):
             return False
         spec = self.specifier
         if spec is None or spec in ("*", "**"):
@@ -137,6 +151,61 @@ def parse_rule(text: str) -> Rule:
         if not spec:
             raise PermissionError_(f"bad permission rule {text!r}: empty ()")
     return Rule(text.strip(), tool, spec)
+
+
+def rule_tool(text: str) -> str | None:
+    """The tool name as a rule writes it (``Bash`` in ``Bash(ls)``); None if it does not parse."""
+    match = _RULE.match(text) if isinstance(text, str) else None
+    return match.group(1) if match is not None else None
+
+
+def known_rule_tools(tools: Iterable[str] = ()) -> set[str]:
+    """The tool names a rule may use: harnessc's built-in tools, Claude Code's names of
+    them, and ``tools`` (the agent's own)."""
+    return {entry.name for entry in catalog.TOOLS} | set(_CLAUDE_NAMES) | set(tools)
+
+
+def check_rule_tools(
+    rules: PermissionRules, tools: Iterable[str], mcp_prefixes: Iterable[str] = ()
+) -> list[str]:
+    """Refuse rules that name no tool (PermissionError_ naming the rule, with a did-you-mean);
+    return a warning for each rule naming a Claude Code tool harnessc lacks. Rules naming
+    MCP tools (``mcp__...``, or a server's own prefix) pass: those tools are known once the
+    servers start."""
+    known = known_rule_tools(tools)
+    prefixes = ("mcp__", *mcp_prefixes)
+    warnings: list[str] = []
+    for rule in [*rules.deny, *rules.ask, *rules.allow]:
+        name = rule_tool(rule.text) or rule.tool
+        if name in known or name.startswith(prefixes):
+            continue
+        if name in CLAUDE_ONLY_TOOLS:
+            warnings.append(claude_only_warning(rule.text, name))
+            continue
+        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+        lowered = {k.lower(): k for k in sorted(known)}
+        hint = close[0] if close else lowered.get(name.lower())
+        raise PermissionError_(
+            f"permission rule {rule.text!r} names no known tool or MCP server {name!r}"
+            + (f"; did you mean {hint!r}?" if hint else "")
+        )
+    return warnings
+
+
+def claude_only_warning(text: str, name: str) -> str:
+    return (
+        f"permission rule {text!r} names Claude Code's {name}, which harnessc has not: "
+        "it matches nothing"
+    )
+
+
+def _on_server(rule_tool: str, tool: str) -> bool:
+    """Claude Code's server-wide rules: ``mcp__h`` and ``mcp__h__*`` name every tool of ``h``."""
+    if not rule_tool.startswith("mcp__"):
+        return False
+    if rule_tool.endswith("__*"):
+        return tool.startswith(rule_tool[:-1])
+    return "__" not in rule_tool[5:] and tool.startswith(rule_tool + "__")
 
 
 def normalize_mode(mode: str) -> str:
