@@ -381,3 +381,35 @@ def test_an_allowed_neighbour_does_not_carry_rm_along(tmp_path: Path) -> None:
     )
     assert all("blocked" in r.text for r in results), [r.text for r in results]
     assert victim.read_text() == "keep me"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo \ud800; rm -f x",  # not encodable: bash could not be given it either
+        "(" * 3000 + "rm V" + ")" * 3000,
+        "$(" * 2000 + "ls" + ")" * 2000,
+        "eval " + '"eval "' * 20 + "rm V",
+    ],
+    ids=["surrogate", "deep-subshells", "deep-substitutions", "deep-eval"],
+)
+def test_lines_too_odd_to_read_ask_without_an_exception(command: str) -> None:
+    assert outcome({"deny": ["Bash(rm *)"], "allow": ["Bash"]}, command) in ("ask", "deny")
+
+
+def test_without_the_parser_every_bash_call_asks(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "import sys; sys.modules['tree_sitter_bash'] = None\n"
+        "from harnessc.runtime.tools.permissions import PermissionRules, decide\n"
+        "rules = PermissionRules.from_config({'allow': ['Bash(ls *)']})\n"
+        "d = decide(rules, 'bash', {'command': 'ls'}, cwd='/')\n"
+        "print(d.outcome, d.reason)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.startswith("ask cannot tell what the command runs: the bash parser")
+    assert "pip install" in done.stdout

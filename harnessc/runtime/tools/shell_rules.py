@@ -32,12 +32,14 @@ import functools
 import os
 import re
 import shlex
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["Analysis", "Command", "analyse", "command_matches", "text_matches"]
 
+_INSTALL_HINT = "pip install 'tree-sitter>=0.23,<1' 'tree-sitter-bash>=0.23,<1'"
 _MAX_DEPTH = 8  # strings parsed again (bash -c 'eval "sh -c ..."'): deeper is unreadable
 _HARMLESS_TARGETS = frozenset(
     {"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero", "/dev/full"}
@@ -96,7 +98,12 @@ def analyse(command: str) -> Analysis:
     """Every command ``command`` runs, the files it redirects output to, and what could
     not be read (see the module's docstring)."""
     reader = _Reader()
-    reader.script(command, 0)
+    try:
+        reader.script(command, 0)
+    except ImportError as exc:
+        reader.unreadable(f"the bash parser is not installed ({exc}): {_INSTALL_HINT}")
+    except RecursionError:
+        reader.unreadable("commands nested too deep to read")
     return Analysis(tuple(reader.commands), tuple(reader.writes), reader.problem)
 
 
@@ -157,12 +164,19 @@ def _split(text: str) -> list[str]:
 # -- reading the tree ------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=1)
-def _parser() -> Any:
-    import tree_sitter
-    import tree_sitter_bash
+_local = threading.local()  # a tree-sitter Parser is not to be shared between threads
 
-    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
+
+def _parser() -> Any:
+    parser = getattr(_local, "parser", None)
+    if parser is None:
+        import tree_sitter
+        import tree_sitter_bash
+
+        parser = _local.parser = tree_sitter.Parser(
+            tree_sitter.Language(tree_sitter_bash.language())
+        )
+    return parser
 
 
 @dataclass(slots=True)
@@ -188,7 +202,11 @@ class _Reader:
         if "\x00" in text:
             self.unreadable("a NUL character")
             return
-        source = text.encode("utf-8", "surrogateescape")
+        try:
+            source = text.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:
+            self.unreadable("characters that are not text (lone surrogates)")
+            return
         tree = _parser().parse(source)
         joined = _join_continued_lines(source, tree.root_node)
         if joined != source:  # bash joins words split by a backslash-newline; tree-sitter not
@@ -197,24 +215,26 @@ class _Reader:
             self.unreadable(f"bash cannot parse {_short(text)!r}")
         self.walk(tree.root_node, depth)
 
-    def walk(self, node: Any, depth: int) -> None:
-        kind = node.type
-        if kind == "command":
-            self.command(node, depth)
-        elif kind in ("declaration_command", "unset_command"):
-            words = [_word(child) for child in node.children if child.type != "variable_assignment"]
-            self.commands.append(Command(tuple(w.text for w in words)))
-        elif kind == "file_redirect":
-            self.redirect(node)
-        elif kind == "variable_assignment":
-            self.assignment(node, depth)
-        elif kind == "heredoc_body":
-            self.here_document(node, depth)
-            return
-        elif kind in ("word", "string_content") and _SUBSTITUTION.search(_text(node)):
-            self.unreadable(f"a substitution bash runs in {_short(_text(node))!r}")
-        for child in node.children:
-            self.walk(child, depth)
+    def walk(self, root: Any, depth: int) -> None:
+        stack = [root]  # not recursive: ((((...)))) nests as deep as the line is long
+        while stack:
+            node = stack.pop()
+            kind = node.type
+            if kind == "command":
+                self.command(node, depth)
+            elif kind in ("declaration_command", "unset_command"):
+                words = [_word(c) for c in node.children if c.type != "variable_assignment"]
+                self.commands.append(Command(tuple(w.text for w in words)))
+            elif kind == "file_redirect":
+                self.redirect(node)
+            elif kind == "variable_assignment":
+                self.assignment(node, depth)
+            elif kind == "heredoc_body":
+                self.here_document(node, depth)
+                continue
+            elif kind in ("word", "string_content") and _SUBSTITUTION.search(_text(node)):
+                self.unreadable(f"a substitution bash runs in {_short(_text(node))!r}")
+            stack.extend(reversed(node.children))
 
     def here_document(self, body: Any, depth: int) -> None:
         """An unquoted here-document is expanded as a double-quoted string is; a quoted
