@@ -162,6 +162,7 @@ def test_the_demo_walks_through_pauses_an_approval_and_a_budget(
     )
     assert approved.returncode == 0, approved.stderr
     assert (tmp_path / "out.txt").read_text() == "hello\n"
+    assert re.search(r"\[write\] out.txt  \d", approved.stderr), approved.stderr  # its time
     looping = _harnessc(
         ["run", "demo", "--max-turns", "3", "keep going"], tmp_path, HARNESSC_BASE_URL=url
     )
