@@ -33,11 +33,17 @@ def run(
     tool_context: dict[str, Any] | None = None,
     sessions: Path | None = None,
     prompt: str = "go",
+    asker: Any = None,
+    batches: int = 1,
 ) -> tuple[str, dict[str, ToolResultMessage]]:
-    """One run: the model makes ``calls`` in one batch, then stops. Returns the run's
-    status and the results by call id (c0, c1, ...)."""
-    replies = [reply_tool_calls([(n, a, f"c{i}") for i, (n, a) in enumerate(calls)])]
+    """One run: the model makes ``calls`` in ``batches`` replies, then stops. Returns the
+    run's status and the results by call id (c0, c1, ...)."""
+    numbered = [(n, a, f"c{i}") for i, (n, a) in enumerate(calls)]
+    size = -(-len(numbered) // batches)
+    replies = [reply_tool_calls(numbered[i : i + size]) for i in range(0, len(numbered), size)]
     provider = ScriptedProvider([*replies, reply_text("done")])
+    hook = permission_hook(permissions)
+    hook.handler.asker = asker
     session = JsonlSessionRepo(sessions or cwd.parent / "sessions").create(cwd=str(cwd))
     harness = AgentHarness(
         AgentHarnessOptions(
@@ -46,7 +52,7 @@ def run(
             tools=builtin_tools(),
             provider=provider,
             tool_context=ToolContextSource(tool_context or {"cwd": str(cwd)}),
-            hooks=[permission_hook(permissions)],
+            hooks=[hook],
         )
     )
     try:
@@ -127,6 +133,27 @@ def test_a_rule_for_the_cwd_does_not_deny_the_workspace_file_of_that_name(projec
     assert not results["c0"].is_error and "harmless=1" in results["c0"].text
 
 
+def test_always_for_a_symlink_holds_for_its_target_however_it_is_spelled(project: Path) -> None:
+    (project / "data").mkdir()
+    (project / "data" / "a b[1].txt").write_text("payload\n")
+    (project / "link").symlink_to(project / "data" / "a b[1].txt")
+    asked: list[str] = []
+
+    async def always(tool: str, args: Any, decision: Any) -> str:
+        asked.append(str(args.get("path")))
+        return "always"
+
+    status, results = run(
+        project,
+        [("read", {"path": "link"}), ("read", {"path": "data/a b[1].txt"})],
+        {"ask": ["Read(./data/**)"]},
+        asker=always,
+        batches=2,
+    )
+    assert status == "done" and asked == ["link"]
+    assert all("payload" in r.text for r in results.values())
+
+
 # -- a folder walk leaves out what the rules keep from the tool ----------------------------
 
 
@@ -140,7 +167,7 @@ def test_grep_without_a_path_skips_a_denied_file(project: Path) -> None:
     for result in results.values():
         assert "hunter2" not in result.text and ".env" not in result.text.split("[")[0]
         assert "app.py:1:" in result.text
-        assert "1 files or folders skipped by permission rules" in result.text
+        assert "1 file or folder skipped by permission rules" in result.text
 
 
 def test_find_and_ls_do_not_show_a_denied_file(project: Path) -> None:
@@ -167,7 +194,7 @@ def test_an_ask_rule_inside_a_walk_skips_the_file_and_says_so(project: Path) -> 
     )
     assert status == "done"  # the walk was not asked about: no pause
     text = results["c0"].text
-    assert "plan.md" not in text and "1 files or folders skipped by permission rules" in text
+    assert "plan.md" not in text and "1 file or folder skipped by permission rules" in text
 
 
 def test_an_ask_rule_naming_the_walked_folder_asks_once_for_it(project: Path) -> None:
@@ -290,3 +317,22 @@ def test_rules_apply_to_the_real_path_of_a_symlinked_cwd(tmp_path: Path) -> None
         tool_context={"cwd": os.fspath(alias)},
     )
     assert results["c0"].is_error and "hunter2" not in results["c0"].text
+
+
+def test_home_rules_hold_for_every_spelling_of_the_path(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY hunter2\n")
+    (project / "key").symlink_to(home / ".ssh" / "id_ed25519")
+    monkeypatch.setenv("HOME", str(home))
+    spellings = ["~/.ssh/id_ed25519", str(home / ".ssh/id_ed25519"), "../home/.ssh/id_ed25519"]
+    _, results = run(
+        project,
+        [("read", {"path": p}) for p in [*spellings, "key"]],
+        {"deny": ["Read(~/.ssh/**)"]},
+        tool_context={"cwd": str(project), "allow_outside_workspace": True},
+    )
+    for result in results.values():
+        assert result.is_error and "denied by the rule Read(~/.ssh/**)" in result.text

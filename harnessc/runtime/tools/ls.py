@@ -62,7 +62,8 @@ def _ls(params: dict[str, Any], context: Any) -> ToolResult:
             f"Use limit={min(total, limit * 2)} to see more.]"
         )
     if hidden:
-        body += f"\n\n[{hidden} entries not listed: permission rules keep them from ls.]"
+        what = "1 entry" if hidden == 1 else f"{hidden} entries"
+        body += f"\n\n[{what} not listed: permission rules keep them from ls.]"
     return text_result(
         cap_text(body, "Use a smaller limit or list a subfolder."),
         {

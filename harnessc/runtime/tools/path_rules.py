@@ -39,8 +39,11 @@ def path_matches(spec: str, path: str, cwd: str) -> bool:
     ``path`` is taken as written (``..`` folded, symlinks not followed); callers that
     need the real target pass it as a second path.
     """
-    target = os.path.normpath(os.path.join(cwd, os.path.expanduser(path)))
-    root, pattern = _rooted(spec, cwd, os.path.expanduser("~"))
+    if path.startswith("~"):
+        path = os.path.expanduser(path)
+    target = os.path.normpath(os.path.join(cwd, path))
+    home = os.path.expanduser("~") if spec.startswith("~") else ""
+    root, pattern = _rooted(spec, cwd, home)
     rel = _below(target, root)
     if rel is None:  # the root as written may be a symlink: its real path counts too
         rel = _below(target, os.path.realpath(root))
@@ -52,9 +55,10 @@ def path_matches(spec: str, path: str, cwd: str) -> bool:
     regex = _compiled(pattern)
     if regex is None:
         return False
-    return regex.match(rel) is not None or (
-        os.path.isdir(target) and regex.match(rel + "/") is not None
-    )
+    if regex.match(rel) is not None:
+        return True
+    # a folder-only pattern (``build/``) names a folder given without its final slash
+    return pattern.endswith("/") and os.path.isdir(target) and regex.match(rel + "/") is not None
 
 
 def _below(target: str, root: str) -> str | None:
@@ -68,6 +72,7 @@ def _below(target: str, root: str) -> str | None:
     return target[len(root) + 1 :]
 
 
+@lru_cache(maxsize=512)
 def _rooted(spec: str, cwd: str, home: str) -> tuple[str, str]:
     """The folder ``spec`` is rooted at and its gitignore pattern below that folder."""
     if spec.startswith("//"):

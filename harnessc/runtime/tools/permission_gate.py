@@ -255,7 +255,7 @@ def _carries_filter(context: Any) -> bool:
 
 def _literal_rule(path: str) -> str:
     """An absolute path as a path rule naming exactly it (glob characters escaped)."""
-    return "".join("\\" + ch if ch in "*?[]\\!#" else ch for ch in path)
+    return "".join("\\" + ch if ch in "*?[]\\!# " else ch for ch in path)
 
 
 def _workspace(harness: Any) -> str:

@@ -357,13 +357,17 @@ def _skipped(stats: WalkStats, *, empty: bool = False) -> str:
     files when nothing was found."""
     parts: list[str] = []
     if stats.hidden:
-        parts.append(f"[{stats.hidden} files or folders skipped by permission rules.]")
+        parts.append(f"[{_entries(stats.hidden)} skipped by permission rules.]")
     if empty and stats.ignored:
         parts.append(
-            f"[{stats.ignored} ignored files or folders (.gitignore, node_modules, session "
-            "transcripts) were not searched; no_ignore=true searches them.]"
+            f"[{_entries(stats.ignored)} ignored (.gitignore, node_modules, session "
+            "transcripts) not searched; no_ignore=true searches them.]"
         )
     return ("\n\n" + "\n".join(parts)) if parts else ""
+
+
+def _entries(count: int) -> str:
+    return f"{count} file or folder" if count == 1 else f"{count} files or folders"
 
 
 def _counts(stats: WalkStats) -> dict[str, int]:
