@@ -336,3 +336,38 @@ def test_home_rules_hold_for_every_spelling_of_the_path(
     )
     for result in results.values():
         assert result.is_error and "denied by the rule Read(~/.ssh/**)" in result.text
+
+
+def test_a_walk_started_inside_an_ignored_folder_searches_it(tmp_path: Path) -> None:
+    from harnessc.runtime.tools.walk import Ignores, walk
+
+    root = tmp_path / "repo"
+    (root / "build" / "sub").mkdir(parents=True)
+    (root / ".gitignore").write_text("build/\n")
+    (root / "build" / "sub" / "out.txt").write_text("x\n")
+    inside = root / "build"
+    assert [e.rel for e in walk(inside, ignores=Ignores.above(inside, root))] == ["sub/out.txt"]
+    assert [e.rel for e in walk(root, ignores=Ignores.above(root, root))] == [".gitignore"]
+
+
+def test_a_tool_context_that_cannot_carry_the_rules_asks_before_a_walk(project: Path) -> None:
+    from types import SimpleNamespace
+
+    hook = permission_hook({"deny": ["Read(./.env)"]})
+    provider = ScriptedProvider([reply_tool_calls([("grep", {"pattern": "x"}, "c0")])])
+    session = JsonlSessionRepo(project.parent / "sessions").create(cwd=str(project))
+    harness = AgentHarness(
+        AgentHarnessOptions(
+            session=session,
+            models=MODELS,
+            tools=builtin_tools(),
+            provider=provider,
+            tool_context=ToolContextSource(SimpleNamespace(cwd=str(project))),
+            hooks=[hook],
+        )
+    )
+    try:
+        result = asyncio.run(harness.prompt("go"))
+    finally:
+        harness.session.close()
+    assert result.status == "paused" and "tool context is not a mapping" in str(result.reason)

@@ -64,9 +64,19 @@ class _IgnoreFile:
     strip: int  # characters cut from the walk-relative path (ignore files below it)
 
     def verdict(self, rel: str, is_dir: bool) -> bool | None:
-        """True: ignored, False: re-included by a ``!`` pattern, None: not named."""
+        """True: ignored, False: re-included by a ``!`` pattern, None: not named.
+
+        Only a pattern naming the entry itself counts, not one naming a folder above it
+        (as in ripgrep): a walk never enters an ignored folder, and a walk started
+        inside one (``grep path=build``) searches it.
+        """
         path = self.lead + rel[self.strip :] + ("/" if is_dir else "")
-        return self.spec.check_file(path).include  # type: ignore[no-any-return]
+        for pattern in reversed(self.spec.patterns):  # the last pattern naming it decides
+            if pattern.include is None or pattern.regex is None:
+                continue
+            if _names_itself(pattern.regex.match(path), path):
+                return bool(pattern.include)
+        return None
 
 
 @dataclass(slots=True)
@@ -237,15 +247,17 @@ def compile_glob(pattern: str) -> tuple[re.Pattern[str], ...]:
 def glob_matches(pattern: str, rel: str, is_dir: bool = False) -> bool:
     """Whether the entry at ``rel`` (relative to the search root) is one ``pattern``
     names itself (not only through a folder above it)."""
-    for regex in compile_glob(pattern):
-        found = regex.match(rel)
-        if found is not None and found.groupdict().get("ps_d") is None:
-            return True
-        if is_dir:
-            found = regex.match(rel + "/")
-            if found is not None and found.end() == len(rel) + 1:
-                return True
-    return False
+    subject = rel + "/" if is_dir else rel
+    return any(_names_itself(regex.match(subject), subject) for regex in compile_glob(pattern))
+
+
+def _names_itself(found: re.Match[str] | None, path: str) -> bool:
+    """Whether a gitignore pattern's match names ``path`` itself: pathspec's regexes
+    also match what is inside a named folder, marking the folder's ``/`` as ``ps_d``."""
+    if found is None:
+        return False
+    mark = found.groupdict().get("ps_d")
+    return mark is None or found.end() == len(path)
 
 
 # -- the walk ----------------------------------------------------------------------------
