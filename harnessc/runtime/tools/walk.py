@@ -3,7 +3,8 @@
 A walk skips what ripgrep skips by default (see :class:`Ignores`) plus the agent's own
 session transcripts, and whatever the permission rules keep from the tool (a
 ``visible`` test from the tool context's PathFilter). Globs and ignore files use
-pathspec's gitignore semantics (imported on the first walk or glob).
+pathspec's gitignore semantics, a glob's ``{a,b}`` groups are expanded by bracex (both
+imported on first use).
 """
 
 from __future__ import annotations
@@ -184,38 +185,14 @@ def is_transcript(path: str) -> bool:
 
 
 def _alternatives(pattern: str) -> list[str]:
-    """``{a,b}`` groups expanded (nested too); ValueError past _MAX_ALTERNATIVES."""
-    depth, start = 0, -1
-    for i, ch in enumerate(pattern):
-        if ch == "{":
-            if depth == 0:
-                start = i
-            depth += 1
-        elif ch == "}" and depth:
-            depth -= 1
-            if depth == 0:
-                options, level, begin = [], 0, start + 1
-                for j in range(start + 1, i):
-                    if pattern[j] == "{":
-                        level += 1
-                    elif pattern[j] == "}":
-                        level -= 1
-                    elif pattern[j] == "," and level == 0:
-                        options.append(pattern[begin:j])
-                        begin = j + 1
-                options.append(pattern[begin:i])
-                if len(options) == 1:  # "{x}" is not a group
-                    continue
-                out: list[str] = []
-                for option in options:
-                    for rest in _alternatives(pattern[:start] + option + pattern[i + 1 :]):
-                        out.append(rest)
-                        if len(out) > _MAX_ALTERNATIVES:
-                            raise ValueError(
-                                f"glob {pattern!r} expands to over {_MAX_ALTERNATIVES} patterns"
-                            )
-                return out
-    return [pattern]
+    """``{a,b}`` groups (nested too) and ``{1..3}`` ranges expanded, by bracex;
+    ValueError past _MAX_ALTERNATIVES."""
+    import bracex
+
+    try:
+        return list(bracex.expand(pattern, keep_escapes=True, limit=_MAX_ALTERNATIVES))
+    except bracex.ExpansionLimitException:
+        raise ValueError(f"glob {pattern!r} expands to over {_MAX_ALTERNATIVES} patterns") from None
 
 
 @lru_cache(maxsize=256)
