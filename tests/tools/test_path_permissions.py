@@ -371,3 +371,17 @@ def test_a_tool_context_that_cannot_carry_the_rules_asks_before_a_walk(project: 
     finally:
         harness.session.close()
     assert result.status == "paused" and "tool context is not a mapping" in str(result.reason)
+
+
+def test_a_workspace_inside_a_repository_reads_the_ignore_files_up_to_its_top(
+    tmp_path: Path,
+) -> None:
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".gitignore").write_text("*.log\n")
+    work = repo / "packages" / "app"
+    work.mkdir(parents=True)
+    (work / "run.log").write_text("needle\n")
+    (work / "main.py").write_text("needle\n")
+    _, results = run(work, [("grep", {"pattern": "needle"})], {})
+    assert results["c0"].text.splitlines() == ["main.py:1: needle"]

@@ -84,7 +84,8 @@ class _IgnoreFile:
 class Ignores:
     """The ignore rules of a walk, as ripgrep reads them by default: ``.gitignore`` and
     ``.ignore`` in every folder of the walk and in the folders above its root up to the
-    repository top (the nearest folder holding ``.git``; without one, the workspace),
+    repository top (the nearest folder above holding ``.git``; without one, the
+    workspace),
     ``.git/info/exclude`` at that top, and ``node_modules``. A deeper file's patterns
     win over a shallower one's; ``!pattern`` re-includes. Session transcripts (JSONL
     files that start with a session header) are skipped too.
@@ -95,16 +96,14 @@ class Ignores:
     @classmethod
     def above(cls, root: Path, workspace: Path | None) -> Ignores:
         """The ignore files that apply to a walk of ``root`` from the folders above it."""
-        chain: list[Path] = []
-        folder = root
-        while True:
-            chain.append(folder)
-            if (folder / ".git").exists() or folder == workspace or folder.parent == folder:
-                break
-            if workspace is not None and not is_inside(folder, workspace):
-                chain = [root]  # outside any workspace: only the root's own files
-                break
-            folder = folder.parent
+        chain = [root, *root.parents]
+        repo = next((i for i, folder in enumerate(chain) if _holds_git(folder)), None)
+        if repo is not None:
+            chain = chain[: repo + 1]
+        elif workspace is not None and is_inside(root, workspace):
+            chain = chain[: chain.index(workspace) + 1]
+        else:  # neither in a repository nor in the workspace: the root's own files
+            chain = [root]
         top = chain[-1]
         files: list[_IgnoreFile] = []
         exclude = _read_ignore(top / ".git" / "info" / "exclude")
@@ -132,6 +131,13 @@ class Ignores:
             if (spec := _read_ignore(Path(folder) / name)) is not None
         ]
         return Ignores((*self.files, *added)) if added else self
+
+
+def _holds_git(folder: Path) -> bool:
+    try:
+        return os.path.lexists(folder / ".git")
+    except OSError:
+        return False
 
 
 def _lead(root: Path, folder: Path) -> str:
