@@ -168,8 +168,8 @@ class RulesFilter:
 def tool_context_with_rules(context: Any, gate: PermissionGate | None, cwd: str) -> Any:
     """The tool context the tools get: ``context`` with the gate's PathFilter under
     ``path_filter`` (a copy: the caller's mapping is not changed). A context that is not
-    a mapping is passed through unchanged (the gate then asks before a folder is walked,
-    see ``PermissionGate.decide``)."""
+    a mapping is passed through unchanged (and the gate asks before such a context's
+    ``ls``, ``grep`` or ``find`` runs while deny or ask rules name paths)."""
     if gate is None:
         return context
     if context is None:
