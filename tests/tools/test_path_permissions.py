@@ -385,3 +385,9 @@ def test_a_workspace_inside_a_repository_reads_the_ignore_files_up_to_its_top(
     (work / "main.py").write_text("needle\n")
     _, results = run(work, [("grep", {"pattern": "needle"})], {})
     assert results["c0"].text.splitlines() == ["main.py:1: needle"]
+
+
+def test_a_path_rule_that_cannot_be_read_blocks_the_call(project: Path) -> None:
+    _, results = run(project, [("read", {"path": "app.py"})], {"deny": ["Read(foo\\)"]})
+    assert results["c0"].is_error and "the path rule pattern" in results["c0"].text
+    assert "load(" not in results["c0"].text

@@ -101,10 +101,14 @@ def _rooted(spec: str, cwd: str, home: str) -> tuple[str, str]:
 
 @lru_cache(maxsize=512)
 def _compiled(pattern: str) -> Any:
-    """pathspec's regex for one gitignore pattern (None for one that names nothing)."""
+    """pathspec's regex for one gitignore pattern (None for one that names nothing);
+    ValueError for a pattern pathspec cannot read."""
     import pathspec
 
-    patterns = pathspec.GitIgnoreSpec.from_lines([pattern]).patterns
+    try:
+        patterns = pathspec.GitIgnoreSpec.from_lines([pattern]).patterns
+    except Exception as exc:  # fail closed: the call that needed the rule is blocked
+        raise ValueError(f"the path rule pattern {pattern!r} cannot be read: {exc}") from None
     if not patterns or patterns[0].regex is None or not patterns[0].include:
         return None
     return patterns[0].regex
