@@ -1,4 +1,4 @@
-"""``harnessc new NAME``: a spec with one skill and one prompt template that compiles."""
+"""``harnessc new NAME``: a spec that compiles and shows the main features: file tools and\nbash, an external tool, permission rules, a budget, one skill and one prompt template."""
 
 from __future__ import annotations
 
@@ -21,6 +21,17 @@ tools:
   - ls
   - grep
   - find
+  - bash: {{timeout_s: 60}}
+  - write
+  - edit
+  - external:                        # its answer comes from you: the run pauses for it
+      name: ask_user
+      description: Ask the user a question and wait for the answer.
+      parameters: {{type: object, properties: {{question: {{type: string}}}}, required: [question]}}
+permissions:                         # Claude Code's rules: deny, then ask, then allow
+  allow: [Read, LS, Grep, Glob, ask_user, "Bash(ls *)", "Bash(echo *)", "Bash(git status *)"]
+  ask: [Write, Edit]                 # a one-shot run pauses (exit 3); -i asks y / n / always
+  default: ask                       # any other call (other bash commands) asks first
 resources:
   skills: [{name}/skills]
   prompt_templates: [{name}/templates]
@@ -31,8 +42,8 @@ budget:
 session:
   dir: .harnessc/sessions
 # File tools (read write edit ls grep find) only see the workspace: here the folder the
-# agent runs in. Set allow_outside_workspace: true to widen it. bash (not listed above)
-# is NOT confined: it runs any command the model writes, with your rights (see README).
+# agent runs in. Set allow_outside_workspace: true to widen it. bash is NOT confined: it
+# runs the commands the permissions above let through, with your rights (docs/tools.md).
 tool_context:
   workspace: .
   allow_outside_workspace: false

@@ -2,13 +2,22 @@
 
 ``harnessc serve-demo`` and ``python -m harnessc.testing`` start it, so a first agent runs
 end to end, tools included, with no API key and no model download. It is the scripted
-``ProtocolServer`` of the tests with a handler that plays a tiny model:
+``ProtocolServer`` of the tests with a handler that plays a tiny model. What it does with
+the last user message (each only when the request offers the tool it needs):
 
-- "list the files" (or "ls", "what is here") -> calls ``ls``, then shows the listing;
-- "read PATH" -> calls ``read`` on PATH; "grep WORD" / "find WORD" -> calls ``grep``;
+- "list the files" (or "ls", "what is here") -> ``ls`` (or ``bash ls``);
+- "read PATH" -> ``read``; "grep WORD" / "find WORD" -> ``grep``;
+- "run COMMAND" -> ``bash``;
+- "write PATH: TEXT" -> ``write``; "replace OLD with NEW in PATH" -> ``edit``;
+- "ask me QUESTION" -> the first external-looking ``ask*`` tool (the run pauses for the answer);
+- "use the NAME skill" -> ``read`` of that skill's ``SKILL.md`` from the system prompt;
+- "keep going" (or "count to N") -> one tool call per turn until N turns or a budget pauses it;
+- "call TOOL {json}" -> any offered tool (an MCP server's tool, say) with those arguments;
 - anything else -> a short reply saying what it can do.
 
-It uses a tool only when the request offers one of that name, streams its replies as
+A prompt template expands before it reaches the model, so ``/summarize notes.txt``
+arrives as "Read notes.txt and ..." and reads the file. After a tool result the model
+describes it (or, in "keep going", calls the next tool). It streams its replies as
 chat-completions SSE, reports token usage and lists its models at ``GET /v1/models``.
 """
 
@@ -31,8 +40,11 @@ DEFAULT_PORT = 8765
 
 _HELP = (
     "Hello from the harnessc demo model (a local stand-in, no API key needed). "
-    'Try "list the files here", "read README.md" or "grep TODO".'
+    'Try "list the files here", "read README.md", "grep TODO", "run echo hi", '
+    '"write notes.txt: hello", "replace hello with bye in notes.txt", "ask me a question", '
+    '"use the checklist skill", "keep going" or "call TOOL {...}".'
 )
+_WORD = "`'\"“”"  # quotes around a word, stripped; a leading dot stays (.env)
 
 
 class DemoModel:
@@ -56,15 +68,25 @@ class DemoModel:
             if isinstance(t, dict)
         }
         last = messages[-1] if messages else {}
+        prompt = _last_prompt(messages)
         if last.get("role") == "tool":
+            steps = _steps(prompt)
+            done = _tool_results_since_prompt(messages)
+            if steps and done < steps and ("ls" in tools or "bash" in tools):
+                name = "ls" if "ls" in tools else "bash"
+                return self._call(name, {"path": "."} if name == "ls" else {"command": "ls"})
             return self._text(_describe_result(messages, last))
-        call = _plan(_text_of(last.get("content")), tools)
+        first = messages[0] if messages and isinstance(messages[0], dict) else {}
+        system = _text_of(first.get("content")) if first.get("role") == "system" else ""
+        call = _plan(prompt, tools, system)
         if call is None:
             return self._text(_HELP)
+        return self._call(*call)
+
+    def _call(self, name: str, arguments: dict[str, Any]) -> ScriptedResponse:
         with self._lock:
             self._calls += 1
             call_id = f"demo_{self._calls}"
-        name, arguments = call
         events = openai_tool_call_events([(call_id, name, json.dumps(arguments))])
         return ScriptedResponse.sse(events)
 
@@ -82,15 +104,81 @@ def _text_of(content: Any) -> str:
     return ""
 
 
-def _plan(prompt: str, tools: set[str]) -> tuple[str, dict[str, Any]] | None:
+def _last_prompt(messages: list[Any]) -> str:
+    for message in reversed(messages):
+        if isinstance(message, dict) and message.get("role") == "user":
+            return _text_of(message.get("content"))
+    return ""
+
+
+def _tool_results_since_prompt(messages: list[Any]) -> int:
+    count = 0
+    for message in reversed(messages):
+        role = message.get("role") if isinstance(message, dict) else None
+        if role == "user":
+            break
+        count += role == "tool"
+    return count
+
+
+def _steps(prompt: str) -> int:
+    """How many tool turns "keep going" / "count to N" asks for (0: not such a prompt)."""
+    count = re.search(r"\bcount to (\d{1,4})\b", prompt, re.I)
+    if count:
+        return int(count.group(1))
+    return 1000 if re.search(r"\bkeep going\b", prompt, re.I) else 0
+
+
+def _word(text: str) -> str:
+    """A path or word as the user wrote it, without quotes or a sentence's last stop (a
+    leading dot stays: ``.env``)."""
+    word = text.strip(_WORD).rstrip(",;:!?")
+    if len(word) > 1 and word.endswith(".") and not word.endswith(".."):
+        word = word[:-1]
+    return word
+
+
+def _plan(prompt: str, tools: set[str], system: str = "") -> tuple[str, dict[str, Any]] | None:
     """The tool call the demo makes for ``prompt`` (None: answer in text)."""
-    lowered = prompt.lower()
-    read = re.search(r"\bread\s+(\S+)", prompt, re.I)
+    text = prompt.strip()
+    lowered = text.lower()
+    call = re.match(r"call\s+(\S+)\s*(\{.*\})?\s*$", text, re.I | re.S)
+    if call and call.group(1) in tools:
+        try:
+            arguments = json.loads(call.group(2) or "{}")
+        except ValueError:
+            arguments = {}
+        return call.group(1), arguments if isinstance(arguments, dict) else {}
+    run = re.match(r"(?:run|bash|\$)\s+(.+)$", text, re.I | re.S)
+    if run and "bash" in tools:
+        return "bash", {"command": run.group(1).strip().strip("`")}
+    write = re.match(r"write\s+(\S+?):\s*(.*)$", text, re.I | re.S)
+    if write and "write" in tools:
+        return "write", {"path": _word(write.group(1)), "content": write.group(2) + "\n"}
+    edit = re.match(r"replace\s+(.+?)\s+with\s+(.+?)\s+in\s+(\S+)$", text, re.I | re.S)
+    if edit and "edit" in tools:
+        change = {"old_text": edit.group(1).strip(_WORD), "new_text": edit.group(2).strip(_WORD)}
+        return "edit", {"path": _word(edit.group(3)), "edits": [change]}
+    ask = re.match(r"ask me\s*(.*)$", text, re.I | re.S)
+    asker = sorted(t for t in tools if t.startswith("ask"))
+    if ask and asker:
+        return asker[0], {"question": ask.group(1).strip() or "What should I do next?"}
+    skill = re.search(r"\buse the ([\w.-]+) skill\b|\bskill[: ]+([\w.-]+)", text, re.I)
+    if skill and "read" in tools:
+        name = skill.group(1) or skill.group(2)
+        found = re.search(
+            rf"<name>{re.escape(name)}</name>.*?<location>([^<]+)</location>", system, re.S
+        )
+        if found:
+            return "read", {"path": found.group(1)}
+    if _steps(text) and ("ls" in tools or "bash" in tools):
+        return ("ls", {"path": "."}) if "ls" in tools else ("bash", {"command": "ls"})
+    read = re.search(r"\bread\s+(\S+)", text, re.I)
     if read and "read" in tools:
-        return "read", {"path": read.group(1).strip("`'\".,")}
-    search = re.search(r"\b(?:grep|find|search for)\s+(\S+)", prompt, re.I)
+        return "read", {"path": _word(read.group(1))}
+    search = re.search(r"\b(?:grep|find|search for)\s+(\S+)", text, re.I)
     if search and "grep" in tools:
-        return "grep", {"pattern": search.group(1).strip("`'\".,")}
+        return "grep", {"pattern": _word(search.group(1))}
     if re.search(r"\b(list|ls|files|what is here)\b", lowered):
         if "ls" in tools:
             return "ls", {"path": "."}

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -111,4 +113,58 @@ def test_the_demo_answers_in_text_when_no_tool_fits() -> None:
 
     body = b'{"messages": [{"role": "user", "content": "hello"}], "tools": []}'
     answer = DemoModel()(RecordedRequest("POST", "/v1/chat/completions", {}, body))
-    assert b"demo model" in b"".join(answer.chunks)
+    text = ""
+    for line in b"".join(answer.chunks).decode().splitlines():
+        if line.startswith("data: {"):
+            for choice in json.loads(line[6:]).get("choices") or []:
+                text += choice.get("delta", {}).get("content") or ""
+    assert "harnessc demo model" in text and '"keep going"' in text
+
+
+@pytest.mark.parametrize(
+    ("prompt", "call"),
+    [
+        ("read .env", ("read", {"path": ".env"})),
+        ("read notes.txt.", ("read", {"path": "notes.txt"})),
+        ("run echo hi && ls", ("bash", {"command": "echo hi && ls"})),
+        ("write out.txt: two words", ("write", {"path": "out.txt", "content": "two words\n"})),
+        (
+            "replace hello with bye in out.txt",
+            ("edit", {"path": "out.txt", "edits": [{"old_text": "hello", "new_text": "bye"}]}),
+        ),
+        ("ask me which branch", ("ask_user", {"question": "which branch"})),
+        ("use the checklist skill", ("read", {"path": "/s/checklist/SKILL.md"})),
+        ("keep going", ("ls", {"path": "."})),
+        ('call mcp__notes__search {"query": "kiwi"}', ("mcp__notes__search", {"query": "kiwi"})),
+    ],
+)
+def test_the_demo_plans_a_call_for_each_feature(prompt: str, call: Any) -> None:
+    from harnessc.testing.demo import _plan
+
+    tools = {"read", "ls", "grep", "bash", "write", "edit", "ask_user", "mcp__notes__search"}
+    system = "<skill><name>checklist</name><location>/s/checklist/SKILL.md</location></skill>"
+    assert _plan(prompt, tools, system) == call
+
+
+def test_the_demo_walks_through_pauses_an_approval_and_a_budget(
+    demo: ProtocolServer, tmp_path: Path
+) -> None:
+    assert _harnessc(["new", "demo"], tmp_path).returncode == 0
+    url = f"{demo.url}/v1"
+    held = _harnessc(["run", "demo", "write out.txt: hello"], tmp_path, HARNESSC_BASE_URL=url)
+    assert held.returncode == 3, held.stderr
+    assert "permission needed: write(out.txt)" in held.stderr
+    assert not (tmp_path / "out.txt").exists()
+    call = re.search(r"--approve (\S+)", held.stderr)
+    assert call is not None, held.stderr
+    approved = _harnessc(
+        ["run", "demo", "--continue", "--approve", call.group(1)], tmp_path, HARNESSC_BASE_URL=url
+    )
+    assert approved.returncode == 0, approved.stderr
+    assert (tmp_path / "out.txt").read_text() == "hello\n"
+    assert re.search(r"\[write\] out.txt  \d", approved.stderr), approved.stderr  # its time
+    looping = _harnessc(
+        ["run", "demo", "--max-turns", "3", "keep going"], tmp_path, HARNESSC_BASE_URL=url
+    )
+    assert looping.returncode == 3, looping.stderr
+    assert "budget limit hit: turns (3 of 3 used)" in looping.stderr

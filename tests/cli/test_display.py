@@ -24,6 +24,7 @@ def test_small_numbers_keep_their_digits() -> None:
     )
     assert lines == ["paused: budget limit hit: cost_usd (0.00021 of 0.0002 used)"]
     assert format_cost(0.00123) == "$0.0012" and format_cost(2.5) == "$2.50"
+    assert format_cost(0.00008) == "$0.00008" and format_cost(0.0000123) == "$0.000012"
 
 
 def test_the_summary_counts_turns_tools_tokens_and_cost() -> None:

@@ -1,5 +1,6 @@
 """The spec reference (docs/spec-reference.md) is the fresh rendering of the JSON Schema,
-and the README documents every top-level key, every hook name, and a spec that validates."""
+the README and docs/ document every top-level key, every hook name, and a spec that validates;
+every link between the pages resolves."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from harnessc.spec.schema import schema_dict
 REPO = Path(__file__).resolve().parents[2]
 REFERENCE = REPO / "docs" / "spec-reference.md"
 README = REPO / "README.md"
+DOCS = REPO / "docs"
 
 
 def _section(text: str, title: str) -> str:
@@ -114,16 +116,16 @@ def test_every_optional_key_records_its_default() -> None:
     assert '| `["text", "image"]` |' in reference
 
 
-def test_every_hook_name_is_in_the_readme() -> None:
-    section = _section(README.read_text(encoding="utf-8"), "Hooks")
-    missing = sorted(name for name in HOOK_NAMES if f"`{name}`" not in section)
-    assert not missing, f"hook names missing from README's Hooks section: {missing}"
+def test_every_hook_name_is_in_the_hooks_page() -> None:
+    page = (DOCS / "hooks.md").read_text(encoding="utf-8")
+    missing = sorted(name for name in HOOK_NAMES if f"`{name}`" not in page)
+    assert not missing, f"hook names missing from docs/hooks.md: {missing}"
 
 
-def test_the_annotated_readme_spec_validates() -> None:
-    section = _section(README.read_text(encoding="utf-8"), "Writing a spec")
-    blocks = re.findall(r"```yaml\n(.*?)```", section, re.S)
-    assert blocks, "no yaml example under 'Writing a spec'"
+def test_the_annotated_spec_validates() -> None:
+    page = (DOCS / "writing-a-spec.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```yaml\n(.*?)```", page, re.S)
+    assert blocks, "no yaml example in docs/writing-a-spec.md"
     # As if it were a file beside the examples: its paths resolve against agents/.
     loaded = parse_spec(blocks[0].encode(), REPO / "agents" / "readme-example.yaml")
     assert loaded.ok and not loaded.diagnostics, format_diagnostics(loaded.diagnostics)
@@ -167,3 +169,15 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
     commands = [line for line in ci.splitlines() if line.strip() and not line.startswith("#")]
     assert commands[-1] == blocks[0].strip()  # the last step is the README's command
     assert any("pip install" in line and "-e '.[dev]'" in line for line in commands)
+
+
+def test_every_relative_link_of_the_docs_resolves() -> None:
+    pages = [README, *sorted(DOCS.glob("*.md")), REPO / "agents" / "README.md"]
+    broken = []
+    for page in pages:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text(encoding="utf-8")):
+            if "://" in target:
+                continue
+            if not (page.parent / target).exists():
+                broken.append(f"{page.relative_to(REPO)}: {target}")
+    assert not broken, broken

@@ -115,9 +115,7 @@ def test_deep_tool_arguments_end_to_end(tmp_path: Path, monkeypatch: pytest.Monk
     assert result.status == "done", result.reason
     results = [m for m in harness.messages if isinstance(m, ToolResultMessage)]
     assert results and results[0].is_error and "100 levels" in results[0].text
-    assert any(
-        m.get("role") == "tool" and "100 levels" in m["content"] for m in second["messages"]
-    )
+    assert any(m.get("role") == "tool" and "100 levels" in m["content"] for m in second["messages"])
     harness.session.close()
     reopened = JsonlSessionRepo(tmp_path / "s").open(session.path, read_only=True)
     try:

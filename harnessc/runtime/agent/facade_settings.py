@@ -90,6 +90,11 @@ class SettingsFacade:
             return
         await self._parts.settings.apply_resources(resources)
 
+    @property
+    def tool_context(self) -> ToolContextSource:
+        """Where the tools' context comes from (the permission gate resolves paths in it)."""
+        return self._parts.settings.tool_context
+
     def set_tool_context(self, source: ToolContextSource) -> None:
         self._parts.settings.tool_context = source
 

@@ -12,6 +12,7 @@ finalization.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from typing import Any
 
@@ -38,6 +39,7 @@ from harnessc.runtime.hooks import (
 )
 from harnessc.runtime.messages import TextContent, ToolResultMessage
 from harnessc.runtime.tools.base import ToolResult
+from harnessc.runtime.tools.permission_gate import find_gate, tool_context_with_rules
 from harnessc.runtime.validation import validate_arguments
 
 __all__ = [
@@ -272,7 +274,11 @@ async def run_batch(parts: Parts, run: RunState) -> str | None:
         if limited is not None:
             room = max(0, int(parts.budget.budget.tool_calls or 0) - parts.budget.usage.tool_calls)
             todo = todo[:room]
-    context = await parts.settings.tool_context.resolve()
+    context = tool_context_with_rules(
+        await parts.settings.tool_context.resolve(),
+        find_gate(parts.options.hooks),
+        parts.settings.session.cwd or os.getcwd(),
+    )
     sequential = parts.options.sequential_tools or any(
         (t := parts.settings.active_tool(r.call.name)) is not None
         and t.execution_mode == "sequential"

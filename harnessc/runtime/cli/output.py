@@ -318,9 +318,10 @@ class TextPrinter:
 
     def _on_tool_execution_end(self, event: Any) -> None:
         running = self._running.pop(event.tool_call_id, None)
-        if running is None:  # never ran here: an external result, or a skipped call
+        if running is None:  # started before a pause: an approved call ran, or a result given
             arg = self._calls.get(event.tool_call_id, "")
-            text = f"[{event.tool_name}] {arg}".rstrip() + "  (result given)"
+            ran = f"  {format_duration(event.duration_ms / 1000)}" if event.duration_ms else ""
+            text = f"[{event.tool_name}] {arg}".rstrip() + (ran or "  (result given)")
         else:
             name, arg, started = running
             seconds = event.duration_ms / 1000 if event.duration_ms else time.monotonic() - started

@@ -6,6 +6,7 @@ after a run (and by ``/status`` for the whole interactive session).
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -23,9 +24,15 @@ def model_is_priced(model: Any) -> bool:
 
 
 def format_cost(dollars: float) -> str:
+    """Dollars as a person writes them: ``$2.50``, ``$0.0012``, ``$0.00008``, never ``8e-05``."""
     if dollars >= 1:
         return f"${dollars:.2f}"
-    return f"${dollars:.4f}" if dollars >= 0.0001 else f"${dollars:.2g}"
+    if dollars >= 0.0001 or dollars <= 0:
+        return f"${max(dollars, 0.0):.4f}"
+    if dollars < 0.00000001:
+        return "<$0.00000001"
+    digits = 1 - math.floor(math.log10(dollars))  # two significant digits
+    return f"${dollars:.{digits}f}".rstrip("0")
 
 
 def _tokens(count: int) -> str:

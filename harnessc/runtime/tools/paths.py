@@ -12,22 +12,26 @@ import os
 import threading
 import unicodedata
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import unquote
 
 from harnessc.runtime.tools.clean import unescape_bytes
 
 __all__ = [
+    "PATH_FILTER",
     "PathError",
     "allow_read",
     "allow_read_tree",
+    "PathFilter",
     "ToolEnv",
+    "call_targets",
     "context_value",
     "display_path",
     "is_inside",
+    "path_filter",
     "resolve_path",
     "tool_env",
 ]
@@ -57,6 +61,25 @@ class ToolEnv:
     @property
     def confined(self) -> bool:
         return self.workspace is not None and not self.allow_outside
+
+
+PATH_FILTER = "path_filter"  # the tool-context key of the permission rules' PathFilter
+
+
+class PathFilter(Protocol):
+    """The permission rules as the folder-walking tools (``grep``, ``find``, ``ls``) see
+    them: the gate puts one in the tool context under ``path_filter``."""
+
+    def for_walk(self, tool: str, root: Path) -> Callable[[str, str], bool]:
+        """For a walk of ``root`` by ``tool``: a test of one file (its path as found
+        and its real path) that is False when a rule keeps the file from the tool."""
+        ...
+
+
+def path_filter(context: Any) -> PathFilter | None:
+    """The context's PathFilter, if the agent has permission rules."""
+    found = context_value(context, PATH_FILTER)
+    return found if callable(getattr(found, "for_walk", None)) else None
 
 
 def _flag(value: Any) -> bool:
@@ -173,6 +196,30 @@ def _unescaped_if_exists(raw: str, base: Path) -> str:
     return unescaped if escaped and not plain else raw
 
 
+def _spelling(path: str | None, env: ToolEnv, default: str) -> str:
+    """The path a tool argument names, before resolving: ``file://`` dropped, a ``\\xNN``
+    spelling read as raw bytes when only that spelling names a file."""
+    raw = default if path is None or path == "" else str(path)
+    if raw.startswith("file://"):
+        raw = unquote(raw[len("file://") :])
+    if "\x00" in raw:
+        raise PathError(f"path {raw!r} contains a NUL byte")
+    if "\\x" in raw:  # a name that is not UTF-8, as the tools show it (caf\xe9.txt)
+        raw = _unescaped_if_exists(raw, env.base)
+    return raw
+
+
+def call_targets(path: str | None, context: Any, *, default: str = ".") -> tuple[Path, Path]:
+    """What a tool call's ``path`` names, resolved exactly as :func:`resolve_path` does
+    (workspace or cwd, ``~``, ``file://``): the path as written with ``..`` folded and no
+    symlink followed, and its real path. No confinement check (the tool makes it);
+    PathError for a path no tool would open (a NUL byte)."""
+    env = tool_env(context)
+    raw = _spelling(path, env, default)
+    literal = Path(os.path.normpath(env.base / os.path.expanduser(raw)))
+    return literal, _resolve_one(raw, env.base)
+
+
 def resolve_path(
     path: str | None, context: Any, *, default: str = ".", read_only: bool = False
 ) -> Path:
@@ -184,13 +231,7 @@ def resolve_path(
     spellings that decode to an escape (percent-encoding, full-width dots, ...).
     """
     env = tool_env(context)
-    raw = default if path is None or path == "" else str(path)
-    if raw.startswith("file://"):
-        raw = unquote(raw[len("file://") :])
-    if "\x00" in raw:
-        raise PathError(f"path {raw!r} contains a NUL byte")
-    if "\\x" in raw:  # a name that is not UTF-8, as the tools show it (caf\xe9.txt)
-        raw = _unescaped_if_exists(raw, env.base)
+    raw = _spelling(path, env, default)
     target = _resolve_one(raw, env.base)
     if not env.confined or (read_only and _readable(target)):
         return target

@@ -5,15 +5,18 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from harnessc.runtime.tools.path_rules import call_path
+from harnessc.runtime.tools.paths import PATH_FILTER, PathError, call_targets
 from harnessc.runtime.tools.permissions import (
+    _COVERS,
     _PATH_TOOLS,
     Decision,
     PermissionRules,
     Rule,
-    _call_path,
     decide,
     normalize_mode,
     remembered_rule,
@@ -29,6 +32,7 @@ __all__ = [
     "permission_hook",
     "record_answer",
     "recorded_answer",
+    "tool_context_with_rules",
 ]
 
 
@@ -56,14 +60,16 @@ class PermissionGate:
         from harnessc.runtime.hooks import PauseRequest, ToolCallResult
 
         tool, args = event.tool_name, dict(event.input or {})
-        decision = decide(
-            self.rules,
-            tool,
-            args,
-            mode=self.mode,
-            cwd=_workspace(harness),
-            remembered=self.remembered,
-        )
+        cwd = _workspace(harness)
+        context = await _tool_context(harness, cwd) if tool in _PATH_TOOLS else None
+        targets = _call_targets(tool, args, context)
+        decision = self.decide(tool, args, cwd, targets)
+        if decision.outcome == "allow" and not _carries_filter(context) and self._walks(tool):
+            decision = Decision(
+                "ask",
+                f"{tool} looks inside folders and its tool context is not a mapping, so the "
+                "path rules cannot be handed to it for the files inside",
+            )
         label = _label(tool, args)
         if decision.outcome == "allow":
             return None
@@ -83,11 +89,94 @@ class PermissionGate:
             )
         answer = (await self.asker(tool, args, decision)).strip().lower()
         if answer in ("a", "always"):
-            self.remembered.append(remembered_rule(tool, args))
+            # the same file, however the next call spells it
+            for call in [{"path": _literal_rule(t)} for t in targets] or [args]:
+                self.remembered.append(remembered_rule(tool, call))
             return None
         if answer in ("y", "yes"):
             return None
         return ToolCallResult(block=True, reason=f"{label}: denied by the user")
+
+    def decide(
+        self, tool: str, args: Mapping[str, Any], cwd: str, targets: Sequence[str] = ()
+    ) -> Decision:
+        """The rules' decision on a call; for a file tool, on each path it resolves to
+        (``targets``: as written and real, see ``call_targets``), the strictest of them."""
+        calls: list[Mapping[str, Any]] = [{**args, "path": t} for t in targets] or [args]
+        decisions = [
+            decide(self.rules, tool, call, mode=self.mode, cwd=cwd, remembered=self.remembered)
+            for call in calls
+        ]
+        return max(decisions, key=lambda d: _STRICTNESS[d.outcome])
+
+    def _walks(self, tool: str) -> bool:
+        """Whether ``tool`` looks inside folders and a deny or ask rule names paths for it."""
+        return tool in _WALKERS and any(
+            rule.specifier is not None and tool in _COVERS.get(rule.tool, {rule.tool})
+            for rule in [*self.rules.deny, *self.rules.ask]
+        )
+
+    def for_tools(self, cwd: str) -> RulesFilter:
+        """The PathFilter the folder-walking tools get in their context."""
+        return RulesFilter(self, cwd)
+
+
+_STRICTNESS = {"allow": 0, "ask": 1, "deny": 2}
+_WALKERS = frozenset({"ls", "grep", "find"})  # the tools that open what a folder holds
+
+
+class RulesFilter:
+    """The gate's rules for the files a walk finds (a ``paths.PathFilter``).
+
+    A file inside a walk is skipped when a deny rule names it, or an ask rule names it
+    that did not name the walk's own folder (the user was asked about the folder, never
+    about that file); in bypass mode only deny rules skip files. An "always" answer for
+    the file lets it through.
+    """
+
+    __slots__ = ("cwd", "gate")
+
+    def __init__(self, gate: PermissionGate, cwd: str) -> None:
+        self.gate = gate
+        self.cwd = cwd
+
+    def for_walk(self, tool: str, root: Path) -> Callable[[str, str], bool]:
+        rules, cwd = self.gate.rules, self.cwd
+        remembered = list(self.gate.remembered)
+        deny = list(rules.deny)
+        at_root = [{"path": str(root)}, {"path": os.path.realpath(root)}]
+        ask = (
+            []
+            if self.gate.mode == "bypass"
+            else [r for r in rules.ask if not any(r.matches(tool, a, cwd) for a in at_root)]
+        )
+
+        def visible(path: str, real: str) -> bool:
+            for target in (path, real) if real != path else (path,):
+                call = {"path": target}
+                if any(rule.matches(tool, call, cwd) for rule in deny):
+                    return False
+                if any(rule.matches(tool, call, cwd) for rule in ask) and not any(
+                    rule.matches(tool, call, cwd) for rule in remembered
+                ):
+                    return False
+            return True
+
+        return visible
+
+
+def tool_context_with_rules(context: Any, gate: PermissionGate | None, cwd: str) -> Any:
+    """The tool context the tools get: ``context`` with the gate's PathFilter under
+    ``path_filter`` (a copy: the caller's mapping is not changed). A context that is not
+    a mapping is passed through unchanged (and the gate asks before such a context's
+    ``ls``, ``grep`` or ``find`` runs while deny or ask rules name paths)."""
+    if gate is None:
+        return context
+    if context is None:
+        return {PATH_FILTER: gate.for_tools(cwd)}
+    if isinstance(context, Mapping):
+        return {**context, PATH_FILTER: gate.for_tools(cwd)}
+    return context
 
 
 def permission_hook(config: Mapping[str, Any] | None, mode: str = "default") -> Any:
@@ -135,8 +224,38 @@ def _label(tool: str, args: Mapping[str, Any]) -> str:
     if tool == "bash":
         return f"Bash({args.get('command', '')})"
     if tool in _PATH_TOOLS:
-        return f"{tool}({_call_path(tool, args)})"
+        return f"{tool}({call_path(args)})"
     return tool
+
+
+async def _tool_context(harness: Any, cwd: str) -> Any:
+    """The tool context the harness will hand the tools (the session's cwd for a host
+    without one)."""
+    source = getattr(harness, "tool_context", None)
+    if source is not None and callable(getattr(source, "resolve", None)):
+        return await source.resolve()
+    return {"cwd": cwd}
+
+
+def _call_targets(tool: str, args: Mapping[str, Any], context: Any) -> list[str]:
+    """The paths a file tool's call will open, resolved as the tool resolves them: in the
+    tool context (its workspace), ``..`` folded, symlinks followed and not."""
+    if tool not in _PATH_TOOLS:
+        return []
+    try:
+        literal, real = call_targets(call_path(args), context)
+    except PathError:  # the tool refuses such a path itself
+        return []
+    return [str(literal), str(real)]
+
+
+def _carries_filter(context: Any) -> bool:
+    return context is None or isinstance(context, Mapping)
+
+
+def _literal_rule(path: str) -> str:
+    """An absolute path as a path rule naming exactly it (glob characters escaped)."""
+    return "".join("\\" + ch if ch in "*?[]\\!# " else ch for ch in path)
 
 
 def _workspace(harness: Any) -> str:

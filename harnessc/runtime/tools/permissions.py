@@ -18,11 +18,11 @@ Tool names are harnessc's (``bash``) or Claude Code's (``Bash``). Specifiers:
   be written (as the write tool in the working folder; outside it only with a ``Write``
   or ``Edit`` allow rule). A line that cannot be read (``$X args``, a parse error, a
   shell reading its input) asks, also in bypass mode when a Bash deny rule exists.
-- ``Read(PATH)``, ``Edit(PATH)``, ``Write(PATH)``: a gitignore-style glob (``**`` any
-  folders, ``*`` within a name); ``./x`` and ``x/y`` are relative to the working folder,
-  ``/x`` and ``//x`` absolute, ``~/x`` in the home folder, a bare name (``.env``) matches
-  at any depth. ``Read`` also covers ``ls``, ``grep`` and ``find``; ``Edit`` covers
-  ``write`` too.
+- ``Read(PATH)``, ``Edit(PATH)``, ``Write(PATH)``: a gitignore pattern (``**`` any
+  folders, ``*`` within a name; see ``path_rules.py``); ``./x`` and ``x/y`` are relative
+  to the working folder, ``/x`` and ``//x`` absolute, ``~/x`` in the home folder, a bare
+  name (``.env``) matches at any depth. ``Read`` also covers ``ls``, ``grep`` and
+  ``find``; ``Edit`` covers ``write`` too.
 - any other tool: ``NAME`` or ``NAME(*)`` matches every call, ``NAME(GLOB)`` a call with
   a string argument matching GLOB.
 
@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from harnessc.runtime import catalog
+from harnessc.runtime.tools.path_rules import call_path, path_matches
 from harnessc.runtime.tools.shell_rules import Command, analyse, command_matches, text_matches
 
 __all__ = [
@@ -131,7 +132,7 @@ class Rule:
         if tool == "bash":
             return _bash_names(spec, str(args.get("command") or ""), literal=self.literal)
         if tool in _PATH_TOOLS and self.tool in _PATH_TOOLS:
-            return _path_matches(spec, _call_path(tool, args), cwd)
+            return path_matches(spec, call_path(args), cwd)
         return any(
             isinstance(value, str) and fnmatch.fnmatchcase(value, spec) for value in args.values()
         )
@@ -312,7 +313,7 @@ def remembered_rule(tool: str, args: Mapping[str, Any]) -> Rule:
         command = str(args.get("command", "")).strip()
         return Rule(f"Bash({command})", "bash", command or None, literal=True)
     if tool in _PATH_TOOLS:
-        path = _call_path(tool, args)
+        path = call_path(args)
         return Rule(f"{tool}({path})", tool, os.path.abspath(path))
     return Rule(tool, tool, None)
 
@@ -395,64 +396,6 @@ def _write_decision(rules: PermissionRules, path: str, mode: str, cwd: str) -> D
     if allow is not None:
         return Decision("allow", f"allowed by {allow.text} (for writing {path})")
     return Decision("ask", f"writes {path}, outside the working folder")
-
-
-# -- paths -----------------------------------------------------------------------------
-
-
-def _call_path(tool: str, args: Mapping[str, Any]) -> str:
-    value = args.get("path") or args.get("file_path")
-    return str(value) if isinstance(value, str) and value else "."
-
-
-def _path_matches(spec: str, path: str, cwd: str) -> bool:
-    target = os.path.normpath(os.path.join(cwd, os.path.expanduser(path)))
-    if spec.startswith("//"):
-        pattern = spec[1:]
-    elif spec.startswith("~/"):
-        pattern = os.path.join(os.path.expanduser("~"), spec[2:])
-    elif spec.startswith("/"):
-        pattern = spec
-    elif "/" not in spec.rstrip("/") and spec not in (".", ".."):
-        pattern = os.path.join(cwd, "**", spec)  # a bare name: at any depth
-    else:
-        pattern = os.path.join(cwd, spec)
-    pattern = os.path.normpath(pattern) if "**" not in pattern else pattern.replace("/./", "/")
-    regex = _glob_regex(pattern)
-    # A folder pattern also covers what is inside it ("Read(src)" covers src/a.py).
-    candidate = target
-    while True:
-        if regex.fullmatch(candidate) is not None:
-            return True
-        parent = os.path.dirname(candidate)
-        if parent == candidate:
-            return False
-        candidate = parent
-
-
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("/**/", i):
-            out.append("(?:/.*)?/")
-            i += 4
-        elif pattern.startswith("/**", i) and i + 3 == len(pattern):
-            out.append("(?:/.*)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out))
 
 
 # The gate (a tool_call hook applying the rules) and the session records of answers

@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import io
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, Protocol
 
 from harnessc.runtime.tools.base import Tool, ToolResult, error_result, text_result
 from harnessc.runtime.tools.bounded import DEFAULT_TIMEOUT_S, Stop, bounded
 from harnessc.runtime.tools.fileio import open_regular
-from harnessc.runtime.tools.paths import PathError, display_path, resolve_path, tool_env
+from harnessc.runtime.tools.paths import (
+    PathError,
+    display_path,
+    path_filter,
+    resolve_path,
+    tool_env,
+)
 from harnessc.runtime.tools.truncate import bounded_lines
-from harnessc.runtime.tools.walk import Entry, glob_matches, walk
+from harnessc.runtime.tools.walk import Entry, Ignores, WalkStats, compile_glob, glob_matches, walk
 
 __all__ = [
     "DEFAULT_FIND_LIMIT",
@@ -30,6 +37,12 @@ DEFAULT_FIND_LIMIT = 1000
 MAX_GREP_LINE = 500
 _SNIFF = 8192
 
+_NO_IGNORE: dict[str, Any] = {
+    "type": "boolean",
+    "description": "Also search what .gitignore / .ignore files, node_modules and "
+    "session transcripts would skip (.git is always skipped).",
+}
+
 _GREP_PARAMETERS: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -39,6 +52,7 @@ _GREP_PARAMETERS: dict[str, Any] = {
         "ignore_case": {"type": "boolean", "description": "Case-insensitive search."},
         "literal": {"type": "boolean", "description": "Treat pattern as plain text."},
         "context": {"type": "integer", "minimum": 0, "description": "Lines around each match."},
+        "no_ignore": _NO_IGNORE,
         "limit": {
             "type": "integer",
             "minimum": 1,
@@ -57,6 +71,7 @@ _FIND_PARAMETERS: dict[str, Any] = {
             "description": "Glob, e.g. '*.py' (any depth) or 'src/**/*.ts' (from path).",
         },
         "path": {"type": "string", "description": "Folder to search (default: workspace)."},
+        "no_ignore": _NO_IGNORE,
         "limit": {
             "type": "integer",
             "minimum": 1,
@@ -241,8 +256,13 @@ def _grep(params: dict[str, Any], context: Any, stop: Stop) -> ToolResult:
     shown = display_path(root, context)
     if not root.exists():
         return error_result(f"Path not found: {shown}")
-    env = tool_env(context)
     glob = params.get("glob")
+    if glob:
+        try:
+            compile_glob(str(glob))
+        except ValueError as exc:
+            return error_result(str(exc))
+    stats = WalkStats()
     entries: Any
     if root.is_file():
         entries = [Entry(shown, str(root), False)]
@@ -251,7 +271,7 @@ def _grep(params: dict[str, Any], context: Any, stop: Stop) -> ToolResult:
     else:
         entries = (
             e
-            for e in walk(root, confine=env.workspace if env.confined else None, stop=stop)
+            for e in _walk("grep", root, params, context, stop, stats, dirs=False)
             if not glob or glob_matches(str(glob), e.rel)
         )
     out = _Output()
@@ -276,7 +296,8 @@ def _grep(params: dict[str, Any], context: Any, stop: Stop) -> ToolResult:
         )
     if total == 0:
         where = f" in {shown}" + (f" (glob {glob})" if glob else "")
-        return text_result(f"No matches found for {pattern!r}{where}.", {"matches": 0})
+        text = f"No matches found for {pattern!r}{where}." + _skipped(stats, empty=True)
+        return text_result(text, {"matches": 0, **_counts(stats)})
     body = "\n".join(out.lines)
     notices: list[str] = []
     if total >= limit:
@@ -288,6 +309,9 @@ def _grep(params: dict[str, Any], context: Any, stop: Stop) -> ToolResult:
         notices.append(
             "[Output truncated at 50 KB / 2000 lines. Refine the pattern, path or glob.]"
         )
+    truncated = bool(notices)
+    if stats.hidden:
+        notices.append(_skipped(stats).strip())
     if notices:
         body += "\n\n" + "\n".join(notices)
     return text_result(
@@ -295,10 +319,59 @@ def _grep(params: dict[str, Any], context: Any, stop: Stop) -> ToolResult:
         {
             "matches": total,
             "files": files,
-            "truncated": bool(notices),
+            "truncated": truncated,
             "limit_reached": total >= limit,
+            **_counts(stats),
         },
     )
+
+
+def _walk(
+    tool: str,
+    root: Path,
+    params: dict[str, Any],
+    context: Any,
+    stop: Stop,
+    stats: WalkStats,
+    *,
+    dirs: bool,
+) -> Iterator[Entry]:
+    """The walk of ``root`` for ``tool``: ignore files unless ``no_ignore``, and the
+    permission rules' PathFilter from the tool context."""
+    env = tool_env(context)
+    rules = path_filter(context)
+    ignores = None if params.get("no_ignore") else Ignores.above(root, env.workspace)
+    return walk(
+        root,
+        confine=env.workspace if env.confined else None,
+        dirs=dirs,
+        stop=stop,
+        ignores=ignores,
+        visible=rules.for_walk(tool, root) if rules is not None else None,
+        stats=stats,
+    )
+
+
+def _skipped(stats: WalkStats, *, empty: bool = False) -> str:
+    """The notice of what a walk left out: the permission rules' skips always, ignored
+    files when nothing was found."""
+    parts: list[str] = []
+    if stats.hidden:
+        parts.append(f"[{_entries(stats.hidden)} skipped by permission rules.]")
+    if empty and stats.ignored:
+        parts.append(
+            f"[{_entries(stats.ignored)} ignored (.gitignore, node_modules, session "
+            "transcripts) not searched; no_ignore=true searches them.]"
+        )
+    return ("\n\n" + "\n".join(parts)) if parts else ""
+
+
+def _entries(count: int) -> str:
+    return f"{count} file or folder" if count == 1 else f"{count} files or folders"
+
+
+def _counts(stats: WalkStats) -> dict[str, int]:
+    return {"skipped_by_rules": stats.hidden, "ignored": stats.ignored}
 
 
 def _find(params: dict[str, Any], context: Any, stop: Stop) -> ToolResult:
@@ -317,19 +390,24 @@ def _find(params: dict[str, Any], context: Any, stop: Stop) -> ToolResult:
         return error_result(
             f"Folder not found: {shown}" if not root.exists() else f"{shown} is not a folder"
         )
-    env = tool_env(context)
+    try:
+        compile_glob(pattern)
+    except ValueError as exc:
+        return error_result(str(exc))
     found: list[str] = []
     more = False
-    for entry in walk(root, confine=env.workspace if env.confined else None, dirs=True, stop=stop):
+    stats = WalkStats()
+    for entry in _walk("find", root, params, context, stop, stats, dirs=True):
         if stop():
             return error_result("find aborted")
-        if glob_matches(pattern, entry.rel):
+        if glob_matches(pattern, entry.rel, entry.is_dir):
             if len(found) >= limit:
                 more = True
                 break
             found.append(entry.rel + ("/" if entry.is_dir else ""))
     if not found:
-        return text_result(f"No files found matching {pattern!r} in {shown}.", {"count": 0})
+        text = f"No files found matching {pattern!r} in {shown}." + _skipped(stats, empty=True)
+        return text_result(text, {"count": 0, **_counts(stats)})
     found.sort()
     out = _Output()
     for item in found:
@@ -343,29 +421,32 @@ def _find(params: dict[str, Any], context: Any, stop: Stop) -> ToolResult:
         )
     if out.full:
         body += f"\n\n[Output truncated at 50 KB / 2000 lines: showing {len(out.lines)} of {len(found)} results. Refine the pattern or path.]"
-    return text_result(body, {"count": len(found), "limit_reached": more})
+    body += _skipped(stats)
+    return text_result(body, {"count": len(found), "limit_reached": more, **_counts(stats)})
 
 
 def create_grep_tool(timeout_s: float | None = DEFAULT_TIMEOUT_S) -> Tool:
-    """The ``grep`` built-in (regex or literal; skips .git, node_modules and binary files)."""
+    """The ``grep`` built-in (regex or literal; skips .git, ignored and binary files)."""
     return Tool(
         name="grep",
         label="Grep",
         description="Search file contents for a regular expression (or literal text). Output lines are "
-        "'path:line: text' (context lines 'path-line- text'). Skips .git, node_modules and "
-        f"binary files. At most limit matches (default {DEFAULT_GREP_LIMIT}).",
+        "'path:line: text' (context lines 'path-line- text'). Skips .git, binary files and "
+        "what .gitignore files name (no_ignore=true searches those). "
+        f"At most limit matches (default {DEFAULT_GREP_LIMIT}).",
         parameters=_GREP_PARAMETERS,
         run=bounded("grep", _grep, timeout_s),
     )
 
 
 def create_find_tool(timeout_s: float | None = DEFAULT_TIMEOUT_S) -> Tool:
-    """The ``find`` built-in (glob over paths; skips .git and node_modules)."""
+    """The ``find`` built-in (glob over paths; skips .git and ignored files)."""
     return Tool(
         name="find",
         label="Find",
         description="Find files and folders by glob pattern ('*.py' matches names at any depth, "
-        "'src/**/*.py' matches paths). Skips .git and node_modules. "
+        "'src/**/*.py' matches paths). Skips .git and what .gitignore files name "
+        "(no_ignore=true finds those). "
         f"At most limit results (default {DEFAULT_FIND_LIMIT}).",
         parameters=_FIND_PARAMETERS,
         run=bounded("find", _find, timeout_s),
