@@ -252,6 +252,8 @@ def test_wrappers_are_transparent_to_allow_rules_except_sudo() -> None:
     assert outcome(ls_only, "sudo ls") == "deny"  # sudo itself needs an allow rule
     assert outcome(ls_only, "PATH=/tmp/evil ls") == "deny"  # another ls: not vouched for
     assert outcome(ls_only, "LD_PRELOAD=x.so ls") == "deny"
+    assert outcome(ls_only, "env PATH=/tmp/evil ls") == "deny"
+    assert outcome(ls_only, "env FOO=1 ls") == "allow"
     assert outcome(ls_only, "find . -exec ls {} \\;") == "deny"  # find is not allowed
     find_ls = {"allow": ["Bash(ls *)", "Bash(find *)"], "default": "deny"}
     assert outcome(find_ls, "find . -exec ls {} \\;") == "allow"

@@ -313,6 +313,7 @@ class _Reader:
                 if "=" in word.text and not word.text.startswith("-"):
                     key, _, value = word.text.partition("=")
                     self.variable(key, _Word(value, word.literal), depth)
+                    risky = risky or _RISKY_ENV.match(key) is not None
         unwrap = _WRAPPERS.get(name)
         if name in _SHELLS:
             unwrap = _shell
