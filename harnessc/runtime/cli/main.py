@@ -338,9 +338,14 @@ class CliInvocation:
         from harnessc.runtime.session import SessionNotFoundError
 
         try:
-            return self.sessions_repo().resolve(target)
+            session = self.sessions_repo().open(target)
         except SessionNotFoundError as exc:
             raise UsageError(f"{flag}: {exc}") from None
+        path = session.path
+        session.close()
+        if path is None:
+            raise UsageError(f"{flag}: session {target!r} is not kept in a file")
+        return path
 
     def check_api_key(self, harness: AgentHarness, options: AgentHarnessOptions) -> None:
         if options.provider is None:
