@@ -108,5 +108,16 @@ def test_interactive_ask_y_n_always(
     term.sendline("n")
     term.expect("fine")
     assert "denied by the user" in _tool_texts(server.requests[-1])[-1]
+    # a harness rebuilt around another session (/fork; `harnessc dev` after a recompile)
+    # still asks here, and "always" still allows
+    term.expect_prompt()
+    term.sendline("/fork")
+    term.expect_prompt()
+    server.enqueue(tool_reply(("c4", "bash", {"command": "date"})), text_reply("dated"))
+    term.sendline("what day is it")
+    term.expect("allow? [y]es / [n]o / [a]lways")
+    term.sendline("a")
+    term.expect("dated")
+    assert "blocked" not in _tool_texts(server.requests[-1])[-1]
     term.eof()
     assert term.wait() == 0

@@ -351,7 +351,12 @@ class Repl:
 
             discard_if_empty(options.session)
             options.session = session
-        self.cli.apply_overrides(options)
+        old_gate = self.cli.gate
+        self.cli.apply_overrides(options)  # a new gate: it asks here, as the old one did
+        if self.cli.gate is not None:
+            self.cli.gate.asker = self.ask_permission
+            if old_gate is not None and session.id == old.session.id:  # "always" answers
+                self.cli.gate.remembered = [*old_gate.remembered]
         if old.options.provider is not None and options.provider is None:
             options.provider = old.options.provider
         harness = AgentHarness(options)
