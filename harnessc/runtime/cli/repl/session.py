@@ -312,6 +312,9 @@ class Repl:
 
         self.printer.close()  # the spinner stops while we ask
         self.note(f"[permission] {describe_call(tool, args)}: {decision.reason}")
+        diff = await self._preview(tool, args)
+        if diff:
+            self.printer.diff(diff)
         loop = asyncio.get_running_loop()
         self._question = loop.create_future()
         self.out.write("allow? [y]es / [n]o / [a]lways for this session: ")
@@ -330,6 +333,17 @@ class Repl:
         if answer not in ("y", "yes", "a", "always"):
             self.note("[permission] denied")
         return answer
+
+    async def _preview(self, tool: str, args: Any) -> str | None:
+        """What an edit or write would change, read before the question is asked."""
+        from harnessc.runtime.tools.preview import preview_change
+
+        if tool not in ("write", "edit"):
+            return None
+        context = await self.harness.tool_context.resolve()
+        if context is None:
+            context = {"cwd": self.cli.cwd}
+        return await asyncio.to_thread(preview_change, tool, args, context)
 
     # -- pull points -------------------------------------------------------------
 
