@@ -34,6 +34,7 @@ from harnessc.runtime.cli.sessions import has_exchange
 from harnessc.runtime.cli.shutdown import close_harness
 from harnessc.runtime.cli.summary import RunSummary, model_is_priced
 from harnessc.runtime.harness import AgentHarness, HarnessBusyError, RunResult
+from harnessc.runtime.messages import message_text
 
 __all__ = ["Repl"]
 
@@ -301,6 +302,8 @@ class Repl:
             self.printer.error(result.reason or "the run failed")
         elif result.status == "aborted":
             self.note("[aborted] the session is kept")
+            for message in self.harness.clear_queues():  # typed for the run that ended
+                self.note(f"[steering] not sent (the run was aborted): {message_text(message)}")
         elif result.status in ("paused", "awaiting_tool") and not (
             self.quit or self.quit_after_run
         ):
