@@ -220,6 +220,8 @@ class Repl:
         assert self.reader is not None
         self.busy = True
         self.run_summary.reset()
+        self.run_summary.start()
+        self.summary.start()
         task: asyncio.Future[RunResult] = asyncio.ensure_future(start())
         try:
             while not task.done():
