@@ -90,3 +90,30 @@ def test_the_last_allowed_turn_is_not_called_nearing_the_limit(
     assert done.returncode == 0, done.stderr
     assert "nearing the limit" not in done.stderr
     assert "[budget] turns: 2 of 2 used, the last one allowed" in done.stderr
+
+
+def test_the_usage_line_counts_the_time_the_budget_counts() -> None:
+    """MCP servers start (and before_agent_start hooks run) before agent_start: the run's
+    time on the usage line includes them, as its wall-clock budget does."""
+    import asyncio
+
+    from harnessc.runtime import AgentHarness, AgentHarnessOptions, Budget, HookSpec, Model
+    from harnessc.runtime.providers.scripted import ScriptedProvider, reply_text
+
+    async def slow_start(event: object) -> None:
+        await asyncio.sleep(0.2)  # a server starting
+
+    harness = AgentHarness(
+        AgentHarnessOptions(
+            models={"main": Model(id="m", api="scripted", provider="test")},
+            provider=ScriptedProvider([reply_text("hi")]),
+            hooks=[HookSpec("before_agent_start", slow_start)],
+            budget=Budget(wall_clock_s=600),
+        )
+    )
+    summary = RunSummary()
+    harness.subscribe(summary)
+    summary.start()
+    asyncio.run(harness.prompt("hello"))
+    summary.stop()
+    assert summary.seconds >= harness.budget.used("wall_clock_s") > 0.2

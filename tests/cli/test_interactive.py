@@ -35,8 +35,11 @@ def test_status_ctrl_c_during_a_slow_tool_and_compact(
     server.enqueue(tool_reply(("call_1", "slow", {"seconds": 30})))
     term.sendline("wait a long time")
     term.expect("slow seconds=30")  # the spinner shows the running tool
+    term.sendline("and then tidy up")  # steering for this run
+    term.expect("[steering] queued: and then tidy up")
     term.interrupt()
     term.expect("[aborted] the session is kept")
+    term.expect("[steering] not sent (the run was aborted): and then tidy up")
     term.expect_prompt()
 
     server.enqueue(text_reply("still here"))
@@ -46,6 +49,7 @@ def test_status_ctrl_c_during_a_slow_tool_and_compact(
     conversation = _messages(server.requests[-1])
     assert ("user", "wait a long time") in conversation  # the session was kept
     assert any("No result provided" in text for role, text in conversation if role == "tool")
+    assert not any("tidy up" in text for _, text in conversation)  # dropped with the abort
 
     before = len(server.requests)
     server.set_handler(lambda request: text_reply("SUMMARY: greeted, waited, aborted."))

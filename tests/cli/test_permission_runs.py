@@ -107,6 +107,41 @@ def test_interactive_ask_y_n_always(
     term.sendline("n")
     term.expect("fine")
     assert "denied by the user" in _tool_texts(server.requests[-1])[-1]
+    # a harness rebuilt around another session (/fork; `harnessc dev` after a recompile)
+    # still asks here, and "always" still allows
+    term.expect_prompt()
+    term.sendline("/fork")
+    term.expect_prompt()
+    server.enqueue(tool_reply(("c4", "bash", {"command": "date"})), text_reply("dated"))
+    term.sendline("what day is it")
+    term.expect("allow? [y]es / [n]o / [a]lways")
+    term.sendline("a")
+    term.expect("dated")
+    assert "blocked" not in _tool_texts(server.requests[-1])[-1]
+    term.eof()
+    assert term.wait() == 0
+
+
+def test_an_edit_ask_shows_the_diff_before_the_question(
+    agent: Agent, server: ProtocolServer, terminals: list[Terminal]
+) -> None:
+    target = agent.workdir / "notes.txt"
+    target.write_text("one\ntwo\nthree\n")
+    rules = json.dumps({"ask": ["Edit"], "default": "allow"})
+    term = Terminal(
+        agent, "-i", env={"AGENT_PERMISSIONS": rules, "AGENT_EDIT": "1", "NO_COLOR": "1"}
+    )
+    terminals.append(term)
+    term.expect_prompt()
+    edit = {"path": "notes.txt", "edits": [{"old_text": "two", "new_text": "TWO"}]}
+    server.enqueue(tool_reply(("c1", "edit", edit)), text_reply("edited"))
+    term.sendline("shout the second line")
+    shown = term.expect("allow? [y]es / [n]o / [a]lways")
+    assert "-two" in shown and "+TWO" in shown  # the change, before anything is written
+    assert target.read_text() == "one\ntwo\nthree\n"
+    term.sendline("y")
+    term.expect("edited")
+    assert target.read_text() == "one\nTWO\nthree\n"
     term.eof()
     assert term.wait() == 0
 

@@ -111,6 +111,12 @@ def test_replay_serves_recorded_replies_without_calling_the_model(
     assert server.requests == []
     missing = agent.run("--replay", "nope.jsonl", "question")
     assert missing.returncode == 2 and "nope.jsonl" in missing.stderr
+    session_id = recording.stem.split("_", 1)[1]
+    by_id = agent.run("--replay", session_id[:8], "--no-session", "question")  # a prefix
+    assert by_id.returncode == 0, by_id.stderr
+    assert by_id.stdout == "recorded reply\n" and server.requests == []
+    unknown = agent.run("--replay", "0123abcd", "question")
+    assert unknown.returncode == 2 and "--replay: no session '0123abcd'" in unknown.stderr
 
 
 def test_agents_sharing_a_session_dir_continue_only_their_own(

@@ -132,19 +132,21 @@ def test_paused_runs_refresh_too(make_harness: Any, tmp_path: Path) -> None:
         assert sorted(h.role for h in index.search("narwhals")) == ["assistant", "user"]
 
 
-def test_in_memory_session_reports_once(make_harness: Any) -> None:
+def test_an_in_memory_session_is_not_an_error(make_harness: Any) -> None:
+    """--no-session with the index enabled: nothing to index, and nothing to say about it
+    until /search is asked for."""
     ext = SessionIndexExtension()
     harness, log = make_harness([reply_text("a"), reply_text("b")], [], extensions=[ext])
 
-    async def main() -> None:
+    async def main() -> str | None:
         for text in ("one", "two"):
             await harness.prompt(text)
             await ext.wait_idle()
+        return (await harness.prompt("/search one")).reply
 
-    asyncio.run(main())
-    assert [m for m in errors(log)] == [
-        "the session has no file and no root is configured: nothing to index"
-    ]
+    reply = asyncio.run(main())
+    assert errors(log) == []
+    assert reply == "no session index: the session has no file and no root is configured"
 
 
 def test_search_command(make_harness: Any, tmp_path: Path) -> None:

@@ -111,6 +111,15 @@ class SettingsFacade:
         self._parts.follow_up.append(_user_message(message))
         self._parts.queue_changed()
 
+    def clear_queues(self) -> list[UserMessage]:
+        """Drop the queued steering and follow-up messages (an aborted run's); returns them."""
+        dropped = [*self._parts.steering, *self._parts.follow_up]
+        if dropped:
+            self._parts.steering.clear()
+            self._parts.follow_up.clear()
+            self._parts.queue_changed()
+        return dropped
+
     def tool_specs(self) -> list[ToolSpec]:
         return self._parts.settings.tool_specs()
 

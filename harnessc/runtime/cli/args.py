@@ -69,7 +69,7 @@ examples:
   {prog} --continue --max-turns 40        resume after a budget pause, higher limit
   {prog} --continue --approve call_7      allow a call a permission rule held, go on
   {prog} --permission-mode plan "..."     only read-only tools run
-  {prog} --model fast --thinking high "..."
+  {prog} --model KEY --thinking high "..."   KEY: a key of the spec's models
   {prog} --base-url http://127.0.0.1:8765/v1 "hi"   e.g. the demo: harnessc serve-demo
 
 interactive commands: /help /status /compact /model /thinking /tools /templates
@@ -77,8 +77,8 @@ interactive commands: /help /status /compact /model /thinking /tools /templates
   session is kept), Ctrl-D quits; text typed while the agent works is queued as steering.
 
 exit codes: 0 done, 1 runtime error, 2 usage or configuration error (e.g. a missing API
-  key), 3 paused (external tool results pending, or a budget limit hit), 130 aborted by
-  Ctrl-C.
+  key), 3 paused (external tool results pending, a permission ask or a hook waiting for
+  an answer, or a budget limit hit), 130 aborted by Ctrl-C.
 """
 
 
@@ -157,8 +157,9 @@ def build_parser(prog: str, agent_name: str) -> argparse.ArgumentParser:
     )
     overrides.add_argument(
         "--replay",
-        metavar="SESSION_FILE",
-        help="serve the model replies recorded in a session file (no model calls)",
+        metavar="SESSION",
+        help="serve the model replies recorded in a session (a file, an id or an id prefix; "
+        "no model calls)",
     )
     overrides.add_argument(
         "--watch", action="store_true", help="reload skills and templates when they change"

@@ -227,10 +227,10 @@ class CliInvocation:
     def enter_cwd(self) -> None:
         """Move to --cwd; paths given on the command line stay relative to where we started."""
         args = self.args
-        for name in ("session_dir", "replay"):
-            value = getattr(args, name)
-            if value:
-                setattr(args, name, os.path.abspath(os.path.expanduser(value)))
+        if args.session_dir:
+            args.session_dir = os.path.abspath(os.path.expanduser(args.session_dir))
+        if args.replay and _names_a_file(args.replay):
+            args.replay = os.path.abspath(os.path.expanduser(args.replay))
         if args.session and _names_a_file(args.session):
             args.session = os.path.abspath(os.path.expanduser(args.session))
         if args.session_dir:
@@ -327,10 +327,27 @@ class CliInvocation:
         """The command line's changes to fresh options (also for a REPL session switch)."""
         from harnessc.runtime.cli.permission import install_gate
 
+        replay = self.args.replay
+        if replay and not _names_a_file(replay):  # an id or id prefix, as for --session
+            self.args.replay = self.session_file(replay, "--replay")
         apply_overrides(options, self.args)
         self.gate = install_gate(
             options, self.args.permission_mode, lambda text: self.err.write(f"[warning] {text}\n")
         )
+
+    def session_file(self, target: str, flag: str) -> str:
+        """The file of a session id or id prefix in the agent's session store."""
+        from harnessc.runtime.session import SessionNotFoundError
+
+        try:
+            session = self.sessions_repo().open(target)
+        except SessionNotFoundError as exc:
+            raise UsageError(f"{flag}: {exc}") from None
+        path = session.path
+        session.close()
+        if path is None:
+            raise UsageError(f"{flag}: session {target!r} is not kept in a file")
+        return path
 
     def check_api_key(self, harness: AgentHarness, options: AgentHarnessOptions) -> None:
         if options.provider is None:

@@ -73,6 +73,7 @@ async def run_one_shot(
         else:
             assert prompt is not None
             run = harness.prompt(prompt)
+        summary.start()
         try:
             result = await run
         except HarnessBusyError as exc:

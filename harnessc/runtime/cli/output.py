@@ -198,6 +198,12 @@ class TextPrinter:
         self._errors.add(text)
         self.line(f"error: {text}")
 
+    def diff(self, text: str) -> None:
+        """A unified diff on stderr (coloured by the rich printer)."""
+        self._end_reply_line()
+        self.err.write(text if text.endswith("\n") else text + "\n")
+        self.err.flush()
+
     def reply(self, text: str) -> None:
         """Text for stdout outside the stream (a /command's answer)."""
         self._end_reply_line()

@@ -155,12 +155,14 @@ class RichPrinter(TextPrinter):
         details = result.details if isinstance(result.details, dict) else {}
         diff = details.get("diff")
         if isinstance(diff, str) and diff.strip():
-            console = self._err_console
-            from rich.syntax import Syntax  # pygments: its diff lexer, by name
+            self.diff(diff)
 
-            if self.spinner is not None:
-                self.spinner.clear()
-            console.print(Syntax(diff.rstrip("\n"), "diff", theme="ansi_dark"))
+    def diff(self, text: str) -> None:
+        from rich.syntax import Syntax  # pygments: its diff lexer, by name
+
+        if self.spinner is not None:
+            self.spinner.clear()
+        self._err_console.print(Syntax(text.rstrip("\n"), "diff", theme="ansi_dark"))
 
     def _on_message_end(self, event: Any) -> None:
         message = event.message

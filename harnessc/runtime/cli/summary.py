@@ -66,10 +66,16 @@ class RunSummary:
         self.seconds = 0.0
         self._since: float | None = None
 
+    def start(self) -> None:
+        """A run starts now: its time counts from here, as its wall-clock budget does (MCP
+        servers starting and hooks before the first model call included)."""
+        if self._since is None:
+            self._since = time.monotonic()
+
     def __call__(self, event: Event) -> None:
         kind = event.type
-        if kind == "agent_start" or (kind == "turn_start" and self._since is None):
-            self._since = time.monotonic()
+        if kind in ("agent_start", "agent_resume", "turn_start"):
+            self.start()  # a run the caller did not announce
         if kind == "turn_start":
             self.turns += 1
         elif kind == "tool_execution_end":

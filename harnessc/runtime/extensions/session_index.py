@@ -64,7 +64,6 @@ class SessionIndexExtension:
         self._harness: Any = None
         self._task: asyncio.Task[None] | None = None
         self._again = False
-        self._reported_no_root = False
 
     @classmethod
     def from_config(cls, data: dict[str, Any] | None) -> SessionIndexExtension:
@@ -127,12 +126,7 @@ class SessionIndexExtension:
         harness = self._harness
         try:
             index = self._get_index()
-            if index is None:
-                if not self._reported_no_root:
-                    self._reported_no_root = True
-                    await self._report(
-                        "the session has no file and no root is configured: nothing to index"
-                    )
+            if index is None:  # a session kept in memory (--no-session): nothing to index
                 return
             self.last_stats = await asyncio.to_thread(index.refresh)
             self.refreshes += 1

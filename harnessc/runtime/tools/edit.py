@@ -23,7 +23,7 @@ from harnessc.runtime.tools.paths import PathError, display_path, resolve_path
 from harnessc.runtime.tools.truncate import cap_text, format_size
 from harnessc.runtime.tools.write import write_root
 
-__all__ = ["Replacement", "apply_edits", "create_edit_tool"]
+__all__ = ["Replacement", "apply_edits", "create_edit_tool", "file_diff", "parse_edits"]
 
 _DESCRIPTION = (
     "Edit a file by exact text replacement. Give one or more edits; each old_text must "
@@ -117,7 +117,7 @@ def apply_edits(content: str, edits: list[Replacement], shown: str) -> tuple[str
     return "".join(out), []
 
 
-def _parse_edits(params: dict[str, Any]) -> list[Replacement] | str:
+def parse_edits(params: dict[str, Any]) -> list[Replacement] | str:
     raw = params.get("edits")
     if raw is None and "old_text" in params:
         raw = [{"old_text": params.get("old_text"), "new_text": params.get("new_text", "")}]
@@ -135,7 +135,8 @@ def _parse_edits(params: dict[str, Any]) -> list[Replacement] | str:
     return edits
 
 
-def _diff(before: str, after: str, shown: str) -> tuple[str, int | None]:
+def file_diff(before: str, after: str, shown: str) -> tuple[str, int | None]:
+    """A unified diff of a file's change (2 lines of context) and its first changed line."""
     lines = list(
         difflib.unified_diff(
             before.splitlines(keepends=True),
@@ -165,7 +166,7 @@ def _edit(params: dict[str, Any], context: Any) -> ToolResult:
     except PathError as exc:
         return error_result(str(exc))
     shown = display_path(path, context)
-    edits = _parse_edits(params)
+    edits = parse_edits(params)
     if isinstance(edits, str):
         return error_result(edits)
     try:
@@ -240,7 +241,7 @@ def _edit_once(
         )
     if new_text == text:
         return error_result(f"No changes made to {shown}: every new_text equals its old_text")
-    diff, first_line = _diff(text, new_text, shown)
+    diff, first_line = file_diff(text, new_text, shown)
     out = new_text.replace("\n", "\r\n") if crlf else new_text
     if bom:
         out = "\ufeff" + out

@@ -34,6 +34,7 @@ from harnessc.runtime.cli.sessions import has_exchange
 from harnessc.runtime.cli.shutdown import close_harness
 from harnessc.runtime.cli.summary import RunSummary, model_is_priced
 from harnessc.runtime.harness import AgentHarness, HarnessBusyError, RunResult
+from harnessc.runtime.messages import message_text
 
 __all__ = ["Repl"]
 
@@ -219,6 +220,8 @@ class Repl:
         assert self.reader is not None
         self.busy = True
         self.run_summary.reset()
+        self.run_summary.start()
+        self.summary.start()
         task: asyncio.Future[RunResult] = asyncio.ensure_future(start())
         try:
             while not task.done():
@@ -301,6 +304,8 @@ class Repl:
             self.printer.error(result.reason or "the run failed")
         elif result.status == "aborted":
             self.note("[aborted] the session is kept")
+            for message in self.harness.clear_queues():  # typed for the run that ended
+                self.note(f"[steering] not sent (the run was aborted): {message_text(message)}")
         elif result.status in ("paused", "awaiting_tool") and not (
             self.quit or self.quit_after_run
         ):
@@ -312,6 +317,9 @@ class Repl:
 
         self.printer.close()  # the spinner stops while we ask
         self.note(f"[permission] {describe_call(tool, args)}: {decision.reason}")
+        diff = await self._preview(tool, args)
+        if diff:
+            self.printer.diff(diff)
         loop = asyncio.get_running_loop()
         self._question = loop.create_future()
         self.out.write("allow? [y]es / [n]o / [a]lways for this session: ")
@@ -330,6 +338,17 @@ class Repl:
         if answer not in ("y", "yes", "a", "always"):
             self.note("[permission] denied")
         return answer
+
+    async def _preview(self, tool: str, args: Any) -> str | None:
+        """What an edit or write would change, read before the question is asked."""
+        from harnessc.runtime.tools.preview import preview_change
+
+        if tool not in ("write", "edit"):
+            return None
+        context = await self.harness.tool_context.resolve()
+        if context is None:
+            context = {"cwd": self.cli.cwd}
+        return await asyncio.to_thread(preview_change, tool, args, context)
 
     # -- pull points -------------------------------------------------------------
 
@@ -351,7 +370,12 @@ class Repl:
 
             discard_if_empty(options.session)
             options.session = session
-        self.cli.apply_overrides(options)
+        old_gate = self.cli.gate
+        self.cli.apply_overrides(options)  # a new gate: it asks here, as the old one did
+        if self.cli.gate is not None:
+            self.cli.gate.asker = self.ask_permission
+            if old_gate is not None and session.id == old.session.id:  # "always" answers
+                self.cli.gate.remembered = [*old_gate.remembered]
         if old.options.provider is not None and options.provider is None:
             options.provider = old.options.provider
         harness = AgentHarness(options)
