@@ -11,7 +11,9 @@ The hook's result is its shell's exit: output still arriving is read for
 background neither holds the run up nor outlives it. After ``timeout_s`` (default 60)
 the group is killed and the hook counts as failed: an error event, and at ``tool_call``
 the call is blocked (fail closed), as it is when the command cannot start or the
-program is missing or not executable (exit 127 / 126). At most 1 MB of stdout and of
+program is missing or not executable (exit 127 / 126), and when its answer cannot be
+read (malformed JSON, or JSON not in Claude Code's shape: an unknown or mistyped field);
+an unreadable answer at UserPromptSubmit drops the prompt. At most 1 MB of stdout and of
 stderr is kept; the rest is read and dropped.
 
 Environment: the caller's, plus ``CLAUDE_PROJECT_DIR`` and ``HARNESSC_PROJECT_DIR``
@@ -244,7 +246,7 @@ class CommandHook:
         self.matcher = matcher
         self._matches = compile_matcher(matcher)
         self._started: weakref.WeakSet[Any] = weakref.WeakSet()  # SessionStart: once each
-        short = command if len(command) <= 60 else command[:57] + "..."
+        short = command if len(command) <= 60 else "..." + command[-57:]  # the script name
         self.label = f"command hook {short!r}"
 
     def __repr__(self) -> str:
@@ -295,10 +297,16 @@ class CommandHook:
         stdout = _decode(run.stdout, run.stdout_truncated)
         stderr = _decode(run.stderr, run.stderr_truncated)
         call = HookCall(name, self.moment, event, harness, self.label, tool_base=base)
-        if run.returncode != 0:
-            outcome = interpret_exit(call, run.returncode, stdout, stderr)
-        else:
-            outcome = self._interpret(call, stdout)
+        try:
+            if run.returncode != 0:
+                outcome = interpret_exit(call, run.returncode, stdout, stderr)
+            else:
+                outcome = self._interpret(call, stdout)
+        except HookProtocolError as exc:
+            if name != "UserPromptSubmit":
+                raise  # reported by the harness; at tool_call the call is blocked
+            # a prompt guard whose answer cannot be read drops the prompt (fail closed)
+            outcome = HookOutcome(errors=[str(exc)], blocked_prompt="its answer could not be read")
         return await _deliver(outcome, harness, self.moment, self.label)
 
     def _interpret(self, call: HookCall, stdout: str) -> HookOutcome:
