@@ -18,7 +18,9 @@ stderr is kept; the rest is read and dropped.
 
 Environment: the caller's, plus ``CLAUDE_PROJECT_DIR`` and ``HARNESSC_PROJECT_DIR``
 (the agent's working directory), ``HARNESSC_SPEC_DIR`` (the spec's folder),
-``HARNESSC_HOOK_EVENT`` (the harnessc moment) and ``HARNESSC_SESSION_ID``.
+``HARNESSC_HOOK_EVENT`` (the harnessc moment) and ``HARNESSC_SESSION_ID``; at
+SessionStart also ``CLAUDE_ENV_FILE``, whose ``export`` lines reach the session's bash
+tool (``session_env``).
 """
 
 from __future__ import annotations
@@ -52,6 +54,13 @@ from harnessc.runtime.extensions.claude_output import (
     interpret_text,
 )
 from harnessc.runtime.extensions.protocol import HookProtocolError, HookTimeoutError
+from harnessc.runtime.extensions.session_env import (
+    ENV_FILE_VARIABLE,
+    EnvFile,
+    EnvFileExports,
+    apply_session_env,
+    session_env,
+)
 from harnessc.runtime.hooks import HookSpec, canonical_hook_name
 from harnessc.runtime.secrets import scrubbed_environ
 
@@ -286,14 +295,24 @@ class CommandHook:
         payload = await claude_payload(self.moment, event, harness, event_name=name, base=base)
         cwd = self.cwd or payload["cwd"]
         data = json.dumps(payload, ensure_ascii=False, default=repr).encode("utf-8", "replace")
+        env = self._env(payload, cwd)
+        env_file = EnvFile() if name == "SessionStart" else None
+        if env_file is not None:
+            env[ENV_FILE_VARIABLE] = env_file.path
         try:
             run = await run_hook_command(
-                self.program, data, cwd=cwd, timeout_s=self.timeout_s, env=self._env(payload, cwd)
+                self.program, data, cwd=cwd, timeout_s=self.timeout_s, env=env
             )
         except HookTimeoutError as exc:
             raise HookTimeoutError(f"{self.label}: {exc}") from None
         except OSError as exc:
             raise HookProtocolError(f"{self.label} could not start: {exc}") from exc
+        finally:
+            exports = None
+            if env_file is not None:
+                exports = env_file.read({**scrubbed_environ(), **session_env(harness)})
+        if exports is not None:
+            await self._apply_env(harness, exports)
         stdout = _decode(run.stdout, run.stdout_truncated)
         stderr = _decode(run.stderr, run.stderr_truncated)
         call = HookCall(name, self.moment, event, harness, self.label, tool_base=base)
@@ -308,6 +327,19 @@ class CommandHook:
             # a prompt guard whose answer cannot be read drops the prompt (fail closed)
             outcome = HookOutcome(errors=[str(exc)], blocked_prompt="its answer could not be read")
         return await _deliver(outcome, harness, self.moment, self.label)
+
+    async def _apply_env(self, harness: Any, exports: EnvFileExports) -> None:
+        """The SessionStart hook's ``CLAUDE_ENV_FILE`` exports, into the session's bash."""
+        warnings = [f"{self.label}: {ENV_FILE_VARIABLE} {text}" for text in exports.warnings]
+        if not apply_session_env(harness, exports.values):
+            warnings.append(
+                f"{self.label}: {ENV_FILE_VARIABLE} exports not applied: the tool context "
+                "is not a mapping"
+            )
+        for text in warnings:
+            await _emit(
+                harness, NoticeEvent(source="hook:SessionStart", level="warning", message=text)
+            )
 
     def _interpret(self, call: HookCall, stdout: str) -> HookOutcome:
         text = stdout.strip()
