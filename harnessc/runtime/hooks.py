@@ -24,9 +24,11 @@ from harnessc.runtime.messages import Message, ToolCall, Usage, UserContent
 
 __all__ = [
     "ACTING_HOOKS",
+    "APPROVAL_PAUSE",
     "HOOK_ALIASES",
     "HOOK_NAMES",
     "MOMENT_RESULT_TYPES",
+    "PERMISSION_PAUSE",
     "SEED_004_TOPICS",
     "AfterPlanEvent",
     "AfterPlanResult",
@@ -54,6 +56,7 @@ __all__ = [
     "ToolResultEvent",
     "ToolResultPatch",
     "UnknownHookError",
+    "asks_for_approval",
     "canonical_hook_name",
     "hook_result_problem",
 ]
@@ -335,6 +338,18 @@ class PauseRequest:
     """Any hook may return this to pause the run back to IDLE ("needs review")."""
 
     reason: str = "needs_review"
+
+
+# The pauses that ask the user about a held tool call start with one of these (the rest
+# of the reason says what and why): a permission rule's ``ask``, and a hook's (Claude
+# Code's ``permissionDecision: "ask"``). Claude Code calls both a permission prompt.
+PERMISSION_PAUSE = "permission needed: "
+APPROVAL_PAUSE = "approval needed: "
+
+
+def asks_for_approval(reason: str) -> bool:
+    """True when a pause with ``reason`` waits for the user's answer about a tool call."""
+    return reason.startswith((PERMISSION_PAUSE, APPROVAL_PAUSE))
 
 
 class HookProtocolError(RuntimeError):

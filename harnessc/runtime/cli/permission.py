@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from harnessc.runtime.cli.args import UsageError
+from harnessc.runtime.hooks import PERMISSION_PAUSE
 from harnessc.runtime.tools.permission_gate import (
     PermissionGate,
     describe_call,
@@ -16,8 +17,6 @@ from harnessc.runtime.tools.permission_gate import (
 )
 
 __all__ = ["PERMISSION_PAUSE", "answer_asks", "install_gate", "is_permission_pause"]
-
-PERMISSION_PAUSE = "permission needed: "
 
 
 def is_permission_pause(reason: str) -> bool:

@@ -39,6 +39,7 @@ from harnessc.runtime.extensions.claude_tools import ToolMappingError, harnessc_
 from harnessc.runtime.extensions.protocol import HookProtocolError, block_result
 from harnessc.runtime.hooks import (
     ACTING_HOOKS,
+    APPROVAL_PAUSE,
     BeforeAgentStartResult,
     PauseRequest,
     SessionBeforeCompactResult,
@@ -210,7 +211,7 @@ def _pre_tool_use(call: HookCall, data: Mapping[str, Any], specific: Mapping[str
     if permission == "deny" or (permission is None and decision in ("block", "deny")):
         return ToolCallResult(block=True, reason=_clip(why) or f"denied by {call.label}")
     if permission == "ask":
-        return PauseRequest(reason=f"approval needed: {_clip(why) or call.label}")
+        return PauseRequest(reason=APPROVAL_PAUSE + (_clip(why) or call.label))
     updated = specific.get("updatedInput")
     if updated is None:
         return None

@@ -61,7 +61,7 @@ from harnessc.runtime.extensions.session_env import (
     apply_session_env,
     session_env,
 )
-from harnessc.runtime.hooks import HookSpec, canonical_hook_name
+from harnessc.runtime.hooks import HookSpec, asks_for_approval, canonical_hook_name
 from harnessc.runtime.secrets import scrubbed_environ
 
 __all__ = [
@@ -365,7 +365,7 @@ def _match_value(name: str, event: Any, harness: Any) -> str | None:
         return "manual" if getattr(event, "custom_instructions", None) is not None else "auto"
     if name == "Notification":
         reason = str(getattr(event, "reason", "") or "")
-        return "permission_prompt" if reason.startswith("approval needed") else "idle_prompt"
+        return "permission_prompt" if asks_for_approval(reason) else "idle_prompt"
     return None
 
 
