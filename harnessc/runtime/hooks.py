@@ -400,11 +400,22 @@ def _fits(value: Any, annotation: Any) -> bool:
     return True
 
 
+_FIELD_TYPES: dict[type[Any], dict[str, Any]] = {}
+
+
+def _field_types(cls: type[Any]) -> dict[str, Any]:
+    hints = _FIELD_TYPES.get(cls)
+    if hints is None:
+        try:
+            hints = typing.get_type_hints(cls)
+        except Exception:  # an annotation that cannot be resolved is not checked
+            hints = {}
+        _FIELD_TYPES[cls] = hints
+    return hints
+
+
 def _field_problem(cls: type[Any], values: Mapping[str, Any]) -> str | None:
-    try:
-        hints = typing.get_type_hints(cls)
-    except Exception:  # an annotation that cannot be resolved is not checked
-        return None
+    hints = _field_types(cls)
     for name, value in values.items():
         annotation = hints.get(name)
         if annotation is not None and not _fits(value, annotation):
