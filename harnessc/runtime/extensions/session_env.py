@@ -258,7 +258,9 @@ def apply_session_env(harness: Any, values: Mapping[str, str]) -> bool:
     if current is not None:
         current.update(values)
         return True
-    source = getattr(getattr(harness, "options", None), "tool_context", None)
+    source = getattr(harness, "tool_context", None)  # the current source, where known
+    if not isinstance(source, ToolContextSource):
+        source = getattr(getattr(harness, "options", None), "tool_context", None)
     set_tool_context = getattr(harness, "set_tool_context", None)
     if set_tool_context is None:
         return False
