@@ -20,6 +20,7 @@ __all__ = [
     "CommandOutcome",
     "CommandRegistry",
     "DuplicateCommandError",
+    "did_you_mean",
     "split_command",
 ]
 
@@ -140,7 +141,9 @@ class CommandRegistry:
 
     def unknown_message(self, name: str, resources: Any = None) -> str:
         known = self.known(resources)
-        return f"unknown command /{name}; known commands: {', '.join(known) or 'none'}"
+        close = did_you_mean(name, known)
+        guess = f" (did you mean {' or '.join(close)}?)" if close else ""
+        return f"unknown command /{name}{guess}; known commands: {', '.join(known) or 'none'}"
 
     def help_text(self, resources: Any = None) -> str:
         """One line per command: ``/name  description``."""
@@ -194,3 +197,10 @@ def _expand(function: str, text: str, items: Iterable[Any] | None) -> str | None
         return None
     result = expander(text, list(items or ()))
     return None if result is None else str(result)
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> list[str]:
+    """The ``/commands`` of ``known`` close to a mistyped ``/name`` (``/reviw``: ``/review``)."""
+    import difflib
+
+    return difflib.get_close_matches(f"/{name}", sorted(set(known)), n=3, cutoff=0.7)

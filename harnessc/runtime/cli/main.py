@@ -364,8 +364,11 @@ class CliInvocation:
             _close(session)
 
     async def prepare(self, harness: AgentHarness) -> None:
-        """Overrides that go through the harness (recorded in the session), --watch."""
+        """Overrides that go through the harness (recorded in the session), --watch; the
+        skills' and templates' diagnostics, shown once at the start (as pi does)."""
         args = self.args
+        for problem in harness.resources.diagnostics:
+            self.err.write(f"[resources] {problem.path}: {problem.message}\n")
         if args.model is not None and args.model != harness.model_key():
             await harness.set_model(args.model)
         if args.thinking is not None and args.thinking != harness.thinking_level.value:
