@@ -240,7 +240,10 @@ def test_a_harness_refreshes_changed_tool_lists_between_turns_and_offers_prompts
         assert "mcp__notes__extra" not in harness.tools
         assert any("'absent' failed to start" in n and "required: false" in n for n in notices)
         outcome = asyncio.run(harness.commands.dispatch("mcp__notes__summarize", "cats"))
-        assert (outcome.kind, outcome.text) == ("prompt", "Summarize what the notes say about cats.")
+        assert (outcome.kind, outcome.text) == (
+            "prompt",
+            "Summarize what the notes say about cats.",
+        )
 
         # a server dying in the middle of a call: an error result, not repeated;
         # the next call restarts it
