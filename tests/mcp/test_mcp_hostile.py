@@ -5,6 +5,7 @@ what the SDK's own server refuses to send); the well-behaved one is the SDK's.""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import sys
@@ -143,3 +144,72 @@ def test_tool_names_providers_refuse_are_mapped_to_valid_stable_unique_names(
     again.harness.prompt_sync("go")
     assert sorted(n for n in again.tool_names() if n.startswith("mcp__h__")) == sorted(names)
     assert again.results()[hello] == "called héllo"
+
+
+# -- schemas -------------------------------------------------------------------------
+
+
+def test_one_invalid_tool_is_skipped_by_name_and_the_server_still_starts(run_with: Any) -> None:
+    tools = [
+        {"name": "listed_as_array", "inputSchema": {"type": "array"}},  # the SDK rejects
+        {"name": 42, "inputSchema": {"type": "object"}},
+        {"name": "bad_regex", "inputSchema": _with({"type": "string", "pattern": "(open"})},
+        {"name": "bad_ref", "inputSchema": _with({"$ref": "#/$defs/missing"})},
+        {"name": "far_ref", "inputSchema": _with({"$ref": "https://example.com/s.json"})},
+        {"name": "bad_length", "inputSchema": _with({"type": "string", "minLength": "x"})},
+        {
+            "name": "good_ref",
+            "inputSchema": {
+                "type": "object",
+                "$defs": {"q": {"type": "string", "pattern": "^[a-z]+$"}},
+                "properties": {"q": {"$ref": "#/$defs/q"}},
+            },
+        },
+    ]
+    run = run_with(
+        [hostile("h", HOSTILE_TOOLS=json.dumps(tools))],
+        [reply_tool_calls([("mcp__h__good_ref", {"q": "abc"})]), reply_text("done")],
+    )
+    result = run.harness.prompt_sync("go")
+    assert result.status == "done", result  # the required server started
+    names = run.tool_names()
+    assert "mcp__h__echo" in names and "mcp__h__good_ref" in names
+    assert run.results()["mcp__h__good_ref"] == "called good_ref"
+    for bad, why in (
+        ("listed_as_array", "inputSchema.type"),
+        ("42", "name"),
+        ("bad_regex", "is not a 'regex'"),
+        ("bad_ref", "'#/$defs/missing' does not resolve"),
+        ("far_ref", "does not resolve"),
+        ("bad_length", "is not of type 'integer'"),
+    ):
+        assert f"mcp__h__{bad}" not in names
+        said = [
+            n for n in run.notices if f"tool '{bad}' skipped" in n or f"tool {bad} skipped" in n
+        ]
+        assert said and why in said[0], (bad, run.notices)
+
+
+def _with(prop: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": {"a": prop}}
+
+
+# -- deadlines -----------------------------------------------------------------------
+
+
+def test_silence_after_tools_list_changed_keeps_the_last_list_and_goes_on(run_with: Any) -> None:
+    server = hostile("h")
+    server.timeout_s = 1.0
+    run = run_with(
+        [server],
+        [
+            reply_tool_calls([("mcp__h__change", {})]),
+            reply_tool_calls([("mcp__h__echo", {"text": "still here"})]),
+            reply_text("done"),
+        ],
+    )
+    result = asyncio.run(asyncio.wait_for(run.harness.prompt("go"), 60))
+    assert result.status == "done", result
+    assert run.results()["mcp__h__echo"] == "still here"
+    assert "mcp__h__echo" in run.tool_names(1)  # the last list, kept
+    assert any("listing its tools again failed" in n for n in run.notices), run.notices

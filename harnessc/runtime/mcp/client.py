@@ -25,6 +25,8 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
+from mcp_types import methods as _methods
+from pydantic import ValidationError
 
 from harnessc.runtime.mcp.config import McpServerConfig
 
@@ -54,6 +56,29 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+async def _raw_request(session: ClientSession, request: Any) -> dict[str, Any]:
+    """``request`` sent as ``send_request`` sends it, its result returned unvalidated."""
+    data = request.model_dump(by_alias=True, mode="json", exclude_none=True)
+    opts: dict[str, Any] = {}
+    session._stamp(data, opts)  # type: ignore[arg-type]
+    if session._session_read_timeout_seconds is not None:
+        opts["timeout"] = session._session_read_timeout_seconds
+    raw = await session._dispatcher.send_raw_request(data["method"], data.get("params"), opts)  # type: ignore[arg-type]
+    if not isinstance(raw, dict):
+        raise McpStartError(f"{data['method']} answered {type(raw).__name__}, not an object")
+    return raw
+
+
+def _invalid(exc: BaseException) -> str:
+    """One line for a tool the protocol's schema rejects."""
+    if isinstance(exc, ValidationError) and exc.errors():
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        return f"{where + ': ' if where else ''}{first.get('msg', 'invalid')}{more}"
+    return _describe(exc).splitlines()[0]
+
+
 class ServerConnection:
     """A server's session; every method runs on the MCP loop."""
 
@@ -64,6 +89,7 @@ class ServerConnection:
         self.environ = dict(environ)
         self.log_path = log_dir / f"mcp-{config.name}.log"
         self.tools: list[Any] = []
+        self.skipped: list[tuple[str, str]] = []  # (tool name, why) of invalid tools
         self.prompts: list[Any] = []
         self.tools_changed = False
         self.prompts_changed = False
@@ -132,7 +158,12 @@ class ServerConnection:
                 read, write = await self._transport(stack)
                 watched = await self._watch(stack, read)
                 session = await stack.enter_async_context(
-                    ClientSession(watched, write, message_handler=self._on_message)
+                    ClientSession(
+                        watched,
+                        write,
+                        read_timeout_seconds=self.config.timeout_s,  # every request's deadline
+                        message_handler=self._on_message,
+                    )
                 )
                 await session.initialize()
                 self._session = session
@@ -204,30 +235,59 @@ class ServerConnection:
             self.prompts_changed = True
 
     async def _list(self, session: ClientSession) -> None:
-        tools: list[Any] = []
+        tools, skipped = await self._list_tools(session)
+        caps = session.server_capabilities
+        prompts: list[Any] = []
+        if caps is not None and caps.prompts is not None:
+            with contextlib.suppress(MCPError, ValidationError):
+                prompts = list((await session.list_prompts()).prompts)
+        self.tools, self.skipped = tools, skipped
+        self.prompts = prompts
+        self.tools_changed = self.prompts_changed = False
+
+    async def _list_tools(self, session: ClientSession) -> tuple[list[Any], list[tuple[str, str]]]:
+        """Every page of ``tools/list``, each tool validated on its own: one bad tool
+        is skipped (with the reason), not the whole list. The SDK's typed call rejects
+        the entire result for one tool, so the request is sent raw."""
+        raw_tools: list[Any] = []
         cursor: str | None = None
         while True:
             params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-            page = await session.list_tools(params=params)
-            tools.extend(page.tools)
-            cursor = page.next_cursor
-            if not cursor:
+            page = await _raw_request(session, types.ListToolsRequest(params=params))
+            listed = page.get("tools")
+            if not isinstance(listed, list):
+                raise McpStartError(f"mcp server {self.config.name!r}: tools/list has no tool list")
+            raw_tools += listed
+            next_cursor = page.get("nextCursor")
+            cursor = next_cursor if isinstance(next_cursor, str) and next_cursor else None
+            if cursor is None:
                 break
-        self.tools = tools
-        self.tools_changed = False
-        caps = session.server_capabilities
-        self.prompts = []
-        if caps is not None and caps.prompts is not None:
-            with contextlib.suppress(MCPError):
-                self.prompts = list((await session.list_prompts()).prompts)
-        self.prompts_changed = False
+        version = session.protocol_version or types.LATEST_PROTOCOL_VERSION
+        tools: list[Any] = []
+        skipped: list[tuple[str, str]] = []
+        for item in raw_tools:
+            name = item.get("name") if isinstance(item, dict) else None
+            label = name if isinstance(name, str) else repr(name)[:80]
+            try:
+                with contextlib.suppress(KeyError):  # a method or version the SDK lacks
+                    _methods.validate_server_result("tools/list", version, {"tools": [item]})
+                tools.append(types.Tool.model_validate(item, by_name=False))
+            except (ValidationError, ValueError, TypeError) as exc:
+                skipped.append((label, _invalid(exc)))
+        absorb = getattr(session, "_absorb_tool_listing", None)
+        if absorb is not None:  # the SDK keeps the output schemas to check results with
+            absorb(types.ListToolsResult(tools=tools), complete=True)
+        return tools, skipped
 
     async def refresh(self) -> bool:
-        """Re-list after a list_changed notification; True when something changed."""
+        """Re-list after a list_changed notification; True when something changed.
+
+        A listing that fails or times out keeps the last lists (and raises)."""
         if not (self.tools_changed or self.prompts_changed) or not self.alive:
             return False
         assert self._session is not None
-        await self._list(self._session)
+        self.tools_changed = self.prompts_changed = False
+        await asyncio.wait_for(self._list(self._session), self.config.timeout_s + 1.0)
         return True
 
     # -- calls -----------------------------------------------------------------------

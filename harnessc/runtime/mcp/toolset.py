@@ -169,7 +169,11 @@ class McpToolset:
                     if await run_in_mcp_loop(connection.refresh()):
                         changed.append(name)
                 except Exception as exc:
-                    await self._notice(f"mcp server {name!r}: listing again failed: {exc}")
+                    why = "it did not answer in time" if isinstance(exc, TimeoutError) else exc
+                    await self._notice(
+                        f"mcp server {name!r}: listing its tools again failed ({why}); "
+                        "keeping its last tool list"
+                    )
         for server in self.servers:
             if server.name in changed:
                 for message in await self._register(server):
@@ -202,6 +206,9 @@ class McpToolset:
         collisions: list[str] = []
         warnings: list[str] = []
         where = f"mcp server {server.name!r}"
+        for remote, why in connection.skipped:
+            if server.wants(remote):
+                warnings.append(f"{where}: tool {remote!r} skipped: {why}")
         for listed in connection.tools:
             remote = listed.name
             if not server.wants(remote):
