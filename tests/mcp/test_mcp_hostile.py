@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
+import signal
+import stat
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -25,7 +28,7 @@ from harnessc.runtime.session import Session
 from harnessc.runtime.tools import builtin_tools
 from harnessc.testing import mcp_hostile
 
-from .mcpkit import SERVER, recorded_pids, wait_gone
+from .mcpkit import SERVER, alive, recorded_pids, wait_gone
 
 HOSTILE = Path(mcp_hostile.__file__).resolve()
 VALID = r"^[a-zA-Z0-9_-]{1,64}$"
@@ -213,3 +216,53 @@ def test_silence_after_tools_list_changed_keeps_the_last_list_and_goes_on(run_wi
     assert run.results()["mcp__h__echo"] == "still here"
     assert "mcp__h__echo" in run.tool_names(1)  # the last list, kept
     assert any("listing its tools again failed" in n for n in run.notices), run.notices
+
+
+# -- processes and logs --------------------------------------------------------------
+
+
+def test_the_children_a_server_started_die_with_it_on_every_path(
+    run_with: Any, tmp_path: Path
+) -> None:
+    child = tmp_path / "child-1"
+    run = run_with([hostile("h", HOSTILE_CHILD=str(child))], [reply_text("done")])
+    run.harness.prompt_sync("go")
+    grandchild = int(child.read_text())
+    assert alive(grandchild)
+    run.toolset.close()  # stdin closed: the server exits by itself, its child is killed
+    assert wait_gone([grandchild]) == []
+
+    # the server dies while the agent runs: what it left in its group goes at once
+    child = tmp_path / "child-2"
+    run = run_with(
+        [hostile("k", HOSTILE_CHILD=str(child))],
+        [reply_tool_calls([("mcp__k__echo", {"text": "x"})]), reply_text("done")],
+    )
+    run.harness.prompt_sync("go")
+    grandchild = int(child.read_text())
+    [server] = [p for p in recorded_pids(tmp_path / "pids") if alive(p)]
+    os.kill(server, signal.SIGKILL)
+    assert wait_gone([server, grandchild]) == []
+
+
+def test_a_server_log_is_private_capped_and_takes_stdout_noise_as_one_line(
+    run_with: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("HARNESSC_MCP_LOG_MAX_MB", "1")
+    env = {"HOSTILE_STDERR_MB": "3", "HOSTILE_BANNER": "Noisy server v1 ready!"}
+    run = run_with([hostile("noisy", **env)], [reply_text("done")])
+    assert run.harness.prompt_sync("go").status == "done"
+    run.toolset.close()
+    logs = tmp_path / ".harnessc" / "logs"
+    log, rotated = logs / "mcp-noisy.log", logs / "mcp-noisy.log.1"
+    assert stat.S_IMODE(os.stat(logs).st_mode) == 0o700
+    for file in (log, rotated):
+        assert stat.S_IMODE(os.stat(file).st_mode) == 0o600
+        assert os.path.getsize(file) <= 1024 * 1024
+    banner = [line for line in log.read_text().splitlines() if "Noisy server" in line]
+    assert len(banner) == 1 and "not JSON-RPC" in banner[0]
+    out, err = capfd.readouterr()
+    assert "Traceback" not in err and "Noisy server" not in err + out

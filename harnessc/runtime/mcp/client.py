@@ -4,7 +4,7 @@
 initializes it and lists its tools and prompts, within the server's ``timeout_s``.
 One owner task holds the SDK's context managers for the connection's whole life (anyio
 needs them entered and left in one task); ``close()`` ends it, which for stdio closes
-the child's stdin, then SIGTERM, then SIGKILL on its process group. The read stream is
+the child's stdin, then SIGTERM, then SIGKILL on its process group (``stdio.py``). The read stream is
 watched, so a server that died between two calls is noticed before the next one is
 sent: that call restarts it once and goes through; a call in flight when the server
 dies may have reached it, so it is not repeated.
@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
+import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import anyio
 import mcp_types as types
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
@@ -29,8 +29,16 @@ from mcp_types import methods as _methods
 from pydantic import ValidationError
 
 from harnessc.runtime.mcp.config import McpServerConfig
+from harnessc.runtime.mcp.serverlog import ServerLog
+from harnessc.runtime.mcp.stdio import stdio_transport
 
 __all__ = ["CallOutcome", "McpStartError", "ServerConnection"]
+
+
+# The SDK logs a server's misbehaviour with tracebacks; without a handler of the
+# application's, Python's last-resort handler would print them on the agent's terminal.
+# What matters reaches the agent as errors and notices (and the server's log).
+logging.getLogger("mcp").addHandler(logging.NullHandler())
 
 
 class McpStartError(RuntimeError):
@@ -187,19 +195,19 @@ class ServerConnection:
     async def _transport(self, stack: contextlib.AsyncExitStack) -> tuple[Any, Any]:
         config = self.config
         if config.command is not None:
-            self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            errlog: TextIO = stack.enter_context(
-                open(self.log_path, "a", encoding="utf-8")  # noqa: SIM115 - closed by the stack
+            log = ServerLog(self.log_path)
+            log.open()
+            stack.callback(log.close)
+            log.note(f"starting {config.command}")
+            streams = await stack.enter_async_context(
+                stdio_transport(
+                    config.command,
+                    config.resolved_args(),
+                    env={**self.environ, **config.env},
+                    cwd=config.resolved_cwd(),
+                    log=log,
+                )
             )
-            errlog.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {config.command}\n")
-            errlog.flush()
-            params = StdioServerParameters(
-                command=config.command,
-                args=config.resolved_args(),
-                env={**self.environ, **config.env},
-                cwd=config.resolved_cwd(),
-            )
-            streams = await stack.enter_async_context(stdio_client(params, errlog=errlog))
         else:
             assert config.url is not None
             client = create_mcp_http_client(headers=dict(config.headers) or None)
