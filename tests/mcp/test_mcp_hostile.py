@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from harnessc.runtime.harness import AgentHarness
-from harnessc.runtime.mcp import McpServerConfig, McpToolset
+from harnessc.runtime.mcp import McpServerConfig, McpToolset, load_mcp_json
 from harnessc.runtime.messages import ToolResultMessage
 from harnessc.runtime.options import AgentHarnessOptions, Model
 from harnessc.runtime.providers.scripted import ScriptedProvider, reply_text, reply_tool_calls
@@ -28,7 +28,7 @@ from harnessc.runtime.session import Session
 from harnessc.runtime.tools import builtin_tools
 from harnessc.testing import mcp_hostile
 
-from .mcpkit import SERVER, alive, recorded_pids, wait_gone
+from .mcpkit import SERVER, alive, free_port, recorded_pids, wait_gone
 
 HOSTILE = Path(mcp_hostile.__file__).resolve()
 VALID = r"^[a-zA-Z0-9_-]{1,64}$"
@@ -266,3 +266,47 @@ def test_a_server_log_is_private_capped_and_takes_stdout_noise_as_one_line(
     assert len(banner) == 1 and "not JSON-RPC" in banner[0]
     out, err = capfd.readouterr()
     assert "Traceback" not in err and "Noisy server" not in err + out
+
+
+# -- required servers, every run -----------------------------------------------------
+
+
+def test_a_required_server_fails_every_run_closed_until_it_is_up(
+    run_with: Any, tmp_path: Path
+) -> None:
+    script = tmp_path / "later_server.py"  # not there yet: the server cannot start
+    server = McpServerConfig(name="later", command=sys.executable, args=[str(script)], timeout_s=20)
+    run = run_with([server], [reply_text("one"), reply_text("two"), reply_text("three")])
+    for _ in range(2):  # the same harness, run after run (a REPL, a service)
+        result = run.harness.prompt_sync("go")
+        assert result.status == "error" and "'later' failed to start" in (result.reason or "")
+        assert run.provider.requests == []
+    script.write_text(SERVER.read_text())
+    result = run.harness.prompt_sync("go")
+    assert result.status == "done", result
+    assert "mcp__later__search" in run.tool_names(0)
+
+
+def test_servers_of_an_mcp_json_file_are_optional(run_with: Any, tmp_path: Path) -> None:
+    # getsentry/sentry-mcp's .mcp.json, its servers on loopback ports nothing listens on
+    closed = [free_port() for _ in range(3)]
+    file = tmp_path / ".mcp.json"
+    file.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "sentry": {"type": "http", "url": f"http://127.0.0.1:{closed[0]}/mcp/sentry"},
+                    "sentry-dev": {"type": "http", "url": f"http://localhost:{closed[1]}/mcp/s"},
+                    "spotlight": {"type": "http", "url": f"http://localhost:{closed[2]}/mcp"},
+                }
+            }
+        )
+    )
+    servers = load_mcp_json(file)
+    assert [s.required for s in servers] == [False, False, False]
+    for server in servers:
+        server.timeout_s = 5
+    run = run_with(servers, [reply_text("reached")])
+    result = run.harness.prompt_sync("go")
+    assert result.status == "done" and len(run.provider.requests) == 1, result
+    assert sum("going on without it" in n for n in run.notices) == 3, run.notices

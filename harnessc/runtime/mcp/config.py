@@ -148,7 +148,10 @@ _JSON_KEYS = frozenset({"type", "command", "args", "env", "cwd", "url", "headers
 def load_mcp_json(
     path: str | os.PathLike[str], *, base_dir: str | None = None
 ) -> list[McpServerConfig]:
-    """The servers of an ``mcpServers`` file (Claude Code ``.mcp.json``, Claude Desktop)."""
+    """The servers of an ``mcpServers`` file (Claude Code ``.mcp.json``, Claude Desktop).
+
+    They are optional (``required=False``): as in Claude Code, a server of the file that
+    cannot start is reported and the agent goes on without it."""
     file = Path(path)
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
@@ -179,6 +182,7 @@ def load_mcp_json(
             url=expand_env(entry["url"]) if isinstance(entry.get("url"), str) else None,
             headers=_mapping(entry.get("headers", {}), f"{where}.headers"),
             base_dir=base_dir if base_dir is not None else str(file.parent),
+            required=False,  # as Claude Code: one that cannot start is reported, not fatal
         )
         try:
             config.validate()
