@@ -6,11 +6,13 @@ what the SDK's own server refuses to send); the well-behaved one is the SDK's.""
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import re
 import signal
 import stat
+import struct
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -21,6 +23,7 @@ import pytest
 
 from harnessc.runtime.harness import AgentHarness
 from harnessc.runtime.mcp import McpServerConfig, McpToolset, load_mcp_json
+from harnessc.runtime.mcp.images import check_image, image_size
 from harnessc.runtime.messages import ToolResultMessage
 from harnessc.runtime.options import AgentHarnessOptions, Model
 from harnessc.runtime.providers.scripted import ScriptedProvider, reply_text, reply_tool_calls
@@ -310,3 +313,47 @@ def test_servers_of_an_mcp_json_file_are_optional(run_with: Any, tmp_path: Path)
     result = run.harness.prompt_sync("go")
     assert result.status == "done" and len(run.provider.requests) == 1, result
     assert sum("going on without it" in n for n in run.notices) == 3, run.notices
+
+
+# -- images --------------------------------------------------------------------------
+
+
+def _png(width: int, height: int) -> bytes:
+    return b"\x89PNG\r\n\x1a\n" + struct.pack(">I4sII", 13, b"IHDR", width, height) + b"\x08\x06"
+
+
+def test_image_headers_are_read_with_the_standard_library() -> None:
+    assert image_size(_png(3, 4)) == ("image/png", 3, 4)
+    assert image_size(b"GIF89a" + struct.pack("<HH", 5, 6) + b"\x00") == ("image/gif", 5, 6)
+    jpeg = b"\xff\xd8" + b"\xff\xe0" + struct.pack(">H", 4) + b"JF"
+    jpeg += b"\xff\xc0" + struct.pack(">HBHH", 11, 8, 7, 9) + b"\x03"
+    assert image_size(jpeg) == ("image/jpeg", 9, 7)
+    webp = b"RIFF\x00\x00\x00\x00WEBPVP8X" + b"\x0a\x00\x00\x00" + b"\x00" * 4
+    webp += (99).to_bytes(3, "little") + (49).to_bytes(3, "little")
+    assert image_size(webp) == ("image/webp", 100, 50)
+    assert image_size(b"plain text") is None
+
+    def encoded(raw: bytes) -> str:
+        return base64.b64encode(raw).decode()
+
+    fine = check_image(encoded(_png(3, 4)), "image/jpeg")
+    assert (fine.problem, fine.mime_type) == (None, "image/png")  # the type found wins
+    assert "not valid base64" in (check_image("not base64!!", "image/png").problem or "")
+    assert "not a PNG, JPEG" in (check_image(encoded(b"hello"), "image/png").problem or "")
+    assert "9000x10 pixels" in (check_image(encoded(_png(9000, 10)), "image/png").problem or "")
+    assert "over the 5 MiB" in (check_image("A" * (8 << 20), "image/png").problem or "")
+
+
+def test_a_huge_invalid_image_never_reaches_the_session(run_with: Any) -> None:
+    image = {"data": {"repeat": "!", "times": 12 * 1024 * 1024}, "mimeType": "image/png"}
+    run = run_with(
+        [hostile("h", HOSTILE_IMAGE=json.dumps(image))],
+        [reply_tool_calls([("mcp__h__image", {})]), reply_text("done")],
+    )
+    assert run.harness.prompt_sync("go").status == "done"
+    [result] = [m for m in run.harness.messages if isinstance(m, ToolResultMessage)]
+    assert [c.type for c in result.content] == ["text"]
+    assert "image of the result is not shown" in result.content[0].text
+    assert "over the 5 MiB image limit" in result.content[0].text
+    stored = sum(len(json.dumps(m.to_dict())) for m in run.harness.messages)
+    assert stored < 100_000

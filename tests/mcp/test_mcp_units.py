@@ -30,6 +30,7 @@ from harnessc.spec import parse_spec
 from .mcpkit import SERVER, recorded_pids, wait_gone
 
 REPO = Path(__file__).resolve().parents[2]
+PNG_1PX = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 
 
 def _modules_after(code: str) -> set[str]:
@@ -140,7 +141,7 @@ def test_results_map_text_images_structured_content_and_errors() -> None:
         SimpleNamespace(
             content=[
                 block(type="text", text="hello"),
-                block(type="image", data="AAAA", mime_type="image/png"),
+                block(type="image", data=PNG_1PX, mime_type="image/png"),
                 block(type="audio", data="", mime_type="audio/wav"),
                 block(type="resource", resource=block(uri="file:///a", text="inside")),
             ],

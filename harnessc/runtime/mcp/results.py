@@ -1,8 +1,8 @@
 """MCP tool results and tool listings as harnessc tool results and tool specs.
 
 Works on the SDK's objects by their attributes, so this module imports no SDK code.
-Text is capped like every tool output (``cap_text``); images pass through as image
-content; structured content becomes the result's details (and its JSON is the text
+Text is capped like every tool output (``cap_text``); images are checked
+(``images.py``) and pass as image content, or become a note; structured content becomes the result's details (and its JSON is the text
 when a server sends nothing else); audio and binary resources are described, not sent.
 """
 
@@ -12,6 +12,7 @@ import json
 from typing import Any
 from urllib.parse import unquote
 
+from harnessc.runtime.mcp.images import check_image
 from harnessc.runtime.messages import ImageContent, TextContent
 from harnessc.runtime.tools.base import ToolResult
 from harnessc.runtime.tools.truncate import MAX_BYTES, cap_text
@@ -27,7 +28,11 @@ def to_tool_result(result: Any, *, server: str, tool: str) -> ToolResult:
         if kind == "text":
             texts.append(str(block.text))
         elif kind == "image":
-            images.append(ImageContent(data=str(block.data), mime_type=str(block.mime_type)))
+            image = check_image(getattr(block, "data", None), getattr(block, "mime_type", None))
+            if image.problem is not None:
+                texts.append(f"[an image of the result is not shown: {image.problem}]")
+            else:
+                images.append(ImageContent(data=image.data, mime_type=image.mime_type))
         elif kind == "audio":
             texts.append(f"[audio result ({block.mime_type}) not shown]")
         elif kind == "resource":
