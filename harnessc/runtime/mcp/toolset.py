@@ -4,7 +4,8 @@
 at install: when the first run starts (the ``before_agent_start`` moment, a resumed
 run's ``agent_resume``, or else the first model call) every server starts concurrently on the MCP loop
 (``loop.py``), their tool lists become tools named ``mcp__<server>__<tool>`` (or the
-server's ``prefix``) and their prompts ``/mcp__<server>__<prompt>`` commands. Before
+server's ``prefix``) and their prompts ``/mcp__<server>__<prompt>`` commands (such a
+command before the first run starts the servers to find its prompt). Before
 each model call, servers that sent ``tools/list_changed`` are listed again.
 
 A required server that fails to start ends the run with an error naming it (fail
@@ -96,6 +97,7 @@ class McpToolset:
         harness.on("agent_resume", self._on_start)  # a continued run may start with a tool batch
         harness.on("context", self._on_context)
         harness.on_close(self.aclose)
+        harness.commands.add_loader(self._load_command)
 
     # -- start -----------------------------------------------------------------------
 
@@ -105,6 +107,15 @@ class McpToolset:
     async def _on_context(self, event: Any) -> None:
         await self.start()
         await self.refresh()
+
+    async def _load_command(self, name: str) -> None:
+        """``/<prefix><prompt>`` before the first run: start the servers to learn it."""
+        if self._started or not any(name.startswith(s.tool_name("")) for s in self.servers):
+            return
+        try:
+            await self.start()
+        except McpStartFailed as exc:  # the command stays unknown; say why
+            await self._notice(str(exc))
 
     async def start(self) -> None:
         """Start the servers not running yet; report the ones that fail.
