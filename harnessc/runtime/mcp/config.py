@@ -159,6 +159,8 @@ def load_mcp_json(
         raise McpConfigError(f"cannot read {file}: {exc.strerror or exc}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise McpConfigError(f"{file} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise McpConfigError(f"{file} is not usable JSON: it is nested too deeply") from None
     servers = data.get("mcpServers") if isinstance(data, dict) else None
     if not isinstance(servers, dict):
         raise McpConfigError(f"{file} has no 'mcpServers' object")
