@@ -290,7 +290,9 @@ def test_a_required_server_fails_every_run_closed_until_it_is_up(
     assert "mcp__later__search" in run.tool_names(0)
 
 
-def test_servers_of_an_mcp_json_file_are_optional(run_with: Any, tmp_path: Path) -> None:
+def test_servers_of_an_mcp_json_file_are_optional(
+    run_with: Any, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
     # getsentry/sentry-mcp's .mcp.json, its servers on loopback ports nothing listens on
     closed = [free_port() for _ in range(3)]
     file = tmp_path / ".mcp.json"
@@ -313,6 +315,7 @@ def test_servers_of_an_mcp_json_file_are_optional(run_with: Any, tmp_path: Path)
     result = run.harness.prompt_sync("go")
     assert result.status == "done" and len(run.provider.requests) == 1, result
     assert sum("going on without it" in n for n in run.notices) == 3, run.notices
+    assert "Traceback" not in capfd.readouterr().err
 
 
 # -- images --------------------------------------------------------------------------

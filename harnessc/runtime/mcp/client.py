@@ -134,11 +134,14 @@ class ServerConnection:
                 await self._stop_owner()
                 raise McpStartError(
                     f"mcp server {self.config.name!r} did not answer start-up within "
-                    f"{timeout:g} s (its stderr is in {self.log_path})"
+                    f"{timeout:g} s{self._log_hint()}"
                 ) from None
             except McpStartError:
                 await self._stop_owner()
                 raise
+
+    def _log_hint(self) -> str:
+        return f" (its stderr is in {self.log_path})" if self.config.command is not None else ""
 
     async def close(self) -> None:
         await self._stop_owner()
@@ -184,8 +187,8 @@ class ServerConnection:
             if not ready.done():
                 ready.set_exception(
                     McpStartError(
-                        f"mcp server {self.config.name!r} failed to start: {_describe(exc)} "
-                        f"(its stderr is in {self.log_path})"
+                        f"mcp server {self.config.name!r} failed to start: {_describe(exc)}"
+                        f"{self._log_hint()}"
                     )
                 )
         finally:
