@@ -11,6 +11,7 @@ protocol's schema rejects), so this one writes the lines itself. Run it as a scr
 ``HOSTILE_IMAGE``   a JSON object ``{"data": ..., "mimeType": ...}`` the ``image`` tool returns
                     (``"data": {"repeat": "A", "times": N}`` makes a long string)
 ``HOSTILE_PID_DIR`` a folder: the server writes its pid to ``hostile-<pid>``
+``HOSTILE_ENDLESS_PAGES`` every ``tools/list`` page names the same next page
 
 Tools: ``echo`` (returns its ``text``), ``image``, ``change`` (sends
 ``notifications/tools/list_changed``; every later ``tools/list`` is never answered),
@@ -91,6 +92,8 @@ def _answer(method: str, params: dict[str, Any], state: dict[str, Any]) -> Any:
     if method == "tools/list":
         if state["changed"]:
             return None  # silence: the client waits for an answer that never comes
+        if os.environ.get("HOSTILE_ENDLESS_PAGES"):
+            return {"tools": _tools(), "nextCursor": "again"}
         return {"tools": _tools()}
     if method == "tools/call":
         name = params.get("name")

@@ -196,6 +196,14 @@ def test_one_invalid_tool_is_skipped_by_name_and_the_server_still_starts(run_wit
         assert said and why in said[0], (bad, run.notices)
 
 
+def test_tool_list_pages_that_never_end_fail_the_start_at_once(run_with: Any) -> None:
+    server = hostile("h", HOSTILE_ENDLESS_PAGES="1")
+    server.timeout_s = 60
+    run = run_with([server], [reply_text("never")])
+    result = asyncio.run(asyncio.wait_for(run.harness.prompt("go"), 30))
+    assert result.status == "error" and "tools/list pages do not end" in (result.reason or "")
+
+
 def _with(prop: dict[str, Any]) -> dict[str, Any]:
     return {"type": "object", "properties": {"a": prop}}
 

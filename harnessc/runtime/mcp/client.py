@@ -41,6 +41,9 @@ __all__ = ["CallOutcome", "McpStartError", "ServerConnection"]
 logging.getLogger("mcp").addHandler(logging.NullHandler())
 
 
+_MAX_PAGES = 1000
+
+
 class McpStartError(RuntimeError):
     """A server that could not be started, initialized or listed."""
 
@@ -262,6 +265,7 @@ class ServerConnection:
         the entire result for one tool, so the request is sent raw."""
         raw_tools: list[Any] = []
         cursor: str | None = None
+        cursors: set[str] = set()
         while True:
             params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
             page = await _raw_request(session, types.ListToolsRequest(params=params))
@@ -273,6 +277,12 @@ class ServerConnection:
             cursor = next_cursor if isinstance(next_cursor, str) and next_cursor else None
             if cursor is None:
                 break
+            if cursor in cursors or len(cursors) >= _MAX_PAGES:
+                raise McpStartError(
+                    f"mcp server {self.config.name!r}: tools/list pages do not end "
+                    f"(cursor {cursor[:40]!r} again, or over {_MAX_PAGES} pages)"
+                )
+            cursors.add(cursor)
         version = session.protocol_version or types.LATEST_PROTOCOL_VERSION
         tools: list[Any] = []
         skipped: list[tuple[str, str]] = []
