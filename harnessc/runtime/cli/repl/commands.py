@@ -54,8 +54,8 @@ async def run_command(repl: ReplHost, text: str) -> None:
     handler: Handler | None = _HANDLERS.get(name)
     if handler is None:
         known = repl.harness.commands.known(repl.harness.resources)
-        if f"/{name}" not in known:
-            repl.say(unknown_command(name, known))
+        if f"/{name}" not in known and not await repl.harness.commands.load(name):
+            repl.say(unknown_command(name, repl.harness.commands.known(repl.harness.resources)))
             return
         # skill:NAME, a prompt template, or an extension's command: the harness runs it.
         await repl.run(lambda: repl.harness.prompt(text))
