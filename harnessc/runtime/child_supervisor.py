@@ -29,6 +29,7 @@ import sys
 PR_CAPBSET_DROP = 24
 PR_CAP_AMBIENT = 47
 PR_CAP_AMBIENT_LOWER = 3
+CAP_SETPCAP = 8
 CAP_SYS_PTRACE = 19
 _POLL_S = 0.2  # how often the agent's liveness is checked without a pidfd
 _FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -52,6 +53,8 @@ def _drop_ptrace_capability() -> None:
     sets = _capability_sets()
     if not (sets.get("CapBnd", 0) | sets.get("CapAmb", 0)) & bit:
         return
+    if not sets.get("CapEff", 0) & (1 << CAP_SETPCAP | bit):
+        return  # an ordinary user: the program cannot gain the capability (spares ctypes)
     try:
         import ctypes
 
