@@ -263,7 +263,7 @@ def test_a_sigkilled_agent_takes_its_running_commands_with_it(
     started = tmp_path / "started"
     marker = tmp_path / "marker"
     # a background child that writes the marker after a while, and a long foreground
-    command = f"(sleep 1.5; touch {marker}) & echo $$ > {started}; sleep 300"
+    command = f"(sleep 2; touch {marker}) & echo $$ > {started}; sleep 300"
     hooks = {"tool_call": [{"command": command, "timeout_s": 600}]} if where == "hook" else {}
     module = _build(tmp_path, hooks)
     server.enqueue(_bash_call(command if where == "bash" else "true"))
@@ -285,7 +285,7 @@ def test_a_sigkilled_agent_takes_its_running_commands_with_it(
         while _group_members(pgid) and time.monotonic() < deadline:
             time.sleep(0.02)
         assert _group_members(pgid) == []
-        time.sleep(max(0.0, kill_at + 2.0 - time.monotonic()))  # the marker's time has come
+        time.sleep(max(0.0, kill_at + 2.5 - time.monotonic()))  # the marker's time has come
         assert not marker.exists()
     finally:
         if agent.poll() is None:
