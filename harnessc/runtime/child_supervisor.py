@@ -12,7 +12,8 @@ Started as ``python -I -S child_supervisor.py AGENT_PID LC_CTYPE -- PROGRAM ARGS
 - kills its whole group with SIGKILL as soon as the agent process is gone (a SIGKILLed
   agent leaves no command running), watching the agent with a pidfd (Linux) or by
   polling its parent pid;
-- forwards SIGTERM, SIGINT and SIGHUP sent to it alone to the program.
+- forwards SIGTERM, SIGINT and SIGHUP sent to it alone to the program (those the agent
+  ignores stay ignored, for the program too).
 
 ``LC_CTYPE`` is the program's ``LC_CTYPE`` as the agent meant it (``=value``, or ``-``
 when unset): Python sets ``LC_CTYPE=C.UTF-8`` in its own environment at start in a C
@@ -126,13 +127,16 @@ def main(argv: list[str]) -> None:
             except OSError:
                 pass
 
-    for sig in _FORWARDED:
+    # a signal the agent ignores stays ignored (the program inherits that), the others
+    # are forwarded
+    forwarded = [sig for sig in _FORWARDED if signal.getsignal(sig) != signal.SIG_IGN]
+    for sig in forwarded:
         signal.signal(sig, forward)
     child = os.fork()
     if child == 0:
         # Python ignores SIGPIPE and SIGXFSZ; the program gets the defaults, as it would
         # from subprocess (restore_signals)
-        for sig in (*_FORWARDED, signal.SIGCHLD, signal.SIGPIPE, signal.SIGXFSZ):
+        for sig in (*forwarded, signal.SIGCHLD, signal.SIGPIPE, signal.SIGXFSZ):
             signal.signal(sig, signal.SIG_DFL)
         signal.set_wakeup_fd(-1)
         for fd in (wake_r, wake_w, watch):

@@ -38,7 +38,9 @@ def test_a_missing_program_is_exit_127_with_a_message() -> None:
 def test_the_program_gets_default_signal_dispositions() -> None:
     # Python (the supervisor) ignores SIGPIPE: `yes | head` must not print EPIPE errors
     done = _run(["bash", "-c", "yes | head -c 10 >/dev/null; grep SigIgn /proc/self/status"])
-    assert done.stderr == "" and done.stdout.split() == ["SigIgn:", "0000000000000000"]
+    ignored = int(done.stdout.split()[1], 16)
+    assert done.stderr == ""
+    assert not ignored & (1 << (signal.SIGPIPE - 1) | 1 << (signal.SIGXFSZ - 1))
 
 
 def test_the_environment_is_the_one_given() -> None:
@@ -79,7 +81,10 @@ def test_no_ptrace_capability_for_the_program() -> None:
         for line in status.splitlines()
         if line.startswith("Cap")
     }
-    assert not (caps["CapEff"] | caps["CapPrm"] | caps["CapBnd"]) & (1 << 19)
+    held = caps["CapEff"] | caps["CapPrm"] | caps["CapAmb"]
+    if os.geteuid() == 0:  # root would get the capability back from the bounding set
+        held |= caps["CapBnd"]
+    assert not held & (1 << 19)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl and /proc")
