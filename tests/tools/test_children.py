@@ -96,7 +96,10 @@ def test_protect_secrets_blanks_credentials_in_the_startup_environment() -> None
         """\
         import ctypes, os, subprocess, sys
         from harnessc.runtime.children import protect_secrets
-        assert protect_secrets() and protect_secrets()
+        from harnessc.runtime.secrets import register_secret_names
+        assert protect_secrets()
+        register_secret_names(["PLAINNAME"])  # a model's api_key_env, known later
+        assert protect_secrets()
         libc = ctypes.CDLL(None)
         libc.getenv.restype = ctypes.c_char_p
         libc.prctl.restype = ctypes.c_int
@@ -109,6 +112,7 @@ def test_protect_secrets_blanks_credentials_in_the_startup_environment() -> None
         """
     )
     env = {**os.environ, "CHILD_TOKEN": "tok-12345678", "HARMLESS": "tok-12345678x"}
+    env["PLAINNAME"] = "plain-secret-value"
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=30
@@ -118,6 +122,7 @@ def test_protect_secrets_blanks_credentials_in_the_startup_environment() -> None
     assert value == "tok-12345678" and from_c == b"tok-12345678"
     assert inherited == b"tok-12345678\n"
     assert b"CHILD_TOKEN=" in block and b"HARMLESS=tok-12345678x" in block
+    assert b"PLAINNAME=" in block and not any(b"plain-secret-value" in e for e in block)
     assert not any(b"tok-12345678" in entry and b"HARMLESS" not in entry for entry in block)
     assert dumpable == 0
 
