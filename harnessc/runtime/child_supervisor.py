@@ -27,6 +27,8 @@ import select
 import signal
 import sys
 
+__all__ = ["main"]
+
 PR_CAPBSET_DROP = 24
 PR_CAP_AMBIENT = 47
 PR_CAP_AMBIENT_LOWER = 3
