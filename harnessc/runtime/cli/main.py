@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from harnessc.runtime.children import protect_secrets
 from harnessc.runtime.cli.actions import choose_action
 from harnessc.runtime.cli.args import (
     EXIT_ABORTED,
@@ -78,6 +79,7 @@ def run_cli(
     store): ``--sessions``, ``--search``, ``--continue`` and ``--session`` use it unless
     ``--session-dir`` names a folder of files.
     """
+    protect_secrets()  # before any child runs: none can read the keys through /proc
     prog = prog or program_name()
     parser = build_parser(prog, agent_name)
     try:

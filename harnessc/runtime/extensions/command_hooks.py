@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harnessc.runtime.children import supervised
 from harnessc.runtime.events import ErrorEvent, NoticeEvent
 from harnessc.runtime.extensions.claude_events import (
     claude_event_name,
@@ -174,8 +175,8 @@ async def run_hook_command(
     period (``OUTPUT_GRACE_S``), then the group is killed, background children
     included. HookTimeoutError (group killed) when the shell runs past ``timeout_s``.
     """
-    process = await asyncio.create_subprocess_shell(
-        command,
+    process = await asyncio.create_subprocess_exec(
+        *supervised(["/bin/sh", "-c", command], env),
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
