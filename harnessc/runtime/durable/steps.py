@@ -2,8 +2,8 @@
 
 ``DurableProvider`` wraps the provider a harness would use: the whole streamed call is
 one step whose output is the final assistant message (a replay never reaches the
-server; the harness sees ``start`` and ``done`` events). ``DurableTool`` wraps a local
-tool: one execution is one step (its result recorded; a replay never runs it again).
+server; the harness sees ``start`` and ``done`` events). ``DurableTool`` wraps a tool
+that runs in the run (local, MCP): one execution is one step (its result recorded; a replay never runs it again).
 Both record the time they finished, which becomes the run clock. The events the harness
 emitted since the previous step are part of the next step's recorded output (no write
 of their own), and those after the last step part of the run's output, so a replay
@@ -119,7 +119,7 @@ class DurableProvider:
 
 
 class DurableTool:
-    """A local tool whose every execution is a checkpointed step."""
+    """A tool (local, MCP) whose every execution is a checkpointed step."""
 
     def __init__(self, inner: AgentTool, sink: EventSink, clock: RunClock) -> None:
         self.inner = inner

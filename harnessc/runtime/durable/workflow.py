@@ -1,7 +1,8 @@
 """A run as a DBOS workflow (imported only by durable verbs; imports DBOS).
 
-The workflow builds the agent's harness around a ``DurableSession``, a
-``DurableProvider`` and ``DurableTool`` wrappers, runs the prompt, and turns every pull
+The workflow builds the agent's harness (a ``DurableHarness``: every tool it is given,
+at the start or later, such as an MCP server's, a ``DurableTool``) around a
+``DurableSession`` and a ``DurableProvider``, runs the prompt, and turns every pull
 point into a durable wait: an external tool call waits on ``DBOS.recv`` with the call id
 as topic, a budget or hook pause on the topic ``resume``. While it waits its state (for
 ``--runs``) is the event ``state``, once it ends its recorded output; its events (for
@@ -13,11 +14,13 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from dbos import DBOS
 
+from harnessc.runtime.agent import AgentHarness
 from harnessc.runtime.durable.pinning import dump_resources, load_resources
 from harnessc.runtime.durable.session import DurableSession, ReplayStorage, RunClock
 from harnessc.runtime.durable.steps import (
@@ -26,7 +29,9 @@ from harnessc.runtime.durable.steps import (
     EventSink,
     flush_events,
 )
+from harnessc.runtime.options import AgentHarnessOptions
 from harnessc.runtime.session.session import Session, SessionHeader, iso_now
+from harnessc.runtime.tools.base import AgentTool
 
 __all__ = [
     "RESUME_TOPIC",
@@ -34,6 +39,7 @@ __all__ = [
     "WAIT_S",
     "WORKFLOW_NAME",
     "DurableAgent",
+    "DurableHarness",
     "durable_run",
     "register_agent",
 ]
@@ -113,8 +119,26 @@ def _session(begin: dict[str, Any], run_id: str, clock: RunClock) -> Session:
     )
 
 
+class DurableHarness(AgentHarness):
+    """A harness whose every tool is a checkpointed step: the options' tools and those
+    added later (an extension's at install, an MCP server's when the run starts); an
+    external tool is a durable wait instead."""
+
+    def __init__(self, options: AgentHarnessOptions, sink: EventSink, clock: RunClock) -> None:
+        self._sink, self._clock = sink, clock
+        options.tools = [self._step(t) for t in options.tools]
+        super().__init__(options)
+
+    def _step(self, tool: AgentTool) -> AgentTool:
+        if tool.external or isinstance(tool, DurableTool):
+            return tool
+        return DurableTool(tool, self._sink, self._clock)
+
+    def add_tools(self, tools: Iterable[AgentTool], *, activate: bool = True) -> None:
+        super().add_tools([self._step(t) for t in tools], activate=activate)
+
+
 async def _harness(session: Session, cwd: str, sink: EventSink, clock: RunClock) -> Any:
-    from harnessc.runtime.agent import AgentHarness
     from harnessc.runtime.providers import get_provider
 
     options = _agent().build_options(session=session, cwd=cwd)
@@ -125,10 +149,9 @@ async def _harness(session: Session, cwd: str, sink: EventSink, clock: RunClock)
     options.provider = DurableProvider(
         options.provider, lambda model: get_provider(model.api), sink, clock
     )
-    options.tools = [t if t.external else DurableTool(t, sink, clock) for t in options.tools]
     options.sequential_tools = True  # steps run in one order, replay after replay
     options.run_inputs = clock  # the run id and the budget's clock readings: recorded
-    harness = AgentHarness(options)
+    harness = DurableHarness(options, sink, clock)
     harness.subscribe(sink)
     return harness
 
