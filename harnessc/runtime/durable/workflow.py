@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
