@@ -4,6 +4,7 @@ settings, each through the generated agent in a subprocess with real DBOS."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -59,3 +60,109 @@ def test_a_recovered_run_does_not_call_an_mcp_tool_again(
     assert code == 0, err
     assert done.splitlines()[-1] == "finished 2 m"
     assert [line.split()[1] for line in log.read_text().splitlines()] == ["t1", "t2"]
+
+
+def _run_id(stderr: str) -> str:
+    (run_id,) = [line.split()[1] for line in stderr.splitlines() if line.startswith("run ")]
+    return run_id
+
+
+def _listed(agent: DurableAgent) -> dict[str, dict[str, object]]:
+    rows = [json.loads(line) for line in agent.client("--runs", "--json")[1].splitlines()]
+    return {str(r["id"]): r for r in rows}
+
+
+def _state(agent: DurableAgent, run_id: str) -> object:
+    return _listed(agent)[run_id]["state"]
+
+
+def test_a_one_shot_run_at_a_pull_point_pauses_says_how_to_answer_and_a_worker_goes_on(
+    agent: DurableAgent,
+) -> None:
+    done = agent.run("steps 1 approve p")
+    assert done.returncode == 3, done.stderr
+    assert "Traceback" not in done.stderr and "CancelledError" not in done.stderr
+    run_id = _run_id(done.stderr)
+    assert "[work] step=1" in done.stderr  # the plain printer's tool line
+    assert "pending: approve  id=ask_p" in done.stderr
+    assert f"--run {run_id} --resume-with" in done.stderr
+    # the same state in every view
+    assert _state(agent, run_id) == "awaiting_tool"
+    code, _, err = agent.client("--follow", run_id)
+    assert code == 3 and "pending: approve  id=ask_p" in err
+    agent.worker("w1")  # a different worker: takes the run over once the lease has passed
+    assert agent.client("--run", run_id, "--resume-with", '{"ask_p": "yes"}')[0] == 0
+    wait_for(lambda: _state(agent, run_id) == "done", what="the run's end", every=0.3)
+    code, out, _ = agent.client("--follow", run_id)
+    assert code == 0 and out.splitlines()[-1] == "finished 1 p"
+    assert agent.executions() == {"call_p_1": 1}
+
+
+def _asks(agent: DurableAgent) -> list[str]:
+    """The permission entries of the run's session: call id and decision, in order."""
+    (session_file,) = sorted((agent.path.parent / "sessions").glob("*/*.jsonl"))
+    found = []
+    for line in session_file.read_text().splitlines():
+        entry = json.loads(line)
+        if entry.get("type") == "custom" and entry.get("customType") == "harnessc.permission":
+            found.append(f"{entry['data']['callId']} {entry['data']['decision']}")
+    return found
+
+
+def test_an_ask_is_approved_or_denied_from_any_process_and_runs_can_be_cancelled(
+    agent: DurableAgent,
+) -> None:
+    agent.env["ASK_TOOLS"] = "work"
+    queued = submit(agent, "steps 1 queued")  # no worker yet
+    assert agent.client("--run", queued, "--cancel")[0] == 0
+    asked = agent.run("steps 2 q")
+    assert asked.returncode == 3, asked.stderr
+    run_id = _run_id(asked.stderr)
+    assert "paused: permission needed: work" in asked.stderr
+    assert f"--run {run_id} --approve call_q_1  (or --deny call_q_1)" in asked.stderr
+    code, _, err = agent.client("--run", run_id, "--approve", "call_q_9")
+    assert code == 2 and "holds call_q_1" in err
+    agent.worker("w1")
+    code, out, err = agent.client("--run", run_id, "--approve", "call_q_1")
+    assert code == 0 and "approved call_q_1" in out, err
+    wait_for(
+        lambda: "call_q_2" in json.dumps(agent.client("--follow", run_id)[2]),
+        what="the second ask",
+        every=0.3,
+    )
+    assert agent.client("--run", run_id, "--deny", "call_q_2")[0] == 0
+    wait_for(lambda: _state(agent, run_id) == "done", what="the run's end", every=0.3)
+    assert agent.executions() == {"call_q_1": 1}  # approved: ran once; denied: never
+    assert _asks(agent) == [
+        "call_q_1 pending",
+        "call_q_1 allow",
+        "call_q_2 pending",
+        "call_q_2 deny",
+    ]
+    paused = agent.run("steps 1 approve c")  # a run waiting at a pull point, cancelled
+    other = _run_id(paused.stderr)
+    code, out, err = agent.client("--run", other, "--cancel")
+    assert code == 0 and f"cancelled {other}" in out, err
+    listed = _listed(agent)
+    assert listed[queued]["state"] == "cancelled" and listed[other]["state"] == "cancelled"
+    code, _, err = agent.client("--run", other, "--resume-with", '{"ask_c": "x"}')
+    assert code == 2 and "not waiting (cancelled)" in err
+    assert "call_queued_1" not in agent.executions()
+
+
+def test_a_resume_with_a_budget_raises_the_named_limits_only(agent: DurableAgent) -> None:
+    agent.env.update(BUDGET_TURNS="1", BUDGET_TOOL_CALLS="2")
+    paused = agent.run("steps 3 b")
+    assert paused.returncode == 3, paused.stderr
+    run_id = _run_id(paused.stderr)
+    assert "budget limit hit: turns" in paused.stderr
+    assert '"budget": {"turns": ' in paused.stderr  # how to raise it
+    agent.worker("w1")
+    assert agent.client("--run", run_id, "--resume-with", '{"budget": {"turns": 40}}')[0] == 0
+    wait_for(lambda: _state(agent, run_id) != "running", what="the next stop", every=0.3)
+    wait_for(
+        lambda: "tool_calls" in str(_listed(agent)[run_id]["reason"]),
+        what="the tool-call limit",
+        every=0.3,
+    )
+    assert _state(agent, run_id) == "paused"  # the tool-call cap still holds
