@@ -166,3 +166,35 @@ def test_a_resume_with_a_budget_raises_the_named_limits_only(agent: DurableAgent
         every=0.3,
     )
     assert _state(agent, run_id) == "paused"  # the tool-call cap still holds
+
+
+def test_failures_say_their_error_and_exit_as_plain_runs_do(agent: DurableAgent) -> None:
+    keyless = agent.run("steps 1 nokey", env={"TEST_API_KEY": ""})
+    assert keyless.returncode == 2
+    assert "error: no API key for model 'main' (test-model)" in keyless.stderr
+    assert "TEST_API_KEY" in keyless.stderr
+    worker = agent.run("--worker", "--worker-id", "w0", env={"TEST_API_KEY": ""})
+    assert worker.returncode == 2 and "TEST_API_KEY" in worker.stderr
+    from harnessc.testing import ProtocolServer, ScriptedResponse
+
+    with ProtocolServer() as refusing:
+        refusing.set_handler(
+            lambda _: ScriptedResponse.error(400, "the model refuses", kind="invalid_request_error")
+        )
+        url = f"{refusing.url}/v1"
+        # the variable and the flag point the run at another server, as for a plain run
+        for args, env in (((), {"HARNESSC_BASE_URL": url}), (("--base-url", url), {})):
+            failed = agent.run(*args, "steps 1 fails", env=env)
+            assert failed.returncode == 1, failed.stderr
+            assert "error: " in failed.stderr and "the model refuses" in failed.stderr
+        assert len(refusing.requests) == 2
+        run_id = _run_id(failed.stderr)
+        code, _, err = agent.client("--follow", run_id)
+        assert code == 1 and "the model refuses" in err
+        assert _state(agent, run_id) == "failed"
+        assert "the model refuses" in str(_listed(agent)[run_id]["reason"])
+        # a worker too: --base-url is taken, the submitted run goes to that server
+        queued = submit(agent, "steps 1 worker")
+        agent.worker("w1", "--base-url", url)
+        wait_for(lambda: _state(agent, queued) == "failed", what="the run's end", every=0.3)
+        assert len(refusing.requests) == 3
