@@ -198,3 +198,25 @@ def test_failures_say_their_error_and_exit_as_plain_runs_do(agent: DurableAgent)
         agent.worker("w1", "--base-url", url)
         wait_for(lambda: _state(agent, queued) == "failed", what="the run's end", every=0.3)
         assert len(refusing.requests) == 3
+
+
+def test_a_one_shot_run_leaves_the_queue_settings_of_the_workers_alone(
+    tmp_path: Path, server: Server, pg_database: str
+) -> None:
+    """A worker configured for 2 runs at once still takes 2 after a one-shot run of the
+    same agent (which runs 1, itself): both runs start before either ends."""
+    agent = make_agent(tmp_path, server.running, pg_database, sessions=False)
+    try:
+        agent.worker("w1", env={"DURABLE_CONCURRENCY": "2", "TOOL_SLEEP_S": "2"})
+        done = agent.run("steps 1 alone")
+        assert done.returncode == 0, done.stderr
+        first, second = submit(agent, "steps 1 a"), submit(agent, "steps 1 b")
+        wait_for(
+            lambda: _state(agent, first) == "done" and _state(agent, second) == "done",
+            what="both runs",
+            every=0.3,
+        )
+        order = [line.split()[1] for line in agent.side_effects.read_text().splitlines()[2:]]
+        assert order[:2] == ["start", "start"], order
+    finally:
+        agent.stop_workers()

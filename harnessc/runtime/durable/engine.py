@@ -71,9 +71,14 @@ def launch_executor(
     DBOS.listen_queues([config.queue] if listen else [])
     try:
         DBOS.launch()
-        DBOS.register_queue(
-            config.queue, worker_concurrency=concurrency, polling_interval_sec=_POLL_S
-        )
+        if listen:  # workers own the queue's settings; a one-shot run never changes them
+            DBOS.register_queue(
+                config.queue, worker_concurrency=concurrency, polling_interval_sec=_POLL_S
+            )
+        else:
+            DBOS.register_queue(
+                config.queue, polling_interval_sec=_POLL_S, on_conflict="never_update"
+            )
     except dbos.DBOSException as exc:
         DBOS.destroy()
         raise DurableError(f"cannot start DBOS: {exc}") from None
