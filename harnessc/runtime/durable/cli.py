@@ -105,12 +105,14 @@ def help_parser(prog: str, agent_name: str) -> argparse.ArgumentParser:
     return parser
 
 
-def _help_or_completion(rest: list[str], agent_name: str, out: TextIO) -> int | None:
+def _help_or_completion(
+    rest: list[str], agent_name: str, out: TextIO, prog: str | None
+) -> int | None:
     """--help / --completion SHELL of the agent with its durable verbs, else None."""
     from harnessc.runtime.cli.args import completion_script, program_name
 
     words = rest[: rest.index("--")] if "--" in rest else rest
-    prog = program_name()
+    prog = prog or program_name()
     if "-h" in words or "--help" in words:
         out.write(help_parser(prog, agent_name).format_help())
         return EXIT_DONE
@@ -132,8 +134,10 @@ def run_durable_cli(
     session_repo: Callable[[], Any] | None = None,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
+    prog: str | None = None,
 ) -> int:
-    """The agent's command line with the durable verbs (see the module docstring)."""
+    """The agent's command line with the durable verbs (see the module docstring);
+    ``prog`` as for ``run_cli``."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     out, err = stdout or sys.stdout, stderr or sys.stderr
     known, rest = _parser(agent_name).parse_known_args(args_list)
@@ -141,7 +145,7 @@ def run_durable_cli(
     answers = known.resume_with is not None or known.approve or known.deny or known.cancel
     prompt = _one_shot_prompt(rest) if not verbs and not answers else None
     if not verbs and prompt is None and not known.cancel:
-        shown = _help_or_completion(rest, agent_name, out)
+        shown = _help_or_completion(rest, agent_name, out, prog)
         if shown is not None:
             return shown
         from harnessc.runtime import run_cli
@@ -153,6 +157,7 @@ def run_durable_cli(
                 agent_name=agent_name,
                 session_dir=session_dir,
                 session_repo=session_repo,
+                prog=prog,
             )
         )
     from harnessc.runtime.cli.args import program_name
@@ -165,7 +170,7 @@ def run_durable_cli(
         session_repo,
     )
     cwd = os.path.abspath(known.cwd or os.getcwd())
-    prog = program_name()
+    prog = prog or program_name()
     try:
         config = durable()
         if len(verbs) > 1 or (verbs and rest):
@@ -179,7 +184,7 @@ def run_durable_cli(
         if known.submit is not None:
             return clients.submit(config, known.submit, cwd, out)
         if known.follow:
-            return clients.follow(config, known.follow, cwd, out, err, as_json=known.json)
+            return clients.follow(config, known.follow, cwd, out, err, prog, as_json=known.json)
         if known.runs:
             return clients.list_runs(config, cwd, out, as_json=known.json)
         if known.run:

@@ -236,10 +236,15 @@ def list_runs(config: DurableConfig, cwd: str, out: TextIO, *, as_json: bool) ->
 
 
 def follow(
-    config: DurableConfig, run_id: str, cwd: str, out: TextIO, err: TextIO, *, as_json: bool
+    config: DurableConfig,
+    run_id: str,
+    cwd: str,
+    out: TextIO,
+    err: TextIO,
+    prog: str,
+    *,
+    as_json: bool,
 ) -> int:
-    from harnessc.runtime.cli.args import program_name
-
     with DurableRuns(config, cwd) as runs:
         runs.status(run_id)  # an unknown run: said at once
         client = runs.client
@@ -252,7 +257,7 @@ def follow(
             show,
         )
         show.close()
-        return ending(runs.state(run_id), runs.waiting(run_id), program_name(), run_id, show)
+        return ending(runs.state(run_id), runs.waiting(run_id), prog, run_id, show)
 
 
 def ending(
