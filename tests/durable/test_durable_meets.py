@@ -220,3 +220,30 @@ def test_a_one_shot_run_leaves_the_queue_settings_of_the_workers_alone(
         assert order[:2] == ["start", "start"], order
     finally:
         agent.stop_workers()
+
+
+def test_runs_is_a_table_and_a_closed_pipe_ends_quietly(agent: DurableAgent) -> None:
+    import subprocess
+    import sys
+
+    run_id = submit(agent, "steps 1 listed")
+    code, table, _ = agent.client("--runs")
+    header, row = table.splitlines()
+    assert header.split() == ["ID", "STATUS", "REASON", "AGE", "WORKER"]
+    assert row.startswith(f"{run_id}  queued") and row.split()[-1] == "-"
+    listed = _listed(agent)[run_id]
+    assert {"id", "state", "reason", "age_s", "worker"} <= set(listed)
+    reader = subprocess.Popen(
+        [sys.executable, str(agent.path), "--runs"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=agent.env,
+        cwd=agent.workdir,
+        stdin=subprocess.DEVNULL,
+    )
+    assert reader.stdout is not None and reader.stderr is not None
+    reader.stdout.close()  # the reader is gone (``| head`` that has read enough)
+    err = reader.stderr.read().decode()
+    reader.stderr.close()
+    assert reader.wait(timeout=60) == 0, err
+    assert "Error" not in err and "Traceback" not in err

@@ -181,6 +181,9 @@ def _row(status: Any, runs: DurableRuns) -> dict[str, Any]:
     state = runs.waiting(status.workflow_id) if status.status == "PENDING" else {}
     label = _STATUS.get(status.status) or state.get("state", "running")
     reason = str(state.get("reason") or "") if label in _WAITING else ""
+    if label == "awaiting_tool":
+        calls = ", ".join(f"{c.get('name')} ({c.get('id')})" for c in state.get("calls", []))
+        reason = f"waits for {calls}"
     output = getattr(status, "output", None)
     if status.status == "SUCCESS" and isinstance(output, dict):
         label = {"done": "done", "aborted": "aborted"}.get(str(output.get("status")), "failed")
@@ -219,6 +222,7 @@ def list_runs(config: DurableConfig, cwd: str, out: TextIO, *, as_json: bool) ->
     if as_json:
         for row in rows:
             out.write(json.dumps(row) + "\n")
+        out.flush()
         return EXIT_DONE
     if not rows:
         out.write("no runs\n")
@@ -232,6 +236,7 @@ def list_runs(config: DurableConfig, cwd: str, out: TextIO, *, as_json: bool) ->
     for cells in table:
         out.write("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=False)))
         out.write("  " + cells[4] + "\n")
+    out.flush()  # a closed pipe is said here, where the caller stops quietly
     return EXIT_DONE
 
 
