@@ -11,13 +11,21 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from typing import Any
 
 from harnessc.runtime.durable.config import DurableConfig, DurableError, resolve_database_url
 from harnessc.runtime.durable.workflow import DurableAgent, register_agent
 
-__all__ = ["APP_VERSION", "Heartbeat", "launch_executor", "open_client", "shutdown"]
+__all__ = [
+    "APP_VERSION",
+    "Heartbeat",
+    "db_now",
+    "launch_executor",
+    "live_workers",
+    "open_client",
+    "shutdown",
+    "workers_table",
+]
 
 APP_VERSION = "harnessc-1"  # every process of one agent agrees on it (recovery needs that)
 _POLL_S = 0.1
@@ -129,15 +137,7 @@ class Heartbeat:
         self.queue = queue
         self.lease_s = lease_s
         self.engine = sa.create_engine(_sqlalchemy_url(url))
-        self.table = sa.Table(
-            "harnessc_workers",
-            sa.MetaData(),
-            sa.Column("worker_id", sa.Text, primary_key=True),
-            sa.Column("queue", sa.Text, nullable=False),
-            sa.Column("heartbeat", sa.Float, nullable=False),
-            sa.Column("pid", sa.Integer, nullable=False),
-            sa.Column("state", sa.Text, nullable=False),
-        )
+        self.table = workers_table()
         _create_table(self.engine, self.table)
         self.recovered: list[str] = []
         self._stop = threading.Event()
@@ -155,13 +155,13 @@ class Heartbeat:
     def beat(self) -> None:
         import sqlalchemy as sa
 
-        values = {
-            "queue": self.queue,
-            "heartbeat": time.time(),
-            "pid": os.getpid(),
-            "state": "alive",
-        }
         with self.engine.begin() as conn:
+            values = {
+                "queue": self.queue,
+                "heartbeat": db_now(conn),
+                "pid": os.getpid(),
+                "state": "alive",
+            }
             done = conn.execute(
                 sa.update(self.table)
                 .where(self.table.c.worker_id == self.worker_id)
@@ -174,10 +174,10 @@ class Heartbeat:
         """Workers of this queue silent for longer than the lease that this worker claimed."""
         import sqlalchemy as sa
 
-        cutoff = time.time() - self.lease_s
         t = self.table
         claimed: list[str] = []
         with self.engine.begin() as conn:
+            cutoff = db_now(conn) - self.lease_s
             rows = conn.execute(
                 sa.select(t.c.worker_id).where(
                     t.c.queue == self.queue,
@@ -211,6 +211,51 @@ class Heartbeat:
                     self.recovered.extend(dead)
             except Exception:  # a database hiccup: try again at the next beat
                 continue
+
+
+def workers_table() -> Any:
+    """``harnessc_workers``: a row per worker, its last heartbeat (the database's clock,
+    in seconds) and whether it is alive or was recovered by another."""
+    import sqlalchemy as sa
+
+    return sa.Table(
+        "harnessc_workers",
+        sa.MetaData(),
+        sa.Column("worker_id", sa.Text, primary_key=True),
+        sa.Column("queue", sa.Text, nullable=False),
+        sa.Column("heartbeat", sa.Float, nullable=False),
+        sa.Column("pid", sa.Integer, nullable=False),
+        sa.Column("state", sa.Text, nullable=False),
+    )
+
+
+def db_now(conn: Any) -> float:
+    """The database's clock in seconds since the epoch: every worker judges leases by
+    the same clock, whatever its machine's says."""
+    import sqlalchemy as sa
+
+    if conn.dialect.name == "sqlite":
+        query = "SELECT (julianday('now') - 2440587.5) * 86400.0"
+    else:
+        query = "SELECT EXTRACT(EPOCH FROM clock_timestamp())"
+    return float(conn.execute(sa.text(query)).scalar_one())
+
+
+def live_workers(engine: Any, queue: str, lease_s: float) -> list[str]:
+    """The workers of ``queue`` whose heartbeat is younger than the lease."""
+    import sqlalchemy as sa
+
+    t = workers_table()
+    if not sa.inspect(engine).has_table(t.name):
+        return []
+    with engine.begin() as conn:
+        cutoff = db_now(conn) - lease_s
+        rows = conn.execute(
+            sa.select(t.c.worker_id).where(
+                t.c.queue == queue, t.c.state == "alive", t.c.heartbeat >= cutoff
+            )
+        ).fetchall()
+    return sorted(str(r[0]) for r in rows)
 
 
 def _create_table(engine: Any, table: Any) -> None:
