@@ -247,3 +247,42 @@ def test_runs_is_a_table_and_a_closed_pipe_ends_quietly(agent: DurableAgent) -> 
     reader.stderr.close()
     assert reader.wait(timeout=60) == 0, err
     assert "Error" not in err and "Traceback" not in err
+
+
+def test_a_stalled_worker_declared_dead_abandons_the_runs_it_lost(
+    tmp_path: Path, server: Server, pg_database: str
+) -> None:
+    """SIGSTOP a worker in a tool past its lease: another worker recovers the run and
+    finishes it. SIGCONT: the stalled worker finds its lease lost before its next step
+    and lets the run go; no step after the stalled one runs twice."""
+    import signal
+
+    agent = make_agent(tmp_path, server.running, pg_database, sessions=False)
+    try:
+        run_id = submit(agent, "steps 3 f")
+        stalled = agent.worker("a", env={"TOOL_SLEEP_S": "1"})
+        wait_for(lambda: "start call_f_1" in _read(agent.side_effects), what="the first tool")
+        stalled.send_signal(signal.SIGSTOP)
+        agent.worker("b")
+        wait_for(lambda: _state(agent, run_id) == "done", what="b finishing the run", every=0.3)
+        stalled.send_signal(signal.SIGCONT)
+        mine = f"{stalled.pid} start call_f_2"
+        wait_for(
+            lambda: stalled.poll() is not None or mine in _read(agent.side_effects),
+            what="the stalled worker to go on or stop",
+            timeout=15,
+        )
+        executions = agent.executions()
+        assert executions["call_f_2"] == 1 and executions["call_f_3"] == 1, executions
+        assert mine not in _read(agent.side_effects)
+        assert stalled.poll() is not None  # it stopped: its runs are another's
+        code, out, _ = agent.client("--follow", run_id)
+        assert code == 0 and out.splitlines()[-1] == "finished 3 f"
+    finally:
+        if agent.workers and agent.workers[0].poll() is None:
+            agent.workers[0].send_signal(signal.SIGCONT)
+        agent.stop_workers()
+
+
+def _read(path: Path) -> str:
+    return path.read_text() if path.exists() else ""

@@ -414,7 +414,7 @@ def test_workers_starting_together_all_create_the_heartbeat_table(pg_database: s
     def start(n: int) -> str:
         beat = Heartbeat(pg_database, f"w{n}", "q", 30.0)
         try:
-            beat.beat()
+            beat.take()
             return beat.worker_id
         finally:
             beat.engine.dispose()

@@ -277,6 +277,7 @@ def _worker(
     config: DurableConfig, agent: Any, known: argparse.Namespace, cwd: str, err: TextIO
 ) -> int:
     from harnessc.runtime.durable.engine import Heartbeat, launch_executor, shutdown
+    from harnessc.runtime.durable.steps import set_step_guard
 
     worker_id = known.worker_id or default_worker_id()
     concurrency = known.concurrency or config.concurrency
@@ -291,6 +292,7 @@ def _worker(
     )
     heartbeat = Heartbeat(url, worker_id, config.queue, config.lease_s)
     heartbeat.start()
+    set_step_guard(heartbeat.guard)
     err.write(
         f"worker {worker_id}: taking runs from queue {config.queue} ({concurrency} at once)\n"
     )
@@ -318,15 +320,18 @@ def _one_shot(
     from harnessc.runtime.cli.summary import RunSummary, model_is_priced
     from harnessc.runtime.durable.engine import Heartbeat, launch_executor, shutdown
     from harnessc.runtime.durable.recorded import event_from_dict
+    from harnessc.runtime.durable.steps import set_step_guard
 
     model = _preflight(agent, known, cwd)
     worker_id = f"{default_worker_id()}-run-{os.getpid()}"
     url = launch_executor(
         config, agent, cwd=cwd, executor_id=worker_id, concurrency=1, listen=False
     )
-    # a row with one beat: should this process stop at a pull point (or die), the run is
+    # a lease of its own: should this process stop at a pull point (or die), the run is
     # another worker's to continue once the lease has passed
-    Heartbeat(url, worker_id, config.queue, config.lease_s).beat()
+    heartbeat = Heartbeat(url, worker_id, config.queue, config.lease_s, claim=False)
+    heartbeat.start()
+    set_step_guard(heartbeat.guard)
     paused = False
     try:
         from dbos import DBOS, SetWorkflowID
@@ -379,6 +384,7 @@ def _one_shot(
             out.flush()
             err.flush()
             os._exit(EXIT_PAUSED)
+        heartbeat.stop()
         shutdown(0)
 
 

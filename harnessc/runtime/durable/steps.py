@@ -27,6 +27,7 @@ __all__ = [
     "EventSink",
     "flush_events",
     "output_events",
+    "set_step_guard",
     "step_events",
 ]
 
@@ -72,13 +73,27 @@ async def flush_events(sink: EventSink) -> None:
         await DBOS.run_step_async({"name": EVENTS_STEP, "retries_allowed": False}, lambda: events)
 
 
+_GUARD: list[Callable[[], None]] = []
+
+
+def set_step_guard(guard: Callable[[], None] | None) -> None:
+    """``guard()`` runs before each step's work and before its result is recorded: the
+    executing worker's lease check (it ends the process when the lease is lost)."""
+    _GUARD[:] = [guard] if guard is not None else []
+
+
 async def _step(name: str, sink: EventSink, clock: RunClock, work: Callable[[], Any]) -> Any:
     from dbos import DBOS
 
     events = sink.take()
 
     async def body() -> tuple[Any, str, list[dict[str, Any]]]:
-        return await work(), iso_now(), events
+        for guard in _GUARD:
+            guard()
+        value = await work()
+        for guard in _GUARD:
+            guard()
+        return value, iso_now(), events
 
     value, finished, _ = await DBOS.run_step_async({"name": name, "retries_allowed": False}, body)
     clock.tick(finished)
