@@ -286,3 +286,23 @@ def test_a_stalled_worker_declared_dead_abandons_the_runs_it_lost(
 
 def _read(path: Path) -> str:
     return path.read_text() if path.exists() else ""
+
+
+def test_the_python_client_submits_reads_and_cancels_without_executing(
+    agent: DurableAgent,
+) -> None:
+    from harnessc.runtime.durable import DurableConfig, DurableError, DurableRuns
+
+    config = DurableConfig(database_url=SQLITE, queue="dtest")
+    with DurableRuns(config, str(agent.workdir), create=True) as runs:
+        run_id = runs.submit("steps 1 py")
+        assert runs.state(run_id)["state"] == "queued"
+        with pytest.raises(DurableError, match="is not waiting \\(queued\\)"):
+            runs.approve(run_id, ["call_py_1"])
+        runs.cancel(run_id)
+        assert runs.state(run_id)["state"] == "cancelled"
+        with pytest.raises(DurableError, match="has ended"):
+            runs.cancel(run_id)
+        with pytest.raises(DurableError, match="no run nope"):
+            runs.state("nope")
+    assert agent.executions() == {}
