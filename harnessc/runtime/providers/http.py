@@ -38,6 +38,7 @@ from harnessc.runtime.providers.errors import (
     MAX_ERROR_CHARS,
     ProviderError,
     cut_text,
+    header_value_problem,
     redact,
     secret_values,
     url_secrets,
@@ -127,6 +128,14 @@ class HttpProvider:
             {"accept-encoding": ACCEPT_ENCODING}, spec.headers, model.headers, options.headers
         )
         out.secrets[:] = [*secret_values(out.api_key, headers), *url_secrets(spec.url)]
+        for name, value in headers.items():
+            problem = header_value_problem(value) if isinstance(value, str) else ""
+            if problem:
+                raise ProviderError(
+                    f"the request header {name!r} holds {problem}, which HTTP does not allow; "
+                    "the request was not sent (check the model's and the stream's headers "
+                    "and the variables they name)"
+                )
         try:
             body = payload_bytes(payload)
         except (TypeError, ValueError, RecursionError) as exc:
@@ -162,9 +171,14 @@ class HttpProvider:
         model = request.model
         api_key = model.api_key()
         secrets: list[str | None] = [*secret_values(api_key), *url_secrets(model.base_url)]
-        if api_key is None and model.api_key_env:
+        problem = header_value_problem(api_key) if api_key is not None else ""
+        if (api_key is None or problem) and model.api_key_env:
             message = (
                 f"no API key for model {model.id!r}: set {model.api_key_env} in the environment"
+                if not problem
+                else f"the API key in {model.api_key_env} (model {model.id!r}) holds {problem}, "
+                "which HTTP does not allow; no request was sent (check the variable: a key "
+                "file read whole may hold a second line)"
             )
             builder = self._builder(model)
             yield AssistantMessageEvent("start", builder.partial)
