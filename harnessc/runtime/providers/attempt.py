@@ -142,8 +142,12 @@ async def read_attempt(
         )
         interrupt.task, interrupt.queue = task, queue
         parser: SSEParser | None = None
+        # The whole response head (and the interim 1xx answers before it) within timeout_ms:
+        # a head trickled a byte at a time never trips a read timeout.
+        head_timer = clock.loop.call_later(clock.idle_s, interrupt.trip, "head")
         try:
             item = await queue.get()
+            head_timer.cancel()
             if interrupt.kind:
                 outcome.error = interrupted_error(interrupt.kind, timeout_ms, url, clock, parser)
                 return
@@ -224,6 +228,7 @@ async def read_attempt(
                 f"could not read the provider's reply: {type(exc).__name__}: {exc}"
             )
         finally:
+            head_timer.cancel()
             clock.disarm()
             interrupt.task = interrupt.queue = None
             if not task.done() and outcome.final is not None:

@@ -172,6 +172,12 @@ def interrupted_error(
         return ProviderError(
             f"request timed out after {limit} without reply data{kept} ({at})", retryable=True
         )
+    if kind == "head":
+        limit = f"{timeout_ms} ms" if timeout_ms else f"{clock.idle_s:g} s"
+        return ProviderError(
+            f"request timed out after {limit} waiting for the response head ({at})",
+            retryable=True,
+        )
     if kind == "deadline":
         return ProviderError(f"the run's time budget ran out during the model request ({at})")
     if kind == "total":
