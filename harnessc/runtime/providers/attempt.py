@@ -114,7 +114,11 @@ async def read_attempt(
     clock.arm(interrupt)
     try:
         if lease is None and not interrupt.kind:
-            lease = await reader.clients.acquire(out.origin, interrupt)
+            try:
+                lease = await reader.clients.acquire(out.origin, interrupt)
+            except ProviderError as exc:  # no connection can be made (TLS settings)
+                outcome.error = exc
+                return
         if lease is None:
             outcome.error = interrupted_error(interrupt.kind, timeout_ms, out.origin, clock, None)
             return

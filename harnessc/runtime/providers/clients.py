@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import ipaddress
+import os
 import ssl
 import urllib.request
 from collections import deque
@@ -36,6 +37,7 @@ from urllib.parse import unquote, urlsplit
 import httpcore
 import httpx
 
+from harnessc.runtime.providers.errors import ProviderError
 from harnessc.runtime.providers.netio import AsyncioBackend
 
 if TYPE_CHECKING:
@@ -68,8 +70,35 @@ _BACKEND = AsyncioBackend()  # holds nothing: one for every pool
 
 @functools.cache
 def _ssl_context() -> ssl.SSLContext:
-    """One TLS context per process: building it costs tens of milliseconds."""
-    return httpx.create_ssl_context()
+    """One TLS context per process (building it costs tens of milliseconds): trusting
+    the certificates ``SSL_CERT_FILE`` or ``SSL_CERT_DIR`` name, else certifi's roots.
+    A variable naming what cannot be read is a ProviderError naming the variable."""
+    cafile, capath = os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")
+    if cafile:
+        name, where = "SSL_CERT_FILE", cafile
+    elif capath:
+        name, where = "SSL_CERT_DIR", capath
+        if not os.path.isdir(capath):
+            raise ProviderError(
+                f"SSL_CERT_DIR names {capath!r}, which is not a folder: set it to a folder "
+                "of certificates or unset it"
+            )
+    else:
+        import certifi
+
+        name, where, cafile = "", "", certifi.where()
+    try:
+        return ssl.create_default_context(cafile=cafile, capath=capath if not cafile else None)
+    except OSError as exc:  # ssl.SSLError is one
+        if not name:
+            raise
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ProviderError(
+            f"{name} names {where!r}, which cannot be used ({reason}): set it to "
+            "a file of PEM certificates or unset it"
+            if name == "SSL_CERT_FILE"
+            else f"{name} names {where!r}, which cannot be used ({reason})"
+        ) from None
 
 
 def origin_of(url: str) -> str:
@@ -281,7 +310,12 @@ class HttpClientPool:
                     interrupt.waiter = None
             if not granted:
                 return None
-        return Lease(entry, entry.pick(self._connections()))
+        try:
+            shard = entry.pick(self._connections())
+        except BaseException:
+            entry.hand_on()  # no pool to send on (the TLS settings are unusable)
+            raise
+        return Lease(entry, shard)
 
     async def aclose(self) -> None:
         """Close the connections of the running loop (a later request opens new ones)."""

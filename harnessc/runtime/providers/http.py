@@ -195,8 +195,15 @@ class HttpProvider:
         try:
             if not signal.aborted:
                 clock.arm(watch.interrupt)
-                lease = await self.clients.acquire(out.origin, watch.interrupt)
-                clock.disarm()
+                try:
+                    lease = await self.clients.acquire(out.origin, watch.interrupt)
+                except ProviderError as exc:  # no connection can be made (TLS settings)
+                    builder = self._builder(model)
+                    yield AssistantMessageEvent("start", builder.partial)
+                    yield error_event(builder, model, exc, out.secrets)
+                    return
+                finally:
+                    clock.disarm()
             attempts = self._attempts(request, out, clock, watch, lease)
             lease = None  # the attempts give it back
             try:
@@ -248,6 +255,8 @@ class HttpProvider:
                 ):
                     yield event
                 if outcome.final is not None:
+                    if builder.warnings and request.on_warning is not None:
+                        await _notify_warnings(request, builder.warnings, out.secrets)
                     yield outcome.final
                     return
                 error = outcome.error
@@ -301,6 +310,18 @@ class _AbortWatch:
 
     def _trip(self) -> None:
         self.interrupt.trip("abort")
+
+
+async def _notify_warnings(
+    request: ProviderRequest, warnings: list[str], secrets: list[str | None]
+) -> None:
+    """Tell ``request.on_warning`` what the reply's stream got wrong (never breaks it)."""
+    assert request.on_warning is not None
+    for text in warnings:
+        try:
+            await request.on_warning(cut_text(redact(text, secrets), MAX_ERROR_CHARS))
+        except Exception:
+            pass
 
 
 async def _notify_retry(
