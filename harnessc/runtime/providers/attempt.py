@@ -156,7 +156,7 @@ async def read_attempt(
                 outcome.error = interrupted_error(interrupt.kind, timeout_ms, url, clock, parser)
                 return
             if item[0] == FAIL:
-                outcome.error = transport_error(item[1], timeout_ms, url)
+                outcome.error = transport_error(item[1], timeout_ms, url, lease.proxy)
                 return
             status: int = item[1]
             response_headers: dict[str, str] = item[2]
@@ -208,7 +208,7 @@ async def read_attempt(
                         return
                     break
                 elif kind == FAIL:
-                    outcome.error = transport_error(item[1], timeout_ms, url)
+                    outcome.error = transport_error(item[1], timeout_ms, url, lease.proxy)
                     return
                 item = await queue.get()
                 if interrupt.kind:

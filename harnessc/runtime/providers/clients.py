@@ -37,7 +37,7 @@ from urllib.parse import unquote, urlsplit
 import httpcore
 import httpx
 
-from harnessc.runtime.providers.errors import ProviderError
+from harnessc.runtime.providers.errors import ProviderError, redact_url
 from harnessc.runtime.providers.netio import AsyncioBackend
 
 if TYPE_CHECKING:
@@ -52,6 +52,7 @@ __all__ = [
     "Lease",
     "environment_proxy",
     "origin_of",
+    "proxy_label",
 ]
 
 DEFAULT_MAX_CONCURRENT = 64
@@ -112,19 +113,22 @@ def environment_proxy(url: str) -> httpcore.Proxy | None:
 
     ``HTTPS_PROXY``/``HTTP_PROXY`` by the URL's scheme, else ``ALL_PROXY`` (either
     case), unless ``NO_PROXY`` names its host; a proxy URL's user and password are
-    sent to the proxy, never to the server.
+    sent to the proxy, never to the server. A SOCKS proxy is a ProviderError naming
+    the variable (SOCKS is not supported).
     """
-    proxies = urllib.request.getproxies_environment()
-    parts = urlsplit(url)
-    chosen = proxies.get(parts.scheme) or proxies.get("all")
-    if not chosen:
+    chosen = _chosen_proxy(url)
+    if chosen is None:
         return None
-    host = parts.hostname or ""
-    if _bypassed(host, parts.port, proxies.get("no", "")):
-        return None
-    if "://" not in chosen:
-        chosen = f"http://{chosen}"
-    proxy = urlsplit(chosen)
+    variable, written = chosen
+    if "://" not in written:
+        written = f"http://{written}"
+    proxy = urlsplit(written)
+    if proxy.scheme.lower() not in ("http", "https"):
+        raise ProviderError(
+            f"{variable} names a {proxy.scheme} proxy ({redact_url(written)}), which is not "
+            "supported: set it to an http:// or https:// proxy, or name the model's host "
+            "in NO_PROXY; no request was sent"
+        )
     auth = None
     if proxy.username is not None:
         auth = (unquote(proxy.username), unquote(proxy.password or ""))
@@ -134,6 +138,33 @@ def environment_proxy(url: str) -> httpcore.Proxy | None:
     if proxy.port:
         netloc += f":{proxy.port}"
     return httpcore.Proxy(f"{proxy.scheme}://{netloc}{proxy.path}", auth=auth)
+
+
+def proxy_label(url: str) -> str:
+    """The proxy ``url`` goes through as messages name it ("" for none): its address
+    without credentials and the variable that names it."""
+    chosen = _chosen_proxy(url)
+    if chosen is None:
+        return ""
+    variable, written = chosen
+    return f"{redact_url(written)} (from {variable})"
+
+
+def _chosen_proxy(url: str) -> tuple[str, str] | None:
+    """The variable and proxy URL the environment names for ``url``, or None."""
+    proxies = urllib.request.getproxies_environment()
+    parts = urlsplit(url)
+    key = parts.scheme if proxies.get(parts.scheme) else "all"
+    chosen = proxies.get(key)
+    if not chosen:
+        return None
+    if _bypassed(parts.hostname or "", parts.port, proxies.get("no", "")):
+        return None
+    variable = next(
+        (name for name in (f"{key}_proxy", f"{key.upper()}_PROXY") if os.environ.get(name)),
+        f"{key.upper()}_PROXY",
+    )
+    return variable, chosen
 
 
 def _bypassed(host: str, port: int | None, no_proxy: str) -> bool:
@@ -176,7 +207,16 @@ class _Shard:
 class _Origin:
     """One origin on one loop: its free slots, the requests waiting, its pools."""
 
-    __slots__ = ("free", "waiters", "shards", "secure", "proxy", "ssl_context")
+    __slots__ = (
+        "free",
+        "waiters",
+        "shards",
+        "secure",
+        "proxy",
+        "proxy_label",
+        "refused",
+        "ssl_context",
+    )
 
     def __init__(self, max_concurrent: int, url: str, ssl_context: ssl.SSLContext | None) -> None:
         self.free = max_concurrent
@@ -184,7 +224,14 @@ class _Origin:
         self.waiters: deque[asyncio.Future[bool]] = deque()
         self.shards: list[_Shard] = []
         self.secure = not url.startswith("http://")
-        self.proxy = environment_proxy(url)
+        self.proxy: httpcore.Proxy | None = None
+        self.proxy_label = ""
+        self.refused: ProviderError | None = None  # why no request can go (a SOCKS proxy)
+        try:
+            self.proxy = environment_proxy(url)
+            self.proxy_label = proxy_label(url) if self.proxy is not None else ""
+        except ProviderError as exc:
+            self.refused = exc
         self.ssl_context = ssl_context
 
     def hand_on(self) -> None:
@@ -210,7 +257,10 @@ class _Origin:
         )
 
     def pick(self, connections: int) -> _Shard:
-        """A pool with a free connection (made when every pool is busy)."""
+        """A pool with a free connection (made when every pool is busy); a
+        ProviderError when the origin can have none."""
+        if self.refused is not None:
+            raise ProviderError(self.refused.message)
         for shard in self.shards:
             if shard.busy < connections:
                 return shard
@@ -222,10 +272,11 @@ class _Origin:
 class Lease:
     """One request slot of an origin and the pool to send on; ``release`` once."""
 
-    __slots__ = ("pool", "_origin", "_shard")
+    __slots__ = ("pool", "proxy", "_origin", "_shard")
 
     def __init__(self, origin: _Origin, shard: _Shard) -> None:
         self.pool = shard.pool
+        self.proxy = origin.proxy_label  # the proxy the pool goes through ("" for none)
         self._origin: _Origin | None = origin
         self._shard = shard
         shard.busy += 1

@@ -91,15 +91,26 @@ _TIMEOUT_PHASES: dict[type[BaseException], str] = {
 
 
 def describe_transport_error(
-    exc: BaseException, timeout_ms: int | None, url: str
+    exc: BaseException, timeout_ms: int | None, url: str, proxy: str = ""
 ) -> tuple[str, bool]:
-    """``(message, retryable)`` for an exception raised while sending or reading."""
+    """``(message, retryable)`` for an exception raised while sending or reading;
+    ``proxy`` names the proxy the request went through ("" for none): a connection
+    that cannot be made is then the proxy's."""
     at = where(url)
+    causes = list(_causes(exc))
+    if proxy:
+        reached = _proxy_unreachable(exc, causes, timeout_ms)
+        if reached:
+            host = urlsplit(url).hostname or url
+            return (
+                f"cannot reach the proxy {proxy}: {reached} (the request for {at} goes "
+                f"through it; check the proxy, or name {host} in NO_PROXY)",
+                isinstance(exc, httpcore.ConnectTimeout),
+            )
     if isinstance(exc, httpcore.TimeoutException):
         limit = f" after {timeout_ms} ms" if timeout_ms else ""
         phase = _TIMEOUT_PHASES.get(type(exc), "waiting")
         return f"request timed out{limit} ({phase}; {at})", True
-    causes = list(_causes(exc))
     if any(isinstance(c, socket.gaierror) for c in causes):
         host = urlsplit(url).hostname or url
         return (
@@ -124,10 +135,32 @@ def describe_transport_error(
     if isinstance(exc, httpcore.NetworkError):
         return f"connection error ({at}): {text}", True
     if isinstance(exc, httpcore.ProxyError):
-        return f"the proxy refused the request ({at}): {text}", False
+        through = f" {proxy}" if proxy else ""
+        return f"the proxy{through} refused the request ({at}): {text}", False
     if isinstance(exc, httpcore.UnsupportedProtocol):
         return f"invalid base_url ({at}): {text}", False
     return f"could not send the request ({at}): {type(exc).__name__}: {text}", False
+
+
+def _proxy_unreachable(
+    exc: BaseException, causes: list[BaseException], timeout_ms: int | None
+) -> str:
+    """What kept a connection to the proxy from being made ("" when it was made)."""
+    if isinstance(exc, httpcore.ConnectTimeout):
+        return f"connecting timed out after {timeout_ms} ms" if timeout_ms else "timed out"
+    if any(isinstance(c, socket.gaierror) for c in causes):
+        return "its host name does not resolve"
+    if any(
+        isinstance(c, ConnectionRefusedError)
+        or (isinstance(c, OSError) and c.errno == errno.ECONNREFUSED)
+        for c in causes
+    ):
+        return "connection refused"
+    if isinstance(exc, httpcore.ConnectError) and not any(
+        isinstance(c, ssl.SSLError) for c in causes
+    ):
+        return str(exc) or "the connection failed"
+    return ""
 
 
 def status_hint(status: int, model: Model, api_key_sent: bool, base_hint: str = "") -> str:
@@ -149,11 +182,14 @@ def status_hint(status: int, model: Model, api_key_sent: bool, base_hint: str = 
     return ""
 
 
-def transport_error(exc: BaseException, timeout_ms: int | None, url: str) -> ProviderError:
-    """The ProviderError for a failure of the exchange (a ProviderError stays itself)."""
+def transport_error(
+    exc: BaseException, timeout_ms: int | None, url: str, proxy: str = ""
+) -> ProviderError:
+    """The ProviderError for a failure of the exchange (a ProviderError stays itself);
+    ``proxy`` as for ``describe_transport_error``."""
     if isinstance(exc, ProviderError):
         return exc
-    message, retryable = describe_transport_error(exc, timeout_ms, url)
+    message, retryable = describe_transport_error(exc, timeout_ms, url, proxy)
     return ProviderError(message, retryable=retryable)
 
 

@@ -176,6 +176,8 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         timeout: float | None = None,
     ) -> httpcore.AsyncNetworkStream:
         loop = asyncio.get_running_loop()
+        if server_hostname:
+            server_hostname = _unbracketed(server_hostname)
         try:
             async with asyncio.timeout(timeout):
                 transport = await loop.start_tls(
@@ -222,6 +224,7 @@ class AsyncioBackend(httpcore.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[SocketOption] | None = None,
     ) -> httpcore.AsyncNetworkStream:
+        host = _unbracketed(host)
         opening = asyncio.get_running_loop().create_connection(
             _Connection,
             host,
@@ -243,6 +246,11 @@ class AsyncioBackend(httpcore.AsyncNetworkBackend):
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
+
+
+def _unbracketed(host: str) -> str:
+    """An IPv6 literal without the brackets a URL (and so httpcore's origin) gives it."""
+    return host[1:-1] if host.startswith("[") and host.endswith("]") else host
 
 
 def _is_ip(host: str) -> bool:

@@ -141,6 +141,25 @@ def request_headers(url: str, headers: dict[str, str], body: bytes) -> list[tupl
     return lines
 
 
+def _request_url(url: str) -> httpcore.URL:
+    """``url`` for httpcore, an IPv6 literal host kept in its brackets: httpcore writes
+    the host as it holds it into a proxy's request line and CONNECT target (the
+    connection backend takes the brackets off)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" not in host:
+        return httpcore.URL(url)
+    target = parts.path or "/"
+    if parts.query:
+        target += "?" + parts.query
+    return httpcore.URL(
+        scheme=parts.scheme.encode("ascii"),
+        host=f"[{host}]".encode("ascii"),
+        port=parts.port,
+        target=target.encode("ascii"),
+    )
+
+
 def _header_map(lines: list[tuple[bytes, bytes]]) -> dict[str, str]:
     """Response header lines by lowercase name; a repeated one's values joined by commas."""
     out: dict[str, str] = {}
@@ -163,7 +182,7 @@ async def exchange(
     try:
         request = httpcore.Request(
             "POST",
-            url,
+            _request_url(url),
             headers=request_headers(url, headers, body),
             content=body,
             extensions={"timeout": timeout.as_dict()},
