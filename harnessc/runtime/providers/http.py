@@ -18,8 +18,6 @@ import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, ClassVar
 
-import httpx
-
 from harnessc.runtime.messages import AssistantMessage
 from harnessc.runtime.options import Model
 from harnessc.runtime.providers.attempt import (
@@ -32,7 +30,7 @@ from harnessc.runtime.providers.attempt import (
 )
 from harnessc.runtime.providers.base import AssistantMessageEvent, ProviderRequest, ProviderRetry
 from harnessc.runtime.providers.builder import MessageBuilder
-from harnessc.runtime.providers.clients import DEFAULT_TIMEOUT, HttpClientPool, Lease
+from harnessc.runtime.providers.clients import HttpClientPool, Lease, Timeout
 from harnessc.runtime.providers.clock import Interrupt, RequestClock
 from harnessc.runtime.providers.errors import (
     MAX_ERROR_CHARS,
@@ -228,7 +226,7 @@ class HttpProvider:
         model = request.model
         options = request.stream_options
         timeout_ms = options.timeout_ms
-        timeout = httpx.Timeout(timeout_ms / 1000) if timeout_ms else DEFAULT_TIMEOUT
+        timeout = Timeout.of(timeout_ms)
         max_retries = DEFAULT_MAX_RETRIES if options.max_retries is None else options.max_retries
         max_delay = (
             DEFAULT_MAX_RETRY_DELAY_MS
