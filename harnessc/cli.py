@@ -477,7 +477,7 @@ def dev(spec: str, agent_args: tuple[str, ...], out_dir: str) -> None:
     raise SystemExit(run_dev(spec, argv, out_dir, prog=_prog("dev", spec, out_dir)))
 
 
-@cli.command("serve", context_settings=_RUN_SETTINGS)
+@cli.command("serve", context_settings={"ignore_unknown_options": True})
 @click.argument("spec", metavar="SPEC|NAME")
 @click.argument("agent_args", nargs=-1, type=click.UNPROCESSED)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")

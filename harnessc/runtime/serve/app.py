@@ -17,6 +17,7 @@ from harnessc.runtime.serve.auth import TokenGate
 from harnessc.runtime.serve.bodies import ApiError
 from harnessc.runtime.serve.errors import api_error, error_response, serve_state
 from harnessc.runtime.serve.native import native_routes
+from harnessc.runtime.serve.openai_compat import openai_routes
 from harnessc.runtime.serve.openapi import openapi_document
 from harnessc.runtime.serve.state import ServeState
 
@@ -49,6 +50,7 @@ def build_app(state: ServeState, clients: Any = None) -> Any:
     routes: list[BaseRoute] = [
         *native_routes(),
         Route("/openapi.json", openapi, methods=["GET"]),
+        *openai_routes(),
     ]
 
     @contextlib.asynccontextmanager

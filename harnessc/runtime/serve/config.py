@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import ipaddress
 import os
 from dataclasses import dataclass
@@ -48,7 +48,12 @@ class ServeConfig:
 
 def check_extra() -> None:
     """ServeSetupError naming the install command when a package of the extra is missing."""
-    missing = [dist for name, dist in _EXTRA.items() if importlib.util.find_spec(name) is None]
+    missing = []
+    for name, dist in _EXTRA.items():
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(dist)
     if missing:
         raise ServeSetupError(f"serving needs {', '.join(missing)}: {INSTALL_HINT}")
 

@@ -1,0 +1,61 @@
+"""Starting a server: ``harnessc serve SPEC`` and the message when the extra is missing."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import httpx
+
+from .servekit import AgentKit, free_port
+
+
+def test_harnessc_serve_compiles_and_serves_a_spec(kit: AgentKit) -> None:
+    spec = kit.module.parent.parent / "spec" / "helper.yaml"
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-c", "from harnessc.cli import main; main()", "serve", str(spec)]
+        + ["--port", str(port), "--max-runs", "4"],
+        env=kit.env,
+        cwd=kit.workdir,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert process.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        models = httpx.get(f"http://127.0.0.1:{port}/v1/models").json()
+        assert [m["id"] for m in models["data"]] == ["helper"]
+    finally:
+        process.terminate()
+        output, _ = process.communicate(timeout=30)
+    assert process.returncode == 0, output
+    assert f"serving helper at http://127.0.0.1:{port}" in output
+
+
+def test_a_missing_extra_names_the_install_command(kit: AgentKit) -> None:
+    code = (
+        "import runpy, sys; sys.modules['uvicorn'] = None; "
+        f"sys.argv = [{str(kit.module)!r}, '--serve']; "
+        f"runpy.run_path({str(kit.module)!r}, run_name='__main__')"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=kit.env,
+        cwd=kit.workdir,
+        timeout=60,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "pip install 'harnessc[serve]'" in result.stderr
+    assert "uvicorn" in result.stderr and "Traceback" not in result.stderr
