@@ -13,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from harnessc.runtime.serve.agui import agui_routes
 from harnessc.runtime.serve.auth import TokenGate
 from harnessc.runtime.serve.bodies import ApiError
 from harnessc.runtime.serve.errors import api_error, error_response, serve_state
@@ -51,6 +52,7 @@ def build_app(state: ServeState, clients: Any = None) -> Any:
         *native_routes(),
         Route("/openapi.json", openapi, methods=["GET"]),
         *openai_routes(),
+        *agui_routes(),
     ]
 
     @contextlib.asynccontextmanager

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from harnessc.runtime.serve.config import ServeConfig
 from harnessc.runtime.serve.harnesses import AgentSource
@@ -17,3 +17,5 @@ class ServeState:
     source: AgentSource
     runs: RunRegistry
     base_url: str = ""  # http://host:port as clients reach the server (the agent card)
+    # AG-UI thread ids and A2A context ids -> the session each started
+    threads: dict[str, str] = field(default_factory=dict)
