@@ -54,6 +54,10 @@ def build_app(state: ServeState, clients: Any = None) -> Any:
         *openai_routes(),
         *agui_routes(),
     ]
+    if _has_a2a():
+        from harnessc.runtime.serve.a2a import a2a_routes
+
+        routes.extend(a2a_routes(state))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -71,3 +75,11 @@ def build_app(state: ServeState, clients: Any = None) -> Any:
     )
     app.state.serve = state
     return TokenGate(app, state.config.token)
+
+
+def _has_a2a() -> bool:
+    try:
+        import a2a.server.routes  # noqa: F401
+    except ImportError:
+        return False
+    return True

@@ -104,6 +104,15 @@ class AgentSource:
         finally:
             harness.session.close()
 
+    def skills(self) -> list[tuple[str, str]]:
+        """The agent's skills (name, description), for the A2A agent card."""
+        session = Session(SessionHeader.new(cwd=self.cli.cwd, metadata={}))
+        harness = self.harness(session)
+        try:
+            return [(s.name, s.description) for s in harness.resources.skills]
+        finally:
+            harness.session.close()
+
     def _drain_check(self, event: Any) -> PauseRequest | None:
         return PauseRequest(DRAIN_REASON) if self.draining else None
 
