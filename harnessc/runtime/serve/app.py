@@ -16,6 +16,7 @@ from starlette.routing import BaseRoute, Route
 from harnessc.runtime.serve.agui import agui_routes
 from harnessc.runtime.serve.auth import TokenGate
 from harnessc.runtime.serve.bodies import ApiError
+from harnessc.runtime.serve.devpage import devpage_routes
 from harnessc.runtime.serve.errors import api_error, error_response, serve_state
 from harnessc.runtime.serve.native import native_routes
 from harnessc.runtime.serve.openai_compat import openai_routes
@@ -53,6 +54,7 @@ def build_app(state: ServeState, clients: Any = None) -> Any:
         Route("/openapi.json", openapi, methods=["GET"]),
         *openai_routes(),
         *agui_routes(),
+        *devpage_routes(),
     ]
     if _has_a2a():
         from harnessc.runtime.serve.a2a import a2a_routes

@@ -9,9 +9,9 @@ from typing import Any
 
 __all__ = ["PUBLIC_PATHS", "TokenGate"]
 
-# /healthz, the A2A agent card, and the dev page's static HTML (it holds no data and asks
-# for the token before it calls the API).
-PUBLIC_PATHS = frozenset({"/healthz", "/.well-known/agent-card.json", "/"})
+# /healthz, the A2A agent card, and the dev page's static HTML and script (they hold no
+# data; the page asks for the token before it calls the API).
+PUBLIC_PATHS = frozenset({"/healthz", "/.well-known/agent-card.json", "/", "/dev.js"})
 
 _DENIED = json.dumps(
     {
