@@ -58,6 +58,11 @@ def test_an_external_tool_pauses_and_results_over_http_resume_it(server: Served)
         [call] = status["pending_tool_calls"]
         assert call["name"] == "ask_human" and call["id"].startswith("call_")
         assert call["arguments"] == {"question": "which colour?"}
+        session_id = status["session_id"]
+        # the pending call must be answered first: no new prompt, no abort
+        busy = client.post("/v1/runs", json={"prompt": "other", "session_id": session_id})
+        assert busy.status_code == 409 and "waiting for tool results" in busy.text
+        assert client.post(f"/v1/runs/{run_id}/abort").status_code == 409
         wrong = client.post(f"/v1/runs/{run_id}/resume", json={"results": {"nope": "x"}})
         assert wrong.status_code == 409 and "nope" in wrong.json()["error"]["message"]
         resumed = client.post(f"/v1/runs/{run_id}/resume", json={"results": {call["id"]: "blue"}})
@@ -82,6 +87,17 @@ def test_an_ask_is_approved_over_http_and_the_call_runs(server: Served) -> None:
         ok = client.post(f"/v1/runs/{run_id}/resume", json={"approvals": {call["id"]: True}})
         assert ok.status_code == 200, ok.text
         assert "approved-run" in wait_status(client, run_id, "done")["text"]
+        # a held call left unanswered: a new prompt on the session starts afresh
+        held = client.post(
+            "/v1/runs", json={"prompt": 'call bash {"command": "echo never"}'}
+        ).json()
+        wait_status(client, held["run_id"], "paused")
+        fresh = client.post(
+            "/v1/runs", json={"prompt": "instead", "session_id": held["session_id"]}
+        )
+        assert fresh.status_code == 201, fresh.text
+        assert wait_status(client, fresh.json()["run_id"], "done")["text"] == "echo: instead"
+        assert client.get(f"/v1/runs/{held['run_id']}").json()["status"] == "aborted"
 
 
 def test_a_dropped_stream_resumes_with_last_event_id(server: Served) -> None:

@@ -170,14 +170,18 @@ class RunRegistry:
         return run
 
     def _idle_harness(self, session_id: str, tools: Sequence[AgentTool]) -> AgentHarness:
+        """The session's harness for a new prompt. A run waiting for tool results must
+        get them first; one paused otherwise is left (the harness starts afresh)."""
         latest = self.by_session.get(session_id)
         if latest is not None and latest.working:
             raise Conflict(f"session {session_id} has a run working ({latest.id})")
+        if latest is not None and latest.status == "awaiting_tool":
+            raise Conflict(_awaiting(session_id, latest.id))
         if latest is not None and latest.harness is not None:
-            if latest.status in PAUSED:
-                raise Conflict(
-                    f"session {session_id} has a paused run ({latest.id}): resume it first"
-                )
+            if latest.status == "paused":
+                latest.status, latest.reason = "aborted", "left for a new prompt on its session"
+                latest.pending = []
+                latest._notify()
             if not tools:
                 harness = latest.harness
                 latest.harness = None
@@ -186,9 +190,9 @@ class RunRegistry:
         if latest is None and self.source.repo is None:
             raise UnknownSession(session_id)
         harness = self.source.harness(self.source.open_session(session_id), tools)
-        if harness.paused_reason is not None:
+        if harness.paused_reason == "awaiting_tool":
             harness.session.close()
-            raise Conflict(f"session {session_id} has a paused run: resume it first")
+            raise Conflict(_awaiting(session_id, None))
         return harness
 
     def _launch(
@@ -316,12 +320,13 @@ class RunRegistry:
         self._launch(run, harness, lambda: harness.resume(budget=budget, approvals=answers or None))
 
     def abort(self, run: Run, reason: str = "aborted over HTTP") -> None:
+        if run.status in PAUSED:
+            raise Conflict(
+                f"run {run.id} is {run.status}, not working: resume it (a pending call can be "
+                'answered {"error": "..."}), or start a new prompt on its session'
+            )
         if run.working and run.harness is not None:
             run.harness.abort(reason)
-        elif run.status in PAUSED:
-            run.status, run.reason, run.pending = "aborted", reason, []
-            self._close(run)
-            run._notify()
 
     # -- shutting down -----------------------------------------------------------------
 
@@ -345,6 +350,14 @@ class RunRegistry:
                     await harness.close()
                 except Exception:
                     pass
+
+
+def _awaiting(session_id: str, run_id: str | None) -> str:
+    run = f" ({run_id})" if run_id else ""
+    return (
+        f"session {session_id} has a run{run} waiting for tool results: resume it with them "
+        '(a result may be {"error": "..."})'
+    )
 
 
 def _recorded_reason(harness: AgentHarness, awaiting: bool) -> str:
