@@ -59,3 +59,28 @@ def test_a_missing_extra_names_the_install_command(kit: AgentKit) -> None:
     assert result.returncode == 2, result.stderr
     assert "pip install 'harnessc[serve]'" in result.stderr
     assert "uvicorn" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_an_agent_that_is_not_served_never_imports_the_web_stack(kit: AgentKit) -> None:
+    code = (
+        "import runpy, sys\n"
+        f"sys.argv = [{str(kit.module)!r}, 'hello']\n"
+        "try:\n"
+        f"    runpy.run_path({str(kit.module)!r}, run_name='__main__')\n"
+        "except SystemExit as exc:\n"
+        "    assert exc.code == 0, exc.code\n"
+        "loaded = [m for m in ('starlette', 'uvicorn', 'a2a', 'ag_ui', 'harnessc.runtime.serve')"
+        " if m in sys.modules]\n"
+        "print('LOADED', loaded, file=sys.stderr)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=kit.env,
+        cwd=kit.workdir,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "echo: hello" in result.stdout
+    assert "LOADED []" in result.stderr

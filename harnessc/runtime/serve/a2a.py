@@ -20,7 +20,7 @@ from harnessc.runtime.serve.state import ServeState
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
 
-__all__ = ["A2A_PATH", "a2a_routes"]
+__all__ = ["A2A_PATH", "LazyA2A", "a2a_routes"]
 
 A2A_PATH = "/a2a"
 _YES = {"y", "yes", "approve", "approved", "allow", "ok"}
@@ -169,3 +169,27 @@ def a2a_routes(state: ServeState) -> list[BaseRoute]:
         *create_jsonrpc_routes(handler, A2A_PATH),
     ]
     return routes
+
+
+class LazyA2A:
+    """The sdk's routes as one ASGI app, built on the first A2A request (importing the
+    sdk takes a second or more; a server that never sees an A2A client never pays it)."""
+
+    def __init__(self, state: ServeState) -> None:
+        self.state = state
+        self.app: Any = None
+
+    def routes(self) -> list[BaseRoute]:
+        from starlette.routing import Route
+
+        return [
+            Route("/.well-known/agent-card.json", self, methods=["GET", "HEAD"]),
+            Route(A2A_PATH, self, methods=["POST"]),
+        ]
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if self.app is None:
+            from starlette.applications import Starlette
+
+            self.app = Starlette(routes=a2a_routes(self.state))
+        await self.app(scope, receive, send)

@@ -57,9 +57,9 @@ def build_app(state: ServeState, clients: Any = None) -> Any:
         *devpage_routes(),
     ]
     if _has_a2a():
-        from harnessc.runtime.serve.a2a import a2a_routes
+        from harnessc.runtime.serve.a2a import LazyA2A
 
-        routes.extend(a2a_routes(state))
+        routes.extend(LazyA2A(state).routes())
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -80,8 +80,6 @@ def build_app(state: ServeState, clients: Any = None) -> Any:
 
 
 def _has_a2a() -> bool:
-    try:
-        import a2a.server.routes  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    import importlib.util
+
+    return importlib.util.find_spec("a2a") is not None
