@@ -36,7 +36,7 @@ def agent_card(state: ServeState) -> Any:
             id=source.agent_name, name=source.agent_name, description=description, tags=["agent"]
         )
     ]
-    for name, text in source.skills():
+    for name, text in source.skills:
         skills.append(a2a.AgentSkill(id=name, name=name, description=text or name, tags=["skill"]))
     security: dict[str, Any] = {}
     if state.config.token:

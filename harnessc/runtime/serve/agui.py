@@ -69,7 +69,12 @@ def _start(state: ServeState, given: Any) -> tuple[Run, int]:
         return _answer(state, latest, given), first
     prompt, history = _conversation(given)
     check_prompt(state, prompt)
-    tools = [ExternalTool(t.name, t.description, dict(t.parameters or {})) for t in given.tools]
+    # the front end's tools, unless the agent has a tool of that name (its own wins)
+    tools = [
+        ExternalTool(t.name, t.description, dict(t.parameters or {}))
+        for t in given.tools
+        if t.name not in state.source.tool_names
+    ]
     run = state.runs.start(
         prompt,
         session_id,

@@ -18,6 +18,7 @@ from harnessc.runtime.serve.auth import TokenGate
 from harnessc.runtime.serve.bodies import ApiError
 from harnessc.runtime.serve.devpage import devpage_routes
 from harnessc.runtime.serve.errors import api_error, error_response, serve_state
+from harnessc.runtime.serve.limits import BodyLimit
 from harnessc.runtime.serve.native import native_routes
 from harnessc.runtime.serve.openai_compat import openai_routes
 from harnessc.runtime.serve.openapi import openapi_document
@@ -76,7 +77,7 @@ def build_app(state: ServeState, clients: Any = None) -> Any:
         lifespan=lifespan,
     )
     app.state.serve = state
-    return TokenGate(app, state.config.token)
+    return TokenGate(BodyLimit(app, state.config), state.config.token)
 
 
 def _has_a2a() -> bool:

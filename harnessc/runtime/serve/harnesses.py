@@ -43,6 +43,8 @@ class AgentSource:
         self.description = _module_value(cli.build_options, "DESCRIPTION")
         self.repo = _store(cli)
         self.draining = False
+        self.skills: list[tuple[str, str]] = []  # (name, description), set by check()
+        self.tool_names: frozenset[str] = frozenset()  # the agent's own tools
 
     @property
     def stored(self) -> bool:
@@ -90,11 +92,14 @@ class AgentSource:
         harness.on("turn_end", self._drain_check)
         return harness
 
-    def check(self) -> None:
-        """Build the agent once (its options, its model's key): a broken agent fails at start."""
+    async def check(self) -> None:
+        """Build the agent once (its options, its model's key): a broken agent fails at
+        start. Its skills and tool names are kept for the agent card and AG-UI."""
         session = Session(SessionHeader.new(cwd=self.cli.cwd, metadata={}))
         harness = self.harness(session)
         try:
+            self.skills = [(s.name, s.description) for s in harness.resources.skills]
+            self.tool_names = frozenset(harness.tools)
             if harness.options.provider is None:
                 from harnessc.runtime.cli.overrides import check_model
 
@@ -102,16 +107,7 @@ class AgentSource:
                     self.cli.args.model or harness.model_key(), harness.options, harness.model
                 )
         finally:
-            harness.session.close()
-
-    def skills(self) -> list[tuple[str, str]]:
-        """The agent's skills (name, description), for the A2A agent card."""
-        session = Session(SessionHeader.new(cwd=self.cli.cwd, metadata={}))
-        harness = self.harness(session)
-        try:
-            return [(s.name, s.description) for s in harness.resources.skills]
-        finally:
-            harness.session.close()
+            await harness.close()
 
     def _drain_check(self, event: Any) -> PauseRequest | None:
         return PauseRequest(DRAIN_REASON) if self.draining else None

@@ -60,7 +60,7 @@ async def _serve(cli: CliHost, config: ServeConfig) -> int:
     clients = HttpClientPool()
     source = AgentSource(cli, clients)
     try:
-        source.check()
+        await source.check()
     except UsageError as exc:
         cli.err.write(f"{cli.prog}: error: {exc}\n")
         await clients.aclose()

@@ -133,7 +133,7 @@ class RunRegistry:
             raise UnknownRun(run_id) from None
         reason = harness.paused_reason
         if reason is None:
-            harness.session.close()
+            _discard(harness)
             raise UnknownRun(run_id)
         run = Run(id=run_id, session_id=session_id, harness=harness)
         self._settle(run, harness, reason, harness.pending_tool_calls)
@@ -191,7 +191,7 @@ class RunRegistry:
             raise UnknownSession(session_id)
         harness = self.source.harness(self.source.open_session(session_id), tools)
         if harness.paused_reason == "awaiting_tool":
-            harness.session.close()
+            _discard(harness)
             raise Conflict(_awaiting(session_id, None))
         return harness
 
@@ -258,9 +258,7 @@ class RunRegistry:
     def _close(self, run: Run) -> None:
         harness, run.harness = run.harness, None
         if harness is not None:
-            harness.session.close()
-            task = asyncio.get_running_loop().create_task(harness.close())
-            task.add_done_callback(_ignore)
+            _discard(harness)
 
     def _keep(self, run: Run) -> None:
         self.runs[run.id] = run
@@ -368,6 +366,19 @@ def _recorded_reason(harness: AgentHarness, awaiting: bool) -> str:
     return pause_reason(harness.session) or "paused"
 
 
-def _ignore(task: asyncio.Task[Any]) -> None:
+def _discard(harness: AgentHarness) -> None:
+    """Close a harness: its session at once (the next open finds it unlocked), the rest
+    (on-close callbacks, its clients) on a task."""
+    harness.session.close()
+    task = asyncio.get_running_loop().create_task(harness.close())
+    _closing.add(task)
+    task.add_done_callback(_closed)
+
+
+_closing: set[asyncio.Task[Any]] = set()  # the loop keeps only weak references to tasks
+
+
+def _closed(task: asyncio.Task[Any]) -> None:
+    _closing.discard(task)
     if not task.cancelled():
         task.exception()
