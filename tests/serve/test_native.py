@@ -27,6 +27,7 @@ def test_a_run_streams_its_events_and_ends_done(server: Served) -> None:
         kinds = [e["type"] for _, e in events]
         assert "agent_start" in kinds and kinds[-1] == "agent_end"
         assert [i for i, _ in events] == list(range(1, len(events) + 1))
+        assert API_KEY not in json.dumps(events)
         status = client.get(f"/v1/runs/{run_id}").json()
         assert status["status"] == "done"
         assert status["text"] == "echo: hello there"
@@ -213,6 +214,8 @@ def test_sigterm_keeps_a_paused_run_that_a_restart_resumes(kit: AgentKit) -> Non
             # the run working at SIGTERM paused at its turn end and was recorded
             drained = client.get(f"/v1/runs/{working}").json()
             assert drained["status"] == "paused" and drained["reason"] == "server_shutdown"
+            assert client.post(f"/v1/runs/{working}/resume", json={}).status_code == 200
+            assert wait_status(client, working, "done")["status"] == "done"
     finally:
         assert again.stop() == 0
 
