@@ -16,7 +16,7 @@ def test_harnessc_serve_compiles_and_serves_a_spec(kit: AgentKit) -> None:
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-c", "from harnessc.cli import main; main()", "serve", str(spec)]
-        + ["--port", str(port), "--max-runs", "4"],
+        + ["--port", str(port), "--max-runs", "4", "--", "--no-session"],
         env=kit.env,
         cwd=kit.workdir,
         stdout=subprocess.PIPE,
@@ -39,7 +39,20 @@ def test_harnessc_serve_compiles_and_serves_a_spec(kit: AgentKit) -> None:
         process.terminate()
         output, _ = process.communicate(timeout=30)
     assert process.returncode == 0, output
-    assert f"serving helper at http://127.0.0.1:{port}" in output
+    assert f"serving helper at http://127.0.0.1:{port} (sessions in memory" in output
+
+
+def test_serve_takes_no_session_flags(kit: AgentKit) -> None:
+    result = subprocess.run(
+        kit.command("--serve", "--continue"),
+        capture_output=True,
+        text=True,
+        env=kit.env,
+        cwd=kit.workdir,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "--serve starts or continues sessions per request" in result.stderr
 
 
 def test_a_missing_extra_names_the_install_command(kit: AgentKit) -> None:

@@ -262,6 +262,10 @@ def check_args(args: argparse.Namespace) -> None:
         args.prompt or args.interactive or args.resume_with is not None or answers or args.json
     ):
         raise UsageError("--serve takes no prompt, -i, --json, --resume-with or --approve / --deny")
+    if args.serve and (args.session or args.continue_ or args.fork):
+        raise UsageError(
+            "--serve starts or continues sessions per request: no --session, --continue or --fork"
+        )
     if answers and args.no_session:
         raise UsageError("--approve / --deny need a stored session (not --no-session)")
 

@@ -114,6 +114,9 @@ class AgentSource:
 
 
 def _store(cli: CliHost) -> SessionRepo | None:
+    """The agent's session store; None keeps sessions in memory (--no-session too)."""
+    if cli.args.no_session:
+        return None
     store = cli.store()
     if store is not None:
         return store
