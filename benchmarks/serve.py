@@ -5,8 +5,9 @@ The parent starts harnessc's ProtocolServer as the model (every reply after
 --files), and starts it with ``--serve --max-runs N`` in a child process. Then:
 
 - **throughput and latency**: N clients at once each POST /v1/runs and read the run's
-  event stream to its end; it prints runs per second (N / wall time) and p50 / p99 of the
-  time from sending the POST to the first event read on the stream;
+  event stream to its end; it prints runs per second (N / wall time), p50 / p99 of the
+  time from sending the POST to the first event read on the stream, and the server's CPU
+  time per run (the clients, httpx in this process, take more than the server);
 - **memory per open run**: with the model answering after --hold-s, N runs are started
   and, once all of them are working, the server's resident memory (VmRSS) is read: its
   rise over the idle server, divided by N;
@@ -67,6 +68,12 @@ def _rss_kib(pid: int) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     return 0
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _compile(folder: Path, files: bool) -> Path:
@@ -210,7 +217,9 @@ def main() -> None:
         env.pop("HARNESSC_SERVE_TOKEN", None)
         served = Served(module, env, args.n, folder)
         try:
+            cpu = _cpu_s(served.process.pid)
             wall, first, done = asyncio.run(_load(served.url, args.n))
+            cpu = _cpu_s(served.process.pid) - cpu
         finally:
             served.stop()
         first.sort()
@@ -219,7 +228,8 @@ def main() -> None:
         print(
             f"served: {args.n} runs ({done} done) in {wall:.2f}s: {args.n / wall:.0f} runs/s; "
             f"first event p50 {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms "
-            f"(model latency {args.latency_ms:.0f} ms)"
+            f"(model latency {args.latency_ms:.0f} ms); server CPU {cpu / args.n * 1000:.1f} ms "
+            "per run"
         )
         delay["s"] = args.hold_s
         served = Served(module, env, args.n, folder)  # a fresh server: no earlier runs kept
