@@ -5,9 +5,9 @@ The parent starts harnessc's ProtocolServer as the model (every reply after
 --files), and starts it with ``--serve --max-runs N`` in a child process. Then:
 
 - **throughput and latency**: N clients at once each POST /v1/runs and read the run's
-  event stream to its end; it prints runs per second (N / wall time), p50 / p99 of the
-  time from sending the POST to the first event read on the stream, and the server's CPU
-  time per run (the clients, httpx in this process, take more than the server);
+  event stream to its end (plain asyncio connections, so the clients cost little); it
+  prints runs per second (N / wall time), p50 / p99 of the time from sending the POST to
+  the first event read on the stream, and the server's CPU time per run;
 - **memory per open run**: with the model answering after --hold-s, N runs are started
   and, once all of them are working, the server's resident memory (VmRSS) is read: its
   rise over the idle server, divided by N;
@@ -116,29 +116,47 @@ class Served:
         self.process.wait(60)
 
 
-async def _one(client: httpx.AsyncClient, index: int, first: list[float]) -> bool:
+async def _request(port: int, method: str, path: str, body: bytes = b"") -> tuple[Any, Any]:
+    """Send one HTTP/1.1 request on a new connection; the open (reader, writer)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    head = (
+        f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    writer.write(head.encode() + body)
+    await writer.drain()
+    return reader, writer
+
+
+async def _one(port: int, index: int, first: list[float]) -> bool:
+    """POST a run, then read its event stream until agent_end (a raw asyncio client: an
+    HTTP library's own CPU would be measured instead of the server's)."""
     sent = time.perf_counter()
-    started = await client.post("/v1/runs", json={"prompt": f"run {index}"})
-    run_id = started.json()["run_id"]
-    seen = False
-    async with client.stream("GET", f"/v1/runs/{run_id}/events") as stream:
-        async for line in stream.aiter_lines():
-            if line.startswith("data:"):
-                if not seen:
-                    first.append(time.perf_counter() - sent)
-                    seen = True
-                if json.loads(line[5:]).get("type") == "agent_end":
-                    return True
-    return False
+    body = json.dumps({"prompt": f"run {index}"}).encode()
+    reader, writer = await _request(port, "POST", "/v1/runs", body)
+    answer = await reader.read()
+    writer.close()
+    run_id = json.loads(answer.split(b"\r\n\r\n", 1)[1])["run_id"]
+    reader, writer = await _request(port, "GET", f"/v1/runs/{run_id}/events")
+    seen = b""
+    try:
+        while chunk := await reader.read(65536):
+            if not seen and b"data: " in chunk:
+                first.append(time.perf_counter() - sent)
+            seen = seen[-64:] + chunk
+            if b'"type": "agent_end"' in seen:
+                return True
+        return False
+    finally:
+        writer.close()
 
 
 async def _load(url: str, n: int) -> tuple[float, list[float], int]:
+    port = int(url.rsplit(":", 1)[1])
     first: list[float] = []
-    limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
-    async with httpx.AsyncClient(base_url=url, timeout=300, limits=limits) as client:
-        begin = time.perf_counter()
-        done = await asyncio.gather(*(_one(client, i, first) for i in range(n)))
-        wall = time.perf_counter() - begin
+    begin = time.perf_counter()
+    done = await asyncio.gather(*(_one(port, i, first) for i in range(n)))
+    wall = time.perf_counter() - begin
     return wall, first, sum(done)
 
 
