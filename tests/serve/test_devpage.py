@@ -20,8 +20,12 @@ def browser() -> Iterator[Browser]:
         pytest.skip("no chromium on this machine (apt-get install -y chromium)")
     try:
         running = Browser(executable)
+    except OSError as exc:
+        pytest.skip(f"chromium cannot start here: {exc}")
+    try:
         running.call("Browser.getVersion")
     except (OSError, RuntimeError) as exc:
+        running.close()
         pytest.skip(f"chromium cannot run here: {exc}")
     try:
         yield running
