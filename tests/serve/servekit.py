@@ -4,7 +4,7 @@ model is a scripted ProtocolServer, served by a real ``--serve`` process on 127.
 The model answers from the conversation, so many runs can share it at once:
 ``call NAME {json}`` in the last user message -> a call of tool NAME with those
 arguments; a tool result last -> ``done: <result>``; ``slow`` -> a reply streamed over
-about 1.5 s; anything else -> ``echo: <text>``.
+about 1.5 s; ``fail`` -> a 400 error; anything else -> ``echo: <text>``.
 """
 
 from __future__ import annotations
@@ -90,6 +90,8 @@ def model_reply(request: RecordedRequest) -> ScriptedResponse:
         arguments = rest[0] if rest else "{}"
         call_id = f"call_{next(_ids)}"
         return ScriptedResponse.sse(openai_tool_call_events([(call_id, name, arguments)]))
+    if text.startswith("fail"):
+        return ScriptedResponse.error(400, "the model refuses this prompt", kind="invalid_request")
     if text.startswith("slow"):
         return ScriptedResponse.sse(openai_events(["slow ", "reply ", "here"]), chunk_delay_s=0.5)
     return ScriptedResponse.sse(openai_events(["echo: ", text]))

@@ -113,6 +113,15 @@ def test_a_local_tool_result_and_a_permission_interrupt(server: Served) -> None:
     assert events[-1].type.value == "RUN_FINISHED"
 
 
+def test_a_failed_run_ends_with_run_error(server: Served) -> None:
+    events = _run(
+        server, _input("thread-4", "run-1", [{"id": "u1", "role": "user", "content": "fail"}])
+    )
+    assert events[0].type.value == "RUN_STARTED"
+    assert events[-1].type.value == "RUN_ERROR"
+    assert "refuses" in events[-1].message
+
+
 def test_a_bad_input_is_a_400_naming_the_field(server: Served) -> None:
     with server.client() as client:
         answer = client.post("/agui", json={"threadId": 5})
