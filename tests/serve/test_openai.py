@@ -82,6 +82,11 @@ def test_a_session_header_continues_and_an_unknown_model_is_refused(server: Serv
     assert "helper" in str(caught.value)
     with pytest.raises(openai.BadRequestError):
         client.chat.completions.create(model="helper", messages=[])
+    with pytest.raises(openai.APIStatusError) as failed:
+        client.with_options(max_retries=0).chat.completions.create(
+            model="helper", messages=[{"role": "user", "content": "fail please"}]
+        )
+    assert failed.value.status_code == 502 and "refuses" in str(failed.value)
 
 
 def test_without_a_token_any_authorization_is_accepted(kit: AgentKit) -> None:
