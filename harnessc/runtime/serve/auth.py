@@ -31,11 +31,14 @@ class TokenGate:
         self.token = token.encode() if token else None
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if self.token is None or scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
+        if self.token is None or scope["type"] == "lifespan":
             await self.app(scope, receive, send)
             return
-        if self._allowed(scope):
+        if (scope["type"] == "http" and scope["path"] in PUBLIC_PATHS) or self._allowed(scope):
             await self.app(scope, receive, send)
+            return
+        if scope["type"] != "http":  # a websocket (no endpoint has one): refused too
+            await send({"type": "websocket.close", "code": 1008})
             return
         await send(
             {

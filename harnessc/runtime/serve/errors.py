@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -58,7 +57,3 @@ def guarded(endpoint: Endpoint) -> Endpoint:
             return error_response(api_error(exc))
 
     return wrapper
-
-
-def path_param(request: Request, name: str) -> Any:
-    return request.path_params[name]
