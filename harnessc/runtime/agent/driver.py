@@ -97,7 +97,7 @@ async def end_turn(parts: Parts, run: RunState) -> None:
 
 async def plan_step(parts: Parts, run: RunState) -> Next:
     """PLANNING: one model call (or the calls left over from a pause)."""
-    if run.reply is not None and run.planned:
+    if run.reply is not None and run.to_run:
         return LoopState.EXECUTING
     if (reason := await budget_gate.check(parts, budget_gate.SPEND_LIMITS)) is not None:
         return Pause(reason)
@@ -170,7 +170,7 @@ async def execute_step(parts: Parts, run: RunState) -> Next:
 
 async def reflect_step(parts: Parts, run: RunState) -> Next:
     """REFLECTING: decide between more tool calls, another model call, a pause and DONE."""
-    if run.planned:
+    if run.to_run:
         return LoopState.EXECUTING
     await end_turn(parts, run)
     if run.pause_requested:

@@ -2,8 +2,9 @@
 
 Preparing a call emits ``tool_execution_start``, counts it against ``budget.tool_calls``,
 validates its arguments and runs the ``tool_call`` hooks; the call is then ``prepared``
-(local), ``awaiting`` (external: handed to the caller) or ``blocked`` (an error result).
-Prepared local calls execute concurrently (or one by one when a tool or the options
+(local), ``awaiting`` (external: handed to the caller), ``held`` (a hook asks for an
+approval: the run pauses; in a sequential batch no later call runs before it) or
+``blocked`` (an error result). Prepared local calls execute concurrently (or one by one when a tool or the options
 say so); finalizing runs the ``tool_result`` hooks and emits ``tool_execution_end``, in
 call order. External calls go through the same preparation and, on resume, the same
 finalization.
@@ -114,8 +115,8 @@ async def _start(parts: Parts, record: CallRecord) -> None:
 
 
 async def _prepare(parts: Parts, run: RunState, record: CallRecord) -> ToolResult | None:
-    """Start a call and decide it: None when prepared, awaiting or held (still planned,
-    the run pauses for an approval), else the error result."""
+    """Start a call and decide it: None when prepared, awaiting or held (the run pauses
+    for an approval), else the error result."""
     await _start(parts, record)
     call = record.call
     tool = parts.settings.active_tool(call.name)
@@ -152,7 +153,7 @@ async def _prepare(parts: Parts, run: RunState, record: CallRecord) -> ToolResul
             if record.approval == "allow":
                 continue  # the caller approved this very call at resume
             run.pause_requested = result.reason
-            record.status = "planned"  # held: prepared again when the run resumes
+            record.status = "held"  # prepared again when the run resumes
             return None
         result = coerce(result, ToolCallResult)
         if result.block:
@@ -263,15 +264,18 @@ async def finalize(
 
 async def run_batch(parts: Parts, run: RunState) -> str | None:
     """Run the planned calls; returns a budget pause reason when a limit cut the batch."""
-    todo = run.planned
+    todo = run.to_run
     if not todo:
         return None
     limited: str | None = None
-    if parts.budget.budget.tool_calls is not None:
-        limited = await budget_gate.check(parts, ("tool_calls",), pending=len(todo))
+    # A call counts once, when it starts: a held call was counted when it was held.
+    fresh = [r for r in todo if not r.started]
+    if parts.budget.budget.tool_calls is not None and fresh:
+        limited = await budget_gate.check(parts, ("tool_calls",), pending=len(fresh))
         if limited is not None:
             room = max(0, int(parts.budget.budget.tool_calls or 0) - parts.budget.usage.tool_calls)
-            todo = todo[:room]
+            cut = {r.id for r in fresh[room:]}
+            todo = [r for r in todo if r.id not in cut]
     context = await parts.settings.tool_context.resolve()
     sequential = parts.options.sequential_tools or any(
         (t := parts.settings.active_tool(r.call.name)) is not None
@@ -288,6 +292,8 @@ async def run_batch(parts: Parts, run: RunState) -> str | None:
             refused = await _prepare(parts, run, record)
             if refused is not None:
                 await finalize(parts, run, record, refused, 0.0)
+            elif record.status == "held":  # nothing after a held call runs before it
+                break
             elif record.status == "prepared":
                 result, seconds = await _execute(parts, record, context)
                 await finalize(parts, run, record, result, seconds)

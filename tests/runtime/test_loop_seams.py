@@ -1,0 +1,108 @@
+"""The agent loop where its features meet: held calls and budgets, sequential batches,
+cancellation, event order, wall clocks, tool timeouts, compaction, tree moves and
+resumes (issue 26, items 6-15). Each test failed on the loop before its fix."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from harnessc.runtime import Budget, PauseRequest, ToolResultMessage
+from harnessc.runtime.hooks import HookSpec
+from harnessc.runtime.providers.scripted import ScriptedProvider, reply_text, reply_tool_calls
+from harnessc.runtime.tools.base import Tool, text_result
+
+from .test_run_state_defects import OBJ, Counter, new_file_harness, open_harness
+
+
+def _ask_for(name: str) -> HookSpec:
+    def hold(event: Any) -> Any:
+        if event.tool_name != name:
+            return None
+        return PauseRequest("permission needed: " + event.tool_name)
+
+    return HookSpec("tool_call", hold)
+
+
+def _results(harness: Any) -> dict[str, ToolResultMessage]:
+    return {m.tool_call_id: m for m in harness.messages if isinstance(m, ToolResultMessage)}
+
+
+def _logging_tool(name: str, log: list[str]) -> Tool:
+    async def run(call_id: str, params: Any, signal: Any, on_update: Any, ctx: Any) -> Any:
+        log.append(name)
+        return text_result(f"{name} ran")
+
+    return Tool(name, f"The {name} tool.", OBJ, run)
+
+
+# 6 -- a held call counts once ------------------------------------------------------
+
+
+def test_a_held_call_at_the_tool_call_limit_counts_once(tmp_path: Path) -> None:
+    ls, bash = Counter("ls"), Counter("bash")
+    provider = ScriptedProvider([reply_tool_calls([("ls", {}), ("bash", {})]), reply_text("ok")])
+    harness, _, path = new_file_harness(
+        tmp_path,
+        provider,
+        [ls.tool(), bash.tool()],
+        hooks=[_ask_for("bash")],
+        budget=Budget(tool_calls=2),
+    )
+    paused = asyncio.run(harness.prompt("go"))
+    assert paused.reason == "permission needed: bash"
+    [held] = harness.pending_tool_calls
+    done = asyncio.run(harness.resume(approvals={held.id: True}))
+    assert (done.status, done.reason) == ("done", "goal_met")
+    assert (ls.runs, bash.runs) == (1, 1)
+    assert harness.budget.usage.tool_calls == 2
+    harness.session.close()
+
+
+def test_a_held_call_at_the_limit_counts_once_after_a_restart(tmp_path: Path) -> None:
+    bash = Counter("bash")
+    provider = ScriptedProvider([reply_tool_calls([("bash", {})]), reply_text("ok")])
+    options: dict[str, Any] = {"hooks": [_ask_for("bash")], "budget": Budget(tool_calls=1)}
+    harness, _, path = new_file_harness(tmp_path, provider, [bash.tool()], **options)
+    asyncio.run(harness.prompt("go"))
+    [held] = harness.pending_tool_calls
+    harness.session.close()
+    again, _ = open_harness(path, provider, [bash.tool()], **options)
+    done = asyncio.run(again.resume(approvals={held.id: True}))
+    assert done.status == "done", done.reason
+    assert bash.runs == 1 and again.budget.usage.tool_calls == 1
+    again.session.close()
+
+
+# 7 -- a held call holds a sequential batch -------------------------------------------
+
+
+def test_a_held_call_holds_the_rest_of_a_sequential_batch(tmp_path: Path) -> None:
+    order: list[str] = []
+    tools = [_logging_tool("edit", order), _logging_tool("run_tests", order)]
+    provider = ScriptedProvider(
+        [reply_tool_calls([("edit", {}), ("run_tests", {})]), reply_text("fixed")]
+    )
+    options: dict[str, Any] = {"hooks": [_ask_for("edit")], "sequential_tools": True}
+    harness, _, path = new_file_harness(tmp_path, provider, tools, **options)
+    paused = asyncio.run(harness.prompt("fix it"))
+    assert paused.reason == "permission needed: edit"
+    assert order == []  # run_tests waits for the edit
+    run = harness.run_state
+    assert run is not None
+    assert [r.status for r in run.calls] == ["held", "planned"]
+    assert [c.name for c in harness.pending_tool_calls] == ["edit", "run_tests"]
+    harness.session.close()
+
+    again, log = open_harness(path, provider, tools, **options)
+    reopened = again.run_state
+    assert reopened is not None
+    assert [r.status for r in reopened.calls] == ["held", "planned"]
+    [held] = reopened.held
+    done = asyncio.run(again.resume(approvals={held.id: True}))
+    assert done.status == "done", done.reason
+    assert order == ["edit", "run_tests"]
+    starts = [e.tool_name for e in log if e.type == "tool_execution_start"]
+    assert starts == ["run_tests"]  # the edit was announced once, when it was held
+    again.session.close()
