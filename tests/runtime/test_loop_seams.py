@@ -106,3 +106,84 @@ def test_a_held_call_holds_the_rest_of_a_sequential_batch(tmp_path: Path) -> Non
     starts = [e.tool_name for e in log if e.type == "tool_execution_start"]
     assert starts == ["run_tests"]  # the edit was announced once, when it was held
     again.session.close()
+
+
+# 8 -- a tool's own CancelledError ----------------------------------------------------
+
+
+def _cancelled_by_a_library() -> Tool:
+    async def run(call_id: str, params: Any, signal: Any, on_update: Any, ctx: Any) -> Any:
+        future = asyncio.get_running_loop().create_future()
+        future.cancel()  # a library's own future, cancelled inside it
+        await future
+        return text_result("never")
+
+    return Tool("fetch", "Fetch.", OBJ, run)
+
+
+def _slow(log: list[str], seconds: float = 0.05) -> Tool:
+    async def run(call_id: str, params: Any, signal: Any, on_update: Any, ctx: Any) -> Any:
+        try:
+            await asyncio.sleep(seconds)
+        except asyncio.CancelledError:
+            log.append("slow cancelled")
+            raise
+        log.append("slow done")
+        return text_result("slow ran")
+
+    return Tool("slow", "Slow.", OBJ, run)
+
+
+def test_a_cancelled_error_from_one_tool_is_its_error_result(make_harness: Any) -> None:
+    log: list[str] = []
+    harness, _ = make_harness(
+        [reply_tool_calls([("fetch", {}), ("slow", {})]), reply_text("carried on")],
+        tools=[_cancelled_by_a_library(), _slow(log)],
+    )
+
+    async def main() -> Any:
+        result = await harness.prompt("go")
+        left = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        return result, left
+
+    result, left = asyncio.run(main())
+    assert (result.status, result.text) == ("done", "carried on")
+    assert left == [] and log == ["slow done"]
+    results = _results(harness)
+    fetched = next(m for m in results.values() if m.tool_name == "fetch")
+    assert fetched.is_error and "CancelledError" in fetched.text
+    assert not next(m for m in results.values() if m.tool_name == "slow").is_error
+
+
+def test_a_lone_tool_raising_cancelled_error_does_not_abort_the_run(make_harness: Any) -> None:
+    harness, _ = make_harness(
+        [reply_tool_calls([("fetch", {})]), reply_text("ok")], tools=[_cancelled_by_a_library()]
+    )
+    result = harness.prompt_sync("go")
+    assert result.status == "done"
+
+
+def test_an_aborted_run_cancels_and_awaits_every_sibling(make_harness: Any) -> None:
+    log: list[str] = []
+    holder: list[Any] = []
+
+    async def stop(call_id: str, params: Any, signal: Any, on_update: Any, ctx: Any) -> Any:
+        await asyncio.sleep(0.01)
+        holder[0].abort("stop")
+        await asyncio.sleep(10)
+        return text_result("never")
+
+    harness, _ = make_harness(
+        [reply_tool_calls([("stop", {}), ("slow", {})])],
+        tools=[Tool("stop", "Stop.", OBJ, stop), _slow(log, 10)],
+    )
+    holder.append(harness)
+
+    async def main() -> Any:
+        result = await harness.prompt("go")
+        left = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        return result, left
+
+    result, left = asyncio.run(main())
+    assert result.status == "aborted"
+    assert left == [] and log == ["slow cancelled"]

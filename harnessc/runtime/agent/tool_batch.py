@@ -192,8 +192,11 @@ async def _execute(parts: Parts, record: CallRecord, context: Any) -> tuple[Tool
 
     try:
         result = await tool.execute(call.id, record.args or {}, parts.signal, on_update, context)
-    except asyncio.CancelledError:
-        raise
+    except asyncio.CancelledError as exc:
+        if _run_cancelled(parts):
+            raise
+        # A cancelled future of the tool's own (a library's): that call failed, not the run.
+        result = error_result(f"Tool {call.name} failed: {describe_exception(exc)}")
     except Exception as exc:
         result = error_result(f"Tool {call.name} failed: {describe_exception(exc)}")
     if not isinstance(result, ToolResult):
@@ -201,6 +204,33 @@ async def _execute(parts: Parts, record: CallRecord, context: Any) -> tuple[Tool
             f"Tool {call.name} returned {type(result).__name__}, not a ToolResult"
         )
     return result, time.perf_counter() - started
+
+
+def _run_cancelled(parts: Parts) -> bool:
+    """True when the run itself is being cancelled (an abort, its time budget, its
+    caller), not only a tool's own future: the task was asked to cancel."""
+    task = asyncio.current_task()
+    requested = task is not None and task.cancelling() > 0
+    return requested or (parts.signal is not None and parts.signal.aborted)
+
+
+async def _execute_all(
+    parts: Parts, records: list[CallRecord], context: Any
+) -> list[tuple[ToolResult, float]]:
+    """Run prepared calls side by side, one task each; when the run is cancelled, every
+    call still running is cancelled and awaited before the cancellation goes on."""
+    if len(records) == 1:  # nothing to run alongside: no task, no extra loop turn
+        return [await _execute(parts, records[0], context)]
+    tasks = [asyncio.ensure_future(_execute(parts, r, context)) for r in records]
+    try:
+        await asyncio.wait(tasks)
+    finally:
+        running = [t for t in tasks if not t.done()]
+        for task in running:
+            task.cancel()
+        if running:  # no task outlives the batch (gather waits for the cancelled ones)
+            await asyncio.gather(*running, return_exceptions=True)
+    return [task.result() for task in tasks]
 
 
 async def finalize(
@@ -304,10 +334,7 @@ async def run_batch(parts: Parts, run: RunState) -> str | None:
         if refused is not None:
             refusals[record.id] = refused
     prepared = [r for r in todo if r.status == "prepared"]
-    if len(prepared) == 1:  # nothing to run alongside: no task, no extra loop turn
-        done = [await _execute(parts, prepared[0], context)]
-    else:
-        done = list(await asyncio.gather(*(_execute(parts, r, context) for r in prepared)))
+    done = await _execute_all(parts, prepared, context) if prepared else []
     outcomes = {r.id: outcome for r, outcome in zip(prepared, done, strict=True)}
     for record in todo:
         if record.id in refusals:
