@@ -187,3 +187,45 @@ def test_an_aborted_run_cancels_and_awaits_every_sibling(make_harness: Any) -> N
     result, left = asyncio.run(main())
     assert result.status == "aborted"
     assert left == [] and log == ["slow cancelled"]
+
+
+# 9 -- every tool's updates before its end --------------------------------------------
+
+
+def _progress() -> Tool:
+    async def run(call_id: str, params: Any, signal: Any, on_update: Any, ctx: Any) -> Any:
+        on_update(text_result("half way"))
+        await asyncio.sleep(0)  # working on: the update is delivered meanwhile
+        return text_result("done")
+
+    return Tool("work", "Work.", OBJ, run)
+
+
+def test_an_async_subscriber_and_hook_see_updates_before_the_end(make_harness: Any) -> None:
+    harness, _ = make_harness(
+        [reply_tool_calls([("work", {}), ("work", {})]), reply_tool_calls([("work", {})]), "ok"],
+        tools=[_progress()],
+    )
+    seen: list[str] = []
+    hooked: list[str] = []
+
+    async def slow_subscriber(event: Any) -> None:
+        if event.type.startswith("tool_execution") or event.type == "agent_end":
+            if event.type == "tool_execution_update":
+                await asyncio.sleep(0.01)
+            seen.append(f"{event.type}:{getattr(event, 'tool_call_id', '')}")
+
+    async def slow_hook(event: Any) -> None:
+        await asyncio.sleep(0.01)
+        hooked.append(f"update:{event.tool_call_id}")
+
+    harness.subscribe(slow_subscriber)
+    harness.on("tool_execution_update", slow_hook)
+    harness.on("tool_execution_end", lambda e: hooked.append(f"end:{e.tool_call_id}"))
+    assert harness.prompt_sync("go").status == "done"
+    ends = [s for s in seen if s.startswith("tool_execution_end")]
+    assert len(ends) == 3 and seen[-1] == "agent_end:"
+    for end in ends:
+        call = end.split(":", 1)[1]
+        assert seen.index(f"tool_execution_update:{call}") < seen.index(end)
+        assert hooked.index(f"update:{call}") < hooked.index(f"end:{call}")
