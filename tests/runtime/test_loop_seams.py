@@ -8,12 +8,18 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from harnessc.runtime import Budget, PauseRequest, ToolResultMessage
+from harnessc.runtime import (
+    AgentHarness,
+    AgentHarnessOptions,
+    Budget,
+    PauseRequest,
+    ToolResultMessage,
+)
 from harnessc.runtime.hooks import HookSpec
 from harnessc.runtime.providers.scripted import ScriptedProvider, reply_text, reply_tool_calls
 from harnessc.runtime.tools.base import Tool, text_result
 
-from .test_run_state_defects import OBJ, Counter, new_file_harness, open_harness
+from .test_run_state_defects import MODELS, OBJ, Counter, new_file_harness, open_harness
 
 
 def _ask_for(name: str) -> HookSpec:
@@ -229,3 +235,85 @@ def test_an_async_subscriber_and_hook_see_updates_before_the_end(make_harness: A
         call = end.split(":", 1)[1]
         assert seen.index(f"tool_execution_update:{call}") < seen.index(end)
         assert hooked.index(f"update:{call}") < hooked.index(f"end:{call}")
+
+
+# 10 -- one wall clock ----------------------------------------------------------------
+
+
+class _DeadlineProvider:
+    """Honours ``request.deadline`` as a provider does: the request ends there with an
+    error. It holds the loop until that moment and reports at once, so the loop's own
+    timer never runs first: the race of the two clocks, constructed."""
+
+    def __init__(self) -> None:
+        self.deadlines: list[float | None] = []
+
+    def stream(self, request: Any) -> Any:
+        return self._stream(request)
+
+    async def _stream(self, request: Any) -> Any:
+        from harnessc.runtime.messages import AssistantMessage, TextContent
+        from harnessc.runtime.providers.base import AssistantMessageEvent
+
+        self.deadlines.append(request.deadline)
+        message = AssistantMessage(api="scripted", provider="test", model="scripted-1")
+        yield AssistantMessageEvent("start", message)
+        if request.deadline is None:
+            message.content = [TextContent("done")]
+            yield AssistantMessageEvent("done", message)
+            return
+        loop = asyncio.get_running_loop()
+        while loop.time() < request.deadline:
+            pass
+        message.stop_reason = "error"
+        message.error_message = "the run's time budget ran out during the model request"
+        yield AssistantMessageEvent("error", message)
+
+
+def test_the_provider_ending_at_the_deadline_is_a_budget_pause() -> None:
+    for _ in range(3):
+        provider = _DeadlineProvider()
+        harness = AgentHarness(
+            AgentHarnessOptions(models=MODELS, provider=provider, budget=Budget(wall_clock_s=0.02))
+        )
+        result = harness.prompt_sync("go")
+        assert (result.status, result.reason) == ("paused", "budget_exceeded:wall_clock_s")
+        resumed = harness.resume_sync(budget=Budget())
+        assert (resumed.status, resumed.text) == ("done", "done")
+
+
+def test_a_tool_batch_past_the_wall_clock_is_stopped_and_the_run_pauses(
+    make_harness: Any,
+) -> None:
+    log: list[str] = []
+    harness, _ = make_harness(
+        [reply_tool_calls([("add", {"a": 1, "b": 2}), ("slow", {})]), reply_text("later")],
+        tools=[_slow(log, 2.0), Tool("add", "Add.", OBJ, _quick_add)],
+        budget=Budget(wall_clock_s=0.3),
+    )
+    result = harness.prompt_sync("go")
+    assert (result.status, result.reason) == ("paused", "budget_exceeded:wall_clock_s")
+    assert log == ["slow cancelled"]
+    results = {m.tool_name: m for m in _results(harness).values()}
+    assert results["add"].text == "3" and not results["add"].is_error
+    assert results["slow"].is_error and "wall-clock budget ran out" in results["slow"].text
+    assert harness.resume_sync(budget=Budget()).text == "later"
+
+
+def test_a_sequential_tool_past_the_wall_clock_is_stopped(make_harness: Any) -> None:
+    log: list[str] = []
+    harness, _ = make_harness(
+        [reply_tool_calls([("slow", {}), ("add", {"a": 1, "b": 1})]), reply_text("later")],
+        tools=[_slow(log, 2.0), Tool("add", "Add.", OBJ, _quick_add)],
+        budget=Budget(wall_clock_s=0.3),
+        sequential_tools=True,
+    )
+    result = harness.prompt_sync("go")
+    assert (result.status, result.reason) == ("paused", "budget_exceeded:wall_clock_s")
+    assert log == ["slow cancelled"]
+    assert [c.name for c in result.pending_tool_calls] == ["add"]
+    assert harness.resume_sync(budget=Budget()).text == "later"
+
+
+async def _quick_add(call_id: str, params: Any, signal: Any, on_update: Any, ctx: Any) -> Any:
+    return text_result(str(params["a"] + params["b"]))

@@ -107,8 +107,8 @@ async def plan_step(parts: Parts, run: RunState) -> Next:
     if not run.turn_open and (reason := await open_turn(parts, run)) is not None:
         return Pause(reason)
     await auto_compact(parts)
-    request, remaining = await model_call.make_request(parts, run)
-    reply = await model_call.stream_reply(parts, request, remaining)
+    request, deadline = await model_call.make_request(parts, run)
+    reply = await model_call.stream_reply(parts, request, deadline)
     budget_gate.count_reply(parts, reply)
     run.set_reply(reply)
     if reply.stop_reason == "aborted":

@@ -215,22 +215,43 @@ def _run_cancelled(parts: Parts) -> bool:
 
 
 async def _execute_all(
-    parts: Parts, records: list[CallRecord], context: Any
-) -> list[tuple[ToolResult, float]]:
-    """Run prepared calls side by side, one task each; when the run is cancelled, every
-    call still running is cancelled and awaited before the cancellation goes on."""
+    parts: Parts, records: list[CallRecord], context: Any, deadline: float | None
+) -> dict[str, tuple[ToolResult, float]]:
+    """Run prepared calls side by side (one task each) until they end or the wall-clock
+    ``deadline`` passes; the outcomes of the calls that ended, by call id.
+
+    When the deadline passes or the run is cancelled, every call still running is
+    cancelled and awaited before the batch goes on (no task outlives the batch).
+    """
+    outcomes: dict[str, tuple[ToolResult, float]] = {}
+    if not records:
+        return outcomes
+    scope = budget_gate.until(deadline)
     if len(records) == 1:  # nothing to run alongside: no task, no extra loop turn
-        return [await _execute(parts, records[0], context)]
+        try:
+            async with scope:
+                outcomes[records[0].id] = await _execute(parts, records[0], context)
+        except TimeoutError:
+            if not scope.expired():
+                raise
+        return outcomes
     tasks = [asyncio.ensure_future(_execute(parts, r, context)) for r in records]
     try:
-        await asyncio.wait(tasks)
+        async with scope:
+            await asyncio.wait(tasks)
+    except TimeoutError:
+        if not scope.expired():
+            raise
     finally:
         running = [t for t in tasks if not t.done()]
         for task in running:
             task.cancel()
-        if running:  # no task outlives the batch (gather waits for the cancelled ones)
+        if running:  # gather waits for the cancelled ones
             await asyncio.gather(*running, return_exceptions=True)
-    return [task.result() for task in tasks]
+    for record, task in zip(records, tasks, strict=True):
+        if not task.cancelled():
+            outcomes[record.id] = task.result()
+    return outcomes
 
 
 async def finalize(
@@ -325,8 +346,12 @@ async def run_batch(parts: Parts, run: RunState) -> str | None:
             elif record.status == "held":  # nothing after a held call runs before it
                 break
             elif record.status == "prepared":
-                result, seconds = await _execute(parts, record, context)
-                await finalize(parts, run, record, result, seconds)
+                outcomes = await _execute_all(
+                    parts, [record], context, budget_gate.deadline(parts)
+                )
+                await finalize(parts, run, record, *outcomes.get(record.id, _STOPPED))
+                if record.id not in outcomes and (spent := await _out_of_time(parts)):
+                    return spent
         return limited
     refusals: dict[str, ToolResult] = {}
     for record in todo:
@@ -334,14 +359,31 @@ async def run_batch(parts: Parts, run: RunState) -> str | None:
         if refused is not None:
             refusals[record.id] = refused
     prepared = [r for r in todo if r.status == "prepared"]
-    done = await _execute_all(parts, prepared, context) if prepared else []
-    outcomes = {r.id: outcome for r, outcome in zip(prepared, done, strict=True)}
+    outcomes = await _execute_all(parts, prepared, context, budget_gate.deadline(parts))
     for record in todo:
         if record.id in refusals:
             await finalize(parts, run, record, refusals[record.id], 0.0)
-        elif record.id in outcomes:
-            await finalize(parts, run, record, *outcomes[record.id])
+        elif record.status == "prepared":
+            await finalize(parts, run, record, *outcomes.get(record.id, _STOPPED))
+    if len(outcomes) < len(prepared):
+        return await _out_of_time(parts) or limited
     return limited
+
+
+# The result of a call the wall-clock budget stopped while it ran.
+_STOPPED = (
+    error_result(
+        "Tool call was stopped: the run's wall-clock budget ran out while it ran. "
+        "The run was paused; it may have had part of its effect."
+    ),
+    0.0,
+)
+
+
+async def _out_of_time(parts: Parts) -> str | None:
+    """The pause reason after the wall-clock deadline stopped calls (None when an
+    ``on_budget_exceeded`` handler gave more time)."""
+    return await budget_gate.check(parts, ("wall_clock_s",))
 
 
 async def commit(parts: Parts, run: RunState, *, partial: bool = False) -> None:
