@@ -317,3 +317,45 @@ def test_a_sequential_tool_past_the_wall_clock_is_stopped(make_harness: Any) -> 
 
 async def _quick_add(call_id: str, params: Any, signal: Any, on_update: Any, ctx: Any) -> Any:
     return text_result(str(params["a"] + params["b"]))
+
+
+# 11 -- a loop-level timeout on every tool call -----------------------------------------
+
+
+async def hang(seconds: float = 30.0) -> str:
+    """Wait far longer than allowed."""
+    await asyncio.sleep(seconds)
+    return "woke"
+
+
+def test_a_python_tool_past_its_timeout_is_that_calls_error(make_harness: Any) -> None:
+    from harnessc.runtime.tools import python_tool
+
+    harness, log = make_harness(
+        [reply_tool_calls([("hang", {}), ("add", {"a": 2, "b": 3})]), reply_text("moved on")],
+        tools=[python_tool(hang, timeout_s=0.1), Tool("add", "Add.", OBJ, _quick_add)],
+    )
+    result = harness.prompt_sync("go")
+    assert (result.status, result.text) == ("done", "moved on")
+    results = {m.tool_name: m for m in _results(harness).values()}
+    assert results["hang"].is_error and "timed out after 0.1 s" in results["hang"].text
+    assert results["add"].text == "5"
+
+
+def test_the_harness_tool_timeout_applies_to_every_tool(make_harness: Any) -> None:
+    log: list[str] = []
+    harness, _ = make_harness(
+        [reply_tool_calls([("slow", {})]), reply_text("moved on")],
+        tools=[_slow(log, 30.0)],
+        tool_timeout_s=0.1,
+    )
+    result = harness.prompt_sync("go")
+    assert result.status == "done" and log == ["slow cancelled"]
+    [answer] = _results(harness).values()
+    assert answer.is_error and "timed out after 0.1 s" in answer.text
+
+
+def test_the_default_tool_timeout_is_pis() -> None:
+    from harnessc.runtime import AgentHarnessOptions as Options
+
+    assert Options().tool_timeout_s == 180.0

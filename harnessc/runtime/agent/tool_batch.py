@@ -190,8 +190,20 @@ async def _execute(parts: Parts, record: CallRecord, context: Any) -> tuple[Tool
             now=True,
         )
 
+    limit = getattr(tool, "timeout_s", None) or parts.options.tool_timeout_s
+    scope = asyncio.timeout(limit) if limit else budget_gate.until(None)
     try:
-        result = await tool.execute(call.id, record.args or {}, parts.signal, on_update, context)
+        async with scope:
+            result = await tool.execute(
+                call.id, record.args or {}, parts.signal, on_update, context
+            )
+    except TimeoutError as exc:
+        if scope.expired():  # the loop's limit on one call (the tool did not end by itself)
+            result = error_result(
+                f"Tool {call.name} timed out after {limit:g} s and was stopped by the agent loop."
+            )
+        else:
+            result = error_result(f"Tool {call.name} failed: {describe_exception(exc)}")
     except asyncio.CancelledError as exc:
         if _run_cancelled(parts):
             raise
@@ -346,9 +358,7 @@ async def run_batch(parts: Parts, run: RunState) -> str | None:
             elif record.status == "held":  # nothing after a held call runs before it
                 break
             elif record.status == "prepared":
-                outcomes = await _execute_all(
-                    parts, [record], context, budget_gate.deadline(parts)
-                )
+                outcomes = await _execute_all(parts, [record], context, budget_gate.deadline(parts))
                 await finalize(parts, run, record, *outcomes.get(record.id, _STOPPED))
                 if record.id not in outcomes and (spent := await _out_of_time(parts)):
                     return spent
