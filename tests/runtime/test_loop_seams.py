@@ -359,3 +359,87 @@ def test_the_default_tool_timeout_is_pis() -> None:
     from harnessc.runtime import AgentHarnessOptions as Options
 
     assert Options().tool_timeout_s == 180.0
+
+
+# 12 -- compaction inside a run: the run's signal and deadline -----------------------
+
+SYSTEM = "You are the seams tester."
+
+
+class _SummaryWatcher:
+    """Replies to the agent; for a compaction summary request it records the request's
+    signal and, with ``hang``, waits until that signal is aborted."""
+
+    def __init__(self, hang: bool = False) -> None:
+        self.hang = hang
+        self.replies = 0
+        self.summary_signals: list[Any] = []
+
+    def stream(self, request: Any) -> Any:
+        return self._stream(request)
+
+    async def _stream(self, request: Any) -> Any:
+        from harnessc.runtime import Usage
+        from harnessc.runtime.messages import AssistantMessage, TextContent
+        from harnessc.runtime.providers.base import AssistantMessageEvent
+
+        message = AssistantMessage(api="scripted", provider="test", model="scripted-1")
+        yield AssistantMessageEvent("start", message)
+        if request.context.system_prompt != SYSTEM:  # the summary request
+            self.summary_signals.append(request.signal)
+            if self.hang:
+                self.hang = False  # once
+                await request.signal.wait()
+            message.content = [TextContent("summary of the work so far")]
+        else:
+            self.replies += 1
+            message.content = [TextContent(f"reply {self.replies} " + "q" * 400)]
+            if self.replies == 2:  # the context is now past the threshold
+                message.usage = Usage(input=900, output=50, total_tokens=950)
+        yield AssistantMessageEvent("done", message)
+
+
+def _compacting_harness(provider: _SummaryWatcher, **options: Any) -> AgentHarness:
+    from harnessc.runtime import Model
+    from harnessc.runtime.session.compaction.trigger import CompactionSettings
+
+    model = Model(id="scripted-1", api="scripted", provider="test", context_window=1000)
+    harness = AgentHarness(
+        AgentHarnessOptions(
+            models={"main": model}, provider=provider, system_prompt=SYSTEM, **options
+        )
+    )
+    harness.compaction_settings = CompactionSettings(reserve_tokens=100, keep_recent_tokens=10)
+    return harness
+
+
+def test_compaction_inside_a_run_summarises_under_the_runs_signal() -> None:
+    provider = _SummaryWatcher()
+    harness = _compacting_harness(provider)
+    during: list[Any] = []
+    harness.on("session_compact", lambda e: during.append(harness.signal))
+
+    async def main() -> None:
+        for text in ("one", "two", "three"):
+            assert (await harness.prompt(text + " " + "z" * 400)).status == "done"
+
+    asyncio.run(main())
+    assert len(provider.summary_signals) == 1 and len(during) == 1
+    assert provider.summary_signals[0] is during[0]  # the run's own signal
+
+
+def test_compaction_inside_a_run_stops_at_the_wall_clock_and_pauses() -> None:
+    provider = _SummaryWatcher(hang=True)
+    harness = _compacting_harness(provider, budget=Budget(wall_clock_s=5))
+
+    async def main() -> Any:
+        await harness.prompt("one " + "z" * 400)
+        await harness.prompt("two " + "z" * 400)
+        harness.set_budget(Budget(wall_clock_s=harness.budget.elapsed() + 0.2))
+        return await asyncio.wait_for(harness.prompt("three " + "z" * 400), 20)
+
+    result = asyncio.run(main())
+    assert (result.status, result.reason) == ("paused", "budget_exceeded:wall_clock_s")
+    assert len(provider.summary_signals) == 1
+    assert harness.resume_sync(budget=Budget()).status == "done"  # compacted this time
+    assert len(provider.summary_signals) == 2

@@ -106,7 +106,8 @@ async def plan_step(parts: Parts, run: RunState) -> Next:
     await parts.bus.flush()
     if not run.turn_open and (reason := await open_turn(parts, run)) is not None:
         return Pause(reason)
-    await auto_compact(parts)
+    if (reason := await auto_compact(parts)) is not None:
+        return Pause(reason)
     request, deadline = await model_call.make_request(parts, run)
     reply = await model_call.stream_reply(parts, request, deadline)
     budget_gate.count_reply(parts, reply)
@@ -133,16 +134,22 @@ async def plan_step(parts: Parts, run: RunState) -> Next:
 async def _failed_reply(parts: Parts, run: RunState) -> Next:
     reply = run.reply
     assert reply is not None
-    if reply.context_overflow and not run.overflow_retried and await recover_overflow(parts):
-        run.overflow_retried = True
-        run.calls = []
-        return LoopState.PLANNING  # the same turn, once more after compaction
+    recovered: bool | str = False
+    if reply.context_overflow and not run.overflow_retried:
+        recovered = await recover_overflow(parts)
+        if recovered is True:
+            run.overflow_retried = True
+            run.calls = []
+            return LoopState.PLANNING  # the same turn, once more after compaction
     await tool_batch.commit_plan(parts, run, runnable=False)
     for record in run.planned:
         await tool_batch.block(
             parts, run, record, "Tool call was not executed: the model reply failed."
         )
     await tool_batch.commit(parts, run)
+    if isinstance(recovered, str):  # the time ran out while compacting
+        await end_turn(parts, run)
+        return Pause(recovered)
     if reply.error_message == model_call.WALL_CLOCK_STOP:
         reason = await budget_gate.check(parts, ("wall_clock_s",))
         if reason is None:  # a handler extended the clock: ask again in the same turn
