@@ -443,3 +443,64 @@ def test_compaction_inside_a_run_stops_at_the_wall_clock_and_pauses() -> None:
     assert len(provider.summary_signals) == 1
     assert harness.resume_sync(budget=Budget()).status == "done"  # compacted this time
     assert len(provider.summary_signals) == 2
+
+
+# 13 -- tree moves: the live harness and a reopened one agree ------------------------
+
+
+def _pause_entry_id(harness: Any) -> str:
+    from harnessc.runtime.session import replay
+
+    state = replay.pending_state(harness.session)
+    assert state is not None
+    return state.entry_id
+
+
+def _seen(harness: Any) -> tuple[Any, ...]:
+    return (harness.paused_reason, [c.id for c in harness.pending_tool_calls], harness.state)
+
+
+def test_a_tree_move_back_onto_a_pause_agrees_with_a_reopened_session(tmp_path: Path) -> None:
+    bash = Counter("bash")
+    provider = ScriptedProvider([reply_tool_calls([("bash", {})]), reply_text("ran")])
+    options: dict[str, Any] = {"hooks": [_ask_for("bash")]}
+    harness, _, path = new_file_harness(tmp_path, provider, [bash.tool()], **options)
+    asyncio.run(harness.prompt("go"))
+    pause_id = _pause_entry_id(harness)
+    first = harness.session.branch()[0].id
+
+    asyncio.run(harness.navigate_tree(first))  # away: the paused run is settled
+    away = _seen(harness)
+    assert away[0] is None
+    asyncio.run(harness.navigate_tree(pause_id))  # back onto the pause entry
+    live = _seen(harness)
+    harness.session.close()
+
+    again, _ = open_harness(path, provider, [bash.tool()], **options)
+    assert live == _seen(again)
+    assert live[0] == "paused" and len(live[1]) == 1
+    [held] = again.pending_tool_calls
+    done = asyncio.run(again.resume(approvals={held.id: True}))
+    assert done.status == "done" and bash.runs == 1
+    again.session.close()
+
+
+def test_after_every_tree_move_live_and_reopened_agree(tmp_path: Path) -> None:
+    bash = Counter("bash")
+    provider = ScriptedProvider(
+        [reply_tool_calls([("bash", {})]), reply_text("ran"), reply_tool_calls([("bash", {})])]
+    )
+    options: dict[str, Any] = {"hooks": [_ask_for("bash")]}
+    harness, _, path = new_file_harness(tmp_path, provider, [bash.tool()], **options)
+    asyncio.run(harness.prompt("go"))
+    [held] = harness.pending_tool_calls
+    asyncio.run(harness.resume(approvals={held.id: True}))
+    asyncio.run(harness.prompt("again"))  # paused once more, on a later entry
+    targets = [e.id for e in harness.session.entries()]
+    for target in [*targets, *reversed(targets)]:
+        asyncio.run(harness.navigate_tree(target))
+        live = _seen(harness)
+        harness.session.close()
+        harness, _ = open_harness(path, provider, [bash.tool()], **options)
+        assert _seen(harness) == live, target
+    harness.session.close()
