@@ -16,6 +16,7 @@ from harnessc.runtime import (
     ToolResultMessage,
 )
 from harnessc.runtime.hooks import HookSpec
+from harnessc.runtime.messages import message_text
 from harnessc.runtime.providers.scripted import ScriptedProvider, reply_text, reply_tool_calls
 from harnessc.runtime.tools.base import Tool, text_result
 
@@ -504,3 +505,43 @@ def test_after_every_tree_move_live_and_reopened_agree(tmp_path: Path) -> None:
         harness, _ = open_harness(path, provider, [bash.tool()], **options)
         assert _seen(harness) == live, target
     harness.session.close()
+
+
+# 14 -- resuming after the model's last word ------------------------------------------
+
+
+def _review_after_text(harness: Any) -> None:
+    harness.on("turn_end", lambda e: PauseRequest("review") if not e.tool_results else None)
+
+
+def _roles(request: Any) -> list[str]:
+    return [m.role for m in request.context.messages]
+
+
+def test_resuming_a_pause_after_the_final_reply_never_sends_an_assistant_last_context(
+    make_harness: Any,
+) -> None:
+    provider = ScriptedProvider([reply_text("the answer"), reply_text("again?")])
+    harness, _ = make_harness(provider)
+    _review_after_text(harness)
+    paused = harness.prompt_sync("question")
+    assert (paused.status, paused.reason) == ("paused", "review")
+    done = harness.resume_sync()
+    assert (done.status, done.reason) == ("done", "goal_met")
+    assert len(provider.requests) == 1  # nothing to continue from: no model call
+    assert all(_roles(r)[-1] != "assistant" for r in provider.requests)
+
+
+def test_resuming_after_the_final_reply_continues_with_a_queued_message(
+    make_harness: Any,
+) -> None:
+    provider = ScriptedProvider([reply_text("the answer"), reply_text("more detail")])
+    harness, _ = make_harness(provider)
+    _review_after_text(harness)
+    assert harness.prompt_sync("question").status == "paused"
+    harness.follow_up("tell me more")
+    done = harness.resume_sync()
+    assert done.status == "paused" and done.reason == "review"  # reviewed again, as asked
+    assert len(provider.requests) == 2
+    assert _roles(provider.requests[1])[-1] == "user"
+    assert message_text(provider.requests[1].context.messages[-1]) == "tell me more"

@@ -35,7 +35,13 @@ from harnessc.runtime.hooks import (
     StopDecision,
 )
 from harnessc.runtime.loop import LoopState
-from harnessc.runtime.messages import Message, TextContent, ToolResultMessage, UserContent
+from harnessc.runtime.messages import (
+    AssistantMessage,
+    Message,
+    TextContent,
+    ToolResultMessage,
+    UserContent,
+)
 from harnessc.runtime.run_inputs import LIVE
 
 __all__ = ["abandon", "begin", "drive", "resume_paused", "resume_tools"]
@@ -231,18 +237,20 @@ _STEPS: dict[LoopState, Callable[[Parts, RunState], Awaitable[Next]]] = {
 
 
 async def drive(
-    parts: Parts, run: RunState, opening: Awaitable[str | None] | None = None
+    parts: Parts, run: RunState, opening: Awaitable[str | Finish | None] | None = None
 ) -> RunResult:
     """Walk the machine from the run's state until DONE or a pull point.
 
     ``opening`` (an entry's first part: hooks, the prompt's entries) runs first; the
-    pause reason it returns ends the run there. A cancellation or a crash anywhere
-    becomes the run's ending.
+    pause reason (or the ending) it returns ends the run there. A cancellation or a
+    crash anywhere becomes the run's ending.
     """
     try:
         if opening is not None:
             reason = await opening
             opening = None  # a finished coroutine keeps its memory while it is referenced
+            if isinstance(reason, Finish):
+                return await endings.finish(parts, run, reason.status, reason.reason)
             if reason is not None:
                 return await endings.pause(parts, run, reason)
         while True:
@@ -394,9 +402,25 @@ def resume_paused(parts: Parts, run: RunState) -> Coroutine[Any, Any, RunResult]
     return drive(parts, run, _resume_paused(parts, run))
 
 
-async def _resume_paused(parts: Parts, run: RunState) -> None:
+async def _resume_paused(parts: Parts, run: RunState) -> Finish | None:
+    """Continue a paused run. One paused after the model's last word (a review asked
+    for at turn_end or before_stop) continues as pi's ``continue`` does: never with
+    an assistant-last context; queued steering, else follow-up messages, are the next
+    input, and without any the run ends there (done)."""
     await parts.bus.emit(AgentResumeEvent(run_id=run.run_id, reason="paused"))
     _replay().record_resume(parts.session, run_id=run.run_id)
     run.pause_reason = None
     run.pause_requested = None
     parts.transition(run, LoopState.PLANNING)
+    messages = parts.context.messages
+    last = messages[-1] if messages else None
+    if run.to_run or not isinstance(last, AssistantMessage):
+        return None
+    if last.stop_reason in ("error", "aborted"):  # never sent: the context ends before it
+        return None
+    queued = parts.dequeue("steering") or parts.dequeue("follow_up")
+    for message in queued:
+        await parts.append(message)
+    if queued:
+        return None
+    return Finish("done", "goal_met" if last.text.strip() else "no_plan")
