@@ -8,6 +8,8 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from harnessc.runtime import (
     AgentHarness,
     AgentHarnessOptions,
@@ -545,3 +547,41 @@ def test_resuming_after_the_final_reply_continues_with_a_queued_message(
     assert len(provider.requests) == 2
     assert _roles(provider.requests[1])[-1] == "user"
     assert message_text(provider.requests[1].context.messages[-1]) == "tell me more"
+
+
+# 15 -- the loop contract; resources set mid-run ---------------------------------------
+
+
+def test_a_self_transition_is_illegal_like_any_other(make_harness: Any, kit: Any) -> None:
+    from harnessc.runtime.loop import IllegalTransitionError, LoopState
+
+    harness, log = make_harness(
+        [reply_tool_calls([("ask_user", {"question": "ok?"})])], tools=[kit.ask_tool()]
+    )
+    assert harness.prompt_sync("go").status == "awaiting_tool"
+    run = harness.run_state
+    assert run is not None and run.state is LoopState.AWAITING_TOOL
+    with pytest.raises(IllegalTransitionError, match="AWAITING_TOOL -> AWAITING_TOOL"):
+        harness._parts.transition(run, LoopState.AWAITING_TOOL)
+    moves = [(e.from_state, e.to_state) for e in log if e.type == "state_change"]
+    assert all(a != b for a, b in moves)
+
+
+def test_skills_set_while_busy_are_in_the_next_turns_system_prompt(make_harness: Any) -> None:
+    from harnessc.runtime.resources.types import AgentHarnessResources, Skill
+
+    async def read(call_id: str, params: Any, signal: Any, on_update: Any, ctx: Any) -> Any:
+        return text_result("contents")
+
+    provider = ScriptedProvider([reply_tool_calls([("read", {})]), reply_text("done")])
+    harness, _ = make_harness(provider, tools=[Tool("read", "Read.", OBJ, read)])
+    skill = Skill("deploy", "Deploy the app.", "Steps.", "/skills/deploy/SKILL.md")
+
+    async def learn(event: Any) -> None:
+        if event.turn == 2:  # busy: the skill waits for the next model call
+            await harness.set_resources(AgentHarnessResources(skills=[skill]))
+
+    harness.on("turn_start", learn)
+    assert harness.prompt_sync("go").status == "done"
+    prompts = [r.context.system_prompt for r in provider.requests]
+    assert "deploy" not in prompts[0] and "deploy" in prompts[1]

@@ -63,7 +63,14 @@ class Finish:
     reason: str
 
 
-Next = LoopState | Pause | AwaitTools | Finish
+@dataclass(slots=True, frozen=True)
+class Again:
+    """Run the same step once more, in the same state (not a transition)."""
+
+
+_AGAIN = Again()
+
+Next = LoopState | Pause | AwaitTools | Finish | Again
 
 
 def _replay() -> Any:
@@ -146,7 +153,7 @@ async def _failed_reply(parts: Parts, run: RunState) -> Next:
         if recovered is True:
             run.overflow_retried = True
             run.calls = []
-            return LoopState.PLANNING  # the same turn, once more after compaction
+            return _AGAIN  # the same turn, once more after compaction
     await tool_batch.commit_plan(parts, run, runnable=False)
     for record in run.planned:
         await tool_batch.block(
@@ -159,7 +166,7 @@ async def _failed_reply(parts: Parts, run: RunState) -> Next:
     if reply.error_message == model_call.WALL_CLOCK_STOP:
         reason = await budget_gate.check(parts, ("wall_clock_s",))
         if reason is None:  # a handler extended the clock: ask again in the same turn
-            return LoopState.PLANNING
+            return _AGAIN
         await end_turn(parts, run)
         return Pause(reason)
     await end_turn(parts, run)
@@ -260,6 +267,8 @@ async def drive(
             outcome = await step(parts, run)
             if isinstance(outcome, LoopState):
                 parts.transition(run, outcome)
+            elif isinstance(outcome, Again):
+                continue
             elif isinstance(outcome, Pause):
                 return await endings.pause(parts, run, outcome.reason)
             elif isinstance(outcome, AwaitTools):

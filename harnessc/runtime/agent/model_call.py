@@ -128,6 +128,8 @@ async def make_request(parts: Parts, run: RunState) -> tuple[ProviderRequest, fl
 
     await parts.hooks.run("before_provider_request", request_event, on_result=patch_options)
     assert parts.signal is not None
+    if settings.pending_resources is not None:  # set during this turn's hooks: in it now
+        await settings.apply_resources()
     system_prompt = run.system_prompt
     if system_prompt is None:
         system_prompt = await parts.host.system_prompt()
