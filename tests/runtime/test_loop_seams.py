@@ -585,3 +585,39 @@ def test_skills_set_while_busy_are_in_the_next_turns_system_prompt(make_harness:
     assert harness.prompt_sync("go").status == "done"
     prompts = [r.context.system_prompt for r in provider.requests]
     assert "deploy" not in prompts[0] and "deploy" in prompts[1]
+
+
+def test_a_stalled_http_model_call_always_ends_in_a_budget_pause() -> None:
+    """End to end over HTTP: the provider's deadline and the loop's are one moment, so
+    every run pauses on the budget (with two clocks about one run in 60 was an error)."""
+    import threading
+
+    from harnessc.runtime import Model
+    from harnessc.testing import ProtocolServer, ScriptedResponse, openai_events
+
+    release = threading.Event()
+
+    def stall(request: object) -> ScriptedResponse:
+        release.wait(10)
+        return ScriptedResponse.sse(openai_events(["late"]))
+
+    with ProtocolServer() as server:
+        server.set_handler(stall)
+        model = Model(id="m", api="openai-completions", base_url=server.url + "/v1")
+
+        async def main() -> list[tuple[str, str | None]]:
+            endings = []
+            for _ in range(30):
+                harness = AgentHarness(
+                    AgentHarnessOptions(models={"m": model}, budget=Budget(wall_clock_s=0.03))
+                )
+                result = await harness.prompt("hi")
+                endings.append((result.status, result.reason))
+                await harness.close()
+            return endings
+
+        try:
+            endings = asyncio.run(main())
+        finally:
+            release.set()
+    assert set(endings) == {("paused", "budget_exceeded:wall_clock_s")}

@@ -330,6 +330,11 @@ async def run_batch(parts: Parts, run: RunState) -> str | None:
     todo = run.to_run
     if not todo:
         return None
+    if parts.budget.budget.wall_clock_s is not None:
+        # Out of time before the batch starts (a slow hook, a recovered run): its calls
+        # stay planned, unstarted, for the resume; none is stopped before it ran.
+        if (spent := await budget_gate.check(parts, ("wall_clock_s",))) is not None:
+            return spent
     limited: str | None = None
     # A call counts once, when it starts: a held call was counted when it was held.
     fresh = [r for r in todo if not r.started]
