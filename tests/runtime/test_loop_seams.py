@@ -621,3 +621,23 @@ def test_a_stalled_http_model_call_always_ends_in_a_budget_pause() -> None:
         finally:
             release.set()
     assert set(endings) == {("paused", "budget_exceeded:wall_clock_s")}
+
+
+def test_a_batch_starting_out_of_time_pauses_with_its_calls_unstarted(make_harness: Any) -> None:
+    log: list[str] = []
+    harness, events = make_harness(
+        [reply_tool_calls([("slow", {}), ("add", {"a": 1, "b": 1})]), reply_text("later")],
+        tools=[_slow(log, 0.01), Tool("add", "Add.", OBJ, _quick_add)],
+        budget=Budget(wall_clock_s=0.05),
+    )
+
+    async def slow_plan_hook(event: Any) -> None:
+        await asyncio.sleep(0.1)  # the time runs out before the batch starts
+
+    harness.on("after_plan", slow_plan_hook)
+    result = harness.prompt_sync("go")
+    assert (result.status, result.reason) == ("paused", "budget_exceeded:wall_clock_s")
+    assert [c.name for c in result.pending_tool_calls] == ["slow", "add"]
+    assert log == [] and not [e for e in events if e.type == "tool_execution_start"]
+    assert harness.resume_sync(budget=Budget()).text == "later"
+    assert log == ["slow done"]
