@@ -4,10 +4,11 @@ Preparing a call emits ``tool_execution_start``, counts it against ``budget.tool
 validates its arguments and runs the ``tool_call`` hooks; the call is then ``prepared``
 (local), ``awaiting`` (external: handed to the caller), ``held`` (a hook asks for an
 approval: the run pauses; in a sequential batch no later call runs before it) or
-``blocked`` (an error result). Prepared local calls execute concurrently (or one by one when a tool or the options
-say so); finalizing runs the ``tool_result`` hooks and emits ``tool_execution_end``, in
-call order. External calls go through the same preparation and, on resume, the same
-finalization.
+``blocked`` (an error result). Prepared local calls execute concurrently (or one by one
+when a tool or the options say so), each within its timeout and all within the run's
+wall-clock deadline; finalizing runs the ``tool_result`` hooks and emits
+``tool_execution_end``, in call order. External calls go through the same preparation
+and, on resume, the same finalization.
 """
 
 from __future__ import annotations
@@ -364,7 +365,7 @@ async def run_batch(parts: Parts, run: RunState) -> str | None:
                 break
             elif record.status == "prepared":
                 outcomes = await _execute_all(parts, [record], context, budget_gate.deadline(parts))
-                await finalize(parts, run, record, *outcomes.get(record.id, _STOPPED))
+                await finalize(parts, run, record, *(outcomes.get(record.id) or _stopped()))
                 if record.id not in outcomes and (spent := await _out_of_time(parts)):
                     return spent
         return limited
@@ -379,20 +380,19 @@ async def run_batch(parts: Parts, run: RunState) -> str | None:
         if record.id in refusals:
             await finalize(parts, run, record, refusals[record.id], 0.0)
         elif record.status == "prepared":
-            await finalize(parts, run, record, *outcomes.get(record.id, _STOPPED))
+            await finalize(parts, run, record, *(outcomes.get(record.id) or _stopped()))
     if len(outcomes) < len(prepared):
         return await _out_of_time(parts) or limited
     return limited
 
 
-# The result of a call the wall-clock budget stopped while it ran.
-_STOPPED = (
-    error_result(
-        "Tool call was stopped: the run's wall-clock budget ran out while it ran. "
-        "The run was paused; it may have had part of its effect."
-    ),
-    0.0,
-)
+def _stopped() -> tuple[ToolResult, float]:
+    """The outcome of a call the wall-clock deadline stopped while it ran."""
+    text = (
+        "Tool call was stopped: the run's wall-clock budget ran out while it ran "
+        "(it may have had part of its effect)."
+    )
+    return error_result(text), 0.0
 
 
 async def _out_of_time(parts: Parts) -> str | None:
