@@ -368,3 +368,14 @@ def test_a_huge_invalid_image_never_reaches_the_session(run_with: Any) -> None:
     assert "over the 5 MiB image limit" in result.content[0].text
     stored = sum(len(json.dumps(m.to_dict())) for m in run.harness.messages)
     assert stored < 100_000
+
+
+def test_a_server_command_that_is_not_found_fails_its_start_with_a_clear_reason(
+    run_with: Any,
+) -> None:
+    missing = McpServerConfig(name="gone", command="harnessc-no-such-mcp-server")
+    run = run_with([missing], [reply_text("never")])
+    result = run.harness.prompt_sync("go")
+    assert result.status == "error"
+    assert "'gone' failed to start" in (result.reason or "")
+    assert "no such program (not on PATH): 'harnessc-no-such-mcp-server'" in (result.reason or "")
