@@ -26,17 +26,18 @@ import signal
 import subprocess
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
-import mcp_types as types
-from mcp.shared.message import SessionMessage
 
 from harnessc.runtime.children import supervised
 from harnessc.runtime.mcp.serverlog import ServerLog
 
-__all__ = ["MAX_LINE_BYTES", "find_program", "stdio_transport"]
+if TYPE_CHECKING:
+    from mcp.shared.message import SessionMessage
+
+__all__ = ["MAX_LINE_BYTES", "discard", "find_program", "spawn", "stdio_transport"]
 
 MAX_LINE_BYTES = 64 * 1024 * 1024  # one JSON-RPC message; a longer line is dropped
 _EXIT_GRACE_S = 2.0
@@ -53,19 +54,16 @@ async def stdio_transport(
     env: dict[str, str],
     cwd: str | None,
     log: ServerLog,
+    process: anyio.abc.Process | None = None,
 ) -> AsyncIterator[tuple[Any, Any]]:
-    """``(read_stream, write_stream)`` of a client session talking to the child."""
-    if find_program(command, env=env, cwd=cwd) is None:
-        raise FileNotFoundError(errno.ENOENT, "no such program (not on PATH)", command)
-    process = await anyio.open_process(
-        supervised([command, *args], env),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-        cwd=cwd,
-        start_new_session=True,  # the supervisor leads this session's group
-    )
+    """``(read_stream, write_stream)`` of a client session talking to the child.
+
+    ``process``: the child, when :func:`spawn` started it already (with these
+    arguments); the transport owns it from here (it stops it on the way out)."""
+    from mcp.shared.message import SessionMessage
+
+    if process is None:
+        process = await spawn(command, args, env=env, cwd=cwd)
     group = process.pid
     read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
@@ -129,6 +127,37 @@ async def stdio_transport(
     _close_transport(process)
 
 
+async def spawn(
+    command: str, args: list[str], *, env: dict[str, str], cwd: str | None
+) -> anyio.abc.Process:
+    """Start the server under the supervisor, its three standard streams piped.
+
+    Needs neither the MCP SDK nor its import time: a caller may start the child first
+    and import the SDK while the server boots. Raises ``FileNotFoundError`` when
+    ``command`` is not found."""
+    if find_program(command, env=env, cwd=cwd) is None:
+        raise FileNotFoundError(errno.ENOENT, "no such program (not on PATH)", command)
+    return await anyio.open_process(
+        supervised([command, *args], env),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=cwd,
+        start_new_session=True,  # the supervisor leads this session's group
+    )
+
+
+async def discard(process: anyio.abc.Process) -> None:
+    """Stop a child :func:`spawn` started that no transport took over: its group
+    gets SIGTERM, then SIGKILL."""
+    with contextlib.suppress(OSError, anyio.BrokenResourceError):
+        if process.stdin is not None:
+            await process.stdin.aclose()
+    await _reap(process, process.pid, 0.0, kill_leader=True)
+    _close_transport(process)
+
+
 def find_program(command: str, *, env: dict[str, str], cwd: str | None) -> str | None:
     """The executable ``command`` names, as ``execvp`` in ``cwd`` would find it; None
     when there is none. A name with a slash is a path (relative to ``cwd``); a bare
@@ -140,6 +169,9 @@ def find_program(command: str, *, env: dict[str, str], cwd: str | None) -> str |
 
 
 def _parse(line: bytes, log: ServerLog) -> SessionMessage | None:
+    import mcp_types as types
+    from mcp.shared.message import SessionMessage
+
     if not line.strip():
         return None
     try:
