@@ -486,8 +486,10 @@ cli.add_command(sessions)  # harnessc sessions export|import (PostgreSQL <-> JSO
 @click.option("-o", "--out", "out_dir", default=DEFAULT_OUT, show_default=True, hidden=True)
 @_guard
 def doctor_command(spec: str, base_url: str | None, out_dir: str) -> None:
-    """Check each model of SPEC: its key variable, that its endpoint answers, its model id."""
+    """Check each model of SPEC (its key variable, that its endpoint answers, its model id)
+    and each MCP server (it starts, initializes and lists its tools within its timeout)."""
     from harnessc.doctor import doctor
+    from harnessc.doctor_mcp import doctor_mcp
     from harnessc.runtime.cli.args import UsageError
     from harnessc.runtime.cli.overrides import BASE_URL_VARIABLE, override_base_url
     from harnessc.runtime.session import Session
@@ -504,7 +506,8 @@ def doctor_command(spec: str, base_url: str | None, out_dir: str) -> None:
             override_base_url(options, url, "--base-url" if base_url else BASE_URL_VARIABLE)
         except UsageError as exc:
             raise click.UsageError(str(exc)) from None
-    raise SystemExit(doctor(dict(options.models), click.echo))
+    models = doctor(dict(options.models), click.echo)
+    raise SystemExit(max(models, doctor_mcp(options.extensions or (), click.echo)))
 
 
 @cli.command("serve-demo")
