@@ -224,9 +224,11 @@ class ServerConnection:
             stack.callback(log.close)
             log.note(f"starting {config.command}")
             process, self._spawned = self._spawned, None
+            command = config.resolved_command()
+            assert command is not None
             streams = await stack.enter_async_context(
                 stdio_transport(
-                    config.command,
+                    command,
                     config.resolved_args(),
                     env=child_env(config, self.environ),
                     cwd=config.resolved_cwd(),

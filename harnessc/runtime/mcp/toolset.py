@@ -385,11 +385,12 @@ async def _spawn_ahead(servers: list[McpServerConfig], environ: dict[str, str]) 
 
     spawned: dict[str, Any] = {}
     for server in servers:
-        if server.command is None:
+        command = server.resolved_command()
+        if command is None:
             continue
         try:
             spawned[server.name] = await spawn(
-                server.command,
+                command,
                 server.resolved_args(),
                 env=child_env(server, environ),
                 cwd=server.resolved_cwd(),
