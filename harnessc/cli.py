@@ -530,9 +530,11 @@ cli.add_command(sessions)  # harnessc sessions export|import (PostgreSQL <-> JSO
 @click.option("-o", "--out", "out_dir", default=DEFAULT_OUT, show_default=True, hidden=True)
 @_guard
 def doctor_command(spec: str, base_url: str | None, out_dir: str) -> None:
-    """Check each model of SPEC: its key variable, that its endpoint answers, its model id;
-    with durable: its database, schema, queue and live workers."""
+    """Check each model of SPEC (its key variable, that its endpoint answers, its model id),
+    each MCP server (it starts, initializes and lists its tools within its timeout) and,
+    with durable:, its database, schema, queue and live workers."""
     from harnessc.doctor import doctor
+    from harnessc.doctor_mcp import doctor_mcp
     from harnessc.runtime.cli.args import UsageError
     from harnessc.runtime.cli.overrides import BASE_URL_VARIABLE, override_base_url
     from harnessc.runtime.session import Session
@@ -555,7 +557,8 @@ def doctor_command(spec: str, base_url: str | None, out_dir: str) -> None:
         from harnessc.runtime.durable.health import durable_checks
 
         checks = lambda: durable_checks(durable, os.getcwd())  # noqa: E731
-    raise SystemExit(doctor(dict(options.models), click.echo, checks))
+    models = doctor(dict(options.models), click.echo, checks)
+    raise SystemExit(max(models, doctor_mcp(options.extensions or (), click.echo)))
 
 
 @cli.command("serve-demo")
