@@ -12,6 +12,7 @@ from pathlib import Path, PurePath, PurePosixPath
 import jinja2
 
 from harnessc import __version__
+from harnessc.compiler.output_model import OUTPUT_CLASS, output_model
 from harnessc.compiler.pyexpr import (
     LINE_LENGTH,
     Call,
@@ -221,7 +222,39 @@ class _Builder:
             out.append(("extensions", ListExpr(extensions)))
         if spec.sequential_tools:
             out.append(("sequential_tools", Lit(True)))
+        if spec.output is not None:
+            out.append(("output", self.output_config()))
         return out
+
+    def output_config(self) -> Call:
+        """``OutputConfig(...)``: the typed result, its type being the module's ``Output``."""
+        output = self.spec.output
+        assert output is not None
+        kwargs: dict[str, Expr | None] = {}
+        if output.schema_ is not None:
+            kwargs["schema"] = from_json(output.schema_)
+        else:
+            kwargs["type"] = Code(OUTPUT_CLASS)
+        if "retries" in output.model_fields_set:
+            kwargs["retries"] = Lit(output.retries)
+        if "mode" in output.model_fields_set:
+            kwargs["mode"] = Lit(output.mode)
+        return self.call(".typed_output", "OutputConfig", **kwargs)
+
+    def output_type(self) -> tuple[str | None, list[str]]:
+        """The module's ``Output`` (a pydantic model of the schema, or the imported
+        type) and the names it takes from ``typing``."""
+        output = self.spec.output
+        if output is None:
+            return None, []
+        if output.type is not None:
+            imported = self.call(".tools", "import_object", Lit(output.type), Code("SPEC_DIR"))
+            comment = "# The agent's typed result: RunResult.output is an instance of it."
+            return f"{comment}\n{OUTPUT_CLASS} = {layout(imported, 0, len(OUTPUT_CLASS) + 3)}", []
+        assert output.schema_ is not None
+        model = output_model(output.schema_)
+        self.imports.use("pydantic", *model.pydantic)
+        return model.source(), sorted(model.typing)
 
     def kwargs_call(self, module: str, func: str, model: SpecModel, /, **override: Expr) -> Call:
         """``Name(key=value, ...)`` for the keys the spec sets, in declaration order."""
@@ -238,7 +271,7 @@ class _Builder:
             "base_url": self.env_str(base_url),
             "api_key_env": Lit(m.api_key_env) if m.api_key_env else None,
         }
-        for key in ("context_window", "max_tokens", "reasoning"):
+        for key in ("context_window", "max_tokens", "reasoning", "structured_output"):
             if key in m.model_fields_set:
                 kwargs[key] = Lit(getattr(m, key))
         if "input" in m.model_fields_set:
@@ -486,6 +519,7 @@ def render(loaded: LoadedSpec, out_dir: str | os.PathLike[str]) -> str:
     session_lines = builder.session_lines()
     session_url = builder.session_url()
     durable = builder.durable()
+    output_code, typing_names = builder.output_type()
     sessions_dir: str | None = None
     if spec.session.repo == "jsonl":
         sessions_dir = layout(Call("Path", [builder.env_str(spec.session.dir)]), 0, 15)
@@ -500,6 +534,8 @@ def render(loaded: LoadedSpec, out_dir: str | os.PathLike[str]) -> str:
         if spec.system_prompt is not None
         else None,
         imports=builder.imports.lines(),
+        typing_names=", ".join(["TYPE_CHECKING", *typing_names]),
+        output_code=output_code,
         session_lines=session_lines,
         session_url=session_url,
         durable=durable,
