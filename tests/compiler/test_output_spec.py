@@ -89,7 +89,9 @@ def test_a_type_that_cannot_be_imported_is_reported(tmp_path: Path) -> None:
     (tmp_path / "verdicts_types.py").write_text("class Verdict:\n    pass\n")
     text = HEAD + "output: {type: 'verdicts_types:Verdikt'}\n"
     messages = _messages(text, tmp_path)
-    assert any(":6:16: warning: module 'verdicts_types' defines no 'Verdikt'" in m for m in messages)
+    assert any(
+        ":6:16: warning: module 'verdicts_types' defines no 'Verdikt'" in m for m in messages
+    )
     missing = HEAD + "output: {type: 'nowhere_module:Verdict'}\n"
     assert any("cannot find module 'nowhere_module'" in m for m in _messages(missing, tmp_path))
 
