@@ -1,4 +1,4 @@
-"""The ``harnessc`` command: build, check, schema, new, list, run, dev, doctor, serve-demo.
+"""The ``harnessc`` command: build, check, schema, new, list, run, dev, test, doctor, serve-demo.
 
 Exit codes: 0 success (warnings allowed), 1 errors in a spec or stale output,
 2 usage errors. Diagnostics go to stderr as ``path:line:col: severity: message``.
@@ -335,6 +335,8 @@ def new(name: str, spec_dir: str) -> None:
     loaded = load_spec(spec_path, _display(spec_path))
     _report([loaded])
     click.echo(f"next: edit {_display(spec_path)}, then `harnessc build {_display(spec_path)}`")
+    tests = root / f"{name}.tests.yaml"
+    click.echo(f"tests: `harnessc test --record {_display(tests)}` records the cases' cassettes")
 
 
 @cli.command("list")
@@ -478,6 +480,32 @@ def dev(spec: str, agent_args: tuple[str, ...], out_dir: str) -> None:
 
 
 cli.add_command(sessions)  # harnessc sessions export|import (PostgreSQL <-> JSONL)
+
+
+@cli.command("test")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option(
+    "--record",
+    is_flag=True,
+    help="Run against the real models (keys from the environment) and write the cassettes.",
+)
+@click.option("--junit", "junit_file", type=click.Path(dir_okay=False), help="Write JUnit XML.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), help="Cases run at once (default: CPUs).")
+@_guard
+def test(paths: tuple[str, ...], record: bool, junit_file: str | None, jobs: int | None) -> None:
+    """Run the cases of *.tests.yaml files (PATHS: files or folders; default: .) against
+    their cassettes; exit 1 when one fails."""
+    from harnessc.agenttests import junit_xml, run_tests, table
+
+    run = run_tests(list(paths), record=record, jobs=jobs)
+    for problem in run.problems:
+        click.echo(problem, err=True)
+    if run.results:
+        click.echo(table(run.results))
+    if junit_file is not None:
+        junit_xml(run.results, Path(junit_file))
+    if not run.ok:
+        raise SystemExit(1)
 
 
 @cli.command("doctor")

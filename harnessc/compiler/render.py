@@ -30,6 +30,7 @@ from harnessc.compiler.pyexpr import (
 from harnessc.runtime import catalog
 from harnessc.runtime.events import EVENT_ALIASES
 from harnessc.runtime.hooks import canonical_hook_name
+from harnessc.runtime.typed_output import OUTPUT_TOOL
 from harnessc.spec.envref import EnvRef, split_env_refs
 from harnessc.spec.load import LoadedSpec
 from harnessc.spec.models import (
@@ -208,6 +209,8 @@ class _Builder:
             hooks.append(Code("*" + settings.flat()))
         if spec.permissions is not None:  # a tool_call hook applying the rules
             rules = spec.permissions.model_dump(exclude_defaults=True)
+            if spec.output is not None:  # the typed result's own tool needs no approval
+                rules["allow"] = [OUTPUT_TOOL, *rules.get("allow", [])]
             config = DictExpr(
                 [
                     (Lit(k), ListExpr([Lit(r) for r in v]) if isinstance(v, list) else Lit(v))
