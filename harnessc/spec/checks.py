@@ -52,6 +52,7 @@ class _Checker:
         self.check_model_ref()
         self.check_models()
         names = self.check_tools()
+        names = self.check_output(names)
         self.mcp = check_mcp(self.data, self.spec_dir, self.report)
         active = self.check_active_tools(names)
         self.check_permissions(names)
@@ -60,7 +61,6 @@ class _Checker:
         self.check_hooks()
         self.check_env_strings()
         self.check_tool_context()
-        self.check_output(names)
         return self.out
 
     # -- the agent's name -------------------------------------------------------------
@@ -394,10 +394,11 @@ class _Checker:
 
     # -- the typed result ------------------------------------------------------------
 
-    def check_output(self, names: dict[str, KeyPath]) -> None:
+    def check_output(self, names: dict[str, KeyPath]) -> dict[str, KeyPath]:
+        """Checks ``output:``; the tool names with final_result (permission rules may name it)."""
         output = self.data.get("output")
         if not isinstance(output, dict):
-            return
+            return names
         target = output.get("type")
         if isinstance(target, str):
             self.check_import(target, ("output", "type"))
@@ -413,8 +414,9 @@ class _Checker:
                 "rename this tool",
             )
         models = self.data.get("models")
+        with_tool = {**names, OUTPUT_TOOL: names.get(OUTPUT_TOOL, ("output",))}
         if output.get("mode") != "native" or not isinstance(models, dict) or not models:
-            return
+            return with_tool
         start = self.data.get("model")
         start = start if isinstance(start, str) and start in models else next(iter(models))
         for key, model in models.items():
@@ -426,6 +428,7 @@ class _Checker:
                     "declare it (structured_output: true under models); use mode auto, tool "
                     "or prompted",
                 )
+        return with_tool
 
     # -- tool_context keys the built-in tools read ----------------------------------------
 

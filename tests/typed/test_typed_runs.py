@@ -123,6 +123,16 @@ def agents(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Agents]:
             SCHEMA,
             "tools:\n  - external: {name: ask_user, description: Ask the user}\n",
         )
+        specs["gated"] = _spec(
+            "gated", "openai", server.url, SCHEMA, "permissions: {default: ask}\n"
+        )
+        specs["refusing"] = _spec(
+            "refusing",
+            "openai",
+            server.url,
+            SCHEMA + "    retries: 0\n",
+            "permissions: {deny: [final_result]}\n",
+        )
         for name, text in specs.items():
             path = root / f"{name}.yaml"
             path.write_text(text)
@@ -302,3 +312,18 @@ def test_an_agent_without_output_does_not_import_pydantic(agents: Agents) -> Non
         timeout=60,
     )
     assert result.stdout.strip() == "False", result.stderr
+
+
+def test_permissions_asking_by_default_let_the_answer_through(agents: Agents) -> None:
+    agents.script(call_reply("openai", "final_result", GOOD))
+    done = agents.run("gated", "review the plan")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == GOOD
+
+
+def test_a_refused_final_result_is_no_answer(agents: Agents) -> None:
+    agents.script(call_reply("openai", "final_result", GOOD))
+    refused = agents.run("refusing", "review the plan")
+    assert refused.returncode == 1
+    assert refused.stdout == ""
+    assert "output_invalid" in refused.stderr and "final_result call was refused" in refused.stderr

@@ -70,8 +70,13 @@ async def judge(parts: Parts, run: RunState) -> Verdict | None:
     if answers:
         record = answers[-1]
         value, errors = config.validate(record.args or record.call.arguments)
-        if not errors:
+        result = record.result
+        assert result is not None
+        if not errors and not result.is_error:
             return Verdict(ok=True, value=value, reason="final_result")
+        if not errors:  # a hook refused the call: no answer was given
+            refused = " ".join(c.text for c in result.content if isinstance(c, TextContent))
+            errors = [f"the {OUTPUT_TOOL} call was refused: {refused or 'no reason given'}"]
         return await _invalid(parts, run, config, errors, tool_mode=True, told=True)
     if run.calls:
         return None
