@@ -99,10 +99,12 @@ async def run_job(job: dict[str, Any]) -> dict[str, Any]:
         else:
             break
         messages.extend(result.messages)
-    if job.get("record") and provider.stale is None:
-        provider.recorded.write(cassette_path, agent=job["agent"], case=job["case"])
     config = options.output
     replies = [m for m in messages if isinstance(m, AssistantMessage)]
+    # a failed model request is not recorded: the cassette keeps its last good recording
+    recorded = bool(job.get("record")) and not any(m.stop_reason == "error" for m in replies)
+    if recorded:
+        provider.recorded.write(cassette_path, agent=job["agent"], case=job["case"])
     return {
         "status": result.status,
         "reason": result.reason,
@@ -114,6 +116,7 @@ async def run_job(job: dict[str, Any]) -> dict[str, Any]:
         "tokens": sum((m.usage.input + m.usage.output for m in replies), 0),
         "stale": provider.stale,
         "unanswered": unanswered,
+        "recorded": recorded,
     }
 
 

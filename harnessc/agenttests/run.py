@@ -101,7 +101,7 @@ async def _run_case(
         tool_calls=len(outcome.get("tools_called") or []),
         tokens=int(outcome.get("tokens") or 0),
         seconds=seconds,
-        recorded=record and not outcome.get("error") and not outcome.get("stale"),
+        recorded=bool(outcome.get("recorded")),
     )
 
 

@@ -19,7 +19,12 @@ from pathlib import Path
 import pytest
 
 from harnessc.agenttests.expect import subset
-from harnessc.testing import ProtocolServer, ScriptedResponse, openai_tool_call_events
+from harnessc.testing import (
+    ProtocolServer,
+    ScriptedResponse,
+    openai_events,
+    openai_tool_call_events,
+)
 
 KEY_ENV = "AGENTTESTS_KEY"
 SPEC = """\
@@ -58,6 +63,30 @@ cases:
     cassette: cassettes/rejects.jsonl
     expect:
       output: {verdict: reject}
+"""
+
+WRITER = """\
+version: 1
+name: writer
+models:
+  m: {{provider: openai, id: test-model, base_url: "{url}/v1", api_key_env: {key}}}
+tools: [write]
+permissions: {{ask: [Write]}}
+"""
+WRITER_TESTS = """\
+agent: writer.yaml
+cases:
+  - name: writes the note once allowed
+    prompt: write a note
+    cassette: cassettes/writes.jsonl
+    approvals: {write: allow}
+    expect:
+      tools_called: [write]
+      final_text_matches: "(?i)written"
+      files: {note.md: "hello", other.md: null}
+  - name: an unanswered ask fails the case
+    prompt: write a note
+    cassette: cassettes/asks.jsonl
 """
 
 
@@ -165,6 +194,41 @@ def test_a_bad_tests_file_is_named_without_a_traceback(project: Project) -> None
     assert "broken.tests.yaml: cases.0.cassette: Field required" in result.stderr
     assert "cases.0.expect.turns: Extra inputs are not permitted" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_approvals_answer_permission_asks_and_files_are_checked(project: Project) -> None:
+    root, server = project.root, project.server
+    (root / "writer.yaml").write_text(WRITER.format(url=server.url, key=KEY_ENV))
+    (root / "writer.tests.yaml").write_text(WRITER_TESTS)
+    project.server.reset()
+    project.server.enqueue(
+        _call("w1", "write", {"path": "note.md", "content": "hello"}),
+        ScriptedResponse.sse(openai_events(["Note written."])),
+        _call("w1", "write", {"path": "note.md", "content": "hello"}),  # the second case
+    )
+    recorded = project.harnessc("--record", "-j", "1", "writer.tests.yaml")
+    allowed = next(line for line in recorded.stdout.splitlines() if "once allowed" in line)
+    assert "pass (recorded)" in allowed, recorded.stdout
+    assert (root / "cassettes" / "asks.jsonl").is_file()
+    project.server.reset()
+    replayed = project.harnessc("writer.tests.yaml")
+    assert project.server.requests == []
+    assert replayed.returncode == 1
+    lines = replayed.stdout.splitlines()
+    allowed = next(line for line in lines if "writes the note once allowed" in line)
+    assert " pass " in allowed, replayed.stdout
+    unanswered = next(line for line in lines if "an unanswered ask fails" in line)
+    assert "FAIL" in unanswered and "the run asks to run write: give approvals" in unanswered
+
+
+def test_the_scaffolded_tests_file_loads(tmp_path: Path) -> None:
+    from harnessc.agenttests import load_test_file
+    from harnessc.compiler.scaffold import scaffold_files
+
+    files = scaffold_files("helper")
+    (tmp_path / "helper.tests.yaml").write_text(files["helper.tests.yaml"])
+    loaded = load_test_file(tmp_path / "helper.tests.yaml")
+    assert loaded.agent == "helper.yaml" and loaded.cases[0].expect.tools_called == ["ls"]
 
 
 def test_subset_matching() -> None:
