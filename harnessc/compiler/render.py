@@ -217,7 +217,7 @@ class _Builder:
                     for k, v in rules.items()
                 ]
             )
-            hooks.append(self.call(".tools.permissions", "permission_hook", config))
+            hooks.append(self.call(".tools.permission_gate", "permission_hook", config))
         if hooks:
             out.append(("hooks", ListExpr(hooks)))
         extensions = self.extensions()
@@ -225,6 +225,8 @@ class _Builder:
             out.append(("extensions", ListExpr(extensions)))
         if spec.sequential_tools:
             out.append(("sequential_tools", Lit(True)))
+        if "tool_timeout_s" in spec.model_fields_set:
+            out.append(("tool_timeout_s", Lit(spec.tool_timeout_s)))
         if spec.output is not None:
             out.append(("output", self.output_config()))
         return out
@@ -299,6 +301,7 @@ class _Builder:
                 name=Lit(py.name) if py.name is not None else None,
                 description=Lit(py.description) if py.description is not None else None,
                 parameters=from_json(py.parameters) if py.parameters is not None else None,
+                timeout_s=Lit(py.timeout_s) if py.timeout_s is not None else None,
             )
         if entry.external is not None:
             ext = entry.external

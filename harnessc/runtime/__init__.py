@@ -1,6 +1,7 @@
 """The harnessc runtime: everything a generated agent module imports at run time.
 
-Stays light: the standard library and httpx (watchfiles only when reloading).
+Stays light: the standard library; aiohttp on the first model request, and what a spec
+uses (watchfiles when reloading, MCP, DBOS) only when it is used.
 """
 
 from __future__ import annotations
@@ -8,7 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.budget import Budget
-from harnessc.runtime.events import Event, EventLog
+from harnessc.runtime.event_log import EventLog
+from harnessc.runtime.events import Event
 from harnessc.runtime.harness import AgentHarness, HarnessBusyError, RunResult
 from harnessc.runtime.hooks import FailRun, HookSpec, PauseRequest
 from harnessc.runtime.loop import LoopState

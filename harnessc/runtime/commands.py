@@ -20,6 +20,7 @@ __all__ = [
     "CommandOutcome",
     "CommandRegistry",
     "DuplicateCommandError",
+    "did_you_mean",
     "split_command",
 ]
 
@@ -68,10 +69,31 @@ def split_command(text: str) -> tuple[str, str] | None:
 
 
 class CommandRegistry:
-    __slots__ = ("_commands",)
+    __slots__ = ("_commands", "_loaders")
 
     def __init__(self) -> None:
         self._commands: dict[str, Command] = {}
+        self._loaders: list[Callable[[str], Awaitable[None]]] = []
+
+    def add_loader(self, loader: Callable[[str], Awaitable[None]]) -> Callable[[], None]:
+        """``await loader(name)`` runs when ``/name`` is not registered yet: a source
+        that knows its commands only once started (an MCP server's prompts) may
+        register it then. Returns a callable that removes the loader."""
+        self._loaders.append(loader)
+
+        def remove() -> None:
+            if loader in self._loaders:
+                self._loaders.remove(loader)
+
+        return remove
+
+    async def load(self, name: str) -> bool:
+        """Whether ``/name`` is registered, after asking the loaders when it is not."""
+        for loader in list(self._loaders):
+            if name in self._commands:
+                break
+            await loader(name)
+        return name in self._commands
 
     def register(
         self, name: str, description: str, handler: Callable[[str], Any], source: str = ""
@@ -140,7 +162,9 @@ class CommandRegistry:
 
     def unknown_message(self, name: str, resources: Any = None) -> str:
         known = self.known(resources)
-        return f"unknown command /{name}; known commands: {', '.join(known) or 'none'}"
+        close = did_you_mean(name, known)
+        guess = f" (did you mean {' or '.join(close)}?)" if close else ""
+        return f"unknown command /{name}{guess}; known commands: {', '.join(known) or 'none'}"
 
     def help_text(self, resources: Any = None) -> str:
         """One line per command: ``/name  description``."""
@@ -180,6 +204,8 @@ class CommandRegistry:
         )
         if expanded is not None:
             return CommandOutcome("prompt", expanded, name)
+        if await self.load(name):
+            return await self.dispatch(name, args, resources)
         return CommandOutcome("unknown", self.unknown_message(name, resources), name)
 
 
@@ -194,3 +220,10 @@ def _expand(function: str, text: str, items: Iterable[Any] | None) -> str | None
         return None
     result = expander(text, list(items or ()))
     return None if result is None else str(result)
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> list[str]:
+    """The ``/commands`` of ``known`` close to a mistyped ``/name`` (``/reviw``: ``/review``)."""
+    import difflib
+
+    return difflib.get_close_matches(f"/{name}", sorted(set(known)), n=3, cutoff=0.7)

@@ -8,20 +8,27 @@ a dict with the same keys, or None).
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import inspect
 import re
-from collections.abc import Callable
+import types
+import typing
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from harnessc.runtime.budget import Budget
 from harnessc.runtime.events import EVENT_ALIASES, EVENT_TYPES
 from harnessc.runtime.messages import Message, ToolCall, Usage, UserContent
 
 __all__ = [
     "ACTING_HOOKS",
+    "APPROVAL_PAUSE",
     "HOOK_ALIASES",
     "HOOK_NAMES",
+    "MOMENT_RESULT_TYPES",
+    "PERMISSION_PAUSE",
     "SEED_004_TOPICS",
     "AfterPlanEvent",
     "AfterPlanResult",
@@ -36,6 +43,7 @@ __all__ = [
     "ContextEvent",
     "ContextResult",
     "FailRun",
+    "HookProtocolError",
     "HookSpec",
     "PauseRequest",
     "SessionBeforeCompactEvent",
@@ -48,7 +56,9 @@ __all__ = [
     "ToolResultEvent",
     "ToolResultPatch",
     "UnknownHookError",
+    "asks_for_approval",
     "canonical_hook_name",
+    "hook_result_problem",
 ]
 
 # Moments where handlers act (their return value changes what the loop does). Each
@@ -328,3 +338,133 @@ class PauseRequest:
     """Any hook may return this to pause the run back to IDLE ("needs review")."""
 
     reason: str = "needs_review"
+
+
+# The pauses that ask the user about a held tool call start with one of these (the rest
+# of the reason says what and why): a permission rule's ``ask``, and a hook's (Claude
+# Code's ``permissionDecision: "ask"``). Claude Code calls both a permission prompt.
+PERMISSION_PAUSE = "permission needed: "
+APPROVAL_PAUSE = "approval needed: "
+
+
+def asks_for_approval(reason: str) -> bool:
+    """True when a pause with ``reason`` waits for the user's answer about a tool call."""
+    return reason.startswith((PERMISSION_PAUSE, APPROVAL_PAUSE))
+
+
+class HookProtocolError(RuntimeError):
+    """A hook answered in a way its moment cannot use (wrong type, unknown keys, bad JSON)."""
+
+
+# -- what each acting moment accepts ------------------------------------------
+
+# The result types each acting moment understands (None is always fine; a dict with the
+# same keys as the dataclass is accepted too). Event moments take None or PauseRequest.
+MOMENT_RESULT_TYPES: dict[str, tuple[type[Any], ...]] = {
+    "before_agent_start": (BeforeAgentStartResult,),
+    "context": (ContextResult,),
+    "before_provider_request": (BeforeProviderRequestResult,),
+    "after_provider_response": (),
+    "after_plan": (AfterPlanResult,),
+    "tool_call": (ToolCallResult, PauseRequest, bool),
+    "tool_result": (ToolResultPatch, PauseRequest),
+    "before_stop": (StopDecision, PauseRequest),
+    "on_budget_exceeded": (Budget,),
+    "session_before_compact": (SessionBeforeCompactResult,),
+    "session_before_tree": (SessionBeforeTreeResult,),
+}
+
+_EXTRA_DICT_KEYS: dict[str, frozenset[str]] = {"before_stop": frozenset({"continue", "message"})}
+
+
+def _type_names(allowed: tuple[type[Any], ...]) -> str:
+    return ", ".join([t.__name__ for t in allowed] + ["a dict with the same keys", "None"])
+
+
+def _fits(value: Any, annotation: Any) -> bool:
+    """False only when ``value`` plainly is not ``annotation`` (bool, str, dict, list, None
+    and their unions are checked; anything else is taken as it is)."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(value, arg) for arg in typing.get_args(annotation))
+    if annotation is type(None):
+        return value is None
+    if annotation is bool:
+        return isinstance(value, bool)
+    if annotation is str:
+        return isinstance(value, str)
+    if annotation is dict or origin is dict:
+        return isinstance(value, Mapping)
+    if annotation is list or origin is list:
+        return isinstance(value, list | tuple)
+    return True
+
+
+_FIELD_TYPES: dict[type[Any], dict[str, Any]] = {}
+
+
+def _field_types(cls: type[Any]) -> dict[str, Any]:
+    hints = _FIELD_TYPES.get(cls)
+    if hints is None:
+        try:
+            hints = typing.get_type_hints(cls)
+        except Exception:  # an annotation that cannot be resolved is not checked
+            hints = {}
+        _FIELD_TYPES[cls] = hints
+    return hints
+
+
+def _field_problem(cls: type[Any], values: Mapping[str, Any]) -> str | None:
+    hints = _field_types(cls)
+    for name, value in values.items():
+        annotation = hints.get(name)
+        if annotation is not None and not _fits(value, annotation):
+            expected = getattr(annotation, "__name__", str(annotation)).replace("typing.", "")
+            shown = repr(value)
+            shown = shown if len(shown) <= 80 else shown[:77] + "..."
+            return f"{name}={shown} ({type(value).__name__}; {name} must be {expected})"
+    return None
+
+
+def hook_result_problem(moment: str, result: Any) -> str | None:
+    """Why ``result`` is no answer ``moment`` can use, or None when it is one.
+
+    The text follows "<hook> returned ": a result of the wrong type, a dict with a key the
+    moment's result type lacks (``{"blocked": True}``), or a field of the wrong type
+    (``{"block": "yes"}``) is unreadable, never read as "no objection".
+    """
+    if result is None or moment == "before_provider_payload":  # any value replaces the payload
+        return None
+    if moment not in ACTING_HOOKS:
+        if isinstance(result, PauseRequest):
+            return None
+        return (
+            f"{type(result).__name__}; the {moment} moment only observes "
+            "(return None, or PauseRequest to pause the run)"
+        )
+    allowed = MOMENT_RESULT_TYPES.get(moment, ())
+    dataclass_types = [t for t in allowed if dataclasses.is_dataclass(t)]
+    if isinstance(result, allowed) and not isinstance(result, dict):
+        if dataclasses.is_dataclass(result) and not isinstance(result, type):
+            values = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
+            problem = _field_problem(type(result), values)
+            if problem is not None:
+                return f"{type(result).__name__} with {problem} for {moment}"
+        return None
+    if isinstance(result, dict) and dataclass_types:
+        cls = dataclass_types[0]
+        fields = {f.name for f in dataclasses.fields(cls)}
+        extra = _EXTRA_DICT_KEYS.get(moment, frozenset())
+        unknown = sorted(str(k) for k in result if k not in fields and k not in extra)
+        if unknown:
+            return (
+                f"a dict with unknown keys {unknown} for {moment}; "
+                f"known keys: {', '.join(sorted(fields | extra))}"
+            )
+        problem = _field_problem(cls, {k: v for k, v in result.items() if k in fields})
+        if problem is not None:
+            return f"a dict with {problem} for {moment}"
+        return None
+    return (
+        f"{type(result).__name__}, which {moment} does not accept (expected {_type_names(allowed)})"
+    )

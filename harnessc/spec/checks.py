@@ -248,6 +248,7 @@ class _Checker:
             if not isinstance(paths, list):
                 continue
             what = "skills folder" if kind == "skills" else "prompt templates folder"
+            found: dict[int, str] = {}
             for i, rel in enumerate(paths):
                 if not isinstance(rel, str) or not rel:
                     continue
@@ -260,6 +261,30 @@ class _Checker:
                         "error",
                         f"{what} {rel!r} does not exist (paths are relative to the spec's folder)",
                     )
+                else:
+                    found[i] = os.path.abspath(self.spec_dir / rel)
+            if found:
+                self.check_resource_files(kind, found)
+
+    def check_resource_files(self, kind: str, folders: dict[int, str]) -> None:
+        """What loading the skills (or templates) will say at the agent's start, as
+        warnings at the folder that holds the file: the agent still starts, without the
+        files that cannot load."""
+        from harnessc.runtime.resources.skills import load_skills
+        from harnessc.runtime.resources.templates import load_prompt_templates
+
+        load = load_skills if kind == "skills" else load_prompt_templates
+        noun = "skill" if kind == "skills" else "prompt template"
+        _, diagnostics = load(list(folders.values()))
+        for diagnostic in diagnostics:
+            index = next(
+                (i for i, root in folders.items() if _within(diagnostic.path, root)),
+                next(iter(folders)),
+            )
+            where = os.path.relpath(diagnostic.path, self.spec_dir)
+            self.report(
+                ("resources", kind, index), "warning", f"{noun} {where}: {diagnostic.message}"
+            )
 
     # -- hooks ---------------------------------------------------------------------------
 
@@ -686,3 +711,10 @@ def _names_in(file: str, _mtime_ns: int) -> set[str] | None:
                         child.body if isinstance(child, ast.ExceptHandler) else [child]
                     )
     return names
+
+
+def _within(path: str, root: str) -> bool:
+    try:
+        return os.path.commonpath([os.path.abspath(path), root]) == root
+    except ValueError:
+        return False

@@ -413,3 +413,58 @@ def test_ask_without_a_terminal_is_a_pull_point(project: Project) -> None:
     done = project.run(module, "deploy")
     assert done.returncode == 3, done.stderr  # paused: resumable with --continue
     assert "approval needed: deploys need a human" in done.stderr
+
+
+# A SessionStart hook written as Claude Code's plugin-dev examples are: strict bash that
+# appends export lines to $CLAUDE_ENV_FILE (unset, ``set -u`` makes it exit 1).
+LOAD_PROJECT_ENV = """\
+#!/bin/bash
+set -euo pipefail
+cd "$CLAUDE_PROJECT_DIR" || exit 1
+printf '%s' "$CLAUDE_ENV_FILE" > "$HOOK_LOG.env_file"
+if [ -f pyproject.toml ]; then
+  echo "export PROJECT_TYPE=python" >> "$CLAUDE_ENV_FILE"
+fi
+echo 'export GREETING="hello   world"' >> "$CLAUDE_ENV_FILE"
+echo "export TOOLS_HOME='/opt/my tools' PATH=\\"\\$TOOLS_HOME/bin:\\$PATH\\"" >> "$CLAUDE_ENV_FILE"
+echo 'export DEPLOY_TOKEN=abc123456789' >> "$CLAUDE_ENV_FILE"
+echo 'PLAIN_ASSIGNMENT=1' >> "$CLAUDE_ENV_FILE"
+echo 'export STARTED=$(date)' >> "$CLAUDE_ENV_FILE"
+echo "Project context loaded"
+exit 0
+"""
+
+
+def test_session_start_env_file_reaches_the_bash_tool(project: Project) -> None:
+    claude = project.spec_dir / ".claude"
+    (claude / "hooks").mkdir(parents=True)
+    script = claude / "hooks" / "load_env.sh"
+    script.write_text(LOAD_PROJECT_ENV)
+    script.chmod(0o755)
+    settings = {
+        "hooks": {
+            "SessionStart": [
+                {"hooks": [{"type": "command", "command": ".claude/hooks/load_env.sh"}]}
+            ]
+        }
+    }
+    (claude / "settings.json").write_text(json.dumps(settings))
+    (project.work / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    module = project.build("hooks:\n  claude_settings: .claude/settings.json\n")
+    shown = (
+        'printf "%s|" "$PROJECT_TYPE" "$GREETING" "${DEPLOY_TOKEN:-unset}" '
+        '"${STARTED:-unset}" "${PLAIN_ASSIGNMENT:-unset}"; echo "${PATH%%:*}"'
+    )
+    project.server.enqueue(tool_reply(("c1", "bash", {"command": shown})), text_reply("done"))
+    done = project.run(module, "go")
+    assert done.returncode == 0, done.stderr
+    output = tool_results(project.server.requests[1])["c1"].strip()
+    assert output == "python|hello   world|unset|unset|unset|/opt/my tools/bin"
+    assert "Project context loaded" in user_texts(project.server.requests[0])[-1]
+    # the lines it would not run, and the credential it would not pass on, are warned about
+    assert "line 5 ignored (not an export line)" in done.stderr
+    assert "line 6 ignored" in done.stderr and "$(date)" in done.stderr
+    assert "DEPLOY_TOKEN not applied" in done.stderr, done.stderr
+    # the file was private and is gone
+    env_file = Path((project.root / "hooks.log.env_file").read_text())
+    assert env_file.name == "env" and not env_file.parent.exists()

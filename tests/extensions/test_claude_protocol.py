@@ -322,3 +322,46 @@ def test_settings_session_start_and_post_tool_use(
     assert events[1]["tool_response"]["content"] == "x"
     texts = [m.content for m in harness.messages if getattr(m, "role", "") == "user"]
     assert texts[:2] == ["first", "context from SessionStart"]
+
+
+@pytest.mark.parametrize(
+    ("pause", "kind"),
+    [
+        ("permission rule", "permission_prompt"),
+        ("hook ask", "permission_prompt"),
+        ("hook", "idle_prompt"),
+    ],
+)
+def test_notification_type_of_a_pause(
+    make_harness: Any, script: Any, tmp_path: Path, pause: str, kind: str
+) -> None:
+    from harnessc.runtime.hooks import PauseRequest
+    from harnessc.runtime.tools.permission_gate import permission_hook
+
+    from ._ext_support import echo_tool
+
+    log = tmp_path / "notified.jsonl"
+    logger = script("notify.sh", f"cat >> {log}\necho >> {log}\n")
+    hooks = {
+        "Notification": [
+            {"matcher": kind, "hooks": [{"type": "command", "command": logger}]},
+            {"matcher": "elicitation_dialog", "hooks": [{"type": "command", "command": logger}]},
+        ]
+    }
+    specs = claude_settings_hooks(_settings(tmp_path, hooks))
+    if pause == "permission rule":
+        specs.append(permission_hook({"ask": ["echo"]}))
+    elif pause == "hook ask":
+        answer = {"hookSpecificOutput": {"permissionDecision": "ask"}}
+        specs.append(command_hook("tool_call", script("ask.sh", f"echo '{json.dumps(answer)}'\n")))
+    harness, _ = make_harness(
+        [reply_tool_calls([("echo", {"text": "x"})]), reply_text("ok")], [echo_tool()], hooks=specs
+    )
+    if pause == "hook":
+        harness.on("tool_call", lambda event: PauseRequest("needs a look"))
+    result = asyncio.run(harness.prompt("go"))
+    assert result.status == "paused"
+    [event] = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    assert event["hook_event_name"] == "Notification"
+    assert event["notification_type"] == kind
+    assert event["message"] == result.reason

@@ -140,6 +140,59 @@ def test_malformed_json_output(make_harness: Any, script: Any) -> None:
     assert any("malformed JSON" in m for m in errors(log))
 
 
+NONSENSE_PRE_TOOL_USE_ANSWERS = {
+    "decision outside hookSpecificOutput": {"permissionDecision": "deny"},
+    "mistyped field": {"hookSpecificOutput": {"permissionDecison": "deny"}},
+    "continue as a string": {"continue": "false"},
+    "decision not a string": {"decision": 1},
+    "another event's answer": {
+        "hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "x"}
+    },
+}
+
+
+@pytest.mark.parametrize(
+    "answer", NONSENSE_PRE_TOOL_USE_ANSWERS.values(), ids=list(NONSENSE_PRE_TOOL_USE_ANSWERS)
+)
+def test_nonsense_json_blocks_the_call_and_names_the_hook(
+    make_harness: Any, script: Any, answer: dict[str, Any]
+) -> None:
+    hook = command_hook(
+        "tool_call", script("odd.sh", f"cat > /dev/null\necho '{json.dumps(answer)}'\n")
+    )
+    seen: list[dict[str, Any]] = []
+    harness, log = make_harness(_one_call(), [echo_tool(seen=seen)], hooks=[hook])
+    asyncio.run(harness.prompt("go"))
+    assert seen == []  # fail closed
+    result = _result(harness)
+    assert result.is_error and "PreToolUse cannot read" in result.text
+    [error] = errors(log)
+    assert "odd.sh" in error and "PreToolUse cannot read" in error
+
+
+def test_nonsense_json_at_user_prompt_submit_drops_the_prompt(
+    make_harness: Any, script: Any
+) -> None:
+    hook = command_hook("before_agent_start", script("odd.sh", "echo '{\"blocked\": true}'\n"))
+    harness, log = make_harness([reply_text("never")], hooks=[hook])
+    result = asyncio.run(harness.prompt("hello"))
+    assert result.status == "aborted"
+    assert harness.messages == []
+    [error] = errors(log)
+    assert "odd.sh" in error and "unknown field 'blocked'" in error
+    assert any(e.type == "notice" and "prompt blocked" in e.message for e in log)
+
+
+def test_stray_json_fields_elsewhere_are_a_warning(make_harness: Any, script: Any) -> None:
+    answer = {"hookSpecificOutput": {"additionalContext": "checked"}, "status": "ok"}
+    hook = command_hook("tool_result", script("post.sh", f"echo '{json.dumps(answer)}'\n"))
+    harness, log = make_harness(_one_call(), [echo_tool()], hooks=[hook])
+    asyncio.run(harness.prompt("go"))
+    assert _result(harness).text == "hellochecked"
+    assert errors(log) == []
+    assert any("unknown field 'status'" in m for m in notices(log, "hook:tool_result"))
+
+
 def test_plain_text_stdout_is_ignored(make_harness: Any, script: Any) -> None:
     hook = command_hook("tool_call", script("chatty.sh", "echo 'checking...'\n"))
     seen: list[dict[str, Any]] = []

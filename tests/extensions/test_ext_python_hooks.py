@@ -144,6 +144,66 @@ def test_wrong_return_type_fails_closed_on_tool_call(make_harness: Any, tmp_path
     assert any("returned str, which tool_call does not accept" in m for m in errors(log))
 
 
+UNREADABLE_TOOL_CALL_RESULTS = {
+    "mistyped key": '{"blocked": True}',
+    "a word": '"deny"',
+    "block not a bool": '{"block": 0, "reason": "no"}',
+    "block null": '{"block": None, "reason": "no"}',
+    "input not an object": 'ToolCallResult(input="rm -rf /")',
+}
+
+
+@pytest.mark.parametrize("kind", ["python_hook", "harness.on"])
+@pytest.mark.parametrize(
+    "answer", UNREADABLE_TOOL_CALL_RESULTS.values(), ids=list(UNREADABLE_TOOL_CALL_RESULTS)
+)
+def test_unreadable_tool_call_result_blocks_and_names_the_hook(
+    make_harness: Any, tmp_path: Path, kind: str, answer: str
+) -> None:
+    mod = _module(
+        tmp_path,
+        f"""
+        from harnessc.runtime.hooks import ToolCallResult
+
+        def guard(event):
+            return {answer}
+        """,
+    )
+    seen: list[dict[str, Any]] = []
+    if kind == "python_hook":
+        hooks = [python_hook("tool_call", f"{mod}:guard", base_dir=tmp_path)]
+        harness, log = make_harness(_one_call(), [echo_tool(seen=seen)], hooks=hooks)
+    else:
+        import importlib
+        import sys
+
+        sys.path.insert(0, str(tmp_path))
+        try:
+            guard = importlib.import_module(mod).guard
+        finally:
+            sys.path.remove(str(tmp_path))
+        harness, log = make_harness(_one_call(), [echo_tool(seen=seen)])
+        harness.on("tool_call", guard)
+    result = asyncio.run(harness.prompt("go"))
+    assert result.status == "done"
+    assert seen == []  # never run: an answer that cannot be read is no "allow"
+    assert _result(harness).is_error
+    assert _result(harness).text.startswith("Tool call blocked: hook tool_call (")
+    [error] = errors(log)
+    assert "guard" in error and "tool_call" in error, error
+
+
+def test_readable_tool_call_results_still_allow(make_harness: Any) -> None:
+    seen: list[dict[str, Any]] = []
+    harness, log = make_harness(_one_call() + _one_call(), [echo_tool(seen=seen)])
+    harness.on("tool_call", lambda event: {"block": False, "reason": None})
+    harness.on("tool_call", lambda event: True)
+    asyncio.run(harness.prompt("go"))
+    asyncio.run(harness.prompt("again"))
+    assert seen == [{"text": "hello"}, {"text": "hello"}]
+    assert errors(log) == []
+
+
 def test_wrong_return_type_on_an_event_is_ignored(make_harness: Any, tmp_path: Path) -> None:
     mod = _module(tmp_path, "def odd(event):\n    return 42\n")
     hook = python_hook("turn_end", f"{mod}:odd", base_dir=tmp_path)
@@ -196,6 +256,10 @@ def test_check_result_table() -> None:
     check_result("turn_end", None, "h")
     with pytest.raises(HookProtocolError, match="unknown keys"):
         check_result("tool_call", {"blok": True}, "h")
+    with pytest.raises(HookProtocolError, match="block must be bool"):
+        check_result("tool_call", {"block": "yes"}, "h")
+    with pytest.raises(HookProtocolError, match="is_error must be bool"):
+        check_result("tool_result", {"is_error": "no"}, "h")
     with pytest.raises(HookProtocolError):
         check_result("context", ToolCallResult(), "h")
     with pytest.raises(HookProtocolError):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from typing import Any
@@ -101,7 +102,8 @@ mcp:
     assert "mcp__notes__search" in tools and "tracker_search" in tools
     assert "mcp__notes__secret" not in tools and "tracker_pid" not in tools
     assert "mcp__notes__broken" not in tools  # invalid input schema: skipped, with a warning
-    assert "tool broken skipped" in done.stderr
+    notices = [e["message"] for e in events if e["type"] == "notice"]
+    assert any("tool 'broken' skipped" in m for m in notices), notices
 
     # results reach the model: text, isError, truncation, images, the HTTP server
     assert "found 'hello' in ./notes" in result_text(results["c1"])
@@ -207,4 +209,39 @@ mcp:
             if stream is not None:
                 stream.close()
     assert len(agent.server_pids()) == 1
+    assert wait_gone(agent.server_pids()) == []
+
+
+def test_a_server_prompt_works_as_the_first_line_of_one_shot_and_interactive(
+    make_agent: Any, model_server: ProtocolServer
+) -> None:
+    agent = make_agent(
+        MODEL
+        + f"""\
+mcp:
+  notes:
+    command: {sys.executable}
+    args: [notes_server.py]
+    tools: [search]
+"""
+    )
+    for args, stdin in (
+        (["/mcp__notes__summarize cats"], ""),
+        (["-i"], "/mcp__notes__summarize cats\n"),
+    ):
+        model_server.reset()
+        model_server.enqueue(text_reply("summary"))
+        done = subprocess.run(
+            agent.command(*args),
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=agent.env,
+            cwd=agent.workdir,
+            timeout=90,
+        )
+        assert "unknown command" not in done.stdout + done.stderr, (args, done.stdout, done.stderr)
+        assert done.returncode == 0, (args, done.stderr)
+        [request] = model_server.requests
+        assert "Summarize what the notes say about cats." in json.dumps(request.json["messages"])
     assert wait_gone(agent.server_pids()) == []

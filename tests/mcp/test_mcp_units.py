@@ -30,6 +30,7 @@ from harnessc.spec import parse_spec
 from .mcpkit import SERVER, recorded_pids, wait_gone
 
 REPO = Path(__file__).resolve().parents[2]
+PNG_1PX = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 
 
 def _modules_after(code: str) -> set[str]:
@@ -140,7 +141,7 @@ def test_results_map_text_images_structured_content_and_errors() -> None:
         SimpleNamespace(
             content=[
                 block(type="text", text="hello"),
-                block(type="image", data="AAAA", mime_type="image/png"),
+                block(type="image", data=PNG_1PX, mime_type="image/png"),
                 block(type="audio", data="", mime_type="audio/wav"),
                 block(type="resource", resource=block(uri="file:///a", text="inside")),
             ],
@@ -240,7 +241,10 @@ def test_a_harness_refreshes_changed_tool_lists_between_turns_and_offers_prompts
         assert "mcp__notes__extra" not in harness.tools
         assert any("'absent' failed to start" in n and "required: false" in n for n in notices)
         outcome = asyncio.run(harness.commands.dispatch("mcp__notes__summarize", "cats"))
-        assert (outcome.kind, outcome.text) == ("prompt", "Summarize what the notes say about cats.")
+        assert (outcome.kind, outcome.text) == (
+            "prompt",
+            "Summarize what the notes say about cats.",
+        )
 
         # a server dying in the middle of a call: an error result, not repeated;
         # the next call restarts it
@@ -287,3 +291,34 @@ def test_the_generated_module_declares_the_servers_and_no_secret(tmp_path: Path)
     loaded = parse_spec(limited.encode(), path)
     assert loaded.spec is not None, [str(d) for d in loaded.diagnostics]
     assert "activate=False" in render(loaded, tmp_path)
+
+
+def test_json_nested_too_deeply_is_a_located_error_naming_the_file(tmp_path: Path) -> None:
+    from harnessc.runtime.extensions.claude_settings import (
+        ClaudeSettingsError,
+        read_claude_settings,
+    )
+
+    deep = "[" * 100_000 + "]" * 100_000
+    (tmp_path / "deep.mcp.json").write_text('{"mcpServers": ' + deep + "}")
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "settings.json").write_text('{"hooks": ' + deep + "}")
+    spec = (
+        "version: 1\nname: deep\nmodels: {m: {provider: openai, id: x, api_key_env: K}}\n"
+        "hooks:\n  claude_settings: .claude/settings.json\n"
+        "mcp:\n  from: deep.mcp.json\n"
+    )
+    path = tmp_path / "deep.yaml"
+    loaded = parse_spec(spec.encode(), path)
+    errors = [d for d in loaded.diagnostics if d.severity == "error"]
+    by_file = {
+        name: [d for d in errors if name in d.message]
+        for name in ("deep.mcp.json", "settings.json")
+    }
+    for name, found in by_file.items():
+        assert len(found) == 1 and "nested too deeply" in found[0].message, (name, errors)
+        assert found[0].line is not None and found[0].line > 1  # at the key in the spec
+    with pytest.raises(McpConfigError, match="deep.mcp.json is not usable JSON"):
+        load_mcp_json(tmp_path / "deep.mcp.json")
+    with pytest.raises(ClaudeSettingsError, match="settings.json: not usable JSON"):
+        read_claude_settings(tmp_path / ".claude" / "settings.json")

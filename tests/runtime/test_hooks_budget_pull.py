@@ -191,7 +191,7 @@ def test_unusable_hook_results_are_reported_not_fatal(make_harness: Any) -> None
     result = harness.prompt_sync("hello")
     assert result.status == "done" and result.text == "hi"
     errors = [e.message for e in log if e.type == "error"]
-    assert len(errors) == 3 and all("returned an unusable result: TypeError" in m for m in errors)
+    assert len(errors) == 3 and all("returned an unusable result: " in m for m in errors)
     request = provider.requests[0]
     assert request.context.system_prompt.endswith(" Kept.")
     assert [m.role for m in request.context.messages] == ["user"]

@@ -15,6 +15,12 @@ from harnessc.runtime.session import (
     SessionIndex,
     literal_query,
 )
+from harnessc.runtime.session.index_support import (
+    CHUNK_CHARS,
+    MAX_CHUNKS,
+    MAX_INDEXED_CHARS,
+    index_chunks,
+)
 
 from ._helpers import call, reply, result, user
 
@@ -210,4 +216,58 @@ def test_damaged_index_is_rebuilt(repo: JsonlSessionRepo) -> None:
     index = SessionIndex(repo.root)
     index.refresh()
     assert len(index.search("phoenix")) == 1
+    index.close()
+
+
+def test_a_long_message_is_stored_in_short_pieces_and_found_once(repo: JsonlSessionRepo) -> None:
+    """snippet() costs the square of the matches in the text it runs over (a 0.25 MB
+    prompt of one repeated word took 25 s): no indexed row holds more than CHUNK_CHARS."""
+    s = repo.create(cwd="/w")
+    long = s.append_message(user("word " * 60_000 + "needleatend"))  # 300 KB
+    short = s.append_message(user("one word here"))
+    s.close()
+    index = SessionIndex(repo.root)
+    assert index.refresh().messages_added == 2
+    db = sqlite3.connect(repo.root / ".index.sqlite")
+    longest, rows = db.execute("SELECT max(length(body)), count(*) FROM messages").fetchone()
+    db.close()
+    assert longest <= CHUNK_CHARS
+    assert 300_000 / CHUNK_CHARS < rows < 2 * 300_000 / CHUNK_CHARS
+    assert index.count() == 2
+    hits = index.search("word", limit=50)
+    assert sorted(h.entry_id for h in hits) == sorted([long.id, short.id])  # once each
+    assert all(len(h.snippet) < 300 and "[word]" in h.snippet for h in hits)
+    assert [h.entry_id for h in index.search("needleatend")] == [long.id]
+    index.close()
+
+
+def test_every_phrase_of_a_long_text_lies_whole_in_a_piece() -> None:
+    words = [f"w{i}" for i in range(40_000)]
+    pieces, note = index_chunks(" ".join(words))
+    assert note == "" and all(len(p) <= CHUNK_CHARS for p in pieces)
+    seen = set()
+    for piece in pieces:
+        inside = piece.split()
+        seen.update(zip(inside, inside[1:], inside[2:], strict=False))
+    assert set(zip(words, words[1:], words[2:], strict=False)) <= seen
+    # no spaces at all: cut anyway, and still every 50-character run lies whole in a piece
+    blob = "".join(chr(97 + (i * 7) % 26) for i in range(30_000))
+    pieces, _ = index_chunks(blob)
+    assert all(len(p) <= CHUNK_CHARS for p in pieces)
+    assert all(any(blob[i : i + 50] in p for p in pieces) for i in range(0, 30_000, 97))
+
+
+def test_only_the_start_of_a_huge_message_is_indexed_with_a_note(repo: JsonlSessionRepo) -> None:
+    s = repo.create(cwd="/w")
+    s.append_message(user("start " + "filler " * (MAX_INDEXED_CHARS // 7) + "beyondthecut"))
+    s.close()
+    index = SessionIndex(repo.root)
+    index.refresh()
+    (hit,) = index.search("start")
+    assert hit.snippet.startswith("[start] filler")
+    assert hit.snippet.endswith("characters are searchable]")
+    assert index.search("beyondthecut") == []
+    db = sqlite3.connect(repo.root / ".index.sqlite")
+    assert db.execute("SELECT count(*) FROM messages").fetchone()[0] <= MAX_CHUNKS
+    db.close()
     index.close()

@@ -3,8 +3,9 @@
 Handlers run in registration order, sync or async. An acting moment's result is coerced
 to the moment's result type (a dict with the same keys is accepted) and applied by the
 caller's ``on_result`` before the next handler runs, so chained handlers see each
-other's changes. A raising handler is reported as an error event and skipped; callers
-that must fail closed (``tool_call``) pass ``fail`` to learn about it.
+other's changes. A raising handler, and one whose result the moment cannot read (a
+string, a dict with an unknown key), is reported as an error event naming it and
+skipped; callers that must fail closed (``tool_call``) pass ``fail`` to learn about it.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from harnessc.runtime.hooks import (
     ContextEvent,
     ContextResult,
     FailRun,
+    HookProtocolError,
     HookSpec,
     SessionBeforeCompactEvent,
     SessionBeforeCompactResult,
@@ -45,6 +47,7 @@ from harnessc.runtime.hooks import (
     ToolResultPatch,
     accepts_context,
     canonical_hook_name,
+    hook_result_problem,
 )
 from harnessc.runtime.messages import UserMessage
 
@@ -169,6 +172,10 @@ class HookRunner:
                 await self._failed(moment, handler, exc, "failed", fail)
                 continue
             if result is None:
+                continue
+            problem = hook_result_problem(moment, result) if moment in HOOK_REGISTRY else None
+            if problem is not None:  # unreadable: reported, and at tool_call it blocks
+                await self._failed(moment, handler, HookProtocolError(problem), "returned", fail)
                 continue
             if on_result is not None:
                 try:

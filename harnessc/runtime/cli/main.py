@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from harnessc.runtime.children import protect_secrets
 from harnessc.runtime.cli.actions import choose_action
 from harnessc.runtime.cli.args import (
     EXIT_ABORTED,
@@ -78,6 +79,7 @@ def run_cli(
     store): ``--sessions``, ``--search``, ``--continue`` and ``--session`` use it unless
     ``--session-dir`` names a folder of files.
     """
+    protect_secrets()  # before any child runs: none can read the keys through /proc
     prog = prog or program_name()
     parser = build_parser(prog, agent_name)
     try:
@@ -165,6 +167,10 @@ class CliInvocation:
         self.enter_cwd()
         if args.sessions or args.search:
             return self.listing()
+        if args.serve:
+            from harnessc.runtime.serve.launch import serve_from_cli
+
+            return serve_from_cli(self)
         if args.json:
             # Only events go to stdout: anything else printing to it (a hook) goes to stderr.
             self._saved_stdout = sys.stdout
@@ -364,8 +370,11 @@ class CliInvocation:
             _close(session)
 
     async def prepare(self, harness: AgentHarness) -> None:
-        """Overrides that go through the harness (recorded in the session), --watch."""
+        """Overrides that go through the harness (recorded in the session), --watch; the
+        skills' and templates' diagnostics, shown once at the start (as pi does)."""
         args = self.args
+        for problem in harness.resources.diagnostics:
+            self.err.write(f"[resources] {problem.path}: {problem.message}\n")
         if args.model is not None and args.model != harness.model_key():
             await harness.set_model(args.model)
         if args.thinking is not None and args.thinking != harness.thinking_level.value:

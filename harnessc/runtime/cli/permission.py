@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from harnessc.runtime.cli.args import UsageError
+from harnessc.runtime.hooks import PERMISSION_PAUSE
 from harnessc.runtime.tools.permission_gate import (
     PermissionGate,
     describe_call,
@@ -18,8 +19,6 @@ from harnessc.runtime.tools.permission_gate import (
 from harnessc.runtime.tools.permissions import PermissionError_, check_rule_tools
 
 __all__ = ["PERMISSION_PAUSE", "answer_asks", "install_gate", "is_permission_pause"]
-
-PERMISSION_PAUSE = "permission needed: "
 
 
 def is_permission_pause(reason: str) -> bool:

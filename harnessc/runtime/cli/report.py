@@ -49,15 +49,17 @@ class RunReport:
     ) -> int:
         """Say how the run ended (stderr, or the JSON stream) and pick the exit code."""
         if result.reply is not None:
+            hint = None
+            if result.reason == "unknown_command":
+                hint = self.interactive_only_hint(self.prompt_text or "")
             if isinstance(printer, JsonPrinter):
                 printer.write({"type": "command_reply", "text": result.reply})
-            else:
+            elif not hint:  # ``agent /status`` says only that it needs -i
                 printer.reply(result.reply)
-            if result.reason != "unknown_command":
-                return EXIT_DONE
-            hint = self.interactive_only_hint(self.prompt_text or "")
             if hint:
                 self.err.write(hint + "\n")
+            if result.reason != "unknown_command":
+                return EXIT_DONE
             return EXIT_USAGE
         if result.status == "done":
             config = harness.options.output

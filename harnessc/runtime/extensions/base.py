@@ -90,6 +90,10 @@ class HarnessContext(Protocol):
     def is_busy(self) -> bool: ...
 
     @property
+    def tools(self) -> dict[str, AgentTool]:
+        """Every tool the agent has, by name (a copy)."""
+
+    @property
     def signal(self) -> AbortSignal | None:
         """The abort signal of the running run (None when idle)."""
 

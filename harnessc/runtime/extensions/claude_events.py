@@ -38,6 +38,7 @@ from typing import Any
 
 from harnessc.runtime.events import to_jsonable
 from harnessc.runtime.extensions.claude_tools import claude_tool_input, claude_tool_name
+from harnessc.runtime.hooks import asks_for_approval
 from harnessc.runtime.messages import Message, TextContent, UserMessage, message_text
 
 __all__ = [
@@ -261,7 +262,7 @@ async def claude_payload(
         payload["custom_instructions"] = instructions or ""
     elif name == "Notification":
         reason = str(getattr(event, "reason", "") or "")
-        approval = reason.startswith("approval needed")
+        approval = asks_for_approval(reason)
         payload["message"] = reason or "harnessc is waiting for input"
         payload["title"] = "harnessc"
         payload["notification_type"] = "permission_prompt" if approval else "idle_prompt"

@@ -39,6 +39,7 @@ from harnessc.runtime.extensions.claude_tools import ToolMappingError, harnessc_
 from harnessc.runtime.extensions.protocol import HookProtocolError, block_result
 from harnessc.runtime.hooks import (
     ACTING_HOOKS,
+    APPROVAL_PAUSE,
     BeforeAgentStartResult,
     PauseRequest,
     SessionBeforeCompactResult,
@@ -48,10 +49,45 @@ from harnessc.runtime.hooks import (
 )
 from harnessc.runtime.messages import TextContent, UserMessage
 
-__all__ = ["CANNOT_RUN_CODES", "HookOutcome", "PromptBlocked", "interpret_exit", "interpret_json"]
+__all__ = [
+    "CANNOT_RUN_CODES",
+    "GUARD_EVENTS",
+    "HookOutcome",
+    "PromptBlocked",
+    "interpret_exit",
+    "interpret_json",
+]
 
 CANNOT_RUN_CODES = (126, 127)  # the shell's "not executable" and "not found"
 REASON_LIMIT = 8000
+
+# Events whose hooks guard something (a tool call, a prompt): an answer that cannot be
+# read there blocks, as no answer cannot mean "allow".
+GUARD_EVENTS = ("PreToolUse", "UserPromptSubmit")
+
+# The JSON fields Claude Code documents, with their types (JSON null counts as absent).
+_TOP_FIELDS: dict[str, type[Any]] = {
+    "continue": bool,
+    "stopReason": str,
+    "suppressOutput": bool,
+    "systemMessage": str,
+    "decision": str,
+    "reason": str,
+    "hookSpecificOutput": Mapping,
+}
+_SPECIFIC_FIELDS: dict[str, dict[str, type[Any]]] = {
+    "PreToolUse": {
+        "permissionDecision": str,
+        "permissionDecisionReason": str,
+        "updatedInput": Mapping,
+        "additionalContext": str,
+    },
+    "PostToolUse": {"additionalContext": str, "updatedMCPToolOutput": object},
+    "PostToolUseFailure": {"additionalContext": str},
+    "UserPromptSubmit": {"additionalContext": str},
+    "SessionStart": {"additionalContext": str},
+}
+_TYPE_NAMES = {bool: "a boolean", str: "a string", Mapping: "an object"}
 
 
 class PromptBlocked(asyncio.CancelledError):
@@ -175,7 +211,7 @@ def _pre_tool_use(call: HookCall, data: Mapping[str, Any], specific: Mapping[str
     if permission == "deny" or (permission is None and decision in ("block", "deny")):
         return ToolCallResult(block=True, reason=_clip(why) or f"denied by {call.label}")
     if permission == "ask":
-        return PauseRequest(reason=f"approval needed: {_clip(why) or call.label}")
+        return PauseRequest(reason=APPROVAL_PAUSE + (_clip(why) or call.label))
     updated = specific.get("updatedInput")
     if updated is None:
         return None
@@ -190,13 +226,53 @@ def _pre_tool_use(call: HookCall, data: Mapping[str, Any], specific: Mapping[str
     return ToolCallResult(input=mapped)
 
 
+def _field_problems(
+    fields: Mapping[str, Any], known: dict[str, type[Any]], where: str
+) -> list[str]:
+    problems: list[str] = []
+    for key, value in fields.items():
+        kind = known.get(key)
+        if kind is None:
+            problems.append(f"unknown field {where}{key!r}")
+        elif value is not None and not isinstance(value, kind):
+            problems.append(f"{where}{key!r} must be {_TYPE_NAMES.get(kind, kind.__name__)}")
+    return problems
+
+
+def shape_problems(event_name: str, data: Mapping[str, Any]) -> list[str]:
+    """What in a hook's JSON answer is not Claude Code's documented shape for the event:
+    unknown fields, fields of the wrong type, a ``hookEventName`` of another event."""
+    problems = _field_problems(data, _TOP_FIELDS, "")
+    specific = data.get("hookSpecificOutput")
+    if isinstance(specific, Mapping):
+        known: dict[str, type[Any]] = {"hookEventName": str}
+        known.update(_SPECIFIC_FIELDS.get(event_name, {}))
+        problems += _field_problems(specific, known, "hookSpecificOutput.")
+        named = specific.get("hookEventName")
+        if isinstance(named, str) and named != event_name:
+            problems.append(f"hookSpecificOutput.hookEventName is {named!r}, not {event_name!r}")
+    return problems
+
+
 def interpret_json(call: HookCall, data: Any) -> HookOutcome:
-    """Exit 0 with a JSON object on stdout."""
+    """Exit 0 with a JSON object on stdout.
+
+    An answer not in Claude Code's documented shape is unreadable at a guard event
+    (HookProtocolError: the call or prompt is blocked); elsewhere its stray fields are
+    ignored with a warning.
+    """
     if not isinstance(data, Mapping):
         raise HookProtocolError(
             f"{call.label} printed JSON {type(data).__name__}, expected an object"
         )
     outcome = HookOutcome()
+    problems = shape_problems(call.event_name, data)
+    if problems and call.event_name in GUARD_EVENTS:
+        raise HookProtocolError(
+            f"{call.label} printed JSON that {call.event_name} cannot read: {'; '.join(problems)}"
+        )
+    if problems:
+        outcome.warnings.append(f"{call.label}: ignored {'; '.join(problems)}")
     if data.get("systemMessage"):
         outcome.warnings.append(str(data["systemMessage"]))
     name = call.event_name

@@ -85,6 +85,8 @@ def read_claude_settings(path: str | os.PathLike[str]) -> list[ClaudeHookEntry]:
         raise _fail(file, f"cannot be read ({exc})") from None
     except json.JSONDecodeError as exc:
         raise _fail(file, f"not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise _fail(file, "not usable JSON (nested too deeply)") from None
     if not isinstance(data, dict):
         raise _fail(file, "the file must hold a JSON object")
     table = data.get("hooks", {})

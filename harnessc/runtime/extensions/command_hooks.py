@@ -11,12 +11,16 @@ The hook's result is its shell's exit: output still arriving is read for
 background neither holds the run up nor outlives it. After ``timeout_s`` (default 60)
 the group is killed and the hook counts as failed: an error event, and at ``tool_call``
 the call is blocked (fail closed), as it is when the command cannot start or the
-program is missing or not executable (exit 127 / 126). At most 1 MB of stdout and of
+program is missing or not executable (exit 127 / 126), and when its answer cannot be
+read (malformed JSON, or JSON not in Claude Code's shape: an unknown or mistyped field);
+an unreadable answer at UserPromptSubmit drops the prompt. At most 1 MB of stdout and of
 stderr is kept; the rest is read and dropped.
 
 Environment: the caller's, plus ``CLAUDE_PROJECT_DIR`` and ``HARNESSC_PROJECT_DIR``
 (the agent's working directory), ``HARNESSC_SPEC_DIR`` (the spec's folder),
-``HARNESSC_HOOK_EVENT`` (the harnessc moment) and ``HARNESSC_SESSION_ID``.
+``HARNESSC_HOOK_EVENT`` (the harnessc moment) and ``HARNESSC_SESSION_ID``; at
+SessionStart also ``CLAUDE_ENV_FILE``, whose ``export`` lines reach the session's bash
+tool (``session_env``).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harnessc.runtime.children import supervised
 from harnessc.runtime.events import ErrorEvent, NoticeEvent
 from harnessc.runtime.extensions.claude_events import (
     claude_event_name,
@@ -50,7 +55,14 @@ from harnessc.runtime.extensions.claude_output import (
     interpret_text,
 )
 from harnessc.runtime.extensions.protocol import HookProtocolError, HookTimeoutError
-from harnessc.runtime.hooks import HookSpec, canonical_hook_name
+from harnessc.runtime.extensions.session_env import (
+    ENV_FILE_VARIABLE,
+    EnvFile,
+    EnvFileExports,
+    apply_session_env,
+    session_env,
+)
+from harnessc.runtime.hooks import HookSpec, asks_for_approval, canonical_hook_name
 from harnessc.runtime.secrets import scrubbed_environ
 
 __all__ = [
@@ -163,8 +175,8 @@ async def run_hook_command(
     period (``OUTPUT_GRACE_S``), then the group is killed, background children
     included. HookTimeoutError (group killed) when the shell runs past ``timeout_s``.
     """
-    process = await asyncio.create_subprocess_shell(
-        command,
+    process = await asyncio.create_subprocess_exec(
+        *supervised(["/bin/sh", "-c", command], env),
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -244,7 +256,7 @@ class CommandHook:
         self.matcher = matcher
         self._matches = compile_matcher(matcher)
         self._started: weakref.WeakSet[Any] = weakref.WeakSet()  # SessionStart: once each
-        short = command if len(command) <= 60 else command[:57] + "..."
+        short = command if len(command) <= 60 else "..." + command[-57:]  # the script name
         self.label = f"command hook {short!r}"
 
     def __repr__(self) -> str:
@@ -284,22 +296,51 @@ class CommandHook:
         payload = await claude_payload(self.moment, event, harness, event_name=name, base=base)
         cwd = self.cwd or payload["cwd"]
         data = json.dumps(payload, ensure_ascii=False, default=repr).encode("utf-8", "replace")
+        env = self._env(payload, cwd)
+        env_file = EnvFile() if name == "SessionStart" else None
+        if env_file is not None:
+            env[ENV_FILE_VARIABLE] = env_file.path
         try:
             run = await run_hook_command(
-                self.program, data, cwd=cwd, timeout_s=self.timeout_s, env=self._env(payload, cwd)
+                self.program, data, cwd=cwd, timeout_s=self.timeout_s, env=env
             )
         except HookTimeoutError as exc:
             raise HookTimeoutError(f"{self.label}: {exc}") from None
         except OSError as exc:
             raise HookProtocolError(f"{self.label} could not start: {exc}") from exc
+        finally:
+            exports = None
+            if env_file is not None:
+                exports = env_file.read({**scrubbed_environ(), **session_env(harness)})
+        if exports is not None:
+            await self._apply_env(harness, exports)
         stdout = _decode(run.stdout, run.stdout_truncated)
         stderr = _decode(run.stderr, run.stderr_truncated)
         call = HookCall(name, self.moment, event, harness, self.label, tool_base=base)
-        if run.returncode != 0:
-            outcome = interpret_exit(call, run.returncode, stdout, stderr)
-        else:
-            outcome = self._interpret(call, stdout)
+        try:
+            if run.returncode != 0:
+                outcome = interpret_exit(call, run.returncode, stdout, stderr)
+            else:
+                outcome = self._interpret(call, stdout)
+        except HookProtocolError as exc:
+            if name != "UserPromptSubmit":
+                raise  # reported by the harness; at tool_call the call is blocked
+            # a prompt guard whose answer cannot be read drops the prompt (fail closed)
+            outcome = HookOutcome(errors=[str(exc)], blocked_prompt="its answer could not be read")
         return await _deliver(outcome, harness, self.moment, self.label)
+
+    async def _apply_env(self, harness: Any, exports: EnvFileExports) -> None:
+        """The SessionStart hook's ``CLAUDE_ENV_FILE`` exports, into the session's bash."""
+        warnings = [f"{self.label}: {ENV_FILE_VARIABLE} {text}" for text in exports.warnings]
+        if not apply_session_env(harness, exports.values):
+            warnings.append(
+                f"{self.label}: {ENV_FILE_VARIABLE} exports not applied: the tool context "
+                "is not a mapping"
+            )
+        for text in warnings:
+            await _emit(
+                harness, NoticeEvent(source="hook:SessionStart", level="warning", message=text)
+            )
 
     def _interpret(self, call: HookCall, stdout: str) -> HookOutcome:
         text = stdout.strip()
@@ -325,7 +366,7 @@ def _match_value(name: str, event: Any, harness: Any) -> str | None:
         return "manual" if getattr(event, "custom_instructions", None) is not None else "auto"
     if name == "Notification":
         reason = str(getattr(event, "reason", "") or "")
-        return "permission_prompt" if reason.startswith("approval needed") else "idle_prompt"
+        return "permission_prompt" if asks_for_approval(reason) else "idle_prompt"
     return None
 
 

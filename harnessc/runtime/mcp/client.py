@@ -4,7 +4,7 @@
 initializes it and lists its tools and prompts, within the server's ``timeout_s``.
 One owner task holds the SDK's context managers for the connection's whole life (anyio
 needs them entered and left in one task); ``close()`` ends it, which for stdio closes
-the child's stdin, then SIGTERM, then SIGKILL on its process group. The read stream is
+the child's stdin, then SIGTERM, then SIGKILL on its process group (``stdio.py``). The read stream is
 watched, so a server that died between two calls is noticed before the next one is
 sent: that call restarts it once and goes through; a call in flight when the server
 dies may have reached it, so it is not repeated.
@@ -14,21 +14,34 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
+import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import anyio
 import mcp_types as types
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
+from mcp_types import methods as _methods
+from pydantic import ValidationError
 
 from harnessc.runtime.mcp.config import McpServerConfig
+from harnessc.runtime.mcp.serverlog import ServerLog
+from harnessc.runtime.mcp.stdio import stdio_transport
 
 __all__ = ["CallOutcome", "McpStartError", "ServerConnection"]
+
+
+# The SDK logs a server's misbehaviour with tracebacks; without a handler of the
+# application's, Python's last-resort handler would print them on the agent's terminal.
+# What matters reaches the agent as errors and notices (and the server's log).
+logging.getLogger("mcp").addHandler(logging.NullHandler())
+
+
+_MAX_PAGES = 1000
 
 
 class McpStartError(RuntimeError):
@@ -54,6 +67,29 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+async def _raw_request(session: ClientSession, request: Any) -> dict[str, Any]:
+    """``request`` sent as ``send_request`` sends it, its result returned unvalidated."""
+    data = request.model_dump(by_alias=True, mode="json", exclude_none=True)
+    opts: dict[str, Any] = {}
+    session._stamp(data, opts)  # type: ignore[arg-type]
+    if session._session_read_timeout_seconds is not None:
+        opts["timeout"] = session._session_read_timeout_seconds
+    raw = await session._dispatcher.send_raw_request(data["method"], data.get("params"), opts)  # type: ignore[arg-type]
+    if not isinstance(raw, dict):
+        raise McpStartError(f"{data['method']} answered {type(raw).__name__}, not an object")
+    return raw
+
+
+def _invalid(exc: BaseException) -> str:
+    """One line for a tool the protocol's schema rejects."""
+    if isinstance(exc, ValidationError) and exc.errors():
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        return f"{where + ': ' if where else ''}{first.get('msg', 'invalid')}{more}"
+    return _describe(exc).splitlines()[0]
+
+
 class ServerConnection:
     """A server's session; every method runs on the MCP loop."""
 
@@ -64,6 +100,7 @@ class ServerConnection:
         self.environ = dict(environ)
         self.log_path = log_dir / f"mcp-{config.name}.log"
         self.tools: list[Any] = []
+        self.skipped: list[tuple[str, str]] = []  # (tool name, why) of invalid tools
         self.prompts: list[Any] = []
         self.tools_changed = False
         self.prompts_changed = False
@@ -100,11 +137,14 @@ class ServerConnection:
                 await self._stop_owner()
                 raise McpStartError(
                     f"mcp server {self.config.name!r} did not answer start-up within "
-                    f"{timeout:g} s (its stderr is in {self.log_path})"
+                    f"{timeout:g} s{self._log_hint()}"
                 ) from None
             except McpStartError:
                 await self._stop_owner()
                 raise
+
+    def _log_hint(self) -> str:
+        return f" (its stderr is in {self.log_path})" if self.config.command is not None else ""
 
     async def close(self) -> None:
         await self._stop_owner()
@@ -132,7 +172,12 @@ class ServerConnection:
                 read, write = await self._transport(stack)
                 watched = await self._watch(stack, read)
                 session = await stack.enter_async_context(
-                    ClientSession(watched, write, message_handler=self._on_message)
+                    ClientSession(
+                        watched,
+                        write,
+                        read_timeout_seconds=self.config.timeout_s,  # every request's deadline
+                        message_handler=self._on_message,
+                    )
                 )
                 await session.initialize()
                 self._session = session
@@ -145,8 +190,8 @@ class ServerConnection:
             if not ready.done():
                 ready.set_exception(
                     McpStartError(
-                        f"mcp server {self.config.name!r} failed to start: {_describe(exc)} "
-                        f"(its stderr is in {self.log_path})"
+                        f"mcp server {self.config.name!r} failed to start: {_describe(exc)}"
+                        f"{self._log_hint()}"
                     )
                 )
         finally:
@@ -156,19 +201,19 @@ class ServerConnection:
     async def _transport(self, stack: contextlib.AsyncExitStack) -> tuple[Any, Any]:
         config = self.config
         if config.command is not None:
-            self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            errlog: TextIO = stack.enter_context(
-                open(self.log_path, "a", encoding="utf-8")  # noqa: SIM115 - closed by the stack
+            log = ServerLog(self.log_path)
+            log.open()
+            stack.callback(log.close)
+            log.note(f"starting {config.command}")
+            streams = await stack.enter_async_context(
+                stdio_transport(
+                    config.command,
+                    config.resolved_args(),
+                    env={**self.environ, **config.env},
+                    cwd=config.resolved_cwd(),
+                    log=log,
+                )
             )
-            errlog.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {config.command}\n")
-            errlog.flush()
-            params = StdioServerParameters(
-                command=config.command,
-                args=config.resolved_args(),
-                env={**self.environ, **config.env},
-                cwd=config.resolved_cwd(),
-            )
-            streams = await stack.enter_async_context(stdio_client(params, errlog=errlog))
         else:
             assert config.url is not None
             client = create_mcp_http_client(headers=dict(config.headers) or None)
@@ -204,30 +249,66 @@ class ServerConnection:
             self.prompts_changed = True
 
     async def _list(self, session: ClientSession) -> None:
-        tools: list[Any] = []
+        tools, skipped = await self._list_tools(session)
+        caps = session.server_capabilities
+        prompts: list[Any] = []
+        if caps is not None and caps.prompts is not None:
+            with contextlib.suppress(MCPError, ValidationError):
+                prompts = list((await session.list_prompts()).prompts)
+        self.tools, self.skipped = tools, skipped
+        self.prompts = prompts
+        self.tools_changed = self.prompts_changed = False
+
+    async def _list_tools(self, session: ClientSession) -> tuple[list[Any], list[tuple[str, str]]]:
+        """Every page of ``tools/list``, each tool validated on its own: one bad tool
+        is skipped (with the reason), not the whole list. The SDK's typed call rejects
+        the entire result for one tool, so the request is sent raw."""
+        raw_tools: list[Any] = []
         cursor: str | None = None
+        cursors: set[str] = set()
         while True:
             params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-            page = await session.list_tools(params=params)
-            tools.extend(page.tools)
-            cursor = page.next_cursor
-            if not cursor:
+            page = await _raw_request(session, types.ListToolsRequest(params=params))
+            listed = page.get("tools")
+            if not isinstance(listed, list):
+                raise McpStartError(f"mcp server {self.config.name!r}: tools/list has no tool list")
+            raw_tools += listed
+            next_cursor = page.get("nextCursor")
+            cursor = next_cursor if isinstance(next_cursor, str) and next_cursor else None
+            if cursor is None:
                 break
-        self.tools = tools
-        self.tools_changed = False
-        caps = session.server_capabilities
-        self.prompts = []
-        if caps is not None and caps.prompts is not None:
-            with contextlib.suppress(MCPError):
-                self.prompts = list((await session.list_prompts()).prompts)
-        self.prompts_changed = False
+            if cursor in cursors or len(cursors) >= _MAX_PAGES:
+                raise McpStartError(
+                    f"mcp server {self.config.name!r}: tools/list pages do not end "
+                    f"(cursor {cursor[:40]!r} again, or over {_MAX_PAGES} pages)"
+                )
+            cursors.add(cursor)
+        version = session.protocol_version or types.LATEST_PROTOCOL_VERSION
+        tools: list[Any] = []
+        skipped: list[tuple[str, str]] = []
+        for item in raw_tools:
+            name = item.get("name") if isinstance(item, dict) else None
+            label = name if isinstance(name, str) else repr(name)[:80]
+            try:
+                with contextlib.suppress(KeyError):  # a method or version the SDK lacks
+                    _methods.validate_server_result("tools/list", version, {"tools": [item]})
+                tools.append(types.Tool.model_validate(item, by_name=False))
+            except (ValidationError, ValueError, TypeError) as exc:
+                skipped.append((label, _invalid(exc)))
+        absorb = getattr(session, "_absorb_tool_listing", None)
+        if absorb is not None:  # the SDK keeps the output schemas to check results with
+            absorb(types.ListToolsResult(tools=tools), complete=True)
+        return tools, skipped
 
     async def refresh(self) -> bool:
-        """Re-list after a list_changed notification; True when something changed."""
+        """Re-list after a list_changed notification; True when something changed.
+
+        A listing that fails or times out keeps the last lists (and raises)."""
         if not (self.tools_changed or self.prompts_changed) or not self.alive:
             return False
         assert self._session is not None
-        await self._list(self._session)
+        self.tools_changed = self.prompts_changed = False
+        await asyncio.wait_for(self._list(self._session), self.config.timeout_s + 1.0)
         return True
 
     # -- calls -----------------------------------------------------------------------

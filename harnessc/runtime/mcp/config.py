@@ -148,7 +148,10 @@ _JSON_KEYS = frozenset({"type", "command", "args", "env", "cwd", "url", "headers
 def load_mcp_json(
     path: str | os.PathLike[str], *, base_dir: str | None = None
 ) -> list[McpServerConfig]:
-    """The servers of an ``mcpServers`` file (Claude Code ``.mcp.json``, Claude Desktop)."""
+    """The servers of an ``mcpServers`` file (Claude Code ``.mcp.json``, Claude Desktop).
+
+    They are optional (``required=False``): as in Claude Code, a server of the file that
+    cannot start is reported and the agent goes on without it."""
     file = Path(path)
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
@@ -156,6 +159,8 @@ def load_mcp_json(
         raise McpConfigError(f"cannot read {file}: {exc.strerror or exc}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise McpConfigError(f"{file} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise McpConfigError(f"{file} is not usable JSON: it is nested too deeply") from None
     servers = data.get("mcpServers") if isinstance(data, dict) else None
     if not isinstance(servers, dict):
         raise McpConfigError(f"{file} has no 'mcpServers' object")
@@ -179,6 +184,7 @@ def load_mcp_json(
             url=expand_env(entry["url"]) if isinstance(entry.get("url"), str) else None,
             headers=_mapping(entry.get("headers", {}), f"{where}.headers"),
             base_dir=base_dir if base_dir is not None else str(file.parent),
+            required=False,  # as Claude Code: one that cannot start is reported, not fatal
         )
         try:
             config.validate()

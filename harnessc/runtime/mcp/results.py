@@ -1,8 +1,8 @@
 """MCP tool results and tool listings as harnessc tool results and tool specs.
 
 Works on the SDK's objects by their attributes, so this module imports no SDK code.
-Text is capped like every tool output (``cap_text``); images pass through as image
-content; structured content becomes the result's details (and its JSON is the text
+Text is capped like every tool output (``cap_text``); images are checked
+(``images.py``) and pass as image content, or become a note; structured content becomes the result's details (and its JSON is the text
 when a server sends nothing else); audio and binary resources are described, not sent.
 """
 
@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import unquote
 
+from harnessc.runtime.mcp.images import check_image
 from harnessc.runtime.messages import ImageContent, TextContent
 from harnessc.runtime.tools.base import ToolResult
 from harnessc.runtime.tools.truncate import MAX_BYTES, cap_text
@@ -26,7 +28,11 @@ def to_tool_result(result: Any, *, server: str, tool: str) -> ToolResult:
         if kind == "text":
             texts.append(str(block.text))
         elif kind == "image":
-            images.append(ImageContent(data=str(block.data), mime_type=str(block.mime_type)))
+            image = check_image(getattr(block, "data", None), getattr(block, "mime_type", None))
+            if image.problem is not None:
+                texts.append(f"[an image of the result is not shown: {image.problem}]")
+            else:
+                images.append(ImageContent(data=image.data, mime_type=image.mime_type))
         elif kind == "audio":
             texts.append(f"[audio result ({block.mime_type}) not shown]")
         elif kind == "resource":
@@ -67,9 +73,70 @@ def schema_problem(schema: Any) -> str | None:
         return f"its input schema has type {schema.get('type')!r}, not 'object'"
     try:
         json.dumps(schema)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return "its input schema is not JSON"
-    return _walk(schema, "inputSchema", 0)
+    problem = _walk(schema, "inputSchema", 0)
+    if problem is None:
+        problem = _refs(schema, schema, "inputSchema", 0)
+    return problem if problem is not None else _metaschema(schema)
+
+
+def _metaschema(schema: dict[str, Any]) -> str | None:
+    """The schema checked against its JSON Schema metaschema (regex patterns compile,
+    ``minLength`` is a count, ...), with the ``jsonschema`` library the MCP SDK uses."""
+    from jsonschema import Draft202012Validator, SchemaError
+    from jsonschema.validators import validator_for
+
+    try:
+        validator_for(schema, default=Draft202012Validator).check_schema(schema)
+    except SchemaError as exc:
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in exc.absolute_path)
+        return f"inputSchema{where}: {exc.message}"
+    except (RecursionError, ValueError, TypeError) as exc:
+        return f"its input schema cannot be checked: {type(exc).__name__}"
+    return None
+
+
+def _refs(node: Any, root: dict[str, Any], where: str, depth: int) -> str | None:
+    """Every ``$ref`` is a local JSON pointer (``#/...``) that resolves in the schema;
+    a model API fetches nothing, so any other reference cannot be used."""
+    if depth > 64:
+        return f"{where} is nested too deeply"
+    if isinstance(node, list):
+        for i, item in enumerate(node):
+            problem = _refs(item, root, f"{where}[{i}]", depth + 1)
+            if problem:
+                return problem
+        return None
+    if not isinstance(node, dict):
+        return None
+    ref = node.get("$ref")
+    if isinstance(ref, str) and not _resolves(ref, root):
+        return f"{where}.$ref {ref!r} does not resolve in the schema"
+    for key, value in node.items():
+        if key in ("enum", "const", "default", "examples"):
+            continue  # values, not schemas
+        problem = _refs(value, root, f"{where}.{key}", depth + 1)
+        if problem:
+            return problem
+    return None
+
+
+def _resolves(ref: str, root: dict[str, Any]) -> bool:
+    if ref == "#":
+        return True
+    if not ref.startswith("#/"):
+        return False
+    node: Any = root
+    for raw in ref[2:].split("/"):
+        part = unquote(raw).replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return False
+    return isinstance(node, dict | bool)
 
 
 def _walk(node: Any, where: str, depth: int) -> str | None:

@@ -4,7 +4,8 @@
 at install: when the first run starts (the ``before_agent_start`` moment, a resumed
 run's ``agent_resume``, or else the first model call) every server starts concurrently on the MCP loop
 (``loop.py``), their tool lists become tools named ``mcp__<server>__<tool>`` (or the
-server's ``prefix``) and their prompts ``/mcp__<server>__<prompt>`` commands. Before
+server's ``prefix``) and their prompts ``/mcp__<server>__<prompt>`` commands (such a
+command before the first run starts the servers to find its prompt). Before
 each model call, servers that sent ``tools/list_changed`` are listed again.
 
 A required server that fails to start ends the run with an error naming it (fail
@@ -82,6 +83,8 @@ class McpToolset:
         self._started = False
         self._unregister: list[Any] = []
         self._registered: dict[str, set[str]] = {}
+        self._owners: dict[str, tuple[str, str]] = {}  # agent tool name -> (server, tool)
+        self._said_down: set[str] = set()
         self._remove_closer = mcp_loop().on_shutdown(self._close_all)
 
     @property
@@ -94,6 +97,7 @@ class McpToolset:
         harness.on("agent_resume", self._on_start)  # a continued run may start with a tool batch
         harness.on("context", self._on_context)
         harness.on_close(self.aclose)
+        harness.commands.add_loader(self._load_command)
 
     # -- start -----------------------------------------------------------------------
 
@@ -104,32 +108,48 @@ class McpToolset:
         await self.start()
         await self.refresh()
 
+    async def _load_command(self, name: str) -> None:
+        """``/<prefix><prompt>`` before the first run: start the servers to learn it."""
+        if self._started or not any(name.startswith(s.tool_name("")) for s in self.servers):
+            return
+        try:
+            await self.start()
+        except McpStartFailed as exc:  # the command stays unknown; say why
+            await self._notice(str(exc))
+
     async def start(self) -> None:
-        """Start every server (once); report the ones that fail."""
+        """Start the servers not running yet; report the ones that fail.
+
+        A required server that fails, or a tool name taken twice, fails this run; the
+        next run tries again (fail closed on every run until the server is up).
+        """
         if self._started:
             return
-        self._started = True
         try:
             errors = await run_in_mcp_loop(self._start_all())
         except BaseException:
             self._started = False  # cancelled (Ctrl-C): the next run tries again
             raise
+        collisions: list[str] = []
         for server in self.servers:
             connection = self._connections.get(server.name)
             if connection is not None and connection.alive:
-                self._register(server)
+                collisions += await self._register(server)
         required = []
         for server in self.servers:
             message = errors.get(server.name)
             if message is None:
                 continue
-            self.problems.append(message)
+            if message not in self.problems:
+                self.problems.append(message)
             if server.required:
                 required.append(message)
-            else:
+            elif server.name not in self._said_down:
+                self._said_down.add(server.name)
                 await self._notice(f"{message}; going on without it (required: false)")
-        if required:
-            raise McpStartFailed("; ".join(required))
+        if required or collisions:
+            raise McpStartFailed("; ".join(required + collisions))
+        self._started = True
 
     async def _start_all(self) -> dict[str, str]:
         from harnessc.runtime.mcp.client import ServerConnection
@@ -138,15 +158,14 @@ class McpToolset:
         log_dir = self.log_dir or Path(".harnessc/logs")
         log_dir = log_dir if log_dir.is_absolute() else Path.cwd() / log_dir
         for server in self.servers:  # kept even when they fail: shutdown reaches every child
-            self._connections[server.name] = ServerConnection(
-                server, environ=environ, log_dir=log_dir
-            )
-        connections = list(self._connections.items())
-        outcomes = await asyncio.gather(
-            *(c.start() for _, c in connections), return_exceptions=True
-        )
+            if server.name not in self._connections:
+                self._connections[server.name] = ServerConnection(
+                    server, environ=environ, log_dir=log_dir
+                )
+        waiting = [(n, c) for n, c in self._connections.items() if not c.alive]
+        outcomes = await asyncio.gather(*(c.start() for _, c in waiting), return_exceptions=True)
         errors: dict[str, str] = {}
-        for (name, connection), outcome in zip(connections, outcomes, strict=True):
+        for (name, connection), outcome in zip(waiting, outcomes, strict=True):
             if isinstance(outcome, BaseException):
                 errors[name] = str(outcome) or type(outcome).__name__
                 await connection.close()
@@ -161,10 +180,15 @@ class McpToolset:
                     if await run_in_mcp_loop(connection.refresh()):
                         changed.append(name)
                 except Exception as exc:
-                    await self._notice(f"mcp server {name!r}: listing again failed: {exc}")
+                    why = "it did not answer in time" if isinstance(exc, TimeoutError) else exc
+                    await self._notice(
+                        f"mcp server {name!r}: listing its tools again failed ({why}); "
+                        "keeping its last tool list"
+                    )
         for server in self.servers:
             if server.name in changed:
-                self._register(server)
+                for message in await self._register(server):
+                    await self._notice(f"{message}; the tool is skipped")
 
     async def _notice(self, message: str) -> None:
         if self._harness is not None:
@@ -174,26 +198,71 @@ class McpToolset:
 
     # -- tools and prompts -----------------------------------------------------------
 
-    def _register(self, server: McpServerConfig) -> None:
+    async def _register(self, server: McpServerConfig) -> list[str]:
+        """Offer the server's tools (and prompts) to the agent; the name collisions.
+
+        A tool whose name the agent or another server's tool already has is not added
+        (it never replaces a tool); the returned messages name both sides. Invalid
+        schemas and duplicate names are skipped with a warning.
+        """
+        from harnessc.runtime.mcp.names import agent_tool_name
         from harnessc.runtime.mcp.results import schema_problem
 
         connection = self._connections[server.name]
         harness = self._harness
+        taken = set(harness.tools) - set(self._tools) if harness is not None else set()
+        others = {n: o for n, o in self._owners.items() if o[0] != server.name}
         tools: list[Tool] = []
+        owners: dict[str, tuple[str, str]] = {}
+        collisions: list[str] = []
+        warnings: list[str] = []
+        where = f"mcp server {server.name!r}"
+        for remote, why in connection.skipped:
+            if server.wants(remote):
+                warnings.append(f"{where}: tool {remote!r} skipped: {why}")
         for listed in connection.tools:
-            if not server.wants(listed.name):
+            remote = listed.name
+            if not server.wants(remote):
                 continue
-            name = server.tool_name(listed.name)
+            full = server.tool_name(remote)
+            name = agent_tool_name(full)
+            if name in owners:
+                warnings.append(
+                    f"{where}: tool {remote!r} skipped: it lists a second tool named "
+                    f"{name!r} (after {owners[name][1]!r})"
+                )
+                continue
+            if name in taken:
+                collisions.append(
+                    f"{where}: tool {remote!r} would be named {name!r}, the name of the "
+                    "agent's own tool; give the server another prefix or exclude the tool"
+                )
+                continue
+            if name in others:
+                other, other_remote = others[name]
+                collisions.append(
+                    f"{where}: tool {remote!r} and mcp server {other!r}: tool "
+                    f"{other_remote!r} would both be named {name!r}; give one server "
+                    "another prefix or exclude one tool"
+                )
+                continue
             problem = schema_problem(listed.input_schema)
             if problem is not None:
-                message = f"mcp server {server.name!r}: tool {listed.name} skipped: {problem}"
-                if message not in self.problems:  # said once, not at every listing
-                    self.problems.append(message)
-                    sys.stderr.write(f"warning: {message}\n")
+                warnings.append(f"{where}: tool {remote!r} skipped: {problem}")
                 continue
+            if name != full:
+                warnings.append(
+                    f"{where}: tool {remote!r} is named {name!r} in the agent "
+                    f"({full!r} is not a valid tool name for model providers)"
+                )
+            owners[name] = (server.name, remote)
             tools.append(self._tool(server, connection, listed, name))
+        for message in warnings:
+            if message not in self.problems:  # said once, not at every listing
+                self.problems.append(message)
+                await self._notice(message)
         if harness is None:
-            return
+            return collisions
         offered = {t.name for t in tools}
         registered = self._registered.setdefault(server.name, set())
         stale = sorted(registered - offered)
@@ -202,10 +271,13 @@ class McpToolset:
             registered.difference_update(stale)
             for name in stale:
                 self._tools.pop(name, None)
+                self._owners.pop(name, None)
         registered |= offered
         self._tools.update({t.name: t for t in tools})
+        self._owners.update(owners)
         harness.add_tools(tools, activate=self.activate)
         self._register_prompts(server, connection)
+        return collisions
 
     def _tool(self, server: McpServerConfig, connection: Any, listed: Any, name: str) -> Tool:
         from harnessc.runtime.mcp.results import to_tool_result
@@ -275,7 +347,8 @@ class McpToolset:
     # -- shutdown --------------------------------------------------------------------
 
     async def _close_all(self) -> None:
-        connections, self._connections = list(self._connections.values()), {}
+        """Stop every server; the connections stay (a later call or run starts them)."""
+        connections = list(self._connections.values())
         await asyncio.gather(*(c.close() for c in connections), return_exceptions=True)
 
     async def aclose(self) -> None:

@@ -15,7 +15,6 @@ from harnessc.runtime.resources.types import ResourceDiagnostic, Skill
 from harnessc.runtime.tools.paths import allow_read_tree
 
 __all__ = [
-    "KNOWN_FIELDS",
     "MAX_COMPATIBILITY_LENGTH",
     "MAX_DESCRIPTION_LENGTH",
     "MAX_NAME_LENGTH",
@@ -34,19 +33,6 @@ __all__ = [
 MAX_NAME_LENGTH = 64
 MAX_DESCRIPTION_LENGTH = 1024
 MAX_COMPATIBILITY_LENGTH = 500
-# The Agent Skills fields, plus pi's disable-model-invocation (either spelling).
-KNOWN_FIELDS = frozenset(
-    {
-        "name",
-        "description",
-        "license",
-        "allowed-tools",
-        "metadata",
-        "compatibility",
-        "disable-model-invocation",
-        "disableModelInvocation",
-    }
-)
 _SKIP_DIRS = {"node_modules", "__pycache__"}
 
 
@@ -118,7 +104,10 @@ def _as_bool(value: Any) -> bool | None:
 
 
 def load_skill_file(path: str, default_name: str, *, check_folder: bool = False) -> LoadedFile:
-    """Load one skill file. Errors leave ``item`` empty; warnings keep the skill."""
+    """Load one skill file. Errors leave ``item`` empty; warnings keep the skill.
+
+    Frontmatter fields other than the ones read here are ignored without a word, as pi
+    does (``author``, ``version``, a tool's own settings)."""
     loaded = LoadedFile(path)
     text, problem = read_text_file(path)
     if problem is not None or text is None:
@@ -166,11 +155,6 @@ def load_skill_file(path: str, default_name: str, *, check_folder: bool = False)
                 f"{MAX_COMPATIBILITY_LENGTH} limit",
                 path,
             )
-        )
-    unknown = sorted(str(k) for k in data if k not in KNOWN_FIELDS)
-    if unknown:
-        loaded.diagnostics.append(
-            _warning(f"unknown frontmatter field(s) {', '.join(unknown)} (ignored)", path)
         )
     disable_raw = data.get("disable-model-invocation", data.get("disableModelInvocation", False))
     disable = _as_bool(disable_raw)

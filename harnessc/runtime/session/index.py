@@ -7,8 +7,12 @@ skipped; a file that only grew is read from the byte offset where the last refre
 stopped (verified by the bytes just before it), so only its new lines are indexed; a
 file that shrank or changed otherwise is re-indexed; rows of deleted files go.
 
-Each message row's rowid is ``file_id << 32 | line number``, so a file's rows are one
-rowid range (cheap to delete) and ``seq`` is the entry's line in the file.
+A message is stored as rows of at most 1,000 characters each (``index_support.py``:
+``snippet()`` must only ever run over a short text; a message's first 1,000,000
+characters are indexed). Each row's rowid is ``file_id << 39 | line number << 11 |
+piece number``, so a file's rows are one rowid range (cheap to delete), a message's rows
+share ``rowid >> 11``, and ``seq`` is the entry's line in the file. A search ranks each
+message by its best row and makes the snippet from that row.
 
 The index is only a cache, so a damaged file (SQLite reports it is not a database or
 is malformed) is deleted and rebuilt. A locked one never is: another process may be
@@ -29,6 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from harnessc.runtime.session.index_support import (
+    CHUNK_BITS,
+    SEQ_BITS,
     SearchQueryError,
     SessionIndexBusyError,
     SessionIndexError,
@@ -56,9 +62,10 @@ __all__ = [
 
 INDEX_FILE_NAME = ".index.sqlite"
 MAX_SEARCH_LIMIT = 50
-_SCHEMA_VERSION = "2"  # 2: tool calls and tool results are indexed
+_SCHEMA_VERSION = "3"  # 2: tool calls and tool results are indexed; 3: in pieces
 _TAIL = 64  # bytes before the resume offset that must be unchanged to resume
-_SEQ_BITS = 32
+_FILE_SHIFT = SEQ_BITS + CHUNK_BITS
+_PIECE_MASK = (1 << CHUNK_BITS) - 1
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
@@ -74,6 +81,7 @@ CREATE TABLE IF NOT EXISTS files(
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS messages USING fts5(
     session_id UNINDEXED, entry_id UNINDEXED, seq UNINDEXED, role UNINDEXED, body,
+    cut UNINDEXED,                  -- '': the whole message is indexed, else a note
     tokenize='porter'
 );
 """
@@ -85,8 +93,9 @@ class SearchHit:
     path: str
     entry_id: str
     role: str
-    snippet: str  # matched terms between [ and ]
-    score: float  # -bm25: higher is better
+    snippet: str  # matched terms between [ and ]; a note at the end when the message is
+    # only indexed in part
+    score: float  # -bm25 of the message's best piece: higher is better
 
 
 @dataclass(slots=True)
@@ -270,10 +279,10 @@ class SessionIndex:
 
     @staticmethod
     def _drop_rows(conn: sqlite3.Connection, file_id: int) -> None:
-        low = file_id << _SEQ_BITS
+        low = file_id << _FILE_SHIFT
         conn.execute(
             "DELETE FROM messages WHERE rowid BETWEEN ? AND ?",
-            (low, low | ((1 << _SEQ_BITS) - 1)),
+            (low, low | ((1 << _FILE_SHIFT) - 1)),
         )
 
     def _index_file(
@@ -315,14 +324,14 @@ class SessionIndex:
             offset, seq, session_id = 0, 0, None
             stats.files_indexed += 1
         end = data.rfind(b"\n") + 1  # only complete lines
-        rows, seq, session_id = index_rows(data[:end], file_id << _SEQ_BITS, seq, session_id)
+        rows, seq, session_id = index_rows(data[:end], file_id << _FILE_SHIFT, seq, session_id)
         if rows:
             conn.executemany(
-                "INSERT INTO messages(rowid, session_id, entry_id, seq, role, body) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO messages(rowid, session_id, entry_id, seq, role, body, cut) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
-            stats.messages_added += len(rows)
+            stats.messages_added += sum(1 for row in rows if not row[0] & _PIECE_MASK)
         new_offset = offset + end
         previous_tail: bytes = (row[6] or b"") if resume and row is not None else b""
         tail_bytes = (previous_tail + data[:end])[-_TAIL:] if new_offset else b""
@@ -342,32 +351,46 @@ class SessionIndex:
         with self._lock:
             conn = self._connection()
             try:
-                rows = conn.execute(
-                    "SELECT m.session_id, f.path, m.entry_id, m.role, m.snip, m.rank "
-                    "FROM (SELECT rowid, session_id, entry_id, role, "
-                    "snippet(messages, 4, '[', ']', '…', 16) AS snip, rank "
-                    "FROM messages WHERE messages MATCH ? ORDER BY rank LIMIT ?) AS m "
-                    "JOIN files AS f ON f.id = (m.rowid >> 32) ORDER BY m.rank",
+                # each message once, by its best piece (SQLite takes the bare columns
+                # from the row holding the min); snippets only for the pieces shown
+                best = conn.execute(
+                    "SELECT m.rowid, m.session_id, m.entry_id, m.role, m.cut, f.path, m.best "
+                    "FROM (SELECT rowid, session_id, entry_id, role, cut, min(rank) AS best "
+                    f"FROM messages WHERE messages MATCH ? GROUP BY rowid >> {CHUNK_BITS} "
+                    "ORDER BY best LIMIT ?) AS m "
+                    f"JOIN files AS f ON f.id = (m.rowid >> {_FILE_SHIFT}) ORDER BY m.best",
                     (query, limit),
                 ).fetchall()
+                hits = []
+                for rowid, session_id, entry_id, role, cut, path, rank in best:
+                    (snip,) = conn.execute(
+                        "SELECT snippet(messages, 4, '[', ']', '…', 16) FROM messages "
+                        "WHERE messages MATCH ? AND rowid = ?",
+                        (query, rowid),
+                    ).fetchone()
+                    hits.append(
+                        SearchHit(
+                            session_id=session_id,
+                            path=str(self.root / path),
+                            entry_id=entry_id,
+                            role=role,
+                            snippet=f"{snip} [{cut}]" if cut else snip,
+                            score=-float(rank),
+                        )
+                    )
             except sqlite3.OperationalError as exc:
                 raise query_error(query, exc) from None
-        return [
-            SearchHit(
-                session_id=row[0],
-                path=str(self.root / row[1]),
-                entry_id=row[2],
-                role=row[3],
-                snippet=row[4],
-                score=-float(row[5]),
-            )
-            for row in rows
-        ]
+        return hits
 
     def count(self) -> int:
         """Indexed messages."""
         with self._lock:
-            return int(self._connection().execute("SELECT count(*) FROM messages").fetchone()[0])
+            row = (
+                self._connection()
+                .execute(f"SELECT count(*) FROM messages WHERE rowid & {_PIECE_MASK} = 0")
+                .fetchone()
+            )
+            return int(row[0])
 
 
 def _inside(path: str, root: str) -> bool:

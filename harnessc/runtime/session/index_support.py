@@ -1,4 +1,12 @@
-"""What the session index stores of a message, and what its SQLite errors mean."""
+"""What the session index stores of a message, and what its SQLite errors mean.
+
+A message's text is stored in pieces of at most ``CHUNK_CHARS`` characters (cut at
+whitespace where there is some, each piece repeating the last ``CHUNK_OVERLAP``
+characters of the one before, so a phrase across a cut is still found): FTS5's
+``snippet()`` costs the square of the matches in the text it runs over, so it must only
+ever see a short text. At most ``MAX_INDEXED_CHARS`` characters of a message are
+indexed; the rows of a longer one carry a note saying so.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +17,17 @@ from typing import Any
 from harnessc.runtime.session.entries import SessionError
 
 __all__ = [
+    "CHUNK_CHARS",
+    "CHUNK_OVERLAP",
+    "MAX_CHUNKS",
+    "MAX_INDEXED_CHARS",
     "IndexRow",
     "SearchQueryError",
     "SessionIndexBusyError",
     "SessionIndexError",
     "SessionIndexWriteError",
     "clean_text",
+    "index_chunks",
     "index_error",
     "index_rows",
     "is_busy",
@@ -144,7 +157,52 @@ def query_error(query: str, exc: sqlite3.OperationalError) -> Exception:
     )
 
 
-IndexRow = tuple[int, str, str, int, str, str]  # rowid, session, entry, seq, role, body
+CHUNK_CHARS = 1000
+CHUNK_OVERLAP = 100
+MAX_INDEXED_CHARS = 1_000_000
+MAX_CHUNKS = 2048  # a piece advances by at least 3/4 CHUNK_CHARS - CHUNK_OVERLAP
+CHUNK_BITS = 11  # the piece's number in the row id: 2**CHUNK_BITS == MAX_CHUNKS
+SEQ_BITS = 28  # the line's number in the row id; later lines of a file are not indexed
+_SPACE = " \n\t\r"
+
+
+def _last_space(text: str, start: int, end: int) -> int:
+    return max(text.rfind(c, start, end) for c in _SPACE)
+
+
+def _first_space(text: str, start: int, end: int) -> int:
+    found = [i for i in (text.find(c, start, end) for c in _SPACE) if i >= 0]
+    return min(found) if found else -1
+
+
+def index_chunks(text: str) -> tuple[list[str], str]:
+    """``text`` in the pieces the index stores (see the module doc), and a note when
+    only its start is indexed ("" otherwise)."""
+    if len(text) <= CHUNK_CHARS:
+        return [text], ""
+    limit = min(len(text), MAX_INDEXED_CHARS)
+    pieces: list[str] = []
+    start = 0
+    while True:
+        end = min(start + CHUNK_CHARS, limit)
+        if end < limit:
+            space = _last_space(text, start + CHUNK_CHARS * 3 // 4, end)
+            if space > start:
+                end = space
+        pieces.append(text[start:end])
+        if end >= limit or len(pieces) == MAX_CHUNKS:
+            break
+        back = end - CHUNK_OVERLAP
+        space = _first_space(text, back, end)
+        start = space + 1 if space >= 0 else back
+    if end >= len(text):
+        return pieces, ""
+    return pieces, f"only the first {end:,} of its {len(text):,} characters are searchable"
+
+
+# rowid (file << (SEQ_BITS + CHUNK_BITS) | line << CHUNK_BITS | piece), session, entry,
+# line, role, piece of the text, note when the message is cut
+IndexRow = tuple[int, str, str, int, str, str, str]
 
 
 def index_rows(
@@ -153,10 +211,13 @@ def index_rows(
     """The index rows of a session file's complete lines ``data``, read after line
     ``seq`` (``session_id`` from the header, when it was read before): the rows, the
     number of the last line, and the session id. Lines that are not JSON objects, and
-    entries that are not messages with text, give no row."""
+    entries that are not messages with text, give no row; a message gives a row per
+    piece of its text (:func:`index_chunks`)."""
     rows: list[IndexRow] = []
     for raw in data.split(b"\n")[:-1] if data else ():
         seq += 1
+        if seq >= 1 << SEQ_BITS:
+            continue
         try:
             obj = json.loads(raw)
         except (ValueError, RecursionError):  # RecursionError: absurdly deep JSON
@@ -176,14 +237,17 @@ def index_rows(
         if found is not None:
             role, body = found
             entry_id = clean_text(str(obj.get("id", "")))
-            rows.append(
+            pieces, note = index_chunks(clean_text(body))
+            rows.extend(
                 (
-                    base | seq,
+                    base | seq << CHUNK_BITS | number,
                     clean_text(session_id),
                     entry_id,
                     seq,
                     clean_text(role),
-                    clean_text(body),
+                    piece,
+                    note,
                 )
+                for number, piece in enumerate(pieces)
             )
     return rows, seq, session_id

@@ -1,9 +1,10 @@
 """The ``bash`` tool: one command in its own process group, output streamed and capped.
 
-The command runs with stdin from /dev/null and ``start_new_session=True``; on timeout,
-abort or task cancellation the whole group gets SIGTERM, then SIGKILL after a grace
-period. Output is never held whole in memory: once it passes the caps it is streamed to
-a temp file and only a bounded tail is kept for the model.
+The command runs with stdin from /dev/null under the supervisor of ``children.py``, in
+its own process group that dies with the agent; on timeout, abort or task cancellation
+the whole group gets SIGTERM, then SIGKILL after a grace period. Output is never held
+whole in memory: once it passes the caps it is streamed to a temp file and only a
+bounded tail is kept for the model.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import time
 from collections.abc import Mapping
 from typing import IO, Any
 
+from harnessc.runtime.children import supervised
 from harnessc.runtime.secrets import scrubbed_environ
 from harnessc.runtime.signal import AbortSignal
 from harnessc.runtime.tools.base import Tool, ToolResult, ToolUpdate, error_result, text_result
@@ -284,9 +286,7 @@ async def _run_command(
     started = time.monotonic()
     try:
         process = await asyncio.create_subprocess_exec(
-            shell,
-            "-c",
-            command,
+            *supervised([shell, "-c", command], env),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,

@@ -57,7 +57,7 @@ class PermissionGate:
         self.mode = normalize_mode(mode)
 
     async def __call__(self, event: Any, harness: Any) -> Any:
-        from harnessc.runtime.hooks import PauseRequest, ToolCallResult
+        from harnessc.runtime.hooks import PERMISSION_PAUSE, PauseRequest, ToolCallResult
 
         tool, args = event.tool_name, dict(event.input or {})
         cwd = _workspace(harness)
@@ -85,7 +85,7 @@ class PermissionGate:
             if session is not None:  # what --approve / --deny CALL_ID answer
                 record_answer(session, tool, args, "pending", event.tool_call_id)
             return PauseRequest(
-                reason=f"permission needed: {label} ({decision.reason}); call {event.tool_call_id}"
+                reason=f"{PERMISSION_PAUSE}{label} ({decision.reason}); call {event.tool_call_id}"
             )
         answer = (await self.asker(tool, args, decision)).strip().lower()
         if answer in ("a", "always"):

@@ -21,6 +21,7 @@ from harnessc.runtime.cli.repl.navigate import (
     sessions_command,
     tree_command,
 )
+from harnessc.runtime.commands import did_you_mean
 from harnessc.runtime.options import ThinkingLevel
 
 __all__ = ["BUILTIN_COMMANDS", "run_command", "unknown_command"]
@@ -53,8 +54,8 @@ async def run_command(repl: ReplHost, text: str) -> None:
     handler: Handler | None = _HANDLERS.get(name)
     if handler is None:
         known = repl.harness.commands.known(repl.harness.resources)
-        if f"/{name}" not in known:
-            repl.say(unknown_command(name, known))
+        if f"/{name}" not in known and not await repl.harness.commands.load(name):
+            repl.say(unknown_command(name, repl.harness.commands.known(repl.harness.resources)))
             return
         # skill:NAME, a prompt template, or an extension's command: the harness runs it.
         await repl.run(lambda: repl.harness.prompt(text))
@@ -67,10 +68,8 @@ async def run_command(repl: ReplHost, text: str) -> None:
 
 def unknown_command(name: str, others: list[str]) -> str:
     """ "unknown command /NAME" with a did-you-mean and every command the REPL knows."""
-    import difflib
-
     everything = sorted({f"/{n}" for n in BUILTIN_COMMANDS} | set(others))
-    close = difflib.get_close_matches(f"/{name}", everything, n=3, cutoff=0.7)
+    close = did_you_mean(name, everything)
     guess = f"; did you mean {' or '.join(close)}?" if close else ""
     return f"unknown command /{name}{guess}\ncommands: {' '.join(everything)}  (/help explains)"
 
@@ -82,12 +81,11 @@ async def _help(repl: ReplHost, args: str) -> None:
     harness = repl.harness
     lines = ["commands:"]
     lines += [f"  /{name:<10} {text}" for name, text in BUILTIN_COMMANDS.items()]
+    # an extension's command of a built-in name (/compact, /status) is part of the
+    # built-in's line above, not a line of its own
     extra = [c for c in harness.commands.commands() if c.name not in BUILTIN_COMMANDS]
-    shadowed = [c for c in harness.commands.commands() if c.name in BUILTIN_COMMANDS]
     for command in extra:
         lines.append(f"  /{command.name:<10} {command.description}")
-    for command in shadowed:
-        lines.append(f"  (/{command.name} also shows: {command.description})")
     lines += _resource_lines(repl)
     lines.append("Ctrl-C aborts a run (the session is kept), Ctrl-D quits; during a run, a line")
     lines.append("typed and entered is queued as steering, text typed without Enter fills the")
