@@ -68,7 +68,8 @@ def _display(path: Path) -> str:
 
 
 def _collect(paths: Sequence[str]) -> _Inputs:
-    """Spec files named directly, plus ``*.yaml``/``*.yml`` directly inside named folders."""
+    """Spec files named directly, plus ``*.yaml``/``*.yml`` directly inside named folders
+    (not ``*.tests.yaml``: those are ``harnessc test`` cases)."""
     if not paths:
         if not Path(DEFAULT_SPECS).is_dir():
             raise click.UsageError(f"no {DEFAULT_SPECS}/ folder here; name a spec file or folder")
@@ -79,10 +80,7 @@ def _collect(paths: Sequence[str]) -> _Inputs:
         path = Path(raw)
         if path.is_dir():
             dirs.append(path)
-            found = sorted(
-                p for p in path.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file()
-            )
-            files.extend(found)
+            files.extend(_specs_in(path))
         elif path.is_file():
             files.append(path)
         else:
@@ -442,7 +440,13 @@ def _find_spec(spec: str) -> str:
 def _specs_in(folder: Path) -> list[Path]:
     if not folder.is_dir():
         return []
-    return sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+    return sorted(
+        p
+        for p in folder.iterdir()
+        if p.suffix in (".yaml", ".yml")
+        and not p.name.endswith((".tests.yaml", ".tests.yml"))  # `harnessc test` cases
+        and p.is_file()
+    )
 
 
 def _check_agent_args(command: str, spec: str, args: Sequence[str]) -> None:

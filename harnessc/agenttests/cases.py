@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 __all__ = ["Case", "Expect", "TestFile", "TestFileError", "discover", "load_test_file"]
 
-SUFFIX = ".tests.yaml"
+SUFFIXES = (".tests.yaml", ".tests.yml")
 _SKIP_DIRS = {"__pycache__", "node_modules", "venv", ".venv", "site-packages"}
 
 
@@ -147,7 +147,7 @@ def discover(targets: Iterable[str | os.PathLike[str]]) -> list[Path]:
         if path.is_dir():
             for root, dirs, files in os.walk(path):
                 dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS)
-                found.extend(Path(root) / name for name in sorted(files) if name.endswith(SUFFIX))
+                found.extend(Path(root) / name for name in sorted(files) if name.endswith(SUFFIXES))
         else:
             found.append(path)
     return list(dict.fromkeys(found))

@@ -237,3 +237,18 @@ def test_subset_matching() -> None:
     assert not subset({"a": [1]}, {"a": [1, 2]})
     assert not subset({"a": True}, {"a": 1})
     assert subset({"a": 1}, {"a": 1.0})
+
+
+def test_a_folder_with_a_tests_file_beside_its_spec_still_builds(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from harnessc.cli import cli
+
+    runner = CliRunner()
+    agents = tmp_path / "agents"
+    created = runner.invoke(cli, ["new", "helper", "--dir", str(agents)])
+    assert created.exit_code == 0, created.output
+    assert (agents / "helper.tests.yaml").is_file()
+    checked = runner.invoke(cli, ["check", str(agents)])
+    assert checked.exit_code == 0, checked.output
+    assert "helper.tests.yaml" not in checked.output
