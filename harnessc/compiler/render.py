@@ -258,7 +258,7 @@ class _Builder:
             return f"{comment}\n{OUTPUT_CLASS} = {layout(imported, 0, len(OUTPUT_CLASS) + 3)}", []
         assert output.schema_ is not None
         model = output_model(output.schema_)
-        self.imports.use("pydantic", *model.pydantic)
+        self.imports.use(f"{RUNTIME}.output_model", *model.pydantic)
         return model.source(), sorted(model.typing)
 
     def kwargs_call(self, module: str, func: str, model: SpecModel, /, **override: Expr) -> Call:
