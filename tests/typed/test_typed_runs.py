@@ -123,6 +123,13 @@ def agents(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Agents]:
             SCHEMA,
             "tools:\n  - external: {name: ask_user, description: Ask the user}\n",
         )
+        specs["asking_once"] = _spec(
+            "asking_once",
+            "openai",
+            server.url,
+            SCHEMA + "    mode: prompted\n    retries: 1\n",
+            "tools:\n  - external: {name: ask_user, description: Ask the user}\n",
+        )
         specs["gated"] = _spec(
             "gated", "openai", server.url, SCHEMA, "permissions: {default: ask}\n"
         )
@@ -327,3 +334,19 @@ def test_a_refused_final_result_is_no_answer(agents: Agents) -> None:
     assert refused.returncode == 1
     assert refused.stdout == ""
     assert "output_invalid" in refused.stderr and "final_result call was refused" in refused.stderr
+
+
+def test_the_retry_count_survives_a_pause_in_another_process(agents: Agents) -> None:
+    bad = text_reply("openai", '{"verdict": "maybe", "score": 1}')
+    agents.script(bad, call_reply("openai", "ask_user", {"question": "sure?"}, "call_ask"))
+    paused = agents.run("asking_once", "review the plan")
+    assert paused.returncode == 3, paused.stderr
+    session = re.search(r"--session (\S+)", paused.stderr)
+    assert session is not None, paused.stderr
+    agents.script(bad, text_reply("openai", json.dumps(GOOD)))
+    resumed = agents.run(
+        "asking_once", "--session", session.group(1), "--resume-with", '{"call_ask": "yes"}'
+    )
+    assert resumed.returncode == 1, resumed.stderr  # the one retry was spent before the pause
+    assert "output_invalid" in resumed.stderr
+    assert len(agents.server.requests) == 1
