@@ -51,10 +51,22 @@ def _effects(agent: DurableAgent, folder: Path) -> Counter[str]:
     return found
 
 
+def _recorded_tools(runs: Any, run_id: str) -> int:
+    """How many tool executions the run has recorded as steps."""
+    steps = runs.client.list_workflow_steps(run_id, load_output=False) or []
+    return sum(
+        1
+        for step in steps
+        if str(step["function_name"]).startswith("tool:") and step["completed_at_epoch_ms"]
+    )
+
+
 def _drive(agent: DurableAgent, folder: Path, prompt: str, kill_after: int | None) -> list[str]:
     """Run ``prompt`` on a worker to its end, answering every pull point once; with
-    ``kill_after``, SIGKILL the worker once that many side effects happened (or the run
-    waits) and start it again. Returns the answers given, in order."""
+    ``kill_after``, SIGKILL the worker once the run recorded that many tool steps (or
+    waits) and start it again. Returns the answers given, in order. (A kill inside a
+    tool's execution, before its step is recorded, runs that tool again on recovery: a
+    step is at least once; docs/durable.md says so.)"""
     from harnessc.runtime.durable import DurableConfig, DurableRuns
 
     run_id = submit(agent, prompt)
@@ -68,9 +80,7 @@ def _drive(agent: DurableAgent, folder: Path, prompt: str, kill_after: int | Non
             state = runs.state(run_id)
             kind = state.get("state")
             waiting = kind in ("awaiting_tool", "paused")
-            if kill_after is not None and (
-                sum(_effects(agent, folder).values()) >= kill_after or waiting
-            ):
+            if kill_after is not None and (_recorded_tools(runs, run_id) >= kill_after or waiting):
                 worker.kill()
                 worker.wait(timeout=30)
                 worker = agent.worker("w1")  # the same id: recovers the run at once
@@ -81,7 +91,7 @@ def _drive(agent: DurableAgent, folder: Path, prompt: str, kill_after: int | Non
             assert kind not in ("failed", "cancelled"), state
             if waiting:
                 calls = [str(c["id"]) for c in runs.waiting(run_id).get("calls", [])]
-                if not calls:  # the wait is being recorded: look again
+                if not calls or set(calls) <= set(answers):  # being recorded, or taken
                     time.sleep(0.1)
                     continue
                 if kind == "awaiting_tool":
