@@ -198,6 +198,8 @@ class AgentHarness(SettingsFacade):
         run = self._parts.run
         if run is None:
             raise RuntimeError("nothing to resume: the agent is not paused")
+        # answers to calls a paused sub-agent waits on go to the call holding it
+        results, approvals = run.take_nested_answers(results, approvals)
         if approvals:
             held = {r.id: r for r in run.held}
             unknown = [i for i in approvals if i not in held]

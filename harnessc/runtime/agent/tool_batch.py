@@ -38,7 +38,7 @@ from harnessc.runtime.hooks import (
     ToolResultPatch,
 )
 from harnessc.runtime.messages import TextContent, ToolResultMessage
-from harnessc.runtime.tools.base import ToolResult
+from harnessc.runtime.tools.base import HoldCall, ToolResult
 from harnessc.runtime.tools.permission_gate import find_gate, tool_context_with_rules
 from harnessc.runtime.validation import validate_arguments
 
@@ -174,7 +174,9 @@ async def _prepare(parts: Parts, run: RunState, record: CallRecord) -> ToolResul
     return None
 
 
-async def _execute(parts: Parts, record: CallRecord, context: Any) -> tuple[ToolResult, float]:
+async def _execute(
+    parts: Parts, record: CallRecord, context: Any
+) -> tuple[ToolResult | None, float]:
     call = record.call
     tool = parts.settings.active_tool(call.name)
     started = time.perf_counter()
@@ -195,6 +197,10 @@ async def _execute(parts: Parts, record: CallRecord, context: Any) -> tuple[Tool
         result = await tool.execute(call.id, record.args or {}, parts.signal, on_update, context)
     except asyncio.CancelledError:
         raise
+    except HoldCall as held:  # a sub-agent paused inside the call: held until resume
+        record.nested = {**held.nested, "reason": held.reason}
+        record.answers = None
+        return None, time.perf_counter() - started
     except Exception as exc:
         result = error_result(f"Tool {call.name} failed: {describe_exception(exc)}")
     if not isinstance(result, ToolResult):
@@ -296,6 +302,9 @@ async def run_batch(parts: Parts, run: RunState) -> str | None:
                 await finalize(parts, run, record, refused, 0.0)
             elif record.status == "prepared":
                 result, seconds = await _execute(parts, record, context)
+                if result is None:
+                    _hold(run, record)
+                    return limited  # the calls after a held one wait for it
                 await finalize(parts, run, record, result, seconds)
         return limited
     refusals: dict[str, ToolResult] = {}
@@ -313,8 +322,18 @@ async def run_batch(parts: Parts, run: RunState) -> str | None:
         if record.id in refusals:
             await finalize(parts, run, record, refusals[record.id], 0.0)
         elif record.id in outcomes:
-            await finalize(parts, run, record, *outcomes[record.id])
+            result, seconds = outcomes[record.id]
+            if result is None:
+                _hold(run, record)
+            else:
+                await finalize(parts, run, record, result, seconds)
     return limited
+
+
+def _hold(run: RunState, record: CallRecord) -> None:
+    """A call whose tool raised HoldCall: planned again, the run pauses on its reason."""
+    record.status = "planned"
+    run.pause_requested = run.pause_requested or str((record.nested or {}).get("reason"))
 
 
 async def commit(parts: Parts, run: RunState, *, partial: bool = False) -> None:

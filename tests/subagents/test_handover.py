@@ -1,0 +1,140 @@
+"""Hand-overs: two in parallel, each sub-agent isolated, a Claude Code file's tools,
+the results and what each sub-agent used, events tagged with the agent path, and the
+sessions on disk."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+from .kit import EXPLORER_MD, MODEL, Tree, events_of, task, text_reply, tool_reply, tool_texts
+
+LEAD = f"""\
+version: 1
+name: lead
+description: Plans a change and hands parts of it to sub-agents.
+{MODEL}system_prompt: You are LEAD. Hand work to your sub-agents.
+tools: [read, grep, ls, find, bash]
+agents:
+  reviewer:
+    spec: reviewer.yaml
+  code-explorer:
+    from: .claude/agents/code-explorer.md
+"""
+
+REVIEWER = f"""\
+version: 1
+name: reviewer
+description: Reviews a change and reports problems.
+{MODEL}system_prompt: You are REVIEWER. Report problems, most important first.
+tools: [read]
+"""
+
+
+def setup(tree: Tree) -> None:
+    tree.write("lead.yaml", LEAD)
+    tree.write("reviewer.yaml", REVIEWER)
+    tree.write(".claude/agents/code-explorer.md", EXPLORER_MD)
+    tree.build()
+
+
+def lead_rule(messages: list[dict[str, Any]]) -> Any:
+    results = tool_texts(messages)
+    if not results:
+        return tool_reply(
+            task("h1", "reviewer", "Review the change in app.py"),
+            task("h2", "code-explorer", "Trace the login feature"),
+        )
+    return text_reply("LEAD SUMMARY | " + " | ".join(results))
+
+
+def test_two_handovers_run_in_parallel_isolated(tree: Tree) -> None:
+    setup(tree)
+    both = threading.Event()
+    overlapped: list[bool] = []
+
+    def reviewer(messages: list[dict[str, Any]]) -> Any:
+        both.set()  # the explorer's request must arrive while this one is open
+        overlapped.append(explorer_seen.wait(10))
+        return text_reply("No problems in app.py.")
+
+    explorer_seen = threading.Event()
+
+    def explorer(messages: list[dict[str, Any]]) -> Any:
+        explorer_seen.set()
+        both.wait(10)
+        return text_reply("login: auth.py, session.py")
+
+    tree.scripts.rules.update(LEAD=lead_rule, REVIEWER=reviewer, EXPLORER=explorer)
+    done = tree.run("--json", "Ship the login change. LEAD-ONLY-CONTEXT")
+    assert done.returncode == 0, done.stderr
+    assert overlapped == [True]
+
+    # Isolation: each sub-agent saw its system prompt and the hand-over prompt only.
+    [reviewer_messages] = tree.scripts.seen["REVIEWER"]
+    [explorer_messages] = tree.scripts.seen["EXPLORER"]
+    for messages, prompt in (
+        (reviewer_messages, "Review the change in app.py"),
+        (explorer_messages, "Trace the login feature"),
+    ):
+        assert [m["role"] for m in messages][-1] == "user"
+        assert messages[-1]["content"] == prompt
+        assert "LEAD-ONLY-CONTEXT" not in json.dumps(messages)
+        assert "You are LEAD" not in json.dumps(messages)
+
+    # The lead's model saw one task tool with Claude Code's fields; the Claude Code
+    # file's sub-agent got the harnessc tools its Claude Code names map to.
+    lead_request = next(
+        r.json for r in tree.server.requests if "You are LEAD" in json.dumps(r.json["messages"][0])
+    )
+    [handover] = [t for t in lead_request["tools"] if t["function"]["name"] == "task"]
+    params = handover["function"]["parameters"]
+    assert params["properties"]["subagent_type"]["enum"] == ["reviewer", "code-explorer"]
+    assert set(params["required"]) == {"subagent_type", "description", "prompt"}
+    assert "Reviews a change" in handover["function"]["description"]
+    explorer_request = next(
+        r.json for r in tree.server.requests if "You are EXPLORER" in json.dumps(r.json)
+    )
+    assert sorted(t["function"]["name"] for t in explorer_request["tools"]) == [
+        "find",
+        "grep",
+        "ls",
+        "read",
+    ]
+    reviewer_request = next(
+        r.json for r in tree.server.requests if "You are REVIEWER" in json.dumps(r.json)
+    )
+    assert [t["function"]["name"] for t in reviewer_request["tools"]] == ["read"]
+
+    # The results reached the lead, with what each sub-agent used.
+    [final] = tree.scripts.seen["LEAD"][-1:]
+    first, second = tool_texts(final)
+    assert first.startswith("No problems in app.py.")
+    assert "[reviewer: 1 turns, 0 tool calls" in first
+    assert second.startswith("login: auth.py, session.py")
+
+    # Events: the sub-agents' events in the lead's stream, tagged with the agent path.
+    events = events_of(done.stdout)
+    tagged = [e for e in events if e["type"] == "subagent"]
+    paths = {tuple(e["agent_path"]) for e in tagged}
+    assert paths == {("lead", "reviewer"), ("lead", "code-explorer")}
+    ends = [e["event"] for e in tagged if e["event"]["type"] == "agent_end"]
+    assert len(ends) == 2
+
+    # Sessions: one file per sub-agent under the lead's session folder, linked both ways.
+    [lead_file] = tree.sessions()
+    children = sorted(lead_file.with_name(lead_file.stem).glob("*.jsonl"))
+    assert [c.name for c in children] == ["code-explorer-h2.jsonl", "reviewer-h1.jsonl"]
+    header = json.loads(children[1].read_text().splitlines()[0])
+    assert header["metadata"]["agent_path"] == ["lead", "reviewer"]
+    assert header["metadata"]["parent"]["call"] == "h1"
+    lead_id = json.loads(lead_file.read_text().splitlines()[0])["id"]
+    assert header["metadata"]["parent"]["session"] == lead_id
+    lead_entries = [json.loads(line) for line in lead_file.read_text().splitlines()[1:]]
+    results = [
+        e["message"]
+        for e in lead_entries
+        if e.get("type") == "message" and e["message"].get("role") == "toolResult"
+    ]
+    assert results[0]["details"]["session"] == str(children[1])
