@@ -118,7 +118,11 @@ class AgentHarness(SettingsFacade):
             return None
         if run.state is LoopState.AWAITING_TOOL:
             return "awaiting_tool"
-        return "paused" if run.state is LoopState.IDLE else None
+        if run.state is not LoopState.IDLE:
+            return None
+        # a sub-agent paused inside a call waits for external tool results
+        nested = [kind for r in run.calls if r.result is None for _, kind, _ in r.nested_calls()]
+        return "awaiting_tool" if "tool" in nested else "paused"
 
     # -- events and hooks -----------------------------------------------------------
 

@@ -182,7 +182,7 @@ class SubAgents:
             _add_usage(host.budget.usage, before, child.budget.usage)
         if result.status in ("paused", "awaiting_tool"):
             raise HoldCall(
-                f"{' > '.join(path)}: {result.reason or result.status}",
+                result.reason or result.status,
                 {
                     "agent": agent.name,
                     "path": list(path),
