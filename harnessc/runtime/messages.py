@@ -382,3 +382,4 @@ def message_text(message: Message) -> str:
     if isinstance(content, str):
         return content
     return "".join(c.text for c in content if isinstance(c, TextContent))
+
