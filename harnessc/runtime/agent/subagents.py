@@ -141,7 +141,7 @@ class SubAgents:
         if live is not None:
             self._live[call_id] = live
             child = live.harness
-            child.budget.budget = _tightest(_own_limits(child), host.budget)
+            child.budget.budget = _tightest(_own_limits(child), host.budget, child.budget)
             results = answers.get("results") or None
             approvals = answers.get("approvals") or None
             return await self._run(
@@ -385,14 +385,16 @@ def _own_limits(child: AgentHarness) -> Budget:
     return child.options.budget or Budget()
 
 
-def _tightest(own: Budget, parent: Any) -> Budget:
-    """``own`` limits, each no larger than what is left of the parent's."""
+def _tightest(own: Budget, parent: Any, child: Any | None = None) -> Budget:
+    """``own`` limits, each cut to what the sub-agent has used (``child``, a tracker)
+    plus what is left of the parent's (``parent``, a tracker)."""
     values: dict[str, Any] = {}
     for name in BUDGET_LIMITS:
         mine = getattr(own, name)
         theirs = getattr(parent.budget, name)
         if theirs is not None:
-            left = max(0, theirs - parent.used(name))
+            used = child.used(name) if child is not None and name != "wall_clock_s" else 0
+            left = max(0, theirs - parent.used(name)) + used
             left = int(left) if isinstance(theirs, int) else left
             mine = left if mine is None else min(mine, left)
         values[name] = mine
