@@ -109,8 +109,11 @@ def _load_subagents(loaded: LoadedSpec, spec: AgentSpec, within: tuple[Path, ...
             Diagnostic(loaded.display_path, mark.line, mark.col, "error", message)
         )
 
+    def shown_path(path: Path) -> str:  # as the lead's path is shown
+        return _shown(path, loaded.path.parent, loaded.display_path)
+
     for entry in entries:
-        shown = _shown(entry.path)
+        shown = shown_path(entry.path)
         if entry.kind == "claude":
             claude, found = read_claude_agent(
                 entry.path, shown, parent_tools=tools, parent_models=list(spec.models)
@@ -123,7 +126,9 @@ def _load_subagents(loaded: LoadedSpec, spec: AgentSpec, within: tuple[Path, ...
             loaded.subagents.append(SubAgentRef(entry.name, text, claude=claude))
             continue
         if entry.path in within:
-            chain = " > ".join(_shown(p) for p in (*within[within.index(entry.path) :], entry.path))
+            chain = " > ".join(
+                shown_path(p) for p in (*within[within.index(entry.path) :], entry.path)
+            )
             report(entry.at, f"sub-agent {entry.name!r}: a cycle between specs ({chain})")
             continue
         child = load_spec(entry.path, shown, _within=within)
@@ -147,11 +152,13 @@ def _load_subagents(loaded: LoadedSpec, spec: AgentSpec, within: tuple[Path, ...
             )
 
 
-def _shown(path: Path) -> str:
+def _shown(path: Path, base: Path, base_shown: str) -> str:
+    """``path`` as a file next to the spec shown as ``base_shown`` (in ``base``)."""
     try:
-        return os.path.relpath(path)
-    except ValueError:
+        rel = os.path.relpath(path, base)
+    except ValueError:  # another drive (Windows)
         return str(path)
+    return os.path.normpath(os.path.join(os.path.dirname(base_shown), rel))
 
 
 def _validate(source: YamlSource, out: list[Diagnostic]) -> AgentSpec | None:
