@@ -138,3 +138,43 @@ def test_two_handovers_run_in_parallel_isolated(tree: Tree) -> None:
         if e.get("type") == "message" and e["message"].get("role") == "toolResult"
     ]
     assert results[0]["details"]["session"] == str(children[1])
+
+
+def test_the_terminal_and_the_session_listing_show_the_tree(tree: Tree) -> None:
+    setup(tree)
+    tree.write("reviewer.yaml", REVIEWER)
+
+    def reviewer(messages: list[dict[str, Any]]) -> Any:
+        if not tool_texts(messages):
+            return tool_reply(("r1", "read", {"path": "lead.yaml"}))
+        return text_reply("Reviewed.")
+
+    tree.scripts.rules.update(
+        LEAD=lead_rule, REVIEWER=reviewer, EXPLORER=lambda m: text_reply("Explored.")
+    )
+    done = tree.run("Ship it")
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    start = lines.index("> lead > reviewer: Review the change in app.py")
+    read = next(i for i, line in enumerate(lines) if line.startswith("  [read] lead.yaml"))
+    handover = next(i for i, line in enumerate(lines) if line.startswith("[task]"))
+    assert start < read < handover
+
+    listing = tree.run("--sessions")
+    assert listing.returncode == 0, listing.stderr
+    rows = listing.stdout.splitlines()
+    assert len(rows) == 3, rows
+    assert rows[1].startswith("  > ") and rows[1].endswith("lead > code-explorer")
+    assert rows[2].startswith("  > ") and rows[2].endswith("lead > reviewer")
+
+    # A fork of the lead's session copies the lead's conversation, not its sub-agents'.
+    [lead_file] = tree.sessions()
+    lead_id = json.loads(lead_file.read_text().splitlines()[0])["id"]
+    tree.scripts.rules["LEAD"] = lambda m: text_reply("forked")
+    last = json.loads(lead_file.read_text().splitlines()[-1])["id"]
+    forked = tree.run("--session", lead_id, "--fork", last, "again")
+    assert forked.returncode == 0, forked.stderr
+    files = tree.sessions()
+    assert len(files) == 2
+    [fork_file] = [f for f in files if f != lead_file]
+    assert not fork_file.with_name(fork_file.stem).exists()
