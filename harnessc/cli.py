@@ -491,7 +491,8 @@ cli.add_command(sessions)  # harnessc sessions export|import (PostgreSQL <-> JSO
 @click.option("-o", "--out", "out_dir", default=DEFAULT_OUT, show_default=True, hidden=True)
 @_guard
 def doctor_command(spec: str, base_url: str | None, out_dir: str) -> None:
-    """Check each model of SPEC: its key variable, that its endpoint answers, its model id."""
+    """Check each model of SPEC: its key variable, that its endpoint answers, its model id;
+    with durable: its database, schema, queue and live workers."""
     from harnessc.doctor import doctor
     from harnessc.runtime.cli.args import UsageError
     from harnessc.runtime.cli.overrides import BASE_URL_VARIABLE, override_base_url
@@ -509,7 +510,13 @@ def doctor_command(spec: str, base_url: str | None, out_dir: str) -> None:
             override_base_url(options, url, "--base-url" if base_url else BASE_URL_VARIABLE)
         except UsageError as exc:
             raise click.UsageError(str(exc)) from None
-    raise SystemExit(doctor(dict(options.models), click.echo))
+    durable = getattr(live.module, "durable_config", None)
+    checks = None
+    if durable is not None:
+        from harnessc.runtime.durable.health import durable_checks
+
+        checks = lambda: durable_checks(durable, os.getcwd())  # noqa: E731
+    raise SystemExit(doctor(dict(options.models), click.echo, checks))
 
 
 @cli.command("serve-demo")

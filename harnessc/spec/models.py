@@ -1064,6 +1064,20 @@ class DurableSpec(SpecModel):
             )
         return self
 
+    @field_validator("database_url")
+    @classmethod
+    def _known_scheme(cls, url: str) -> str:
+        """sqlite:///PATH or postgresql://... (a URL from the environment is checked when
+        it is read)."""
+        known = re.match(r"^(sqlite:///.|postgres(ql)?(\+psycopg)?://)", url)
+        if not url.startswith("${") and known is None:
+            scheme = url.split(":", 1)[0] if ":" in url else url
+            raise _custom(
+                "durable_url",
+                f"must be sqlite:///PATH or postgresql://..., not {scheme!r}",
+            )
+        return url
+
 
 class StreamSpec(SpecModel):
     """Options of every provider request."""

@@ -157,7 +157,9 @@ def test_submit_worker_follow_runs_and_a_resume_from_a_third_process(
     any_agent.worker("w1")
     followed = any_agent.run("--follow", plain)  # a client in a process of its own
     assert followed.returncode == 0, followed.stderr
-    assert followed.stdout.splitlines() == ["[work]", "[work]", "finished 2 plain"]
+    assert followed.stdout.splitlines() == ["finished 2 plain"]  # as a plain run prints it
+    tools = [line.split("  ")[0] for line in followed.stderr.splitlines() if "[work]" in line]
+    assert tools == ["[work] step=1", "[work] step=2"]
     code, waiting, _ = any_agent.client("--follow", asking, "--json")
     assert code == 3
     assert any(json.loads(line)["type"] == "tool_execution_start" for line in waiting.splitlines())
@@ -412,7 +414,7 @@ def test_workers_starting_together_all_create_the_heartbeat_table(pg_database: s
     def start(n: int) -> str:
         beat = Heartbeat(pg_database, f"w{n}", "q", 30.0)
         try:
-            beat.beat()
+            beat.take()
             return beat.worker_id
         finally:
             beat.engine.dispose()

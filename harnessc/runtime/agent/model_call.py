@@ -21,6 +21,7 @@ from harnessc.runtime.agent.run_state import RunState
 from harnessc.runtime.events import (
     MessageStartEvent,
     MessageUpdateEvent,
+    NoticeEvent,
     ProviderResponseEvent,
     RetryEvent,
 )
@@ -147,6 +148,7 @@ async def make_request(parts: Parts, run: RunState) -> tuple[ProviderRequest, fl
     if parts.hooks.has("before_provider_payload"):
         request.on_payload = observer.payload
     request.on_response, request.on_retry = observer.response, observer.retry
+    request.on_warning = observer.warning
     remaining = _remaining_wall_clock(parts)
     if remaining is not None:  # the provider stops waiting too (connect, retries, reads)
         request.deadline = time.monotonic() + remaining
@@ -292,6 +294,9 @@ class _Observer:
     def retry(self, retry: ProviderRetry) -> Awaitable[None]:
         return _on_retry(self.parts, retry)
 
+    def warning(self, text: str) -> Awaitable[None]:
+        return _on_warning(self.parts, text)
+
 
 async def _on_payload(parts: Parts, payload: Any) -> Any:
     event = BeforeProviderPayloadEvent(model=parts.settings.model, payload=payload)
@@ -315,6 +320,10 @@ async def _on_response(parts: Parts, status: int, headers: dict[str, str]) -> No
         await parts.hooks.run(
             "after_provider_response", AfterProviderResponseEvent(status=status, headers=headers)
         )
+
+
+async def _on_warning(parts: Parts, text: str) -> None:
+    await parts.bus.emit(NoticeEvent(source="provider", level="warning", message=text))
 
 
 async def _on_retry(parts: Parts, retry: ProviderRetry) -> None:

@@ -2,8 +2,8 @@
 
 ``timeout_ms`` (default 600 s) bounds three things:
 
-- every wait on the network: connecting, the response head, each chunk of the body
-  (httpx's timeouts);
+- every wait on the network: connecting and each chunk of the body (aiohttp's
+  timeouts), and the whole response head with any 1xx answers before it (``attempt``);
 - the time between two pieces of reply content once the response has begun: SSE
   comments, pings and events that add nothing do not count, so keepalives cannot hold
   a stalled request open;
