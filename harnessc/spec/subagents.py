@@ -44,7 +44,9 @@ CLAUDE_TO_HARNESSC["MultiEdit"] = "edit"
 CLAUDE_TO_HARNESSC["TodoWrite"] = "todo"
 # The hand-over tool itself: a Claude Code file naming it may delegate (within max_depth).
 HANDOVER_NAMES = frozenset({"Task", "Agent", "task"})
-_MODES = frozenset({"default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"})
+# permissionMode values a sub-agent may take (bypassPermissions is left out: a sub-agent
+# never gets more leeway than its parent's rules give)
+_MODES = frozenset({"default", "acceptEdits", "plan"})
 
 
 @dataclass(slots=True)
@@ -289,6 +291,13 @@ def read_claude_agent(
                 f"({', '.join(models)}): the sub-agent uses the parent's model",
             )
     mode = data.get("permissionMode")
+    if mode == "bypassPermissions":
+        report(
+            "permissionMode",
+            "warning",
+            "permissionMode bypassPermissions is left out: a sub-agent keeps its parent's rules",
+        )
+        mode = None
     if mode is not None and mode not in _MODES:
         report("permissionMode", "error", f"unknown permissionMode {mode!r}")
         mode = None

@@ -86,3 +86,50 @@ def test_a_task_hook_and_an_agent_rule_see_the_handover(tree: Tree) -> None:
         "description": "Review app.py",
         "prompt": "Review app.py",
     }
+
+
+PLANNER_MD = """\
+---
+name: planner
+description: Plans without changing anything.
+tools: Bash, Read
+permissionMode: plan
+---
+
+You are PLANNER-MD. Read, never change.
+"""
+
+
+def test_a_claude_code_files_permission_mode_applies_to_its_calls(tree: Tree) -> None:
+    lead_spec = f"""\
+version: 1
+name: lead
+description: Hands planning to a read-only sub-agent.
+{MODEL}system_prompt: You are LEAD.
+tools: [read, bash]
+agents:
+  planner: {{from: planner.md}}
+permissions:
+  default: allow
+"""
+    tree.write("lead.yaml", lead_spec)
+    tree.write("planner.md", PLANNER_MD)
+    tree.build()
+    marker = tree.root / "changed"
+
+    def lead(messages: list[dict[str, Any]]) -> Any:
+        if not tool_texts(messages):
+            return tool_reply(task("h1", "planner", "Plan it"))
+        return text_reply("LEAD | " + tool_texts(messages)[0])
+
+    def planner(messages: list[dict[str, Any]]) -> Any:
+        results = tool_texts(messages)
+        if not results:
+            return tool_reply(("b1", "bash", {"command": f"touch {marker}"}))
+        return text_reply("PLANNER saw: " + results[0])
+
+    tree.scripts.rules.update(LEAD=lead, **{"PLANNER-MD": planner})
+    done = tree.run("Plan")
+    assert done.returncode == 0, done.stderr
+    assert not marker.exists()
+    assert "PLANNER saw: Tool call blocked" in done.stdout and "plan" in done.stdout

@@ -248,6 +248,8 @@ class SubAgents:
                 budget=None,
                 extensions=[e for e in parent.extensions if not isinstance(e, SubAgents)],
             )
+            if agent.permission_mode is not None:
+                options.hooks = _with_mode(options.hooks, agent.permission_mode)
             if agent.tools is not None and HANDOVER_TOOL in agent.tools:
                 options.extensions = [*options.extensions, dataclasses.replace(self)]
         extensions = []
@@ -354,6 +356,22 @@ def child_session_dir(parent_file: str) -> Path:
 def usage_line(name: str, usage: BudgetUsage) -> str:
     """What a hand-over's result says the sub-agent used (as Claude Code's does)."""
     return f"[{name}: {usage.turns} turns, {usage.tool_calls} tool calls, {usage.tokens} tokens]"
+
+
+def _with_mode(hooks: Sequence[Any], mode: str) -> list[Any]:
+    """The parent's hooks with its permission rules in a Claude Code file's
+    ``permissionMode`` (a gate with no rules when the parent has none)."""
+    from harnessc.runtime.hooks import HookSpec
+    from harnessc.runtime.tools.permission_gate import PermissionGate, find_gate
+    from harnessc.runtime.tools.permissions import PermissionRules
+
+    gate = find_gate(hooks)
+    mine = PermissionGate(
+        gate.rules if gate is not None else PermissionRules.from_config(None), mode
+    )
+    spec = HookSpec(moment="tool_call", handler=mine, name="permissions")
+    kept = [h for h in hooks if getattr(h, "handler", None) is not gate or gate is None]
+    return [*kept, spec]
 
 
 def _error(text: str) -> ToolResult:
