@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -111,6 +112,7 @@ class _Builder:
     spec: AgentSpec
     imports: _Imports = field(default_factory=_Imports)
     subagents: list[SubAgentRef] = field(default_factory=list)
+    constants: list[str] = field(default_factory=list)  # module-level NAME = "..." lines
 
     def rt(self, module: str, name: str) -> str:
         self.imports.use(f"{RUNTIME}{module}", name)
@@ -365,7 +367,9 @@ class _Builder:
                 kwargs["module"] = Code(f"Path(__file__).resolve().parent / {py_string(module)}")
             elif ref.claude is not None:
                 claude = ref.claude
-                kwargs["system_prompt"] = Lit(claude.system_prompt)
+                constant = re.sub(r"[^A-Z0-9]+", "_", ref.name.upper()).strip("_") + "_PROMPT"
+                self.constants.append(_constant(constant, claude.system_prompt))
+                kwargs["system_prompt"] = Code(constant)
                 if claude.tools is not None:
                     kwargs["tools"] = TupleExpr([Lit(t) for t in claude.tools])
                 if claude.model is not None:
@@ -380,6 +384,7 @@ class _Builder:
             ListExpr(items),
             max_depth=Lit(self.spec.max_depth or 1),
             agent=Code("AGENT_NAME"),
+            build=Code("build_options"),
         )
 
     def mcp(self, section: McpSpec) -> Expr:
@@ -534,6 +539,7 @@ def render(loaded: LoadedSpec, out_dir: str | os.PathLike[str]) -> str:
         if spec.system_prompt is not None
         else None,
         imports=builder.imports.lines(),
+        constants=builder.constants,
         session_lines=session_lines,
         session_url=session_url,
         durable=durable,

@@ -90,6 +90,9 @@ class SubAgents:
     agent: str = "agent"  # this agent's name: the first part of the agent path
     depth: int = 0  # 0 for the top-level agent
     path: tuple[str, ...] = ()  # the agent path of this agent (set for sub-agents)
+    # This agent's build_options: fresh options (hooks, extensions) for a Claude Code
+    # file's sub-agent; None: the parent's options without their extensions.
+    build: Callable[..., AgentHarnessOptions] | None = None
     name: str = "subagents"
     _host: AgentHarness | None = field(default=None, init=False, repr=False)
     _live: dict[str, _Live] = field(default_factory=dict, init=False, repr=False)
@@ -234,24 +237,7 @@ class SubAgents:
             )
             options: AgentHarnessOptions = built
         else:
-            tools = list(parent.tools)
-            active = None
-            if agent.tools is not None:
-                active = [t for t in agent.tools if t != HANDOVER_TOOL]
-            options = dataclasses.replace(
-                parent,
-                session=session,
-                system_prompt=agent.system_prompt,
-                tools=tools,
-                active_tool_names=active,
-                model=agent.model or parent.model,
-                budget=None,
-                extensions=[e for e in parent.extensions if not isinstance(e, SubAgents)],
-            )
-            if agent.permission_mode is not None:
-                options.hooks = _with_mode(options.hooks, agent.permission_mode)
-            if agent.tools is not None and HANDOVER_TOOL in agent.tools:
-                options.extensions = [*options.extensions, dataclasses.replace(self)]
+            options = self._claude_options(agent, session)
         extensions = []
         for ext in options.extensions:
             if isinstance(ext, SubAgents):
@@ -260,6 +246,38 @@ class SubAgents:
                 )
             extensions.append(ext)
         options.extensions = extensions
+        return options
+
+    def _claude_options(self, agent: SubAgent, session: Session) -> AgentHarnessOptions:
+        """A Claude Code file's sub-agent: this agent's own options, built afresh (no
+        hook or extension instance is shared), with the file's system prompt, tools and
+        model; this agent's MCP tools are shared, not started again."""
+        host = self._host
+        assert host is not None
+        parent = host.options
+        if self.build is not None:
+            options = self.build(
+                session=session, cwd=session.cwd or None, http_clients=parent.http_clients
+            )
+        else:
+            options = dataclasses.replace(parent, session=session, extensions=[])
+        delegate = agent.tools is not None and HANDOVER_TOOL in agent.tools
+        extensions = [e for e in options.extensions if delegate or not isinstance(e, SubAgents)]
+        mcp = [t for n, t in host.tools.items() if n.startswith("mcp__")]
+        if mcp:
+            from harnessc.runtime.mcp.toolset import McpToolset
+
+            extensions = [e for e in extensions if not isinstance(e, McpToolset)]
+        options.extensions = extensions
+        options.tools = [*options.tools, *mcp]
+        options.system_prompt = agent.system_prompt
+        if agent.tools is not None:
+            options.active_tool_names = [t for t in agent.tools if t != HANDOVER_TOOL]
+        if agent.model is not None:
+            options.model = agent.model
+        options.budget = None
+        if agent.permission_mode is not None:
+            options.hooks = _with_mode(options.hooks, agent.permission_mode)
         return options
 
     def _new_session(self, agent: SubAgent, path: tuple[str, ...], call_id: str) -> Session:
