@@ -178,3 +178,21 @@ def test_the_terminal_and_the_session_listing_show_the_tree(tree: Tree) -> None:
     assert len(files) == 2
     [fork_file] = [f for f in files if f != lead_file]
     assert not fork_file.with_name(fork_file.stem).exists()
+
+
+def test_sub_agents_share_one_connection_pool(tree: Tree) -> None:
+    setup(tree)
+
+    def lead(messages: list[dict[str, Any]]) -> Any:
+        done = len(tool_texts(messages))
+        if done < 2:
+            return tool_reply(task(f"h{done}", "reviewer", f"Review part {done}"))
+        return text_reply("LEAD DONE")
+
+    tree.scripts.rules.update(LEAD=lead, REVIEWER=lambda m: text_reply("ok"))
+    done = tree.run("Review both parts")
+    assert done.returncode == 0, done.stderr
+    ports = [
+        r.client_port for r in tree.server.requests if "You are REVIEWER" in json.dumps(r.json)
+    ]
+    assert len(ports) == 2 and ports[0] == ports[1]  # the second hand-over reused it

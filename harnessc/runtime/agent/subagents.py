@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import json
 import os
 import re
 import sys
@@ -39,7 +40,7 @@ from typing import Any
 from harnessc.runtime.agent.harness import AgentHarness
 from harnessc.runtime.agent.results import RunResult
 from harnessc.runtime.budget import BUDGET_LIMITS, Budget, BudgetUsage
-from harnessc.runtime.events import Event, SubagentEvent
+from harnessc.runtime.events import Event, SubagentEvent, to_jsonable
 from harnessc.runtime.loop import LoopState
 from harnessc.runtime.messages import TextContent
 from harnessc.runtime.options import AgentHarnessOptions
@@ -96,6 +97,7 @@ class SubAgents:
     name: str = "subagents"
     _host: AgentHarness | None = field(default=None, init=False, repr=False)
     _live: dict[str, _Live] = field(default_factory=dict, init=False, repr=False)
+    _clients: Any = field(default=None, init=False, repr=False)  # an HttpClientPool
 
     @property
     def command_names(self) -> tuple[str, ...]:
@@ -118,6 +120,22 @@ class SubAgents:
         live, self._live = self._live, {}
         for item in live.values():
             await item.harness.close()
+        clients, self._clients = self._clients, None
+        if clients is not None:
+            await clients.aclose()
+
+    def http_clients(self) -> Any:
+        """The HTTP clients sub-agents share: the parent's when it was given some, else
+        one pool for every sub-agent of this agent (closed with it)."""
+        host = self._host
+        assert host is not None
+        if host.options.http_clients is not None:
+            return host.options.http_clients
+        if self._clients is None:
+            from harnessc.runtime.providers.clients import HttpClientPool
+
+            self._clients = HttpClientPool()
+        return self._clients
 
     # -- the hand-over --------------------------------------------------------------
 
@@ -207,6 +225,10 @@ class SubAgents:
         if live is not None:
             await live.harness.close()
         text = result.text
+        output = getattr(result, "output", None)  # a typed sub-agent's value (RunResult.output)
+        if output is not None:
+            text = json.dumps(to_jsonable(output), ensure_ascii=False)
+            details["output"] = to_jsonable(output)
         if result.status != "done":
             return ToolResult(
                 [TextContent(f"Sub-agent {agent.name} ended {result.status}: {result.reason}")],
@@ -227,13 +249,10 @@ class SubAgents:
     def _wire(
         self, agent: SubAgent, path: tuple[str, ...], session: Session
     ) -> AgentHarnessOptions:
-        host = self._host
-        assert host is not None
-        parent = host.options
         cwd = session.cwd or None
         if agent.module is not None:
             built = _module(agent.module).build_options(
-                session=session, cwd=cwd, http_clients=parent.http_clients
+                session=session, cwd=cwd, http_clients=self.http_clients()
             )
             options: AgentHarnessOptions = built
         else:
@@ -257,10 +276,12 @@ class SubAgents:
         parent = host.options
         if self.build is not None:
             options = self.build(
-                session=session, cwd=session.cwd or None, http_clients=parent.http_clients
+                session=session, cwd=session.cwd or None, http_clients=self.http_clients()
             )
         else:
-            options = dataclasses.replace(parent, session=session, extensions=[])
+            options = dataclasses.replace(
+                parent, session=session, extensions=[], http_clients=self.http_clients()
+            )
         delegate = agent.tools is not None and HANDOVER_TOOL in agent.tools
         extensions = [e for e in options.extensions if delegate or not isinstance(e, SubAgents)]
         mcp = [t for n, t in host.tools.items() if n.startswith("mcp__")]
