@@ -431,7 +431,7 @@ def _pending(child: AgentHarness, path: tuple[str, ...]) -> list[dict[str, Any]]
             out.extend({"call": c.to_dict(), "kind": kind, "path": p} for c, kind, p in deeper)
         elif awaiting and record.status == "awaiting":
             out.append({"call": record.call.to_dict(), "kind": "tool", "path": " > ".join(path)})
-        elif not awaiting and record.started:
+        elif not awaiting and record.status == "held":
             out.append(
                 {"call": record.call.to_dict(), "kind": "approval", "path": " > ".join(path)}
             )

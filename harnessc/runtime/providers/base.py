@@ -78,8 +78,9 @@ class ProviderRequest:
     # What the reply's stream got wrong without spoiling it (a malformed chunk skipped,
     # usage counts that are not numbers), once the reply is complete.
     on_warning: Callable[[str], Awaitable[None]] | None = None
-    # An absolute time.monotonic() time the request (retries included) must end by,
-    # set by the harness from the wall-clock budget; None: only timeout_ms bounds it.
+    # The moment on the event loop's clock (loop.time(), time.monotonic() on asyncio's
+    # own loops) the request, retries included, must end by, set by the harness from
+    # the wall-clock budget; None: only timeout_ms bounds it.
     deadline: float | None = None
 
 
