@@ -4,8 +4,14 @@ the sub-agent resumes in place and its result reaches the top."""
 
 from __future__ import annotations
 
+import asyncio
+import importlib.util
 import json
 from typing import Any
+
+import pytest
+
+from harnessc.runtime.agent.harness import AgentHarness
 
 from .kit import MODEL, Tree, task, text_reply, tool_reply, tool_texts
 
@@ -143,3 +149,43 @@ def test_a_denied_ask_in_a_sub_agent_reaches_its_model_as_an_error(tree: Tree) -
     assert done.returncode == 0, done.stderr
     assert not marker.exists()
     assert "denied by the user" in done.stdout
+
+
+def test_the_python_api_resumes_a_nested_pause_in_process(
+    tree: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def checker(messages: list[dict[str, Any]]) -> Any:
+        results = tool_texts(messages)
+        if not results:
+            return tool_reply(("x1", "request_approval", {"summary": "release 2.0"}))
+        return text_reply("CHECKER approved=" + results[0])
+
+    setup(tree, checker)
+    for key, value in tree.env.items():
+        if key.startswith("TEST_"):
+            monkeypatch.setenv(key, value)
+    monkeypatch.chdir(tree.root)
+    spec = importlib.util.spec_from_file_location(
+        "lead_in_process", tree.root / "generated" / "lead.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    async def main() -> None:
+        harness = AgentHarness(module.build_options())
+        try:
+            paused = await harness.prompt("Ship 2.0")
+            assert paused.status == "paused"
+            assert harness.paused_reason == "awaiting_tool"
+            assert [c.id for c in paused.pending_tool_calls] == ["x1"]
+            with pytest.raises(ValueError, match="missing: x1"):
+                await harness.resume({})
+            done = await harness.resume({"x1": "go"})
+            assert done.status == "done", done
+            assert done.text.startswith("LEAD DONE | PLANNER | CHECKER approved=go")
+        finally:
+            await harness.close()
+
+    asyncio.run(main())
+    assert len(tree.scripts.seen["CHECKER"]) == 2
