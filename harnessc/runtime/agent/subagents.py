@@ -326,7 +326,7 @@ class SubAgents:
         assert host is not None
         parent = host.session
         if parent.path is None or Path(file).parent != child_session_dir(parent.path):
-            raise HoldCall(f"{' > '.join(path)}: its session {file} is not the parent's")
+            raise RuntimeError(f"{' > '.join(path)}: its session {file} is not the parent's")
         storage, loaded = JsonlStorage.open_locked(file)
         session = Session(
             header=loaded.header,
