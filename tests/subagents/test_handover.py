@@ -5,6 +5,8 @@ sessions on disk."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 from typing import Any
 
@@ -196,3 +198,25 @@ def test_sub_agents_share_one_connection_pool(tree: Tree) -> None:
         r.client_port for r in tree.server.requests if "You are REVIEWER" in json.dumps(r.json)
     ]
     assert len(ports) == 2 and ports[0] == ports[1]  # the second hand-over reused it
+
+
+def test_harnessc_run_compiles_the_sub_agents_in_memory(tree: Tree) -> None:
+    tree.write("lead.yaml", LEAD)
+    tree.write("reviewer.yaml", REVIEWER)
+    tree.write(".claude/agents/code-explorer.md", EXPLORER_MD)
+    tree.scripts.rules.update(
+        LEAD=lead_rule,
+        REVIEWER=lambda m: text_reply("Reviewed in memory."),
+        EXPLORER=lambda m: text_reply("Explored."),
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", "from harnessc.cli import main; main()", "run", "lead.yaml", "Go"],
+        capture_output=True,
+        text=True,
+        env=tree.env,
+        cwd=tree.root,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Reviewed in memory." in done.stdout
+    assert not (tree.root / "generated").exists()

@@ -50,7 +50,14 @@ from harnessc.runtime.session.storage import JsonlStorage
 from harnessc.runtime.signal import AbortSignal
 from harnessc.runtime.tools.base import ExecutionMode, HoldCall, ToolResult, ToolUpdate
 
-__all__ = ["HANDOVER_TOOL", "SubAgent", "SubAgents", "child_session_dir", "usage_line"]
+__all__ = [
+    "HANDOVER_TOOL",
+    "SubAgent",
+    "SubAgents",
+    "child_session_dir",
+    "register_module",
+    "usage_line",
+]
 
 HANDOVER_TOOL = "task"
 _SAFE = re.compile(r"[^A-Za-z0-9_-]+")
@@ -465,9 +472,19 @@ def _add_usage(total: BudgetUsage, before: BudgetUsage, after: BudgetUsage) -> N
     total.cost_usd += after.cost_usd - before.cost_usd
 
 
+def register_module(file: Path, module: ModuleType) -> None:
+    """Use ``module`` as the sub-agent module of ``file`` (``harnessc run`` and ``dev``
+    compile the sub-agents' modules in memory, without writing them)."""
+    sys.modules[_module_name(file)] = module
+
+
+def _module_name(file: Path) -> str:
+    return f"harnessc_agents.{_SAFE.sub('_', str(file.resolve()))}"
+
+
 def _module(file: Path) -> ModuleType:
     """A compiled sub-agent's generated module, imported from its file once."""
-    name = f"harnessc_agents.{_SAFE.sub('_', str(file.resolve()))}"
+    name = _module_name(file)
     found = sys.modules.get(name)
     if found is not None:
         return found
