@@ -159,6 +159,7 @@ class RunState:
     pause_requested: str | None = None  # a hook asked for review: pause at the next decision
     pause_reason: str | None = None
     finish_reason: str | None = None
+    output_retries: int = 0  # invalid typed answers sent back to the model so far
 
     # -- questions the loop asks ----------------------------------------------------
 
@@ -268,6 +269,8 @@ class RunState:
             "pause_reason": self.pause_reason,
             "finish_reason": self.finish_reason,
         }
+        if self.output_retries:
+            out["output_retries"] = self.output_retries
         return out
 
     @staticmethod
@@ -303,6 +306,7 @@ class RunState:
             pause_requested=data.get("pause_requested"),
             pause_reason=data.get("pause_reason"),
             finish_reason=data.get("finish_reason"),
+            output_retries=int(data.get("output_retries", 0) or 0),
         )
 
 
