@@ -220,3 +220,26 @@ def test_harnessc_run_compiles_the_sub_agents_in_memory(tree: Tree) -> None:
     assert done.returncode == 0, done.stderr
     assert "Reviewed in memory." in done.stdout
     assert not (tree.root / "generated").exists()
+
+
+def test_a_typed_sub_agent_hands_back_its_value(tree: Tree) -> None:
+    tree.write("lead.yaml", LEAD)
+    tree.write(
+        "reviewer.yaml",
+        REVIEWER
+        + "output:\n  mode: prompted\n  schema:\n    type: object\n"
+        + "    properties: {ok: {type: boolean}, problems: {type: integer}}\n"
+        + "    required: [ok, problems]\n",
+    )
+    tree.write(".claude/agents/code-explorer.md", EXPLORER_MD)
+    tree.build()
+    tree.scripts.rules.update(
+        LEAD=lead_rule,
+        REVIEWER=lambda m: text_reply('{"ok": false, "problems": 2}'),
+        EXPLORER=lambda m: text_reply("Explored."),
+    )
+    done = tree.run("Go")
+    assert done.returncode == 0, done.stderr
+    [final] = tree.scripts.seen["LEAD"][-1:]
+    reviewed = tool_texts(final)[0]
+    assert json.loads(reviewed.split("\n\n")[0]) == {"ok": False, "problems": 2}
