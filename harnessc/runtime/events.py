@@ -414,4 +414,3 @@ def event_matches(name: str, event: Event) -> bool:
     if alias is None or alias[0] != event.type:
         return False
     return alias[1] is None or alias[1](event)
-

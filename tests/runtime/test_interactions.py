@@ -508,6 +508,7 @@ def _run(scenario: Scenario, root: Path, server: McpHttpServer) -> None:
             assert again[key] == one[key], key
         order = (lambda e: e) if scenario.sequential else sorted
         assert order(again["effects"]) == order(one["effects"])
+
         # a restarted process starts its MCP servers again and says so (a notice)
         def kinds(events: list[tuple[str, str | None]]) -> list[str]:
             return [t for t, _ in events if t != "notice"]
