@@ -5,8 +5,9 @@ turn number and whether the turn is open, the budget usage, the reply being exec
 and, for each of its tool calls, a ``CallRecord`` saying whether it is planned, held
 for approval, prepared, blocked, executed (with its result) or awaiting the caller,
 plus the pause
-or finish reason. Every step of the loop reads it; it is written into the session with
-every pause (``harnessc.pause`` entry, key ``run``) and rebuilt from there exactly, so a
+or finish reason. A call a sub-agent paused inside holds the sub-agent's path, session
+file and pending calls (``CallRecord.nested``). Every step of the loop reads it; it is
+written into the session with every pause (``harnessc.pause`` entry, key ``run``) and rebuilt from there exactly, so a
 run continued in another process behaves as if it had never stopped.
 """
 
@@ -204,13 +205,6 @@ class RunState:
             else:
                 out.append(record.call)
         return out
-
-    def nested_owner(self, call_id: str) -> CallRecord | None:
-        """The call whose paused sub-agent waits on ``call_id``."""
-        for record in self.calls:
-            if record.result is None and any(c.id == call_id for c, _, _ in record.nested_calls()):
-                return record
-        return None
 
     def take_nested_answers(
         self, results: dict[str, Any] | None, approvals: Mapping[str, bool] | None
