@@ -262,6 +262,7 @@ class SubAgents:
                 session=session, cwd=cwd, http_clients=self.http_clients()
             )
             options: AgentHarnessOptions = built
+            self._share_mcp(options)
         else:
             options = self._claude_options(agent, session)
         extensions = []
@@ -307,6 +308,34 @@ class SubAgents:
         if agent.permission_mode is not None:
             options.hooks = _with_mode(options.hooks, agent.permission_mode)
         return options
+
+    def _share_mcp(self, options: AgentHarnessOptions) -> None:
+        """A spec sub-agent's MCP servers declared exactly as its parent's are not
+        started again: it gets the parent's tools of those servers."""
+        host = self._host
+        assert host is not None
+        toolset = "harnessc.runtime.mcp.toolset"
+        if not any(type(e).__module__ == toolset for e in host.options.extensions):
+            return
+        from harnessc.runtime.mcp.config import tool_prefix
+        from harnessc.runtime.mcp.toolset import McpToolset
+
+        running = [
+            s for e in host.options.extensions if isinstance(e, McpToolset) for s in e.servers
+        ]
+        kept: list[Any] = []
+        for ext in options.extensions:
+            if isinstance(ext, McpToolset):
+                shared = [s for s in ext.servers if s in running]
+                prefixes = tuple(tool_prefix(s.name, s.prefix) for s in shared)
+                if prefixes:
+                    tools = [t for n, t in host.tools.items() if n.startswith(prefixes)]
+                    options.tools = [*options.tools, *tools]
+                    ext.servers = [s for s in ext.servers if s not in shared]
+                if not ext.servers:
+                    continue  # every server of it is the parent's
+            kept.append(ext)
+        options.extensions = kept
 
     def _new_session(self, agent: SubAgent, path: tuple[str, ...], call_id: str) -> Session:
         host = self._host
