@@ -79,8 +79,14 @@ class LiveAgent:
         if has_errors(loaded.diagnostics) or loaded.spec is None:
             return False
         name = output_name(loaded.spec)
-        source = compile_specs(loaded, self.out_dir)[name]
-        self.module = load_module(source, loaded.spec.module, self.out_dir / name)
+        outputs = compile_specs(loaded, self.out_dir)
+        for other, text in outputs.items():  # the sub-agents' modules, in memory too
+            if other != name:
+                from harnessc.runtime.agent.subagents import register_module
+
+                file = self.out_dir / other
+                register_module(file, load_module(text, f"harnessc_live.{file.stem}", file))
+        self.module = load_module(outputs[name], loaded.spec.module, self.out_dir / name)
         self.loaded = loaded
         return True
 

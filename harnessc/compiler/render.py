@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -32,7 +33,7 @@ from harnessc.runtime.events import EVENT_ALIASES
 from harnessc.runtime.hooks import canonical_hook_name
 from harnessc.runtime.typed_output import OUTPUT_TOOL
 from harnessc.spec.envref import EnvRef, split_env_refs
-from harnessc.spec.load import LoadedSpec
+from harnessc.spec.load import LoadedSpec, SubAgentRef
 from harnessc.spec.models import (
     AgentSpec,
     HookHandlerSpec,
@@ -112,6 +113,8 @@ class _Builder:
 
     spec: AgentSpec
     imports: _Imports = field(default_factory=_Imports)
+    subagents: list[SubAgentRef] = field(default_factory=list)
+    constants: list[str] = field(default_factory=list)  # module-level NAME = "..." lines
 
     def rt(self, module: str, name: str) -> str:
         self.imports.use(f"{RUNTIME}{module}", name)
@@ -385,7 +388,43 @@ class _Builder:
                 out.append(self.call_object(entry.factory, config))
         if self.spec.mcp is not None:
             out.append(self.mcp(self.spec.mcp))
+        if self.subagents:
+            out.append(self.agents())
         return out
+
+    def agents(self) -> Expr:
+        """``SubAgents([SubAgent(...), ...], max_depth=..., agent=AGENT_NAME)``: a compiled
+        sub-agent is its generated module beside this one; a Claude Code file is baked in."""
+        items: list[Expr] = []
+        for ref in self.subagents:
+            kwargs: dict[str, Expr | None] = {
+                "name": Lit(ref.name),
+                "description": Lit(ref.description),
+            }
+            if ref.loaded is not None and ref.loaded.spec is not None:
+                module = output_name(ref.loaded.spec)
+                kwargs["module"] = Code(f"Path(__file__).resolve().parent / {py_string(module)}")
+            elif ref.claude is not None:
+                claude = ref.claude
+                constant = re.sub(r"[^A-Z0-9]+", "_", ref.name.upper()).strip("_") + "_PROMPT"
+                self.constants.append(_constant(constant, claude.system_prompt))
+                kwargs["system_prompt"] = Code(constant)
+                if claude.tools is not None:
+                    kwargs["tools"] = TupleExpr([Lit(t) for t in claude.tools])
+                if claude.model is not None:
+                    kwargs["model"] = Lit(claude.model)
+                if claude.permission_mode is not None:
+                    kwargs["permission_mode"] = Lit(claude.permission_mode)
+                kwargs["source"] = Lit(claude.path.name)
+            items.append(self.call(".agent.subagents", "SubAgent", **kwargs))
+        return self.call(
+            ".agent.subagents",
+            "SubAgents",
+            ListExpr(items),
+            max_depth=Lit(self.spec.max_depth or 1),
+            agent=Code("AGENT_NAME"),
+            build=Code("build_options"),
+        )
 
     def mcp(self, section: McpSpec) -> Expr:
         """``McpToolset([McpServerConfig(...), ...], from_file=...)``: the servers as wiring."""
@@ -515,7 +554,7 @@ def render(loaded: LoadedSpec, out_dir: str | os.PathLike[str]) -> str:
     if spec is None:
         raise CompileError(f"{loaded.display_path} has errors; nothing to compile")
     out = Path(os.path.abspath(out_dir))
-    builder = _Builder(spec)
+    builder = _Builder(spec, subagents=list(loaded.subagents))
     for name in ("AgentHarnessOptions", "run_cli"):
         builder.rt("", name)
     fields = [
@@ -540,6 +579,7 @@ def render(loaded: LoadedSpec, out_dir: str | os.PathLike[str]) -> str:
         if spec.system_prompt is not None
         else None,
         imports=builder.imports.lines(),
+        constants=builder.constants,
         typing_names=", ".join(["TYPE_CHECKING", *typing_names]),
         output_code=output_code,
         session_lines=session_lines,
@@ -555,11 +595,29 @@ def compile(  # noqa: A001 - the name the design gives this step
     """``{path relative to out_dir: module text}`` for validated specs; pure."""
     items = [specs] if isinstance(specs, LoadedSpec) else list(specs)
     result: dict[str, str] = {}
+    sources: dict[str, Path] = {}
     for loaded in items:
         if loaded.spec is None:
             raise CompileError(f"{loaded.display_path} has errors; nothing to compile")
-        name = output_name(loaded.spec)
-        if name in result:
-            raise CompileError(f"two specs compile to {name}; agent names must be unique")
-        result[name] = render(loaded, out_dir)
+        _add(result, sources, loaded, out_dir)
     return result
+
+
+def _add(
+    result: dict[str, str],
+    sources: dict[str, Path],
+    loaded: LoadedSpec,
+    out_dir: str | os.PathLike[str],
+) -> None:
+    """``loaded``'s module and, beside it, the modules of its sub-agent specs."""
+    assert loaded.spec is not None
+    name = output_name(loaded.spec)
+    if name in result:
+        if sources[name] == loaded.path:
+            return  # a sub-agent spec built as well on its own
+        raise CompileError(f"two specs compile to {name}; agent names must be unique")
+    result[name] = render(loaded, out_dir)
+    sources[name] = loaded.path
+    for ref in loaded.subagents:
+        if ref.loaded is not None and ref.loaded.spec is not None:
+            _add(result, sources, ref.loaded, out_dir)

@@ -39,6 +39,7 @@ __all__ = [
     "RetryEvent",
     "SessionCompactEvent",
     "SessionTreeEvent",
+    "SubagentEvent",
     "StateChangeEvent",
     "ThinkingLevelUpdateEvent",
     "ToolExecutionEndEvent",
@@ -320,6 +321,30 @@ class AbortEvent(Event):
     reason: str = ""
 
 
+@dataclass(slots=True, kw_only=True)
+class SubagentEvent(Event):
+    """An event of a sub-agent, passed up to its parent's stream.
+
+    ``agent_path`` names the agent it comes from, top-level first (``["lead",
+    "reviewer"]``); ``tool_call_id`` is the parent's hand-over call it runs in.
+    """
+
+    type: ClassVar[str] = "subagent"
+    agent_path: list[str] = field(default_factory=list)
+    tool_call_id: str = ""
+    event: Event | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "seq": self.seq,
+            "timestamp": self.timestamp,
+            "agent_path": list(self.agent_path),
+            "tool_call_id": self.tool_call_id,
+            "event": self.event.to_dict() if self.event is not None else None,
+        }
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.type: cls
     for cls in (
@@ -350,6 +375,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         ResourcesUpdateEvent,
         QueueUpdateEvent,
         AbortEvent,
+        SubagentEvent,
     )
 }
 

@@ -963,6 +963,38 @@ class McpSpec(SpecModel):
         return dict(self.__pydantic_extra__ or {})
 
 
+class SubAgentSpec(SpecModel):
+    """One sub-agent: another harnessc spec (``spec:``) or a Claude Code subagent file (``from:``)."""
+
+    spec: NonEmptyStr | None = None
+    """Another harnessc spec (relative to this spec's folder): its own models, tools, hooks and budget."""
+    from_: NonEmptyStr | None = Field(default=None, alias="from")
+    """A Claude Code subagent file (.claude/agents/*.md), as it is: frontmatter name, description, tools, model, permissionMode; the body is its system prompt."""
+    description: NonEmptyStr | None = None
+    """What the model is told the sub-agent does; default: the spec's or the file's description."""
+
+    @model_validator(mode="after")
+    def _one_source(self) -> SubAgentSpec:
+        if (self.spec is None) == (self.from_ is None):
+            raise _custom("subagent_source", "a sub-agent needs exactly one of spec or from")
+        return self
+
+
+class AgentsSpec(SpecModel):
+    """The sub-agents this agent may hand work to (its ``task`` tool), by name; ``from:`` a folder of Claude Code subagent files (every *.md there)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    __pydantic_extra__: dict[AgentName, SubAgentSpec] = Field(init=False)  # type: ignore[assignment]
+
+    from_: NonEmptyStr | None = Field(default=None, alias="from")
+    """A folder of Claude Code subagent files (relative to the spec's folder): each *.md is a sub-agent named by its frontmatter name."""
+
+    @property
+    def entries(self) -> dict[str, SubAgentSpec]:
+        return dict(self.__pydantic_extra__ or {})
+
+
 OUTPUT_MODES: tuple[str, ...] = ("auto", "native", "tool", "prompted")
 
 
@@ -1175,6 +1207,10 @@ class AgentSpec(SpecModel):
     """Handlers by moment; every name of seeds 000/003/004 is accepted. claude_settings: a Claude Code settings file (relative to the spec's folder) whose command hooks run as they are."""
     extensions: ExtensionsSpec = Field(default_factory=ExtensionsSpec)
     """Built-in extensions to install; an empty value (``turn_nudge: {}``) installs one with its defaults."""
+    agents: AgentsSpec | None = None
+    """Sub-agents this agent may hand work to with its task tool (Claude Code's Agent tool); each runs with its own context, under this run's budget and pause."""
+    max_depth: PosInt | None = None
+    """How deep sub-agents may nest (default 1: sub-agents cannot delegate further)."""
     budget: BudgetSpec | None = None
     """Hard limits of one run (hitting one pauses the run); default: unlimited."""
     permissions: PermissionsSpec | None = None

@@ -128,7 +128,11 @@ class AgentHarness(SettingsFacade):
             return None
         if run.state is LoopState.AWAITING_TOOL:
             return "awaiting_tool"
-        return "paused" if run.state is LoopState.IDLE else None
+        if run.state is not LoopState.IDLE:
+            return None
+        # a sub-agent paused inside a call waits for external tool results
+        nested = [kind for r in run.calls if r.result is None for _, kind, _ in r.nested_calls()]
+        return "awaiting_tool" if "tool" in nested else "paused"
 
     # -- events and hooks -----------------------------------------------------------
 
@@ -208,6 +212,8 @@ class AgentHarness(SettingsFacade):
         run = self._parts.run
         if run is None:
             raise RuntimeError("nothing to resume: the agent is not paused")
+        # answers to calls a paused sub-agent waits on go to the call holding it
+        results, approvals = run.take_nested_answers(results, approvals)
         if approvals:
             held = {r.id: r for r in run.held}
             unknown = [i for i in approvals if i not in held]

@@ -5,13 +5,15 @@ turn number and whether the turn is open, the budget usage, the reply being exec
 and, for each of its tool calls, a ``CallRecord`` saying whether it is planned, held
 for approval, prepared, blocked, executed (with its result) or awaiting the caller,
 plus the pause
-or finish reason. Every step of the loop reads it; it is written into the session with
-every pause (``harnessc.pause`` entry, key ``run``) and rebuilt from there exactly, so a
+or finish reason. A call a sub-agent paused inside holds the sub-agent's path, session
+file and pending calls (``CallRecord.nested``). Every step of the loop reads it; it is
+written into the session with every pause (``harnessc.pause`` entry, key ``run``) and rebuilt from there exactly, so a
 run continued in another process behaves as if it had never stopped.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -65,6 +67,10 @@ class CallRecord:
     terminated_by: str | None = None  # "tool" | "hook"
     committed: bool = False
     approval: str | None = None  # "allow" | "deny": the caller's answer to a held call
+    # A sub-agent paused inside this call (the tool raised HoldCall): its agent path,
+    # session and the calls waiting for an answer; the answers given at resume.
+    nested: dict[str, Any] | None = None
+    answers: dict[str, Any] | None = None
 
     @property
     def id(self) -> str:
@@ -89,6 +95,10 @@ class CallRecord:
             out["committed"] = True
         if self.approval is not None:
             out["approval"] = self.approval
+        if self.nested is not None:
+            out["nested"] = self.nested
+        if self.answers is not None:
+            out["answers"] = self.answers
         return out
 
     @staticmethod
@@ -117,7 +127,18 @@ class CallRecord:
             terminated_by=data.get("terminated_by"),
             committed=bool(data.get("committed", False)),
             approval=data.get("approval") if data.get("approval") in ("allow", "deny") else None,
+            nested=dict(nested) if isinstance(nested := data.get("nested"), dict) else None,
+            answers=dict(answers) if isinstance(answers := data.get("answers"), dict) else None,
         )
+
+    def nested_calls(self) -> list[tuple[ToolCall, str, str]]:
+        """The calls a sub-agent paused inside this one waits on: (call, kind, agent path)."""
+        out: list[tuple[ToolCall, str, str]] = []
+        for item in (self.nested or {}).get("pending") or []:
+            call = content_from_dict(item.get("call") or {}) if isinstance(item, dict) else None
+            if isinstance(call, ToolCall):
+                out.append((call, str(item.get("kind", "approval")), str(item.get("path", ""))))
+        return out
 
 
 @dataclass(slots=True)
@@ -172,8 +193,46 @@ class RunState:
 
     @property
     def unanswered(self) -> list[ToolCall]:
-        """Calls without a result yet (planned, awaiting, or cut short)."""
-        return [r.call for r in self.calls if r.result is None]
+        """Calls without a result yet (planned, awaiting, or cut short); for a call a
+        paused sub-agent holds, the sub-agent's calls that wait for an answer."""
+        out: list[ToolCall] = []
+        for record in self.calls:
+            if record.result is not None:
+                continue
+            nested = record.nested_calls() if record.nested is not None else []
+            if nested:
+                out.extend(call for call, _, _ in nested)
+            else:
+                out.append(record.call)
+        return out
+
+    def take_nested_answers(
+        self, results: dict[str, Any] | None, approvals: Mapping[str, bool] | None
+    ) -> tuple[dict[str, Any] | None, dict[str, bool] | None]:
+        """Give the answers meant for calls a paused sub-agent waits on to the call that
+        holds it (its ``answers``); returns the rest. ValueError when a sub-agent waiting
+        for external tool results is not given every one of them."""
+        rest_results = dict(results) if results else {}
+        rest_approvals = dict(approvals) if approvals else {}
+        for record in self.calls:
+            nested = record.nested_calls() if record.result is None else []
+            if not nested:
+                continue
+            answers: dict[str, Any] = {"results": {}, "approvals": {}}
+            for call, _kind, _ in nested:
+                if call.id in rest_results:
+                    answers["results"][call.id] = rest_results.pop(call.id)
+                if call.id in rest_approvals:
+                    answers["approvals"][call.id] = bool(rest_approvals.pop(call.id))
+            tools = [c.id for c, kind, _ in nested if kind == "tool"]
+            missing = [i for i in tools if i not in answers["results"]]
+            if tools and missing:
+                raise ValueError(
+                    "resume() at a tool pull point needs a result for every pending call; "
+                    f"missing: {', '.join(missing)}"
+                )
+            record.answers = answers
+        return rest_results or None, rest_approvals or None
 
     def set_reply(self, reply: AssistantMessage) -> None:
         self.reply = reply

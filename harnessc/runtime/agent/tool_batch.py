@@ -40,7 +40,7 @@ from harnessc.runtime.hooks import (
     ToolResultPatch,
 )
 from harnessc.runtime.messages import TextContent, ToolResultMessage
-from harnessc.runtime.tools.base import ToolResult
+from harnessc.runtime.tools.base import HoldCall, ToolResult
 from harnessc.runtime.tools.permission_gate import find_gate, tool_context_with_rules
 from harnessc.runtime.validation import validate_arguments
 
@@ -212,6 +212,11 @@ async def _execute(parts: Parts, record: CallRecord, context: Any) -> tuple[Tool
             raise
         # A cancelled future of the tool's own (a library's): that call failed, not the run.
         result = error_result(f"Tool {call.name} failed: {describe_exception(exc)}")
+    except HoldCall as held:  # a sub-agent paused inside the call: held until the resume
+        record.status = "held"
+        record.nested = {**held.nested, "reason": held.reason}
+        record.answers = None
+        result = error_result(f"Tool {call.name} is held: {held.reason}")  # never finalized
     except Exception as exc:
         result = error_result(f"Tool {call.name} failed: {describe_exception(exc)}")
     if not isinstance(result, ToolResult):
@@ -371,6 +376,9 @@ async def run_batch(parts: Parts, run: RunState) -> str | None:
                 break
             elif record.status == "prepared":
                 outcomes = await _execute_all(parts, [record], context, budget_gate.deadline(parts))
+                if record.status == "held":  # its tool held it: the calls after it wait
+                    _hold(run, record)
+                    break
                 await finalize(parts, run, record, *(outcomes.get(record.id) or _stopped()))
                 if record.id not in outcomes and (spent := await _out_of_time(parts)):
                     return spent
@@ -387,9 +395,17 @@ async def run_batch(parts: Parts, run: RunState) -> str | None:
             await finalize(parts, run, record, refusals[record.id], 0.0)
         elif record.status == "prepared":
             await finalize(parts, run, record, *(outcomes.get(record.id) or _stopped()))
+        elif record in prepared and record.status == "held":  # its tool held it
+            _hold(run, record)
     if len(outcomes) < len(prepared):
         return await _out_of_time(parts) or limited
     return limited
+
+
+def _hold(run: RunState, record: CallRecord) -> None:
+    """A call its tool held (HoldCall): the run pauses on its reason, and the call is
+    executed again when the run resumes, with the answers given then."""
+    run.pause_requested = run.pause_requested or str((record.nested or {}).get("reason"))
 
 
 def _stopped() -> tuple[ToolResult, float]:

@@ -339,6 +339,27 @@ class TextPrinter:
         self.line(text)
         self._show_running()
 
+    def _on_subagent(self, event: Any) -> None:
+        """A sub-agent's start and tool calls, indented under the hand-over by depth."""
+        inner = event.event
+        path = list(event.agent_path)
+        depth = max(1, len(path) - 1)
+        key = f"{' > '.join(path)}/{getattr(inner, 'tool_call_id', '')}"
+        if inner is None:
+            return
+        if inner.type == "agent_start":
+            self.line("  " * (depth - 1) + f"> {' > '.join(path)}: {one_line(inner.prompt, 70)}")
+        elif inner.type == "tool_execution_start":
+            self._calls[key] = key_argument(inner.args)
+        elif inner.type == "tool_execution_end":
+            arg = self._calls.pop(key, "")
+            ran = f"  {format_duration(inner.duration_ms / 1000)}" if inner.duration_ms else ""
+            text = "  " * depth + f"[{inner.tool_name}] {arg}".rstrip() + ran
+            if inner.is_error:
+                detail = inner.result.text if isinstance(inner.result, ToolResultMessage) else ""
+                text += f"  error: {one_line(detail, 120) or 'failed'}"
+            self.line(text)
+
     def _on_retry(self, event: Any) -> None:
         status = f"HTTP {event.status}: " if event.status else ""
         self.line(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harnessc.runtime.cli.args import UsageError
@@ -62,6 +62,7 @@ def describe_pause(
     *,
     awaiting_tool: bool,
     limit_used: tuple[float, float | None] | None = None,
+    agent_paths: Mapping[str, str] | None = None,
 ) -> list[str]:
     """Lines saying what a paused run waits for (tool name, call id, arguments; or the limit)."""
     lines: list[str] = []
@@ -80,7 +81,9 @@ def describe_pause(
         if len(args) > 400:
             args = args[:397] + "..."
         label = "pending" if awaiting_tool else "not run yet"
-        lines.append(f"  {label}: {call.name}  id={call.id}  arguments={args}")
+        where = (agent_paths or {}).get(call.id)
+        within = f"  (in {where})" if where else ""  # a sub-agent's call: its agent path
+        lines.append(f"  {label}: {call.name}  id={call.id}  arguments={args}{within}")
     return lines
 
 

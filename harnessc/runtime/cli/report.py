@@ -97,13 +97,23 @@ class RunReport:
         return f"/{name} is a command of the interactive mode: run {self.prog} -i and type /{name}"
 
     def pause_lines(self, result: RunResult, harness: AgentHarness) -> list[str]:
-        awaiting = result.status == "awaiting_tool"
+        awaiting = result.status == "awaiting_tool" or harness.paused_reason == "awaiting_tool"
         limit = budget_limit(result.reason)
         used: tuple[float, float | None] | None = None
         if limit is not None:
             used = (harness.budget.used(limit), getattr(harness.budget.budget, limit, None))
+        run = harness.run_state
+        paths = {
+            call.id: path
+            for record in (run.calls if run is not None else [])
+            for call, _, path in record.nested_calls()
+        }
         lines = describe_pause(
-            result.reason, result.pending_tool_calls, awaiting_tool=awaiting, limit_used=used
+            result.reason,
+            result.pending_tool_calls,
+            awaiting_tool=awaiting,
+            limit_used=used,
+            agent_paths=paths,
         )
         target = self.session_target(harness)
         if target is None:
@@ -114,7 +124,8 @@ class RunReport:
         if is_permission_pause(result.reason):
             from harnessc.runtime.tools.permission_gate import pending_asks
 
-            for call_id in pending_asks(harness.session) or {"CALL_ID": {}}:
+            asks = list(pending_asks(harness.session)) or [c.id for c in result.pending_tool_calls]
+            for call_id in asks or ["CALL_ID"]:
                 lines.append(
                     f"continue with: {self.prog} {target} --approve {call_id}  "
                     f"(or --deny {call_id})"

@@ -277,6 +277,10 @@ def print_sessions(
                 "name": meta.name,
                 "first_prompt": meta.first_prompt,
                 "parent_session": meta.parent_session,
+                "subagents": [
+                    {"agent_path": path, "id": header.id, "path": file}
+                    for _, path, header, file in subagent_sessions(meta.path)
+                ],
             }
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
         return
@@ -290,6 +294,32 @@ def print_sessions(
         fork = f"  (fork of {_short_id(meta.parent_session)})" if meta.parent_session else ""
         name = (meta.name or "-").ljust(width)
         out.write(f"{meta.id[:8]}  {_local_time(meta)}  {name}  {prompt}{fork}{where}\n")
+        for depth, path, header, _ in subagent_sessions(meta.path):
+            out.write(f"{'  ' * depth}> {header.id[:8]}  {' > '.join(path)}\n")
+
+
+def subagent_sessions(parent: str, depth: int = 1) -> list[tuple[int, list[str], Any, str]]:
+    """The sessions of a session's sub-agents, depth first: (depth, agent path, header,
+    file); they live in the folder named after the parent's file."""
+    from harnessc.runtime.agent.subagents import child_session_dir
+    from harnessc.runtime.session.entries import SessionError
+    from harnessc.runtime.session.jsonl import read_header
+
+    if not parent or not parent.endswith(".jsonl"):
+        return []
+    folder = child_session_dir(parent)
+    if not folder.is_dir():
+        return []
+    out: list[tuple[int, list[str], Any, str]] = []
+    for file in sorted(folder.glob("*.jsonl")):
+        try:
+            header = read_header(str(file))
+        except (OSError, ValueError, SessionError):
+            continue
+        path = header.metadata.get("agent_path") if isinstance(header.metadata, dict) else None
+        out.append((depth, [str(p) for p in path or [file.stem]], header, str(file)))
+        out.extend(subagent_sessions(str(file), depth + 1))
+    return out
 
 
 def _short_id(parent: str) -> str:

@@ -41,9 +41,9 @@ class BlockRule:
         return f"BlockRule({self.tool.pattern!r}, {self.pattern.pattern!r}, {self.reason!r})"
 
     def matches(self, tool_name: str, arguments: Any) -> bool:
-        from harnessc.runtime.extensions.claude_tools import claude_tool_name
+        from harnessc.runtime.extensions.claude_tools import claude_tool_names
 
-        names = (tool_name, claude_tool_name(tool_name))
+        names = claude_tool_names(tool_name)
         if not any(self.tool.fullmatch(name) for name in names):
             return False
         text = json.dumps(arguments, ensure_ascii=False, default=str)

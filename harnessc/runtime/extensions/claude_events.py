@@ -37,7 +37,11 @@ from pathlib import Path
 from typing import Any
 
 from harnessc.runtime.events import to_jsonable
-from harnessc.runtime.extensions.claude_tools import claude_tool_input, claude_tool_name
+from harnessc.runtime.extensions.claude_tools import (
+    claude_tool_input,
+    claude_tool_name,
+    claude_tool_names,
+)
 from harnessc.runtime.hooks import asks_for_approval
 from harnessc.runtime.messages import Message, TextContent, UserMessage, message_text
 
@@ -98,12 +102,12 @@ def compile_matcher(matcher: str | None) -> Callable[[str], bool] | None:
         return None
     if _LITERAL.fullmatch(matcher):
         names = frozenset(n.strip() for n in re.split(r"[|,]", matcher) if n.strip())
-        return lambda name: name in names or claude_tool_name(name) in names
+        return lambda name: any(n in names for n in claude_tool_names(name))
     try:
         pattern = re.compile(matcher)
     except re.error as exc:
         raise ValueError(f"matcher {matcher!r} is not a valid regex: {exc}") from None
-    return lambda name: bool(pattern.search(name) or pattern.search(claude_tool_name(name)))
+    return lambda name: any(pattern.search(n) for n in claude_tool_names(name))
 
 
 async def tool_base(harness: Any, cwd: str) -> Path:

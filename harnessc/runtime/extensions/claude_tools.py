@@ -37,12 +37,18 @@ __all__ = [
     "ToolMappingError",
     "claude_tool_input",
     "claude_tool_name",
+    "claude_tool_names",
     "harnessc_tool_input",
 ]
 
 CLAUDE_TOOL_NAMES: dict[str, str] = {
     entry.name: entry.claude_code_name for entry in catalog.TOOLS if entry.claude_code_name
 }
+# The sub-agent hand-over tool: Claude Code's Agent, with the same input fields.
+HANDOVER = "task"
+CLAUDE_TOOL_NAMES[HANDOVER] = "Agent"
+# Other names a matcher may give a tool under (Claude Code's older ones).
+CLAUDE_OLD_NAMES: dict[str, str] = {HANDOVER: "Task"}
 
 # harnessc key -> Claude Code key, for the keys that only change their name.
 _RENAMES: dict[str, dict[str, str]] = {
@@ -65,6 +71,14 @@ def claude_tool_name(name: str) -> str:
     return CLAUDE_TOOL_NAMES.get(name, name)
 
 
+def claude_tool_names(name: str) -> tuple[str, ...]:
+    """Every name a matcher may give tool ``name`` under: harnessc's, Claude Code's
+    and Claude Code's older one (``task``, ``Agent``, ``Task``)."""
+    names = (name, claude_tool_name(name))
+    old = CLAUDE_OLD_NAMES.get(name)
+    return (*names, old) if old is not None else names
+
+
 def _absolute(value: Any, base: Path) -> Any:
     if not isinstance(value, str) or not value:
         return value
@@ -78,7 +92,7 @@ def claude_tool_input(name: str, arguments: Mapping[str, Any], base: Path) -> di
     ``base`` is the folder relative paths start from (the tools' workspace).
     """
     args = dict(arguments)
-    if name not in CLAUDE_TOOL_NAMES:
+    if name not in CLAUDE_TOOL_NAMES or name == HANDOVER:
         return args
     if name == "bash":
         out: dict[str, Any] = {"command": args.pop("command", "")}
@@ -131,7 +145,7 @@ def harnessc_tool_input(
     ToolMappingError for what harnessc's tool cannot do (``replace_all: true``).
     """
     data = dict(updated)
-    if name not in CLAUDE_TOOL_NAMES:
+    if name not in CLAUDE_TOOL_NAMES or name == HANDOVER:
         return data
     sent = claude_tool_input(name, original, base)
     if name == "bash":

@@ -15,6 +15,7 @@ __all__ = [
     "AgentTool",
     "ExecutionMode",
     "ExternalTool",
+    "HoldCall",
     "Tool",
     "ToolExecute",
     "ToolResult",
@@ -37,6 +38,22 @@ class ToolResult:
     is_error: bool = False
     # When every result of a batch says terminate, the loop stops after the batch.
     terminate: bool = False
+
+
+class HoldCall(Exception):  # noqa: N818 - a signal to the loop, not an error
+    """Raised by a tool whose call cannot finish now (a sub-agent paused inside it).
+
+    The loop holds the call as a hook's approval holds it: the run pauses with
+    ``reason``, ``nested`` is recorded on the call (its ``pending`` list names the
+    calls an answer is needed for, each a dict with ``call``, ``kind`` "approval" or
+    "tool", and ``path``, the agent path), and the call is executed again when the
+    run resumes, with the caller's answers in the call record's ``answers``.
+    """
+
+    def __init__(self, reason: str, nested: dict[str, Any] | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.nested = dict(nested or {})
 
 
 ToolUpdate = Callable[[ToolResult], None]

@@ -93,6 +93,8 @@ _CLAUDE_NAMES = {
     "Grep": "grep",
     "Glob": "find",
     "TodoWrite": "todo",
+    "Agent": "task",  # the sub-agent hand-over; Task is its older name
+    "Task": "task",
 }
 # A rule on the left covers calls of the tools on the right (as in Claude Code).
 _COVERS = {
@@ -104,7 +106,7 @@ _RULE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.-]*\*?)\s*(?:\((.*)\))?\s*$", re.
 # Claude Code's tools harnessc has no counterpart of: a rule naming one matches nothing
 # (a warning, so settings copied from Claude Code still load).
 CLAUDE_ONLY_TOOLS = frozenset(
-    {"WebFetch", "WebSearch", "NotebookEdit", "NotebookRead", "Task", "Agent", "BashOutput"}
+    {"WebFetch", "WebSearch", "NotebookEdit", "NotebookRead", "BashOutput"}
     | {"KillShell", "KillBash", "ExitPlanMode", "SlashCommand", "Skill", "TodoRead", "LSP"}
     | {"ListMcpResourcesTool", "ReadMcpResourceTool"}
 )
@@ -131,6 +133,8 @@ class Rule:
             return True
         if tool == "bash":
             return _bash_names(spec, str(args.get("command") or ""), literal=self.literal)
+        if tool == "task":  # Agent(reviewer): the sub-agent handed to
+            return fnmatch.fnmatchcase(str(args.get("subagent_type") or ""), spec)
         if tool in _PATH_TOOLS and self.tool in _PATH_TOOLS:
             return path_matches(spec, call_path(args), cwd)
         return any(

@@ -1,0 +1,530 @@
+"""Sub-agents: an agent hands work to others through one tool, ``task``.
+
+``SubAgents`` is the extension a spec with ``agents:`` installs. It adds the hand-over
+tool ``task`` (Claude Code's Agent tool: ``subagent_type``, ``description``,
+``prompt``); hooks and permission rules see its calls under the name ``Agent``. A
+hand-over runs the named sub-agent as an ``AgentHarness`` of its own:
+
+- its own context: its system prompt and skills, and the hand-over prompt only;
+- its own session, a file under the parent's session folder
+  (``<parent file without .jsonl>/<agent>-<call id>.jsonl``), whose header names the
+  parent session and call; the hand-over's result details name the file;
+- one budget: its limits are its own, tightened to what is left of the parent's, and
+  what it used is added to the parent's usage;
+- one pause: when it pauses (an external tool, an ``ask``, a hook, a budget limit) the
+  hand-over raises ``HoldCall``, so the parent pauses too, with the sub-agent's pending
+  calls named by their agent path; the parent's ``resume`` passes the answers down,
+  and the sub-agent resumes in place (in a new process from its session file);
+- its events reach the parent's stream as ``SubagentEvent`` tagged with its path;
+- the parent's abort reaches it (it runs on the parent's task; the signal aborts it).
+
+A compiled sub-agent (``spec:``) is the ``build_options`` of its generated module,
+imported by path on the first hand-over; a Claude Code subagent file runs on the
+parent's options with its own system prompt, tools and model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import os
+import re
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from harnessc.runtime.agent.harness import AgentHarness
+from harnessc.runtime.agent.results import RunResult
+from harnessc.runtime.budget import BUDGET_LIMITS, Budget, BudgetUsage
+from harnessc.runtime.events import Event, SubagentEvent, to_jsonable
+from harnessc.runtime.loop import LoopState
+from harnessc.runtime.messages import TextContent
+from harnessc.runtime.options import AgentHarnessOptions
+from harnessc.runtime.session.entries import SessionHeader
+from harnessc.runtime.session.session import Session
+from harnessc.runtime.session.storage import JsonlStorage
+from harnessc.runtime.signal import AbortSignal
+from harnessc.runtime.tools.base import ExecutionMode, HoldCall, ToolResult, ToolUpdate
+
+__all__ = [
+    "HANDOVER_TOOL",
+    "SubAgent",
+    "SubAgents",
+    "child_session_dir",
+    "register_module",
+    "usage_line",
+]
+
+HANDOVER_TOOL = "task"
+_SAFE = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+@dataclass(slots=True, frozen=True)
+class SubAgent:
+    """One sub-agent an agent may hand work to.
+
+    ``module``: a compiled spec's generated module (its ``build_options`` makes the
+    sub-agent's options). Otherwise a Claude Code subagent file: it runs on the parent's
+    options with ``system_prompt``, the parent's tools named in ``tools`` (None: all of
+    them) and the parent's model ``model`` (None: the parent's).
+    """
+
+    name: str
+    description: str
+    module: Path | None = None
+    system_prompt: str | None = None
+    tools: tuple[str, ...] | None = None
+    model: str | None = None
+    permission_mode: str | None = None
+    source: str = ""  # the file it was declared in (for messages)
+
+
+@dataclass(slots=True)
+class _Live:
+    harness: AgentHarness
+    path: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class SubAgents:
+    """The extension of an agent with sub-agents: installs the ``task`` tool."""
+
+    agents: Sequence[SubAgent]
+    max_depth: int = 1
+    agent: str = "agent"  # this agent's name: the first part of the agent path
+    depth: int = 0  # 0 for the top-level agent
+    path: tuple[str, ...] = ()  # the agent path of this agent (set for sub-agents)
+    # This agent's build_options: fresh options (hooks, extensions) for a Claude Code
+    # file's sub-agent; None: the parent's options without their extensions.
+    build: Callable[..., AgentHarnessOptions] | None = None
+    name: str = "subagents"
+    _host: AgentHarness | None = field(default=None, init=False, repr=False)
+    _live: dict[str, _Live] = field(default_factory=dict, init=False, repr=False)
+    _clients: Any = field(default=None, init=False, repr=False)  # an HttpClientPool
+
+    @property
+    def command_names(self) -> tuple[str, ...]:
+        return ()
+
+    @property
+    def agent_path(self) -> tuple[str, ...]:
+        return self.path or (self.agent,)
+
+    def install(self, harness: Any) -> None:
+        if self.depth >= self.max_depth or not self.agents:
+            return  # at the deepest level an agent cannot delegate
+        if not isinstance(harness, AgentHarness):
+            raise TypeError("sub-agents need an AgentHarness")
+        self._host = harness
+        harness.add_tools([_HandOver(self)])
+        harness.on_close(self._close)
+
+    async def _close(self) -> None:
+        live, self._live = self._live, {}
+        for item in live.values():
+            await item.harness.close()
+        clients, self._clients = self._clients, None
+        if clients is not None:
+            await clients.aclose()
+
+    def http_clients(self) -> Any:
+        """The HTTP clients sub-agents share: the parent's when it was given some, else
+        one pool for every sub-agent of this agent (closed with it)."""
+        host = self._host
+        assert host is not None
+        if host.options.http_clients is not None:
+            return host.options.http_clients
+        if self._clients is None:
+            from harnessc.runtime.providers.clients import HttpClientPool
+
+            self._clients = HttpClientPool()
+        return self._clients
+
+    # -- the hand-over --------------------------------------------------------------
+
+    def find(self, name: str) -> SubAgent | None:
+        return next((a for a in self.agents if a.name == name), None)
+
+    async def hand_over(
+        self, call_id: str, params: dict[str, Any], signal: AbortSignal, on_update: ToolUpdate
+    ) -> ToolResult:
+        host = self._host
+        assert host is not None
+        name = str(params.get("subagent_type", ""))
+        agent = self.find(name)
+        if agent is None:
+            known = ", ".join(a.name for a in self.agents)
+            return _error(f"No sub-agent {name!r}; the sub-agents are: {known}")
+        path = (*self.agent_path, agent.name)
+        record = host.run_state.record(call_id) if host.run_state is not None else None
+        answers = (record.answers if record is not None else None) or {}
+        nested = (record.nested if record is not None else None) or {}
+        live = self._live.get(call_id)
+        if live is None and nested.get("session"):
+            live = _Live(self._reopen(agent, path, str(nested["session"])), path)
+        if live is not None:
+            self._live[call_id] = live
+            child = live.harness
+            child.budget.budget = _tightest(_own_limits(child), host.budget, child.budget)
+            results = answers.get("results") or None
+            approvals = answers.get("approvals") or None
+            return await self._run(
+                call_id, agent, child, signal, lambda: child.resume(results, approvals=approvals)
+            )
+        child = AgentHarness(self._options(agent, path, call_id))
+        child.budget.budget = _tightest(child.budget.budget, host.budget)
+        self._live[call_id] = _Live(child, path)
+        prompt = str(params.get("prompt", ""))
+        return await self._run(call_id, agent, child, signal, lambda: child.prompt(prompt))
+
+    async def _run(
+        self,
+        call_id: str,
+        agent: SubAgent,
+        child: AgentHarness,
+        signal: AbortSignal,
+        start: Callable[[], Any],
+    ) -> ToolResult:
+        host = self._host
+        assert host is not None
+        path = self._live[call_id].path
+
+        async def forward(event: Event) -> None:
+            if isinstance(event, SubagentEvent):  # a deeper agent's: already tagged
+                await host.emit(event)
+                return
+            await host.emit(SubagentEvent(agent_path=list(path), tool_call_id=call_id, event=event))
+
+        unsubscribe = child.subscribe(forward)
+        stop = signal.add_listener(lambda: child.abort(signal.reason or "aborted"))
+        before = dataclasses.replace(child.budget.usage)
+        try:
+            result: RunResult = await start()
+        finally:
+            stop()
+            unsubscribe()
+            _add_usage(host.budget.usage, before, child.budget.usage)
+        if result.status in ("paused", "awaiting_tool"):
+            raise HoldCall(
+                result.reason or result.status,
+                {
+                    "agent": agent.name,
+                    "path": list(path),
+                    "session": child.session.path,
+                    "status": result.status,
+                    "pending": _pending(child, path),
+                },
+            )
+        live = self._live.pop(call_id, None)
+        details = {
+            "agent": agent.name,
+            "agent_path": list(path),
+            "status": result.status,
+            "reason": result.reason,
+            "session": child.session.path,
+            "session_id": child.session.id,
+            **child.budget.usage.to_dict(),
+        }
+        if live is not None:
+            await live.harness.close()
+        text = result.text
+        output = getattr(result, "output", None)  # a typed sub-agent's value (RunResult.output)
+        if output is not None:
+            text = json.dumps(to_jsonable(output), ensure_ascii=False)
+            details["output"] = to_jsonable(output)
+        if result.status != "done":
+            return ToolResult(
+                [TextContent(f"Sub-agent {agent.name} ended {result.status}: {result.reason}")],
+                details=details,
+                is_error=True,
+            )
+        return ToolResult(
+            [TextContent(f"{text}\n\n{usage_line(agent.name, child.budget.usage)}")],
+            details=details,
+        )
+
+    # -- the sub-agent's options ------------------------------------------------------
+
+    def _options(self, agent: SubAgent, path: tuple[str, ...], call_id: str) -> AgentHarnessOptions:
+        session = self._new_session(agent, path, call_id)
+        return self._wire(agent, path, session)
+
+    def _wire(
+        self, agent: SubAgent, path: tuple[str, ...], session: Session
+    ) -> AgentHarnessOptions:
+        cwd = session.cwd or None
+        if agent.module is not None:
+            built = _module(agent.module).build_options(
+                session=session, cwd=cwd, http_clients=self.http_clients()
+            )
+            options: AgentHarnessOptions = built
+            self._share_mcp(options)
+        else:
+            options = self._claude_options(agent, session)
+        extensions = []
+        for ext in options.extensions:
+            if isinstance(ext, SubAgents):
+                ext = dataclasses.replace(
+                    ext, depth=self.depth + 1, max_depth=self.max_depth, path=path
+                )
+            extensions.append(ext)
+        options.extensions = extensions
+        return options
+
+    def _claude_options(self, agent: SubAgent, session: Session) -> AgentHarnessOptions:
+        """A Claude Code file's sub-agent: this agent's own options, built afresh (no
+        hook or extension instance is shared), with the file's system prompt, tools and
+        model; this agent's MCP tools are shared, not started again."""
+        host = self._host
+        assert host is not None
+        parent = host.options
+        if self.build is not None:
+            options = self.build(
+                session=session, cwd=session.cwd or None, http_clients=self.http_clients()
+            )
+        else:
+            options = dataclasses.replace(
+                parent, session=session, extensions=[], http_clients=self.http_clients()
+            )
+        delegate = agent.tools is not None and HANDOVER_TOOL in agent.tools
+        extensions = [e for e in options.extensions if delegate or not isinstance(e, SubAgents)]
+        mcp = [t for n, t in host.tools.items() if n.startswith("mcp__")]
+        if mcp:
+            from harnessc.runtime.mcp.toolset import McpToolset
+
+            extensions = [e for e in extensions if not isinstance(e, McpToolset)]
+        options.extensions = extensions
+        options.tools = [*options.tools, *mcp]
+        options.system_prompt = agent.system_prompt
+        if agent.tools is not None:
+            options.active_tool_names = [t for t in agent.tools if t != HANDOVER_TOOL]
+        if agent.model is not None:
+            options.model = agent.model
+        options.budget = None
+        if agent.permission_mode is not None:
+            options.hooks = _with_mode(options.hooks, agent.permission_mode)
+        return options
+
+    def _share_mcp(self, options: AgentHarnessOptions) -> None:
+        """A spec sub-agent's MCP servers declared exactly as its parent's are not
+        started again: it gets the parent's tools of those servers."""
+        host = self._host
+        assert host is not None
+        toolset = "harnessc.runtime.mcp.toolset"
+        if not any(type(e).__module__ == toolset for e in host.options.extensions):
+            return
+        from harnessc.runtime.mcp.config import tool_prefix
+        from harnessc.runtime.mcp.toolset import McpToolset
+
+        running = [
+            s for e in host.options.extensions if isinstance(e, McpToolset) for s in e.servers
+        ]
+        kept: list[Any] = []
+        for ext in options.extensions:
+            if isinstance(ext, McpToolset):
+                shared = [s for s in ext.servers if s in running]
+                prefixes = tuple(tool_prefix(s.name, s.prefix) for s in shared)
+                if prefixes:
+                    tools = [t for n, t in host.tools.items() if n.startswith(prefixes)]
+                    options.tools = [*options.tools, *tools]
+                    ext.servers = [s for s in ext.servers if s not in shared]
+                if not ext.servers:
+                    continue  # every server of it is the parent's
+            kept.append(ext)
+        options.extensions = kept
+
+    def _new_session(self, agent: SubAgent, path: tuple[str, ...], call_id: str) -> Session:
+        host = self._host
+        assert host is not None
+        parent = host.session
+        metadata = {
+            "agent": agent.name,
+            "agent_path": list(path),
+            "parent": {"session": parent.id, "file": parent.path, "call": call_id},
+        }
+        cwd = parent.cwd or os.getcwd()
+        header = SessionHeader.new(cwd=cwd, metadata=metadata)
+        if parent.path is None:
+            return Session(header=header)
+        folder = child_session_dir(parent.path)
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        file = folder / f"{_SAFE.sub('-', agent.name)}-{_SAFE.sub('-', call_id)}.jsonl"
+        storage = JsonlStorage.create(str(file), header)
+        return Session(header=header, storage=storage, path=str(file))
+
+    def _reopen(self, agent: SubAgent, path: tuple[str, ...], file: str) -> AgentHarness:
+        """A paused sub-agent of an earlier process, rebuilt from its session file."""
+        host = self._host
+        assert host is not None
+        parent = host.session
+        if parent.path is None or Path(file).parent != child_session_dir(parent.path):
+            raise RuntimeError(f"{' > '.join(path)}: its session {file} is not the parent's")
+        storage, loaded = JsonlStorage.open_locked(file)
+        session = Session(
+            header=loaded.header,
+            entries=loaded.entries,
+            storage=storage,
+            path=file,
+            diagnostics=loaded.diagnostics,
+        )
+        return AgentHarness(self._wire(agent, path, session))
+
+
+class _HandOver:
+    """The ``task`` tool: Claude Code's Agent tool input, one sub-agent per call."""
+
+    label = "Agent"
+    execution_mode: ExecutionMode = "parallel"
+    external = False
+
+    def __init__(self, owner: SubAgents) -> None:
+        self.name = HANDOVER_TOOL
+        self._owner = owner
+        listed = "\n".join(f"- {a.name}: {a.description}" for a in owner.agents)
+        self.description = (
+            "Hand a task to a sub-agent, which works on it with its own context and tools "
+            "and returns its final answer. Give it everything it needs in the prompt: it "
+            "does not see this conversation. Several calls in one reply run in parallel.\n"
+            f"Sub-agents:\n{listed}"
+        )
+        self.parameters: dict[str, Any] = {
+            "type": "object",
+            "properties": {
+                "subagent_type": {
+                    "type": "string",
+                    "enum": [a.name for a in owner.agents],
+                    "description": "The sub-agent to hand the task to.",
+                },
+                "description": {
+                    "type": "string",
+                    "description": "A short (3-5 word) description of the task.",
+                },
+                "prompt": {"type": "string", "description": "The task for the sub-agent."},
+            },
+            "required": ["subagent_type", "description", "prompt"],
+        }
+
+    async def execute(
+        self,
+        tool_call_id: str,
+        params: dict[str, Any],
+        signal: AbortSignal,
+        on_update: ToolUpdate,
+        context: Any,
+    ) -> ToolResult:
+        return await self._owner.hand_over(tool_call_id, params, signal, on_update)
+
+
+# -- helpers -----------------------------------------------------------------------------
+
+
+def child_session_dir(parent_file: str) -> Path:
+    """The folder of a session's sub-agent sessions: its file name without ``.jsonl``."""
+    path = Path(parent_file)
+    return path.with_name(path.name.removesuffix(".jsonl"))
+
+
+def usage_line(name: str, usage: BudgetUsage) -> str:
+    """What a hand-over's result says the sub-agent used (as Claude Code's does)."""
+    return f"[{name}: {usage.turns} turns, {usage.tool_calls} tool calls, {usage.tokens} tokens]"
+
+
+def _with_mode(hooks: Sequence[Any], mode: str) -> list[Any]:
+    """The parent's hooks with its permission rules in a Claude Code file's
+    ``permissionMode`` (a gate with no rules when the parent has none)."""
+    from harnessc.runtime.hooks import HookSpec
+    from harnessc.runtime.tools.permission_gate import PermissionGate, find_gate
+    from harnessc.runtime.tools.permissions import PermissionRules
+
+    gate = find_gate(hooks)
+    mine = PermissionGate(
+        gate.rules if gate is not None else PermissionRules.from_config(None), mode
+    )
+    spec = HookSpec(moment="tool_call", handler=mine, name="permissions")
+    kept = [h for h in hooks if getattr(h, "handler", None) is not gate or gate is None]
+    return [*kept, spec]
+
+
+def _error(text: str) -> ToolResult:
+    return ToolResult([TextContent(text)], is_error=True)
+
+
+def _pending(child: AgentHarness, path: tuple[str, ...]) -> list[dict[str, Any]]:
+    run = child.run_state
+    if run is None:
+        return []
+    out: list[dict[str, Any]] = []
+    awaiting = child.state is LoopState.AWAITING_TOOL
+    for record in run.calls:
+        if record.result is not None:
+            continue
+        deeper = record.nested_calls()
+        if deeper:
+            out.extend({"call": c.to_dict(), "kind": kind, "path": p} for c, kind, p in deeper)
+        elif awaiting and record.status == "awaiting":
+            out.append({"call": record.call.to_dict(), "kind": "tool", "path": " > ".join(path)})
+        elif not awaiting and record.status == "held":
+            out.append(
+                {"call": record.call.to_dict(), "kind": "approval", "path": " > ".join(path)}
+            )
+    return out
+
+
+def _own_limits(child: AgentHarness) -> Budget:
+    return child.options.budget or Budget()
+
+
+def _tightest(own: Budget, parent: Any, child: Any | None = None) -> Budget:
+    """``own`` limits, each cut to what the sub-agent has used (``child``, a tracker)
+    plus what is left of the parent's (``parent``, a tracker)."""
+    values: dict[str, Any] = {}
+    for name in BUDGET_LIMITS:
+        mine = getattr(own, name)
+        theirs = getattr(parent.budget, name)
+        if theirs is not None:
+            used = child.used(name) if child is not None and name != "wall_clock_s" else 0
+            left = max(0, theirs - parent.used(name)) + used
+            left = int(left) if isinstance(theirs, int) else left
+            mine = left if mine is None else min(mine, left)
+        values[name] = mine
+    return Budget(**values, soft_ratio=own.soft_ratio)
+
+
+def _add_usage(total: BudgetUsage, before: BudgetUsage, after: BudgetUsage) -> None:
+    total.turns += after.turns - before.turns
+    total.tool_calls += after.tool_calls - before.tool_calls
+    total.tokens += after.tokens - before.tokens
+    total.cost_usd += after.cost_usd - before.cost_usd
+
+
+def register_module(file: Path, module: ModuleType) -> None:
+    """Use ``module`` as the sub-agent module of ``file`` (``harnessc run`` and ``dev``
+    compile the sub-agents' modules in memory, without writing them)."""
+    sys.modules[_module_name(file)] = module
+
+
+def _module_name(file: Path) -> str:
+    return f"harnessc_agents.{_SAFE.sub('_', str(file.resolve()))}"
+
+
+def _module(file: Path) -> ModuleType:
+    """A compiled sub-agent's generated module, imported from its file once."""
+    name = _module_name(file)
+    found = sys.modules.get(name)
+    if found is not None:
+        return found
+    spec = importlib.util.spec_from_file_location(name, file)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import the sub-agent module {file}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
