@@ -33,6 +33,7 @@ from harnessc.spec.envref import EnvRef, split_env_refs
 from harnessc.spec.load import LoadedSpec
 from harnessc.spec.models import (
     AgentSpec,
+    ContextFilesSpec,
     HookHandlerSpec,
     McpSpec,
     ModelSpec,
@@ -173,7 +174,7 @@ class _Builder:
         out.append(("model", Lit(spec.start_model)))
         if spec.tools:
             out.append(("tools", ListExpr([self.tool(t) for t in spec.tools])))
-        if spec.resources.skills or spec.resources.prompt_templates:
+        if spec.resources.skills or spec.resources.prompt_templates or spec.context_files:
             out.append(("resources", self.resources()))
         if spec.system_prompt is not None:
             out.append(("system_prompt", Code("SYSTEM_PROMPT")))
@@ -285,12 +286,39 @@ class _Builder:
 
     def resources(self) -> Call:
         res = self.spec.resources
+        context = self.spec.context_files
         return self.call(
             ".resources",
             "load_resources",
-            skills=ListExpr([self.spec_path(p) for p in res.skills]),
-            prompt_templates=ListExpr([self.spec_path(p) for p in res.prompt_templates]),
+            skills=ListExpr([self.spec_path(p) for p in res.skills]) if res.skills else None,
+            prompt_templates=(
+                ListExpr([self.spec_path(p) for p in res.prompt_templates])
+                if res.prompt_templates
+                else None
+            ),
+            context_files=self.context_files(context) if context is not False else None,
+            cwd=Code("cwd") if context is not False else None,
         )
+
+    def context_files(self, context: ContextFilesSpec | bool) -> Call:
+        """``ContextFileSettings(...)`` with the keys the spec sets."""
+        kwargs: dict[str, Expr | None] = {}
+        if isinstance(context, ContextFilesSpec):
+            fields = context.model_fields_set
+            if "names" in fields:
+                kwargs["names"] = TupleExpr([Lit(n) for n in context.names])
+            if "user" in fields:
+                user = context.user
+                kwargs["user"] = (
+                    Lit(None)
+                    if user is None
+                    else Lit(user)
+                    if user.startswith("~")
+                    else Call("str", [self.spec_path(user)])
+                )
+            if "max_bytes" in fields:
+                kwargs["max_bytes"] = Lit(context.max_bytes)
+        return self.call(".resources", "ContextFileSettings", **kwargs)
 
     def stream(self) -> Call:
         stream = self.spec.stream

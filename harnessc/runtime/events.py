@@ -299,6 +299,7 @@ class ResourcesUpdateEvent(Event):
     skills: list[str] = field(default_factory=list)
     prompt_templates: list[str] = field(default_factory=list)
     diagnostics: list[str] = field(default_factory=list)
+    context_files: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True, kw_only=True)

@@ -21,11 +21,13 @@ from pydantic import (
     AliasGenerator,
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
     GetJsonSchemaHandler,
     ModelWrapValidatorHandler,
     PlainValidator,
     PrivateAttr,
+    Tag,
     ValidationInfo,
     WithJsonSchema,
     create_model,
@@ -656,6 +658,31 @@ class ResourcesSpec(SpecModel):
     """Prompt-template folders or files, relative to the spec's folder."""
 
 
+class ContextFilesSpec(SpecModel):
+    names: Annotated[list[NonEmptyStr], Field(min_length=1)] = Field(
+        default_factory=lambda: ["AGENTS.md", "CLAUDE.md"]
+    )
+    """File names looked for in each folder from the working directory up to the root; the first that exists is read."""
+    user: str | None = "~/.config/harnessc/AGENTS.md"
+    """The user-level context file (read first); null: none. Relative paths: from the spec's folder."""
+    max_bytes: PosInt = 65536
+    """A longer file is cut at this many bytes (with a note)."""
+
+    @field_validator("names")
+    @classmethod
+    def _plain_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if "/" in name or "\\" in name or name in (".", ".."):
+                raise _custom("context_file_name", f"{name!r} must be a file name, not a path")
+        return value
+
+
+ContextFilesSetting = Annotated[
+    Annotated[ContextFilesSpec, Tag("settings")] | Annotated[bool, Tag("switch")],
+    Discriminator(lambda value: "switch" if isinstance(value, bool) else "settings"),
+]
+
+
 class ExtensionSpecModel(SpecModel):
     """An extension's config: the keys and types here, then the runtime's own checks.
 
@@ -1126,6 +1153,8 @@ class AgentSpec(SpecModel):
     """MCP servers whose tools the agent may call; needs the mcp extra (pip install 'harnessc[mcp]')."""
     resources: ResourcesSpec = Field(default_factory=ResourcesSpec)
     """Skills and prompt templates loaded from files."""
+    context_files: ContextFilesSetting = True
+    """The project's context files (AGENTS.md, CLAUDE.md) put into the system prompt; false: none."""
     hooks: dict[HookMoment, list[HookHandlerSpec]] = Field(
         default_factory=dict, json_schema_extra=_hooks_schema
     )

@@ -174,12 +174,14 @@ class Settings:
                 skills=[s.name for s in resources.skills],
                 prompt_templates=[t.name for t in resources.prompt_templates],
                 diagnostics=[f"{d.path}: {d.message}" for d in resources.diagnostics],
+                context_files=[f.path for f in resources.context_files],
             )
         )
 
     async def system_prompt(self, source: Any, host: Any) -> str:
-        """``source`` (text, or a callable of the harness), then the skills block (only
-        while ``read`` is active, as pi: without it the model cannot open a skill)."""
+        """``source`` (text, or a callable of the harness), the context files, then the
+        skills block (only while ``read`` is active, as pi: without it the model cannot
+        open a skill)."""
         if callable(source):
             value = source(host)
             if inspect.isawaitable(value):
@@ -187,6 +189,10 @@ class Settings:
             text = str(value)
         else:
             text = source or DEFAULT_SYSTEM_PROMPT
+        if self.resources.context_files:
+            from harnessc.runtime.resources.context_files import context_prompt_block
+
+            text = f"{text}\n\n{context_prompt_block(self.resources.context_files)}"
         if not self.resources.skills:
             return text
         from harnessc.runtime.resources import skills_prompt_block
@@ -200,7 +206,8 @@ class Settings:
         template_dirs: Sequence[str],
         apply: Callable[[AgentHarnessResources], Awaitable[None]],
     ) -> Any:
-        """A started watcher reloading skills and templates (default: the resources' dirs)."""
+        """A started watcher reloading skills, templates (default: the resources' dirs)
+        and the context files the resources were read with."""
         from harnessc.runtime.resources.watch import ResourceWatcher
 
         resources = self.resources
@@ -210,7 +217,13 @@ class Settings:
         async def on_change(resources: AgentHarnessResources, diagnostics: Any = None) -> None:
             await apply(resources)
 
-        watcher = ResourceWatcher(skills, templates, on_change)
+        watcher = ResourceWatcher(
+            skills,
+            templates,
+            on_change,
+            context_files=resources.context_settings,
+            cwd=resources.cwd,
+        )
         await watcher.start()
         return watcher
 

@@ -369,7 +369,8 @@ class TextPrinter:
 
     def _on_resources_update(self, event: Any) -> None:
         self.line(
-            f"[resources] {len(event.skills)} skills, {len(event.prompt_templates)} prompt templates"
+            f"[resources] {len(event.skills)} skills, {len(event.prompt_templates)} prompt "
+            f"templates, {len(event.context_files)} context files"
         )
         for problem in event.diagnostics:
             self.line(f"[resources] {problem}")
