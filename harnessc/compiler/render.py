@@ -214,7 +214,7 @@ class _Builder:
                     for k, v in rules.items()
                 ]
             )
-            hooks.append(self.call(".tools.permissions", "permission_hook", config))
+            hooks.append(self.call(".tools.permission_gate", "permission_hook", config))
         if hooks:
             out.append(("hooks", ListExpr(hooks)))
         extensions = self.extensions()

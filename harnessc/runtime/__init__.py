@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.budget import Budget
-from harnessc.runtime.events import Event, EventLog
+from harnessc.runtime.event_log import EventLog
+from harnessc.runtime.events import Event
 from harnessc.runtime.harness import AgentHarness, HarnessBusyError, RunResult
 from harnessc.runtime.hooks import FailRun, HookSpec, PauseRequest
 from harnessc.runtime.loop import LoopState

@@ -27,7 +27,6 @@ __all__ = [
     "BudgetWarnEvent",
     "ErrorEvent",
     "Event",
-    "EventLog",
     "MessageEndEvent",
     "MessageStartEvent",
     "MessageUpdateEvent",
@@ -384,6 +383,3 @@ def event_matches(name: str, event: Event) -> bool:
         return False
     return alias[1] is None or alias[1](event)
 
-
-# The log lives in its own module; ``EventLog`` stays importable from here.
-from harnessc.runtime.event_log import EventLog  # noqa: E402 - it needs Event above

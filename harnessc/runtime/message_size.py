@@ -1,7 +1,4 @@
-"""How big a message is for the model: characters, token estimates, reported usage.
-
-``messages`` re-exports every name here (the public import path of these estimates).
-"""
+"""How big a message is for the model: characters, token estimates, reported usage."""
 
 from __future__ import annotations
 

@@ -26,13 +26,9 @@ __all__ = [
     "UserContent",
     "UserMessage",
     "content_from_dict",
-    "estimate_context_tokens",
-    "estimate_tokens",
     "message_from_dict",
-    "message_chars",
     "message_text",
     "now_ms",
-    "reported_tokens",
 ]
 
 StopReason = Literal["stop", "length", "toolUse", "error", "aborted"]
@@ -387,11 +383,3 @@ def message_text(message: Message) -> str:
         return content
     return "".join(c.text for c in content if isinstance(c, TextContent))
 
-
-# The size estimates live in their own module; their names stay importable from here.
-from harnessc.runtime.message_size import (  # noqa: E402 - it needs the classes above
-    estimate_context_tokens,
-    estimate_tokens,
-    message_chars,
-    reported_tokens,
-)

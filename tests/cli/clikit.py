@@ -81,7 +81,7 @@ AGENT_SOURCE = textwrap.dedent(
             import json
 
             from harnessc.runtime.tools import create_bash_tool
-            from harnessc.runtime.tools.permissions import permission_hook
+            from harnessc.runtime.tools.permission_gate import permission_hook
 
             hooks.append(permission_hook(json.loads(os.environ["AGENT_PERMISSIONS"])))
             extra_tools.append(create_bash_tool())

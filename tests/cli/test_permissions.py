@@ -101,7 +101,7 @@ def test_bad_rules_are_named() -> None:
 def test_hooks_see_the_mode_as_claude_code_names_it() -> None:
     from types import SimpleNamespace
 
-    from harnessc.runtime.tools.permissions import claude_permission_mode, permission_hook
+    from harnessc.runtime.tools.permission_gate import claude_permission_mode, permission_hook
 
     hook = permission_hook({"ask": ["Bash(*)"]}, "accept-edits")
     harness = SimpleNamespace(options=SimpleNamespace(hooks=[hook]))

@@ -13,6 +13,7 @@ from harnessc.runtime.agent.hooks import HookRunner
 from harnessc.runtime.agent.run_state import CallRecord, RunState
 from harnessc.runtime.budget import Budget, BudgetUsage
 from harnessc.runtime.loop import LoopState
+from harnessc.runtime.message_size import estimate_context_tokens
 from harnessc.runtime.messages import (
     AssistantMessage,
     TextContent,
@@ -20,7 +21,6 @@ from harnessc.runtime.messages import (
     ToolResultMessage,
     Usage,
     UserMessage,
-    estimate_context_tokens,
 )
 from harnessc.runtime.session import Session
 

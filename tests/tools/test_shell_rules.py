@@ -17,12 +17,8 @@ from harnessc.runtime.options import ToolContextSource
 from harnessc.runtime.providers.scripted import ScriptedProvider, reply_text, reply_tool_calls
 from harnessc.runtime.session import JsonlSessionRepo
 from harnessc.runtime.tools.bash import create_bash_tool
-from harnessc.runtime.tools.permissions import (
-    PermissionRules,
-    decide,
-    permission_hook,
-    remembered_rule,
-)
+from harnessc.runtime.tools.permission_gate import permission_hook
+from harnessc.runtime.tools.permissions import PermissionRules, decide, remembered_rule
 from harnessc.runtime.tools.shell_rules import analyse
 
 CWD = "/work/project"

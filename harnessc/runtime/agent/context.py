@@ -10,12 +10,8 @@ from collections.abc import Sequence
 
 from harnessc.runtime.agent.bus import EventBus
 from harnessc.runtime.events import MessageEndEvent, MessageStartEvent
-from harnessc.runtime.messages import (
-    AssistantMessage,
-    Message,
-    estimate_tokens,
-    reported_tokens,
-)
+from harnessc.runtime.message_size import estimate_tokens, reported_tokens
+from harnessc.runtime.messages import AssistantMessage, Message
 from harnessc.runtime.session.session import Session
 
 __all__ = ["ContextWindow"]
@@ -73,7 +69,7 @@ class ContextWindow:
 
     def tokens(self, use_usage: bool = True) -> int:
         """The last good reply's reported usage plus estimates after it (else all estimates);
-        the same rule as ``messages.estimate_context_tokens``, in constant time."""
+        the same rule as ``message_size.estimate_context_tokens``, in constant time."""
         if use_usage and self._usage_at >= 0:
             reply = self.messages[self._usage_at]
             assert isinstance(reply, AssistantMessage)

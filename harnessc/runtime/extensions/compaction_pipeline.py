@@ -16,12 +16,12 @@ from harnessc.runtime.extensions.base import (
     HarnessContext,
     require_non_negative,
 )
+from harnessc.runtime.message_size import message_chars
 from harnessc.runtime.messages import (
     AssistantMessage,
     Message,
     TextContent,
     ToolResultMessage,
-    message_chars,
 )
 
 __all__ = [

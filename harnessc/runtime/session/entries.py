@@ -293,7 +293,7 @@ class SessionEntry:
         raw = self.data.get("message")
         if not isinstance(raw, dict):
             return None
-        from harnessc.runtime.session.context import parse_message
+        from harnessc.runtime.session.message_parse import parse_message
 
         return parse_message(raw)
 

@@ -22,15 +22,7 @@ from types import TracebackType
 from typing import Any, Protocol
 
 from harnessc.runtime.messages import Message
-from harnessc.runtime.session.context import (
-    BRANCH_SUMMARY_PREFIX,
-    COMPACTION_SUMMARY_PREFIX,
-    SessionContext,
-    branch_summary_message,
-    build_context,
-    compaction_summary_message,
-    entry_message,
-)
+from harnessc.runtime.session.context import SessionContext, build_context, entry_message
 from harnessc.runtime.session.entries import (
     ACTIVE_TOOLS_TYPE,
     ENTRY_TYPES,
@@ -45,6 +37,12 @@ from harnessc.runtime.session.entries import (
     iso_now,
     iso_to_ms,
     no_gc,
+)
+from harnessc.runtime.session.message_parse import (
+    BRANCH_SUMMARY_PREFIX,
+    COMPACTION_SUMMARY_PREFIX,
+    branch_summary_message,
+    compaction_summary_message,
 )
 
 __all__ = [

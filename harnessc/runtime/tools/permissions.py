@@ -396,15 +396,3 @@ def _write_decision(rules: PermissionRules, path: str, mode: str, cwd: str) -> D
     if allow is not None:
         return Decision("allow", f"allowed by {allow.text} (for writing {path})")
     return Decision("ask", f"writes {path}, outside the working folder")
-
-
-# The gate (a tool_call hook applying the rules) and the session records of answers
-# live in permission_gate.py (its __all__); generated modules import permission_hook
-# from here.
-def __getattr__(name: str) -> Any:
-    if not name.startswith("__"):
-        from harnessc.runtime.tools import permission_gate
-
-        if name in permission_gate.__all__:
-            return getattr(permission_gate, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

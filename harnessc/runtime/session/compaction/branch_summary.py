@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harnessc.runtime.messages import CustomMessage, Message, estimate_tokens
+from harnessc.runtime.message_size import estimate_tokens
+from harnessc.runtime.messages import CustomMessage, Message
 from harnessc.runtime.options import AgentHarnessStreamOptions, Model
 from harnessc.runtime.providers.base import Provider
 from harnessc.runtime.session.compaction.file_ops import FileOperations
