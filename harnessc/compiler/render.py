@@ -172,6 +172,8 @@ class _Builder:
         out: list[tuple[str, Expr]] = [("session", Code("session"))]
         out.append(("models", DictExpr([(Lit(k), self.model(m)) for k, m in spec.models.items()])))
         out.append(("model", Lit(spec.start_model)))
+        if spec.fallback:
+            out.append(("fallback", self.fallback()))
         if spec.tools:
             out.append(("tools", ListExpr([self.tool(t) for t in spec.tools])))
         if spec.resources.skills or spec.resources.prompt_templates or spec.context_files:
@@ -298,6 +300,18 @@ class _Builder:
             ),
             context_files=self.context_files(context) if context is not False else None,
             cwd=Code("cwd") if context is not False else None,
+        )
+
+    def fallback(self) -> Call:
+        """``ModelFallback([...], on=..., cooldown_s=...)`` with the keys the spec sets."""
+        spec = self.spec
+        kwargs: dict[str, Expr | None] = {}
+        if "fallback_on" in spec.model_fields_set:
+            kwargs["on"] = TupleExpr([Lit(k) for k in spec.fallback_on])
+        if "cooldown_s" in spec.model_fields_set:
+            kwargs["cooldown_s"] = Lit(spec.cooldown_s)
+        return self.call(
+            ".fallback", "ModelFallback", ListExpr([Lit(k) for k in spec.fallback]), **kwargs
         )
 
     def context_files(self, context: ContextFilesSpec | bool) -> Call:

@@ -30,6 +30,7 @@ __all__ = [
     "MessageEndEvent",
     "MessageStartEvent",
     "MessageUpdateEvent",
+    "ModelFallbackEvent",
     "ModelUpdateEvent",
     "NoticeEvent",
     "PlanCommitEvent",
@@ -281,6 +282,17 @@ class ModelUpdateEvent(Event):
 
 
 @dataclass(slots=True, kw_only=True)
+class ModelFallbackEvent(Event):
+    """A model request failed (after its retries); the same request goes to ``to_model``."""
+
+    type: ClassVar[str] = "model_fallback"
+    from_model: str = ""  # keys of the spec's models
+    to_model: str = ""
+    reason: str = ""  # the failure's kind: rate_limit, overloaded, server_error, ...
+    error: str = ""  # the failed request's error text (redacted)
+
+
+@dataclass(slots=True, kw_only=True)
 class ThinkingLevelUpdateEvent(Event):
     type: ClassVar[str] = "thinking_level_update"
     level: str = ""
@@ -339,6 +351,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         SessionCompactEvent,
         SessionTreeEvent,
         ModelUpdateEvent,
+        ModelFallbackEvent,
         ThinkingLevelUpdateEvent,
         ToolsUpdateEvent,
         ResourcesUpdateEvent,
@@ -382,4 +395,3 @@ def event_matches(name: str, event: Event) -> bool:
     if alias is None or alias[0] != event.type:
         return False
     return alias[1] is None or alias[1](event)
-

@@ -362,6 +362,7 @@ QueueModeName = Literal["one-at-a-time", "all"]
 
 
 InputKind = Literal["text", "image"]
+FallbackKind = Literal["rate_limit", "overloaded", "server_error", "timeout", "connection"]
 
 
 def _default_input() -> list[InputKind]:
@@ -1141,6 +1142,14 @@ class AgentSpec(SpecModel):
     """The models the agent may use, by key (the key is what model, --model and /model name)."""
     model: NonEmptyStr | None = None
     """Key of the model to start with; default: the first one."""
+    fallback: list[NonEmptyStr] = Field(default_factory=list)
+    """Keys of the models a request goes to, in order, when the model in use fails after its retries."""
+    fallback_on: list[FallbackKind] = Field(
+        default_factory=lambda: ["rate_limit", "overloaded", "server_error", "timeout", "connection"]
+    )
+    """The failures that move a request to the next fallback model (never context overflow, auth or a bad request)."""
+    cooldown_s: NonNegFloat = 60
+    """Seconds a failed model is skipped before it is tried again."""
     thinking_level: ThinkingLevelName | None = None
     """Reasoning effort to start with (models with reasoning: true); default off. --thinking and /thinking change it."""
     system_prompt: str | None = None

@@ -340,6 +340,7 @@ def test_generated_modules_use_exactly_the_contract_names() -> None:
             "ExternalTool",
         },
         "harnessc.runtime.resources": {"load_resources", "ContextFileSettings"},
+        "harnessc.runtime.fallback": {"ModelFallback"},
         "harnessc.runtime.session": {"JsonlSessionRepo", "Session"},
         "harnessc.runtime.extensions": {
             "python_hook",

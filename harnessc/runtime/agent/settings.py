@@ -49,6 +49,7 @@ class Settings:
         "tool_context",
         "model_recorded",
         "thinking_level_recorded",
+        "fallback_from",
     )
 
     def __init__(self, options: AgentHarnessOptions, session: Session, bus: EventBus) -> None:
@@ -70,6 +71,8 @@ class Settings:
         # the session holds a model / thinking level record (else record_if_new writes one)
         self.model_recorded = False
         self.thinking_level_recorded = False
+        # The key of the model chosen (spec, --model, /model) while a fallback serves.
+        self.fallback_from: str | None = None
 
     def resolve_model(self, model: str | Model | None) -> Model:
         if isinstance(model, Model):
@@ -117,6 +120,7 @@ class Settings:
 
     async def set_model(self, model: str | Model) -> None:
         self.model = self.resolve_model(model)
+        self.fallback_from = None
         self.session.append_model_change(self.model.provider or self.model.api, self.model.id)
         await self.bus.emit(
             ModelUpdateEvent(

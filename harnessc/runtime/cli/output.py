@@ -346,6 +346,12 @@ class TextPrinter:
             f"{event.delay_ms / 1000:.1f}s: {status}{one_line(event.error, 120)}"
         )
 
+    def _on_model_fallback(self, event: Any) -> None:
+        self.line(
+            f"[fallback] {event.from_model} failed ({event.reason}): "
+            f"{one_line(event.error, 120)}; trying {event.to_model}"
+        )
+
     def _on_budget_warn(self, event: Any) -> None:
         used = format_number(event.used)
         maximum = format_number(event.maximum)

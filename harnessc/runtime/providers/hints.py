@@ -154,7 +154,13 @@ def transport_error(exc: BaseException, timeout_ms: int | None, url: str) -> Pro
     if isinstance(exc, ProviderError):
         return exc
     message, retryable = describe_transport_error(exc, timeout_ms, url)
-    return ProviderError(message, retryable=retryable)
+    if isinstance(exc, httpcore.TimeoutException):
+        kind = "timeout"
+    elif isinstance(exc, httpcore.UnsupportedProtocol | httpcore.ProxyError):
+        kind = "other"
+    else:  # refused, unresolved, TLS, lost: the server cannot be reached
+        kind = "connection"
+    return ProviderError(message, retryable=retryable, kind=kind)
 
 
 def interrupted_error(
@@ -170,7 +176,9 @@ def interrupted_error(
         limit = f"{timeout_ms} ms" if timeout_ms else f"{clock.idle_s:g} s"
         kept = " (the server sent only keepalives)" if parser and parser.comments else ""
         return ProviderError(
-            f"request timed out after {limit} without reply data{kept} ({at})", retryable=True
+            f"request timed out after {limit} without reply data{kept} ({at})",
+            retryable=True,
+            kind="timeout",
         )
     if kind == "deadline":
         return ProviderError(f"the run's time budget ran out during the model request ({at})")
@@ -178,7 +186,8 @@ def interrupted_error(
         total = clock.idle_s * TOTAL_FACTOR
         return ProviderError(
             f"the request took longer than its total limit of {total:g} s "
-            f"({TOTAL_FACTOR} x timeout_ms; {at})"
+            f"({TOTAL_FACTOR} x timeout_ms; {at})",
+            kind="timeout",
         )
     return ProviderError("aborted")
 
