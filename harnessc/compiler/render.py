@@ -388,7 +388,25 @@ class _Builder:
                 out.append(self.call_object(entry.factory, config))
         if self.spec.mcp is not None:
             out.append(self.mcp(self.spec.mcp))
+        if self.spec.telemetry is not None:
+            out.append(self.telemetry())
         return out
+
+    def telemetry(self) -> Expr:
+        """``TelemetryExtension(TelemetryConfig(...))`` with the keys the spec sets."""
+        spec = self.spec.telemetry
+        assert spec is not None
+        kwargs: dict[str, Expr | None] = {}
+        for key in ("exporter", "service_name"):
+            if getattr(spec, key) is not None:
+                kwargs[key] = Lit(getattr(spec, key))
+        if spec.endpoint is not None:
+            kwargs["endpoint"] = self.env_str(spec.endpoint)
+        if spec.capture_content:
+            kwargs["capture_content"] = Lit(True)
+        kwargs["agent_name"] = Code("AGENT_NAME")
+        config = self.call(".telemetry", "TelemetryConfig", **kwargs)
+        return self.call(".telemetry", "TelemetryExtension", config)
 
     def mcp(self, section: McpSpec) -> Expr:
         """``McpToolset([McpServerConfig(...), ...], from_file=...)``: the servers as wiring."""

@@ -363,6 +363,13 @@ QueueModeName = Literal["one-at-a-time", "all"]
 
 InputKind = Literal["text", "image"]
 FallbackKind = Literal["rate_limit", "overloaded", "server_error", "timeout", "connection"]
+_FALLBACK_ON: tuple[FallbackKind, ...] = (
+    "rate_limit",
+    "overloaded",
+    "server_error",
+    "timeout",
+    "connection",
+)
 
 
 def _default_input() -> list[InputKind]:
@@ -676,6 +683,17 @@ class ContextFilesSpec(SpecModel):
             if "/" in name or "\\" in name or name in (".", ".."):
                 raise _custom("context_file_name", f"{name!r} must be a file name, not a path")
         return value
+
+
+class TelemetrySpec(SpecModel):
+    exporter: Literal["otlp", "console", "none"] | None = None
+    """otlp (HTTP/protobuf to endpoint), console (stderr) or none; default: OTEL_TRACES_EXPORTER, else otlp."""
+    endpoint: NonEmptyStr | None = None
+    """The OTLP/HTTP base URL (traces go to <endpoint>/v1/traces); default: OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318. May hold ${VAR}."""
+    service_name: NonEmptyStr | None = None
+    """service.name of the spans; default: OTEL_SERVICE_NAME, else the agent's name."""
+    capture_content: bool = False
+    """Record prompts, replies and tool arguments/results on the spans (secrets redacted)."""
 
 
 ContextFilesSetting = Annotated[
@@ -1144,9 +1162,7 @@ class AgentSpec(SpecModel):
     """Key of the model to start with; default: the first one."""
     fallback: list[NonEmptyStr] = Field(default_factory=list)
     """Keys of the models a request goes to, in order, when the model in use fails after its retries."""
-    fallback_on: list[FallbackKind] = Field(
-        default_factory=lambda: ["rate_limit", "overloaded", "server_error", "timeout", "connection"]
-    )
+    fallback_on: list[FallbackKind] = Field(default_factory=lambda: list(_FALLBACK_ON))
     """The failures that move a request to the next fallback model (never context overflow, auth or a bad request)."""
     cooldown_s: NonNegFloat = 60
     """Seconds a failed model is skipped before it is tried again."""
@@ -1178,6 +1194,8 @@ class AgentSpec(SpecModel):
     """Where sessions are kept."""
     durable: DurableSpec | None = None
     """Durable runs on DBOS (queue, workers, recovery); default: runs live in the agent's process only."""
+    telemetry: TelemetrySpec | None = None
+    """OpenTelemetry traces and metrics (needs the otel extra: pip install 'harnessc[otel]'); without it the OTEL_* variables may still turn them on."""
     stream: StreamSpec | None = None
     """Options of every provider request (timeouts, retries, headers, caching)."""
     steering_mode: QueueModeName | None = None

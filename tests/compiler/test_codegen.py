@@ -341,6 +341,7 @@ def test_generated_modules_use_exactly_the_contract_names() -> None:
         },
         "harnessc.runtime.resources": {"load_resources", "ContextFileSettings"},
         "harnessc.runtime.fallback": {"ModelFallback"},
+        "harnessc.runtime.telemetry": {"TelemetryConfig", "TelemetryExtension"},
         "harnessc.runtime.session": {"JsonlSessionRepo", "Session"},
         "harnessc.runtime.extensions": {
             "python_hook",

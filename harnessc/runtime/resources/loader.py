@@ -6,9 +6,13 @@ import os
 from collections.abc import Iterable
 
 from harnessc.runtime.resources.context_files import load_context_files
-from harnessc.runtime.resources.skills import load_skills
-from harnessc.runtime.resources.templates import load_prompt_templates
-from harnessc.runtime.resources.types import AgentHarnessResources, ContextFileSettings
+from harnessc.runtime.resources.types import (
+    AgentHarnessResources,
+    ContextFileSettings,
+    PromptTemplate,
+    ResourceDiagnostic,
+    Skill,
+)
 
 __all__ = ["load_resources"]
 
@@ -37,8 +41,19 @@ def load_resources(
     """
     skill_dirs = _paths(skills)
     template_dirs = _paths(prompt_templates)
-    skill_items, skill_diags = load_skills(skill_dirs)
-    templates, template_diags = load_prompt_templates(template_dirs)
+    # imported only when asked for: an agent with context files only stays light
+    skill_items: list[Skill] = []
+    skill_diags: list[ResourceDiagnostic] = []
+    templates: list[PromptTemplate] = []
+    template_diags: list[ResourceDiagnostic] = []
+    if skill_dirs:
+        from harnessc.runtime.resources.skills import load_skills
+
+        skill_items, skill_diags = load_skills(skill_dirs)
+    if template_dirs:
+        from harnessc.runtime.resources.templates import load_prompt_templates
+
+        templates, template_diags = load_prompt_templates(template_dirs)
     folder = os.path.abspath(os.fspath(cwd)) if cwd is not None else os.getcwd()
     files, context_diags = (
         load_context_files(context_files, folder) if context_files is not None else ([], [])
