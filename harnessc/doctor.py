@@ -2,7 +2,10 @@
 
 1. the model's key variable is set (its value is never printed);
 2. its endpoint answers (``GET {base_url}/models``, with the key as the API expects it);
-3. its model id is among the models the endpoint lists.
+3. its model id is among the models the endpoint lists;
+
+and for a spec with ``durable:``, its database (answers, schema version, queue, live
+workers: ``harnessc.runtime.durable.health``).
 
 Each check prints one line; exit 0 when nothing failed, 1 otherwise.
 """
@@ -116,10 +119,18 @@ def check_model(key: str, model: Any, get: Callable[..., Any] | None = None) -> 
     return checks
 
 
-def doctor(models: dict[str, Any], echo: Callable[[str], None]) -> int:
+def doctor(
+    models: dict[str, Any],
+    echo: Callable[[str], None],
+    durable: Callable[[], list[tuple[str, str]]] | None = None,
+) -> int:
+    """Every model's checks, then ``durable``'s (a spec with ``durable:``: its database,
+    schema, queue and workers)."""
     failed = False
-    for key, model in models.items():
-        for check in check_model(key, model):
-            echo(f"{check.status:<7}  {check.text}")
-            failed = failed or check.status == "error"
+    checks = [check for key, model in models.items() for check in check_model(key, model)]
+    if durable is not None:
+        checks += [Check(status, text) for status, text in durable()]
+    for check in checks:
+        echo(f"{check.status:<7}  {check.text}")
+        failed = failed or check.status == "error"
     return 1 if failed else 0

@@ -99,6 +99,20 @@ class LiveAgent:
     def run(self, argv: list[str], prog: str | None = None) -> int:
         """The module's command line (what its ``main`` runs), shown as ``prog``."""
         assert self.module is not None
+        session_repo = getattr(self.module, "session_repo", None)
+        durable = getattr(self.module, "durable_config", None)
+        if durable is not None:  # a spec with durable: runs as its generated module does
+            from harnessc.runtime.durable import run_durable_cli
+
+            return run_durable_cli(
+                self.build_options,
+                argv,
+                agent_name=self.agent_name,
+                session_dir=self.session_dir,
+                durable=durable,
+                session_repo=session_repo,
+                prog=prog,
+            )
         from harnessc.runtime.cli import run_cli
 
         return run_cli(
@@ -107,6 +121,7 @@ class LiveAgent:
             agent_name=self.agent_name,
             session_dir=self.session_dir,
             prog=prog,
+            session_repo=session_repo,
         )
 
     @property

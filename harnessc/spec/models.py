@@ -39,6 +39,7 @@ from pydantic_core import CoreSchema, PydanticCustomError
 
 from harnessc.runtime import catalog
 from harnessc.runtime.hooks import HOOK_NAMES, canonical_hook_name
+from harnessc.runtime.options import DEFAULT_TOOL_TIMEOUT_S
 from harnessc.spec.diagnostics import did_you_mean
 
 __all__ = [
@@ -462,6 +463,8 @@ class PythonToolSpec(SpecModel):
     """Default: the function's docstring."""
     parameters: JsonObject | None = None
     """JSON Schema of the arguments; default: derived from the type hints."""
+    timeout_s: PosFloat | None = None
+    """Seconds one call may run before the agent loop ends it with an error result; default: tool_timeout_s."""
 
     @model_validator(mode="before")
     @classmethod
@@ -1078,6 +1081,20 @@ class DurableSpec(SpecModel):
             )
         return self
 
+    @field_validator("database_url")
+    @classmethod
+    def _known_scheme(cls, url: str) -> str:
+        """sqlite:///PATH or postgresql://... (a URL from the environment is checked when
+        it is read)."""
+        known = re.match(r"^(sqlite:///.|postgres(ql)?(\+psycopg)?://)", url)
+        if not url.startswith("${") and known is None:
+            scheme = url.split(":", 1)[0] if ":" in url else url
+            raise _custom(
+                "durable_url",
+                f"must be sqlite:///PATH or postgresql://..., not {scheme!r}",
+            )
+        return url
+
 
 class StreamSpec(SpecModel):
     """Options of every provider request."""
@@ -1206,6 +1223,8 @@ class AgentSpec(SpecModel):
     """Value handed to every tool call; string values may hold ${VAR} references."""
     sequential_tools: bool = False
     """Run the tool calls of one reply one at a time."""
+    tool_timeout_s: PosFloat = DEFAULT_TOOL_TIMEOUT_S
+    """Seconds one tool call may run before the agent loop ends it with an error result (the model sees it; the run goes on). A python tool's own timeout_s wins."""
 
     _claude_settings: str | None = PrivateAttr(default=None)
 

@@ -29,6 +29,7 @@ AGENT_SOURCE = textwrap.dedent(
 
     import asyncio
     import os
+    import sys
 
     from harnessc.runtime import AgentHarnessOptions, Model, env
     from harnessc.runtime.durable import DurableConfig, run_durable_cli
@@ -55,8 +56,26 @@ AGENT_SOURCE = textwrap.dedent(
             session = Session()
         resources = os.environ.get("RESOURCES_DIR")
         wall = os.environ.get("WALL_CLOCK_S")
+        limits = {"wall_clock_s": float(wall)} if wall else {}
+        for name in ("turns", "tool_calls"):
+            if os.environ.get("BUDGET_" + name.upper()):
+                limits[name] = int(os.environ["BUDGET_" + name.upper()])
+        hooks, extensions = [], []
+        if os.environ.get("ASK_TOOLS"):  # a permission rule: these tools are asked for
+            from harnessc.runtime.tools.permission_gate import permission_hook
+
+            hooks.append(permission_hook({"ask": os.environ["ASK_TOOLS"].split(",")}))
+        if os.environ.get("TICKETS_SERVER"):  # a real stdio MCP server
+            from harnessc.runtime.mcp import McpServerConfig, McpToolset
+
+            server = McpServerConfig(name="tickets", command=sys.executable,
+                                     args=[os.environ["TICKETS_SERVER"]],
+                                     env={"TICKETS_LOG": os.environ["TICKETS_LOG"]})
+            extensions.append(McpToolset([server]))
         return AgentHarnessOptions(
-            budget=Budget(wall_clock_s=float(wall)) if wall else None,
+            budget=Budget(**limits) if limits else None,
+            hooks=hooks,
+            extensions=extensions,
             resources=load_resources(
                 skills=[os.path.join(resources, "skills")],
                 prompt_templates=[os.path.join(resources, "templates")],
@@ -98,21 +117,24 @@ AGENT_SOURCE = textwrap.dedent(
 
 def scripted(request: RecordedRequest) -> ScriptedResponse:
     """The reply to a conversation: prompt "steps N [approve]" calls ``work`` N times,
-    one call per reply (then ``approve`` when asked), then answers "finished N"."""
+    one call per reply (then ``approve`` when asked), then answers "finished N";
+    "mcp N [approve]" calls the MCP tool ``create`` instead of ``work``."""
     body = request.json
     messages = body["messages"]
     prompt = next(m for m in messages if m["role"] == "user")["content"]
     if isinstance(prompt, list):
         prompt = "".join(p.get("text", "") for p in prompt)
     words = str(prompt).split()
-    steps = int(words[1]) if len(words) > 1 and words[0] == "steps" else 0
+    steps = int(words[1]) if len(words) > 1 and words[0] in ("steps", "mcp") else 0
     results = [m for m in messages if m["role"] == "tool"]
     tag = words[-1] if words else ""
     if len(results) < steps:
         n = len(results) + 1
-        return ScriptedResponse.sse(
-            openai_tool_call_events([(f"call_{tag}_{n}", "work", json.dumps({"step": n}))])
-        )
+        if words[0] == "mcp":  # "mcp N ...": the MCP server's tool creates ticket n
+            call = (f"call_{tag}_{n}", "mcp__tickets__create", json.dumps({"title": f"t{n}"}))
+        else:
+            call = (f"call_{tag}_{n}", "work", json.dumps({"step": n}))
+        return ScriptedResponse.sse(openai_tool_call_events([call]))
     if "approve" in words and len(results) == steps:
         return ScriptedResponse.sse(openai_tool_call_events([(f"ask_{tag}", "approve", "{}")]))
     return ScriptedResponse.sse(openai_events([f"finished {steps} {tag}"]))

@@ -157,7 +157,9 @@ def test_submit_worker_follow_runs_and_a_resume_from_a_third_process(
     any_agent.worker("w1")
     followed = any_agent.run("--follow", plain)  # a client in a process of its own
     assert followed.returncode == 0, followed.stderr
-    assert followed.stdout.splitlines() == ["[work]", "[work]", "finished 2 plain"]
+    assert followed.stdout.splitlines() == ["finished 2 plain"]  # as a plain run prints it
+    tools = [line.split("  ")[0] for line in followed.stderr.splitlines() if "[work]" in line]
+    assert tools == ["[work] step=1", "[work] step=2"]
     code, waiting, _ = any_agent.client("--follow", asking, "--json")
     assert code == 3
     assert any(json.loads(line)["type"] == "tool_execution_start" for line in waiting.splitlines())
@@ -368,9 +370,11 @@ def test_a_recovered_run_keeps_its_run_id_wall_clock_and_resources(
     _write_resources(resources, "original")
     env = {"RESOURCES_DIR": str(resources), "WALL_CLOCK_S": "3"}
     run_id = submit(agent, "/task pin")
-    victim = agent.worker("w1", env={**env, "TOOL_SLEEP_S": "6"})
+    # The victim's budget is wide: the loop would stop a tool at the run's deadline, and
+    # the kill must come inside the tool. The recovering worker's 3 s budget pauses the run.
+    victim = agent.worker("w1", env={**env, "TOOL_SLEEP_S": "6", "WALL_CLOCK_S": "600"})
     wait_for(lambda: "start call_pin_1" in _read(agent.side_effects), what="the first tool")
-    time.sleep(3.5)  # past the wall-clock budget, inside the tool
+    time.sleep(3.5)  # past the recovering worker's wall-clock budget, inside the tool
     victim.kill()
     victim.wait(timeout=30)
     _write_resources(resources, "changed")
@@ -412,7 +416,7 @@ def test_workers_starting_together_all_create_the_heartbeat_table(pg_database: s
     def start(n: int) -> str:
         beat = Heartbeat(pg_database, f"w{n}", "q", 30.0)
         try:
-            beat.beat()
+            beat.take()
             return beat.worker_id
         finally:
             beat.engine.dispose()

@@ -76,6 +76,8 @@ def test_the_generated_wiring(tmp_path: Path) -> None:
         ("session: {repo: postgres, url: 'postgresql://u:hunter2@h/db'}", "holds a password"),
         ("durable: {database_url: 'postgresql://u:hunter2@h/db'}", "holds a password"),
         ("durable: {engine: temporal}", "dbos"),
+        ("durable: {database_url: 'mysql://x'}", "must be sqlite:///PATH or postgresql"),
+        ("durable: {database_url: 'sqlite:x.db'}", "not 'sqlite'"),
     ],
 )
 def test_bad_keys_are_clear_errors(tmp_path: Path, snippet: str, message: str) -> None:
@@ -156,3 +158,38 @@ def test_help_lists_the_durable_verbs_only_with_durable(tmp_path: Path) -> None:
     assert "durable runs:" not in text
     for verb in verbs:
         assert f"\n  {verb} " not in text, verb
+
+
+def test_harnessc_run_of_a_durable_spec_is_durable_and_check_locates_a_bad_url(
+    tmp_path: Path,
+) -> None:
+    """``harnessc run SPEC`` runs a spec with ``durable:`` as its generated module does
+    (the durable verbs are there); ``harnessc check`` names the line of a URL whose
+    scheme durable runs cannot use."""
+    spec = write_spec(
+        tmp_path, SPEC.replace("session:\n  repo: postgres\n  url: ${DATABASE_URL}\n", "")
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "DURABLE_URL": "sqlite:///.harnessc/d.sqlite"}
+
+    def harnessc(*args: str) -> subprocess.CompletedProcess[str]:
+        code = "import sys; from harnessc.cli import main; sys.exit(main())"
+        return subprocess.run(
+            [sys.executable, "-c", code, *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+
+    listed = harnessc("run", str(spec), "--", "--runs")
+    assert listed.returncode == 2, listed.stderr
+    assert "no durable runs yet" in listed.stderr
+    spec.write_text(SPEC.replace("${DURABLE_URL:-sqlite:///.harnessc/durable.sqlite}", "mysql://x"))
+    checked = harnessc("check", str(spec))
+    assert checked.returncode == 1
+    assert (
+        "durable-demo.yaml:10:17: error: durable.database_url: must be" in checked.stderr
+        and "not 'mysql'" in checked.stderr
+    )

@@ -10,6 +10,7 @@ from harnessc.runtime.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from harnessc.runtime.durable.cli import run_durable_cli
+    from harnessc.runtime.durable.clients import DurableRuns
     from harnessc.runtime.durable.config import (
         DurableConfig,
         DurableError,
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 _EXPORTS: dict[str, str] = {
     "DurableConfig": "harnessc.runtime.durable.config",
     "DurableError": "harnessc.runtime.durable.config",
+    "DurableRuns": "harnessc.runtime.durable.clients",
     "default_worker_id": "harnessc.runtime.durable.config",
     "resolve_database_url": "harnessc.runtime.durable.config",
     "run_durable_cli": "harnessc.runtime.durable.cli",
@@ -28,6 +30,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "DurableConfig",
     "DurableError",
+    "DurableRuns",
     "default_worker_id",
     "resolve_database_url",
     "run_durable_cli",

@@ -1,18 +1,18 @@
 """The durable verbs of a generated agent's command line (a spec with ``durable:``).
 
 ``--submit PROMPT`` enqueues a run and prints its id; ``--worker`` takes runs from the
-queue until SIGTERM or Ctrl-C (then drains); ``--follow RUN`` streams a run's events;
-``--runs`` lists runs with their state; ``--run RUN --resume-with JSON`` answers a run's
-pull point from any process. ``--submit``, ``--follow``, ``--runs`` and ``--resume-with``
-are clients: they never start an executor. A plain one-shot run (``PROMPT`` alone, or
-with ``--json``) runs in this process as a durable workflow; every other invocation is
-the ordinary command line (``run_cli``), not durable.
+queue until SIGTERM or Ctrl-C (then drains); ``--follow RUN`` shows a run's events as a
+plain run shows them; ``--runs`` lists runs with their state; ``--run RUN`` with
+``--resume-with JSON``, ``--approve CALL`` / ``--deny CALL`` or ``--cancel`` answers or
+ends a run from any process. ``--submit``, ``--follow``, ``--runs`` and ``--run`` are
+clients: they never start an executor. A plain one-shot run (``PROMPT`` alone, with
+``--json`` or ``--base-url``) runs in this process as a durable workflow; every other
+invocation is the ordinary command line (``run_cli``), not durable.
 """
 
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import signal
 import sys
@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
-from harnessc.runtime.cli.args import EXIT_DONE, EXIT_ERROR, EXIT_PAUSED, EXIT_USAGE
+from harnessc.runtime.cli.args import EXIT_DONE, EXIT_ERROR, EXIT_PAUSED, EXIT_USAGE, UsageError
 from harnessc.runtime.durable import clients
 from harnessc.runtime.durable.config import DurableConfig, DurableError, default_worker_id
 
@@ -41,6 +41,10 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--runs", action="store_true")
     p.add_argument("--run", metavar="RUN_ID")
     p.add_argument("--resume-with", metavar="JSON")
+    p.add_argument("--approve", metavar="CALL_ID", action="append", default=[])
+    p.add_argument("--deny", metavar="CALL_ID", action="append", default=[])
+    p.add_argument("--cancel", action="store_true")
+    p.add_argument("--base-url", metavar="URL")
     p.add_argument("--json", action="store_true")
     p.add_argument("--cwd", metavar="DIR")
     p.add_argument("--drain-s", type=float, default=_DRAIN_S)
@@ -48,9 +52,9 @@ def _parser(prog: str) -> argparse.ArgumentParser:
 
 
 _GROUP = """\
-runs are durable (DBOS): a PROMPT alone (optionally --json) runs here as a durable
-workflow; these verbs share the queue with every worker of this agent. --submit,
---follow, --runs and --run/--resume-with are clients: they never execute a run"""
+runs are durable (DBOS): a PROMPT alone (optionally --json, --base-url) runs here as a
+durable workflow; these verbs share the queue with every worker of this agent. --submit,
+--follow, --runs and --run are clients: they never execute a run"""
 
 
 def help_parser(prog: str, agent_name: str) -> argparse.ArgumentParser:
@@ -64,7 +68,8 @@ def help_parser(prog: str, agent_name: str) -> argparse.ArgumentParser:
     group.add_argument(
         "--worker",
         action="store_true",
-        help="take runs from the queue until SIGTERM or Ctrl-C (then drain)",
+        help="take runs from the queue until SIGTERM or Ctrl-C (then drain); "
+        "--base-url as for a run",
     )
     group.add_argument(
         "--concurrency", metavar="N", type=int, help="runs a --worker executes at once"
@@ -81,25 +86,33 @@ def help_parser(prog: str, agent_name: str) -> argparse.ArgumentParser:
         help=f"seconds running runs get to finish on SIGTERM (default {_DRAIN_S:g})",
     )
     group.add_argument(
-        "--follow", metavar="RUN_ID", help="print a run's events (--json: as JSON) until it ends"
+        "--follow", metavar="RUN_ID", help="show a run's events (--json: as JSON) until it stops"
     )
     group.add_argument(
-        "--runs", action="store_true", help="list runs with their state (--json: one per line)"
+        "--runs",
+        action="store_true",
+        help="a table of runs: id, status, reason, age, worker (--json: one per line)",
     )
     group.add_argument(
         "--run",
         metavar="RUN_ID",
-        help="with --resume-with JSON: answer a durable run's pull point from any process",
+        help="with --resume-with JSON, --approve / --deny CALL_ID or --cancel: answer "
+        "or end a durable run from any process",
+    )
+    group.add_argument(
+        "--cancel", action="store_true", help="with --run: end a queued, running or paused run"
     )
     return parser
 
 
-def _help_or_completion(rest: list[str], agent_name: str, out: TextIO) -> int | None:
+def _help_or_completion(
+    rest: list[str], agent_name: str, out: TextIO, prog: str | None
+) -> int | None:
     """--help / --completion SHELL of the agent with its durable verbs, else None."""
     from harnessc.runtime.cli.args import completion_script, program_name
 
     words = rest[: rest.index("--")] if "--" in rest else rest
-    prog = program_name()
+    prog = prog or program_name()
     if "-h" in words or "--help" in words:
         out.write(help_parser(prog, agent_name).format_help())
         return EXIT_DONE
@@ -121,15 +134,18 @@ def run_durable_cli(
     session_repo: Callable[[], Any] | None = None,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
+    prog: str | None = None,
 ) -> int:
-    """The agent's command line with the durable verbs (see the module docstring)."""
+    """The agent's command line with the durable verbs (see the module docstring);
+    ``prog`` as for ``run_cli``."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     out, err = stdout or sys.stdout, stderr or sys.stderr
     known, rest = _parser(agent_name).parse_known_args(args_list)
     verbs = [v for v in _VERBS if getattr(known, v)]
-    prompt = _one_shot_prompt(rest) if not verbs and known.resume_with is None else None
-    if not verbs and prompt is None:
-        shown = _help_or_completion(rest, agent_name, out)
+    answers = known.resume_with is not None or known.approve or known.deny or known.cancel
+    prompt = _one_shot_prompt(rest) if not verbs and not answers else None
+    if not verbs and prompt is None and not known.cancel:
+        shown = _help_or_completion(rest, agent_name, out, prog)
         if shown is not None:
             return shown
         from harnessc.runtime import run_cli
@@ -141,8 +157,10 @@ def run_durable_cli(
                 agent_name=agent_name,
                 session_dir=session_dir,
                 session_repo=session_repo,
+                prog=prog,
             )
         )
+    from harnessc.runtime.cli.args import program_name
     from harnessc.runtime.durable.workflow import DurableAgent
 
     agent = DurableAgent(
@@ -152,39 +170,66 @@ def run_durable_cli(
         session_repo,
     )
     cwd = os.path.abspath(known.cwd or os.getcwd())
+    prog = prog or program_name()
     try:
         config = durable()
         if len(verbs) > 1 or (verbs and rest):
             raise DurableError(
                 f"unexpected arguments with --{verbs[0]}: {' '.join(rest) or verbs[1:]}"
             )
+        if known.base_url is not None and not (known.worker or prompt is not None):
+            raise DurableError("--base-url goes with a run: a PROMPT or --worker")
         if known.worker:
             return _worker(config, agent, known, cwd, err)
         if known.submit is not None:
             return clients.submit(config, known.submit, cwd, out)
         if known.follow:
-            return clients.follow(config, known.follow, cwd, out, as_json=known.json)
+            return clients.follow(config, known.follow, cwd, out, err, prog, as_json=known.json)
         if known.runs:
             return clients.list_runs(config, cwd, out, as_json=known.json)
         if known.run:
-            if known.resume_with is None:
-                raise DurableError("--run RUN_ID needs --resume-with JSON")
-            return clients.resume(config, known.run, known.resume_with, cwd, out)
-        if known.resume_with is not None:
-            raise DurableError("--resume-with of a durable run needs --run RUN_ID")
+            given = [known.resume_with is not None, bool(known.approve or known.deny), known.cancel]
+            if sum(given) != 1:
+                raise DurableError(
+                    "--run RUN_ID takes one of --resume-with JSON, --approve / --deny "
+                    "CALL_ID or --cancel"
+                )
+            return clients.resume(
+                config,
+                known.run,
+                cwd,
+                out,
+                payload=known.resume_with,
+                approve=known.approve,
+                deny=known.deny,
+                cancel=known.cancel,
+            )
+        if answers:
+            raise DurableError("--resume-with, --approve, --deny and --cancel need --run RUN_ID")
         assert prompt is not None
-        return _one_shot(config, agent, prompt, cwd, out, err, as_json=known.json)
-    except DurableError as exc:
-        err.write(f"{agent_name}: {exc}\n")
+        return _one_shot(config, agent, prompt, cwd, out, err, known, prog)
+    except (DurableError, UsageError) as exc:
+        err.write(f"{prog}: error: {exc}\n")
+        return EXIT_USAGE
+    except BrokenPipeError:
+        _quiet_stdout()  # a reader closed stdout (``--runs | head``): stop quietly
+        return EXIT_DONE
+    except KeyError as exc:  # env(): a variable the spec needs is unset
+        err.write(f"{prog}: error: {exc.args[0] if exc.args else exc}\n")
         return EXIT_USAGE
     except Exception as exc:  # the database (DBOS, SQLAlchemy, psycopg): one clear line
         if os.environ.get("HARNESSC_DEBUG"):
             raise
-        err.write(f"{agent_name}: durable runs: {type(exc).__name__}: {_first_line(exc)}\n")
+        err.write(f"{prog}: durable runs: {type(exc).__name__}: {_first_line(exc)}\n")
         return EXIT_ERROR
-    except KeyError as exc:  # env(): a variable the spec needs is unset
-        err.write(f"{agent_name}: {exc.args[0] if exc.args else exc}\n")
-        return EXIT_USAGE
+
+
+def _quiet_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 def _first_line(exc: BaseException) -> str:
@@ -198,15 +243,47 @@ def _one_shot_prompt(rest: list[str]) -> str | None:
     return rest[0] if len(rest) == 1 and not rest[0].startswith("-") else None
 
 
+def _preflight(agent: Any, known: argparse.Namespace, cwd: str) -> Any:
+    """What a plain run checks before it starts, for a process that executes runs: the
+    agent builds, ``--base-url`` / ``$HARNESSC_BASE_URL`` (kept for every run this
+    process executes), the model's API key. UsageError names the problem. The model."""
+    from harnessc.runtime.cli.overrides import BASE_URL_VARIABLE, check_model, override_base_url
+    from harnessc.runtime.session import Session
+
+    if known.base_url:
+        agent.base_url = (known.base_url, "--base-url")
+    elif os.environ.get(BASE_URL_VARIABLE):
+        agent.base_url = (os.environ[BASE_URL_VARIABLE], BASE_URL_VARIABLE)
+    try:
+        options = agent.build_options(session=Session(), cwd=cwd)
+    except KeyError:
+        raise
+    except Exception as exc:
+        raise UsageError(f"cannot build the agent: {type(exc).__name__}: {exc}") from None
+    if agent.base_url is not None:
+        override_base_url(options, *agent.base_url)
+    model = options.model
+    if isinstance(model, str) or model is None:
+        key = model if isinstance(model, str) else next(iter(options.models), "")
+        model = options.models.get(key)
+    else:
+        key = model.id
+    if options.provider is None and model is not None:
+        check_model(key, options, model)
+    return model
+
+
 def _worker(
     config: DurableConfig, agent: Any, known: argparse.Namespace, cwd: str, err: TextIO
 ) -> int:
     from harnessc.runtime.durable.engine import Heartbeat, launch_executor, shutdown
+    from harnessc.runtime.durable.steps import set_step_guard
 
     worker_id = known.worker_id or default_worker_id()
     concurrency = known.concurrency or config.concurrency
     if concurrency < 1:
         raise DurableError("--concurrency must be at least 1")
+    _preflight(agent, known, cwd)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
@@ -215,6 +292,7 @@ def _worker(
     )
     heartbeat = Heartbeat(url, worker_id, config.queue, config.lease_s)
     heartbeat.start()
+    set_step_guard(heartbeat.guard)
     err.write(
         f"worker {worker_id}: taking runs from queue {config.queue} ({concurrency} at once)\n"
     )
@@ -233,56 +311,97 @@ def _one_shot(
     cwd: str,
     out: TextIO,
     err: TextIO,
-    *,
-    as_json: bool,
+    known: argparse.Namespace,
+    prog: str,
 ) -> int:
-    """Run one prompt here as a durable workflow (no queue: this process runs it)."""
+    """Run one prompt here as a durable workflow (no queue: this process runs it),
+    shown as a plain run is shown; at a pull point this process ends (exit 3) and the
+    run waits for its answer, which a worker takes once the lease has passed."""
+    from harnessc.runtime.cli.summary import RunSummary, model_is_priced
     from harnessc.runtime.durable.engine import Heartbeat, launch_executor, shutdown
+    from harnessc.runtime.durable.recorded import event_from_dict
+    from harnessc.runtime.durable.steps import set_step_guard
 
+    model = _preflight(agent, known, cwd)
     worker_id = f"{default_worker_id()}-run-{os.getpid()}"
     url = launch_executor(
         config, agent, cwd=cwd, executor_id=worker_id, concurrency=1, listen=False
     )
-    # a row with one beat: should this process stop at a pull point (or die), the run is
+    # a lease of its own: should this process stop at a pull point (or die), the run is
     # another worker's to continue once the lease has passed
-    Heartbeat(url, worker_id, config.queue, config.lease_s).beat()
+    heartbeat = Heartbeat(url, worker_id, config.queue, config.lease_s, claim=False)
+    heartbeat.start()
+    set_step_guard(heartbeat.guard)
+    paused = False
     try:
         from dbos import DBOS, SetWorkflowID
 
         from harnessc.runtime.durable.steps import output_events
-        from harnessc.runtime.durable.workflow import durable_run
+        from harnessc.runtime.durable.workflow import STATE_EVENT, durable_run
 
         run_id = str(uuid.uuid4())
         err.write(f"run {run_id}\n")
         err.flush()
+        show = clients.Show(out, err, as_json=known.json)
+        summary = RunSummary(priced=model is not None and model_is_priced(model))
+
+        def seen(event: dict[str, Any]) -> None:
+            show(event)
+            made = event_from_dict(event)
+            if made is not None:
+                summary(made)
+
+        def waiting() -> dict[str, Any]:
+            state = DBOS.get_event(run_id, STATE_EVENT, timeout_seconds=0)
+            return state if isinstance(state, dict) else {}
+
         with SetWorkflowID(run_id):
             handle = DBOS.start_workflow(durable_run, {"prompt": prompt, "cwd": cwd})
         clients.pump(
-            lambda seen: DBOS.list_workflow_steps(run_id, offset=seen),
+            lambda offset: DBOS.list_workflow_steps(run_id, offset=offset),
             lambda: handle.get_status().status,
-            lambda: _waits(run_id),
+            lambda: waiting().get("state") in ("awaiting_tool", "paused"),
             lambda: output_events(handle.get_result()),
-            out if as_json else io.StringIO(),
-            as_json=as_json,
+            seen,
         )
+        show.close()
         if handle.get_status().status in ("PENDING", "ENQUEUED"):
+            paused = True
+            code = clients.ending({"state": waiting().get("state")}, waiting(), prog, run_id, show)
             err.write(
-                f"run {run_id} waits at a pull point: answer it with "
-                f"--run {run_id} --resume-with JSON (a worker continues it)\n"
+                f"(the run is durable: once answered, a worker continues it: {prog} --worker)\n"
             )
-            return EXIT_PAUSED
-        outcome: dict[str, Any] = handle.get_result()  # type: ignore[assignment]
-        if not as_json:
-            out.write(str(outcome.get("text", "")) + "\n")
-        return EXIT_DONE if outcome.get("status") == "done" else EXIT_ERROR
+        else:
+            code = _finished(handle, run_id, prog, show)
+        if show.text is not None and code != EXIT_PAUSED:
+            summary.stop()
+            show.text.line(f"[usage] {summary.line()}")
+        return code
     finally:
+        if paused:
+            # DBOS stopped now would record the waiting run as failed: this process ends
+            # here instead, as if it had died, and the run stays pending
+            out.flush()
+            err.flush()
+            os._exit(EXIT_PAUSED)
+        heartbeat.stop()
         shutdown(0)
 
 
-def _waits(run_id: str) -> bool:
-    from dbos import DBOS
+def _finished(handle: Any, run_id: str, prog: str, show: clients.Show) -> int:
+    from harnessc.runtime.durable.report import error_code
 
-    from harnessc.runtime.durable.workflow import STATE_EVENT
-
-    state = DBOS.get_event(run_id, STATE_EVENT, timeout_seconds=0)
-    return isinstance(state, dict) and state.get("state") in ("awaiting_tool", "paused")
+    try:
+        outcome: Any = handle.get_result()
+    except Exception as exc:  # the workflow itself failed: its error, once
+        return clients.ending(
+            {"state": "failed", "reason": _first_line(exc)}, {}, prog, run_id, show
+        )
+    if not isinstance(outcome, dict):
+        return EXIT_ERROR
+    status = outcome.get("status")
+    if status == "done":
+        return EXIT_DONE
+    row = {"state": "aborted" if status == "aborted" else "failed", "reason": outcome.get("reason")}
+    clients.ending(row, {}, prog, run_id, show)
+    return error_code(outcome)

@@ -2,9 +2,11 @@
 
 Only ``launch_executor`` starts DBOS's executor, which dequeues and recovers runs;
 ``open_client`` talks to the system database with ``DBOSClient`` and never executes a
-run. Workers keep a heartbeat row; a worker silent for longer than the lease is
-presumed dead and the first live worker to claim it re-enqueues its unfinished runs
-(DBOS recovery for that executor id), so a dead machine never strands a run.
+run. Workers keep a heartbeat row (the database's clock); a worker silent for longer
+than the lease is presumed dead and the first live worker to claim it re-enqueues its
+unfinished runs (DBOS recovery for that executor id), so a dead machine never strands a
+run. A worker that was only stalled finds its lease taken at its next beat or step and
+ends at once (exit 75), so the runs it lost go on only where they were recovered.
 """
 
 from __future__ import annotations
@@ -12,13 +14,25 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from harnessc.runtime.durable.config import DurableConfig, DurableError, resolve_database_url
 from harnessc.runtime.durable.workflow import DurableAgent, register_agent
 
-__all__ = ["APP_VERSION", "Heartbeat", "launch_executor", "open_client", "shutdown"]
+__all__ = [
+    "APP_VERSION",
+    "EXIT_LEASE_LOST",
+    "Heartbeat",
+    "db_now",
+    "launch_executor",
+    "live_workers",
+    "open_client",
+    "shutdown",
+    "workers_table",
+]
 
+EXIT_LEASE_LOST = 75  # EX_TEMPFAIL: a supervisor may start the worker again
 APP_VERSION = "harnessc-1"  # every process of one agent agrees on it (recovery needs that)
 _POLL_S = 0.1
 
@@ -71,9 +85,14 @@ def launch_executor(
     DBOS.listen_queues([config.queue] if listen else [])
     try:
         DBOS.launch()
-        DBOS.register_queue(
-            config.queue, worker_concurrency=concurrency, polling_interval_sec=_POLL_S
-        )
+        if listen:  # workers own the queue's settings; a one-shot run never changes them
+            DBOS.register_queue(
+                config.queue, worker_concurrency=concurrency, polling_interval_sec=_POLL_S
+            )
+        else:
+            DBOS.register_queue(
+                config.queue, polling_interval_sec=_POLL_S, on_conflict="never_update"
+            )
     except dbos.DBOSException as exc:
         DBOS.destroy()
         raise DurableError(f"cannot start DBOS: {exc}") from None
@@ -115,31 +134,41 @@ def shutdown(timeout_s: float) -> None:
 
 
 class Heartbeat:
-    """This worker's row in ``harnessc_workers`` and the lease watch over the others."""
+    """This worker's row in ``harnessc_workers`` (its lease) and the lease watch over the
+    others.
 
-    def __init__(self, url: str, worker_id: str, queue: str, lease_s: float) -> None:
+    ``take`` makes the row this process's (alive, its pid); ``beat`` renews it only while
+    it is still this process's and alive. A worker that stalled past its lease and was
+    claimed (its runs recovered by another) finds so at its next beat, or before its
+    next step (``guard``), and ends at once (``on_lost``): the runs are another's now."""
+
+    def __init__(
+        self,
+        url: str,
+        worker_id: str,
+        queue: str,
+        lease_s: float,
+        *,
+        claim: bool = True,
+        on_lost: Callable[[str], None] | None = None,
+    ) -> None:
         import sqlalchemy as sa
 
         self.worker_id = worker_id
         self.queue = queue
         self.lease_s = lease_s
+        self.claim = claim  # watch over the other workers (a one-shot run does not)
+        self.on_lost = on_lost or _lease_lost
         self.engine = sa.create_engine(_sqlalchemy_url(url))
-        self.table = sa.Table(
-            "harnessc_workers",
-            sa.MetaData(),
-            sa.Column("worker_id", sa.Text, primary_key=True),
-            sa.Column("queue", sa.Text, nullable=False),
-            sa.Column("heartbeat", sa.Float, nullable=False),
-            sa.Column("pid", sa.Integer, nullable=False),
-            sa.Column("state", sa.Text, nullable=False),
-        )
+        self.table = workers_table()
         _create_table(self.engine, self.table)
         self.recovered: list[str] = []
+        self.renewed = 0.0  # time.monotonic() before the last renewal that held
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="harnessc-heartbeat", daemon=True)
 
     def start(self) -> None:
-        self.beat()
+        self.take()
         self._thread.start()
 
     def stop(self) -> None:
@@ -147,16 +176,18 @@ class Heartbeat:
         self._thread.join(timeout=5)
         self.engine.dispose()
 
-    def beat(self) -> None:
+    def take(self) -> None:
+        """Make the row this process's: alive, with its pid and a fresh heartbeat."""
         import sqlalchemy as sa
 
-        values = {
-            "queue": self.queue,
-            "heartbeat": time.time(),
-            "pid": os.getpid(),
-            "state": "alive",
-        }
+        started = time.monotonic()
         with self.engine.begin() as conn:
+            values = {
+                "queue": self.queue,
+                "heartbeat": db_now(conn),
+                "pid": os.getpid(),
+                "state": "alive",
+            }
             done = conn.execute(
                 sa.update(self.table)
                 .where(self.table.c.worker_id == self.worker_id)
@@ -164,15 +195,49 @@ class Heartbeat:
             )
             if done.rowcount == 0:
                 conn.execute(sa.insert(self.table).values(worker_id=self.worker_id, **values))
+        self.renewed = started
+
+    def beat(self) -> bool:
+        """Renew the lease if it is still this process's; False (and ``on_lost``) when
+        another worker claimed it."""
+        import sqlalchemy as sa
+
+        started = time.monotonic()
+        t = self.table
+        with self.engine.begin() as conn:
+            done = conn.execute(
+                sa.update(t)
+                .where(
+                    t.c.worker_id == self.worker_id, t.c.pid == os.getpid(), t.c.state == "alive"
+                )
+                .values(heartbeat=db_now(conn))
+            )
+            held = done.rowcount == 1
+            state = None
+            if not held:
+                state = conn.execute(
+                    sa.select(t.c.state).where(t.c.worker_id == self.worker_id)
+                ).scalar()
+        if not held:
+            self.on_lost(str(state or "gone"))
+            return False
+        self.renewed = started
+        return True
+
+    def guard(self) -> None:
+        """Before a step: the lease still holds (renewed within half of it here, or now
+        in the database)."""
+        if time.monotonic() - self.renewed > self.lease_s / 2:
+            self.beat()
 
     def claim_dead(self) -> list[str]:
         """Workers of this queue silent for longer than the lease that this worker claimed."""
         import sqlalchemy as sa
 
-        cutoff = time.time() - self.lease_s
         t = self.table
         claimed: list[str] = []
         with self.engine.begin() as conn:
+            cutoff = db_now(conn) - self.lease_s
             rows = conn.execute(
                 sa.select(t.c.worker_id).where(
                     t.c.queue == self.queue,
@@ -197,7 +262,8 @@ class Heartbeat:
         interval = max(0.05, self.lease_s / 3)
         while not self._stop.wait(interval):
             try:
-                self.beat()
+                if not self.beat() or not self.claim:
+                    continue
                 dead = self.claim_dead()
                 if dead:
                     # DBOS's recovery for those executor ids: their pending runs go back
@@ -206,6 +272,61 @@ class Heartbeat:
                     self.recovered.extend(dead)
             except Exception:  # a database hiccup: try again at the next beat
                 continue
+
+
+def _lease_lost(state: str) -> None:
+    """A worker whose lease another took ends here and now: no step of the runs it held
+    may run again in this process (they go on elsewhere)."""
+    import sys
+
+    sys.stderr.write(f"harnessc: this worker's lease was lost ({state}): stopping at once\n")
+    sys.stderr.flush()
+    os._exit(EXIT_LEASE_LOST)
+
+
+def workers_table() -> Any:
+    """``harnessc_workers``: a row per worker, its last heartbeat (the database's clock,
+    in seconds) and whether it is alive or was recovered by another."""
+    import sqlalchemy as sa
+
+    return sa.Table(
+        "harnessc_workers",
+        sa.MetaData(),
+        sa.Column("worker_id", sa.Text, primary_key=True),
+        sa.Column("queue", sa.Text, nullable=False),
+        sa.Column("heartbeat", sa.Float, nullable=False),
+        sa.Column("pid", sa.Integer, nullable=False),
+        sa.Column("state", sa.Text, nullable=False),
+    )
+
+
+def db_now(conn: Any) -> float:
+    """The database's clock in seconds since the epoch: every worker judges leases by
+    the same clock, whatever its machine's says."""
+    import sqlalchemy as sa
+
+    if conn.dialect.name == "sqlite":
+        query = "SELECT (julianday('now') - 2440587.5) * 86400.0"
+    else:
+        query = "SELECT EXTRACT(EPOCH FROM clock_timestamp())"
+    return float(conn.execute(sa.text(query)).scalar_one())
+
+
+def live_workers(engine: Any, queue: str, lease_s: float) -> list[str]:
+    """The workers of ``queue`` whose heartbeat is younger than the lease."""
+    import sqlalchemy as sa
+
+    t = workers_table()
+    if not sa.inspect(engine).has_table(t.name):
+        return []
+    with engine.begin() as conn:
+        cutoff = db_now(conn) - lease_s
+        rows = conn.execute(
+            sa.select(t.c.worker_id).where(
+                t.c.queue == queue, t.c.state == "alive", t.c.heartbeat >= cutoff
+            )
+        ).fetchall()
+    return sorted(str(r[0]) for r in rows)
 
 
 def _create_table(engine: Any, table: Any) -> None:

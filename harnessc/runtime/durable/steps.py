@@ -2,8 +2,8 @@
 
 ``DurableProvider`` wraps the provider a harness would use: the whole streamed call is
 one step whose output is the final assistant message (a replay never reaches the
-server; the harness sees ``start`` and ``done`` events). ``DurableTool`` wraps a local
-tool: one execution is one step (its result recorded; a replay never runs it again).
+server; the harness sees ``start`` and ``done`` events). ``DurableTool`` wraps a tool
+that runs in the run (local, MCP): one execution is one step (its result recorded; a replay never runs it again).
 Both record the time they finished, which becomes the run clock. The events the harness
 emitted since the previous step are part of the next step's recorded output (no write
 of their own), and those after the last step part of the run's output, so a replay
@@ -27,6 +27,7 @@ __all__ = [
     "EventSink",
     "flush_events",
     "output_events",
+    "set_step_guard",
     "step_events",
 ]
 
@@ -72,13 +73,27 @@ async def flush_events(sink: EventSink) -> None:
         await DBOS.run_step_async({"name": EVENTS_STEP, "retries_allowed": False}, lambda: events)
 
 
+_GUARD: list[Callable[[], None]] = []
+
+
+def set_step_guard(guard: Callable[[], None] | None) -> None:
+    """``guard()`` runs before each step's work and before its result is recorded: the
+    executing worker's lease check (it ends the process when the lease is lost)."""
+    _GUARD[:] = [guard] if guard is not None else []
+
+
 async def _step(name: str, sink: EventSink, clock: RunClock, work: Callable[[], Any]) -> Any:
     from dbos import DBOS
 
     events = sink.take()
 
     async def body() -> tuple[Any, str, list[dict[str, Any]]]:
-        return await work(), iso_now(), events
+        for guard in _GUARD:
+            guard()
+        value = await work()
+        for guard in _GUARD:
+            guard()
+        return value, iso_now(), events
 
     value, finished, _ = await DBOS.run_step_async({"name": name, "retries_allowed": False}, body)
     clock.tick(finished)
@@ -119,7 +134,7 @@ class DurableProvider:
 
 
 class DurableTool:
-    """A local tool whose every execution is a checkpointed step."""
+    """A tool (local, MCP) whose every execution is a checkpointed step."""
 
     def __init__(self, inner: AgentTool, sink: EventSink, clock: RunClock) -> None:
         self.inner = inner

@@ -1,7 +1,8 @@
 """A run as a DBOS workflow (imported only by durable verbs; imports DBOS).
 
-The workflow builds the agent's harness around a ``DurableSession``, a
-``DurableProvider`` and ``DurableTool`` wrappers, runs the prompt, and turns every pull
+The workflow builds the agent's harness (a ``DurableHarness``: every tool it is given,
+at the start or later, such as an MCP server's, a ``DurableTool``) around a
+``DurableSession`` and a ``DurableProvider``, runs the prompt, and turns every pull
 point into a durable wait: an external tool call waits on ``DBOS.recv`` with the call id
 as topic, a budget or hook pause on the topic ``resume``. While it waits its state (for
 ``--runs``) is the event ``state``, once it ends its recorded output; its events (for
@@ -12,12 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from dbos import DBOS
 
+from harnessc.runtime.agent import AgentHarness
 from harnessc.runtime.durable.pinning import dump_resources, load_resources
 from harnessc.runtime.durable.session import DurableSession, ReplayStorage, RunClock
 from harnessc.runtime.durable.steps import (
@@ -26,7 +28,9 @@ from harnessc.runtime.durable.steps import (
     EventSink,
     flush_events,
 )
+from harnessc.runtime.options import AgentHarnessOptions
 from harnessc.runtime.session.session import Session, SessionHeader, iso_now
+from harnessc.runtime.tools.base import AgentTool
 
 __all__ = [
     "RESUME_TOPIC",
@@ -34,7 +38,9 @@ __all__ = [
     "WAIT_S",
     "WORKFLOW_NAME",
     "DurableAgent",
+    "DurableHarness",
     "durable_run",
+    "pause_state",
     "register_agent",
 ]
 
@@ -52,6 +58,8 @@ class DurableAgent:
     agent_name: str
     session_dir: str | None = None  # JSONL sessions (relative: to the run's cwd)
     session_repo: Callable[[], Any] | None = None  # e.g. the PostgreSQL store
+    # the server every model is pointed at (--base-url / $HARNESSC_BASE_URL), and which
+    base_url: tuple[str, str] | None = None
 
     def repo(self, cwd: str) -> Any:
         if self.session_repo is not None:
@@ -113,11 +121,34 @@ def _session(begin: dict[str, Any], run_id: str, clock: RunClock) -> Session:
     )
 
 
+class DurableHarness(AgentHarness):
+    """A harness whose every tool is a checkpointed step: the options' tools and those
+    added later (an extension's at install, an MCP server's when the run starts); an
+    external tool is a durable wait instead."""
+
+    def __init__(self, options: AgentHarnessOptions, sink: EventSink, clock: RunClock) -> None:
+        self._sink, self._clock = sink, clock
+        options.tools = [self._step(t) for t in options.tools]
+        super().__init__(options)
+
+    def _step(self, tool: AgentTool) -> AgentTool:
+        if tool.external or isinstance(tool, DurableTool):
+            return tool
+        return DurableTool(tool, self._sink, self._clock)
+
+    def add_tools(self, tools: Iterable[AgentTool], *, activate: bool = True) -> None:
+        super().add_tools([self._step(t) for t in tools], activate=activate)
+
+
 async def _harness(session: Session, cwd: str, sink: EventSink, clock: RunClock) -> Any:
-    from harnessc.runtime.agent import AgentHarness
     from harnessc.runtime.providers import get_provider
 
-    options = _agent().build_options(session=session, cwd=cwd)
+    agent = _agent()
+    options = agent.build_options(session=session, cwd=cwd)
+    if agent.base_url is not None:
+        from harnessc.runtime.cli.overrides import override_base_url
+
+        override_base_url(options, *agent.base_url)
     if options.resources is not None:
         # the skills and templates the run started with, whatever the disk holds later
         pinned = await DBOS.run_step_async({"name": "resources"}, dump_resources, options.resources)
@@ -125,10 +156,9 @@ async def _harness(session: Session, cwd: str, sink: EventSink, clock: RunClock)
     options.provider = DurableProvider(
         options.provider, lambda model: get_provider(model.api), sink, clock
     )
-    options.tools = [t if t.external else DurableTool(t, sink, clock) for t in options.tools]
     options.sequential_tools = True  # steps run in one order, replay after replay
     options.run_inputs = clock  # the run id and the budget's clock readings: recorded
-    harness = AgentHarness(options)
+    harness = DurableHarness(options, sink, clock)
     harness.subscribe(sink)
     return harness
 
@@ -151,22 +181,21 @@ async def durable_run(request: dict[str, Any]) -> dict[str, Any]:
         result = await harness.prompt(request["prompt"])
         while result.status in ("awaiting_tool", "paused"):
             await flush_events(sink)
+            pause = pause_state(result, harness)
+            await _state(result.status, **pause, session_id=session.id)
             if result.status == "awaiting_tool":
-                calls = [
-                    {"id": c.id, "name": c.name, "arguments": c.arguments}
-                    for c in result.pending_tool_calls
-                ]
-                await _state("awaiting_tool", calls=calls, session_id=session.id)
-                answers = {c["id"]: await _wait(c["id"]) for c in calls}
+                answers = {c["id"]: await _wait(c["id"]) for c in pause["calls"]}
                 await _tick(clock)  # the wait is not run time: the budget's clock skips it
                 await _state("running", session_id=session.id)
                 result = await harness.resume(answers)
             else:
-                await _state("paused", reason=result.reason, session_id=session.id)
                 message = await _wait(RESUME_TOPIC)
                 await _tick(clock)
                 await _state("running", session_id=session.id)
-                result = await harness.resume(budget=_budget(message))
+                result = await harness.resume(
+                    budget=_budget(message, harness.budget.budget),
+                    approvals=_approvals(message, harness),
+                )
     finally:
         session.close()
     return {
@@ -191,10 +220,48 @@ async def _wait(topic: str) -> Any:
             return message
 
 
-def _budget(message: Any) -> Any:
+def pause_state(result: Any, harness: Any) -> dict[str, Any]:
+    """What a paused run waits for, as its ``state`` event holds it: the reason, the
+    calls (external ones, or those a pause held), the permission asks among them, and
+    for a budget pause the limit's use."""
+    from harnessc.runtime.cli.pause import budget_limit
+    from harnessc.runtime.tools.permission_gate import pending_asks
+
+    calls = [
+        {"id": c.id, "name": c.name, "arguments": c.arguments} for c in result.pending_tool_calls
+    ]
+    state: dict[str, Any] = {"reason": result.reason, "calls": calls}
+    held = {c["id"] for c in calls}
+    state["asks"] = [i for i in pending_asks(harness.session) if i in held]
+    limit = budget_limit(result.reason)
+    if limit is not None:
+        state["limit"] = [limit, harness.budget.used(limit), getattr(harness.budget.budget, limit)]
+    return state
+
+
+def _budget(message: Any, current: Any) -> Any:
+    """The run's budget with the limits ``message["budget"]`` names raised (the others
+    kept); None when it names none."""
     if not isinstance(message, dict) or not isinstance(message.get("budget"), dict):
         return None
-    from harnessc.runtime.budget import Budget
+    from harnessc.runtime.budget import BUDGET_LIMITS, Budget
 
-    names = {f.name for f in dataclasses.fields(Budget)}
-    return Budget(**{k: v for k, v in message["budget"].items() if k in names})
+    raised = {k: v for k, v in message["budget"].items() if k in BUDGET_LIMITS}
+    if not raised:
+        return None
+    return dataclasses.replace(current if current is not None else Budget(), **raised)
+
+
+def _approvals(message: Any, harness: Any) -> dict[str, bool] | None:
+    """``{"approve": [ids], "deny": [ids]}``: the answers to the held calls among them
+    (recorded in the session as ``--approve`` / ``--deny`` record them)."""
+    if not isinstance(message, dict):
+        return None
+    from harnessc.runtime.cli.permission import answer_asks
+
+    held = {c.id for c in harness.pending_tool_calls}
+    approve = [str(i) for i in message.get("approve") or [] if str(i) in held]
+    deny = [str(i) for i in message.get("deny") or [] if str(i) in held and str(i) not in approve]
+    if not approve and not deny:
+        return None
+    return answer_asks(harness, approve, deny)[1]
