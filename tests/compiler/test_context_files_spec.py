@@ -77,3 +77,62 @@ def test_bad_settings_are_spec_errors(tmp_path, value, needle):
     loaded = parse_spec((SPEC + f"context_files: {value}\n").encode(), tmp_path / "ctx.yaml")
     assert not loaded.ok
     assert needle in format_diagnostics(loaded.diagnostics).lower()
+
+
+def test_a_built_agent_sends_them_and_says_which_it_read(tmp_path, project):
+    import subprocess
+    import sys
+
+    from harnessc.testing import ProtocolServer, ScriptedResponse
+    from harnessc.testing.streams import openai_events
+
+    repo = Path(__file__).resolve().parents[2]
+    spec = tmp_path / "ctx.yaml"
+    with ProtocolServer() as server:
+        spec.write_text(
+            SPEC.replace("http://127.0.0.1:9/v1", server.url + "/v1")
+            + "system_prompt: You are the spec's agent.\n"
+        )
+        built = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import sys; from harnessc.cli import main; main(sys.argv[1:])",
+                "build",
+                str(spec),
+                "-o",
+                str(tmp_path / "out"),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=repo,
+            timeout=60,
+        )
+        assert built.returncode == 0, built.stderr
+        server.enqueue(ScriptedResponse.sse(openai_events(["ok"])))
+        home = tmp_path / "home"
+        (home / ".config" / "harnessc").mkdir(parents=True)
+        (home / ".config" / "harnessc" / "AGENTS.md").write_text("User rules.\n")
+        done = subprocess.run(
+            [
+                sys.executable,
+                str(tmp_path / "out" / "ctx.py"),
+                "--watch",
+                "--cwd",
+                str(project),
+                "--no-session",
+                "hi",
+            ],
+            capture_output=True,
+            text=True,
+            env={**__import__("os").environ, "HOME": str(home), "PYTHONPATH": str(repo)},
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        [request] = server.requests
+    system = request.json["messages"][0]["content"]
+    assert system.startswith("You are the spec's agent.\n\n# Project context")
+    assert system.index("User rules.") < system.index("Work rules.") < system.index("Here rules.")
+    user_file = home / ".config" / "harnessc" / "AGENTS.md"
+    assert f"[context] {user_file}" in done.stderr
+    assert f"[context] {project / 'CLAUDE.md'}" in done.stderr

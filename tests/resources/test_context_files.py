@@ -210,3 +210,20 @@ def test_context_file_change_while_running_reaches_the_next_turn(tmp_path):
     updates = [e for e in log if e.type == "resources_update"]
     assert len(updates) == 2
     assert str(tmp_path / "AGENTS.md") in updates[1].context_files
+
+
+def test_a_durable_run_keeps_the_context_files_it_started_with(tmp_path):
+    import json
+
+    from harnessc.runtime.durable.pinning import dump_resources
+    from harnessc.runtime.durable.pinning import load_resources as load_pinned
+
+    proj, sub, user = _project(tmp_path)
+    resources = load_resources(
+        context_files=ContextFileSettings(user=str(user), max_bytes=8), cwd=sub
+    )
+    pinned = json.loads(json.dumps(dump_resources(resources)))  # a step's JSON output
+    (sub / "CLAUDE.md").write_text("Edited after the run started.\n")
+    again = load_pinned(pinned)
+    assert again == resources
+    assert again.context_settings == ContextFileSettings(user=str(user), max_bytes=8)
