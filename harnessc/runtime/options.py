@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from harnessc.runtime.run_inputs import RunInputs
     from harnessc.runtime.session.session import Session
     from harnessc.runtime.tools.base import AgentTool
+    from harnessc.runtime.typed_output import OutputConfig
 
 __all__ = [
     "AgentHarnessOptions",
@@ -109,6 +110,8 @@ class AgentHarnessOptions:
     run_inputs: RunInputs | None = None
     # Models a failed request moves to (their keys, in order), and when.
     fallback: ModelFallback | None = None
+    # The typed result (``output:``): RunResult.output holds the validated answer.
+    output: OutputConfig | None = None
 
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")

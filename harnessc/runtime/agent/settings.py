@@ -50,6 +50,7 @@ class Settings:
         "model_recorded",
         "thinking_level_recorded",
         "fallback_from",
+        "output_tool",
     )
 
     def __init__(self, options: AgentHarnessOptions, session: Session, bus: EventBus) -> None:
@@ -73,6 +74,12 @@ class Settings:
         self.thinking_level_recorded = False
         # The key of the model chosen (spec, --model, /model) while a fallback serves.
         self.fallback_from: str | None = None
+        # The typed result's final_result tool (``output:``): callable whatever is active.
+        self.output_tool: AgentTool | None = None
+        if options.output is not None:
+            from harnessc.runtime.typed_output import output_tool
+
+            self.output_tool = output_tool(options.output)
 
     def resolve_model(self, model: str | Model | None) -> Model:
         if isinstance(model, Model):
@@ -155,6 +162,8 @@ class Settings:
         return removed
 
     def active_tool(self, name: str) -> AgentTool | None:
+        if self.output_tool is not None and name == self.output_tool.name:
+            return self.output_tool
         if name not in self.active_tool_names:
             return None
         return self.tools.get(name)
