@@ -234,6 +234,7 @@ def interrupted_error(
         return ProviderError(
             f"request timed out after {limit} waiting for the response head ({at})",
             retryable=True,
+            kind="timeout",
         )
     if kind == "deadline":
         return ProviderError(f"the run's time budget ran out during the model request ({at})")
