@@ -26,6 +26,7 @@ from harnessc.runtime.extensions import (
     TurnNudgeConfig,
     TurnNudgeExtension,
 )
+from harnessc.runtime.resources import ContextFileSettings, load_resources
 from harnessc.runtime.session import JsonlSessionRepo, Session
 from harnessc.runtime.tools import (
     create_bash_tool,
@@ -89,6 +90,7 @@ def build_options(
             create_todo_tool(),
             create_finish_tool(),
         ],
+        resources=load_resources(context_files=ContextFileSettings(), cwd=cwd),
         system_prompt=SYSTEM_PROMPT,
         thinking_level=ThinkingLevel.LOW,
         tool_context=ToolContextSource({"workspace": "."}),

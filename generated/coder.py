@@ -29,7 +29,7 @@ from harnessc.runtime.extensions import (
     command_hook,
     python_hook,
 )
-from harnessc.runtime.resources import load_resources
+from harnessc.runtime.resources import ContextFileSettings, load_resources
 from harnessc.runtime.session import JsonlSessionRepo, Session
 from harnessc.runtime.tools import (
     ExternalTool,
@@ -114,6 +114,8 @@ def build_options(
         resources=load_resources(
             skills=[SPEC_DIR / "skills"],
             prompt_templates=[SPEC_DIR / "templates"],
+            context_files=ContextFileSettings(),
+            cwd=cwd,
         ),
         system_prompt=SYSTEM_PROMPT,
         stream_options=AgentHarnessStreamOptions(

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harnessc.runtime import AgentHarnessOptions, Model, env, run_cli
+from harnessc.runtime.resources import ContextFileSettings, load_resources
 from harnessc.runtime.session import Session
 
 if TYPE_CHECKING:
@@ -50,6 +51,7 @@ def build_options(
             ),
         },
         model="local",
+        resources=load_resources(context_files=ContextFileSettings(), cwd=cwd),
         system_prompt=SYSTEM_PROMPT,
         http_clients=http_clients,
     )

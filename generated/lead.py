@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from harnessc.runtime import AgentHarnessOptions, Budget, Model, ModelCost, env, run_cli
 from harnessc.runtime.agent.subagents import SubAgent, SubAgents
+from harnessc.runtime.resources import ContextFileSettings, load_resources
 from harnessc.runtime.session import JsonlSessionRepo, Session
 from harnessc.runtime.tools import (
     create_find_tool,
@@ -74,6 +75,7 @@ def build_options(
         },
         model="main",
         tools=[create_read_tool(), create_grep_tool(), create_ls_tool(), create_find_tool()],
+        resources=load_resources(context_files=ContextFileSettings(), cwd=cwd),
         system_prompt=SYSTEM_PROMPT,
         budget=Budget(turns=40, tokens=400_000, cost_usd=2.0),
         hooks=[permission_hook({"ask": ["Agent(reviewer)"]})],

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from harnessc.runtime import AgentHarnessOptions, Model, env, run_cli
 from harnessc.runtime.extensions import command_hook
 from harnessc.runtime.mcp import McpServerConfig, McpToolset
+from harnessc.runtime.resources import ContextFileSettings, load_resources
 from harnessc.runtime.session import Session
 from harnessc.runtime.tools import create_read_tool
 
@@ -51,6 +52,7 @@ def build_options(
         },
         model="main",
         tools=[create_read_tool()],
+        resources=load_resources(context_files=ContextFileSettings(), cwd=cwd),
         system_prompt=SYSTEM_PROMPT,
         hooks=[
             command_hook(

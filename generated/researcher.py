@@ -25,7 +25,7 @@ from harnessc.runtime.extensions import (
     SessionIndexConfig,
     SessionIndexExtension,
 )
-from harnessc.runtime.resources import load_resources
+from harnessc.runtime.resources import ContextFileSettings, load_resources
 from harnessc.runtime.session import JsonlSessionRepo, Session
 from harnessc.runtime.tools import create_read_tool, import_object, python_tool
 
@@ -95,6 +95,8 @@ def build_options(
         resources=load_resources(
             skills=[SPEC_DIR / "research/skills"],
             prompt_templates=[SPEC_DIR / "research/templates"],
+            context_files=ContextFileSettings(),
+            cwd=cwd,
         ),
         system_prompt=SYSTEM_PROMPT,
         stream_options=AgentHarnessStreamOptions(max_retries=5, cache_retention="short"),

@@ -21,6 +21,7 @@ from harnessc.runtime import (
     run_cli,
 )
 from harnessc.runtime.extensions import command_hook
+from harnessc.runtime.resources import ContextFileSettings, load_resources
 from harnessc.runtime.session import JsonlSessionRepo, Session
 from harnessc.runtime.tools import (
     ExternalTool,
@@ -111,6 +112,7 @@ def build_options(
                 },
             ),
         ],
+        resources=load_resources(context_files=ContextFileSettings(), cwd=cwd),
         system_prompt=SYSTEM_PROMPT,
         stream_options=AgentHarnessStreamOptions(
             timeout_ms=120_000,

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Literal
 
 from harnessc.runtime import AgentHarnessOptions, Model, env, run_cli
 from harnessc.runtime.output_model import BaseModel, ConfigDict, Field
+from harnessc.runtime.resources import ContextFileSettings, load_resources
 from harnessc.runtime.session import Session
 from harnessc.runtime.tools import create_ls_tool, create_read_tool
 from harnessc.runtime.typed_output import OutputConfig
@@ -62,6 +63,7 @@ def build_options(
         },
         model="main",
         tools=[create_read_tool(), create_ls_tool()],
+        resources=load_resources(context_files=ContextFileSettings(), cwd=cwd),
         system_prompt=SYSTEM_PROMPT,
         output=OutputConfig(
             schema={

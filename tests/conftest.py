@@ -1,14 +1,19 @@
-"""The whole suite's PostgreSQL: started once, before any test process starts (the tests
-may run in several worker processes, which must share one server), when the tests to run
-include those that need it and ``HARNESSC_TEST_PG_DSN`` is not set. Its DSN reaches every
-worker through that variable; without a server, ``HARNESSC_TEST_PG_SKIP`` says why, and
-the tests that need one skip with that reason."""
+"""Suite-wide set-up, done once before any test process starts (the tests may run in
+several worker processes, which inherit the environment):
+
+- isolation: HOME is a temporary folder, so a user-level context file
+  (~/.config/harnessc/AGENTS.md) of the machine's user never reaches an agent under test;
+- PostgreSQL: started when the tests to run include those that need it and
+  ``HARNESSC_TEST_PG_DSN`` is not set. Its DSN reaches every worker through that variable;
+  without a server, ``HARNESSC_TEST_PG_SKIP`` says why, and the tests that need one skip
+  with that reason."""
 
 from __future__ import annotations
 
 import os
 import shlex
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -16,6 +21,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 NEEDS_PG = ROOT / "tests" / "durable"
 _started: dict[str, str] = {}
+_HOME = tempfile.TemporaryDirectory(prefix="harnessc-test-home-")
 
 
 def _wants_pg(config: pytest.Config) -> bool:
@@ -27,6 +33,7 @@ def _wants_pg(config: pytest.Config) -> bool:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    os.environ["HOME"] = _HOME.name
     if hasattr(config, "workerinput") or os.environ.get("HARNESSC_TEST_PG_DSN"):
         return  # a worker (the controller did this), or a server given by the caller
     if not _wants_pg(config):
@@ -57,6 +64,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    _HOME.cleanup()
     if hasattr(config, "workerinput") or not _started:
         return
     subprocess.run(

@@ -36,6 +36,7 @@ from harnessc.spec.envref import EnvRef, split_env_refs
 from harnessc.spec.load import LoadedSpec, SubAgentRef
 from harnessc.spec.models import (
     AgentSpec,
+    ContextFilesSpec,
     HookHandlerSpec,
     McpSpec,
     ModelSpec,
@@ -176,9 +177,11 @@ class _Builder:
         out: list[tuple[str, Expr]] = [("session", Code("session"))]
         out.append(("models", DictExpr([(Lit(k), self.model(m)) for k, m in spec.models.items()])))
         out.append(("model", Lit(spec.start_model)))
+        if spec.fallback:
+            out.append(("fallback", self.fallback()))
         if spec.tools:
             out.append(("tools", ListExpr([self.tool(t) for t in spec.tools])))
-        if spec.resources.skills or spec.resources.prompt_templates:
+        if spec.resources.skills or spec.resources.prompt_templates or spec.context_files:
             out.append(("resources", self.resources()))
         if spec.system_prompt is not None:
             out.append(("system_prompt", Code("SYSTEM_PROMPT")))
@@ -327,12 +330,51 @@ class _Builder:
 
     def resources(self) -> Call:
         res = self.spec.resources
+        context = self.spec.context_files
         return self.call(
             ".resources",
             "load_resources",
-            skills=ListExpr([self.spec_path(p) for p in res.skills]),
-            prompt_templates=ListExpr([self.spec_path(p) for p in res.prompt_templates]),
+            skills=ListExpr([self.spec_path(p) for p in res.skills]) if res.skills else None,
+            prompt_templates=(
+                ListExpr([self.spec_path(p) for p in res.prompt_templates])
+                if res.prompt_templates
+                else None
+            ),
+            context_files=self.context_files(context) if context is not False else None,
+            cwd=Code("cwd") if context is not False else None,
         )
+
+    def fallback(self) -> Call:
+        """``ModelFallback([...], on=..., cooldown_s=...)`` with the keys the spec sets."""
+        spec = self.spec
+        kwargs: dict[str, Expr | None] = {}
+        if "fallback_on" in spec.model_fields_set:
+            kwargs["on"] = TupleExpr([Lit(k) for k in spec.fallback_on])
+        if "cooldown_s" in spec.model_fields_set:
+            kwargs["cooldown_s"] = Lit(spec.cooldown_s)
+        return self.call(
+            ".fallback", "ModelFallback", ListExpr([Lit(k) for k in spec.fallback]), **kwargs
+        )
+
+    def context_files(self, context: ContextFilesSpec | bool) -> Call:
+        """``ContextFileSettings(...)`` with the keys the spec sets."""
+        kwargs: dict[str, Expr | None] = {}
+        if isinstance(context, ContextFilesSpec):
+            fields = context.model_fields_set
+            if "names" in fields:
+                kwargs["names"] = TupleExpr([Lit(n) for n in context.names])
+            if "user" in fields:
+                user = context.user
+                kwargs["user"] = (
+                    Lit(None)
+                    if user is None
+                    else Lit(user)
+                    if user.startswith("~")
+                    else Call("str", [self.spec_path(user)])
+                )
+            if "max_bytes" in fields:
+                kwargs["max_bytes"] = Lit(context.max_bytes)
+        return self.call(".resources", "ContextFileSettings", **kwargs)
 
     def stream(self) -> Call:
         stream = self.spec.stream
@@ -390,6 +432,8 @@ class _Builder:
             out.append(self.mcp(self.spec.mcp))
         if self.subagents:
             out.append(self.agents())
+        if self.spec.telemetry is not None:
+            out.append(self.telemetry())
         return out
 
     def agents(self) -> Expr:
@@ -425,6 +469,22 @@ class _Builder:
             agent=Code("AGENT_NAME"),
             build=Code("build_options"),
         )
+
+    def telemetry(self) -> Expr:
+        """``TelemetryExtension(TelemetryConfig(...))`` with the keys the spec sets."""
+        spec = self.spec.telemetry
+        assert spec is not None
+        kwargs: dict[str, Expr | None] = {}
+        for key in ("exporter", "service_name"):
+            if getattr(spec, key) is not None:
+                kwargs[key] = Lit(getattr(spec, key))
+        if spec.endpoint is not None:
+            kwargs["endpoint"] = self.env_str(spec.endpoint)
+        if spec.capture_content:
+            kwargs["capture_content"] = Lit(True)
+        kwargs["agent_name"] = Code("AGENT_NAME")
+        config = self.call(".telemetry", "TelemetryConfig", **kwargs)
+        return self.call(".telemetry", "TelemetryExtension", config)
 
     def mcp(self, section: McpSpec) -> Expr:
         """``McpToolset([McpServerConfig(...), ...], from_file=...)``: the servers as wiring."""

@@ -30,6 +30,7 @@ __all__ = [
     "MessageEndEvent",
     "MessageStartEvent",
     "MessageUpdateEvent",
+    "ModelFallbackEvent",
     "ModelUpdateEvent",
     "NoticeEvent",
     "PlanCommitEvent",
@@ -289,6 +290,17 @@ class ModelUpdateEvent(Event):
 
 
 @dataclass(slots=True, kw_only=True)
+class ModelFallbackEvent(Event):
+    """A model request failed (after its retries); the same request goes to ``to_model``."""
+
+    type: ClassVar[str] = "model_fallback"
+    from_model: str = ""  # keys of the spec's models
+    to_model: str = ""
+    reason: str = ""  # the failure's kind: rate_limit, overloaded, server_error, ...
+    error: str = ""  # the failed request's error text (redacted)
+
+
+@dataclass(slots=True, kw_only=True)
 class ThinkingLevelUpdateEvent(Event):
     type: ClassVar[str] = "thinking_level_update"
     level: str = ""
@@ -306,6 +318,7 @@ class ResourcesUpdateEvent(Event):
     skills: list[str] = field(default_factory=list)
     prompt_templates: list[str] = field(default_factory=list)
     diagnostics: list[str] = field(default_factory=list)
+    context_files: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -370,6 +383,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         SessionCompactEvent,
         SessionTreeEvent,
         ModelUpdateEvent,
+        ModelFallbackEvent,
         ThinkingLevelUpdateEvent,
         ToolsUpdateEvent,
         ResourcesUpdateEvent,

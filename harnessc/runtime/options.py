@@ -24,6 +24,7 @@ from harnessc.runtime.model_options import (
 
 if TYPE_CHECKING:
     from harnessc.runtime.budget import Budget
+    from harnessc.runtime.fallback import ModelFallback
     from harnessc.runtime.hooks import HookSpec
     from harnessc.runtime.providers.base import Provider
     from harnessc.runtime.providers.transport import HttpClientPool
@@ -107,6 +108,8 @@ class AgentHarnessOptions:
     # The clock of the wall-clock budget and the run ids (None: the live ones); a durable
     # run's come from its recorded steps.
     run_inputs: RunInputs | None = None
+    # Models a failed request moves to (their keys, in order), and when.
+    fallback: ModelFallback | None = None
     # The typed result (``output:``): RunResult.output holds the validated answer.
     output: OutputConfig | None = None
 

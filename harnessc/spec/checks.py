@@ -51,6 +51,7 @@ class _Checker:
         self.check_name()
         self.check_model_ref()
         self.check_models()
+        self.check_fallback()
         names = self.check_tools()
         names = self.check_output(names)
         self.mcp = check_mcp(self.data, self.spec_dir, self.report)
@@ -107,6 +108,42 @@ class _Checker:
                     f"model {key!r} names no api_key_env; requests to the public "
                     f"{model['provider']} API will carry no API key",
                     key=True,
+                )
+
+    def check_fallback(self) -> None:
+        """Fallback names are model keys; a smaller context window is worth a warning."""
+        models = self.data.get("models")
+        fallback = self.data.get("fallback")
+        if not isinstance(models, dict) or not models or not isinstance(fallback, list):
+            return
+        first = self.data.get("model")
+        first = first if isinstance(first, str) and first in models else next(iter(models))
+        window = _context_window(models.get(first))
+        for index, key in enumerate(fallback):
+            if not isinstance(key, str) or not key:
+                continue
+            if key not in models:
+                hint = did_you_mean(key, models)
+                keys = ", ".join(repr(k) for k in models)
+                self.report(
+                    ("fallback", index),
+                    "error",
+                    f"fallback model {key!r} is not a key of models ({keys}){hint}",
+                )
+                continue
+            if key == first:
+                self.report(
+                    ("fallback", index),
+                    "warning",
+                    f"fallback model {key!r} is the model the agent starts with",
+                )
+            other = _context_window(models.get(key))
+            if window and other and other < window:
+                self.report(
+                    ("fallback", index),
+                    "warning",
+                    f"fallback model {key!r} has a smaller context window ({other:,} tokens) "
+                    f"than {first!r} ({window:,}): a long session may not fit it",
                 )
 
     # -- tools -------------------------------------------------------------------------
@@ -550,6 +587,11 @@ def hook_program_problem(command: str, base: FsPath) -> tuple[Severity, str] | N
     if not os.access(program, os.X_OK):
         return "error", f"hook program {shown!r} is not executable (chmod +x {_shown(program)})"
     return None
+
+
+def _context_window(model: Any) -> int:
+    value = model.get("context_window") if isinstance(model, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _shown(path: FsPath) -> str:

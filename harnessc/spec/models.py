@@ -21,11 +21,13 @@ from pydantic import (
     AliasGenerator,
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
     GetJsonSchemaHandler,
     ModelWrapValidatorHandler,
     PlainValidator,
     PrivateAttr,
+    Tag,
     ValidationInfo,
     WithJsonSchema,
     create_model,
@@ -363,6 +365,14 @@ QueueModeName = Literal["one-at-a-time", "all"]
 
 
 InputKind = Literal["text", "image"]
+FallbackKind = Literal["rate_limit", "overloaded", "server_error", "timeout", "connection"]
+_FALLBACK_ON: tuple[FallbackKind, ...] = (
+    "rate_limit",
+    "overloaded",
+    "server_error",
+    "timeout",
+    "connection",
+)
 
 
 def _default_input() -> list[InputKind]:
@@ -661,6 +671,42 @@ class ResourcesSpec(SpecModel):
     """Skill folders or files, relative to the spec's folder."""
     prompt_templates: list[NonEmptyStr] = Field(default_factory=list)
     """Prompt-template folders or files, relative to the spec's folder."""
+
+
+class ContextFilesSpec(SpecModel):
+    names: Annotated[list[NonEmptyStr], Field(min_length=1)] = Field(
+        default_factory=lambda: ["AGENTS.md", "CLAUDE.md"]
+    )
+    """File names looked for in each folder from the working directory up to the root; the first that exists is read."""
+    user: str | None = "~/.config/harnessc/AGENTS.md"
+    """The user-level context file (read first); null: none. Relative paths: from the spec's folder."""
+    max_bytes: PosInt = 65536
+    """A longer file is cut at this many bytes (with a note)."""
+
+    @field_validator("names")
+    @classmethod
+    def _plain_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if "/" in name or "\\" in name or name in (".", ".."):
+                raise _custom("context_file_name", f"{name!r} must be a file name, not a path")
+        return value
+
+
+class TelemetrySpec(SpecModel):
+    exporter: Literal["otlp", "console", "none"] | None = None
+    """otlp (HTTP/protobuf to endpoint), console (stderr) or none; default: OTEL_TRACES_EXPORTER, else otlp."""
+    endpoint: NonEmptyStr | None = None
+    """The OTLP/HTTP base URL (traces go to <endpoint>/v1/traces); default: OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318. May hold ${VAR}."""
+    service_name: NonEmptyStr | None = None
+    """service.name of the spans; default: OTEL_SERVICE_NAME, else the agent's name."""
+    capture_content: bool = False
+    """Record prompts, replies and tool arguments/results on the spans (secrets redacted)."""
+
+
+ContextFilesSetting = Annotated[
+    Annotated[ContextFilesSpec, Tag("settings")] | Annotated[bool, Tag("switch")],
+    Discriminator(lambda value: "switch" if isinstance(value, bool) else "settings"),
+]
 
 
 class ExtensionSpecModel(SpecModel):
@@ -1189,6 +1235,12 @@ class AgentSpec(SpecModel):
     """The models the agent may use, by key (the key is what model, --model and /model name)."""
     model: NonEmptyStr | None = None
     """Key of the model to start with; default: the first one."""
+    fallback: list[NonEmptyStr] = Field(default_factory=list)
+    """Keys of the models a request goes to, in order, when the model in use fails after its retries."""
+    fallback_on: list[FallbackKind] = Field(default_factory=lambda: list(_FALLBACK_ON))
+    """The failures that move a request to the next fallback model (never context overflow, auth or a bad request)."""
+    cooldown_s: NonNegFloat = 60
+    """Seconds a failed model is skipped before it is tried again."""
     thinking_level: ThinkingLevelName | None = None
     """Reasoning effort to start with (models with reasoning: true); default off. --thinking and /thinking change it."""
     system_prompt: str | None = None
@@ -1201,6 +1253,8 @@ class AgentSpec(SpecModel):
     """MCP servers whose tools the agent may call; needs the mcp extra (pip install 'harnessc[mcp]')."""
     resources: ResourcesSpec = Field(default_factory=ResourcesSpec)
     """Skills and prompt templates loaded from files."""
+    context_files: ContextFilesSetting = True
+    """The project's context files (AGENTS.md, CLAUDE.md) put into the system prompt; false: none."""
     hooks: dict[HookMoment, list[HookHandlerSpec]] = Field(
         default_factory=dict, json_schema_extra=_hooks_schema
     )
@@ -1219,6 +1273,8 @@ class AgentSpec(SpecModel):
     """Where sessions are kept."""
     durable: DurableSpec | None = None
     """Durable runs on DBOS (queue, workers, recovery); default: runs live in the agent's process only."""
+    telemetry: TelemetrySpec | None = None
+    """OpenTelemetry traces and metrics (needs the otel extra: pip install 'harnessc[otel]'); without it the OTEL_* variables may still turn them on."""
     stream: StreamSpec | None = None
     """Options of every provider request (timeouts, retries, headers, caching)."""
     steering_mode: QueueModeName | None = None

@@ -339,7 +339,9 @@ def test_generated_modules_use_exactly_the_contract_names() -> None:
             "import_object",
             "ExternalTool",
         },
-        "harnessc.runtime.resources": {"load_resources"},
+        "harnessc.runtime.resources": {"load_resources", "ContextFileSettings"},
+        "harnessc.runtime.fallback": {"ModelFallback"},
+        "harnessc.runtime.telemetry": {"TelemetryConfig", "TelemetryExtension"},
         "harnessc.runtime.session": {"JsonlSessionRepo", "Session"},
         "harnessc.runtime.extensions": {
             "python_hook",

@@ -8,6 +8,7 @@ until DONE, or back to IDLE on a pause (see ``driver``). The run's state is one
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,14 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "AgentHarness"]
 
 
+# Any of these set: telemetry may be on without a spec section (the OTEL_* standard).
+_OTEL_SWITCHES = (
+    "OTEL_TRACES_EXPORTER",
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+)
+
+
 class AgentHarness(SettingsFacade):
     """The agent: options + session + resources + hooks, one run at a time."""
 
@@ -71,6 +80,10 @@ class AgentHarness(SettingsFacade):
         context: HarnessContext = self  # the typed seam extensions see (checked by mypy)
         for extension in options.extensions:
             extension.install(context)
+        if any(name in os.environ for name in _OTEL_SWITCHES):  # no spec section needed
+            from harnessc.runtime.telemetry.extension import install_telemetry
+
+            install_telemetry(self, None)  # reads the variables; imports OpenTelemetry if on
 
     # -- what the harness is ------------------------------------------------------
 

@@ -22,6 +22,7 @@ from harnessc.runtime.agent.run_state import RunState
 from harnessc.runtime.events import (
     MessageStartEvent,
     MessageUpdateEvent,
+    ModelFallbackEvent,
     NoticeEvent,
     ProviderResponseEvent,
     RetryEvent,
@@ -164,7 +165,73 @@ async def make_request(parts: Parts, run: RunState) -> tuple[ProviderRequest, fl
 async def stream_reply(
     parts: Parts, request: ProviderRequest, deadline: float | None
 ) -> AssistantMessage:
-    """The streamed reply to ``request`` (recorded), or the error reply that ends it."""
+    """The streamed reply to ``request`` (recorded), or the error reply that ends it.
+
+    With model fallback, a request that fails before any reply content streamed, with a
+    kind the fallback names, goes to the next model instead (the failed attempt counts
+    in the budget and is not recorded).
+    """
+    fallback = parts.options.fallback
+    if fallback is None:
+        final, started, _ = await _stream_once(parts, request, deadline, defer_start=False)
+    else:
+        settings = parts.settings
+        chosen = settings.fallback_from or settings.model_key()
+        picked = fallback.pick(chosen)
+        if picked != settings.model_key():  # back to the chosen one, or past a cooling one
+            _switch_model(parts, picked, chosen)
+            request.model = settings.model
+        while True:
+            final, started, kind = await _stream_once(parts, request, deadline, defer_start=True)
+            current = settings.model_key()
+            following = (
+                fallback.after(chosen, current)
+                if final.stop_reason == "error"
+                and not started
+                and not final.context_overflow
+                and final.error_message != WALL_CLOCK_STOP
+                and fallback.applies_to(kind)
+                else None
+            )
+            if following is None:
+                break
+            budget_gate.count_reply(parts, final)  # at the failed model's prices
+            fallback.failed(current)
+            _switch_model(parts, following, chosen)
+            await parts.bus.emit(
+                ModelFallbackEvent(
+                    from_model=current,
+                    to_model=following,
+                    reason=kind,
+                    error=final.error_message or "",
+                )
+            )
+            request.model = settings.model  # the same deadline: one budget for all tries
+    if not started:
+        await parts.bus.emit(MessageStartEvent(message=final))
+    _unique_call_ids(final.tool_calls)  # before it is recorded: each result answers one call
+    await parts.append(final, started=True)
+    return final
+
+
+def _switch_model(parts: Parts, key: str, chosen: str) -> None:
+    """Use model ``key`` from the next request on (recorded in the session)."""
+    settings = parts.settings
+    settings.model = settings.models[key]
+    settings.fallback_from = chosen if key != chosen else None
+    parts.session.append_model_change(
+        settings.model.provider or settings.model.api, settings.model.id
+    )
+
+
+async def _stream_once(
+    parts: Parts, request: ProviderRequest, deadline: float | None, *, defer_start: bool
+) -> tuple[AssistantMessage, bool, str]:
+    """One model's reply: ``(message, message_start emitted, failure kind)``.
+
+    ``defer_start``: emit ``message_start`` only when the reply's content begins, so a
+    request that fails before it can go to another model unseen.
+    """
     model = request.model
     try:
         provider = parts.host.provider_for(model)
@@ -176,11 +243,11 @@ async def stream_reply(
             stop_reason="error",
             error_message=str(exc.args[0]),
         )
-        await parts.bus.emit(MessageStartEvent(message=unknown))
-        await parts.append(unknown, started=True)
-        return unknown
+        return unknown, False, "other"
     partial: AssistantMessage | None = None
     final: AssistantMessage | None = None
+    started = False
+    kind = ""
     bus = parts.bus
     stream = provider.stream(request)
     timed_out = False
@@ -188,18 +255,24 @@ async def stream_reply(
     try:
         async with scope:
             async for event in stream:
-                kind = event.type
-                if kind == "start":
+                etype = event.type
+                if etype == "start":
                     partial = event.partial
-                    await bus.emit(MessageStartEvent(message=partial))
-                elif kind in ("done", "error"):
+                    if not defer_start:
+                        started = True
+                        await bus.emit(MessageStartEvent(message=partial))
+                elif etype in ("done", "error"):
                     final = event.partial
+                    kind = event.error_kind
                 else:
                     partial = event.partial
+                    if not started:
+                        started = True
+                        await bus.emit(MessageStartEvent(message=partial))
                     if bus.wanted:
                         await bus.emit(
                             MessageUpdateEvent(
-                                delta_type=kind,
+                                delta_type=etype,
                                 delta=event.delta,
                                 content_index=event.content_index,
                                 message=partial,
@@ -212,11 +285,12 @@ async def stream_reply(
             final = _empty(request)
             final.stop_reason = "error"
             final.error_message = f"provider failed: {describe_exception(exc)}"
+            kind = "timeout"
     except asyncio.CancelledError:
         message = partial or _empty(request)
         message.stop_reason = "aborted"
         message.error_message = "aborted"
-        if partial is None:
+        if not started:
             await bus.emit(MessageStartEvent(message=message))
         _unique_call_ids(message.tool_calls)
         await parts.append(message, started=True)
@@ -225,6 +299,7 @@ async def stream_reply(
         final = _empty(request)
         final.stop_reason = "error"
         final.error_message = f"provider failed: {describe_exception(exc)}"
+        kind = getattr(exc, "kind", "") or "other"
     finally:
         aclose = getattr(stream, "aclose", None)
         if aclose is not None:
@@ -246,11 +321,7 @@ async def stream_reply(
         final.error_message = (
             final.error_message or "the provider stream ended without a final event"
         )
-    if partial is None:
-        await bus.emit(MessageStartEvent(message=final))
-    _unique_call_ids(final.tool_calls)  # before it is recorded: each result answers one call
-    await parts.append(final, started=True)
-    return final
+    return final, started, kind
 
 
 def _empty(request: ProviderRequest) -> AssistantMessage:

@@ -49,6 +49,7 @@ class Settings:
         "tool_context",
         "model_recorded",
         "thinking_level_recorded",
+        "fallback_from",
         "output_tool",
     )
 
@@ -71,6 +72,8 @@ class Settings:
         # the session holds a model / thinking level record (else record_if_new writes one)
         self.model_recorded = False
         self.thinking_level_recorded = False
+        # The key of the model chosen (spec, --model, /model) while a fallback serves.
+        self.fallback_from: str | None = None
         # The typed result's final_result tool (``output:``): callable whatever is active.
         self.output_tool: AgentTool | None = None
         if options.output is not None:
@@ -124,6 +127,7 @@ class Settings:
 
     async def set_model(self, model: str | Model) -> None:
         self.model = self.resolve_model(model)
+        self.fallback_from = None
         self.session.append_model_change(self.model.provider or self.model.api, self.model.id)
         await self.bus.emit(
             ModelUpdateEvent(
@@ -183,12 +187,14 @@ class Settings:
                 skills=[s.name for s in resources.skills],
                 prompt_templates=[t.name for t in resources.prompt_templates],
                 diagnostics=[f"{d.path}: {d.message}" for d in resources.diagnostics],
+                context_files=[f.path for f in resources.context_files],
             )
         )
 
     async def system_prompt(self, source: Any, host: Any) -> str:
-        """``source`` (text, or a callable of the harness), then the skills block (only
-        while ``read`` is active, as pi: without it the model cannot open a skill)."""
+        """``source`` (text, or a callable of the harness), the context files, then the
+        skills block (only while ``read`` is active, as pi: without it the model cannot
+        open a skill)."""
         if callable(source):
             value = source(host)
             if inspect.isawaitable(value):
@@ -196,6 +202,10 @@ class Settings:
             text = str(value)
         else:
             text = source or DEFAULT_SYSTEM_PROMPT
+        if self.resources.context_files:
+            from harnessc.runtime.resources.context_files import context_prompt_block
+
+            text = f"{text}\n\n{context_prompt_block(self.resources.context_files)}"
         if not self.resources.skills:
             return text
         from harnessc.runtime.resources import skills_prompt_block
@@ -209,7 +219,8 @@ class Settings:
         template_dirs: Sequence[str],
         apply: Callable[[AgentHarnessResources], Awaitable[None]],
     ) -> Any:
-        """A started watcher reloading skills and templates (default: the resources' dirs)."""
+        """A started watcher reloading skills, templates (default: the resources' dirs)
+        and the context files the resources were read with."""
         from harnessc.runtime.resources.watch import ResourceWatcher
 
         resources = self.resources
@@ -219,7 +230,13 @@ class Settings:
         async def on_change(resources: AgentHarnessResources, diagnostics: Any = None) -> None:
             await apply(resources)
 
-        watcher = ResourceWatcher(skills, templates, on_change)
+        watcher = ResourceWatcher(
+            skills,
+            templates,
+            on_change,
+            context_files=resources.context_settings,
+            cwd=resources.cwd,
+        )
         await watcher.start()
         return watcher
 

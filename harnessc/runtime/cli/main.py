@@ -375,6 +375,9 @@ class CliInvocation:
         args = self.args
         for problem in harness.resources.diagnostics:
             self.err.write(f"[resources] {problem.path}: {problem.message}\n")
+        if args.watch:  # harnessc dev: say which context files the prompt holds
+            for item in harness.resources.context_files:
+                self.err.write(f"[context] {item.path}\n")
         if args.model is not None and args.model != harness.model_key():
             await harness.set_model(args.model)
         if args.thinking is not None and args.thinking != harness.thinking_level.value:

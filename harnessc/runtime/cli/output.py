@@ -367,6 +367,12 @@ class TextPrinter:
             f"{event.delay_ms / 1000:.1f}s: {status}{one_line(event.error, 120)}"
         )
 
+    def _on_model_fallback(self, event: Any) -> None:
+        self.line(
+            f"[fallback] {event.from_model} failed ({event.reason}): "
+            f"{one_line(event.error, 120)}; trying {event.to_model}"
+        )
+
     def _on_budget_warn(self, event: Any) -> None:
         used = format_number(event.used)
         maximum = format_number(event.maximum)
@@ -393,7 +399,8 @@ class TextPrinter:
 
     def _on_resources_update(self, event: Any) -> None:
         self.line(
-            f"[resources] {len(event.skills)} skills, {len(event.prompt_templates)} prompt templates"
+            f"[resources] {len(event.skills)} skills, {len(event.prompt_templates)} prompt "
+            f"templates, {len(event.context_files)} context files"
         )
         for problem in event.diagnostics:
             self.line(f"[resources] {problem}")

@@ -1,4 +1,4 @@
-"""The skills and prompt templates a durable run started with, as a step's JSON output.
+"""The skills, prompt templates and context files a durable run started with, as a step's JSON output.
 
 The workflow records them in a step before its first model call; an execution that
 recovers the run gets them back from that record, so a skill or template edited on disk
@@ -12,6 +12,8 @@ from typing import Any
 
 from harnessc.runtime.resources.types import (
     AgentHarnessResources,
+    ContextFile,
+    ContextFileSettings,
     PromptTemplate,
     ResourceDiagnostic,
     Skill,
@@ -37,4 +39,15 @@ def load_resources(data: dict[str, Any] | None) -> AgentHarnessResources | None:
         diagnostics=[ResourceDiagnostic(**d) for d in data.get("diagnostics", [])],
         skill_dirs=list(data.get("skill_dirs", [])),
         template_dirs=list(data.get("template_dirs", [])),
+        context_files=[ContextFile(**f) for f in data.get("context_files", [])],
+        context_settings=_context_settings(data.get("context_settings")),
+        cwd=data.get("cwd"),
+    )
+
+
+def _context_settings(data: dict[str, Any] | None) -> ContextFileSettings | None:
+    if data is None:
+        return None
+    return ContextFileSettings(
+        names=tuple(data.get("names", ())), user=data.get("user"), max_bytes=data["max_bytes"]
     )

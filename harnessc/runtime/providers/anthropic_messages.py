@@ -46,6 +46,11 @@ _STOP: dict[str, StopReason] = {
     "tool_use": "toolUse",
 }
 _RETRYABLE_STREAM_ERRORS = {"overloaded_error", "api_error", "rate_limit_error"}
+_STREAM_ERROR_KINDS = {
+    "overloaded_error": "overloaded",
+    "rate_limit_error": "rate_limit",
+    "api_error": "server_error",
+}
 _BAD_ID = re.compile(r"[^a-zA-Z0-9_-]")
 
 
@@ -276,6 +281,7 @@ class AnthropicStreamState:
                 f"{etype}: {text}",
                 status=529 if etype == "overloaded_error" else None,
                 retryable=etype in _RETRYABLE_STREAM_ERRORS,
+                kind=_STREAM_ERROR_KINDS.get(etype),
             )
         # "ping" and unknown event types are ignored.
 

@@ -201,7 +201,9 @@ async def read_attempt(
                         state.end()
                     if not state.done:
                         outcome.error = ProviderError(
-                            "the stream ended before the reply was complete", retryable=True
+                            "the stream ended before the reply was complete",
+                            retryable=True,
+                            kind="connection",
                         )
                         return
                     break
@@ -280,7 +282,7 @@ def error_event(
     partial.error_message = cut_text(redact(error.message, secrets), 2 * MAX_ERROR_CHARS)
     partial.context_overflow = error.context_overflow
     finalize_usage(partial.usage, model)
-    return AssistantMessageEvent("error", partial)
+    return AssistantMessageEvent("error", partial, error_kind=error.kind)
 
 
 def aborted_event(builder: MessageBuilder, model: Model, reason: str) -> AssistantMessageEvent:

@@ -122,6 +122,8 @@ class AssistantMessageEvent:
     partial: AssistantMessage
     content_index: int = 0
     delta: str = ""
+    # An ``error`` event's failure kind (providers.errors.FAILURE_KINDS), "" if unknown.
+    error_kind: str = ""
 
 
 class Provider(Protocol):

@@ -11,7 +11,9 @@ from urllib.parse import quote, quote_plus
 __all__ = [
     "MAX_ERROR_CHARS",
     "SECRET_HEADERS",
+    "FAILURE_KINDS",
     "ProviderError",
+    "failure_kind",
     "cut_text",
     "error_text_from_body",
     "header_value_problem",
@@ -65,11 +67,47 @@ _OVERFLOW = re.compile(
 )
 
 
+# What a failed request was, as model fallback (``fallback_on``) names it.
+FAILURE_KINDS = (
+    "rate_limit",
+    "overloaded",
+    "server_error",
+    "timeout",
+    "connection",
+    "context_overflow",
+    "auth",
+    "bad_request",
+    "other",
+)
+
+
+def failure_kind(status: int | None, message: str = "") -> str:
+    """The kind of a failure with HTTP ``status`` (None: no answer) and ``message``."""
+    if status == 413 or is_context_overflow_text(message):
+        return "context_overflow"
+    if status is None:
+        return "other"
+    if status == 429:
+        return "rate_limit"
+    if status in (503, 529):
+        return "overloaded"
+    if status == 408:
+        return "timeout"
+    if status in (401, 403):
+        return "auth"
+    if status >= 500:
+        return "server_error"
+    if status >= 400:
+        return "bad_request"
+    return "other"
+
+
 class ProviderError(Exception):
     """One failed attempt at a provider request.
 
     ``retryable`` says whether a new attempt may succeed (connection problems,
-    rate limits, server errors); ``retry_after_ms`` is the wait the server asked for.
+    rate limits, server errors); ``retry_after_ms`` is the wait the server asked for;
+    ``kind`` is one of FAILURE_KINDS (default: from the status and the message).
     """
 
     def __init__(
@@ -79,12 +117,14 @@ class ProviderError(Exception):
         status: int | None = None,
         retryable: bool = False,
         retry_after_ms: int | None = None,
+        kind: str | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
         self.retryable = retryable
         self.retry_after_ms = retry_after_ms
+        self.kind = kind or failure_kind(status, message)
 
     @property
     def context_overflow(self) -> bool:

@@ -193,7 +193,23 @@ def transport_error(
     if isinstance(exc, ProviderError):
         return exc
     message, retryable = describe_transport_error(exc, timeout_ms, url, proxy)
-    return ProviderError(message, retryable=retryable)
+    return ProviderError(message, retryable=retryable, kind=_transport_kind(exc))
+
+
+def _transport_kind(exc: BaseException) -> str:
+    """timeout, connection (the server cannot be reached or the connection broke), or
+    other (an invalid base_url, a proxy's refusal, a bug)."""
+    import aiohttp
+
+    if isinstance(exc, TimeoutError):  # aiohttp's timeouts are among them
+        return "timeout"
+    if isinstance(exc, aiohttp.InvalidURL | aiohttp.NonHttpUrlClientError):
+        return "other"
+    if isinstance(exc, aiohttp.ClientHttpProxyError):
+        return "other"
+    if isinstance(exc, aiohttp.ClientError | OSError):  # refused, unresolved, TLS, lost
+        return "connection"
+    return "other"
 
 
 def interrupted_error(
@@ -209,13 +225,16 @@ def interrupted_error(
         limit = f"{timeout_ms} ms" if timeout_ms else f"{clock.idle_s:g} s"
         kept = " (the server sent only keepalives)" if parser and parser.comments else ""
         return ProviderError(
-            f"request timed out after {limit} without reply data{kept} ({at})", retryable=True
+            f"request timed out after {limit} without reply data{kept} ({at})",
+            retryable=True,
+            kind="timeout",
         )
     if kind == "head":
         limit = f"{timeout_ms} ms" if timeout_ms else f"{clock.idle_s:g} s"
         return ProviderError(
             f"request timed out after {limit} waiting for the response head ({at})",
             retryable=True,
+            kind="timeout",
         )
     if kind == "deadline":
         return ProviderError(f"the run's time budget ran out during the model request ({at})")
@@ -223,7 +242,8 @@ def interrupted_error(
         total = clock.idle_s * TOTAL_FACTOR
         return ProviderError(
             f"the request took longer than its total limit of {total:g} s "
-            f"({TOTAL_FACTOR} x timeout_ms; {at})"
+            f"({TOTAL_FACTOR} x timeout_ms; {at})",
+            kind="timeout",
         )
     return ProviderError("aborted")
 

@@ -180,7 +180,7 @@ class HttpProvider:
             )
             builder = self._builder(model)
             yield AssistantMessageEvent("start", builder.partial)
-            yield error_event(builder, model, ProviderError(message), secrets)
+            yield error_event(builder, model, ProviderError(message, kind="auth"), secrets)
             return
         out = Outgoing(model.base_url or self.default_base_url, api_key, secrets)
         del api_key, secrets

@@ -1,4 +1,5 @@
-"""Skills and prompt templates: loading, prompt formatting, ``/`` commands, hot reload."""
+"""Skills, prompt templates and context files: loading, prompt formatting, ``/`` commands,
+hot reload."""
 
 from __future__ import annotations
 
@@ -7,6 +8,10 @@ from typing import TYPE_CHECKING
 from harnessc.runtime.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from harnessc.runtime.resources.context_files import (
+        context_prompt_block,
+        load_context_files,
+    )
     from harnessc.runtime.resources.frontmatter import Frontmatter, parse_frontmatter
     from harnessc.runtime.resources.loader import load_resources
     from harnessc.runtime.resources.skills import (
@@ -24,6 +29,8 @@ if TYPE_CHECKING:
     )
     from harnessc.runtime.resources.types import (
         AgentHarnessResources,
+        ContextFile,
+        ContextFileSettings,
         PromptTemplate,
         ResourceDiagnostic,
         Skill,
@@ -33,6 +40,10 @@ if TYPE_CHECKING:
 # Public name -> the module defining it; imported on first use so that importing
 # this package stays cheap for a one-shot agent run.
 _EXPORTS: dict[str, str] = {
+    "context_prompt_block": "harnessc.runtime.resources.context_files",
+    "load_context_files": "harnessc.runtime.resources.context_files",
+    "ContextFile": "harnessc.runtime.resources.types",
+    "ContextFileSettings": "harnessc.runtime.resources.types",
     "Frontmatter": "harnessc.runtime.resources.frontmatter",
     "parse_frontmatter": "harnessc.runtime.resources.frontmatter",
     "load_resources": "harnessc.runtime.resources.loader",
@@ -54,15 +65,19 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "AgentHarnessResources",
+    "ContextFile",
+    "ContextFileSettings",
     "Frontmatter",
     "PromptTemplate",
     "ResourceDiagnostic",
     "ResourceWatcher",
     "Skill",
+    "context_prompt_block",
     "expand_prompt_template",
     "expand_skill_command",
     "format_skills_for_prompt",
     "skills_prompt_block",
+    "load_context_files",
     "load_prompt_templates",
     "load_resources",
     "load_skills",

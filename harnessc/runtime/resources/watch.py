@@ -1,8 +1,11 @@
-"""Hot reload of skills and prompt templates (watchfiles, imported only when started).
+"""Hot reload of skills, prompt templates and context files (watchfiles, imported only
+when started).
 
 A file that stops parsing keeps its last good version (with a diagnostic) until it is
 fixed or deleted. Watched folders may be deleted and recreated: the watcher notices
-and watches them again.
+and watches them again. Context files live in the working directory's ancestors, which
+are not watched recursively: their few candidate paths are checked (stat) on every
+timeout tick of the watch instead.
 """
 
 from __future__ import annotations
@@ -16,9 +19,15 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from harnessc.runtime.resources.context_files import context_signature, load_context_files
 from harnessc.runtime.resources.skills import LoadedFile, merge_skills, scan_skills
 from harnessc.runtime.resources.templates import merge_templates, scan_templates
-from harnessc.runtime.resources.types import AgentHarnessResources, ResourceDiagnostic
+from harnessc.runtime.resources.types import (
+    AgentHarnessResources,
+    ContextFile,
+    ContextFileSettings,
+    ResourceDiagnostic,
+)
 
 __all__ = ["OnResourcesChange", "ResourceWatcher"]
 
@@ -59,7 +68,8 @@ class ResourceWatcher:
 
     ``on_change`` runs after a debounced batch of changes actually changed the loaded
     resources (it may be async). ``debounce_ms`` bounds how long a burst of file events
-    is grouped.
+    is grouped. ``context_files``: also reread the context files for ``cwd`` when one of
+    their candidate paths changes (checked every ``poll_interval_ms``).
     """
 
     def __init__(
@@ -72,6 +82,8 @@ class ResourceWatcher:
         step_ms: int = 10,
         poll_interval_ms: int = 200,
         force_polling: bool | None = None,
+        context_files: ContextFileSettings | None = None,
+        cwd: PathLike | None = None,
     ) -> None:
         self.skill_dirs = [os.path.abspath(os.fspath(p)) for p in skill_dirs]
         self.template_dirs = [os.path.abspath(os.fspath(p)) for p in template_dirs]
@@ -80,9 +92,12 @@ class ResourceWatcher:
         self.step_ms = max(1, min(int(step_ms), self.debounce_ms))
         self.poll_interval_ms = max(10, int(poll_interval_ms))
         self.force_polling = force_polling
+        self.context_settings = context_files
+        self.cwd = os.path.abspath(os.fspath(cwd)) if cwd is not None else os.getcwd()
         self.resources = AgentHarnessResources(
             skill_dirs=list(self.skill_dirs), template_dirs=list(self.template_dirs)
         )
+        self._context_seen: tuple[object, ...] = ()
         self._good_skills: dict[str, Any] = {}
         self._good_templates: dict[str, Any] = {}
         self._stop: asyncio.Event | None = None
@@ -102,13 +117,33 @@ class ResourceWatcher:
             template_files, self._good_templates, "template"
         )
         templates, more_template_diags = merge_templates(template_files)
+        settings = self.context_settings
+        files: list[ContextFile] = []
+        context_diags: list[ResourceDiagnostic] = []
+        if settings is not None:
+            self._context_seen = context_signature(settings, self.cwd)
+            files, context_diags = load_context_files(settings, self.cwd)
         self.reload_count += 1
         return AgentHarnessResources(
             prompt_templates=templates,
             skills=skills,
-            diagnostics=skill_diags + more_skill_diags + template_diags + more_template_diags,
+            diagnostics=skill_diags
+            + more_skill_diags
+            + template_diags
+            + more_template_diags
+            + context_diags,
             skill_dirs=list(self.skill_dirs),
             template_dirs=list(self.template_dirs),
+            context_files=files,
+            context_settings=settings,
+            cwd=self.cwd if settings is not None else None,
+        )
+
+    def _context_changed(self) -> bool:
+        """A context file appeared, changed or vanished since the last reload."""
+        settings = self.context_settings
+        return settings is not None and context_signature(settings, self.cwd) != (
+            self._context_seen
         )
 
     def seed(self, resources: AgentHarnessResources) -> None:
@@ -198,7 +233,7 @@ class ResourceWatcher:
             if not roots:
                 with contextlib.suppress(TimeoutError, asyncio.TimeoutError):
                     await asyncio.wait_for(stop.wait(), self.poll_interval_ms / 1000)
-                if not stop.is_set() and self._roots() != roots:
+                if not stop.is_set() and (self._roots() != roots or self._context_changed()):
                     await self._changed()
                 continue
             try:
@@ -213,7 +248,7 @@ class ResourceWatcher:
                     force_polling=self.force_polling,
                     ignore_permission_denied=True,
                 ):
-                    if changes or first:
+                    if changes or first or self._context_changed():
                         # the first tick also catches edits made while the watch started
                         first = False
                         await self._changed()
@@ -231,4 +266,5 @@ def _same(a: AgentHarnessResources, b: AgentHarnessResources) -> bool:
         a.skills == b.skills
         and a.prompt_templates == b.prompt_templates
         and a.diagnostics == b.diagnostics
+        and a.context_files == b.context_files
     )

@@ -282,7 +282,7 @@ async def _reload(repl: ReplHost, args: str) -> None:
         discard_if_empty(options.session)
     resources = options.resources
     if resources is None:
-        repl.say("this agent has no skills or prompt templates")
+        repl.say("this agent has no skills, prompt templates or context files")
         return
     repl.printer.muted.add("resources_update")  # the answer below says it once
     try:
@@ -292,7 +292,8 @@ async def _reload(repl: ReplHost, args: str) -> None:
     problems = [f"  {d.path}: {d.message}" for d in resources.diagnostics]
     repl.say(
         f"reloaded: {len(resources.skills)} skills, {len(resources.prompt_templates)} "
-        "prompt templates" + ("\n" + "\n".join(problems) if problems else "")
+        f"prompt templates, {len(resources.context_files)} context files"
+        + ("\n" + "\n".join(problems) if problems else "")
     )
 
 

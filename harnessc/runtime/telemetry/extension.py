@@ -1,0 +1,55 @@
+"""``TelemetryExtension``: traces and metrics of a harness (the OpenTelemetry SDK is
+imported when it is installed, never before)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from harnessc.runtime.telemetry.config import TelemetryConfig, resolve_config, telemetry_requested
+
+__all__ = ["TelemetryExtension", "install_telemetry"]
+
+
+class TelemetryExtension:
+    """Installed by an agent whose spec has ``telemetry:`` (and, through
+    ``install_telemetry``, by any harness when the OTEL_* variables ask for it)."""
+
+    name = "telemetry"
+    command_names: tuple[str, ...] = ()
+
+    def __init__(self, config: TelemetryConfig | None = None) -> None:
+        self.config = config if config is not None else TelemetryConfig()
+
+    def install(self, harness: Any) -> None:
+        install_telemetry(harness, self.config)
+
+
+def install_telemetry(harness: Any, config: TelemetryConfig | None) -> bool:
+    """Subscribe a RunTracer to ``harness`` when telemetry is on; True if it did."""
+    if getattr(harness, "_telemetry", None) is not None:
+        return False  # once per harness (the spec's and the environment's)
+    if config is None and not telemetry_requested():
+        return False
+    if config is not None:
+        name = config.agent_name
+    else:  # the OTEL_* variables alone: the name the agent's sessions are made with
+        header = getattr(harness.session, "header", None)
+        name = str((getattr(header, "metadata", None) or {}).get("agent") or "agent")
+    resolved = resolve_config(config, name)
+    if resolved is None:
+        return False
+    from harnessc.runtime.telemetry.setup import flush, providers
+    from harnessc.runtime.telemetry.spans import RunTracer
+
+    tracer_provider, meter_provider = providers(resolved)
+    tracer = RunTracer(harness, resolved, tracer_provider, meter_provider)
+    harness._telemetry = tracer
+    harness.subscribe(tracer)
+
+    async def export_now() -> None:
+        tracer._end_run(**{"harnessc.run.status": "closed"})
+        await asyncio.to_thread(flush, tracer_provider, meter_provider)
+
+    harness.on_close(export_now)
+    return True
