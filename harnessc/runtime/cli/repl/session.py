@@ -240,13 +240,13 @@ class Repl:
         task: asyncio.Future[RunResult] = asyncio.ensure_future(start())
         try:
             while not task.done():
-                if self.scripted and self._question is None:
+                if self.scripted and not self._answer_wanted():
                     # A script's next line waits for the run, unless the run asks a question.
                     await self._until_done_or_asked(task, None)
                     continue
                 # Keys typed meanwhile: collected quietly (Enter steers), or, while a
                 # permission question waits, an ordinary read for its answer.
-                if self._question is None:
+                if not self._answer_wanted():
                     self.reader.collect()
                 else:
                     self.reader.request(self._question_text, question=True)
@@ -258,7 +258,7 @@ class Repl:
                         await getter
                     continue
                 line = getter.result()
-                if self._question is not None and not self._question.done():
+                if self._question is not None and self._answer_wanted():
                     self._question.set_result(line)
                     continue
                 self.steer(line)
@@ -282,7 +282,7 @@ class Repl:
         """Wait for the run to end, a line to come (``getter``) or a question to be asked."""
         waiting: set[asyncio.Future[Any]] = {task} if getter is None else {task, getter}
         asked: asyncio.Future[Any] | None = None
-        if self._question is None:
+        if not self._answer_wanted():
             asked = asyncio.ensure_future(self._asked.wait())
             waiting.add(asked)
         done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
@@ -290,6 +290,10 @@ class Repl:
             asked.cancel()
             if asked in done:
                 self._asked.clear()
+
+    def _answer_wanted(self) -> bool:
+        """A permission question waits for its answer."""
+        return self._question is not None and not self._question.done()
 
     def steer(self, line: Any) -> None:
         if line is EOF:
