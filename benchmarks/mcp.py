@@ -1,5 +1,5 @@
-"""MCP costs: start-up without MCP, time to the first model request with one stdio
-server, and the per-call overhead of an MCP tool through harnessc against the SDK's own
+"""MCP costs: start-up without MCP, time to the first model request without MCP and
+with one stdio server (the SDK's notes server), and the per-call overhead of an MCP tool through harnessc against the SDK's own
 client calling the same server in the same run.
 
     python benchmarks/mcp.py [--calls 200]
@@ -55,20 +55,23 @@ def start_up(module: Path, runs: int = 7) -> tuple[float, bool, bool]:
     return statistics.median(times), sdk, package
 
 
-def first_request(runs: int = 3) -> float:
-    """Process start to the first model request, one stdio server declared."""
+def first_request(runs: int = 3, *, with_server: bool = True) -> float:
+    """Process start to the first model request, with one stdio server declared or none.
+
+    The first request lists the servers' tools, so it waits for them: the difference
+    is the server's start (its Python and SDK import, initialize, tools/list) where it
+    does not overlap the agent's own import of the SDK."""
     from harnessc.compiler.render import render
     from harnessc.spec import parse_spec
     from harnessc.testing import ProtocolServer, ScriptedResponse, openai_events
 
+    mcp = f"mcp:\n  notes: {{command: {sys.executable}, args: [{SERVER}]}}\n" if with_server else ""
     spec = f"""\
 version: 1
 name: bench
 models:
   main: {{provider: openai, id: m, base_url: "${{BENCH_URL}}", api_key_env: BENCH_KEY}}
-mcp:
-  notes: {{command: {sys.executable}, args: [{SERVER}]}}
-session: {{repo: memory}}
+{mcp}session: {{repo: memory}}
 """
     times = []
     with tempfile.TemporaryDirectory() as tmp, ProtocolServer() as server:
@@ -165,7 +168,9 @@ def main() -> None:
     print(
         f"start-up, MCP declared (notes):  {declared * 1000:7.1f} ms  (mcp SDK imported: {sdk}; servers start at the first run)"
     )
-    print(f"first model request, 1 stdio server: {first_request() * 1000:7.1f} ms")
+    bare, served = first_request(with_server=False), first_request()
+    print(f"first model request, no MCP:         {bare * 1000:7.1f} ms")
+    print(f"first model request, 1 stdio server: {served * 1000:7.1f} ms")
     ours, theirs = asyncio.run(per_call(args.calls))
     print(
         f"per stdio call: harnessc {ours:.2f} ms, SDK client {theirs:.2f} ms, ratio {ours / theirs:.2f}"

@@ -1,4 +1,4 @@
-"""The ``harnessc`` command: build, check, schema, new, list, run, dev, doctor, serve-demo.
+"""The ``harnessc`` command: build, check, schema, new, list, run, dev, serve, doctor, serve-demo.
 
 Exit codes: 0 success (warnings allowed), 1 errors in a spec or stale output,
 2 usage errors. Diagnostics go to stderr as ``path:line:col: severity: message``.
@@ -477,6 +477,50 @@ def dev(spec: str, agent_args: tuple[str, ...], out_dir: str) -> None:
     raise SystemExit(run_dev(spec, argv, out_dir, prog=_prog("dev", spec, out_dir)))
 
 
+@cli.command("serve", context_settings={"ignore_unknown_options": True})
+@click.argument("spec", metavar="SPEC|NAME")
+@click.argument("agent_args", nargs=-1, type=click.UNPROCESSED)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8000, show_default=True, help="Port (0: any free one).")
+@click.option("--token-env", metavar="NAME", help="Variable holding the bearer token.")
+@click.option("--max-runs", default=64, show_default=True, help="Runs working at once.")
+@click.option("-o", "--out", "out_dir", default=DEFAULT_OUT, show_default=True, hidden=True)
+@_guard
+def serve(
+    spec: str,
+    agent_args: tuple[str, ...],
+    host: str,
+    port: int,
+    token_env: str | None,
+    max_runs: int,
+    out_dir: str,
+) -> None:
+    """Serve SPEC (or NAME) over HTTP: native API, OpenAI-compatible, AG-UI, A2A and a dev
+    page (pip install 'harnessc[serve]'); the agent's own flags (--base-url...) after --."""
+    spec = _find_spec(spec)
+    live = LiveAgent(spec, out_dir)
+    if not live.load():
+        click.echo(f"harnessc: {spec} has errors; not serving", err=True)
+        raise SystemExit(1)
+    argv = [*_agent_argv(agent_args), "--serve", "--host", host, "--port", str(port)]
+    argv += ["--max-runs", str(max_runs)]
+    if token_env:
+        argv += ["--token-env", token_env]
+    from harnessc.runtime.cli import run_cli
+
+    module = live.module
+    assert module is not None
+    code = run_cli(
+        module.build_options,  # the module's own function: its DESCRIPTION names the agent card
+        argv,
+        agent_name=live.agent_name,
+        session_dir=live.session_dir,
+        prog="harnessc serve",
+        session_repo=getattr(module, "session_repo", None),
+    )
+    raise SystemExit(code)
+
+
 cli.add_command(sessions)  # harnessc sessions export|import (PostgreSQL <-> JSONL)
 
 
@@ -486,9 +530,11 @@ cli.add_command(sessions)  # harnessc sessions export|import (PostgreSQL <-> JSO
 @click.option("-o", "--out", "out_dir", default=DEFAULT_OUT, show_default=True, hidden=True)
 @_guard
 def doctor_command(spec: str, base_url: str | None, out_dir: str) -> None:
-    """Check each model of SPEC: its key variable, that its endpoint answers, its model id;
-    with durable: its database, schema, queue and live workers."""
+    """Check each model of SPEC (its key variable, that its endpoint answers, its model id),
+    each MCP server (it starts, initializes and lists its tools within its timeout) and,
+    with durable:, its database, schema, queue and live workers."""
     from harnessc.doctor import doctor
+    from harnessc.doctor_mcp import doctor_mcp
     from harnessc.runtime.cli.args import UsageError
     from harnessc.runtime.cli.overrides import BASE_URL_VARIABLE, override_base_url
     from harnessc.runtime.session import Session
@@ -511,7 +557,8 @@ def doctor_command(spec: str, base_url: str | None, out_dir: str) -> None:
         from harnessc.runtime.durable.health import durable_checks
 
         checks = lambda: durable_checks(durable, os.getcwd())  # noqa: E731
-    raise SystemExit(doctor(dict(options.models), click.echo, checks))
+    models = doctor(dict(options.models), click.echo, checks)
+    raise SystemExit(max(models, doctor_mcp(options.extensions or (), click.echo)))
 
 
 @cli.command("serve-demo")

@@ -221,6 +221,8 @@ class _Builder:
             out.append(("extensions", ListExpr(extensions)))
         if spec.sequential_tools:
             out.append(("sequential_tools", Lit(True)))
+        if "tool_timeout_s" in spec.model_fields_set:
+            out.append(("tool_timeout_s", Lit(spec.tool_timeout_s)))
         return out
 
     def kwargs_call(self, module: str, func: str, model: SpecModel, /, **override: Expr) -> Call:
@@ -263,6 +265,7 @@ class _Builder:
                 name=Lit(py.name) if py.name is not None else None,
                 description=Lit(py.description) if py.description is not None else None,
                 parameters=from_json(py.parameters) if py.parameters is not None else None,
+                timeout_s=Lit(py.timeout_s) if py.timeout_s is not None else None,
             )
         if entry.external is not None:
             ext = entry.external

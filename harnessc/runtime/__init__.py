@@ -1,6 +1,7 @@
 """The harnessc runtime: everything a generated agent module imports at run time.
 
-Stays light: the standard library and httpx (watchfiles only when reloading).
+Stays light: the standard library; aiohttp on the first model request, and what a spec
+uses (watchfiles when reloading, MCP, DBOS) only when it is used.
 """
 
 from __future__ import annotations

@@ -71,6 +71,9 @@ class ToolContextSource:
         return value
 
 
+DEFAULT_TOOL_TIMEOUT_S = 180.0  # as pi's tool calls
+
+
 @dataclass(slots=True)
 class AgentHarnessOptions:
     session: Session | None = None
@@ -92,6 +95,9 @@ class AgentHarnessOptions:
     provider: Provider | None = None
     # Run tool batches one call at a time even when every tool allows parallel runs.
     sequential_tools: bool = False
+    # Seconds one tool call may run before the loop ends it with an error result (a
+    # tool's own ``timeout_s`` wins); None: no limit.
+    tool_timeout_s: float | None = DEFAULT_TOOL_TIMEOUT_S
     # Extensions (seed 003 hook providers) built by the agent module.
     extensions: Sequence[Any] = ()
     # HTTP clients shared with other harnesses (one connection pool and one cap on

@@ -110,16 +110,23 @@ def check_mcp(data: dict[str, Any], spec_dir: Path, report: Report) -> McpNames:
 def _check_command(
     spec_dir: Path, command: str, path: KeyPath, severity: Severity, report: Report
 ) -> None:
+    """A relative path is part of the project: missing, it is an error for a required
+    server. A name looked up on PATH, or an absolute path, depends on the machine the
+    agent runs on, not the one that checks it: a warning (a required server that cannot
+    start fails the run closed anyway)."""
     if "/" in command:
         program = Path(os.path.expanduser(command))
-        program = program if program.is_absolute() else spec_dir / program
+        if program.is_absolute():
+            severity = "warning"
+        else:
+            program = spec_dir / program
         if not program.is_file():
             report(path, severity, f"command {command!r} does not exist")
         elif not os.access(program, os.X_OK):
             report(path, severity, f"command {command!r} is not executable (chmod +x)")
         return
     if shutil.which(command) is None:
-        report(path, severity, f"command {command!r} is not found on PATH")
+        report(path, "warning", f"command {command!r} is not found on PATH")
 
 
 def _check_from(spec_dir: Path, value: str, path: KeyPath, report: Report) -> None:

@@ -37,6 +37,7 @@ from pydantic_core import CoreSchema, PydanticCustomError
 
 from harnessc.runtime import catalog
 from harnessc.runtime.hooks import HOOK_NAMES, canonical_hook_name
+from harnessc.runtime.options import DEFAULT_TOOL_TIMEOUT_S
 from harnessc.spec.diagnostics import did_you_mean
 
 __all__ = [
@@ -452,6 +453,8 @@ class PythonToolSpec(SpecModel):
     """Default: the function's docstring."""
     parameters: JsonObject | None = None
     """JSON Schema of the arguments; default: derived from the type hints."""
+    timeout_s: PosFloat | None = None
+    """Seconds one call may run before the agent loop ends it with an error result; default: tool_timeout_s."""
 
     @model_validator(mode="before")
     @classmethod
@@ -1164,6 +1167,8 @@ class AgentSpec(SpecModel):
     """Value handed to every tool call; string values may hold ${VAR} references."""
     sequential_tools: bool = False
     """Run the tool calls of one reply one at a time."""
+    tool_timeout_s: PosFloat = DEFAULT_TOOL_TIMEOUT_S
+    """Seconds one tool call may run before the agent loop ends it with an error result (the model sees it; the run goes on). A python tool's own timeout_s wins."""
 
     _claude_settings: str | None = PrivateAttr(default=None)
 

@@ -171,6 +171,17 @@ def _mode_map() -> dict[str, Callable[[_Conn], None]]:
     def stall_before_head(c: _Conn) -> None:
         c.wait(30)
 
+    def trickled_head(c: _Conn) -> None:  # the status line and headers, a byte per 0.5 s
+        head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n" + b"x-pad: y\r\n" * 20
+        for byte in head:
+            if not c.send(bytes([byte])):
+                return
+            c.wait(0.5)
+
+    def endless_processing(c: _Conn) -> None:  # interim 102 answers, never a final one
+        while c.send(b"HTTP/1.1 102 Processing\r\n\r\n"):
+            c.wait(0.2)
+
     def huge_line(c: _Conn) -> None:  # one 25 MB data: line
         c.head(transfer_encoding="chunked")
         c.chunk(b'data: {"choices": [{"delta": {"content": "')

@@ -129,6 +129,10 @@ class _Server(ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
+class _Server6(_Server):
+    address_family = socket.AF_INET6
+
+
 class _RequestHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # small SSE writes must not wait for delayed ACKs
@@ -156,6 +160,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
     do_POST = _handle
     do_GET = _handle
     do_PUT = _handle
+    do_CONNECT = _handle  # as a proxy: the tunnel's target is the recorded path
 
     def _answer(self, response: ScriptedResponse) -> None:
         if response.delay_s:
@@ -204,8 +209,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
 
 class ProtocolServer:
-    """A scripted HTTP server on 127.0.0.1 (port 0 picks a free one); with
-    ``ssl_context`` (a server-side context with its certificate) it speaks HTTPS."""
+    """A scripted HTTP server on 127.0.0.1 or ``host`` ("::1" for IPv6; port 0 picks a
+    free one); with ``ssl_context`` (a server-side context with its certificate) it
+    speaks HTTPS."""
 
     def __init__(
         self, host: str = "127.0.0.1", port: int = 0, ssl_context: ssl.SSLContext | None = None
@@ -226,7 +232,8 @@ class ProtocolServer:
     def start(self) -> ProtocolServer:
         if self._server is not None:
             return self
-        server = _Server((self._host, self._port), _RequestHandler)
+        kind = _Server6 if ":" in self._host else _Server  # an IPv6 address: "::1"
+        server = kind((self._host, self._port), _RequestHandler)
         server.owner = self
         if self._ssl_context is not None:  # each accepted connection shakes hands first
             server.socket = self._ssl_context.wrap_socket(server.socket, server_side=True)
@@ -257,9 +264,10 @@ class ProtocolServer:
         """``http://127.0.0.1:<port>`` (no trailing slash; ``https`` with TLS)."""
         if self._server is None:
             raise RuntimeError("the protocol server is not running")
-        host, port = self._server.server_address[:2]
+        address, port = self._server.server_address[:2]
+        host = str(address)
         scheme = "https" if self._ssl_context is not None else "http"
-        return f"{scheme}://{host!s}:{port}"
+        return f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
 
     # -- scripting ------------------------------------------------------------------
 

@@ -457,3 +457,17 @@ def test_every_moment_of_the_design_table_is_accepted(tmp_path: Path) -> None:
     hooks = "".join(f"  {q(m)}:\n    - command: 'true'\n" for m in DESIGN_MOMENTS)
     text = render(parse(MINIMAL + "hooks:\n" + hooks, tmp_path), tmp_path)
     assert text.count("command_hook(") == len(DESIGN_MOMENTS)
+
+
+def test_tool_timeouts_reach_the_harness_and_the_python_tool(tmp_path: Path) -> None:
+    (tmp_path / "mytools.py").write_text("def slow(n: int) -> str:\n    return str(n)\n")
+    text = MINIMAL + (
+        "tool_timeout_s: 30\n"
+        "tools:\n"
+        "  - python: {function: 'mytools:slow', timeout_s: 2.5}\n"
+        "  - python: {function: 'mytools:slow', name: quick}\n"
+    )
+    out = render(parse(text, tmp_path), tmp_path)
+    assert "tool_timeout_s=30," in out
+    assert out.count("timeout_s=2.5)") == 1 and out.count("timeout_s=") == 2
+    assert "tool_timeout_s" not in render(parse(MINIMAL, tmp_path), tmp_path)  # the default

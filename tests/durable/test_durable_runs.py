@@ -370,9 +370,11 @@ def test_a_recovered_run_keeps_its_run_id_wall_clock_and_resources(
     _write_resources(resources, "original")
     env = {"RESOURCES_DIR": str(resources), "WALL_CLOCK_S": "3"}
     run_id = submit(agent, "/task pin")
-    victim = agent.worker("w1", env={**env, "TOOL_SLEEP_S": "6"})
+    # The victim's budget is wide: the loop would stop a tool at the run's deadline, and
+    # the kill must come inside the tool. The recovering worker's 3 s budget pauses the run.
+    victim = agent.worker("w1", env={**env, "TOOL_SLEEP_S": "6", "WALL_CLOCK_S": "600"})
     wait_for(lambda: "start call_pin_1" in _read(agent.side_effects), what="the first tool")
-    time.sleep(3.5)  # past the wall-clock budget, inside the tool
+    time.sleep(3.5)  # past the recovering worker's wall-clock budget, inside the tool
     victim.kill()
     victim.wait(timeout=30)
     _write_resources(resources, "changed")

@@ -2,7 +2,9 @@
 streamable HTTP on 127.0.0.1 with ``--http PORT``.
 
 It writes its pid to ``$MCP_PID_DIR/<name>-<pid>`` so the tests can check that no
-server outlives the agent, and hangs before answering when ``NOTES_HANG`` is set.
+server outlives the agent, hangs before answering when ``NOTES_HANG`` is set, and
+starts a ``sleep 300`` grandchild, its pid written to the file ``$NOTES_CHILD``, when
+that is set.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -22,6 +25,11 @@ if __name__ == "__main__":  # before the SDK's slow import: the tests see every 
     if folder:
         Path(folder, f"{name}-{os.getpid()}").write_text(str(os.getpid()))
     print(f"{name} server starting", file=sys.stderr, flush=True)
+    if os.environ.get("NOTES_CHILD"):
+        sleeper = subprocess.Popen(
+            ["sleep", "300"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL
+        )
+        Path(os.environ["NOTES_CHILD"]).write_text(str(sleeper.pid))
     if os.environ.get("NOTES_HANG"):
         time.sleep(120)
 

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from harnessc.testing import ProtocolServer
@@ -210,6 +211,54 @@ mcp:
                 stream.close()
     assert len(agent.server_pids()) == 1
     assert wait_gone(agent.server_pids()) == []
+
+
+def test_a_sigkilled_agent_leaves_no_stdio_server_nor_its_children_behind(
+    make_agent: Any, model_server: ProtocolServer, tmp_path: Path
+) -> None:
+    child = tmp_path / "grandchild"
+    agent = make_agent(
+        MODEL
+        + f"""\
+mcp:
+  notes:
+    command: {sys.executable}
+    args: [notes_server.py]
+    env: {{NOTES_CHILD: {child}}}
+    tools: [search, slow]
+"""
+    )
+    model_server.enqueue(
+        tool_reply(("q1", "mcp__notes__search", {"query": "cats"})),
+        tool_reply(("s1", "mcp__notes__slow", {"seconds": 60})),
+        text_reply("ok"),
+    )
+    process = agent.popen("--json", "search, then sleep")
+    try:
+        assert process.stdout is not None
+        events = []
+        for line in process.stdout:  # the second MCP call is running
+            events.append(json.loads(line))
+            if events[-1]["type"] == "tool_execution_start" and events[-1]["tool_call_id"] == "s1":
+                break
+        # requests and answers pass through the supervisor intact
+        assert "found 'cats'" in result_text(results_by_id(events)["q1"])
+        [server] = agent.server_pids()
+        grandchild = int(child.read_text())
+        assert alive(server) and alive(grandchild)
+        process.kill()  # SIGKILL: the agent runs no cleanup at all
+        process.wait(30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+    left = wait_gone([server, grandchild])
+    for pid in left:  # a failure leaves nothing running either
+        os.kill(pid, signal.SIGKILL)
+    assert left == []
 
 
 def test_a_server_prompt_works_as_the_first_line_of_one_shot_and_interactive(

@@ -368,3 +368,32 @@ def test_a_huge_invalid_image_never_reaches_the_session(run_with: Any) -> None:
     assert "over the 5 MiB image limit" in result.content[0].text
     stored = sum(len(json.dumps(m.to_dict())) for m in run.harness.messages)
     assert stored < 100_000
+
+
+def test_a_server_command_that_is_not_found_fails_its_start_with_a_clear_reason(
+    run_with: Any,
+) -> None:
+    missing = McpServerConfig(name="gone", command="harnessc-no-such-mcp-server")
+    run = run_with([missing], [reply_text("never")])
+    result = run.harness.prompt_sync("go")
+    assert result.status == "error"
+    assert "'gone' failed to start" in (result.reason or "")
+    assert "no such program (not on PATH): 'harnessc-no-such-mcp-server'" in (result.reason or "")
+
+
+def test_a_relative_command_beside_the_spec_runs_whatever_the_servers_cwd(
+    run_with: Any, tmp_path: Path
+) -> None:
+    """``harnessc check`` finds ``./x`` beside the spec; the run must find the same file."""
+    spec_dir = tmp_path / "spec"
+    (spec_dir / "data").mkdir(parents=True)
+    script = spec_dir / "notes_server.py"
+    script.write_text(f"#!{sys.executable}\n" + SERVER.read_text())
+    script.chmod(0o755)
+    server = McpServerConfig(
+        name="beside", command="./notes_server.py", cwd="data", base_dir=spec_dir
+    )
+    run = run_with([server], [reply_text("done")])
+    result = run.harness.prompt_sync("go")
+    assert result.status == "done", result
+    assert "mcp__beside__search" in run.tool_names(0)

@@ -5,7 +5,9 @@ child environment, result mapping, schema checks, and a harness with a real serv
 from __future__ import annotations
 
 import asyncio
+import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +17,7 @@ from typing import Any
 import pytest
 
 from harnessc.runtime import catalog
+from harnessc.runtime.cli.output import TextPrinter
 from harnessc.runtime.harness import AgentHarness
 from harnessc.runtime.mcp import McpConfigError, McpServerConfig, McpToolset, load_mcp_json
 from harnessc.runtime.mcp import toolset as toolset_module
@@ -322,3 +325,87 @@ def test_json_nested_too_deeply_is_a_located_error_naming_the_file(tmp_path: Pat
         load_mcp_json(tmp_path / "deep.mcp.json")
     with pytest.raises(ClaudeSettingsError, match="settings.json: not usable JSON"):
         read_claude_settings(tmp_path / ".claude" / "settings.json")
+
+
+SPAWN_FIRST = """
+import asyncio, importlib.abc, json, sys, time
+from pathlib import Path
+from harnessc.runtime.mcp import McpServerConfig, McpToolset
+pid_dir, server, logs = (Path(a) for a in sys.argv[1:4])
+seen = {}
+class Probe(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "harnessc.runtime.mcp.client" and not seen:
+            seen["sdk imported"] = "mcp" in sys.modules
+            deadline = time.monotonic() + 30  # the child writes its pid first thing
+            while not any(pid_dir.iterdir()) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            seen["server running"] = any(pid_dir.iterdir())
+        return None
+sys.meta_path.insert(0, Probe())
+toolset = McpToolset(
+    [McpServerConfig(name="notes", command=sys.executable, args=[str(server)])], log_dir=logs
+)
+try:
+    asyncio.run(toolset.start())
+    seen["tools"] = len(toolset._connections["notes"].tools)
+finally:
+    toolset.close()
+print(json.dumps(seen))
+"""
+
+
+def test_stdio_servers_start_before_the_sdk_is_imported(tmp_path: Path) -> None:
+    """The SDK's import takes seconds; a server started first boots meanwhile."""
+    pid_dir = tmp_path / "pids"
+    pid_dir.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-c", SPAWN_FIRST, str(pid_dir), str(SERVER), str(tmp_path / "logs")],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "MCP_PID_DIR": str(pid_dir)},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert seen["sdk imported"] is False
+    assert seen["server running"] is True  # spawned before the client's import began
+    assert seen["tools"] > 5
+    assert wait_gone(recorded_pids(pid_dir)) == []
+
+
+def test_a_terminal_shows_which_servers_are_starting_on_its_status_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    pid_dir = tmp_path / "pids"
+    pid_dir.mkdir()
+    monkeypatch.setenv("MCP_PID_DIR", str(pid_dir))
+    screens = []
+    for terminal in (True, False):
+        toolset = McpToolset(
+            [McpServerConfig(name="notes", command=sys.executable, args=[str(SERVER)])]
+        )
+        options = AgentHarnessOptions(
+            session=Session(),
+            models={"m": Model(id="m", api="openai-completions", base_url="http://127.0.0.1:9")},
+            model="m",
+            extensions=[toolset],
+        )
+        options.provider = ScriptedProvider([reply_text("done")])
+        harness = AgentHarness(options)
+        out, err = io.StringIO(), io.StringIO()
+        printer = TextPrinter(out, err, spinner=terminal)
+        harness.subscribe(printer)
+        try:
+            assert harness.prompt_sync("go").status == "done"
+        finally:
+            printer.close()
+            toolset.close()
+        screens.append(err.getvalue())
+    on_terminal, piped = screens
+    assert "\r\033[K" in on_terminal and "starting MCP servers: notes…" in on_terminal
+    assert "[notice] starting" not in on_terminal
+    assert "starting MCP servers" not in piped  # no status line, and no line, off a terminal
+    assert wait_gone(recorded_pids(pid_dir)) == []

@@ -1,4 +1,4 @@
-"""The providers' connections: httpcore on asyncio sockets, TLS, proxies, no shared cookies.
+"""The providers' connections: aiohttp's client, TLS, proxies, no shared cookies.
 
 Every test talks to a real local server (``ProtocolServer``, over TLS with a
 certificate from a throwaway CA where it says so).
@@ -142,12 +142,12 @@ def test_no_proxy_and_the_scheme_choose_whether_a_url_goes_through_the_proxy(
     assert environment_proxy("https://api.example.com/v1") is None
     monkeypatch.setenv("HTTPS_PROXY", "proxy.internal:3128")
     chosen = environment_proxy("https://api.example.com/v1")
-    assert chosen is not None and chosen.url.host == b"proxy.internal"
-    assert chosen.url.scheme == b"http" and chosen.url.port == 3128
+    assert chosen is not None and chosen.url == "http://proxy.internal:3128"
+    assert chosen.variable == "HTTPS_PROXY"
     assert environment_proxy("http://api.example.com/v1") is None  # HTTPS_PROXY only
     monkeypatch.setenv("ALL_PROXY", "http://all.internal:8080")
     other = environment_proxy("http://api.example.com/v1")
-    assert other is not None and other.url.host == b"all.internal"
+    assert other is not None and other.url == "http://all.internal:8080"
     monkeypatch.setenv("NO_PROXY", "localhost,.example.com")
     assert environment_proxy("https://api.example.com/v1") is None
     assert environment_proxy("http://localhost:11434/v1") is None
@@ -253,3 +253,91 @@ def test_a_kept_connection_the_server_closed_while_idle_is_not_reused(
         listener.close()
         thread.join(timeout=5)
     assert len(accepted) == 2 and accepted[0] != accepted[1]
+
+
+def _only_proxy(monkeypatch: pytest.MonkeyPatch, **proxies: str) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    for name, value in proxies.items():
+        monkeypatch.setenv(name, value)
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _ipv6() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as sock:
+            sock.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _ipv6(), reason="no IPv6 loopback")
+def test_an_ipv6_literal_base_url_is_reached_directly(make_request: MakeRequest) -> None:
+    with ProtocolServer(host="::1") as v6:
+        v6.enqueue(_reply("over IPv6"))
+        assert v6.url.startswith("http://[::1]:")
+        assert _replies(make_request, v6.url + "/v1") == ["over IPv6"]
+        assert v6.requests[0].headers["host"] == v6.url.removeprefix("http://")
+
+
+def test_an_ipv6_literal_keeps_its_brackets_in_a_proxys_request_line(
+    server: ProtocolServer, make_request: MakeRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _only_proxy(monkeypatch, HTTP_PROXY=server.url)
+    server.enqueue(_reply("via the proxy"))
+
+    assert _replies(make_request, "http://[2001:db8::5]:19010/v1") == ["via the proxy"]
+    (request,) = server.requests
+    assert request.path == "http://[2001:db8::5]:19010/v1/chat/completions"
+    assert request.headers["host"] == "[2001:db8::5]:19010"
+
+
+def test_an_ipv6_literal_keeps_its_brackets_in_connect_and_a_refusal_names_the_proxy(
+    server: ProtocolServer, make_request: MakeRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _only_proxy(monkeypatch, HTTPS_PROXY=server.url)
+    server.enqueue(ScriptedResponse.error(502, "no route"))
+
+    (message,) = _replies(make_request, "https://[2001:db8::5]:19010/v1")
+    (request,) = server.requests
+    assert (request.method, request.path) == ("CONNECT", "[2001:db8::5]:19010")
+    assert message.startswith(f"error: the proxy {server.url} (from HTTPS_PROXY) refused"), message
+
+
+def test_a_proxy_that_cannot_be_reached_is_named_not_the_model_server(
+    make_request: MakeRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    port = _closed_port()
+    _only_proxy(monkeypatch, https_proxy=f"http://bob:hunter2secret@127.0.0.1:{port}")
+
+    (message,) = _replies(make_request, "https://api.example.invalid/v1")
+    assert message.startswith(
+        f"error: cannot reach the proxy http://127.0.0.1:{port} (from https_proxy): "
+        "connection refused"
+    ), message
+    assert "NO_PROXY" in message and "is the server running" not in message
+    assert "hunter2" not in message
+
+
+@pytest.mark.parametrize("variable", ["ALL_PROXY", "https_proxy"])
+def test_a_socks_proxy_is_refused_naming_its_variable(
+    variable: str,
+    server: ProtocolServer,
+    make_request: MakeRequest,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _only_proxy(monkeypatch, **{variable: "socks5://user:pw-secret@127.0.0.1:1080"})
+    server.enqueue(_reply("never"))
+
+    (message,) = _replies(make_request, server.url.replace("http:", "https:") + "/v1")
+    assert message.startswith(f"error: {variable} names a socks5 proxy"), message
+    assert "not supported" in message and "no request was sent" in message
+    assert "pw-secret" not in message and "ModuleNotFoundError" not in message
+    assert server.requests == []

@@ -9,8 +9,9 @@ import json
 import socket
 from pathlib import Path
 
-import httpcore
+import aiohttp
 import pytest
+from aiohttp.client_reqrep import ConnectionKey
 
 from harnessc.runtime import AgentHarness, AgentHarnessOptions, Model
 from harnessc.runtime.messages import AssistantMessage, TextContent, UserMessage
@@ -161,27 +162,30 @@ def test_status_errors_say_what_to_check(
     assert retries == [] and len(server.requests) == 1  # none of these passes by itself
 
 
-def test_dns_failure_and_refused_are_named_and_not_retried():
+def test_dns_failure_and_refused_are_named_and_not_retried(make_request, collect):
+    # No test asks a name server: the resolver's failure as aiohttp raises it.
+    key = ConnectionKey("nohost.invalid", 80, False, True, None, None, None)
     gai = socket.gaierror(-2, "Name or service not known")
-    try:
-        raise httpcore.ConnectError("[Errno -2] Name or service not known") from gai
-    except httpcore.ConnectError as exc:
-        message, retryable = describe_transport_error(exc, None, "http://nohost.invalid/v1/x")
+    message, retryable = describe_transport_error(
+        aiohttp.ClientConnectorDNSError(key, gai), None, "http://nohost.invalid/v1/x"
+    )
     assert message == (
         "cannot resolve the host name 'nohost.invalid' (http://nohost.invalid/v1/x): "
         "check base_url and the network"
     )
     assert not retryable
-    group = OSError("All connection attempts failed")
-    group.__cause__ = ConnectionRefusedError(111, "Connect call failed")
-    try:
-        raise httpcore.ConnectError("All connection attempts failed") from group
-    except httpcore.ConnectError as exc:
-        message, retryable = describe_transport_error(exc, None, "http://u:p@127.0.0.1:9/v1/x")
-    assert message == (
-        "connection refused (http://127.0.0.1:9/v1/x): is the server running at http://127.0.0.1:9?"
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    model = Model(id="m", api="openai-completions", base_url=f"http://u:p@127.0.0.1:{port}/v1")
+    request = make_request(model, max_retries=2)
+    retries = _retries(request)
+    events = collect(OpenAICompletionsProvider(), request)
+    assert events[-1].partial.error_message == (
+        f"connection refused (http://127.0.0.1:{port}/v1/chat/completions): "
+        f"is the server running at http://127.0.0.1:{port}?"
     )
-    assert not retryable
+    assert retries == []
 
 
 def test_a_huge_html_error_page_is_cut(

@@ -86,6 +86,10 @@ CASES: dict[str, Case] = {
     "endless-text": Case("error", "time budget ran out", deadline_s=1.5),
     "slow-drip": Case("error", f"timed out after {TIMEOUT_MS} ms without reply data"),
     "stall-before-head": Case("error", f"request timed out after {TIMEOUT_MS} ms"),
+    "trickled-head": Case("error", f"timed out after {TIMEOUT_MS} ms waiting for the response"),
+    "endless-processing": Case(
+        "error", f"timed out after {TIMEOUT_MS} ms waiting for the response"
+    ),
     "huge-line": Case("error", "a line longer than the limit of 8,388,608 characters"),
     "huge-chunks": Case("done", "yyyy", _long_text),
     "gzip-bomb": Case("error", "longer than the limit of 8,388,608 characters"),

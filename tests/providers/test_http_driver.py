@@ -9,6 +9,8 @@ import time
 from email.utils import formatdate
 from typing import Any
 
+import pytest
+
 from harnessc.runtime.options import Model
 from harnessc.runtime.providers.base import AssistantMessageEvent, ProviderRetry
 from harnessc.runtime.providers.openai_completions import OpenAICompletionsProvider
@@ -384,3 +386,28 @@ def test_payload_hook_returning_garbage(server, make_request, collect):
     events = collect(OpenAICompletionsProvider(), request)
     assert "not valid JSON" in (events[-1].partial.error_message or "")
     assert server.requests == []
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        ("Retry-After", "inf"),
+        ("Retry-After", "-inf"),
+        ("Retry-After", "NaN"),
+        ("Retry-After", "-3"),
+        ("retry-after-ms", "1e400"),
+        ("retry-after-ms", "nan"),
+        ("Retry-After", "Fri, 31 Dec 9999 23:59:59 GMT"),
+    ],
+)
+def test_a_retry_after_past_any_number_is_capped_and_retried(header, server, make_request, collect):
+    server.enqueue(
+        ScriptedResponse.error(429, "slow down", headers=dict([header])),
+        ScriptedResponse.sse(openai_events(["after the wait"])),
+    )
+    request = make_request(model_for(server), max_retry_delay_ms=5, retry_delay_ms=1)
+    retries = record_retries(request)
+    events = collect(OpenAICompletionsProvider(), request)
+    assert events[-1].type == "done", events[-1].partial.error_message
+    assert events[-1].partial.text == "after the wait"
+    assert len(retries) == 1 and 0 <= retries[0].delay_ms <= 5

@@ -175,8 +175,8 @@ def test_a_request_waiting_for_a_slot_has_not_begun_its_reply(
         seen: list[str] = []
 
         async def second() -> None:
-            async for event in ProviderPool(shared).get("openai-completions").stream(
-                make_request(_model(server))
+            async for event in (
+                ProviderPool(shared).get("openai-completions").stream(make_request(_model(server)))
             ):
                 seen.append(event.type)
 

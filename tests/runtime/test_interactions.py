@@ -3,7 +3,8 @@ permission rules, hooks, batch modes, budgets and interruptions, and checks what
 hold in every combination.
 
 Drawn: each model reply's tool calls, each call of a kind {local, python, MCP (a real
-SDK server over stdio), one that raises, external}, a permission {allow, ask then
+SDK server over streamable HTTP), one that raises, one that hangs past its timeout,
+external}, a permission {allow, ask then
 approve, ask then refuse, deny} and a hook {none, block, modify its input}; the batch
 mode {parallel, sequential}; a budget {none, turns, tool calls, tokens, cost, wall
 clock}; an interruption {none, a hook pause resumed in the same harness, a hook pause
@@ -63,12 +64,13 @@ MODELS = {"main": Model(id="scripted-1", api="scripted", provider="test", contex
 TAG = {"type": "object", "properties": {"tag": {"type": "string"}}, "required": ["tag"]}
 EXAMPLES = int(os.environ.get("HARNESSC_INTERACTION_EXAMPLES", "25"))
 
-KINDS = ("local", "python", "mcp", "raises", "external")
+KINDS = ("local", "python", "mcp", "raises", "hangs", "external")
 TOOL_NAMES = {
     "local": "local",
     "python": "python_rec",
     "mcp": "mcp__fx__record",
     "raises": "raises",
+    "hangs": "hangs",
     "external": "ask_user",
 }
 PERMISSIONS = ("allow", "approve", "refuse", "deny")
@@ -232,6 +234,11 @@ class World:
             self._effect(f"raises:{params['tag']}")
             raise RuntimeError(f"raises {params['tag']} failed")
 
+        async def hangs(call_id: str, params: Any, signal: Any, on_update: Any, ctx: Any) -> Any:
+            self._effect(f"hangs:{params['tag']}")
+            await asyncio.sleep(3600)  # past its own timeout: the loop ends the call
+            return text_result("never")
+
         def python_rec(tag: str) -> str:
             """Record a tag."""
             self._effect(f"python:{tag}")
@@ -240,6 +247,7 @@ class World:
         return [
             Tool("local", "Record a tag.", TAG, local),
             Tool("raises", "Record a tag, then fail.", TAG, raises),
+            Tool("hangs", "Record a tag, then hang.", TAG, hangs, timeout_s=0.2),
             python_tool(python_rec),
             ExternalTool("ask_user", "Ask the user.", TAG),
         ]
@@ -268,7 +276,7 @@ def _hooks(scenario: Scenario) -> list[HookSpec]:
         if hook == "block":
             return ToolCallResult(block=True, reason=f"blocked {tag}")
         if hook == "modify":
-            return ToolCallResult(input={"tag": f"{tag}-mod"})
+            return ToolCallResult(input={**event.input, "tag": f"{tag}-mod"})
         return None
 
     hooks = [permission_hook(_rules(scenario)), HookSpec("tool_call", tool_call)]
@@ -387,10 +395,13 @@ async def _execute(scenario: Scenario, root: Path, restart: bool, mcp_url: str) 
             result = await harness.resume(budget=raised)
         elif result.reason.startswith("permission needed"):
             approvals = {}
-            for call in pending:
+            held = harness.held_tool_calls
+            assert {c.id for c in held} <= {c.id for c in pending}
+            for call in held:
+                permission = calls[call.id][1].permission
+                assert permission in ("approve", "refuse"), f"{call.id} held: {permission}"
                 assert call.id not in approvals_given, f"{call.id} was held twice"
-                yes = calls[call.id][1].permission == "approve"
-                approvals[call.id] = approvals_given[call.id] = yes
+                approvals[call.id] = approvals_given[call.id] = permission == "approve"
             assert approvals, f"a permission pause with nothing pending: {result.reason}"
             result = await harness.resume(approvals=approvals)
         else:
@@ -466,7 +477,7 @@ def _check(scenario: Scenario, outcome: dict[str, Any]) -> None:
             continue
         if runs:
             expected.append(f"{call.kind}:{tag}")
-            assert result[0] == (call.kind == "raises"), (call_id, result)
+            assert result[0] == (call.kind in ("raises", "hangs")), (call_id, result)
         else:
             assert result[0], f"{call_id} should have been refused: {result}"
     effects = outcome["effects"]

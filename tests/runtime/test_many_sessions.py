@@ -110,7 +110,7 @@ def test_200_concurrent_sessions_are_separate_and_an_abort_touches_only_its_own(
         await aborter
         for harness in harnesses:
             await harness.close()  # never closes the shared clients
-        assert clients.connection_pool(server.url).connections  # still open
+        assert not clients.connection_pool(server.url).closed  # still open
         await clients.aclose()
         return results, harnesses
 
@@ -131,8 +131,9 @@ def test_200_concurrent_sessions_are_separate_and_an_abort_touches_only_its_own(
         assert set(_TAG.findall(context)) == {str(i)}
     # One model call per step plus the final answer, and the slow session's one call.
     assert len(requests) == (N - 1) * (STEPS + 1) + 1
-    # One shared pool: at most its 32 connections for all 200 sessions, reused.
-    assert len({r.client_port for r in requests}) <= 32
+    # One shared pool: at most its 32 connections for all 200 sessions, reused (and one
+    # more for the aborted call's, which closes with it and may be replaced).
+    assert len({r.client_port for r in requests}) <= 32 + 1
     files = sorted((tmp_path / "sessions").rglob("*.jsonl"))
     assert len(files) == N
     assert {h.session.path for h in harnesses} == {str(path) for path in files}

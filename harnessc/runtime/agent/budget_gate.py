@@ -3,16 +3,32 @@
 A handler may return a larger ``Budget``; the limits are re-checked once with the same
 pending amount, and when they still do not fit the run pauses (the handler is never
 asked twice for the same check, so a too-small extension cannot loop).
+
+The wall-clock limit is also a moment: ``deadline`` is when it runs out, on the event
+loop's clock, computed once per model call or tool batch; the provider request, the
+loop's timeout scope (``until``) and the verdict on a failed reply all read that one
+number, so running out of time is always a (resumable) budget pause.
 """
 
 from __future__ import annotations
+
+import asyncio
+from typing import Any
 
 from harnessc.runtime.agent.parts import Parts
 from harnessc.runtime.budget import Budget, BudgetWarning
 from harnessc.runtime.events import BudgetWarnEvent
 from harnessc.runtime.messages import AssistantMessage
 
-__all__ = ["SPEND_LIMITS", "check", "count_reply", "reply_tokens"]
+__all__ = [
+    "SPEND_LIMITS",
+    "check",
+    "count_reply",
+    "deadline",
+    "passed",
+    "reply_tokens",
+    "until",
+]
 
 SPEND_LIMITS: tuple[str, ...] = ("wall_clock_s", "tokens", "cost_usd")
 
@@ -66,3 +82,42 @@ async def check(parts: Parts, limits: tuple[str, ...], pending: int = 0) -> str 
         )
     await parts.bus.emit(event)
     return f"budget_exceeded:{first.limit}"
+
+
+def deadline(parts: Parts) -> float | None:
+    """When the wall-clock budget runs out, on the running loop's clock (``loop.time()``);
+    None without a wall-clock limit."""
+    limit = parts.budget.budget.wall_clock_s
+    if limit is None:
+        return None
+    remaining = max(0.0, limit - parts.budget.elapsed())
+    return asyncio.get_running_loop().time() + remaining
+
+
+def until(moment: float | None) -> Any:
+    """A timeout scope ending at ``moment`` (``asyncio.timeout_at``); a shared no-op one
+    without a deadline. Both have ``expired()``."""
+    return _UNBOUNDED if moment is None else asyncio.timeout_at(moment)
+
+
+def passed(moment: float | None) -> bool:
+    """True once ``moment`` (a ``deadline``) has come."""
+    return moment is not None and asyncio.get_running_loop().time() >= moment
+
+
+class _Unbounded:
+    """``asyncio.timeout(None)`` without an object per call (no wall-clock budget)."""
+
+    __slots__ = ()
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    def expired(self) -> bool:
+        return False
+
+
+_UNBOUNDED = _Unbounded()

@@ -3,7 +3,8 @@
 Events raised where the loop cannot await (a state change, a queue change, a tool's
 progress update) are queued with ``emit_soon``; the queue is delivered in order before
 the next event, and a tool update is delivered at once by a scheduled flush, so a long
-tool shows its progress while it runs.
+tool shows its progress while it runs. The next event waits for that flush, so every
+subscriber and hook sees a tool's updates before its end.
 """
 
 from __future__ import annotations
@@ -68,11 +69,20 @@ class EventBus:
             self._flusher = loop.create_task(self.flush())
 
     async def flush(self) -> None:
+        """Deliver the queued events, after the ones a scheduled flush is delivering."""
+        flusher = self._flusher
+        if flusher is not None and flusher is not asyncio.current_task():
+            if not flusher.done():
+                # An update it took from the queue may still be with an async subscriber:
+                # it reaches everyone before the events after it (a tool's end, agent_end).
+                await asyncio.wait((flusher,))
+            if self._flusher is flusher:
+                self._flusher = None
         while self._pending:
             await self._deliver(self._pending.pop(0))
 
     async def emit(self, event: Event) -> list[Any]:
-        if self._pending:
+        if self._pending or self._flusher is not None:
             await self.flush()
         return await self._deliver(event)
 

@@ -35,7 +35,13 @@ from harnessc.runtime.hooks import (
     StopDecision,
 )
 from harnessc.runtime.loop import LoopState
-from harnessc.runtime.messages import Message, TextContent, ToolResultMessage, UserContent
+from harnessc.runtime.messages import (
+    AssistantMessage,
+    Message,
+    TextContent,
+    ToolResultMessage,
+    UserContent,
+)
 from harnessc.runtime.run_inputs import LIVE
 
 __all__ = ["abandon", "begin", "drive", "resume_paused", "resume_tools"]
@@ -57,7 +63,14 @@ class Finish:
     reason: str
 
 
-Next = LoopState | Pause | AwaitTools | Finish
+@dataclass(slots=True, frozen=True)
+class Again:
+    """Run the same step once more, in the same state (not a transition)."""
+
+
+_AGAIN = Again()
+
+Next = LoopState | Pause | AwaitTools | Finish | Again
 
 
 def _replay() -> Any:
@@ -97,7 +110,7 @@ async def end_turn(parts: Parts, run: RunState) -> None:
 
 async def plan_step(parts: Parts, run: RunState) -> Next:
     """PLANNING: one model call (or the calls left over from a pause)."""
-    if run.reply is not None and run.planned:
+    if run.reply is not None and run.to_run:
         return LoopState.EXECUTING
     if (reason := await budget_gate.check(parts, budget_gate.SPEND_LIMITS)) is not None:
         return Pause(reason)
@@ -106,9 +119,10 @@ async def plan_step(parts: Parts, run: RunState) -> Next:
     await parts.bus.flush()
     if not run.turn_open and (reason := await open_turn(parts, run)) is not None:
         return Pause(reason)
-    await auto_compact(parts)
-    request, remaining = await model_call.make_request(parts, run)
-    reply = await model_call.stream_reply(parts, request, remaining)
+    if (reason := await auto_compact(parts)) is not None:
+        return Pause(reason)
+    request, deadline = await model_call.make_request(parts, run)
+    reply = await model_call.stream_reply(parts, request, deadline)
     budget_gate.count_reply(parts, reply)
     run.set_reply(reply)
     if reply.stop_reason == "aborted":
@@ -133,20 +147,26 @@ async def plan_step(parts: Parts, run: RunState) -> Next:
 async def _failed_reply(parts: Parts, run: RunState) -> Next:
     reply = run.reply
     assert reply is not None
-    if reply.context_overflow and not run.overflow_retried and await recover_overflow(parts):
-        run.overflow_retried = True
-        run.calls = []
-        return LoopState.PLANNING  # the same turn, once more after compaction
+    recovered: bool | str = False
+    if reply.context_overflow and not run.overflow_retried:
+        recovered = await recover_overflow(parts)
+        if recovered is True:
+            run.overflow_retried = True
+            run.calls = []
+            return _AGAIN  # the same turn, once more after compaction
     await tool_batch.commit_plan(parts, run, runnable=False)
     for record in run.planned:
         await tool_batch.block(
             parts, run, record, "Tool call was not executed: the model reply failed."
         )
     await tool_batch.commit(parts, run)
+    if isinstance(recovered, str):  # the time ran out while compacting
+        await end_turn(parts, run)
+        return Pause(recovered)
     if reply.error_message == model_call.WALL_CLOCK_STOP:
         reason = await budget_gate.check(parts, ("wall_clock_s",))
         if reason is None:  # a handler extended the clock: ask again in the same turn
-            return LoopState.PLANNING
+            return _AGAIN
         await end_turn(parts, run)
         return Pause(reason)
     await end_turn(parts, run)
@@ -170,7 +190,7 @@ async def execute_step(parts: Parts, run: RunState) -> Next:
 
 async def reflect_step(parts: Parts, run: RunState) -> Next:
     """REFLECTING: decide between more tool calls, another model call, a pause and DONE."""
-    if run.planned:
+    if run.to_run:
         return LoopState.EXECUTING
     await end_turn(parts, run)
     if run.pause_requested:
@@ -224,18 +244,20 @@ _STEPS: dict[LoopState, Callable[[Parts, RunState], Awaitable[Next]]] = {
 
 
 async def drive(
-    parts: Parts, run: RunState, opening: Awaitable[str | None] | None = None
+    parts: Parts, run: RunState, opening: Awaitable[str | Finish | None] | None = None
 ) -> RunResult:
     """Walk the machine from the run's state until DONE or a pull point.
 
     ``opening`` (an entry's first part: hooks, the prompt's entries) runs first; the
-    pause reason it returns ends the run there. A cancellation or a crash anywhere
-    becomes the run's ending.
+    pause reason (or the ending) it returns ends the run there. A cancellation or a
+    crash anywhere becomes the run's ending.
     """
     try:
         if opening is not None:
             reason = await opening
             opening = None  # a finished coroutine keeps its memory while it is referenced
+            if isinstance(reason, Finish):
+                return await endings.finish(parts, run, reason.status, reason.reason)
             if reason is not None:
                 return await endings.pause(parts, run, reason)
         while True:
@@ -245,6 +267,8 @@ async def drive(
             outcome = await step(parts, run)
             if isinstance(outcome, LoopState):
                 parts.transition(run, outcome)
+            elif isinstance(outcome, Again):
+                continue
             elif isinstance(outcome, Pause):
                 return await endings.pause(parts, run, outcome.reason)
             elif isinstance(outcome, AwaitTools):
@@ -387,9 +411,25 @@ def resume_paused(parts: Parts, run: RunState) -> Coroutine[Any, Any, RunResult]
     return drive(parts, run, _resume_paused(parts, run))
 
 
-async def _resume_paused(parts: Parts, run: RunState) -> None:
+async def _resume_paused(parts: Parts, run: RunState) -> Finish | None:
+    """Continue a paused run. One paused after the model's last word (a review asked
+    for at turn_end or before_stop) continues as pi's ``continue`` does: never with
+    an assistant-last context; queued steering, else follow-up messages, are the next
+    input, and without any the run ends there (done)."""
     await parts.bus.emit(AgentResumeEvent(run_id=run.run_id, reason="paused"))
     _replay().record_resume(parts.session, run_id=run.run_id)
     run.pause_reason = None
     run.pause_requested = None
     parts.transition(run, LoopState.PLANNING)
+    messages = parts.context.messages
+    last = messages[-1] if messages else None
+    if run.to_run or not isinstance(last, AssistantMessage):
+        return None
+    if last.stop_reason in ("error", "aborted"):  # never sent: the context ends before it
+        return None
+    queued = parts.dequeue("steering") or parts.dequeue("follow_up")
+    for message in queued:
+        await parts.append(message)
+    if queued:
+        return None
+    return Finish("done", "goal_met" if last.text.strip() else "no_plan")

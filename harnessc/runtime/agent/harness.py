@@ -112,6 +112,16 @@ class AgentHarness(SettingsFacade):
         return run.unanswered
 
     @property
+    def held_tool_calls(self) -> list[ToolCall]:
+        """Calls of a paused run held for approval (a permission ``ask``, a hook's pause):
+        what ``resume(approvals=...)`` answers. In a sequential batch the calls after a
+        held one are pending but not held until they are reached."""
+        run = self._parts.run
+        if run is None or self._busy:
+            return []
+        return [r.call for r in run.held]
+
+    @property
     def paused_reason(self) -> str | None:
         run = self._parts.run
         if run is None or self._busy:

@@ -1,38 +1,61 @@
 """Compaction inside the loop: before a model call once the context passes the
-threshold, and after a context overflow (then the turn is retried once)."""
+threshold, and after a context overflow (then the turn is retried once).
+
+Both run inside the run: the summary request carries the run's abort signal, and the
+run's wall-clock deadline bounds them; when it passes, the compaction is stopped and
+the run pauses on the budget, as during a model call.
+"""
 
 from __future__ import annotations
 
+from harnessc.runtime.agent import budget_gate
 from harnessc.runtime.agent.parts import Parts
 
 __all__ = ["auto_compact", "recover_overflow"]
 
 
-async def auto_compact(parts: Parts) -> None:
-    """Compact before a model call once the context passes the compaction threshold.
+async def auto_compact(parts: Parts) -> str | None:
+    """Compact before a model call once the context passes the compaction threshold;
+    the budget pause reason when the wall-clock deadline passed meanwhile.
 
     With a compaction pipeline installed, its own trigger (on the ``context`` moment)
     is the only one.
     """
     if parts.host.compaction_pipeline is not None:
-        return
+        return None
     from harnessc.runtime.session.compaction import needs_compaction
 
-    if needs_compaction(parts.host):
-        try:
-            await parts.host.compact(reason="threshold")
-        except Exception as exc:
-            await parts.bus.error("compaction", exc)
-
-
-async def recover_overflow(parts: Parts) -> bool:
-    """Compact after a context overflow (the installed pipeline, else the session
-    summary); True when the turn should be retried."""
-    pipeline = parts.host.compaction_pipeline
+    if not needs_compaction(parts.host):
+        return None
+    scope = budget_gate.until(budget_gate.deadline(parts))
     try:
-        if pipeline is not None:
-            return bool(await pipeline.recover(parts.host))
-        outcome = await parts.host.compact(reason="overflow")
+        async with scope:
+            await parts.host.compact(reason="threshold")
+    except TimeoutError as exc:
+        if scope.expired():
+            return await budget_gate.check(parts, ("wall_clock_s",))
+        await parts.bus.error("compaction", exc)
+    except Exception as exc:
+        await parts.bus.error("compaction", exc)
+    return None
+
+
+async def recover_overflow(parts: Parts) -> bool | str:
+    """Compact after a context overflow (the installed pipeline, else the session
+    summary); True when the turn should be retried, the budget pause reason when the
+    wall-clock deadline passed meanwhile."""
+    pipeline = parts.host.compaction_pipeline
+    scope = budget_gate.until(budget_gate.deadline(parts))
+    try:
+        async with scope:
+            if pipeline is not None:
+                return bool(await pipeline.recover(parts.host))
+            outcome = await parts.host.compact(reason="overflow")
+    except TimeoutError as exc:
+        if scope.expired():
+            return await budget_gate.check(parts, ("wall_clock_s",)) or False
+        await parts.bus.error("compaction", exc)
+        return False
     except Exception as exc:
         await parts.bus.error("compaction", exc)
         return False

@@ -2,18 +2,19 @@
 
 The reply is appended to the context (and the session) before it is returned; a
 failure becomes an ``error`` reply, an abort an ``aborted`` one (and CancelledError).
-When a wall-clock budget is set, the stream is given the remaining time: the request
-carries the deadline, and the harness stops reading when it passes (``WALL_CLOCK_STOP``).
+When a wall-clock budget is set, the call has one deadline (``budget_gate.deadline``):
+the request carries it, the harness stops reading when it passes, and a reply that
+failed once it had passed, whoever noticed first, is ``WALL_CLOCK_STOP``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable
 from dataclasses import replace
 from typing import Any
 
+from harnessc.runtime.agent import budget_gate
 from harnessc.runtime.agent.bus import describe_exception
 from harnessc.runtime.agent.hooks import coerce
 from harnessc.runtime.agent.parts import Parts
@@ -21,6 +22,7 @@ from harnessc.runtime.agent.run_state import RunState
 from harnessc.runtime.events import (
     MessageStartEvent,
     MessageUpdateEvent,
+    NoticeEvent,
     ProviderResponseEvent,
     RetryEvent,
 )
@@ -99,7 +101,7 @@ def _unique_call_ids(calls: list[ToolCall]) -> None:
 
 async def make_request(parts: Parts, run: RunState) -> tuple[ProviderRequest, float | None]:
     """A model call's first half: the context and request hooks, then the request they
-    made (and the wall-clock time left). ``stream_reply`` is the second half.
+    made (and the wall-clock deadline). ``stream_reply`` is the second half.
 
     Two functions the step awaits in turn, so neither what the hooks saw nor a frame
     joining the two is kept while the reply streams (or waits for a request slot).
@@ -127,6 +129,8 @@ async def make_request(parts: Parts, run: RunState) -> tuple[ProviderRequest, fl
 
     await parts.hooks.run("before_provider_request", request_event, on_result=patch_options)
     assert parts.signal is not None
+    if settings.pending_resources is not None:  # set during this turn's hooks: in it now
+        await settings.apply_resources()
     system_prompt = run.system_prompt
     if system_prompt is None:
         system_prompt = await parts.host.system_prompt()
@@ -147,21 +151,14 @@ async def make_request(parts: Parts, run: RunState) -> tuple[ProviderRequest, fl
     if parts.hooks.has("before_provider_payload"):
         request.on_payload = observer.payload
     request.on_response, request.on_retry = observer.response, observer.retry
-    remaining = _remaining_wall_clock(parts)
-    if remaining is not None:  # the provider stops waiting too (connect, retries, reads)
-        request.deadline = time.monotonic() + remaining
-    return request, remaining
-
-
-def _remaining_wall_clock(parts: Parts) -> float | None:
-    limit = parts.budget.budget.wall_clock_s
-    if limit is None:
-        return None
-    return max(0.0, limit - parts.budget.elapsed())
+    request.on_warning = observer.warning
+    # The provider stops waiting at the same moment (connect, retries, reads).
+    request.deadline = deadline = budget_gate.deadline(parts)
+    return request, deadline
 
 
 async def stream_reply(
-    parts: Parts, request: ProviderRequest, remaining: float | None
+    parts: Parts, request: ProviderRequest, deadline: float | None
 ) -> AssistantMessage:
     """The streamed reply to ``request`` (recorded), or the error reply that ends it."""
     model = request.model
@@ -183,7 +180,7 @@ async def stream_reply(
     bus = parts.bus
     stream = provider.stream(request)
     timed_out = False
-    scope = asyncio.timeout(remaining) if remaining is not None else _UNBOUNDED
+    scope = budget_gate.until(deadline)
     try:
         async with scope:
             async for event in stream:
@@ -231,8 +228,12 @@ async def stream_reply(
                 await aclose()
             except Exception:
                 pass
+    if not timed_out and final is not None and final.stop_reason == "error":
+        # The provider ended the request at the deadline itself (or failed after it):
+        # the same verdict as the loop's scope, read from the same moment.
+        timed_out = budget_gate.passed(deadline)
     if timed_out:
-        final = partial or _empty(request)
+        final = final or partial or _empty(request)
         final.stop_reason = "error"
         final.error_message = WALL_CLOCK_STOP
     if final is None:
@@ -257,24 +258,6 @@ def _empty(request: ProviderRequest) -> AssistantMessage:
 _NO_RETRY_OPTIONS = RetryOptions()  # the defaults (read, never changed)
 
 
-class _Unbounded:
-    """``asyncio.timeout(None)`` without an object per reply (no wall-clock budget)."""
-
-    __slots__ = ()
-
-    async def __aenter__(self) -> None:
-        return None
-
-    async def __aexit__(self, *exc: object) -> None:
-        return None
-
-    def expired(self) -> bool:
-        return False
-
-
-_UNBOUNDED = _Unbounded()
-
-
 class _Observer:
     """The request's callbacks into the harness: one small object, not three closures."""
 
@@ -291,6 +274,9 @@ class _Observer:
 
     def retry(self, retry: ProviderRetry) -> Awaitable[None]:
         return _on_retry(self.parts, retry)
+
+    def warning(self, text: str) -> Awaitable[None]:
+        return _on_warning(self.parts, text)
 
 
 async def _on_payload(parts: Parts, payload: Any) -> Any:
@@ -315,6 +301,10 @@ async def _on_response(parts: Parts, status: int, headers: dict[str, str]) -> No
         await parts.hooks.run(
             "after_provider_response", AfterProviderResponseEvent(status=status, headers=headers)
         )
+
+
+async def _on_warning(parts: Parts, text: str) -> None:
+    await parts.bus.emit(NoticeEvent(source="provider", level="warning", message=text))
 
 
 async def _on_retry(parts: Parts, retry: ProviderRetry) -> None:

@@ -121,10 +121,9 @@ class Parts:
         self.bus.on_pause_request = None
 
     def transition(self, run: RunState, target: LoopState) -> None:
-        """The one place a run changes state (the seed-004 contract is checked here)."""
+        """The one place a run changes state (the seed-004 contract is checked here: the
+        table has no self-moves, so staying put is not a transition)."""
         source = run.state
-        if source is target:
-            return
         check_transition(source, target)
         run.state = target
         self.bus.emit_soon(StateChangeEvent(from_state=source.value, to_state=target.value))

@@ -16,14 +16,22 @@ from harnessc.runtime.budget import BUDGET_LIMITS, Budget, BudgetUsage
 from harnessc.runtime.loop import LoopState
 from harnessc.runtime.messages import AssistantMessage, ToolResultMessage
 
-__all__ = ["from_session"]
+__all__ = ["from_session", "open_pause"]
 
 
 def from_session(parts: Parts) -> None:
     parts.context.reload()
     parts.settings.restore()
+    open_pause(parts)
+
+
+def open_pause(parts: Parts) -> None:
+    """The run paused on the session's current branch, as a process opening the session
+    now would see it (None when the branch has no open pause)."""
     from harnessc.runtime.session import replay  # on first use: start-up stays lean
 
+    parts.run = None
+    parts.last_state = LoopState.IDLE
     open_pause = replay.pending_state(parts.session)
     if open_pause is None:
         return

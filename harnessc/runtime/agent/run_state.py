@@ -2,8 +2,9 @@
 
 A run (``prompt`` until DONE, across pauses) is one ``RunState``: the loop state, the
 turn number and whether the turn is open, the budget usage, the reply being executed
-and, for each of its tool calls, a ``CallRecord`` saying whether it is planned,
-prepared, blocked, executed (with its result) or awaiting the caller, plus the pause
+and, for each of its tool calls, a ``CallRecord`` saying whether it is planned, held
+for approval, prepared, blocked, executed (with its result) or awaiting the caller,
+plus the pause
 or finish reason. Every step of the loop reads it; it is written into the session with
 every pause (``harnessc.pause`` entry, key ``run``) and rebuilt from there exactly, so a
 run continued in another process behaves as if it had never stopped.
@@ -28,8 +29,15 @@ __all__ = ["CALL_STATUSES", "RUN_STATE_VERSION", "CallRecord", "CallStatus", "Ru
 
 RUN_STATE_VERSION = 1
 
-CallStatus = Literal["planned", "prepared", "blocked", "executed", "awaiting"]
-CALL_STATUSES: tuple[str, ...] = ("planned", "prepared", "blocked", "executed", "awaiting")
+CallStatus = Literal["planned", "held", "prepared", "blocked", "executed", "awaiting"]
+CALL_STATUSES: tuple[str, ...] = (
+    "planned",
+    "held",
+    "prepared",
+    "blocked",
+    "executed",
+    "awaiting",
+)
 
 
 @dataclass(slots=True)
@@ -42,9 +50,10 @@ class CallRecord:
     once the tool_result hooks ran (``finalized``); ``committed`` once it is in the context.
 
     A call a tool_call hook holds for approval (``PauseRequest``: a permission ``ask``)
-    stays ``planned`` with ``started`` set, and the run pauses; ``approval`` is the
-    caller's answer given at resume ("allow" runs it, "deny" refuses it), after which
-    it is prepared again.
+    is ``held`` (started: counted and announced once), and the run pauses; in a
+    sequential batch the calls after it stay ``planned`` until it is decided.
+    ``approval`` is the caller's answer given at resume ("allow" runs it, "deny"
+    refuses it), after which it is prepared again.
     """
 
     call: ToolCall
@@ -90,6 +99,9 @@ class CallRecord:
         status = data.get("status", "planned")
         if status not in CALL_STATUSES:
             raise ValueError(f"unknown call status {status!r}")
+        started = bool(data.get("started", False))
+        if status == "planned" and started:  # a held call, as older records wrote it
+            status = "held"
         result = data.get("result")
         message = message_from_dict(result) if isinstance(result, dict) else None
         if message is not None and not isinstance(message, ToolResultMessage):
@@ -99,7 +111,7 @@ class CallRecord:
             call=call,
             status=status,
             args=dict(args) if isinstance(args, dict) else None,
-            started=bool(data.get("started", False)),
+            started=started,
             result=message,
             terminate=bool(data.get("terminate", False)),
             terminated_by=data.get("terminated_by"),
@@ -139,7 +151,7 @@ class RunState:
     @property
     def held(self) -> list[CallRecord]:
         """Calls a tool_call hook held for approval (started, not decided yet)."""
-        return [r for r in self.calls if r.status == "planned" and r.started]
+        return [r for r in self.calls if r.status == "held"]
 
     def with_status(self, *statuses: str) -> list[CallRecord]:
         return [r for r in self.calls if r.status in statuses]
@@ -151,6 +163,11 @@ class RunState:
     @property
     def planned(self) -> list[CallRecord]:
         return [r for r in self.calls if r.status == "planned"]
+
+    @property
+    def to_run(self) -> list[CallRecord]:
+        """The calls the next tool batch takes up, in call order: held and planned."""
+        return [r for r in self.calls if r.status in ("planned", "held")]
 
     @property
     def unanswered(self) -> list[ToolCall]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import inspect
 from typing import TYPE_CHECKING, Any
 
-from harnessc.runtime.agent import endings
+from harnessc.runtime.agent import endings, restore
 from harnessc.runtime.agent.parts import Parts
 from harnessc.runtime.agent.run_state import RunState
 from harnessc.runtime.loop import LoopState
@@ -41,7 +41,9 @@ async def navigate_tree(
     replace_instructions: bool,
     label: str | None,
 ) -> Any:
-    """Move the leaf to ``target_id``; a paused run is left on the old branch."""
+    """Move the leaf to ``target_id``; a paused run is left on the old branch, and a
+    pause still open on the new branch (a move back onto it) is the paused run again,
+    exactly as a process opening the session after the move would find it."""
     from harnessc.runtime.session.tree import navigate_tree as move
 
     paused = parts.run if target_id != harness.session.leaf_id else None
@@ -60,8 +62,11 @@ async def navigate_tree(
         if paused is not None:  # the move failed: the run stays paused where it was
             reopen(parts, paused)
         raise
-    if paused is not None and getattr(outcome, "cancelled", False):
-        reopen(parts, paused)
+    if getattr(outcome, "cancelled", False):
+        if paused is not None:
+            reopen(parts, paused)
+    else:  # the new branch's open pause, if any, is the paused run (as on reopening)
+        restore.open_pause(parts)
     return outcome
 
 

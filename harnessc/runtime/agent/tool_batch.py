@@ -2,11 +2,13 @@
 
 Preparing a call emits ``tool_execution_start``, counts it against ``budget.tool_calls``,
 validates its arguments and runs the ``tool_call`` hooks; the call is then ``prepared``
-(local), ``awaiting`` (external: handed to the caller) or ``blocked`` (an error result).
-Prepared local calls execute concurrently (or one by one when a tool or the options
-say so); finalizing runs the ``tool_result`` hooks and emits ``tool_execution_end``, in
-call order. External calls go through the same preparation and, on resume, the same
-finalization.
+(local), ``awaiting`` (external: handed to the caller), ``held`` (a hook asks for an
+approval: the run pauses; in a sequential batch no later call runs before it) or
+``blocked`` (an error result). Prepared local calls execute concurrently (or one by one
+when a tool or the options say so), each within its timeout and all within the run's
+wall-clock deadline; finalizing runs the ``tool_result`` hooks and emits
+``tool_execution_end``, in call order. External calls go through the same preparation
+and, on resume, the same finalization.
 """
 
 from __future__ import annotations
@@ -116,8 +118,8 @@ async def _start(parts: Parts, record: CallRecord) -> None:
 
 
 async def _prepare(parts: Parts, run: RunState, record: CallRecord) -> ToolResult | None:
-    """Start a call and decide it: None when prepared, awaiting or held (still planned,
-    the run pauses for an approval), else the error result."""
+    """Start a call and decide it: None when prepared, awaiting or held (the run pauses
+    for an approval), else the error result."""
     await _start(parts, record)
     call = record.call
     tool = parts.settings.active_tool(call.name)
@@ -154,7 +156,7 @@ async def _prepare(parts: Parts, run: RunState, record: CallRecord) -> ToolResul
             if record.approval == "allow":
                 continue  # the caller approved this very call at resume
             run.pause_requested = result.reason
-            record.status = "planned"  # held: prepared again when the run resumes
+            record.status = "held"  # prepared again when the run resumes
             return None
         result = coerce(result, ToolCallResult)
         if result.block:
@@ -191,10 +193,25 @@ async def _execute(parts: Parts, record: CallRecord, context: Any) -> tuple[Tool
             now=True,
         )
 
+    limit = getattr(tool, "timeout_s", None) or parts.options.tool_timeout_s
+    scope = asyncio.timeout(limit) if limit else budget_gate.until(None)
     try:
-        result = await tool.execute(call.id, record.args or {}, parts.signal, on_update, context)
-    except asyncio.CancelledError:
-        raise
+        async with scope:
+            result = await tool.execute(
+                call.id, record.args or {}, parts.signal, on_update, context
+            )
+    except TimeoutError as exc:
+        if scope.expired():  # the loop's limit on one call (the tool did not end by itself)
+            result = error_result(
+                f"Tool {call.name} timed out after {limit:g} s and was stopped by the agent loop."
+            )
+        else:
+            result = error_result(f"Tool {call.name} failed: {describe_exception(exc)}")
+    except asyncio.CancelledError as exc:
+        if _run_cancelled(parts):
+            raise
+        # A cancelled future of the tool's own (a library's): that call failed, not the run.
+        result = error_result(f"Tool {call.name} failed: {describe_exception(exc)}")
     except Exception as exc:
         result = error_result(f"Tool {call.name} failed: {describe_exception(exc)}")
     if not isinstance(result, ToolResult):
@@ -202,6 +219,54 @@ async def _execute(parts: Parts, record: CallRecord, context: Any) -> tuple[Tool
             f"Tool {call.name} returned {type(result).__name__}, not a ToolResult"
         )
     return result, time.perf_counter() - started
+
+
+def _run_cancelled(parts: Parts) -> bool:
+    """True when the run itself is being cancelled (an abort, its time budget, its
+    caller), not only a tool's own future: the task was asked to cancel."""
+    task = asyncio.current_task()
+    requested = task is not None and task.cancelling() > 0
+    return requested or (parts.signal is not None and parts.signal.aborted)
+
+
+async def _execute_all(
+    parts: Parts, records: list[CallRecord], context: Any, deadline: float | None
+) -> dict[str, tuple[ToolResult, float]]:
+    """Run prepared calls side by side (one task each) until they end or the wall-clock
+    ``deadline`` passes; the outcomes of the calls that ended, by call id.
+
+    When the deadline passes or the run is cancelled, every call still running is
+    cancelled and awaited before the batch goes on (no task outlives the batch).
+    """
+    outcomes: dict[str, tuple[ToolResult, float]] = {}
+    if not records:
+        return outcomes
+    scope = budget_gate.until(deadline)
+    if len(records) == 1:  # nothing to run alongside: no task, no extra loop turn
+        try:
+            async with scope:
+                outcomes[records[0].id] = await _execute(parts, records[0], context)
+        except TimeoutError:
+            if not scope.expired():
+                raise
+        return outcomes
+    tasks = [asyncio.ensure_future(_execute(parts, r, context)) for r in records]
+    try:
+        async with scope:
+            await asyncio.wait(tasks)
+    except TimeoutError:
+        if not scope.expired():
+            raise
+    finally:
+        running = [t for t in tasks if not t.done()]
+        for task in running:
+            task.cancel()
+        if running:  # gather waits for the cancelled ones
+            await asyncio.gather(*running, return_exceptions=True)
+    for record, task in zip(records, tasks, strict=True):
+        if not task.cancelled():
+            outcomes[record.id] = task.result()
+    return outcomes
 
 
 async def finalize(
@@ -265,15 +330,23 @@ async def finalize(
 
 async def run_batch(parts: Parts, run: RunState) -> str | None:
     """Run the planned calls; returns a budget pause reason when a limit cut the batch."""
-    todo = run.planned
+    todo = run.to_run
     if not todo:
         return None
+    if parts.budget.budget.wall_clock_s is not None:
+        # Out of time before the batch starts (a slow hook, a recovered run): its calls
+        # stay planned, unstarted, for the resume; none is stopped before it ran.
+        if (spent := await budget_gate.check(parts, ("wall_clock_s",))) is not None:
+            return spent
     limited: str | None = None
-    if parts.budget.budget.tool_calls is not None:
-        limited = await budget_gate.check(parts, ("tool_calls",), pending=len(todo))
+    # A call counts once, when it starts: a held call was counted when it was held.
+    fresh = [r for r in todo if not r.started]
+    if parts.budget.budget.tool_calls is not None and fresh:
+        limited = await budget_gate.check(parts, ("tool_calls",), pending=len(fresh))
         if limited is not None:
             room = max(0, int(parts.budget.budget.tool_calls or 0) - parts.budget.usage.tool_calls)
-            todo = todo[:room]
+            cut = {r.id for r in fresh[room:]}
+            todo = [r for r in todo if r.id not in cut]
     context = tool_context_with_rules(
         await parts.settings.tool_context.resolve(),
         find_gate(parts.options.hooks),
@@ -294,9 +367,13 @@ async def run_batch(parts: Parts, run: RunState) -> str | None:
             refused = await _prepare(parts, run, record)
             if refused is not None:
                 await finalize(parts, run, record, refused, 0.0)
+            elif record.status == "held":  # nothing after a held call runs before it
+                break
             elif record.status == "prepared":
-                result, seconds = await _execute(parts, record, context)
-                await finalize(parts, run, record, result, seconds)
+                outcomes = await _execute_all(parts, [record], context, budget_gate.deadline(parts))
+                await finalize(parts, run, record, *(outcomes.get(record.id) or _stopped()))
+                if record.id not in outcomes and (spent := await _out_of_time(parts)):
+                    return spent
         return limited
     refusals: dict[str, ToolResult] = {}
     for record in todo:
@@ -304,17 +381,30 @@ async def run_batch(parts: Parts, run: RunState) -> str | None:
         if refused is not None:
             refusals[record.id] = refused
     prepared = [r for r in todo if r.status == "prepared"]
-    if len(prepared) == 1:  # nothing to run alongside: no task, no extra loop turn
-        done = [await _execute(parts, prepared[0], context)]
-    else:
-        done = list(await asyncio.gather(*(_execute(parts, r, context) for r in prepared)))
-    outcomes = {r.id: outcome for r, outcome in zip(prepared, done, strict=True)}
+    outcomes = await _execute_all(parts, prepared, context, budget_gate.deadline(parts))
     for record in todo:
         if record.id in refusals:
             await finalize(parts, run, record, refusals[record.id], 0.0)
-        elif record.id in outcomes:
-            await finalize(parts, run, record, *outcomes[record.id])
+        elif record.status == "prepared":
+            await finalize(parts, run, record, *(outcomes.get(record.id) or _stopped()))
+    if len(outcomes) < len(prepared):
+        return await _out_of_time(parts) or limited
     return limited
+
+
+def _stopped() -> tuple[ToolResult, float]:
+    """The outcome of a call the wall-clock deadline stopped while it ran."""
+    text = (
+        "Tool call was stopped: the run's wall-clock budget ran out while it ran "
+        "(it may have had part of its effect)."
+    )
+    return error_result(text), 0.0
+
+
+async def _out_of_time(parts: Parts) -> str | None:
+    """The pause reason after the wall-clock deadline stopped calls (None when an
+    ``on_budget_exceeded`` handler gave more time)."""
+    return await budget_gate.check(parts, ("wall_clock_s",))
 
 
 async def commit(parts: Parts, run: RunState, *, partial: bool = False) -> None:

@@ -203,6 +203,23 @@ def build_parser(prog: str, agent_name: str) -> argparse.ArgumentParser:
         default=[],
         help="refuse a held tool call and continue; repeatable",
     )
+    serving = parser.add_argument_group("serving (needs pip install 'harnessc[serve]')")
+    serving.add_argument(
+        "--serve",
+        action="store_true",
+        help="serve the agent over HTTP (native API, OpenAI-compatible, AG-UI, A2A, a dev page)",
+    )
+    serving.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    serving.add_argument("--port", type=int, default=8000, help="port (0: any free one)")
+    serving.add_argument(
+        "--token-env",
+        metavar="NAME",
+        help="the variable holding the bearer token clients must send "
+        "(default: $HARNESSC_SERVE_TOKEN when set)",
+    )
+    serving.add_argument(
+        "--max-runs", metavar="N", type=_positive_int, default=64, help="runs working at once"
+    )
     return parser
 
 
@@ -241,6 +258,14 @@ def check_args(args: argparse.Namespace) -> None:
     if answers and (args.prompt or args.resume_with is not None or args.fork):
         raise UsageError(
             "--approve / --deny continue a paused run: no prompt, --resume-with or --fork"
+        )
+    if args.serve and (
+        args.prompt or args.interactive or args.resume_with is not None or answers or args.json
+    ):
+        raise UsageError("--serve takes no prompt, -i, --json, --resume-with or --approve / --deny")
+    if args.serve and (args.session or args.continue_ or args.fork):
+        raise UsageError(
+            "--serve starts or continues sessions per request: no --session, --continue or --fork"
         )
     if answers and args.no_session:
         raise UsageError("--approve / --deny need a stored session (not --no-session)")

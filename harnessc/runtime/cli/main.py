@@ -167,6 +167,10 @@ class CliInvocation:
         self.enter_cwd()
         if args.sessions or args.search:
             return self.listing()
+        if args.serve:
+            from harnessc.runtime.serve.launch import serve_from_cli
+
+            return serve_from_cli(self)
         if args.json:
             # Only events go to stdout: anything else printing to it (a hook) goes to stderr.
             self._saved_stdout = sys.stdout

@@ -337,6 +337,9 @@ class TextPrinter:
             self.line(f"[budget] {event.limit}: {used} of {maximum} used, nearing the limit")
 
     def _on_notice(self, event: Any) -> None:
+        if event.level == "progress":  # what the agent is waiting for: the status line
+            self._status(event.message)
+            return
         prefix = "warning" if event.level == "warning" else "notice"
         self.line(f"[{prefix}] {event.message}")
 

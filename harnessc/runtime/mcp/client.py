@@ -29,8 +29,9 @@ from mcp_types import methods as _methods
 from pydantic import ValidationError
 
 from harnessc.runtime.mcp.config import McpServerConfig
+from harnessc.runtime.mcp.env import child_env
 from harnessc.runtime.mcp.serverlog import ServerLog
-from harnessc.runtime.mcp.stdio import stdio_transport
+from harnessc.runtime.mcp.stdio import discard, stdio_transport
 
 __all__ = ["CallOutcome", "McpStartError", "ServerConnection"]
 
@@ -94,8 +95,15 @@ class ServerConnection:
     """A server's session; every method runs on the MCP loop."""
 
     def __init__(
-        self, config: McpServerConfig, *, environ: Mapping[str, str], log_dir: Path
+        self,
+        config: McpServerConfig,
+        *,
+        environ: Mapping[str, str],
+        log_dir: Path,
+        process: Any = None,
     ) -> None:
+        """``process``: the stdio child, already started by ``stdio.spawn`` (the first
+        start uses it; it is stopped if no start does)."""
         self.config = config
         self.environ = dict(environ)
         self.log_path = log_dir / f"mcp-{config.name}.log"
@@ -109,6 +117,7 @@ class ServerConnection:
         self._stop: asyncio.Event | None = None
         self._closed = True
         self._lock: asyncio.Lock | None = None
+        self._spawned = process
 
     @property
     def alive(self) -> bool:
@@ -148,6 +157,7 @@ class ServerConnection:
 
     async def close(self) -> None:
         await self._stop_owner()
+        await self._discard_spawned()
 
     async def _stop_owner(self) -> None:
         owner, self._owner = self._owner, None
@@ -165,6 +175,14 @@ class ServerConnection:
             await owner
         self._session = None
         self._closed = True
+        await self._discard_spawned()
+
+    async def _discard_spawned(self) -> None:
+        """Stop the child started ahead that no transport took over (a start
+        cancelled before its transport opened)."""
+        process, self._spawned = self._spawned, None
+        if process is not None:
+            await discard(process)
 
     async def _own(self, ready: asyncio.Future[None], stop: asyncio.Event) -> None:
         try:
@@ -205,13 +223,17 @@ class ServerConnection:
             log.open()
             stack.callback(log.close)
             log.note(f"starting {config.command}")
+            process, self._spawned = self._spawned, None
+            command = config.resolved_command()
+            assert command is not None
             streams = await stack.enter_async_context(
                 stdio_transport(
-                    config.command,
+                    command,
                     config.resolved_args(),
-                    env={**self.environ, **config.env},
+                    env=child_env(config, self.environ),
                     cwd=config.resolved_cwd(),
                     log=log,
+                    process=process,
                 )
             )
         else:

@@ -51,7 +51,8 @@ class McpServerConfig:
     timeout_s: float = DEFAULT_TIMEOUT_S
     required: bool = True
     base_dir: str | os.PathLike[str] | None = None
-    """The spec's folder: ``cwd`` and relative paths in ``args`` resolve against it."""
+    """The spec's folder: ``cwd``, a relative ``command`` path and relative paths in
+    ``args`` resolve against it."""
 
     def validate(self) -> None:
         where = f"mcp server {self.name!r}"
@@ -88,6 +89,20 @@ class McpServerConfig:
             return str(base) if base is not None else None
         path = Path(os.path.expanduser(self.cwd))
         return str(base / path if base is not None and not path.is_absolute() else path)
+
+    def resolved_command(self) -> str | None:
+        """A path (a name with a slash) as ``harnessc check`` reads it: ``~`` expanded,
+        and a relative one that exists beside the spec made absolute, whatever the
+        server's ``cwd``; a bare name stays (it is looked up on PATH)."""
+        command = self.command
+        if command is None or "/" not in command:
+            return command
+        path = Path(os.path.expanduser(command))
+        if not path.is_absolute() and self.base_dir is not None:
+            beside = Path(self.base_dir) / path
+            if beside.is_file():
+                return str(beside)
+        return str(path) if command.startswith("~") else command
 
     def resolved_args(self) -> list[str]:
         """Relative paths that exist beside the spec become absolute; flags stay."""

@@ -11,11 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from harnessc.runtime.mcp.config import McpServerConfig
 from harnessc.runtime.secrets import scrubbed_environ
 
-__all__ = ["child_environ"]
+__all__ = ["child_env", "child_environ"]
 
 
 def child_environ(environ: Mapping[str, str]) -> dict[str, str]:
     """``environ`` without credentials and without exported shell functions."""
     return {k: v for k, v in scrubbed_environ(environ).items() if not v.startswith("()")}
+
+
+def child_env(config: McpServerConfig, environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment of ``config``'s child: ``environ`` (scrubbed) and its ``env:``."""
+    return {**environ, **config.env}

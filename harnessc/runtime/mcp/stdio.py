@@ -1,6 +1,10 @@
 """The stdio transport of an MCP server: a child in its own process group.
 
-The child runs in a new session (its pid is its process group). Its stdout is read
+The child runs under the child supervisor (``children.py``): the supervisor leads a
+new process group (its pid is the group id), passes stdin, stdout and stderr through
+unchanged, and SIGKILLs the group when the agent dies, even by SIGKILL; the server
+cannot read the agent's memory either. A command that cannot be found fails at once
+with ``FileNotFoundError``, before anything is spawned. Its stdout is read
 line by line: JSON-RPC messages go to the client session; any other line (a start-up
 banner, a stray print) goes to the server's log as one line, never to the terminal.
 Its stderr goes to the server's log (``serverlog.py``: capped, rotated, private).
@@ -15,21 +19,25 @@ agent runs, its group is cleaned up the same way at once.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import shutil
 import signal
 import subprocess
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
-import mcp_types as types
-from mcp.shared.message import SessionMessage
 
+from harnessc.runtime.children import supervised
 from harnessc.runtime.mcp.serverlog import ServerLog
 
-__all__ = ["MAX_LINE_BYTES", "stdio_transport"]
+if TYPE_CHECKING:
+    from mcp.shared.message import SessionMessage
+
+__all__ = ["MAX_LINE_BYTES", "discard", "find_program", "spawn", "stdio_transport"]
 
 MAX_LINE_BYTES = 64 * 1024 * 1024  # one JSON-RPC message; a longer line is dropped
 _EXIT_GRACE_S = 2.0
@@ -46,17 +54,16 @@ async def stdio_transport(
     env: dict[str, str],
     cwd: str | None,
     log: ServerLog,
+    process: anyio.abc.Process | None = None,
 ) -> AsyncIterator[tuple[Any, Any]]:
-    """``(read_stream, write_stream)`` of a client session talking to the child."""
-    process = await anyio.open_process(
-        [command, *args],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-        cwd=cwd,
-        start_new_session=True,
-    )
+    """``(read_stream, write_stream)`` of a client session talking to the child.
+
+    ``process``: the child, when :func:`spawn` started it already (with these
+    arguments); the transport owns it from here (it stops it on the way out)."""
+    from mcp.shared.message import SessionMessage
+
+    if process is None:
+        process = await spawn(command, args, env=env, cwd=cwd)
     group = process.pid
     read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
@@ -120,7 +127,51 @@ async def stdio_transport(
     _close_transport(process)
 
 
+async def spawn(
+    command: str, args: list[str], *, env: dict[str, str], cwd: str | None
+) -> anyio.abc.Process:
+    """Start the server under the supervisor, its three standard streams piped.
+
+    Needs neither the MCP SDK nor its import time: a caller may start the child first
+    and import the SDK while the server boots. Raises ``FileNotFoundError`` when
+    ``command`` is not found."""
+    if find_program(command, env=env, cwd=cwd) is None:
+        raise FileNotFoundError(errno.ENOENT, "no such program (not on PATH)", command)
+    return await anyio.open_process(
+        supervised([command, *args], env),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=cwd,
+        start_new_session=True,  # the supervisor leads this session's group
+    )
+
+
+async def discard(process: anyio.abc.Process) -> None:
+    """Stop a child :func:`spawn` started that no transport took over: its group
+    gets SIGTERM, then SIGKILL."""
+    with contextlib.suppress(OSError, anyio.BrokenResourceError):
+        if process.stdin is not None:
+            await process.stdin.aclose()
+    await _reap(process, process.pid, 0.0, kill_leader=True)
+    _close_transport(process)
+
+
+def find_program(command: str, *, env: dict[str, str], cwd: str | None) -> str | None:
+    """The executable ``command`` names, as ``execvp`` in ``cwd`` would find it; None
+    when there is none. A name with a slash is a path (relative to ``cwd``); a bare
+    name is looked up on the ``PATH`` of ``env``."""
+    if os.sep in command or (os.altsep is not None and os.altsep in command):
+        path = os.path.join(cwd, command) if cwd is not None else command
+        return command if os.path.isfile(path) and os.access(path, os.X_OK) else None
+    return shutil.which(command, path=env.get("PATH", os.defpath))
+
+
 def _parse(line: bytes, log: ServerLog) -> SessionMessage | None:
+    import mcp_types as types
+    from mcp.shared.message import SessionMessage
+
     if not line.strip():
         return None
     try:

@@ -27,7 +27,7 @@ from harnessc.runtime.commands import CommandOutcome
 from harnessc.runtime.extensions.base import HarnessContext
 from harnessc.runtime.hooks import FailRun
 from harnessc.runtime.mcp.config import McpConfigError, McpServerConfig, load_mcp_json
-from harnessc.runtime.mcp.env import child_environ
+from harnessc.runtime.mcp.env import child_env, child_environ
 from harnessc.runtime.mcp.loop import mcp_loop, run_in_mcp_loop
 from harnessc.runtime.signal import AbortSignal
 from harnessc.runtime.tools.base import Tool, ToolResult, ToolUpdate, error_result
@@ -125,6 +125,15 @@ class McpToolset:
         """
         if self._started:
             return
+        starting = [
+            s.name
+            for s in self.servers
+            if not getattr(self._connections.get(s.name), "alive", False)
+        ]
+        if starting and self._harness is not None:  # the terminal shows it as its status line
+            await self._harness.notice(
+                "mcp", f"starting MCP servers: {', '.join(starting)}…", "progress"
+            )
         try:
             errors = await run_in_mcp_loop(self._start_all())
         except BaseException:
@@ -152,16 +161,23 @@ class McpToolset:
         self._started = True
 
     async def _start_all(self) -> dict[str, str]:
-        from harnessc.runtime.mcp.client import ServerConnection
+        from harnessc.runtime.mcp.stdio import discard
 
         environ = child_environ(os.environ)
         log_dir = self.log_dir or Path(".harnessc/logs")
         log_dir = log_dir if log_dir.is_absolute() else Path.cwd() / log_dir
-        for server in self.servers:  # kept even when they fail: shutdown reaches every child
-            if server.name not in self._connections:
-                self._connections[server.name] = ServerConnection(
-                    server, environ=environ, log_dir=log_dir
-                )
+        new = [s for s in self.servers if s.name not in self._connections]
+        spawned = await _spawn_ahead(new, environ)
+        try:
+            # the SDK's import takes seconds: the stdio servers boot meanwhile
+            from harnessc.runtime.mcp.client import ServerConnection
+        except BaseException:
+            await asyncio.gather(*(discard(p) for p in spawned.values()), return_exceptions=True)
+            raise
+        for server in new:  # kept even when they fail: shutdown reaches every child
+            self._connections[server.name] = ServerConnection(
+                server, environ=environ, log_dir=log_dir, process=spawned.get(server.name)
+            )
         waiting = [(n, c) for n, c in self._connections.items() if not c.alive]
         outcomes = await asyncio.gather(*(c.start() for _, c in waiting), return_exceptions=True)
         errors: dict[str, str] = {}
@@ -360,6 +376,31 @@ class McpToolset:
         future = mcp_loop().submit(self._close_all())
         future.result(30)
         self._started = False
+
+
+async def _spawn_ahead(servers: list[McpServerConfig], environ: dict[str, str]) -> dict[str, Any]:
+    """The stdio children of ``servers``, started before the SDK is imported (a child
+    that cannot be started is left to its connection, which reports why)."""
+    from harnessc.runtime.mcp.stdio import discard, spawn
+
+    spawned: dict[str, Any] = {}
+    for server in servers:
+        command = server.resolved_command()
+        if command is None:
+            continue
+        try:
+            spawned[server.name] = await spawn(
+                command,
+                server.resolved_args(),
+                env=child_env(server, environ),
+                cwd=server.resolved_cwd(),
+            )
+        except OSError:
+            continue
+        except BaseException:
+            await asyncio.gather(*(discard(p) for p in spawned.values()), return_exceptions=True)
+            raise
+    return spawned
 
 
 class McpStartFailed(FailRun):

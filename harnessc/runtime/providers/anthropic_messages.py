@@ -22,6 +22,7 @@ from harnessc.runtime.providers.builder import MessageBuilder
 from harnessc.runtime.providers.convert import image_placeholder, wire_messages
 from harnessc.runtime.providers.errors import ProviderError
 from harnessc.runtime.providers.http import HttpProvider, HttpRequestSpec, join_url, json_data
+from harnessc.runtime.providers.wire import object_or_skip, text_field, token_count
 
 __all__ = [
     "ANTHROPIC_VERSION",
@@ -205,24 +206,32 @@ class AnthropicStreamState:
         self._skip = False  # inside a block type we do not keep
 
     def handle(self, event: str, data: str) -> None:
-        msg = json_data(data)
-        kind = msg.get("type") or event
         builder = self.builder
+        msg = object_or_skip(json_data(data), "an event", builder)
+        if msg is None:
+            return
+        kind = msg.get("type") or event
         if kind == "content_block_delta":
             if self._skip:
                 return
-            delta = msg["delta"]
+            delta = object_or_skip(msg.get("delta"), "a delta", builder) or {}
             dkind = delta.get("type")
             if dkind == "text_delta":
-                builder.text(delta["text"])
+                text = text_field(delta, "text", builder)
+                if text:
+                    builder.text(text)
             elif dkind == "input_json_delta":
-                builder.tool_delta(self._tool, delta.get("partial_json") or "")
+                builder.tool_delta(self._tool, text_field(delta, "partial_json", builder))
             elif dkind == "thinking_delta":
-                builder.thinking(delta["thinking"])
+                thinking = text_field(delta, "thinking", builder)
+                if thinking:
+                    builder.thinking(thinking)
             elif dkind == "signature_delta":
-                builder.thinking_signature(delta["signature"])
+                signature = text_field(delta, "signature", builder)
+                if signature:
+                    builder.thinking_signature(signature)
         elif kind == "content_block_start":
-            self._start(msg.get("content_block") or {})
+            self._start(object_or_skip(msg.get("content_block"), "a content block", builder) or {})
         elif kind == "content_block_stop":
             if self._skip:
                 self._skip = False
@@ -230,10 +239,14 @@ class AnthropicStreamState:
                 builder.end_block()
                 self._tool = -1
         elif kind == "message_start":
-            self._usage((msg.get("message") or {}).get("usage"))
+            message = object_or_skip(msg.get("message"), "a message", builder) or {}
+            self._usage(message.get("usage"))
         elif kind == "message_delta":
-            reason = (msg.get("delta") or {}).get("stop_reason")
-            if reason:
+            delta = object_or_skip(msg.get("delta"), "a delta", builder) or {}
+            reason = delta.get("stop_reason")
+            if reason and type(reason) is not str:
+                builder.warn("the provider sent a stop_reason that is not a string; skipped")
+            elif reason:
                 mapped = _STOP.get(reason)
                 if mapped is None:
                     raise ProviderError(f"the model stopped the reply (stop_reason {reason!r})")
@@ -242,9 +255,10 @@ class AnthropicStreamState:
         elif kind == "message_stop":
             self.done = True
         elif kind == "error":
-            error = msg.get("error") or {}
-            etype = error.get("type") or "error"
-            text = error.get("message") or json.dumps(error)
+            raw = msg.get("error")
+            error: dict[str, Any] = raw if type(raw) is dict else {"message": raw}
+            etype = text_field(error, "type", builder) or "error"
+            text = text_field(error, "message", builder) or json.dumps(error)
             raise ProviderError(
                 f"{etype}: {text}",
                 status=529 if etype == "overloaded_error" else None,
@@ -258,16 +272,22 @@ class AnthropicStreamState:
         self._skip = False
         if btype == "text":
             builder.start_text()
-            if block.get("text"):
-                builder.text(block["text"])
+            text = text_field(block, "text", builder)
+            if text:
+                builder.text(text)
         elif btype == "thinking":
-            builder.start_thinking(signature=block.get("signature") or None)
-            if block.get("thinking"):
-                builder.thinking(block["thinking"])
+            builder.start_thinking(signature=text_field(block, "signature", builder) or None)
+            thinking = text_field(block, "thinking", builder)
+            if thinking:
+                builder.thinking(thinking)
         elif btype == "redacted_thinking":
-            builder.start_thinking(redacted=True, signature=block.get("data"))
+            builder.start_thinking(
+                redacted=True, signature=text_field(block, "data", builder) or None
+            )
         elif btype == "tool_use":
-            self._tool = builder.start_tool(block.get("id") or "", block.get("name") or "")
+            self._tool = builder.start_tool(
+                text_field(block, "id", builder), text_field(block, "name", builder)
+            )
             initial = block.get("input")
             if initial:
                 builder.tool_delta(self._tool, json.dumps(initial))
@@ -275,17 +295,23 @@ class AnthropicStreamState:
             self._skip = True
 
     def _usage(self, raw: Any) -> None:
-        if not isinstance(raw, dict):
+        builder = self.builder
+        found = object_or_skip(raw, "a usage report", builder)
+        if found is None:
             return
-        usage = self.builder.partial.usage
-        if raw.get("input_tokens") is not None:
-            usage.input = int(raw["input_tokens"])
-        if raw.get("output_tokens") is not None:
-            usage.output = int(raw["output_tokens"])
-        if raw.get("cache_read_input_tokens") is not None:
-            usage.cache_read = int(raw["cache_read_input_tokens"])
-        if raw.get("cache_creation_input_tokens") is not None:
-            usage.cache_write = int(raw["cache_creation_input_tokens"])
+        usage = builder.partial.usage
+        count = token_count(found, "input_tokens", builder)
+        if count is not None:
+            usage.input = count
+        count = token_count(found, "output_tokens", builder)
+        if count is not None:
+            usage.output = count
+        count = token_count(found, "cache_read_input_tokens", builder)
+        if count is not None:
+            usage.cache_read = count
+        count = token_count(found, "cache_creation_input_tokens", builder)
+        if count is not None:
+            usage.cache_write = count
 
     def end(self) -> None:
         pass

@@ -18,13 +18,11 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
-import httpx
-
 from harnessc.runtime.options import Model
 from harnessc.runtime.providers.base import AssistantMessageEvent, ProviderRequest
 from harnessc.runtime.providers.builder import MessageBuilder, finalize_usage
 from harnessc.runtime.providers.channel import Channel
-from harnessc.runtime.providers.clients import HttpClientPool, Lease, origin_of
+from harnessc.runtime.providers.clients import HttpClientPool, Lease, Timeout, origin_of
 from harnessc.runtime.providers.clock import Interrupt, RequestClock
 from harnessc.runtime.providers.errors import MAX_ERROR_CHARS, ProviderError, cut_text, redact
 from harnessc.runtime.providers.hints import answer_error, interrupted_error, transport_error
@@ -95,7 +93,7 @@ class Attempt:
 async def read_attempt(
     reader: AttemptReader,
     out: Outgoing,
-    timeout: httpx.Timeout,
+    timeout: Timeout,
     request: ProviderRequest,
     builder: MessageBuilder,
     clock: RequestClock,
@@ -114,7 +112,11 @@ async def read_attempt(
     clock.arm(interrupt)
     try:
         if lease is None and not interrupt.kind:
-            lease = await reader.clients.acquire(out.origin, interrupt)
+            try:
+                lease = await reader.clients.acquire(out.origin, interrupt)
+            except ProviderError as exc:  # no connection can be made (TLS settings)
+                outcome.error = exc
+                return
         if lease is None:
             outcome.error = interrupted_error(interrupt.kind, timeout_ms, out.origin, clock, None)
             return
@@ -138,17 +140,21 @@ async def read_attempt(
         url = out.url
         queue: Channel[tuple[Any, ...]] = Channel(64)
         task = asyncio.get_running_loop().create_task(
-            exchange(lease.pool, url, out.headers, out.body, timeout, queue)
+            exchange(lease.pool, url, out.headers, out.body, timeout, queue, lease.proxy)
         )
         interrupt.task, interrupt.queue = task, queue
         parser: SSEParser | None = None
+        # The whole response head (and the interim 1xx answers before it) within timeout_ms:
+        # a head trickled a byte at a time never trips a read timeout.
+        head_timer = clock.loop.call_later(clock.idle_s, interrupt.trip, "head")
         try:
             item = await queue.get()
+            head_timer.cancel()
             if interrupt.kind:
                 outcome.error = interrupted_error(interrupt.kind, timeout_ms, url, clock, parser)
                 return
             if item[0] == FAIL:
-                outcome.error = transport_error(item[1], timeout_ms, url)
+                outcome.error = transport_error(item[1], timeout_ms, url, _label(lease))
                 return
             status: int = item[1]
             response_headers: dict[str, str] = item[2]
@@ -200,7 +206,7 @@ async def read_attempt(
                         return
                     break
                 elif kind == FAIL:
-                    outcome.error = transport_error(item[1], timeout_ms, url)
+                    outcome.error = transport_error(item[1], timeout_ms, url, _label(lease))
                     return
                 item = await queue.get()
                 if interrupt.kind:
@@ -224,6 +230,7 @@ async def read_attempt(
                 f"could not read the provider's reply: {type(exc).__name__}: {exc}"
             )
         finally:
+            head_timer.cancel()
             clock.disarm()
             interrupt.task = interrupt.queue = None
             if not task.done() and outcome.final is not None:
@@ -235,6 +242,11 @@ async def read_attempt(
         clock.disarm()
         if lease is not None:
             lease.release()
+
+
+def _label(lease: Lease) -> str:
+    """The proxy the lease's requests go through, as messages name it ("" for none)."""
+    return lease.proxy.label if lease.proxy is not None else ""
 
 
 # -- outcomes -----------------------------------------------------------------

@@ -75,8 +75,12 @@ class ProviderRequest:
     on_response: Callable[[int, dict[str, str]], Awaitable[None]] | None = None
     # Each failed attempt that will be retried.
     on_retry: Callable[[ProviderRetry], Awaitable[None]] | None = None
-    # An absolute time.monotonic() time the request (retries included) must end by,
-    # set by the harness from the wall-clock budget; None: only timeout_ms bounds it.
+    # What the reply's stream got wrong without spoiling it (a malformed chunk skipped,
+    # usage counts that are not numbers), once the reply is complete.
+    on_warning: Callable[[str], Awaitable[None]] | None = None
+    # The moment on the event loop's clock (loop.time(), time.monotonic() on asyncio's
+    # own loops) the request, retries included, must end by, set by the harness from
+    # the wall-clock budget; None: only timeout_ms bounds it.
     deadline: float | None = None
 
 

@@ -53,6 +53,7 @@ class MessageBuilder:
         "_args",
         "_late",
         "_join",
+        "warnings",
     )
 
     def __init__(self, partial: AssistantMessage) -> None:
@@ -65,6 +66,16 @@ class MessageBuilder:
         self._args: dict[int, list[str]] = {}
         self._late: dict[int, None] = {}  # tool calls to parse again at finish
         self._join = SurrogateJoiner()  # a surrogate pair split over two deltas
+        # What the reply's stream got wrong without spoiling it (a malformed chunk
+        # skipped, a usage count that is not a number): told to the harness at the end.
+        self.warnings: list[str] | None = None
+
+    def warn(self, text: str) -> None:
+        """Record ``text`` once (the same fault in every chunk is one warning)."""
+        if self.warnings is None:
+            self.warnings = []
+        if text not in self.warnings and len(self.warnings) < 10:
+            self.warnings.append(text)
 
     @property
     def has_content(self) -> bool:
@@ -82,6 +93,7 @@ class MessageBuilder:
         self._args.clear()
         self._late.clear()
         self._join = SurrogateJoiner()
+        self.warnings = None
 
     def _open(self, kind: str, block: Any) -> None:
         if self._kind:

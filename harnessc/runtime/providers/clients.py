@@ -1,6 +1,6 @@
 """The connections providers send on, and the cap on requests in flight per origin.
 
-``HttpClientPool`` keeps httpcore connection pools per event loop and origin (scheme,
+``HttpClientPool`` keeps one aiohttp client session per event loop and origin (scheme,
 host, port) and caps the requests in flight per origin (``max_concurrent``, default
 64). A request over the cap waits for a slot in a first-come queue before anything of
 it is built: a waiting request holds one future, not its encoded body, so a thousand
@@ -15,11 +15,12 @@ can share one pool, and so one set of keep-alive connections per base URL.
     finally:
         lease.release()
 
-Requests go through httpcore (httpx's own HTTP/1.1 layer) on ``netio``'s asyncio
-sockets, without httpx's client: no cookie jar shared by the sessions of a process,
-no redirects or auth flows (a provider follows none). The environment's proxies
-(``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY``, ``NO_PROXY``: ``environment_proxy``)
-and certificates (``SSL_CERT_FILE``, ``SSL_CERT_DIR``) apply.
+Requests go through aiohttp (its HTTP parser, connection pool, happy eyeballs, TLS
+and proxies), imported on the first request, with no cookie jar shared by the
+sessions of a process, no redirects and no automatic decompression (``transport``
+decodes in bounded pieces). The environment's proxies (``HTTPS_PROXY``,
+``HTTP_PROXY``, ``ALL_PROXY``, ``NO_PROXY``, as ``urllib.request`` reads them:
+``environment_proxy``) and certificates (``SSL_CERT_FILE``, ``SSL_CERT_DIR``) apply.
 """
 
 from __future__ import annotations
@@ -27,49 +28,86 @@ from __future__ import annotations
 import asyncio
 import functools
 import ipaddress
+import os
 import ssl
 import urllib.request
 from collections import deque
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
-import httpcore
-import httpx
-
-from harnessc.runtime.providers.netio import AsyncioBackend
+from harnessc.runtime.providers.errors import ProviderError, redact_url
 
 if TYPE_CHECKING:
+    from aiohttp import ClientSession
+
     from harnessc.runtime.providers.clock import Interrupt
 
 __all__ = [
     "DEFAULT_MAX_CONCURRENT",
     "DEFAULT_TIMEOUT",
     "KEEPALIVE_EXPIRY_S",
-    "SHARD_CONNECTIONS",
     "HttpClientPool",
     "Lease",
+    "Proxy",
+    "Timeout",
     "environment_proxy",
     "origin_of",
 ]
 
 DEFAULT_MAX_CONCURRENT = 64
-DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=30.0)
-# An idle keep-alive connection is closed after this long (httpx's default).
+# An idle keep-alive connection is closed after this long.
 KEEPALIVE_EXPIRY_S = 5.0
 
-# Connections per httpcore pool: httpcore scans its whole pool for every queued request
-# and every connection on each request's start and end, so one pool holding hundreds
-# of connections costs quadratic CPU; an origin's requests spread over pools of at
-# most this many connections, and no request ever waits inside httpcore.
-SHARD_CONNECTIONS = 8
 
-_BACKEND = AsyncioBackend()  # holds nothing: one for every pool
+class Timeout:
+    """How long one exchange may wait to connect, and for each read of its answer."""
+
+    __slots__ = ("connect", "read")
+
+    def __init__(self, read: float, connect: float | None = None) -> None:
+        self.read = read
+        self.connect = read if connect is None else connect
+
+    @classmethod
+    def of(cls, timeout_ms: int | None) -> Timeout:
+        """``timeout_ms`` for every wait, or the defaults when it is not set."""
+        return cls(timeout_ms / 1000) if timeout_ms else DEFAULT_TIMEOUT
+
+
+DEFAULT_TIMEOUT = Timeout(600.0, connect=30.0)
 
 
 @functools.cache
 def _ssl_context() -> ssl.SSLContext:
-    """One TLS context per process: building it costs tens of milliseconds."""
-    return httpx.create_ssl_context()
+    """One TLS context per process (building it costs tens of milliseconds): trusting
+    the certificates ``SSL_CERT_FILE`` or ``SSL_CERT_DIR`` name, else certifi's roots.
+    A variable naming what cannot be read is a ProviderError naming the variable."""
+    cafile, capath = os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")
+    if cafile:
+        name, where = "SSL_CERT_FILE", cafile
+    elif capath:
+        name, where = "SSL_CERT_DIR", capath
+        if not os.path.isdir(capath):
+            raise ProviderError(
+                f"SSL_CERT_DIR names {capath!r}, which is not a folder: set it to a folder "
+                "of certificates or unset it"
+            )
+    else:
+        import certifi
+
+        name, where, cafile = "", "", certifi.where()
+    try:
+        return ssl.create_default_context(cafile=cafile, capath=capath if not cafile else None)
+    except OSError as exc:  # ssl.SSLError is one
+        if not name:
+            raise
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ProviderError(
+            f"{name} names {where!r}, which cannot be used ({reason}): set it to "
+            "a file of PEM certificates or unset it"
+            if name == "SSL_CERT_FILE"
+            else f"{name} names {where!r}, which cannot be used ({reason})"
+        ) from None
 
 
 def origin_of(url: str) -> str:
@@ -78,24 +116,52 @@ def origin_of(url: str) -> str:
     return f"{parts.scheme}://{parts.hostname}:{parts.port or ''}"
 
 
-def environment_proxy(url: str) -> httpcore.Proxy | None:
+class Proxy:
+    """The proxy a request goes through: its URL (without credentials), the user and
+    password sent to it (never to the server), and the variable that names it."""
+
+    __slots__ = ("url", "auth", "variable")
+
+    def __init__(self, url: str, auth: tuple[str, str] | None, variable: str) -> None:
+        self.url = url
+        self.auth = auth
+        self.variable = variable
+
+    @property
+    def label(self) -> str:
+        """The proxy as messages name it."""
+        return f"{self.url} (from {self.variable})"
+
+
+def environment_proxy(url: str) -> Proxy | None:
     """The proxy the environment names for ``url``, or None.
 
     ``HTTPS_PROXY``/``HTTP_PROXY`` by the URL's scheme, else ``ALL_PROXY`` (either
-    case), unless ``NO_PROXY`` names its host; a proxy URL's user and password are
-    sent to the proxy, never to the server.
+    case, as ``urllib.request.getproxies_environment`` reads them), unless ``NO_PROXY``
+    names its host (``urllib.request.proxy_bypass``: ``*``, a host or a
+    domain it is in, with or without the port) or holds an IP network it is in
+    (``10.0.0.0/8``). A SOCKS proxy is a ProviderError naming the variable (SOCKS is
+    not supported).
     """
     proxies = urllib.request.getproxies_environment()
     parts = urlsplit(url)
-    chosen = proxies.get(parts.scheme) or proxies.get("all")
-    if not chosen:
+    key = parts.scheme if proxies.get(parts.scheme) else "all"
+    written = proxies.get(key)
+    if not written or _bypassed(parts.hostname or "", parts.port, proxies):
         return None
-    host = parts.hostname or ""
-    if _bypassed(host, parts.port, proxies.get("no", "")):
-        return None
-    if "://" not in chosen:
-        chosen = f"http://{chosen}"
-    proxy = urlsplit(chosen)
+    variable = next(
+        (name for name in (f"{key}_proxy", f"{key.upper()}_PROXY") if os.environ.get(name)),
+        f"{key.upper()}_PROXY",
+    )
+    if "://" not in written:
+        written = f"http://{written}"
+    proxy = urlsplit(written)
+    if proxy.scheme.lower() not in ("http", "https"):
+        raise ProviderError(
+            f"{variable} names a {proxy.scheme} proxy ({redact_url(written)}), which is not "
+            "supported: set it to an http:// or https:// proxy, or name the model's host "
+            "in NO_PROXY; no request was sent"
+        )
     auth = None
     if proxy.username is not None:
         auth = (unquote(proxy.username), unquote(proxy.password or ""))
@@ -104,59 +170,58 @@ def environment_proxy(url: str) -> httpcore.Proxy | None:
         netloc = f"[{netloc}]"
     if proxy.port:
         netloc += f":{proxy.port}"
-    return httpcore.Proxy(f"{proxy.scheme}://{netloc}{proxy.path}", auth=auth)
+    return Proxy(f"{proxy.scheme.lower()}://{netloc}{proxy.path}", auth, variable)
 
 
-def _bypassed(host: str, port: int | None, no_proxy: str) -> bool:
-    """True when ``NO_PROXY`` names ``host``: ``*``, the host or a domain it is in
-    (``example.com`` or ``.example.com``), optionally with the port, or an IP network."""
-    host = host.lower()
-    for entry in (e.strip().lower() for e in no_proxy.split(",")):
-        if entry == "*":
-            return True
-        if not entry:
-            continue
-        if entry.startswith("["):  # [IPv6] or [IPv6]:port
-            name, _, rest = entry[1:].partition("]")
-            entry_port = rest[1:]
-        elif entry.count(":") == 1:  # host:port (an IPv6 address has more colons)
-            name, _, entry_port = entry.partition(":")
-        else:
-            name, entry_port = entry, ""
-        if entry_port and (not entry_port.isdigit() or int(entry_port) != port):
-            continue
-        name = name.lstrip(".")
-        if host == name or host.endswith("." + name):
-            return True
+def _bypassed(host: str, port: int | None, proxies: dict[str, str]) -> bool:
+    no_proxy = proxies.get("no", "")
+    if not no_proxy:
+        return False
+    shown = f"[{host}]" if ":" in host else host
+    if urllib.request.proxy_bypass(f"{shown}:{port}" if port else shown):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    for entry in no_proxy.split(","):
         try:
-            if ipaddress.ip_address(host) in ipaddress.ip_network(name, strict=False):
+            if address in ipaddress.ip_network(entry.strip(), strict=False):
                 return True
         except ValueError:
-            pass
+            continue
     return False
 
 
-class _Shard:
-    __slots__ = ("pool", "busy")
-
-    def __init__(self, pool: httpcore.AsyncConnectionPool) -> None:
-        self.pool = pool
-        self.busy = 0
-
-
 class _Origin:
-    """One origin on one loop: its free slots, the requests waiting, its pools."""
+    """One origin on one loop: its free slots, the requests waiting, its session."""
 
-    __slots__ = ("free", "waiters", "shards", "secure", "proxy", "ssl_context")
+    __slots__ = ("free", "waiters", "session", "url", "proxy", "refused", "ssl_context")
 
     def __init__(self, max_concurrent: int, url: str, ssl_context: ssl.SSLContext | None) -> None:
         self.free = max_concurrent
         # A waiter's result: True when it is handed a slot, False when interrupted.
         self.waiters: deque[asyncio.Future[bool]] = deque()
-        self.shards: list[_Shard] = []
-        self.secure = not url.startswith("http://")
-        self.proxy = environment_proxy(url)
+        self.session: ClientSession | None = None
+        self.url = url
+        self.proxy: Proxy | None = None
+        self.refused: ProviderError | None = None  # why no request can go (a SOCKS proxy)
+        try:
+            self.proxy = environment_proxy(url)
+        except ProviderError as exc:
+            self.refused = exc
         self.ssl_context = ssl_context
+
+    def __del__(self) -> None:
+        # A pool dropped unclosed (its loop ended, or nobody called ``aclose``): its
+        # session and connections close quietly, as they did before aiohttp, instead of
+        # aiohttp's "Unclosed client session" report on stderr.
+        session = self.session
+        if session is not None and not session.closed:
+            connector = session.connector
+            session.detach()
+            if connector is not None:
+                connector._close()  # synchronous; on a closed loop only marks it closed
 
     def hand_on(self) -> None:
         """A slot came free: to the first request still waiting, else back to the pool."""
@@ -168,72 +233,73 @@ class _Origin:
                 return
         self.free += 1
 
-    def new_pool(self, connections: int) -> httpcore.AsyncConnectionPool:
-        # A plain-http origin needs no TLS context (saves tens of ms locally); an https
-        # proxy's own TLS is httpcore's, with certifi's roots.
-        return httpcore.AsyncConnectionPool(
-            ssl_context=(self.ssl_context or _ssl_context()) if self.secure else None,
-            proxy=self.proxy,
-            max_connections=connections,
-            max_keepalive_connections=connections,
-            keepalive_expiry=KEEPALIVE_EXPIRY_S,
-            network_backend=_BACKEND,
-        )
+    def open(self, connections: int) -> ClientSession:
+        """The origin's session (made on first use); a ProviderError when the origin
+        can have none."""
+        if self.refused is not None:
+            raise ProviderError(self.refused.message)
+        if self.session is None:
+            # A plain-http origin needs no TLS context (saves tens of ms locally) unless
+            # its proxy speaks TLS.
+            tls = self.url.startswith("https:") or (
+                self.proxy is not None and self.proxy.url.startswith("https:")
+            )
+            context = (self.ssl_context or _ssl_context()) if tls else None
+            self.session = _new_session(connections, context)
+        return self.session
 
-    def pick(self, connections: int) -> _Shard:
-        """A pool with a free connection (made when every pool is busy)."""
-        for shard in self.shards:
-            if shard.busy < connections:
-                return shard
-        shard = _Shard(self.new_pool(connections))
-        self.shards.append(shard)
-        return shard
+
+def _new_session(connections: int, context: ssl.SSLContext | None) -> ClientSession:
+    import aiohttp
+
+    connector = aiohttp.TCPConnector(
+        limit=connections,
+        ssl=context if context is not None else True,
+        keepalive_timeout=KEEPALIVE_EXPIRY_S,
+    )
+    return aiohttp.ClientSession(
+        connector=connector,
+        cookie_jar=aiohttp.DummyCookieJar(),
+        auto_decompress=False,
+        # The request's own headers, as ``transport.request_headers`` gives them.
+        skip_auto_headers=("User-Agent", "Accept-Encoding", "Accept", "Content-Type"),
+    )
 
 
 class Lease:
-    """One request slot of an origin and the pool to send on; ``release`` once."""
+    """One request slot of an origin and the session to send on; ``release`` once."""
 
-    __slots__ = ("pool", "_origin", "_shard")
+    __slots__ = ("pool", "proxy", "_origin")
 
-    def __init__(self, origin: _Origin, shard: _Shard) -> None:
-        self.pool = shard.pool
+    def __init__(self, origin: _Origin, session: ClientSession) -> None:
+        self.pool = session
+        self.proxy = origin.proxy  # the proxy the request goes through (None for none)
         self._origin: _Origin | None = origin
-        self._shard = shard
-        shard.busy += 1
 
     def release(self) -> None:
         origin = self._origin
         if origin is not None:
             self._origin = None
-            self._shard.busy -= 1
             origin.hand_on()
 
 
 class HttpClientPool:
-    """Connection pools by event loop and origin, with a cap on concurrent requests."""
+    """Client sessions by event loop and origin, with a cap on concurrent requests."""
 
-    __slots__ = ("max_concurrent", "max_keepalive", "ssl_context", "_loops")
+    __slots__ = ("max_concurrent", "ssl_context", "_loops")
 
     def __init__(
         self,
         max_concurrent: int = DEFAULT_MAX_CONCURRENT,
-        max_keepalive: int | None = None,
         ssl_context: ssl.SSLContext | None = None,
     ):
         if max_concurrent < 1:
             raise ValueError("max_concurrent must be at least 1")
         self.max_concurrent = max_concurrent
-        # Idle connections kept per pool (dropped after KEEPALIVE_EXPIRY_S idle); by
-        # default as many as may be busy, so a busy origin reuses its connections.
-        self.max_keepalive = max_keepalive
         # The TLS context of https origins (and TLS proxies): by default one trusting
         # certifi's roots, or SSL_CERT_FILE / SSL_CERT_DIR when set.
         self.ssl_context = ssl_context
         self._loops: dict[asyncio.AbstractEventLoop, dict[str, _Origin]] = {}
-
-    def _connections(self) -> int:
-        limit = min(self.max_concurrent, SHARD_CONNECTIONS)
-        return limit if self.max_keepalive is None else max(1, min(limit, self.max_keepalive))
 
     def _entry(self, url: str) -> _Origin:
         loop = asyncio.get_running_loop()
@@ -248,9 +314,9 @@ class HttpClientPool:
             entry = origins[key] = _Origin(self.max_concurrent, url, self.ssl_context)
         return entry
 
-    def connection_pool(self, url: str) -> httpcore.AsyncConnectionPool:
-        """A connection pool of ``url``'s origin on the running loop."""
-        return self._entry(url).pick(self._connections()).pool
+    def connection_pool(self, url: str) -> ClientSession:
+        """The client session of ``url``'s origin on the running loop."""
+        return self._entry(url).open(self.max_concurrent)
 
     def waiting(self, url: str) -> int:
         """How many requests to ``url``'s origin wait for a slot on the running loop."""
@@ -281,12 +347,17 @@ class HttpClientPool:
                     interrupt.waiter = None
             if not granted:
                 return None
-        return Lease(entry, entry.pick(self._connections()))
+        try:
+            session = entry.open(self.max_concurrent)
+        except BaseException:
+            entry.hand_on()  # nothing to send on (the TLS settings or the proxy are unusable)
+            raise
+        return Lease(entry, session)
 
     async def aclose(self) -> None:
         """Close the connections of the running loop (a later request opens new ones)."""
         loop = asyncio.get_running_loop()
         origins = self._loops.pop(loop, {})
         for entry in origins.values():
-            for shard in entry.shards:
-                await shard.pool.aclose()
+            if entry.session is not None:
+                await entry.session.close()

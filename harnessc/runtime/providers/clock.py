@@ -2,16 +2,17 @@
 
 ``timeout_ms`` (default 600 s) bounds three things:
 
-- every wait on the network: connecting, the response head, each chunk of the body
-  (httpx's timeouts);
+- every wait on the network: connecting and each chunk of the body (aiohttp's
+  timeouts), and the whole response head with any 1xx answers before it (``attempt``);
 - the time between two pieces of reply content once the response has begun: SSE
   comments, pings and events that add nothing do not count, so keepalives cannot hold
   a stalled request open;
 - the whole request, retries and back-off included: ``TOTAL_FACTOR`` times
   ``timeout_ms``.
 
-``ProviderRequest.deadline`` (an absolute ``time.monotonic()`` time, set by the harness
-from the wall-clock budget) ends the request at that moment, whichever comes first.
+``ProviderRequest.deadline`` (a moment on the event loop's clock, ``loop.time()``, set
+by the harness from the wall-clock budget) ends the request at that moment, whichever
+comes first; it is used as given, so the harness and the provider stop at one moment.
 
 An abort (from any thread) or a tripped limit ends the wait for a request slot, cancels
 the exchange task and wakes the driver; the driver also checks ``Interrupt.kind`` after
@@ -21,7 +22,6 @@ every item it takes.
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -69,10 +69,8 @@ class RequestClock:
         now = loop.time()
         self.end = now + self.idle_s * TOTAL_FACTOR
         self.end_kind = "total"
-        if deadline is not None:
-            at = deadline - time.monotonic() + now
-            if at < self.end:
-                self.end, self.end_kind = at, "deadline"
+        if deadline is not None and deadline < self.end:
+            self.end, self.end_kind = deadline, "deadline"
         self.last = now
         self.watching = False
         self._handle: asyncio.TimerHandle | None = None

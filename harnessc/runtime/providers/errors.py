@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from collections.abc import Iterable, Mapping
+from urllib.parse import quote, quote_plus
 
 __all__ = [
     "MAX_ERROR_CHARS",
@@ -12,6 +14,7 @@ __all__ = [
     "ProviderError",
     "cut_text",
     "error_text_from_body",
+    "header_value_problem",
     "reported_error",
     "is_context_overflow_text",
     "is_secret_header",
@@ -100,8 +103,8 @@ _USERINFO = re.compile(r"(?<=://)[^/?#@\s]+@")
 def redact(text: str, secrets: Iterable[str | None]) -> str:
     """``text`` with every given secret (API keys) and the user info of every URL
     replaced by ``[redacted]``. Redact before cutting a text, never after."""
-    for secret in secrets:
-        if secret and len(secret) >= 4 and secret in text:
+    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
+        if len(secret) >= 4 and secret in text:
             text = text.replace(secret, _REDACTED)
     if "@" in text:
         text = _USERINFO.sub(_REDACTED + "@", text)
@@ -114,7 +117,8 @@ def redact_url(url: str) -> str:
 
 
 def url_secrets(url: str) -> list[str]:
-    """The password (and user info) of ``url``, as written and percent-decoded."""
+    """The password (and user info) of ``url``, as written and percent-decoded, in
+    each of its ``renderings`` and as the base64 of a Basic credential."""
     from urllib.parse import unquote, urlsplit
 
     try:
@@ -125,9 +129,13 @@ def url_secrets(url: str) -> list[str]:
     userinfo = parts.netloc.rpartition("@")[0] if "@" in parts.netloc else ""
     if userinfo:
         out.append(userinfo)
-        password = userinfo.partition(":")[2]
+        user, _, password = userinfo.partition(":")
+        basic = f"{unquote(user)}:{unquote(password)}"
+        shown = [basic, base64.b64encode(_utf8(basic)).decode("ascii")]
         for value in (password, unquote(password)):
-            if value and value not in out:
+            shown += renderings(value) if value else []
+        for value in shown:
+            if len(value) >= 4 and value not in out:
                 out.append(value)
     return out
 
@@ -151,19 +159,77 @@ def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
     }
 
 
+# Characters no header value may hold: CR and LF would end the header line, NUL and the
+# other control characters are refused by HTTP libraries (whose errors quote the value).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def header_value_problem(value: str) -> str:
+    """What makes ``value`` unfit to send as a header value ("" when nothing), named
+    without quoting the value: a line break, a NUL, another control character or a
+    character outside ASCII."""
+    found = _CONTROL.search(value)
+    if found is not None:
+        char = found.group()
+        if char in "\r\n":
+            return "a line break"
+        if char == "\0":
+            return "a NUL character"
+        return f"a control character (U+{ord(char):04X})"
+    if not value.isascii():
+        return "a character outside ASCII"
+    return ""
+
+
+def renderings(value: str) -> list[str]:
+    """The forms ``value`` may take in an error text: itself, escaped as ``repr`` and
+    JSON write it (``\\n``, ``\\x00``), percent-encoded, in base64, and each piece of it
+    between control characters."""
+    raw = _utf8(value)
+    out = [value, repr(value)[1:-1], repr(raw)[2:-1], json.dumps(value)[1:-1]]
+    out.append(value.encode("unicode_escape").decode("ascii"))
+    out += [quote(raw, safe=""), quote_plus(raw, safe=""), quote(raw)]
+    out.append(base64.b64encode(raw).decode("ascii"))
+    out += [piece for piece in _CONTROL.split(value) if len(piece) >= 8]
+    return out
+
+
+def _utf8(value: str) -> bytes:
+    """``value``'s bytes as the environment gave them (a lone surrogate kept as is)."""
+    try:
+        return value.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "surrogatepass")
+
+
+def _basic_credentials(value: str) -> list[str]:
+    """The user:password inside a ``Basic`` credential, and the password alone."""
+    scheme, _, token = value.strip().partition(" ")
+    if scheme.lower() != "basic" or not token.strip():
+        return []
+    try:
+        decoded = base64.b64decode(token.strip(), validate=True).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return []
+    return [decoded, decoded.partition(":")[2]]
+
+
 def secret_values(api_key: str | None, headers: Mapping[str, str] | None = None) -> list[str]:
-    """Every text to cut from messages: the key (also without surrounding whitespace, as
-    an escaped ``\\r\\n`` in an exception would hide the raw one) and the values of
-    credential headers (with and without their ``Bearer``/``Basic`` scheme)."""
+    """Every text to cut from messages: the key (also without surrounding whitespace)
+    and the values of credential headers (with and without their ``Bearer``/``Basic``
+    scheme, and a Basic credential's user:password), each in every rendering an
+    exception or a log may give it (``renderings``)."""
     out: list[str] = []
     values = [api_key] if api_key else []
     for name, value in (headers or {}).items():
         if isinstance(value, str) and is_secret_header(str(name)):
             values.append(value)
+            values += _basic_credentials(value)
     for value in values:
         for candidate in (value, value.strip(), value.strip().partition(" ")[2].strip()):
-            if len(candidate) >= 4 and candidate not in out:
-                out.append(candidate)
+            for shown in renderings(candidate) if len(candidate) >= 4 else ():
+                if len(shown) >= 4 and shown not in out:
+                    out.append(shown)
     return sorted(out, key=len, reverse=True)  # longest first: no partial leftovers
 
 

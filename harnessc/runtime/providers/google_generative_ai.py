@@ -24,6 +24,7 @@ from harnessc.runtime.providers.convert import image_placeholder, wire_messages
 from harnessc.runtime.providers.errors import ProviderError, error_text_from_body
 from harnessc.runtime.providers.http import HttpProvider, HttpRequestSpec, join_url, json_data
 from harnessc.runtime.providers.retry import is_retryable_status
+from harnessc.runtime.providers.wire import object_or_skip, text_field, token_count
 
 __all__ = [
     "DEFAULT_GOOGLE_BASE_URL",
@@ -177,32 +178,51 @@ class GoogleStreamState:
         builder = self.builder
         candidates = chunk.get("candidates")
         if candidates:
-            candidate = candidates[0]
-            content = candidate.get("content")
-            parts = content.get("parts") if content else None
-            if parts:
-                for part in parts:
-                    self._part(part)
-            finish = candidate.get("finishReason")
-            if finish:
-                self._finish = finish
-                reason = _FINISH.get(finish)
-                if reason is not None:
-                    builder.stop_reason = reason
-        feedback = chunk.get("promptFeedback")
+            if type(candidates) is not list:
+                builder.warn("the provider sent candidates that are not a list; skipped")
+                candidates = None
+            candidate = (
+                object_or_skip(candidates[0], "a candidate", builder, item=True)
+                if candidates
+                else None
+            )
+            if candidate is not None:
+                self._candidate(candidate)
+        feedback = object_or_skip(chunk.get("promptFeedback"), "a promptFeedback", builder)
         if feedback and feedback.get("blockReason"):
-            self._blocked = str(feedback["blockReason"])
-        usage = chunk.get("usageMetadata")
+            self._blocked = str(feedback["blockReason"])[:100]
+        usage = object_or_skip(chunk.get("usageMetadata"), "a usage report", builder)
         if usage:
             self._usage(usage)
 
+    def _candidate(self, candidate: dict[str, Any]) -> None:
+        builder = self.builder
+        content = object_or_skip(candidate.get("content"), "a candidate's content", builder)
+        parts = content.get("parts") if content else None
+        if parts:
+            if type(parts) is not list:
+                builder.warn("the provider sent parts that are not a list; skipped")
+                parts = []
+            for raw in parts:
+                part = object_or_skip(raw, "a part", builder, item=True)
+                if part is not None:
+                    self._part(part)
+        finish = candidate.get("finishReason")
+        if finish and type(finish) is not str:
+            builder.warn("the provider sent a finishReason that is not a string; skipped")
+        elif finish:
+            self._finish = finish
+            reason = _FINISH.get(finish)
+            if reason is not None:
+                builder.stop_reason = reason
+
     def _part(self, part: dict[str, Any]) -> None:
         builder = self.builder
-        call = part.get("functionCall")
+        call = object_or_skip(part.get("functionCall"), "a functionCall", builder)
         if call is not None:
             self._calls += 1
-            name = call.get("name") or ""
-            call_id = call.get("id") or f"call_{secrets.token_hex(6)}"
+            name = text_field(call, "name", builder)
+            call_id = text_field(call, "id", builder) or f"call_{secrets.token_hex(6)}"
             index = builder.start_tool(call_id, name)
             args = call.get("args")
             arguments = args if isinstance(args, dict) else {}
@@ -210,7 +230,9 @@ class GoogleStreamState:
             builder.end_block()
             return
         text = part.get("text")
-        signature = part.get("thoughtSignature")
+        if text is not None and type(text) is not str:
+            text = text_field(part, "text", builder) or None
+        signature = text_field(part, "thoughtSignature", builder)
         if part.get("thought"):
             if text:
                 builder.thinking(text)
@@ -223,13 +245,14 @@ class GoogleStreamState:
                 builder.text_signature(signature)
 
     def _usage(self, raw: dict[str, Any]) -> None:
-        usage = self.builder.partial.usage
-        prompt = int(raw.get("promptTokenCount") or 0)
-        cached = int(raw.get("cachedContentTokenCount") or 0)
+        builder = self.builder
+        usage = builder.partial.usage
+        prompt = token_count(raw, "promptTokenCount", builder) or 0
+        cached = token_count(raw, "cachedContentTokenCount", builder) or 0
         usage.input = max(0, prompt - cached)
         usage.cache_read = cached
-        usage.output = int(raw.get("candidatesTokenCount") or 0) + int(
-            raw.get("thoughtsTokenCount") or 0
+        usage.output = (token_count(raw, "candidatesTokenCount", builder) or 0) + (
+            token_count(raw, "thoughtsTokenCount", builder) or 0
         )
 
     def end(self) -> None:

@@ -15,8 +15,6 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-import httpcore
-
 from harnessc.runtime.options import Model
 from harnessc.runtime.providers.clock import TOTAL_FACTOR, RequestClock
 from harnessc.runtime.providers.errors import (
@@ -81,53 +79,91 @@ def _base(url: str) -> str:
     return _server(url) or redact_url(url)
 
 
-# What a request was doing when it timed out, by httpcore's exception.
-_TIMEOUT_PHASES: dict[type[BaseException], str] = {
-    httpcore.ConnectTimeout: "connecting",
-    httpcore.ReadTimeout: "waiting for data",
-    httpcore.WriteTimeout: "sending",
-    httpcore.PoolTimeout: "waiting for a connection",
-}
+def _refused(causes: list[BaseException]) -> bool:
+    return any(
+        isinstance(c, ConnectionRefusedError)
+        or (isinstance(c, OSError) and c.errno == errno.ECONNREFUSED)
+        for c in causes
+    )
 
 
 def describe_transport_error(
-    exc: BaseException, timeout_ms: int | None, url: str
+    exc: BaseException, timeout_ms: int | None, url: str, proxy: str = ""
 ) -> tuple[str, bool]:
-    """``(message, retryable)`` for an exception raised while sending or reading."""
+    """``(message, retryable)`` for an exception raised while sending or reading
+    (aiohttp's, or the operating system's); ``proxy`` names the proxy the request went
+    through ("" for none): a connection that cannot be made is then the proxy's."""
+    import aiohttp
+
     at = where(url)
-    if isinstance(exc, httpcore.TimeoutException):
-        limit = f" after {timeout_ms} ms" if timeout_ms else ""
-        phase = _TIMEOUT_PHASES.get(type(exc), "waiting")
-        return f"request timed out{limit} ({phase}; {at})", True
     causes = list(_causes(exc))
-    if any(isinstance(c, socket.gaierror) for c in causes):
+    if proxy:
+        reached = _proxy_unreachable(exc, causes, timeout_ms)
+        if reached:
+            host = urlsplit(url).hostname or url
+            return (
+                f"cannot reach the proxy {proxy}: {reached} (the request for {at} goes "
+                f"through it; check the proxy, or name {host} in NO_PROXY)",
+                isinstance(exc, aiohttp.ConnectionTimeoutError),
+            )
+    if isinstance(exc, TimeoutError):  # aiohttp's timeouts are among them
+        limit = f" after {timeout_ms} ms" if timeout_ms else ""
+        if isinstance(exc, aiohttp.ConnectionTimeoutError):
+            phase = "connecting"
+        elif isinstance(exc, aiohttp.SocketTimeoutError):
+            phase = "waiting for data"
+        else:
+            phase = "waiting"
+        return f"request timed out{limit} ({phase}; {at})", True
+    if isinstance(exc, aiohttp.ClientConnectorDNSError) or any(
+        isinstance(c, socket.gaierror) for c in causes
+    ):
         host = urlsplit(url).hostname or url
         return (
             f"cannot resolve the host name {host!r} ({at}): check base_url and the network",
             False,
         )
-    if any(
-        isinstance(c, ConnectionRefusedError)
-        or (isinstance(c, OSError) and c.errno == errno.ECONNREFUSED)
-        for c in causes
-    ):
+    if _refused(causes):
         return f"connection refused ({at}): is the server running at {_base(url)}?", False
-    if any(isinstance(c, ssl.SSLError) for c in causes):
+    if isinstance(exc, aiohttp.ClientSSLError) or any(isinstance(c, ssl.SSLError) for c in causes):
         return (
             f"TLS failure ({at}): {exc}; check the server's certificate and that base_url "
             "uses the right scheme (http or https)",
             False,
         )
     text = str(exc) or type(exc).__name__
-    if isinstance(exc, httpcore.RemoteProtocolError):
+    if isinstance(exc, aiohttp.ClientHttpProxyError):
+        through = f" {proxy}" if proxy else ""
+        return f"the proxy{through} refused the request ({at}): {exc.status} {exc.message}", False
+    if isinstance(
+        exc,
+        (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError, aiohttp.ClientResponseError),
+    ):
         return f"connection lost ({at}): {text}", True
-    if isinstance(exc, httpcore.NetworkError):
-        return f"connection error ({at}): {text}", True
-    if isinstance(exc, httpcore.ProxyError):
-        return f"the proxy refused the request ({at}): {text}", False
-    if isinstance(exc, httpcore.UnsupportedProtocol):
+    if isinstance(exc, (aiohttp.InvalidURL, aiohttp.NonHttpUrlClientError)):
         return f"invalid base_url ({at}): {text}", False
+    if isinstance(exc, (aiohttp.ClientConnectionError, ConnectionError)):
+        return f"connection error ({at}): {text}", True
     return f"could not send the request ({at}): {type(exc).__name__}: {text}", False
+
+
+def _proxy_unreachable(
+    exc: BaseException, causes: list[BaseException], timeout_ms: int | None
+) -> str:
+    """What kept a connection to the proxy from being made ("" when it was made)."""
+    import aiohttp
+
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        return f"connecting timed out after {timeout_ms} ms" if timeout_ms else "timed out"
+    if isinstance(exc, aiohttp.ClientConnectorDNSError) or any(
+        isinstance(c, socket.gaierror) for c in causes
+    ):
+        return "its host name does not resolve"
+    if _refused(causes):
+        return "connection refused"
+    if isinstance(exc, aiohttp.ClientProxyConnectionError):
+        return str(exc.os_error) or "the connection failed"
+    return ""
 
 
 def status_hint(status: int, model: Model, api_key_sent: bool, base_hint: str = "") -> str:
@@ -149,11 +185,14 @@ def status_hint(status: int, model: Model, api_key_sent: bool, base_hint: str = 
     return ""
 
 
-def transport_error(exc: BaseException, timeout_ms: int | None, url: str) -> ProviderError:
-    """The ProviderError for a failure of the exchange (a ProviderError stays itself)."""
+def transport_error(
+    exc: BaseException, timeout_ms: int | None, url: str, proxy: str = ""
+) -> ProviderError:
+    """The ProviderError for a failure of the exchange (a ProviderError stays itself);
+    ``proxy`` as for ``describe_transport_error``."""
     if isinstance(exc, ProviderError):
         return exc
-    message, retryable = describe_transport_error(exc, timeout_ms, url)
+    message, retryable = describe_transport_error(exc, timeout_ms, url, proxy)
     return ProviderError(message, retryable=retryable)
 
 
@@ -171,6 +210,12 @@ def interrupted_error(
         kept = " (the server sent only keepalives)" if parser and parser.comments else ""
         return ProviderError(
             f"request timed out after {limit} without reply data{kept} ({at})", retryable=True
+        )
+    if kind == "head":
+        limit = f"{timeout_ms} ms" if timeout_ms else f"{clock.idle_s:g} s"
+        return ProviderError(
+            f"request timed out after {limit} waiting for the response head ({at})",
+            retryable=True,
         )
     if kind == "deadline":
         return ProviderError(f"the run's time budget ran out during the model request ({at})")

@@ -18,8 +18,6 @@ import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, ClassVar
 
-import httpx
-
 from harnessc.runtime.messages import AssistantMessage
 from harnessc.runtime.options import Model
 from harnessc.runtime.providers.attempt import (
@@ -32,12 +30,13 @@ from harnessc.runtime.providers.attempt import (
 )
 from harnessc.runtime.providers.base import AssistantMessageEvent, ProviderRequest, ProviderRetry
 from harnessc.runtime.providers.builder import MessageBuilder
-from harnessc.runtime.providers.clients import DEFAULT_TIMEOUT, HttpClientPool, Lease
+from harnessc.runtime.providers.clients import HttpClientPool, Lease, Timeout
 from harnessc.runtime.providers.clock import Interrupt, RequestClock
 from harnessc.runtime.providers.errors import (
     MAX_ERROR_CHARS,
     ProviderError,
     cut_text,
+    header_value_problem,
     redact,
     secret_values,
     url_secrets,
@@ -127,6 +126,14 @@ class HttpProvider:
             {"accept-encoding": ACCEPT_ENCODING}, spec.headers, model.headers, options.headers
         )
         out.secrets[:] = [*secret_values(out.api_key, headers), *url_secrets(spec.url)]
+        for name, value in headers.items():
+            problem = header_value_problem(value) if isinstance(value, str) else ""
+            if problem:
+                raise ProviderError(
+                    f"the request header {name!r} holds {problem}, which HTTP does not allow; "
+                    "the request was not sent (check the model's and the stream's headers "
+                    "and the variables they name)"
+                )
         try:
             body = payload_bytes(payload)
         except (TypeError, ValueError, RecursionError) as exc:
@@ -162,9 +169,14 @@ class HttpProvider:
         model = request.model
         api_key = model.api_key()
         secrets: list[str | None] = [*secret_values(api_key), *url_secrets(model.base_url)]
-        if api_key is None and model.api_key_env:
+        problem = header_value_problem(api_key) if api_key is not None else ""
+        if (api_key is None or problem) and model.api_key_env:
             message = (
                 f"no API key for model {model.id!r}: set {model.api_key_env} in the environment"
+                if not problem
+                else f"the API key in {model.api_key_env} (model {model.id!r}) holds {problem}, "
+                "which HTTP does not allow; no request was sent (check the variable: a key "
+                "file read whole may hold a second line)"
             )
             builder = self._builder(model)
             yield AssistantMessageEvent("start", builder.partial)
@@ -181,8 +193,15 @@ class HttpProvider:
         try:
             if not signal.aborted:
                 clock.arm(watch.interrupt)
-                lease = await self.clients.acquire(out.origin, watch.interrupt)
-                clock.disarm()
+                try:
+                    lease = await self.clients.acquire(out.origin, watch.interrupt)
+                except ProviderError as exc:  # no connection can be made (TLS settings)
+                    builder = self._builder(model)
+                    yield AssistantMessageEvent("start", builder.partial)
+                    yield error_event(builder, model, exc, out.secrets)
+                    return
+                finally:
+                    clock.disarm()
             attempts = self._attempts(request, out, clock, watch, lease)
             lease = None  # the attempts give it back
             try:
@@ -207,7 +226,7 @@ class HttpProvider:
         model = request.model
         options = request.stream_options
         timeout_ms = options.timeout_ms
-        timeout = httpx.Timeout(timeout_ms / 1000) if timeout_ms else DEFAULT_TIMEOUT
+        timeout = Timeout.of(timeout_ms)
         max_retries = DEFAULT_MAX_RETRIES if options.max_retries is None else options.max_retries
         max_delay = (
             DEFAULT_MAX_RETRY_DELAY_MS
@@ -234,6 +253,8 @@ class HttpProvider:
                 ):
                     yield event
                 if outcome.final is not None:
+                    if builder.warnings and request.on_warning is not None:
+                        await _notify_warnings(request, builder.warnings, out.secrets)
                     yield outcome.final
                     return
                 error = outcome.error
@@ -287,6 +308,18 @@ class _AbortWatch:
 
     def _trip(self) -> None:
         self.interrupt.trip("abort")
+
+
+async def _notify_warnings(
+    request: ProviderRequest, warnings: list[str], secrets: list[str | None]
+) -> None:
+    """Tell ``request.on_warning`` what the reply's stream got wrong (never breaks it)."""
+    assert request.on_warning is not None
+    for text in warnings:
+        try:
+            await request.on_warning(cut_text(redact(text, secrets), MAX_ERROR_CHARS))
+        except Exception:
+            pass
 
 
 async def _notify_retry(

@@ -25,6 +25,7 @@ from harnessc.runtime.providers.builder import MessageBuilder, cut_name
 from harnessc.runtime.providers.convert import image_placeholder, wire_messages
 from harnessc.runtime.providers.errors import ProviderError, error_text_from_body
 from harnessc.runtime.providers.http import HttpProvider, HttpRequestSpec, join_url, json_data
+from harnessc.runtime.providers.wire import object_or_skip, text_field, token_count
 
 __all__ = [
     "DEFAULT_OPENAI_BASE_URL",
@@ -243,60 +244,81 @@ class OpenAIStreamState:
             # Cut only after the driver redacted it (a key must not straddle the cut).
             text = error_text_from_body(data, limit=1 << 20) or "the server reported an error"
             raise ProviderError(text, retryable=not self.builder.has_content)
+        builder = self.builder
         choices = chunk.get("choices")
         if choices:
-            choice = choices[0]
-            delta = choice.get("delta")
-            if delta:
-                builder = self.builder
-                reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-                if reasoning and type(reasoning) is str:
-                    builder.thinking(reasoning)
-                content = delta.get("content")
-                if content:
-                    builder.text(content)
-                calls = delta.get("tool_calls")
-                if calls:
-                    self._tool_calls(calls)
-            finish = choice.get("finish_reason")
-            if finish:
-                self._finish = True
-                reason = _FINISH.get(finish)
-                if reason is None:
-                    self._filtered = finish
-                else:
-                    self.builder.stop_reason = reason
+            if type(choices) is not list:
+                builder.warn("the provider sent choices that are not a list; skipped")
+                choices = None
+            choice = object_or_skip(choices[0], "a choice", builder, item=True) if choices else None
+            if choice is not None:
+                self._choice(choice)
         usage = chunk.get("usage")
         if usage:
-            self._usage(usage)
+            raw = object_or_skip(usage, "a usage report", builder)
+            if raw is not None:
+                self._usage(raw)
 
-    def _tool_calls(self, calls: list[dict[str, Any]]) -> None:
+    def _choice(self, choice: dict[str, Any]) -> None:
         builder = self.builder
-        for call in calls:
+        delta = object_or_skip(choice.get("delta"), "a delta", builder)
+        if delta:
+            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+            if reasoning and type(reasoning) is str:
+                builder.thinking(reasoning)
+            content = delta.get("content")
+            if content:
+                if type(content) is str:
+                    builder.text(content)
+                else:
+                    builder.warn("the provider sent content that is not a string; skipped")
+            calls = delta.get("tool_calls")
+            if calls:
+                if type(calls) is list:
+                    self._tool_calls(calls)
+                else:
+                    builder.warn("the provider sent tool_calls that are not a list; skipped")
+        finish = choice.get("finish_reason")
+        if finish and type(finish) is not str:
+            builder.warn("the provider sent a finish_reason that is not a string; skipped")
+        elif finish:
+            self._finish = True
+            reason = _FINISH.get(finish)
+            if reason is None:
+                self._filtered = finish
+            else:
+                builder.stop_reason = reason
+
+    def _tool_calls(self, calls: list[Any]) -> None:
+        builder = self.builder
+        for raw in calls:
+            call = object_or_skip(raw, "a tool call", builder, item=True)
+            if call is None:
+                continue
             key = call.get("index")
-            call_id = call.get("id")
-            function = call.get("function") or {}
-            if key is None:  # servers that send whole calls without an index
+            call_id = text_field(call, "id", builder)
+            function = object_or_skip(call.get("function"), "a tool call's function", builder)
+            function = function or {}
+            name = text_field(function, "name", builder)
+            if key is None or type(key) not in (int, str):  # whole calls without an index
                 if call_id:
                     key = call_id
-                elif function.get("name") or self._last_key is None:
+                elif name or self._last_key is None:
                     key = ("unindexed", len(self._tools))  # a name starts a new call
                 else:
                     key = self._last_key  # more arguments of the call before
             self._last_key = key
             index = self._tools.get(key)
             if index is None:
-                index = builder.start_tool(
-                    call_id or f"call_{len(self._tools)}", function.get("name") or ""
-                )
+                index = builder.start_tool(call_id or f"call_{len(self._tools)}", name or "")
                 self._tools[key] = index
             else:
                 block = builder.partial.content[index]
                 if isinstance(block, ToolCall):
                     if call_id and not block.id:
                         block.id = cut_name(call_id)
-                    if function.get("name") and not block.name:
-                        block.name = cut_name(function["name"])
+                    if name and not block.name:
+                        block.name = cut_name(name)
             arguments = function.get("arguments")
             if arguments:
                 if type(arguments) is not str:
@@ -304,13 +326,16 @@ class OpenAIStreamState:
                 builder.tool_delta(index, arguments)
 
     def _usage(self, raw: dict[str, Any]) -> None:
-        usage = self.builder.partial.usage
-        prompt = int(raw.get("prompt_tokens") or 0)
-        details = raw.get("prompt_tokens_details") or {}
-        cached = int(details.get("cached_tokens") or 0) if isinstance(details, dict) else 0
+        builder = self.builder
+        usage = builder.partial.usage
+        prompt = token_count(raw, "prompt_tokens", builder) or 0
+        details = raw.get("prompt_tokens_details")
+        cached = 0
+        if type(details) is dict:
+            cached = token_count(details, "cached_tokens", builder) or 0
         usage.input = max(0, prompt - cached)
         usage.cache_read = cached
-        usage.output = int(raw.get("completion_tokens") or 0)
+        usage.output = token_count(raw, "completion_tokens", builder) or 0
 
     def end(self) -> None:
         if self._filtered is not None:

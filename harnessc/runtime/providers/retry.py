@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 import time
 from collections.abc import Mapping
@@ -31,31 +32,51 @@ def is_retryable_status(status: int) -> bool:
     return status in (408, 409, 429) or (500 <= status <= 599 and status != 501)
 
 
+# The longest wait a server's ask is read as (a day); the options cap it further.
+_LONGEST_ASK_MS = 86_400_000
+
+
+def _ask_ms(value: float) -> int | None:
+    """``value`` milliseconds as a wait: negative is none, infinite or past a day is a
+    day (the options cap it further), NaN is no ask."""
+    if math.isnan(value):
+        return None
+    return int(max(0.0, min(value, _LONGEST_ASK_MS)))
+
+
+def _number(raw: str) -> float | None:
+    try:
+        return float(raw)
+    except ValueError:
+        return None
+
+
 def parse_retry_after_ms(headers: Mapping[str, str], now: float | None = None) -> int | None:
     """The wait a response asks for: ``retry-after-ms``, or ``Retry-After`` in
     seconds or as an HTTP date. ``headers`` must have lower-case keys or be case-blind."""
     raw_ms = headers.get("retry-after-ms")
-    if raw_ms:
-        try:
-            return max(0, int(float(raw_ms)))
-        except ValueError:
-            pass
+    number = _number(raw_ms.strip()) if raw_ms else None
+    if number is not None and not math.isnan(number):
+        return _ask_ms(number)
     raw = headers.get("retry-after")
     if not raw:
         return None
     raw = raw.strip()
-    try:
-        return max(0, int(float(raw) * 1000))
-    except ValueError:
-        pass
+    number = _number(raw)
+    if number is not None:
+        return _ask_ms(number * 1000)
     try:
         when = parsedate_to_datetime(raw)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
     if when is None:
         return None
     current = time.time() if now is None else now
-    return max(0, int((when.timestamp() - current) * 1000))
+    try:
+        seconds = when.timestamp() - current
+    except (OverflowError, ValueError, OSError):
+        return None
+    return _ask_ms(seconds * 1000)
 
 
 def backoff_delay_ms(attempt: int, options: RetryOptions) -> int:

@@ -1,9 +1,9 @@
 """One HTTP exchange of a provider request, with bounded memory.
 
-The connection pools it sends on and the cap on requests in flight are ``clients.py``
+The client sessions it sends on and the cap on requests in flight are ``clients.py``
 (``HttpClientPool``, re-exported here).
 
-``exchange`` sends one POST through httpcore and passes the response on through a
+``exchange`` sends one POST through aiohttp and passes the response on through a
 bounded queue: its head, then body pieces, then the end or the failure. It decodes
 gzip and deflate itself in pieces of at most 256 KiB, so a compressed bomb never
 inflates at once, and stops a body that decodes to more than ``MAX_RESPONSE_BYTES``
@@ -14,18 +14,25 @@ inflates at once, and stops a body that decodes to more than ``MAX_RESPONSE_BYTE
 from __future__ import annotations
 
 import asyncio
+import base64
+import functools
 import zlib
 from collections.abc import Iterator
-from typing import Any
-from urllib.parse import urlsplit
-
-import httpcore
-import httpx
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
 
 from harnessc import __version__
 from harnessc.runtime.providers.channel import Channel
-from harnessc.runtime.providers.clients import DEFAULT_MAX_CONCURRENT, HttpClientPool
+from harnessc.runtime.providers.clients import (
+    DEFAULT_MAX_CONCURRENT,
+    HttpClientPool,
+    Proxy,
+    Timeout,
+)
 from harnessc.runtime.providers.errors import ProviderError
+
+if TYPE_CHECKING:
+    from aiohttp import ClientSession, ClientTimeout
 
 __all__ = [
     "ACCEPT_ENCODING",
@@ -123,59 +130,79 @@ def _too_big(limit: int) -> ProviderError:
     )
 
 
-def request_headers(url: str, headers: dict[str, str], body: bytes) -> list[tuple[str, str]]:
-    """The header lines of a POST of ``body`` to ``url``: the request's own (lowercase
-    names, as ``wire.merge_headers`` gives them), over the defaults, with the host
-    and the body's length."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    default_port = 443 if parts.scheme == "https" else 80
-    if parts.port and parts.port != default_port:
-        host += f":{parts.port}"
-    lines = [("host", host)]
-    lines += [(k, v) for k, v in _DEFAULT_HEADERS.items() if k not in headers]
+def request_headers(headers: dict[str, str]) -> list[tuple[str, str]]:
+    """The header lines of a request: its own (lowercase names, as
+    ``wire.merge_headers`` gives them) over the defaults; the host and the body's
+    length are aiohttp's."""
+    lines = [(k, v) for k, v in _DEFAULT_HEADERS.items() if k not in headers]
     lines += [(k, v) for k, v in headers.items() if k not in ("host", "content-length")]
-    lines.append(("content-length", str(len(body))))
     return lines
 
 
-def _header_map(lines: list[tuple[bytes, bytes]]) -> dict[str, str]:
-    """Response header lines by lowercase name; a repeated one's values joined by commas."""
+@functools.lru_cache(maxsize=64)
+def _client_timeout(connect: float, read: float) -> ClientTimeout:
+    import aiohttp
+
+    # Connecting (to the server or the proxy) and each read of the answer; the whole
+    # head, and the request's total, are the driver's (``attempt``, ``clock``).
+    return aiohttp.ClientTimeout(total=None, sock_connect=connect, sock_read=read)
+
+
+@functools.lru_cache(maxsize=16)
+def _proxy_headers(user: str, password: str) -> dict[str, str]:
+    """The header that gives a proxy its user and password (Basic)."""
+    token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+    return {"Proxy-Authorization": f"Basic {token}"}
+
+
+def _header_map(headers: Any) -> dict[str, str]:
+    """Response headers by lowercase name; a repeated one's values joined by commas."""
     out: dict[str, str] = {}
-    for raw_name, raw_value in lines:
-        name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1")
+    for raw_name, value in headers.items():
+        name = raw_name.lower()
         out[name] = f"{out[name]}, {value}" if name in out else value
     return out
 
 
 async def exchange(
-    pool: httpcore.AsyncConnectionPool,
+    session: ClientSession,
     url: str,
     headers: dict[str, str],
     body: bytes,
-    timeout: httpx.Timeout,
+    timeout: Timeout,
     queue: Channel[tuple[Any, ...]],
+    proxy: Proxy | None = None,
     max_bytes: int = MAX_RESPONSE_BYTES,
 ) -> None:
     """Send one request and pass its head, body pieces and end (or failure) on."""
+    lines = request_headers(headers)
+    if "@" in url:  # user info in base_url is never sent (aiohttp would send it as auth)
+        parts = urlsplit(url)
+        url = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+    to_proxy = None
+    if proxy is not None and proxy.auth:
+        # A plain-http request goes to the proxy whole, with its credentials; an https
+        # one goes inside the tunnel, so only the CONNECT carries them.
+        if url.startswith("http:"):
+            lines += _proxy_headers(*proxy.auth).items()
+        else:
+            to_proxy = _proxy_headers(*proxy.auth)
     try:
-        request = httpcore.Request(
-            "POST",
+        async with session.post(
             url,
-            headers=request_headers(url, headers, body),
-            content=body,
-            extensions={"timeout": timeout.as_dict()},
-        )
-        response = await pool.handle_async_request(request)
-        try:
+            data=body,
+            headers=lines,
+            allow_redirects=False,
+            timeout=_client_timeout(timeout.connect, timeout.read),
+            proxy=proxy.url if proxy is not None else None,
+            proxy_headers=to_proxy,
+        ) as response:
             status = response.status
             response_headers = _header_map(response.headers)
             content_type = response_headers.get("content-type", "")
             await queue.put((HEAD, status, response_headers))
             decoder = BodyDecoder(response_headers.get("content-encoding", ""))
-            chunks = response.aiter_stream()
+            chunks = response.content.iter_any()
             if status >= 300 or not is_event_stream(content_type):
                 raw = bytearray()
                 async for data in chunks:
@@ -195,8 +222,6 @@ async def exchange(
                             raise _too_big(max_bytes)
                         await queue.put((CHUNK, piece))
             await queue.put((END,))
-        finally:
-            await response.aclose()
     except asyncio.CancelledError:
         raise
     except Exception as exc:

@@ -20,6 +20,9 @@ __all__ = [
     "json_data",
     "join_url",
     "merge_headers",
+    "object_or_skip",
+    "text_field",
+    "token_count",
 ]
 
 
@@ -95,3 +98,51 @@ def json_data(data: str) -> Any:
     except ValueError:
         shown = data if len(data) <= 200 else data[:200] + "..."
         raise ProviderError(f"invalid JSON in the event stream: {shown!r}") from None
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:40] + "..."
+
+
+def object_or_skip(
+    value: Any, what: str, builder: MessageBuilder, item: bool = False
+) -> dict[str, Any] | None:
+    """``value`` when it is a JSON object; None when absent (null, unless it is an
+    ``item`` of a list); for anything else a warning on ``builder`` (the piece is
+    skipped, the reply goes on) and None."""
+    if type(value) is dict:
+        return value
+    if value is not None or item:
+        builder.warn(f"the provider sent {what} that is not an object ({_shown(value)}); skipped")
+    return None
+
+
+def text_field(raw: Mapping[str, Any], name: str, builder: MessageBuilder) -> str:
+    """``raw[name]`` when it is a string, else "" (with a warning when it is something
+    else: the piece is skipped, the reply goes on)."""
+    value = raw.get(name)
+    if type(value) is str:
+        return value
+    if value is not None:
+        builder.warn(f"the provider sent a {name} that is not a string ({_shown(value)}); skipped")
+    return ""
+
+
+def token_count(raw: Mapping[str, Any], name: str, builder: MessageBuilder) -> int | None:
+    """``raw[name]`` as a token count, None when absent. Usage is advisory: a value that
+    is not a count is a warning on ``builder`` (and None), never a failed reply."""
+    value = raw.get(name)
+    if value is None:
+        return None
+    if type(value) is int and value >= 0:
+        return value
+    if type(value) is float and value >= 0 and value.is_integer():
+        return int(value)
+    if type(value) is str and value.isdigit() and len(value) < 20:
+        return int(value)
+    builder.warn(
+        f"the provider's usage report gives {name} as {_shown(value)}, not a token count; "
+        "the reply is kept, its token counts may be wrong"
+    )
+    return None

@@ -75,6 +75,9 @@ class Tool:
     label: str = ""
     execution_mode: ExecutionMode = "parallel"
     external: bool = False
+    # Seconds one call may run before the loop ends it (None: the harness's
+    # ``tool_timeout_s``).
+    timeout_s: float | None = None
 
     async def execute(
         self,

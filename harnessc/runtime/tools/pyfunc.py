@@ -193,12 +193,15 @@ def python_tool(
     name: str | None = None,
     description: str | None = None,
     parameters: dict[str, Any] | None = None,
+    timeout_s: float | None = None,
 ) -> Tool:
     """A tool that calls ``func`` with the model's arguments.
 
     The schema comes from the signature and docstring unless ``parameters`` is given.
     A parameter named ``context`` (or annotated ``ToolContext``) receives the tool
     context and is left out of the schema. Sync functions run in a worker thread.
+    ``timeout_s``: the loop ends a call running longer (default: the harness's
+    ``tool_timeout_s``).
     """
     if not callable(func):
         raise TypeError(f"python_tool needs a callable, got {type(func).__name__}")
@@ -212,6 +215,7 @@ def python_tool(
         description=description or known.summary or f"Call the Python function {tool_name}.",
         parameters=schema,
         run=_Call(func, tool_name, known),
+        timeout_s=timeout_s,
     )
 
 

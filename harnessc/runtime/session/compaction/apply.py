@@ -162,8 +162,9 @@ async def compact_harness(
             session, _supplied_compaction(supplied), preparation, from_hook=True
         )
     else:
-        signal = getattr(harness, "_signal", None)
-        if signal is None or signal.aborted:
+        # Inside a run the summary request is the run's: an abort of the run ends it.
+        signal = harness.signal if harness.is_busy else None
+        if signal is None:
             signal = AbortSignal()
         outcome = await compact(
             session,

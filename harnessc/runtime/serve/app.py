@@ -1,0 +1,86 @@
+"""The ASGI application: every endpoint, JSON errors for unknown paths and failures, the
+token gate in front, and a lifespan that drains the runs and closes the shared clients."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from harnessc.runtime.serve.agui import agui_routes
+from harnessc.runtime.serve.auth import TokenGate
+from harnessc.runtime.serve.bodies import ApiError
+from harnessc.runtime.serve.devpage import devpage_routes
+from harnessc.runtime.serve.errors import api_error, error_response, serve_state
+from harnessc.runtime.serve.limits import BodyLimit
+from harnessc.runtime.serve.native import native_routes
+from harnessc.runtime.serve.openai_compat import openai_routes
+from harnessc.runtime.serve.openapi import openapi_document
+from harnessc.runtime.serve.state import ServeState
+
+__all__ = ["build_app"]
+
+
+async def openapi(request: Request) -> Response:
+    state = serve_state(request)
+    return JSONResponse(openapi_document(state.source.agent_name, state.source.description))
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 404:
+        return error_response(ApiError(404, f"no endpoint {request.url.path}", "not_found"))
+    if exc.status_code == 405:
+        return error_response(
+            ApiError(405, f"{request.method} is not allowed on {request.url.path}", "method")
+        )
+    return error_response(ApiError(exc.status_code, str(exc.detail), "http"))
+
+
+async def _failure(request: Request, exc: Exception) -> Response:
+    return error_response(api_error(exc))
+
+
+def build_app(state: ServeState, clients: Any = None) -> Any:
+    """The application serving ``state``'s agent; ``clients`` (an HttpClientPool) is
+    closed when it stops."""
+    routes: list[BaseRoute] = [
+        *native_routes(),
+        Route("/openapi.json", openapi, methods=["GET"]),
+        *openai_routes(),
+        *agui_routes(),
+        *devpage_routes(),
+    ]
+    if _has_a2a():
+        from harnessc.runtime.serve.a2a import LazyA2A
+
+        routes.extend(LazyA2A(state).routes())
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await state.runs.drain(state.config.drain_s)
+            if clients is not None:
+                await clients.aclose()
+
+    app = Starlette(
+        routes=routes,
+        exception_handlers={HTTPException: _http_error, Exception: _failure},
+        lifespan=lifespan,
+    )
+    app.state.serve = state
+    return TokenGate(BodyLimit(app, state.config), state.config.token)
+
+
+def _has_a2a() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("a2a") is not None

@@ -1,0 +1,150 @@
+"""Starting a server: ``--serve`` of a generated agent and ``harnessc serve``.
+
+The checks come first (the extra installed, a token for a non-loopback address, the
+agent buildable with its model's key): a failure exits 2 with one line saying why.
+SIGTERM or Ctrl-C drains: new runs get 429, working runs pause at their next turn
+end (recorded in their sessions, so a restart resumes them), then the server stops; a
+second signal stops it at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from harnessc.runtime.serve.config import (
+    ServeConfig,
+    ServeSetupError,
+    check_config,
+    check_extra,
+    read_token,
+)
+
+if TYPE_CHECKING:
+    from harnessc.runtime.cli.host import CliHost
+
+__all__ = ["serve_from_cli"]
+
+EXIT_DONE = 0
+EXIT_USAGE = 2
+
+
+def serve_from_cli(cli: CliHost) -> int:
+    """Serve the agent of ``cli`` with its --host / --port / --token-env / --max-runs."""
+    args = cli.args
+    try:
+        check_extra()
+        config = ServeConfig(
+            host=args.host,
+            port=args.port,
+            token=read_token(args.token_env),
+            max_runs=args.max_runs,
+        )
+        check_config(config)
+    except ServeSetupError as exc:
+        cli.err.write(f"{cli.prog}: error: {exc}\n")
+        return EXIT_USAGE
+    return asyncio.run(_serve(cli, config))
+
+
+async def _serve(cli: CliHost, config: ServeConfig) -> int:
+    import uvicorn
+
+    from harnessc.runtime.cli.args import UsageError
+    from harnessc.runtime.providers.clients import HttpClientPool
+    from harnessc.runtime.serve.app import build_app
+    from harnessc.runtime.serve.harnesses import AgentSource
+    from harnessc.runtime.serve.runs import RunRegistry
+    from harnessc.runtime.serve.state import ServeState
+
+    clients = HttpClientPool()
+    source = AgentSource(cli, clients)
+    try:
+        await source.check()
+    except UsageError as exc:
+        cli.err.write(f"{cli.prog}: error: {exc}\n")
+        await clients.aclose()
+        return EXIT_USAGE
+    except Exception as exc:
+        cli.err.write(f"{cli.prog}: error: cannot build the agent: {type(exc).__name__}: {exc}\n")
+        await clients.aclose()
+        return EXIT_USAGE
+    runs = RunRegistry(source, max_runs=config.max_runs, kept_runs=config.kept_runs)
+    state = ServeState(config=config, source=source, runs=runs)
+    app = build_app(state, clients)
+    server = _DrainingServer(
+        uvicorn.Config(
+            app,
+            host=config.host,
+            port=config.port,
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+            timeout_graceful_shutdown=5,
+        ),
+        runs,
+        config.drain_s,
+    )
+    announce = asyncio.create_task(_announce(server, state, cli))
+    try:
+        await server.serve()
+    finally:
+        announce.cancel()
+    return EXIT_DONE
+
+
+async def _announce(server: Any, state: Any, cli: CliHost) -> None:
+    while not server.started:
+        await asyncio.sleep(0.02)
+    host, port = server.servers[0].sockets[0].getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    state.base_url = f"http://{shown}:{port}"
+    store = "stored sessions" if state.source.stored else "sessions in memory"
+    guard = "token required" if state.config.token else "no token (loopback only)"
+    cli.err.write(
+        f"serving {state.source.agent_name} at {state.base_url} ({store}, {guard}); "
+        "Ctrl-C or SIGTERM stops it\n"
+    )
+    cli.err.flush()
+
+
+def _draining_server_class() -> type:
+    import uvicorn
+
+    class DrainingServer(uvicorn.Server):
+        """Drains the runs before uvicorn closes its connections; a second signal stops
+        at once. Signals are not raised again after the shutdown (the exit code is 0)."""
+
+        def __init__(self, config: Any, runs: Any, grace_s: float) -> None:
+            super().__init__(config)
+            self.runs = runs
+            self.grace_s = grace_s
+            self.draining: asyncio.Task[None] | None = None
+            self.loop: asyncio.AbstractEventLoop | None = None
+
+        async def startup(self, sockets: Any = None) -> None:
+            self.loop = asyncio.get_running_loop()
+            await super().startup(sockets)
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            if self.draining is not None or self.loop is None:
+                self.should_exit = True
+                self.force_exit = self.draining is not None
+                return
+            self.loop.call_soon_threadsafe(self._start_drain)
+
+        def _start_drain(self) -> None:
+            if self.draining is None:
+                self.draining = asyncio.get_running_loop().create_task(self._drain())
+
+        async def _drain(self) -> None:
+            try:
+                await self.runs.drain(self.grace_s)
+            finally:
+                self.should_exit = True
+
+    return DrainingServer
+
+
+def _DrainingServer(config: Any, runs: Any, grace_s: float) -> Any:  # noqa: N802
+    return _draining_server_class()(config, runs, grace_s)

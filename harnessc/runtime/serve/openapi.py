@@ -1,0 +1,208 @@
+"""The OpenAPI document of the native API (served at /openapi.json)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["openapi_document"]
+
+
+def _error(description: str) -> dict[str, Any]:
+    return {
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+    }
+
+
+def _json(schema: str, description: str = "OK") -> dict[str, Any]:
+    return {
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema}"}}},
+    }
+
+
+_RUN_ID = {"name": "run_id", "in": "path", "required": True, "schema": {"type": "string"}}
+_ERRORS = {"401": _error("no or a wrong bearer token"), "404": _error("no such run")}
+
+
+def openapi_document(agent_name: str, description: str) -> dict[str, Any]:
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": f"{agent_name} (harnessc)", "version": "1", "description": description},
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "schemas": {
+                "Error": {
+                    "type": "object",
+                    "properties": {
+                        "error": {
+                            "type": "object",
+                            "properties": {
+                                "type": {"type": "string"},
+                                "message": {"type": "string"},
+                            },
+                        }
+                    },
+                },
+                "StartRun": {
+                    "type": "object",
+                    "required": ["prompt"],
+                    "properties": {
+                        "prompt": {"type": "string"},
+                        "session_id": {"type": "string", "description": "continue this session"},
+                    },
+                },
+                "Started": {
+                    "type": "object",
+                    "properties": {"run_id": {"type": "string"}, "session_id": {"type": "string"}},
+                },
+                "PendingCall": {
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "string", "description": "the model's own call id"},
+                        "name": {"type": "string"},
+                        "arguments": {"type": "object"},
+                    },
+                },
+                "RunStatus": {
+                    "type": "object",
+                    "properties": {
+                        "run_id": {"type": "string"},
+                        "session_id": {"type": "string"},
+                        "status": {
+                            "enum": [
+                                "running",
+                                "done",
+                                "paused",
+                                "awaiting_tool",
+                                "error",
+                                "aborted",
+                            ]
+                        },
+                        "reason": {"type": "string"},
+                        "text": {"type": "string", "description": "the final text"},
+                        "pending_tool_calls": {
+                            "type": "array",
+                            "items": {"$ref": "#/components/schemas/PendingCall"},
+                        },
+                        "events": {"type": "integer"},
+                    },
+                },
+                "Resume": {
+                    "type": "object",
+                    "properties": {
+                        "results": {
+                            "type": "object",
+                            "description": 'call id -> result string or {"error": "..."}',
+                        },
+                        "approvals": {
+                            "type": "object",
+                            "additionalProperties": {"type": "boolean"},
+                            "description": "held call id -> true (run it) or false (refuse it)",
+                        },
+                        "budget": {
+                            "type": "object",
+                            "description": "raised limits: turns, tool_calls, wall_clock_s, tokens, cost_usd",
+                        },
+                    },
+                },
+            },
+        },
+        "security": [{"bearer": []}],
+        "paths": {
+            "/healthz": {"get": {"security": [], "responses": {"200": {"description": "alive"}}}},
+            "/v1/runs": {
+                "post": {
+                    "summary": "Start a run",
+                    "requestBody": {
+                        "content": {
+                            "application/json": {
+                                "schema": {"$ref": "#/components/schemas/StartRun"}
+                            }
+                        }
+                    },
+                    "responses": {
+                        "201": _json("Started", "started"),
+                        "400": _error("a malformed body"),
+                        "401": _error("no or a wrong bearer token"),
+                        "409": _error("the session has a run working or paused"),
+                        "413": _error("the body is too large"),
+                        "429": _error("too many runs working (see Retry-After)"),
+                    },
+                }
+            },
+            "/v1/runs/{run_id}": {
+                "get": {
+                    "summary": "A run's status",
+                    "parameters": [_RUN_ID],
+                    "responses": {"200": _json("RunStatus"), **_ERRORS},
+                }
+            },
+            "/v1/runs/{run_id}/events": {
+                "get": {
+                    "summary": "The run's events (text/event-stream, ids = event numbers; "
+                    "Last-Event-ID resumes); ends when the run ends or pauses",
+                    "parameters": [
+                        _RUN_ID,
+                        {"name": "Last-Event-ID", "in": "header", "schema": {"type": "integer"}},
+                    ],
+                    "responses": {
+                        "200": {"description": "events", "content": {"text/event-stream": {}}},
+                        **_ERRORS,
+                    },
+                }
+            },
+            "/v1/runs/{run_id}/resume": {
+                "post": {
+                    "summary": "Answer a pause",
+                    "parameters": [_RUN_ID],
+                    "requestBody": {
+                        "content": {
+                            "application/json": {"schema": {"$ref": "#/components/schemas/Resume"}}
+                        }
+                    },
+                    "responses": {
+                        "200": {"description": "resumed"},
+                        "409": _error("not paused, or answers that do not match"),
+                        **_ERRORS,
+                    },
+                }
+            },
+            "/v1/runs/{run_id}/abort": {
+                "post": {
+                    "summary": "Abort a run",
+                    "parameters": [_RUN_ID],
+                    "responses": {"200": {"description": "aborting"}, **_ERRORS},
+                }
+            },
+            "/v1/sessions": {
+                "get": {
+                    "summary": "The agent's sessions; ?q= searches them",
+                    "parameters": [{"name": "q", "in": "query", "schema": {"type": "string"}}],
+                    "responses": {"200": {"description": "sessions or hits"}},
+                }
+            },
+            "/v1/sessions/{session_id}": {
+                "get": {
+                    "summary": "A session's messages and latest run",
+                    "parameters": [
+                        {
+                            "name": "session_id",
+                            "in": "path",
+                            "required": True,
+                            "schema": {"type": "string"},
+                        }
+                    ],
+                    "responses": {
+                        "200": {"description": "the session"},
+                        "404": _error("no such session"),
+                    },
+                }
+            },
+            "/v1/chat/completions": {
+                "post": {"summary": "OpenAI-compatible chat completions (model = the agent's name)"}
+            },
+            "/v1/models": {"get": {"summary": "OpenAI-compatible model list (the agent)"}},
+            "/agui": {"post": {"summary": "AG-UI: RunAgentInput in, AG-UI events out"}},
+        },
+    }

@@ -1,0 +1,99 @@
+"""A2A over ``--serve``: the agent card and the a2a-sdk's own client, streaming and not."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import httpx
+import pytest
+
+from .servekit import Served
+
+pytest.importorskip("a2a.client")
+
+
+def _message(text: str, task_id: str = "", context_id: str = "") -> Any:
+    from a2a.types import a2a_pb2 as a2a
+
+    return a2a.SendMessageRequest(
+        message=a2a.Message(
+            message_id=str(uuid.uuid4()),
+            role=a2a.Role.ROLE_USER,
+            parts=[a2a.Part(text=text)],
+            task_id=task_id,
+            context_id=context_id,
+        )
+    )
+
+
+async def _send(server: Served, text: str, *, streaming: bool, **ids: str) -> list[Any]:
+    from a2a.client import ClientConfig, create_client
+
+    async with httpx.AsyncClient(headers=server.headers, timeout=30) as http:
+        client = await create_client(
+            server.url, client_config=ClientConfig(streaming=streaming, httpx_client=http)
+        )
+        try:
+            return [item async for item in client.send_message(_message(text, **ids))]
+        finally:
+            await client.close()
+
+
+def _task(items: list[Any]) -> Any:
+    """The task as the last response carrying one."""
+    tasks = [i.task for i in items if i.HasField("task")]
+    return tasks[-1] if tasks else None
+
+
+def _final_state(items: list[Any]) -> tuple[Any, str, str]:
+    """(state, status message text, task id) after the last response."""
+    state, text, task_id = None, "", ""
+    for item in items:
+        if item.HasField("task"):
+            state, task_id = item.task.status.state, item.task.id
+            text = "".join(p.text for p in item.task.status.message.parts)
+        elif item.HasField("status_update"):
+            state, task_id = item.status_update.status.state, item.status_update.task_id
+            text = "".join(p.text for p in item.status_update.status.message.parts)
+    return state, text, task_id
+
+
+def test_the_agent_card_is_public_and_names_the_endpoint(server: Served) -> None:
+    card = httpx.get(f"{server.url}/.well-known/agent-card.json").json()
+    assert card["name"] == "helper"
+    assert "echoes" in card["description"]
+    [interface] = card["supportedInterfaces"]
+    assert interface["url"] == f"{server.url}/a2a" and interface["protocolBinding"] == "JSONRPC"
+    assert card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "Bearer"
+    assert httpx.post(f"{server.url}/a2a", json={}).status_code == 401
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_send_message_returns_the_final_text(server: Served, streaming: bool) -> None:
+    from a2a.types import a2a_pb2 as a2a
+
+    items = asyncio.run(_send(server, f"hello a2a {streaming}", streaming=streaming))
+    state, text, _ = _final_state(items)
+    assert state == a2a.TaskState.TASK_STATE_COMPLETED
+    assert text == f"echo: hello a2a {streaming}"
+
+
+def test_a_pause_is_input_required_and_the_next_message_answers_it(server: Served) -> None:
+    from a2a.types import a2a_pb2 as a2a
+
+    items = asyncio.run(_send(server, 'call ask_human {"question": "name?"}', streaming=True))
+    state, text, task_id = _final_state(items)
+    assert state == a2a.TaskState.TASK_STATE_INPUT_REQUIRED
+    assert "ask_human" in text and "name?" in text
+    context_id = next(
+        (i.task.context_id for i in items if i.HasField("task")),
+        next(i.status_update.context_id for i in items if i.HasField("status_update")),
+    )
+    items = asyncio.run(
+        _send(server, "Ada", streaming=False, task_id=task_id, context_id=context_id)
+    )
+    state, text, _ = _final_state(items)
+    assert state == a2a.TaskState.TASK_STATE_COMPLETED
+    assert text == "done: Ada"

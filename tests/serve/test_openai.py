@@ -1,0 +1,101 @@
+"""The OpenAI-compatible endpoint of ``--serve``, driven by the official ``openai`` client."""
+
+from __future__ import annotations
+
+import pytest
+
+from .servekit import AgentKit, Served
+
+openai = pytest.importorskip("openai")
+
+
+def _client(server: Served) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token or "anything")
+
+
+def test_chat_completions_answer_with_the_final_text(server: Served) -> None:
+    client = _client(server)
+    assert [m.id for m in client.models.list().data] == ["helper"]
+    raw = client.chat.completions.with_raw_response.create(
+        model="helper",
+        messages=[
+            {"role": "system", "content": "ignored: the agent has its own"},
+            {"role": "user", "content": "first question"},
+            {"role": "assistant", "content": "first answer"},
+            {"role": "user", "content": "what now"},
+        ],
+    )
+    completion = raw.parse()
+    assert completion.choices[0].message.content == "echo: what now"
+    session_id = raw.headers["x-session-id"]
+    # the earlier messages became the session's history
+    with server.client() as http:
+        shown = http.get(f"/v1/sessions/{session_id}").json()
+    assert [m["role"] for m in shown["messages"]] == ["user", "assistant", "user", "assistant"]
+    # the user field names a stored session: the conversation goes on there
+    again = client.chat.completions.create(
+        model="helper", messages=[{"role": "user", "content": "more"}], user=session_id
+    )
+    assert again.choices[0].message.content == "echo: more"
+    with server.client() as http:
+        shown = http.get(f"/v1/sessions/{session_id}").json()
+    assert len(shown["messages"]) == 6
+
+
+def test_streamed_deltas_add_up_to_exactly_the_final_text(server: Served) -> None:
+    client = _client(server)
+    stream = client.chat.completions.create(
+        model="helper",
+        messages=[{"role": "user", "content": 'call bash {"command": "echo streamed"}'}],
+        stream=True,
+        extra_headers={},
+    )
+    chunks = list(stream)
+    assert all(c.object == "chat.completion.chunk" for c in chunks)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    # the bash call waits for approval: the reply says where to continue
+    assert text.startswith("[paused: permission needed") and "/resume" in text
+    assert chunks[-1].choices[0].finish_reason == "stop"
+    stream = client.chat.completions.create(
+        model="helper", messages=[{"role": "user", "content": "slow stream"}], stream=True
+    )
+    pieces = [
+        c.choices[0].delta.content for c in stream if c.choices and c.choices[0].delta.content
+    ]
+    assert pieces == ["slow ", "reply ", "here"]
+
+
+def test_a_session_header_continues_and_an_unknown_model_is_refused(server: Served) -> None:
+    client = _client(server)
+    raw = client.chat.completions.with_raw_response.create(
+        model="helper", messages=[{"role": "user", "content": "one"}]
+    )
+    session_id = raw.headers["x-session-id"]
+    again = client.chat.completions.with_raw_response.create(
+        model="helper",
+        messages=[{"role": "user", "content": "two"}],
+        extra_headers={"X-Session-Id": session_id},
+    )
+    assert again.headers["x-session-id"] == session_id
+    with pytest.raises(openai.NotFoundError) as caught:
+        client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "x"}])
+    assert "helper" in str(caught.value)
+    with pytest.raises(openai.BadRequestError):
+        client.chat.completions.create(model="helper", messages=[])
+    with pytest.raises(openai.APIStatusError) as failed:
+        client.with_options(max_retries=0).chat.completions.create(
+            model="helper", messages=[{"role": "user", "content": "fail please"}]
+        )
+    assert failed.value.status_code == 502 and "refuses" in str(failed.value)
+
+
+def test_without_a_token_any_authorization_is_accepted(kit: AgentKit) -> None:
+    served = kit.serve(token=None)
+    try:
+        client = openai.OpenAI(base_url=f"{served.url}/v1", api_key="sk-whatever")
+        reply = client.chat.completions.create(
+            model="helper", messages=[{"role": "user", "content": "open"}]
+        )
+        assert reply.choices[0].message.content == "echo: open"
+    finally:
+        assert served.stop() == 0
