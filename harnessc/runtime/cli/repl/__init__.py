@@ -1,8 +1,9 @@
 """The interactive mode: ``run_repl(cli, harness, prompt)``.
 
 ``run_repl`` builds the class bound to ``Repl`` in this module, so ``harnessc dev`` can
-put its subclass here for one call. On a terminal the lines are read with prompt_toolkit
-(``repl.prompt``, loaded only then); piped input is read as a script without it.
+put its subclass here for one call. With a terminal on stdin and stdout the lines are read
+with prompt_toolkit (``repl.prompt``, loaded only then); otherwise (piped input, output
+to a file) stdin is read line by line without it.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ __all__ = ["Repl", "run_repl"]
 def run_repl(cli: CliHost, harness: AgentHarness, prompt: str | None) -> int:
     modes = TerminalModes()  # put back on every way out
     try:
-        if not _is_terminal(sys.stdin):
+        if not (_is_terminal(sys.stdin) and _is_terminal(cli.out)):
             repl = Repl(cli, harness)
             repl.terminal = modes
             return asyncio.run(repl.main(prompt))
