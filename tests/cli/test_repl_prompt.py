@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from harnessc.testing import ProtocolServer
 
@@ -20,20 +21,38 @@ def _last_user_message(server: ProtocolServer) -> str:
     return str([m for m in messages if m["role"] == "user"][-1]["content"])
 
 
-def _open(agent: Agent, terminals: list[Terminal], *args: str) -> Terminal:
-    term = Terminal(agent, "-i", *args, env={"NO_COLOR": "1"})
+def _open(
+    agent: Agent, terminals: list[Terminal], *args: str, env: dict[str, str] | None = None
+) -> Terminal:
+    term = Terminal(agent, "-i", *args, env={"NO_COLOR": "1", **(env or {})})
     terminals.append(term)
     term.expect_prompt()
     return term
 
 
-def test_tab_completes_commands_skills_and_paths(agent: Agent, terminals: list[Terminal]) -> None:
+def test_tab_completes_commands_skills_templates_and_paths(
+    agent: Agent, terminals: list[Terminal], tmp_path: Path
+) -> None:
+    resources = tmp_path / "resources"
+    (resources / "templates").mkdir(parents=True)
+    (resources / "skills" / "tidy").mkdir(parents=True)
+    (resources / "templates" / "review.md").write_text(
+        "---\ndescription: Review\n---\nReview $1.\n"
+    )
+    (resources / "skills" / "tidy" / "SKILL.md").write_text(
+        "---\nname: tidy\ndescription: Tidy up code\n---\nRemove dead code.\n"
+    )
     (agent.workdir / "notes-for-review.txt").write_text("x\n")
-    term = _open(agent, terminals)
+    term = _open(agent, terminals, env={"AGENT_RESOURCES": str(resources)})
     term.send("/he\t")
     term.expect_screen(lambda lines: "> /help" in lines)
     term.send("\r")
     assert "commands:" in term.expect_prompt()
+    term.send("/skill:ti\t")
+    term.expect_screen(lambda lines: "> /skill:tidy" in lines)
+    term.send("\x15/revi\t")  # Ctrl-U empties the line first
+    term.expect_screen(lambda lines: "> /review" in lines)
+    term.send("\x15")
     term.send("read notes-for\t")
     term.expect_screen(lambda lines: "> read notes-for-review.txt" in lines)
     term.send("\x15")  # Ctrl-U: the line is empty again

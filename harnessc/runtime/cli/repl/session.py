@@ -195,6 +195,8 @@ class Repl:
             return
         if self.asking:
             self.lines.put_nowait(INTERRUPT)
+        elif not self.scripted:  # the prompt is drawn again below the hint
+            self.note("(Ctrl-D or /quit to quit)")
         else:
             self.out.write("\n(Ctrl-D or /quit to quit)\n> ")
             self.out.flush()
