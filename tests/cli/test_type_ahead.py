@@ -49,7 +49,8 @@ def test_text_typed_during_a_run_stays_off_the_spinner_and_fills_the_next_prompt
     assert "slow" in status and "z" not in status, screen  # the status line stays clean
     term.expect("first done")
     term.expect_prompt()
-    term.expect_screen(lambda lines: f"> {TYPED}" in lines)  # the prompt shows it, pre-filled
+    screen = term.expect_screen(lambda lines: f"> {TYPED}" in lines)  # pre-filled
+    assert not [line for line in screen if "steer>" in line or "slow seconds" in line], screen
     term.send(" again\r")
     term.expect("second done")
     term.expect_prompt()

@@ -214,6 +214,7 @@ class TerminalReader:
         app = self._session.app
         if app.is_running:
             with contextlib.suppress(Exception):
+                app.erase_when_done = True
                 app.exit(result=_RESTART)
         if self._task is not None:
             self._task.cancel()
@@ -233,6 +234,7 @@ class TerminalReader:
         if self._showing is not None and self._showing != prompt and app.is_running:
             if not self._asking:  # an answer does not take the text typed for the agent
                 self._carry = app.current_buffer.text
+            app.erase_when_done = True  # the prompt that gives way leaves no line behind
             app.exit(result=_RESTART)
 
     async def _loop(self) -> None:
@@ -247,6 +249,9 @@ class TerminalReader:
                 carry, self._carry = self._carry, ""
             busy = message == STEER_PROMPT
             self._showing, self._asking = message, self._question
+            # The steer> prompt and its status line leave nothing in the scrollback (a
+            # line entered there is noted as steering); a line entered elsewhere stays.
+            self._session.app.erase_when_done = busy
             try:
                 line = await self._session.prompt_async(
                     self._render(message, busy),
