@@ -1,4 +1,5 @@
-"""The ``harnessc`` command: build, check, schema, new, list, run, dev, serve, doctor, serve-demo.
+"""The ``harnessc`` command: build, check, schema, new, list, run, dev, test, serve, doctor,
+serve-demo.
 
 Exit codes: 0 success (warnings allowed), 1 errors in a spec or stale output,
 2 usage errors. Diagnostics go to stderr as ``path:line:col: severity: message``.
@@ -67,7 +68,8 @@ def _display(path: Path) -> str:
 
 
 def _collect(paths: Sequence[str]) -> _Inputs:
-    """Spec files named directly, plus ``*.yaml``/``*.yml`` directly inside named folders."""
+    """Spec files named directly, plus ``*.yaml``/``*.yml`` directly inside named folders
+    (not ``*.tests.yaml``: those are ``harnessc test`` cases)."""
     if not paths:
         if not Path(DEFAULT_SPECS).is_dir():
             raise click.UsageError(f"no {DEFAULT_SPECS}/ folder here; name a spec file or folder")
@@ -78,10 +80,7 @@ def _collect(paths: Sequence[str]) -> _Inputs:
         path = Path(raw)
         if path.is_dir():
             dirs.append(path)
-            found = sorted(
-                p for p in path.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file()
-            )
-            files.extend(found)
+            files.extend(_specs_in(path))
         elif path.is_file():
             files.append(path)
         else:
@@ -335,6 +334,8 @@ def new(name: str, spec_dir: str) -> None:
     loaded = load_spec(spec_path, _display(spec_path))
     _report([loaded])
     click.echo(f"next: edit {_display(spec_path)}, then `harnessc build {_display(spec_path)}`")
+    tests = root / f"{name}.tests.yaml"
+    click.echo(f"tests: `harnessc test --record {_display(tests)}` records the cases' cassettes")
 
 
 @cli.command("list")
@@ -439,7 +440,13 @@ def _find_spec(spec: str) -> str:
 def _specs_in(folder: Path) -> list[Path]:
     if not folder.is_dir():
         return []
-    return sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+    return sorted(
+        p
+        for p in folder.iterdir()
+        if p.suffix in (".yaml", ".yml")
+        and not p.name.endswith((".tests.yaml", ".tests.yml"))  # `harnessc test` cases
+        and p.is_file()
+    )
 
 
 def _check_agent_args(command: str, spec: str, args: Sequence[str]) -> None:
@@ -522,6 +529,32 @@ def serve(
 
 
 cli.add_command(sessions)  # harnessc sessions export|import (PostgreSQL <-> JSONL)
+
+
+@cli.command("test")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option(
+    "--record",
+    is_flag=True,
+    help="Run against the real models (keys from the environment) and write the cassettes.",
+)
+@click.option("--junit", "junit_file", type=click.Path(dir_okay=False), help="Write JUnit XML.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), help="Cases run at once (default: CPUs).")
+@_guard
+def test(paths: tuple[str, ...], record: bool, junit_file: str | None, jobs: int | None) -> None:
+    """Run the cases of *.tests.yaml files (PATHS: files or folders; default: .) against
+    their cassettes; exit 1 when one fails."""
+    from harnessc.agenttests import junit_xml, run_tests, table
+
+    run = run_tests(list(paths), record=record, jobs=jobs)
+    for problem in run.problems:
+        click.echo(problem, err=True)
+    if run.results:
+        click.echo(table(run.results))
+    if junit_file is not None:
+        junit_xml(run.results, Path(junit_file))
+    if not run.ok:
+        raise SystemExit(1)
 
 
 @cli.command("doctor")

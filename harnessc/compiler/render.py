@@ -12,6 +12,7 @@ from pathlib import Path, PurePath, PurePosixPath
 import jinja2
 
 from harnessc import __version__
+from harnessc.compiler.output_model import OUTPUT_CLASS, output_model
 from harnessc.compiler.pyexpr import (
     LINE_LENGTH,
     Call,
@@ -29,6 +30,7 @@ from harnessc.compiler.pyexpr import (
 from harnessc.runtime import catalog
 from harnessc.runtime.events import EVENT_ALIASES
 from harnessc.runtime.hooks import canonical_hook_name
+from harnessc.runtime.typed_output import OUTPUT_TOOL
 from harnessc.spec.envref import EnvRef, split_env_refs
 from harnessc.spec.load import LoadedSpec
 from harnessc.spec.models import (
@@ -207,6 +209,8 @@ class _Builder:
             hooks.append(Code("*" + settings.flat()))
         if spec.permissions is not None:  # a tool_call hook applying the rules
             rules = spec.permissions.model_dump(exclude_defaults=True)
+            if spec.output is not None:  # the typed result's own tool needs no approval
+                rules["allow"] = [OUTPUT_TOOL, *rules.get("allow", [])]
             config = DictExpr(
                 [
                     (Lit(k), ListExpr([Lit(r) for r in v]) if isinstance(v, list) else Lit(v))
@@ -223,7 +227,39 @@ class _Builder:
             out.append(("sequential_tools", Lit(True)))
         if "tool_timeout_s" in spec.model_fields_set:
             out.append(("tool_timeout_s", Lit(spec.tool_timeout_s)))
+        if spec.output is not None:
+            out.append(("output", self.output_config()))
         return out
+
+    def output_config(self) -> Call:
+        """``OutputConfig(...)``: the typed result, its type being the module's ``Output``."""
+        output = self.spec.output
+        assert output is not None
+        kwargs: dict[str, Expr | None] = {}
+        if output.schema_ is not None:
+            kwargs["schema"] = from_json(output.schema_)
+        else:
+            kwargs["type"] = Code(OUTPUT_CLASS)
+        if "retries" in output.model_fields_set:
+            kwargs["retries"] = Lit(output.retries)
+        if "mode" in output.model_fields_set:
+            kwargs["mode"] = Lit(output.mode)
+        return self.call(".typed_output", "OutputConfig", **kwargs)
+
+    def output_type(self) -> tuple[str | None, list[str]]:
+        """The module's ``Output`` (a pydantic model of the schema, or the imported
+        type) and the names it takes from ``typing``."""
+        output = self.spec.output
+        if output is None:
+            return None, []
+        if output.type is not None:
+            imported = self.call(".tools", "import_object", Lit(output.type), Code("SPEC_DIR"))
+            comment = "# The agent's typed result: RunResult.output is an instance of it."
+            return f"{comment}\n{OUTPUT_CLASS} = {layout(imported, 0, len(OUTPUT_CLASS) + 3)}", []
+        assert output.schema_ is not None
+        model = output_model(output.schema_)
+        self.imports.use(f"{RUNTIME}.output_model", *model.pydantic)
+        return model.source(), sorted(model.typing)
 
     def kwargs_call(self, module: str, func: str, model: SpecModel, /, **override: Expr) -> Call:
         """``Name(key=value, ...)`` for the keys the spec sets, in declaration order."""
@@ -240,7 +276,7 @@ class _Builder:
             "base_url": self.env_str(base_url),
             "api_key_env": Lit(m.api_key_env) if m.api_key_env else None,
         }
-        for key in ("context_window", "max_tokens", "reasoning"):
+        for key in ("context_window", "max_tokens", "reasoning", "structured_output"):
             if key in m.model_fields_set:
                 kwargs[key] = Lit(getattr(m, key))
         if "input" in m.model_fields_set:
@@ -489,6 +525,7 @@ def render(loaded: LoadedSpec, out_dir: str | os.PathLike[str]) -> str:
     session_lines = builder.session_lines()
     session_url = builder.session_url()
     durable = builder.durable()
+    output_code, typing_names = builder.output_type()
     sessions_dir: str | None = None
     if spec.session.repo == "jsonl":
         sessions_dir = layout(Call("Path", [builder.env_str(spec.session.dir)]), 0, 15)
@@ -503,6 +540,8 @@ def render(loaded: LoadedSpec, out_dir: str | os.PathLike[str]) -> str:
         if spec.system_prompt is not None
         else None,
         imports=builder.imports.lines(),
+        typing_names=", ".join(["TYPE_CHECKING", *typing_names]),
+        output_code=output_code,
         session_lines=session_lines,
         session_url=session_url,
         durable=durable,

@@ -70,6 +70,27 @@ Read $1 and summarise what it does in five bullet points. ${@:2}
 """
 
 
+_TESTS = """\
+# `harnessc test` runs each case from scratch in a fresh workspace against its cassette
+# (recorded model replies: no network, no key). After an intended change of the prompt
+# or the tools, `harnessc test --record {name}.tests.yaml` records them again.
+agent: {name}.yaml
+cases:
+  - name: lists the workspace
+    prompt: List the files here, then say how many there are.
+    files: {{notes.md: "hello"}}
+    cassette: {name}/cassettes/lists-the-workspace.jsonl
+    answers: {{ask_user: "yes"}}        # results of external tools, by tool name
+    approvals: {{write: deny}}          # answers to permission asks, by tool name
+    expect:
+      tools_called: [ls]
+      tools_not_called: [write]
+      final_text_matches: "(?i)1|one"
+      max_turns: 4
+      files: {{notes.md: "hello"}}
+"""
+
+
 def scaffold_files(name: str, schema_ref: str | None = None) -> dict[str, str]:
     """``{path relative to the spec folder: text}`` for a new agent ``name``."""
     schema_line = f"# yaml-language-server: $schema={schema_ref}\n" if schema_ref else ""
@@ -77,4 +98,5 @@ def scaffold_files(name: str, schema_ref: str | None = None) -> dict[str, str]:
         f"{name}.yaml": _SPEC.format(name=name, schema_line=schema_line),
         f"{name}/skills/checklist/SKILL.md": _SKILL,
         f"{name}/templates/summarize.md": _TEMPLATE,
+        f"{name}.tests.yaml": _TESTS.format(name=name),
     }

@@ -104,6 +104,13 @@ class AgentEndEvent(Event):
     status: str = "done"
     reason: str = ""
     messages: list[Message] = field(default_factory=list)
+    output: Any = None  # the typed result as JSON (``output:``), when the run gave one
+
+    def to_dict(self) -> dict[str, Any]:
+        out = Event.to_dict(self)
+        if self.output is None:
+            del out["output"]
+        return out
 
 
 @dataclass(slots=True, kw_only=True)
@@ -381,4 +388,3 @@ def event_matches(name: str, event: Event) -> bool:
     if alias is None or alias[0] != event.type:
         return False
     return alias[1] is None or alias[1](event)
-

@@ -382,4 +382,3 @@ def message_text(message: Message) -> str:
     if isinstance(content, str):
         return content
     return "".join(c.text for c in content if isinstance(c, TextContent))
-

@@ -73,6 +73,8 @@ class Model:
     # {"supports_reasoning_effort": False, "supports_usage_in_streaming": False,
     #  "max_tokens_field": "max_tokens", "supports_developer_role": False}.
     compat: dict[str, Any] = field(default_factory=dict)
+    # The model answers in a given JSON Schema (a typed output's mode auto uses it).
+    structured_output: bool = False
 
     def __post_init__(self) -> None:  # child processes never see this model's key
         register_secret_names([self.api_key_env])

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from harnessc.runtime.run_inputs import RunInputs
     from harnessc.runtime.session.session import Session
     from harnessc.runtime.tools.base import AgentTool
+    from harnessc.runtime.typed_output import OutputConfig
 
 __all__ = [
     "AgentHarnessOptions",
@@ -106,6 +107,8 @@ class AgentHarnessOptions:
     # The clock of the wall-clock budget and the run ids (None: the live ones); a durable
     # run's come from its recorded steps.
     run_inputs: RunInputs | None = None
+    # The typed result (``output:``): RunResult.output holds the validated answer.
+    output: OutputConfig | None = None
 
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")

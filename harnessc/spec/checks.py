@@ -19,6 +19,7 @@ from pathlib import Path as FsPath
 from typing import Any
 
 from harnessc.runtime.hooks import canonical_hook_name
+from harnessc.runtime.typed_output import OUTPUT_TOOL
 from harnessc.spec.diagnostics import Diagnostic, Severity, did_you_mean
 from harnessc.spec.envref import ENV_FIELDS, malformed_env_ref
 from harnessc.spec.mcp_checks import McpNames, check_mcp
@@ -51,6 +52,7 @@ class _Checker:
         self.check_model_ref()
         self.check_models()
         names = self.check_tools()
+        names = self.check_output(names)
         self.mcp = check_mcp(self.data, self.spec_dir, self.report)
         active = self.check_active_tools(names)
         self.check_permissions(names)
@@ -415,6 +417,44 @@ class _Checker:
             hint = did_you_mean(first, names)
             self.report(path, "warning", f"module {module!r} defines no {first!r}{hint}")
 
+    # -- the typed result ------------------------------------------------------------
+
+    def check_output(self, names: dict[str, KeyPath]) -> dict[str, KeyPath]:
+        """Checks ``output:``; the tool names with final_result (permission rules may name it)."""
+        output = self.data.get("output")
+        if not isinstance(output, dict):
+            return names
+        target = output.get("type")
+        if isinstance(target, str):
+            self.check_import(target, ("output", "type"))
+        schema = output.get("schema")
+        if isinstance(schema, dict):
+            for where, message in output_schema_problems(schema):
+                self.report(("output", "schema", *where), "error", message)
+        if OUTPUT_TOOL in names:
+            self.report(
+                names[OUTPUT_TOOL],
+                "error",
+                f"the tool name {OUTPUT_TOOL!r} is the typed result's own tool (output:); "
+                "rename this tool",
+            )
+        models = self.data.get("models")
+        with_tool = {**names, OUTPUT_TOOL: names.get(OUTPUT_TOOL, ("output",))}
+        if output.get("mode") != "native" or not isinstance(models, dict) or not models:
+            return with_tool
+        start = self.data.get("model")
+        start = start if isinstance(start, str) and start in models else next(iter(models))
+        for key, model in models.items():
+            if isinstance(model, dict) and model.get("structured_output") is not True:
+                self.report(
+                    ("output", "mode"),
+                    "error" if key == start else "warning",
+                    f"output.mode native needs structured output, and model {key!r} does not "
+                    "declare it (structured_output: true under models); use mode auto, tool "
+                    "or prompted",
+                )
+        return with_tool
+
     # -- tool_context keys the built-in tools read ----------------------------------------
 
     def check_tool_context(self) -> None:
@@ -459,6 +499,17 @@ class _Checker:
                     f"{bad!r} is not an environment reference (use ${{NAME}} or "
                     f"${{NAME:-default}}; write $${{ for a literal '${{')",
                 )
+
+
+def output_schema_problems(schema: dict[str, Any]) -> list[tuple[KeyPath, str]]:
+    """Where ``schema`` breaks the JSON Schema meta-schema (draft 2020-12), with why."""
+    from jsonschema import Draft202012Validator
+
+    problems: list[tuple[KeyPath, str]] = []
+    for error in Draft202012Validator(Draft202012Validator.META_SCHEMA).iter_errors(schema):
+        where = tuple(error.absolute_path)
+        problems.append((where, f"not a valid JSON Schema: {error.message}"))
+    return problems[:5]
 
 
 def hook_program_problem(command: str, base: FsPath) -> tuple[Severity, str] | None:

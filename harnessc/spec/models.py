@@ -55,6 +55,8 @@ __all__ = [
     "McpServerSpec",
     "McpSpec",
     "ModelSpec",
+    "OUTPUT_MODES",
+    "OutputSpec",
     "PythonToolSpec",
     "ResourcesSpec",
     "SessionIndexSpec",
@@ -415,6 +417,8 @@ class ModelSpec(SpecModel):
     """Most tokens one reply may have (the request's output limit)."""
     reasoning: bool = False
     """The model supports thinking / reasoning effort."""
+    structured_output: bool = False
+    """The model (and its server) answers in a given JSON Schema: output.mode auto then uses it (native)."""
     input: list[InputKind] = Field(default_factory=_default_input)
     """What the model reads: text, and image when it accepts images (otherwise an image is sent as a placeholder text)."""
     cost: CostSpec | None = None
@@ -959,6 +963,28 @@ class McpSpec(SpecModel):
         return dict(self.__pydantic_extra__ or {})
 
 
+OUTPUT_MODES: tuple[str, ...] = ("auto", "native", "tool", "prompted")
+
+
+class OutputSpec(SpecModel):
+    """The agent's typed result: a JSON Schema or a Python type, validated before the run ends."""
+
+    schema_: JsonObject | None = Field(default=None, alias="schema")
+    """A JSON Schema the answer must match (the generated module exports a pydantic model of it)."""
+    type: ImportPath | None = None
+    """A Python type beside the spec (pydantic model, dataclass, TypedDict), as 'module:Name'."""
+    retries: NonNegInt = 2
+    """Invalid answers sent back to the model (with the errors) before the run fails (output_invalid)."""
+    mode: Literal["auto", "native", "tool", "prompted"] = "auto"
+    """native: the provider's structured output; tool: a final_result tool the model calls; prompted: the schema in the instructions; auto: native where the model declares structured_output, else tool."""
+
+    @model_validator(mode="after")
+    def _schema_or_type(self) -> OutputSpec:
+        if (self.schema_ is None) == (self.type is None):
+            raise _custom("output_kind", "output needs exactly one of schema and type")
+        return self
+
+
 class BudgetSpec(SpecModel):
     """Hard limits of one run; a soft threshold warns first. Hitting one pauses the run."""
 
@@ -1169,6 +1195,8 @@ class AgentSpec(SpecModel):
     """Run the tool calls of one reply one at a time."""
     tool_timeout_s: PosFloat = DEFAULT_TOOL_TIMEOUT_S
     """Seconds one tool call may run before the agent loop ends it with an error result (the model sees it; the run goes on). A python tool's own timeout_s wins."""
+    output: OutputSpec | None = None
+    """The typed result: RunResult.output holds the validated value; the command line prints it as JSON."""
 
     _claude_settings: str | None = PrivateAttr(default=None)
 

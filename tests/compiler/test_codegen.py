@@ -357,7 +357,10 @@ def test_generated_modules_use_exactly_the_contract_names() -> None:
         "harnessc.runtime.mcp": {"McpToolset", "McpServerConfig"},
         # build_options(http_clients=...)'s annotation, imported for type checkers only.
         "harnessc.runtime.providers.transport": {"HttpClientPool"},
-        "typing": {"TYPE_CHECKING"},
+        # a typed agent (output:): its options, and the names its Output model is made of
+        "harnessc.runtime.typed_output": {"OutputConfig"},
+        "harnessc.runtime.output_model": {"BaseModel", "ConfigDict", "Field", "RootModel"},
+        "typing": {"TYPE_CHECKING", "Any", "Literal"},
         "pathlib": {"Path"},
         "__future__": {"annotations"},
     }

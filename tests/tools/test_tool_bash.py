@@ -201,3 +201,11 @@ def test_context_env_and_cwd(tmp_path, run_tool, txt):
         {"cwd": str(tmp_path), "env": {"GREETING": "hi"}},
     )
     assert txt(result).splitlines() == ["hi", os.path.realpath(tmp_path)]
+
+
+def test_the_loop_leaves_bash_its_own_timeout() -> None:
+    """A spec's bash timeout_s past the loop's default (180 s) is not cut by the loop."""
+    from harnessc.runtime.tools import create_bash_tool
+
+    assert create_bash_tool(timeout_s=600).timeout_s == 606.0
+    assert create_bash_tool().timeout_s is None  # the harness's tool_timeout_s

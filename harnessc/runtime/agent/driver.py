@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
-from harnessc.runtime.agent import budget_gate, endings, model_call, tool_batch
+from harnessc.runtime.agent import budget_gate, endings, model_call, tool_batch, typed_result
 from harnessc.runtime.agent.hooks import coerce
 from harnessc.runtime.agent.loop_compaction import auto_compact, recover_overflow
 from harnessc.runtime.agent.parts import Parts
@@ -61,6 +61,7 @@ class AwaitTools:
 class Finish:
     status: RunStatus
     reason: str
+    output: Any = None  # the validated typed result (``output:``)
 
 
 @dataclass(slots=True, frozen=True)
@@ -195,6 +196,12 @@ async def reflect_step(parts: Parts, run: RunState) -> Next:
     await end_turn(parts, run)
     if run.pause_requested:
         return Pause(run.pause_requested)
+    if parts.options.output is not None:  # a typed run ends with a valid answer
+        verdict = await typed_result.judge(parts, run)
+        if verdict is not None:
+            if verdict.retry:
+                return LoopState.PLANNING
+            return Finish("done" if verdict.ok else "error", verdict.reason, verdict.value)
     had_calls = bool(run.calls)
     if had_calls and all(r.terminate for r in run.calls):
         return Finish("done", _termination_reason(run))
@@ -274,7 +281,9 @@ async def drive(
             elif isinstance(outcome, AwaitTools):
                 return await endings.await_tools(parts, run)
             else:
-                return await endings.finish(parts, run, outcome.status, outcome.reason)
+                return await endings.finish(
+                    parts, run, outcome.status, outcome.reason, outcome.output
+                )
     except asyncio.CancelledError:
         # The run's own ending: ``abort`` (it aborts the signal, then cancels the task
         # the run is on) or a CancelledError raised inside the run (a blocked prompt, a

@@ -6,6 +6,8 @@ is reported, so local results finished before it are never lost or run twice.
 
 from __future__ import annotations
 
+from typing import Any
+
 from harnessc.runtime.agent import tool_batch
 from harnessc.runtime.agent.bus import describe_exception
 from harnessc.runtime.agent.parts import Parts
@@ -84,15 +86,21 @@ def _close(parts: Parts, run: RunState, state: LoopState) -> None:
     parts.last_state = state
 
 
-async def finish(parts: Parts, run: RunState, status: RunStatus, reason: str) -> RunResult:
+async def finish(
+    parts: Parts, run: RunState, status: RunStatus, reason: str, output: Any = None
+) -> RunResult:
     parts.transition(run, LoopState.DONE)
     run.finish_reason = reason
     messages = list(parts.new_messages)
+    config = parts.options.output
+    shown = config.to_json(output) if config is not None and status == "done" else None
     await parts.bus.emit(
-        AgentEndEvent(run_id=run.run_id, status=status, reason=reason, messages=messages)
+        AgentEndEvent(
+            run_id=run.run_id, status=status, reason=reason, messages=messages, output=shown
+        )
     )
     _close(parts, run, LoopState.DONE)
-    return RunResult(status=status, reason=reason, messages=messages)
+    return RunResult(status=status, reason=reason, messages=messages, output=output)
 
 
 async def aborted(parts: Parts, run: RunState) -> RunResult:

@@ -147,6 +147,10 @@ async def make_request(parts: Parts, run: RunState) -> tuple[ProviderRequest, fl
         session_id=parts.session.id,
         retry=parts.options.retry or _NO_RETRY_OPTIONS,
     )
+    if parts.options.output is not None:  # the typed result: asked for in its mode
+        from harnessc.runtime.agent.typed_result import shape
+
+        shape(parts, request.context)
     observer = _Observer(parts)
     if parts.hooks.has("before_provider_payload"):
         request.on_payload = observer.payload

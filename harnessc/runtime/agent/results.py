@@ -24,6 +24,7 @@ FinishReason = Literal[
     "tool_terminated",
     "hook_terminated",
     "turn_continue_stop",
+    "final_result",
 ]
 
 # Why a run reached DONE with status "done" (RunResult.reason and agent_end.reason):
@@ -34,6 +35,7 @@ FINISH_REASONS: dict[str, str] = {
     "tool_terminated": "every tool result of the last batch asked to terminate",
     "hook_terminated": "a tool_result hook set terminate on the last batch",
     "turn_continue_stop": "a before_stop hook returned StopDecision(continue_=False)",
+    "final_result": "the model called final_result with an answer that validated (output:)",
 }
 
 
@@ -50,6 +52,9 @@ class RunResult:
     pending_tool_calls: list[ToolCall] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
     reply: str | None = None  # a /command's answer (no model call was made)
+    # The validated typed result (``output:``): a pydantic instance for a type, plain
+    # JSON for a schema; None for a run without one or one that did not finish.
+    output: Any = None
 
     @property
     def text(self) -> str:

@@ -139,6 +139,7 @@ class RunState:
     pause_requested: str | None = None  # a hook asked for review: pause at the next decision
     pause_reason: str | None = None
     finish_reason: str | None = None
+    output_retries: int = 0  # invalid typed answers sent back to the model so far
 
     # -- questions the loop asks ----------------------------------------------------
 
@@ -203,6 +204,8 @@ class RunState:
             "pause_reason": self.pause_reason,
             "finish_reason": self.finish_reason,
         }
+        if self.output_retries:
+            out["output_retries"] = self.output_retries
         return out
 
     @staticmethod
@@ -238,6 +241,7 @@ class RunState:
             pause_requested=data.get("pause_requested"),
             pause_reason=data.get("pause_reason"),
             finish_reason=data.get("finish_reason"),
+            output_retries=int(data.get("output_retries", 0) or 0),
         )
 
 

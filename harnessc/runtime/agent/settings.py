@@ -49,6 +49,7 @@ class Settings:
         "tool_context",
         "model_recorded",
         "thinking_level_recorded",
+        "output_tool",
     )
 
     def __init__(self, options: AgentHarnessOptions, session: Session, bus: EventBus) -> None:
@@ -70,6 +71,12 @@ class Settings:
         # the session holds a model / thinking level record (else record_if_new writes one)
         self.model_recorded = False
         self.thinking_level_recorded = False
+        # The typed result's final_result tool (``output:``): callable whatever is active.
+        self.output_tool: AgentTool | None = None
+        if options.output is not None:
+            from harnessc.runtime.typed_output import output_tool
+
+            self.output_tool = output_tool(options.output)
 
     def resolve_model(self, model: str | Model | None) -> Model:
         if isinstance(model, Model):
@@ -151,6 +158,8 @@ class Settings:
         return removed
 
     def active_tool(self, name: str) -> AgentTool | None:
+        if self.output_tool is not None and name == self.output_tool.name:
+            return self.output_tool
         if name not in self.active_tool_names:
             return None
         return self.tools.get(name)

@@ -33,10 +33,12 @@ async def run_one_shot(
     exit code."""
     cli.prompt_text = prompt
     printer: JsonPrinter | TextPrinter
+    # a typed run's stdout holds its value as JSON only (``| jq``): the reply goes to stderr
+    reply_out = cli.err if harness.options.output is not None else cli.out
     printer = (
         JsonPrinter(cli.out)
         if cli.args.json
-        else make_printer(cli.out, cli.err, show_thinking=cli.args.show_thinking)
+        else make_printer(reply_out, cli.err, show_thinking=cli.args.show_thinking)
     )
     harness.subscribe(printer)
     summary = RunSummary(priced=model_is_priced(harness.model))

@@ -34,6 +34,10 @@ def install_gate(
     gate = find_gate(options.hooks)
     if gate is not None:
         tools = [str(getattr(tool, "name", "")) for tool in options.tools]
+        if getattr(options, "output", None) is not None:  # the typed result's final_result
+            from harnessc.runtime.typed_output import OUTPUT_TOOL
+
+            tools.append(OUTPUT_TOOL)
         try:
             problems = check_rule_tools(gate.rules, tools, _mcp_prefixes(options))
         except PermissionError_ as exc:

@@ -62,6 +62,12 @@ class RunReport:
                 return EXIT_DONE
             return EXIT_USAGE
         if result.status == "done":
+            config = harness.options.output
+            if config is not None and isinstance(printer, TextPrinter):
+                # the typed result, alone on stdout (the agent_end event carries it in --json)
+                value = json.dumps(config.to_json(result.output), ensure_ascii=False)
+                self.cli.out.write(value + "\n")
+                self.cli.out.flush()
             return EXIT_DONE
         if result.status == "error":
             if isinstance(printer, TextPrinter):

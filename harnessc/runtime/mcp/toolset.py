@@ -337,6 +337,7 @@ class McpToolset:
             parameters=dict(listed.input_schema),
             run=run,
             label=f"{server.name}: {remote}",
+            timeout_s=server.timeout_s + 5.0,  # the server's own deadline ends a call first
         )
 
     def _register_prompts(self, server: McpServerConfig, connection: Any) -> None:

@@ -179,6 +179,19 @@ def build_anthropic_payload(request: ProviderRequest) -> dict[str, Any]:
             {"name": t.name, "description": t.description, "input_schema": t.parameters}
             for t in request.context.tools
         ]
+    choice = request.context.tool_choice
+    if choice is not None and request.context.tools:  # a typed result asks for a tool call
+        payload["tool_choice"] = (
+            {"type": "any"}
+            if choice == "required"
+            else {
+                "type": "tool",
+                "name": choice,
+            }
+        )
+    wanted = request.context.response_schema
+    if wanted is not None:  # structured output: the reply's text matches the schema
+        payload["output_config"] = {"format": {"type": "json_schema", "schema": wanted.schema}}
     level = ThinkingLevel(request.thinking_level)
     if level != ThinkingLevel.OFF and model.reasoning:
         budget = THINKING_BUDGETS[level]

@@ -28,6 +28,7 @@ __all__ = [
     "Provider",
     "ProviderRequest",
     "ProviderRetry",
+    "ResponseSchema",
     "ToolSpec",
 ]
 
@@ -42,10 +43,23 @@ class ToolSpec:
 
 
 @dataclass(slots=True)
+class ResponseSchema:
+    """The JSON Schema a reply's text must match (the provider's structured output)."""
+
+    name: str
+    schema: dict[str, Any]
+    strict: bool = False  # OpenAI's strict mode (the schema allows it)
+
+
+@dataclass(slots=True)
 class Context:
     system_prompt: str
     messages: list[Message]
     tools: list[ToolSpec] = field(default_factory=list)
+    # Structured output: the reply's text must match this schema.
+    response_schema: ResponseSchema | None = None
+    # "required": the reply must call a tool; a tool's name: it must call that one.
+    tool_choice: str | None = None
 
 
 @dataclass(slots=True)

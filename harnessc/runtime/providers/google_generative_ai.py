@@ -131,7 +131,19 @@ def build_google_payload(request: ProviderRequest) -> dict[str, Any]:
                 ]
             }
         ]
+    choice = request.context.tool_choice
+    if choice is not None and request.context.tools:  # a typed result asks for a tool call
+        calling: dict[str, Any] = {"mode": "ANY"}
+        if choice != "required":
+            calling["allowedFunctionNames"] = [choice]
+        payload["toolConfig"] = {"functionCallingConfig": calling}
     config: dict[str, Any] = {}
+    wanted = request.context.response_schema
+    if wanted is not None:  # structured output: the reply's text matches the schema
+        config["responseMimeType"] = "application/json"
+        # "responseJsonSchema" takes full JSON Schema; "responseSchema" the OpenAPI subset
+        field = str(model.compat.get("response_schema_field") or "responseJsonSchema")
+        config[field] = wanted.schema
     if model.max_tokens:
         config["maxOutputTokens"] = model.max_tokens
     level = ThinkingLevel(request.thinking_level)

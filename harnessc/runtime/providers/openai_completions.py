@@ -193,6 +193,17 @@ def build_openai_payload(request: ProviderRequest) -> dict[str, Any]:
             }
             for tool in request.context.tools
         ]
+    choice = request.context.tool_choice
+    if choice is not None and request.context.tools:  # a typed result asks for a tool call
+        payload["tool_choice"] = (
+            choice if choice == "required" else {"type": "function", "function": {"name": choice}}
+        )
+    wanted = request.context.response_schema
+    if wanted is not None:  # structured output: the reply's text matches the schema
+        payload["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": wanted.name, "schema": wanted.schema, "strict": wanted.strict},
+        }
     level = ThinkingLevel(request.thinking_level)
     if level != ThinkingLevel.OFF and model.reasoning and compat.get("supports_reasoning_effort"):
         effort_map = compat.get("reasoning_effort_map") or {}

@@ -216,6 +216,9 @@ def _names(value: Any) -> list[str]:
     return []
 
 
+_LOOP_MARGIN_S = 5.0  # the loop's limit of a call past bash's own timeout
+
+
 def create_bash_tool(timeout_s: float | None = None, *, kill_grace_s: float = 1.0) -> Tool:
     """The ``bash`` built-in; ``timeout_s`` is the default when a call gives none."""
 
@@ -270,7 +273,16 @@ def create_bash_tool(timeout_s: float | None = None, *, kill_grace_s: float = 1.
             shell, command, str(cwd), env, timeout, kill_grace_s, signal, on_update
         )
 
-    return Tool(name="bash", label="Bash", description=description, parameters=parameters, run=run)
+    # The loop's limit of a call leaves bash its own timeout and the kill's grace first.
+    limit = timeout_s + kill_grace_s + _LOOP_MARGIN_S if timeout_s else None
+    return Tool(
+        name="bash",
+        label="Bash",
+        description=description,
+        parameters=parameters,
+        run=run,
+        timeout_s=limit,
+    )
 
 
 async def _run_command(

@@ -1,0 +1,254 @@
+"""``harnessc test``: cases recorded with --record against the local protocol server,
+then replayed offline (passing, failing with a diff, stale after a prompt change), with
+--junit read back by the standard library's XML parser.
+
+One project and one server for the module; the steps build on each other in order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from harnessc.agenttests.expect import subset
+from harnessc.testing import (
+    ProtocolServer,
+    ScriptedResponse,
+    openai_events,
+    openai_tool_call_events,
+)
+
+KEY_ENV = "AGENTTESTS_KEY"
+SPEC = """\
+version: 1
+name: review
+models:
+  m: {{provider: openai, id: test-model, base_url: "{url}/v1", api_key_env: {key}}}
+system_prompt: You review plans.
+tools:
+  - read
+  - external: {{name: ask_user, description: Ask the user a question}}
+output:
+  schema:
+    type: object
+    properties:
+      verdict: {{type: string, enum: [approve, reject]}}
+    required: [verdict]
+"""
+TESTS = """\
+agent: review.yaml
+cases:
+  - name: approves a small fix
+    prompt: review the plan in plan.md
+    files: {plan.md: "rename a variable"}
+    cassette: cassettes/approves.jsonl
+    answers: {ask_user: "yes, go on"}
+    expect:
+      output: {verdict: approve}
+      tools_called: [read, final_result]
+      tools_not_called: [bash]
+      max_turns: 3
+      files: {plan.md: "rename a variable"}
+  - name: rejects a risky plan
+    prompt: review the plan in plan.md
+    files: {plan.md: "drop the database"}
+    cassette: cassettes/rejects.jsonl
+    expect:
+      output: {verdict: reject}
+"""
+
+WRITER = """\
+version: 1
+name: writer
+models:
+  m: {{provider: openai, id: test-model, base_url: "{url}/v1", api_key_env: {key}}}
+tools: [write]
+permissions: {{ask: [Write]}}
+"""
+WRITER_TESTS = """\
+agent: writer.yaml
+cases:
+  - name: writes the note once allowed
+    prompt: write a note
+    cassette: cassettes/writes.jsonl
+    approvals: {write: allow}
+    expect:
+      tools_called: [write]
+      final_text_matches: "(?i)written"
+      files: {note.md: "hello", other.md: null}
+  - name: an unanswered ask fails the case
+    prompt: write a note
+    cassette: cassettes/asks.jsonl
+"""
+
+
+def _call(call_id: str, name: str, args: dict[str, object]) -> ScriptedResponse:
+    return ScriptedResponse.sse(openai_tool_call_events([(call_id, name, json.dumps(args))]))
+
+
+@dataclass
+class Project:
+    root: Path
+    server: ProtocolServer
+
+    def harnessc(self, *args: str) -> subprocess.CompletedProcess[str]:
+        repo = str(Path(__file__).resolve().parents[2])
+        path = os.environ.get("PYTHONPATH", "")
+        return subprocess.run(
+            [sys.executable, "-c", "from harnessc.cli import main; main()", "test", *args],
+            capture_output=True,
+            text=True,
+            cwd=self.root,
+            env={
+                **os.environ,
+                KEY_ENV: "sk-agenttests",
+                "PYTHONPATH": repo + (os.pathsep + path if path else ""),
+            },
+            timeout=120,
+        )
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
+    root = tmp_path_factory.mktemp("agenttests")
+    with ProtocolServer() as server:
+        (root / "review.yaml").write_text(SPEC.format(url=server.url, key=KEY_ENV))
+        (root / "review.tests.yaml").write_text(TESTS)
+        yield Project(root, server)
+
+
+def test_record_writes_cassettes_from_the_real_model(project: Project) -> None:
+    server = project.server
+    server.enqueue(
+        _call("c1", "read", {"path": "plan.md"}),
+        _call("c2", "ask_user", {"question": "approve?"}),
+        _call("c3", "final_result", {"verdict": "approve"}),
+        _call("c4", "final_result", {"verdict": "approve"}),  # the second case
+    )
+    recorded = project.harnessc("--record", "-j", "1", "review.tests.yaml")
+    assert len(server.requests) == 4
+    second = server.requests[1].json["messages"]
+    assert "rename a variable" in json.dumps(second)  # read ran in the case's workspace
+    assert recorded.returncode == 1, recorded.stdout + recorded.stderr  # the reject case
+    assert "approves a small fix" in recorded.stdout and "pass (recorded)" in recorded.stdout
+    cassette = project.root / "cassettes" / "approves.jsonl"
+    lines = [json.loads(line) for line in cassette.read_text().splitlines()]
+    assert [line["type"] for line in lines].count("message") == 3
+    assert lines[1]["request"]["system_prompt"].startswith("You review plans.")
+
+
+def test_replay_runs_offline_and_reports_the_first_mismatch_with_a_diff(
+    project: Project,
+) -> None:
+    project.server.reset()
+    report = project.root / "report.xml"
+    replayed = project.harnessc(".", "--junit", str(report))
+    assert project.server.requests == []  # no network: the cassettes answer
+    assert replayed.returncode == 1
+    lines = replayed.stdout.splitlines()
+    passed = next(line for line in lines if "approves a small fix" in line)
+    failed = next(line for line in lines if "rejects a risky plan" in line)
+    assert " pass " in passed and "  3  " in passed  # 3 turns
+    assert "FAIL" in failed and "the output does not match" in failed
+    assert '-  "verdict": "reject"' in replayed.stdout
+    assert '+  "verdict": "approve"' in replayed.stdout
+    assert "1 passed, 1 failed" in replayed.stdout
+    suites = ET.parse(report).getroot()
+    assert suites.get("tests") == "2" and suites.get("failures") == "1"
+    cases = {c.get("name"): c for c in suites.iter("testcase")}
+    assert cases["approves a small fix"].find("failure") is None
+    failure = cases["rejects a risky plan"].find("failure")
+    assert failure is not None and failure.get("message") == "the output does not match"
+
+
+def test_a_changed_prompt_makes_the_cassette_stale(project: Project) -> None:
+    spec = project.root / "review.yaml"
+    spec.write_text(spec.read_text().replace("You review plans.", "You review plans, briefly."))
+    try:
+        stale = project.harnessc("review.tests.yaml")
+    finally:
+        spec.write_text(spec.read_text().replace(", briefly.", "."))
+    assert stale.returncode == 1
+    assert "stale cassette: request #1 differs: the system prompt changed" in stale.stdout
+    assert "--record" in stale.stdout
+
+
+def test_a_bad_tests_file_is_named_without_a_traceback(project: Project) -> None:
+    bad = project.root / "broken.tests.yaml"
+    bad.write_text(
+        "agent: review.yaml\ncases:\n  - name: x\n    prompt: y\n    expect: {turns: 3}\n"
+    )
+    try:
+        result = project.harnessc("broken.tests.yaml")
+    finally:
+        bad.unlink()
+    assert result.returncode == 1
+    assert "broken.tests.yaml: cases.0.cassette: Field required" in result.stderr
+    assert "cases.0.expect.turns: Extra inputs are not permitted" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_approvals_answer_permission_asks_and_files_are_checked(project: Project) -> None:
+    root, server = project.root, project.server
+    (root / "writer.yaml").write_text(WRITER.format(url=server.url, key=KEY_ENV))
+    (root / "writer.tests.yaml").write_text(WRITER_TESTS)
+    project.server.reset()
+    project.server.enqueue(
+        _call("w1", "write", {"path": "note.md", "content": "hello"}),
+        ScriptedResponse.sse(openai_events(["Note written."])),
+        _call("w1", "write", {"path": "note.md", "content": "hello"}),  # the second case
+    )
+    recorded = project.harnessc("--record", "-j", "1", "writer.tests.yaml")
+    allowed = next(line for line in recorded.stdout.splitlines() if "once allowed" in line)
+    assert "pass (recorded)" in allowed, recorded.stdout
+    assert (root / "cassettes" / "asks.jsonl").is_file()
+    project.server.reset()
+    replayed = project.harnessc("writer.tests.yaml")
+    assert project.server.requests == []
+    assert replayed.returncode == 1
+    lines = replayed.stdout.splitlines()
+    allowed = next(line for line in lines if "writes the note once allowed" in line)
+    assert " pass " in allowed, replayed.stdout
+    unanswered = next(line for line in lines if "an unanswered ask fails" in line)
+    assert "FAIL" in unanswered and "the run asks to run write: give approvals" in unanswered
+
+
+def test_the_scaffolded_tests_file_loads(tmp_path: Path) -> None:
+    from harnessc.agenttests import load_test_file
+    from harnessc.compiler.scaffold import scaffold_files
+
+    files = scaffold_files("helper")
+    (tmp_path / "helper.tests.yaml").write_text(files["helper.tests.yaml"])
+    loaded = load_test_file(tmp_path / "helper.tests.yaml")
+    assert loaded.agent == "helper.yaml" and loaded.cases[0].expect.tools_called == ["ls"]
+
+
+def test_subset_matching() -> None:
+    assert subset({"a": 1}, {"a": 1, "b": 2})
+    assert subset({"a": [{"x": 1}]}, {"a": [{"x": 1, "y": 2}]})
+    assert not subset({"a": [1]}, {"a": [1, 2]})
+    assert not subset({"a": True}, {"a": 1})
+    assert subset({"a": 1}, {"a": 1.0})
+
+
+def test_a_folder_with_a_tests_file_beside_its_spec_still_builds(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from harnessc.cli import cli
+
+    runner = CliRunner()
+    agents = tmp_path / "agents"
+    created = runner.invoke(cli, ["new", "helper", "--dir", str(agents)])
+    assert created.exit_code == 0, created.output
+    assert (agents / "helper.tests.yaml").is_file()
+    checked = runner.invoke(cli, ["check", str(agents)])
+    assert checked.exit_code == 0, checked.output
+    assert "helper.tests.yaml" not in checked.output
