@@ -173,3 +173,37 @@ def test_piped_input_runs_as_a_script_without_prompt_toolkit(
     assert not [m for m in modules if m.split(".")[0] == "prompt_toolkit"]
     assert "harnessc.runtime.cli.repl.session" in modules  # the probe ran the REPL
     assert "harnessc.runtime.cli.repl.prompt" not in modules
+
+
+def test_keys_typed_while_no_prompt_reads_wait_for_the_next_one(
+    agent: Agent, server: ProtocolServer, terminals: list[Terminal]
+) -> None:
+    import termios
+    import threading
+
+    server.enqueue(text_reply("hello"))
+    term = _open(agent, terminals)
+    term.sendline("hi")
+    term.expect("hello")
+    term.expect_prompt()
+    release = threading.Event()
+
+    def held_summary(request: object) -> object:
+        release.wait(timeout=30)  # the REPL waits for the model: no prompt reads meanwhile
+        return text_reply("SUMMARY: said hi.")
+
+    server.set_handler(held_summary)  # type: ignore[arg-type]
+    try:
+        term.sendline("/compact")
+        term.expect_screen(lambda lines: len(server.requests) == 2)
+        # Between two prompts the terminal stays raw: no echo, Ctrl-D is a key.
+        assert not termios.tcgetattr(term.fd)[3] & termios.ECHO
+        term.send("typed meanwhile")
+    finally:
+        release.set()
+    term.expect("compacted: ")
+    term.expect_screen(lambda lines: "> typed meanwhile" in lines)
+    server.set_handler(None)
+    term.send("\x15")
+    term.eof()
+    assert term.wait() == 0

@@ -35,7 +35,7 @@ def run_repl(cli: CliHost, harness: AgentHarness, prompt: str | None) -> int:
 def _run_on_terminal(
     cli: CliHost, harness: AgentHarness, prompt: str | None, modes: TerminalModes
 ) -> int:
-    from harnessc.runtime.cli.repl.prompt import AboveThePrompt
+    from harnessc.runtime.cli.repl.prompt import AboveThePrompt, raw_terminal
 
     out, err = cli.out, cli.err
     # Output goes above the prompt on screen.
@@ -47,7 +47,10 @@ def _run_on_terminal(
         repl.scripted = False
         above = [s for s in streams if isinstance(s, AboveThePrompt)]
         repl.open_reader = lambda repl: _terminal_reader(repl, above)
-        return asyncio.run(repl.main(prompt))
+        # Raw from start to end, not only while a prompt reads: keys typed between two
+        # prompts wait for the next one (no echo, Ctrl-D is not the tty's end of file).
+        with raw_terminal():
+            return asyncio.run(repl.main(prompt))
     finally:
         for stream in streams:
             stream.flush()

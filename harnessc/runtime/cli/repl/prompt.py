@@ -26,16 +26,22 @@ from prompt_toolkit.completion import CompleteEvent, Completer, Completion, Path
 from prompt_toolkit.document import Document
 from prompt_toolkit.formatted_text import ANSI, AnyFormattedText
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+from prompt_toolkit.input import create_input
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
 from harnessc.runtime.cli.output import format_duration
 from harnessc.runtime.cli.repl.lines import EOF, INTERRUPT
 
-__all__ = ["AboveThePrompt", "StatusLine", "TerminalReader"]
+__all__ = ["AboveThePrompt", "StatusLine", "TerminalReader", "raw_terminal"]
 
 STEER_PROMPT = "steer> "
 _CONTROL = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[=>]|[\r\x07]")  # styles, cursor codes
 _RESTART = object()  # the prompt on screen gives way to another one (its text carried over)
+
+
+def raw_terminal() -> contextlib.AbstractContextManager[None]:
+    """stdin's terminal in prompt_toolkit's raw mode (the modes back at the end)."""
+    return create_input().raw_mode()
 
 
 class AboveThePrompt(io.TextIOBase):
