@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, TextIO
 
 from prompt_toolkit import PromptSession
-from prompt_toolkit.application import get_app_or_none, run_in_terminal
+from prompt_toolkit.application import get_app_or_none
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion, PathCompleter
 from prompt_toolkit.document import Document
 from prompt_toolkit.formatted_text import ANSI, AnyFormattedText
@@ -86,8 +86,11 @@ class AboveThePrompt(io.TextIOBase):
         lines, newline, rest = self._pending.rpartition("\n")
         self._pending = rest
         if newline:
-            text = lines + newline
-            run_in_terminal(lambda: self._print(text), in_executor=False)
+            # The prompt's area is erased, the lines written where it began, and the
+            # prompt drawn again below them; the terminal stays raw (run_in_terminal's
+            # cooked mode would let the tty echo keys typed meanwhile, or eat Ctrl-D).
+            app.renderer.erase()
+            self._print(lines + newline)
         self.redraw()
 
     def unfinished(self) -> str:
@@ -185,6 +188,8 @@ class TerminalReader:
         self._showing: str | None = None  # the prompt on screen
         self._asking = False  # the prompt on screen asks a question
         self._carry = ""  # text typed at a prompt that gave way to another
+        self._eof_pending = False  # Ctrl-D reached a prompt that was already going
+        self._line_pending: str | None = None  # so did Enter, with this text
         self._wanted = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._session: PromptSession[Any] = PromptSession(
@@ -237,9 +242,7 @@ class TerminalReader:
         self._message, self._question = prompt, question
         self._wanted.set()
         app = self._session.app
-        if self._showing is not None and self._showing != prompt and app.is_running:
-            if not self._asking:  # an answer does not take the text typed for the agent
-                self._carry = app.current_buffer.text
+        if self._showing is not None and self._showing != prompt and _accepts(app):
             app.erase_when_done = True  # the prompt that gives way leaves no line behind
             app.exit(result=_RESTART)
 
@@ -273,7 +276,16 @@ class TerminalReader:
             finally:
                 self._showing = None
             if line is _RESTART:
-                continue
+                if not self._asking:  # an answer does not take the text typed for the agent
+                    # (read now: keys typed until the prompt was gone are in it)
+                    self._carry = self._session.default_buffer.text
+                if self._line_pending is not None:
+                    line, self._carry = self._line_pending, ""
+                elif self._eof_pending:
+                    line = EOF  # Ctrl-D pressed while the prompt was giving way
+                else:
+                    continue
+            self._eof_pending, self._line_pending = False, None
             self._message = None
             self._wanted.clear()
             await self._lines.put(line)
@@ -311,11 +323,24 @@ class TerminalReader:
                 buffer.delete_before_cursor(1)
                 buffer.insert_text("\n")  # a line ending in \ goes on at the next one
                 return
-            buffer.validate_and_handle()
+            if _accepts(event.app):
+                buffer.validate_and_handle()
+            else:  # Enter reached a prompt that was already going: the next one takes it
+                self._line_pending = buffer.text
 
         @keys.add("escape", "enter")
         def _newline(event: KeyPressEvent) -> None:
             event.current_buffer.insert_text("\n")
+
+        @keys.add("c-d", eager=True)
+        def _end(event: KeyPressEvent) -> None:
+            buffer = event.current_buffer
+            if buffer.text:
+                buffer.delete(1)
+            elif _accepts(event.app):
+                event.app.exit(exception=EOFError)
+            else:
+                self._eof_pending = True
 
         @keys.add("c-c")
         def _interrupt(event: KeyPressEvent) -> None:
@@ -323,13 +348,19 @@ class TerminalReader:
                 return  # the run is aborted; what was typed stays
             buffer = event.current_buffer
             if self._asking:
-                event.app.exit(result=INTERRUPT)
+                if _accepts(event.app):
+                    event.app.exit(result=INTERRUPT)
             elif buffer.text:
                 buffer.reset()  # Ctrl-C at the prompt clears the line
             else:
                 self._hint("(Ctrl-D or /quit to quit)")
 
         return keys
+
+
+def _accepts(app: Any) -> bool:
+    """The prompt is running and has no result yet (``exit`` may be called)."""
+    return bool(app.is_running and not app.is_done)
 
 
 def _history(directory: str | os.PathLike[str] | None) -> History:
