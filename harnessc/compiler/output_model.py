@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from harnessc.compiler.pyexpr import Lit, py_string
+from harnessc.compiler.pyexpr import Lit, from_json, py_string
 
 __all__ = ["OUTPUT_CLASS", "OutputModel", "output_model"]
 
@@ -117,8 +117,8 @@ def _object_class(out: OutputModel, name: str, schema: dict[str, Any]) -> str:
         if key not in required:
             if "None" not in annotation.split(" | "):
                 annotation += " | None"
-            default = prop.get("default")
-            args.insert(0, f"default={Lit(default).flat()}")
+            default = prop.get("default")  # a list or an object too: pydantic copies it
+            args.insert(0, f"default={from_json(default).flat()}")
         if args:
             out.pydantic.add("Field")
             if len(args) == 1 and args[0].startswith("default="):
@@ -134,6 +134,12 @@ def _object_class(out: OutputModel, name: str, schema: dict[str, Any]) -> str:
     return name
 
 
+def _scalar(value: Any) -> bool:
+    """A value ``Literal[...]`` can hold (an object or a list in ``const`` / ``enum`` is
+    left to the schema's validation)."""
+    return value is None or isinstance(value, str | int | float | bool)
+
+
 def _safe_attr(key: str) -> str:
     text = re.sub(r"[^A-Za-z0-9_]", "_", key).lstrip("_") or "field"
     if keyword.iskeyword(text):
@@ -145,11 +151,11 @@ def _annotation(out: OutputModel, hint: str, schema: Any) -> str:
     if not isinstance(schema, dict):
         out.typing.add("Any")
         return "Any"
-    if "const" in schema:
+    if "const" in schema and _scalar(schema["const"]):
         out.typing.add("Literal")
         return f"Literal[{Lit(schema['const']).flat()}]"
     enum = schema.get("enum")
-    if isinstance(enum, list) and enum:
+    if isinstance(enum, list) and enum and all(_scalar(v) for v in enum):
         out.typing.add("Literal")
         return f"Literal[{', '.join(Lit(v).flat() for v in enum)}]"
     for union in ("anyOf", "oneOf"):

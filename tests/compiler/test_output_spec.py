@@ -111,6 +111,24 @@ def test_the_module_exports_a_pydantic_model_of_the_schema(tmp_path: Path) -> No
     assert options.output.retries == 1 and options.output.schema["required"] == ["verdict", "score"]
 
 
+def test_objects_and_lists_in_const_enum_and_default_compile(tmp_path: Path) -> None:
+    """Valid JSON Schema that Literal[...] cannot hold becomes Any (the schema still
+    validates it); an object or list default is written as a literal."""
+    text = HEAD + (
+        "output:\n  schema:\n    type: object\n    properties:\n"
+        "      shape: {const: {kind: box}}\n"
+        "      pick: {enum: [[1, 2], [3]]}\n"
+        "      tags: {type: array, default: [a, b]}\n"
+        "      meta: {type: object, default: {k: 1}}\n"
+    )
+    (tmp_path / "verdicts.yaml").write_text(text)
+    loaded = load_spec(tmp_path / "verdicts.yaml")
+    assert loaded.ok, [d.format() for d in loaded.diagnostics]
+    module = _module(render(loaded, tmp_path / "out"), tmp_path, "shapes")
+    value = module.Output.model_validate({"shape": {"kind": "box"}, "pick": [3]})
+    assert value.tags == ["a", "b"] and value.meta == {"k": 1}
+
+
 def test_the_module_exports_the_imported_type(tmp_path: Path) -> None:
     (tmp_path / "verdict_types.py").write_text(
         "from pydantic import BaseModel\n\n\nclass Verdict(BaseModel):\n    verdict: str\n"

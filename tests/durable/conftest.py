@@ -1,5 +1,5 @@
-"""PostgreSQL for the tests: the server ``.ci/run`` started (HARNESSC_TEST_PG_DSN), or one
-``scripts/pg-test-up`` starts now (and ``scripts/pg-test-down`` stops at the end).
+"""PostgreSQL for the tests: the server ``.ci/run`` started (HARNESSC_TEST_PG_DSN), or the
+one tests/conftest.py started with ``scripts/pg-test-up`` (stopped again at the end).
 Each test gets its own schema (``pg_schema``) or database (``pg_database``), dropped
 afterwards. Without any PostgreSQL the tests that need one skip and say why."""
 
@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import shlex
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,50 +16,21 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _exports(text: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for line in text.splitlines():
-        words = shlex.split(line)
-        if len(words) == 2 and words[0] == "export" and "=" in words[1]:
-            key, _, value = words[1].partition("=")
-            out[key] = value
-    return out
-
-
 @pytest.fixture(scope="session")
 def pg_dsn() -> Iterator[str]:
+    """The server tests/conftest.py started (or the caller's HARNESSC_TEST_PG_DSN)."""
     try:
         import psycopg
     except ImportError:
         pytest.skip("psycopg is not installed (pip install -e '.[dev]')")
     dsn = os.environ.get("HARNESSC_TEST_PG_DSN", "")
-    started: dict[str, str] = {}
     if not dsn:
-        script = ROOT / "scripts" / "pg-test-up"
-        proc = subprocess.run(
-            [str(script)], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
-        )
-        if proc.returncode != 0:
-            pytest.skip(f"no PostgreSQL could be started: {proc.stderr.strip()}")
-        found = _exports(proc.stdout)
-        dsn = found.get("HARNESSC_TEST_PG_DSN", "")
-        if found.get("HARNESSC_PG_STARTED"):
-            started["HARNESSC_PG_STARTED"] = found["HARNESSC_PG_STARTED"]
+        pytest.skip(os.environ.get("HARNESSC_TEST_PG_SKIP", "HARNESSC_TEST_PG_DSN is not set"))
     try:
         psycopg.connect(dsn, connect_timeout=10).close()
     except psycopg.Error as exc:
         pytest.skip(f"PostgreSQL at HARNESSC_TEST_PG_DSN does not answer: {exc}")
-    try:
-        yield dsn
-    finally:
-        if started:
-            subprocess.run(
-                [str(ROOT / "scripts" / "pg-test-down")],
-                env={**os.environ, **started},
-                timeout=120,
-                stdin=subprocess.DEVNULL,
-                check=False,
-            )
+    yield dsn
 
 
 def _admin(dsn: str, sql: str) -> None:

@@ -125,6 +125,8 @@ def scripted(request: RecordedRequest) -> ScriptedResponse:
     if isinstance(prompt, list):
         prompt = "".join(p.get("text", "") for p in prompt)
     words = str(prompt).split()
+    if words[:1] == ["mix"]:
+        return _mixed(words[1].split(","), words[2], messages)
     steps = int(words[1]) if len(words) > 1 and words[0] in ("steps", "mcp") else 0
     results = [m for m in messages if m["role"] == "tool"]
     tag = words[-1] if words else ""
@@ -138,6 +140,23 @@ def scripted(request: RecordedRequest) -> ScriptedResponse:
     if "approve" in words and len(results) == steps:
         return ScriptedResponse.sse(openai_tool_call_events([(f"ask_{tag}", "approve", "{}")]))
     return ScriptedResponse.sse(openai_events([f"finished {steps} {tag}"]))
+
+
+def _mixed(plan: list[str], tag: str, messages: list[Any]) -> ScriptedResponse:
+    """Prompt "mix w,m,a TAG": one call per reply, in the plan's order: ``w`` the local tool
+    ``work``, ``m`` the MCP server's ``create``, ``a`` the external ``approve``; then
+    "finished mix TAG"."""
+    n = sum(1 for m in messages if m["role"] == "tool")
+    if n >= len(plan):
+        return ScriptedResponse.sse(openai_events([f"finished mix {tag}"]))
+    kind = plan[n]
+    if kind == "m":
+        call = (f"mcp_{tag}_{n}", "mcp__tickets__create", json.dumps({"title": f"{tag}{n}"}))
+    elif kind == "a":
+        call = (f"ask_{tag}_{n}", "approve", "{}")
+    else:
+        call = (f"call_{tag}_{n}", "work", json.dumps({"step": n}))
+    return ScriptedResponse.sse(openai_tool_call_events([call]))
 
 
 @dataclass

@@ -497,11 +497,13 @@ def _check(scenario: Scenario, outcome: dict[str, Any]) -> None:
 
 
 def _run(scenario: Scenario, root: Path, server: McpHttpServer) -> None:
-    one = asyncio.run(_execute(scenario, root / "one", False, server.url))
+    # folders of one length: the MCP calls' arguments name a file in them, and their
+    # length decides how the scripted model cuts the arguments into stream deltas
+    one = asyncio.run(_execute(scenario, root / "run1", False, server.url))
     _check(scenario, one)
     assert _children(server.pid) == [], "a child process outlived the run"
     if scenario.interruption == "new_process":
-        again = asyncio.run(_execute(scenario, root / "restart", True, server.url))
+        again = asyncio.run(_execute(scenario, root / "run2", True, server.url))
         _check(scenario, again)
         assert _children(server.pid) == [], "a child process outlived the run"
         for key in ("requests", "results", "entries", "answered"):

@@ -1,0 +1,68 @@
+"""The whole suite's PostgreSQL: started once, before any test process starts (the tests
+may run in several worker processes, which must share one server), when the tests to run
+include those that need it and ``HARNESSC_TEST_PG_DSN`` is not set. Its DSN reaches every
+worker through that variable; without a server, ``HARNESSC_TEST_PG_SKIP`` says why, and
+the tests that need one skip with that reason."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NEEDS_PG = ROOT / "tests" / "durable"
+_started: dict[str, str] = {}
+
+
+def _wants_pg(config: pytest.Config) -> bool:
+    for arg in config.args or [str(ROOT / "tests")]:
+        path = (Path(config.invocation_params.dir) / arg.split("::", 1)[0]).resolve()
+        if path == NEEDS_PG or NEEDS_PG in path.parents or path in NEEDS_PG.parents:
+            return True
+    return False
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput") or os.environ.get("HARNESSC_TEST_PG_DSN"):
+        return  # a worker (the controller did this), or a server given by the caller
+    if not _wants_pg(config):
+        return
+    try:
+        proc = subprocess.run(
+            [str(ROOT / "scripts" / "pg-test-up")],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        os.environ["HARNESSC_TEST_PG_SKIP"] = f"scripts/pg-test-up failed: {exc}"
+        return
+    if proc.returncode != 0:
+        os.environ["HARNESSC_TEST_PG_SKIP"] = (
+            f"no PostgreSQL could be started: {proc.stderr.strip()}"
+        )
+        return
+    for line in proc.stdout.splitlines():
+        words = shlex.split(line)
+        if len(words) == 2 and words[0] == "export" and "=" in words[1]:
+            key, _, value = words[1].partition("=")
+            os.environ[key] = value
+            if key == "HARNESSC_PG_STARTED":
+                _started[key] = value
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput") or not _started:
+        return
+    subprocess.run(
+        [str(ROOT / "scripts" / "pg-test-down")],
+        env={**os.environ, **_started},
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )

@@ -1,0 +1,171 @@
+"""The interaction property test's durable dimension: a durable run mixing a local tool,
+an MCP server's tool (a real stdio SDK server), an external tool and a permission ask has
+its worker SIGKILLed at a drawn step and recovered by a restarted worker, on SQLite and
+on PostgreSQL. Every side effect happens exactly once, every answer is honoured once,
+and the session equals that of the same run that was never interrupted. (A worker
+stalled past its lease is ``test_durable_meets``'s SIGSTOP test.)
+
+``HARNESSC_DURABLE_EXAMPLES=50 python3 -m pytest tests/durable/test_durable_interactions.py``
+draws more runs (CI draws a few on each database)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from .durakit import DurableAgent, make_agent
+from .test_durable_runs import Server, sessions_of, shape, submit
+
+pytest.importorskip("dbos", reason="durable runs need dbos (pip install -e '.[dev]')")
+pytest.importorskip("mcp", reason="the MCP tool needs the SDK (pip install -e '.[dev]')")
+
+HERE = Path(__file__).resolve().parent
+EXAMPLES = int(os.environ.get("HARNESSC_DURABLE_EXAMPLES", "2"))
+SQLITE = "sqlite:///.harnessc/durable.sqlite"
+
+
+def _agent(folder: Path, server: Server, url: str, *, ask: bool) -> DurableAgent:
+    agent = make_agent(folder, server.running, url)
+    agent.env.update(
+        TICKETS_SERVER=str(HERE / "tickets_server.py"), TICKETS_LOG=str(folder / "tickets.log")
+    )
+    if ask:
+        agent.env["ASK_TOOLS"] = "work"
+    return agent
+
+
+def _effects(agent: DurableAgent, folder: Path) -> Counter[str]:
+    """Each side effect: a finished ``work`` call, a ticket the MCP server created."""
+    found: Counter[str] = Counter(agent.executions())
+    log = folder / "tickets.log"
+    if log.exists():
+        found.update(f"ticket {line.split()[1]}" for line in log.read_text().splitlines())
+    return found
+
+
+def _drive(agent: DurableAgent, folder: Path, prompt: str, kill_after: int | None) -> list[str]:
+    """Run ``prompt`` on a worker to its end, answering every pull point once; with
+    ``kill_after``, SIGKILL the worker once that many side effects happened (or the run
+    waits) and start it again. Returns the answers given, in order."""
+    from harnessc.runtime.durable import DurableConfig, DurableRuns
+
+    run_id = submit(agent, prompt)
+    worker = agent.worker("w1")
+    answers: list[str] = []
+    config = DurableConfig(database_url=agent.env["DURABLE_URL"], queue="dtest")
+    deadline = time.monotonic() + 240
+    with DurableRuns(config, str(agent.workdir)) as runs:
+        while True:
+            assert time.monotonic() < deadline, f"the run never ended: {runs.state(run_id)}"
+            state = runs.state(run_id)
+            kind = state.get("state")
+            waiting = kind in ("awaiting_tool", "paused")
+            if kill_after is not None and (
+                sum(_effects(agent, folder).values()) >= kill_after or waiting
+            ):
+                worker.kill()
+                worker.wait(timeout=30)
+                worker = agent.worker("w1")  # the same id: recovers the run at once
+                kill_after = None
+                continue
+            if kind == "done":
+                return answers
+            assert kind not in ("failed", "cancelled"), state
+            if waiting:
+                calls = [str(c["id"]) for c in runs.waiting(run_id).get("calls", [])]
+                if not calls:  # the wait is being recorded: look again
+                    time.sleep(0.1)
+                    continue
+                if kind == "awaiting_tool":
+                    runs.resume_with(run_id, {c: f"answer {c}" for c in calls})
+                else:
+                    runs.resume_with(run_id, {"approve": calls})
+                answers += calls
+                time.sleep(0.3)  # the worker takes the answer
+            time.sleep(0.1)
+
+
+def _check(
+    scenario: tuple[list[str], bool, int], urls: tuple[str, str], root: Path, server: Server
+) -> None:
+    """The run without and with the kill, each on its own database (``urls``)."""
+    plan, ask, kill_after = scenario
+    tag = "x"
+    prompt = f"mix {','.join(plan)} {tag}"
+    outcomes: list[tuple[Counter[str], list[str], list[Any]]] = []
+    for kill, url in zip((None, kill_after), urls, strict=True):
+        folder = Path(tempfile.mkdtemp(dir=root))
+        agent = _agent(folder, server, url, ask=ask)
+        try:
+            answers = _drive(agent, folder, prompt, kill)
+        finally:
+            agent.stop_workers()
+        (session,) = sessions_of(agent)
+        outcomes.append((_effects(agent, folder), answers, shape(session)))
+    (plain, plain_answers, plain_session), (killed, killed_answers, killed_session) = outcomes
+    expected = Counter(
+        f"call_{tag}_{n}" if kind == "w" else f"ticket {tag}{n}"
+        for n, kind in enumerate(plan)
+        if kind in "wm"
+    )
+    assert plain == expected
+    assert killed == expected, "every side effect exactly once, across the kill"
+    assert sorted(killed_answers) == sorted(plain_answers), "every answer given once"
+    assert killed_session == plain_session, "the session as if nothing had happened"
+
+
+scenarios = st.lists(st.sampled_from("wma"), min_size=2, max_size=4).flatmap(
+    lambda plan: st.tuples(st.just(plan), st.booleans(), st.integers(0, len(plan)))
+)
+_SETTINGS = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+
+@pytest.fixture(scope="module")
+def server() -> Any:
+    from harnessc.testing import ProtocolServer
+
+    with ProtocolServer() as running:
+        yield Server(running)
+
+
+@_SETTINGS
+@given(scenario=scenarios)
+def test_a_killed_worker_changes_nothing_on_sqlite(
+    scenario: tuple[list[str], bool, int], tmp_path: Path, server: Server
+) -> None:
+    _check(scenario, (SQLITE, SQLITE), tmp_path, server)  # a file in each run's folder
+
+
+@_SETTINGS
+@given(scenario=scenarios)
+def test_a_killed_worker_changes_nothing_on_postgresql(
+    scenario: tuple[list[str], bool, int],
+    tmp_path: Path,
+    server: Server,
+    pg_dsn: str,
+) -> None:
+    from .conftest import _admin
+
+    names = ["t_" + os.urandom(6).hex() for _ in range(2)]
+    try:
+        for name in names:
+            _admin(pg_dsn, f"CREATE DATABASE {name}")
+        base = pg_dsn.rsplit("/", 1)[0]
+        _check(scenario, (f"{base}/{names[0]}", f"{base}/{names[1]}"), tmp_path, server)
+    finally:
+        for name in names:
+            _admin(pg_dsn, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
