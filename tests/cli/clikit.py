@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -198,6 +198,10 @@ def events_of(stdout: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in stdout.splitlines()]
 
 
+# The "> " prompt drawn: bracketed paste turned on, then (after style and cursor codes) ">".
+PROMPT_DRAWN = r"\x1b\[\?2004h(?:\x1b\[[0-9;?]*[A-Za-z]|\x1b[=>])*>"
+
+
 class Terminal:
     """The agent run on a pseudo-terminal (stdlib ``pty``): type into it, wait for output."""
 
@@ -208,7 +212,8 @@ class Terminal:
         import termios
 
         argv = [sys.executable, str(agent.path), *args]
-        environment = {**agent.env, **(env or {}), "TERM": "xterm"}
+        # No cursor-position requests from prompt_toolkit: nothing here answers them.
+        environment = {**agent.env, **(env or {}), "TERM": "xterm", "PROMPT_TOOLKIT_NO_CPR": "1"}
         pid, fd = pty.fork()
         if pid == 0:  # the child: becomes the agent, the pty is its controlling terminal
             try:
@@ -256,9 +261,54 @@ class Terminal:
                     + self.output[self._pos :][-3000:]
                 )
 
+    def expect_re(self, pattern: str, timeout: float = 10.0) -> str:
+        """``expect`` for a regular expression."""
+        import re
+        import time
+
+        compiled = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        while True:
+            found = compiled.search(self.output, self._pos)
+            if found is not None:
+                before = self.output[self._pos : found.start()]
+                self._pos = found.end()
+                return before
+            left = deadline - time.monotonic()
+            if left <= 0 or (not self._read(min(left, 0.2)) and not self._alive()):
+                raise AssertionError(
+                    f"{pattern!r} did not appear; output after the last match:\n"
+                    + self.output[self._pos :][-3000:]
+                )
+
     def expect_prompt(self, timeout: float = 10.0) -> str:
-        """Wait for the "> " prompt at the start of a line; returns the output before it."""
-        return self.expect("\n> ", timeout)
+        """Wait for the idle "> " prompt drawn (prompt_toolkit draws it anew, bracketed
+        paste on, after any output above it); returns the output before it."""
+        return self.expect_re(PROMPT_DRAWN, timeout)
+
+    def screen(self) -> list[str]:
+        """The terminal's screen now (pyte replays everything written), trailing spaces off."""
+        import pyte
+
+        screen = pyte.Screen(120, 30)
+        stream = pyte.Stream(screen)
+        stream.feed(self.output)
+        return [line.rstrip() for line in screen.display]
+
+    def expect_screen(
+        self, predicate: Callable[[list[str]], bool], timeout: float = 10.0
+    ) -> list[str]:
+        """Wait until ``predicate(screen)`` holds; returns that screen."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        while True:
+            screen = self.screen()
+            if predicate(screen):
+                return screen
+            left = deadline - time.monotonic()
+            if left <= 0 or (not self._read(min(left, 0.2)) and not self._alive()):
+                raise AssertionError("the screen did not show it:\n" + "\n".join(screen))
 
     def send(self, text: str) -> None:
         os.write(self.fd, text.encode())

@@ -22,6 +22,7 @@ NEVER = (
     "harnessc.compiler",
     "harnessc.spec",
     "harnessc.runtime.cli.repl",
+    "prompt_toolkit",
     "harnessc.runtime.durable",
     "harnessc.runtime.mcp",
     "harnessc.runtime.extensions",

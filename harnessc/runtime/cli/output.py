@@ -23,7 +23,6 @@ __all__ = [
     "format_number",
     "key_argument",
     "one_line",
-    "typed_so_far",
 ]
 
 # Tool arguments worth showing, most telling first.
@@ -69,17 +68,6 @@ def format_duration(seconds: float) -> str:
         return f"{seconds:.1f}s"
     minutes, rest = divmod(int(seconds), 60)
     return f"{minutes}m{rest:02d}s"
-
-
-def typed_so_far() -> str:
-    """What the user typed at the prompt so far (readline's buffer), if readline is loaded."""
-    import sys
-
-    readline = sys.modules.get("readline")
-    try:
-        return str(readline.get_line_buffer()) if readline is not None else ""
-    except Exception:
-        return ""
 
 
 def _wants_unicode(stream: TextIO) -> bool:
@@ -172,24 +160,16 @@ class TextPrinter:
         self._calls: dict[str, str] = {}  # call id -> key argument, from the model's reply
         self._errors: set[str] = set()
         self.muted: set[str] = set()  # event types not shown for now
-        # The interactive mode: the prompt the user is typing at, to redraw after a line.
-        self.prompt_on_screen: Callable[[], str | None] | None = None
 
     # -- output helpers -------------------------------------------------------
 
     def line(self, text: str) -> None:
-        """One line on stderr (the spinner, or the prompt being typed at, is redrawn after it)."""
+        """One line on stderr (the spinner is redrawn after it)."""
         if self.spinner is not None:
             self.spinner.clear()
         self._end_reply_line()
-        prompt = self.prompt_on_screen() if self.prompt_on_screen is not None else None
-        if prompt is not None:
-            self.err.write("\r\033[K")  # the line starts where the prompt was
         self.err.write(text + "\n")
         self.err.flush()
-        if prompt is not None:
-            self.out.write(prompt + typed_so_far())
-            self.out.flush()
 
     def error(self, text: str) -> None:
         """An error line, printed once even when several events carry the same text."""

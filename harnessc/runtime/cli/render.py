@@ -17,7 +17,7 @@ import re
 import time
 from typing import Any, TextIO
 
-from harnessc.runtime.cli.output import TextPrinter, typed_so_far
+from harnessc.runtime.cli.output import TextPrinter
 from harnessc.runtime.messages import AssistantMessage, ToolResultMessage
 
 __all__ = ["RichPrinter", "looks_like_markdown", "make_printer"]
@@ -134,15 +134,9 @@ class RichPrinter(TextPrinter):
         if self.spinner is not None:
             self.spinner.clear()
         self._end_reply_line()
-        prompt = self.prompt_on_screen() if self.prompt_on_screen is not None else None
-        if prompt is not None:
-            self.err.write("\r\033[K")
         style = "red" if text.startswith("error:") else "dim"
         self._err_console.print(text, style=style, markup=False, highlight=False)
         self.err.flush()
-        if prompt is not None:
-            self.out.write(prompt + typed_so_far())
-            self.out.flush()
 
     def thinking_text(self, text: str) -> None:
         self._err_console.print(text, style="dim italic", markup=False, highlight=False, end="")

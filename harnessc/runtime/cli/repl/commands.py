@@ -88,8 +88,8 @@ async def _help(repl: ReplHost, args: str) -> None:
         lines.append(f"  /{command.name:<10} {command.description}")
     lines += _resource_lines(repl)
     lines.append("Ctrl-C aborts a run (the session is kept), Ctrl-D quits; during a run, a line")
-    lines.append("typed and entered is queued as steering, text typed without Enter fills the")
-    lines.append("next prompt.")
+    lines.append("entered at steer> is queued as steering, text typed without Enter stays for")
+    lines.append("the next prompt. Tab completes commands and paths, Alt-Enter starts a new line.")
     repl.say("\n".join(lines))
 
 

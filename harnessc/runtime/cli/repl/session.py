@@ -1,11 +1,11 @@
 """The interactive mode: a REPL with history, /commands, steering and pull-point questions.
 
-The harness runs in the asyncio loop of the main thread; a reader thread reads lines
-(``input()`` with readline history) and hands them to the loop. While a run is going,
-a line typed and entered is queued as steering, keys typed without Enter are kept (with
-the terminal's echo off, so the spinner line stays clean) and pre-fill the next prompt;
-Ctrl-C aborts the running turn (the session is kept), Ctrl-D quits after it, SIGTERM
-aborts it and quits (exit 143), the terminal's modes restored on every way out.
+The harness runs in the asyncio loop of the main thread; a reader hands the lines typed
+to the loop: on a terminal prompt_toolkit (``prompt.TerminalReader``, set by ``run_repl``),
+otherwise a script read from stdin (``lines.ScriptReader``). While a run is going, a line
+typed and entered is queued as steering, text typed without Enter goes on at the next
+prompt; Ctrl-C aborts the running turn (the session is kept), Ctrl-D quits after it,
+SIGTERM aborts it and quits (exit 143), the terminal's modes restored on every way out.
 """
 
 from __future__ import annotations
@@ -14,29 +14,37 @@ import asyncio
 import contextlib
 import os
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 from harnessc.runtime.cli.host import CliHost
 from harnessc.runtime.cli.output import one_line
 from harnessc.runtime.cli.pause import pause_reason
 from harnessc.runtime.cli.render import make_printer
 from harnessc.runtime.cli.repl.banner import banner_lines
-from harnessc.runtime.cli.repl.history import History
+from harnessc.runtime.cli.repl.lines import EOF, INTERRUPT, ScriptReader
 from harnessc.runtime.cli.repl.pauses import answer_pause
-from harnessc.runtime.cli.repl.reader import EOF, INTERRUPT, LineReader
-from harnessc.runtime.cli.repl.terminal import (
-    TerminalModes,
-    add_signal,
-    remove_signal,
-    stdin_is_terminal,
-)
 from harnessc.runtime.cli.sessions import has_exchange
 from harnessc.runtime.cli.shutdown import close_harness
 from harnessc.runtime.cli.summary import RunSummary, model_is_priced
+from harnessc.runtime.cli.tty import TerminalModes, add_signal, remove_signal
 from harnessc.runtime.harness import AgentHarness, HarnessBusyError, RunResult
 from harnessc.runtime.messages import message_text
 
-__all__ = ["Repl"]
+__all__ = ["LineSource", "Repl"]
+
+
+class LineSource(Protocol):
+    """Where the REPL's lines come from (a terminal's prompt, or a script on stdin)."""
+
+    def start(self) -> None: ...
+
+    def request(self, prompt: str, *, question: bool = False) -> bool: ...
+
+    def collect(self) -> None: ...
+
+    def showing(self) -> str | None: ...
+
+    async def aclose(self) -> None: ...
 
 
 class Repl:
@@ -55,7 +63,9 @@ class Repl:
         if self.printer.spinner is not None:  # the status line shows what the session used
             self.printer.spinner.suffix = self.summary.brief
         self.lines: asyncio.Queue[Any] = asyncio.Queue()
-        self.reader: LineReader | None = None
+        self.reader: LineSource | None = None
+        # run_repl sets it on a terminal: the prompt_toolkit reader, made in the loop.
+        self.open_reader: Callable[[Repl], LineSource] | None = None
         self.busy = False
         self.asking = False
         self.quit = False
@@ -63,12 +73,12 @@ class Repl:
         self.terminated = False  # SIGTERM: the run is aborted and the REPL quits
         self.terminal: TerminalModes | None = None  # the modes to put back (run_repl sets it)
         self._question: asyncio.Future[Any] | None = None  # a permission question waiting
+        self._question_text = ""
         self._asked = asyncio.Event()
         # Lines piped in (``printf 'hi\n/status\n' | agent -i``) are a script: each runs
         # after the previous one finished (no steering), the end of input quits. The "> "
         # prompt is still written: a program driving the REPL sees when it is idle.
-        self.scripted = not stdin_is_terminal()
-        self.history = History(cli.session_dir)  # readline history, kept in the session dir
+        self.scripted = True  # run_repl: False on a terminal
         # A session created for this REPL: deleted again when left without any entry, so
         # opening -i and quitting does not leave an empty "latest" session for --continue.
         fresh = cli.choice is None or cli.choice.new
@@ -97,11 +107,10 @@ class Repl:
     async def main(self, prompt: str | None) -> int:
         loop = asyncio.get_running_loop()
         self.lines = asyncio.Queue()
-        self.history.load()
-        self.reader = LineReader(loop, self.lines)
-        if not self.scripted:
-            reader = self.reader
-            self.printer.prompt_on_screen = lambda: None if self.busy else reader.showing()
+        if self.open_reader is not None:
+            self.reader = self.open_reader(self)
+        else:
+            self.reader = ScriptReader(self.lines, self.out)
         add_signal(loop, "SIGINT", self.on_interrupt)
         add_signal(loop, "SIGTERM", self.on_terminate)
         self._asked = asyncio.Event()
@@ -122,7 +131,7 @@ class Repl:
             if prompt is not None and not self.quit:
                 await self.run(lambda: self.harness.prompt(prompt))
             while not self.quit:
-                line = await self.next_line("> ", prefill=True)
+                line = await self.next_line("> ")
                 if line is EOF:
                     break
                 if line is INTERRUPT:
@@ -134,9 +143,8 @@ class Repl:
         finally:
             remove_signal(loop, "SIGINT")
             remove_signal(loop, "SIGTERM")
-            self.reader.close()
+            await self.reader.aclose()
             self.printer.close()
-            self.history.save()
             await close_harness(self.harness)
             self._drop_if_fresh_and_empty(self.harness.session)
         self.out.write("\n" if not (self.quit or self.scripted) else "")
@@ -147,11 +155,11 @@ class Repl:
         for text in banner_lines(self.cli.agent_name, self.harness):
             self.note(text)
 
-    async def next_line(self, prompt: str, *, prefill: bool = False) -> Any:
-        """The next line typed (or EOF / INTERRUPT); ``prefill``: the line starts with
-        what was typed ahead during the last run."""
+    async def next_line(self, prompt: str, *, question: bool = False) -> Any:
+        """The next line typed (or EOF / INTERRUPT); text typed during the last run is
+        already in it."""
         assert self.reader is not None
-        if self.lines.empty() and not self.reader.request(prompt, prefill=prefill) and prompt:
+        if self.lines.empty() and not self.reader.request(prompt, question=question) and prompt:
             self.out.write(prompt)
             self.out.flush()
         return await self.lines.get()
@@ -160,7 +168,7 @@ class Repl:
         """Ask the user; None on Ctrl-C or Ctrl-D."""
         self.asking = True
         try:
-            line = await self.next_line(question)
+            line = await self.next_line(question, question=True)
         finally:
             self.asking = False
         if line is EOF:
@@ -183,14 +191,23 @@ class Repl:
         await self.run(lambda: self.harness.prompt(text))
 
     def on_interrupt(self) -> None:
-        if self.busy:
-            self.note("[interrupted] aborting the run; the session is kept")
-            self.harness.abort("interrupted by the user")
-        elif self.asking:
+        if self.abort_run():
+            return
+        if self.asking:
             self.lines.put_nowait(INTERRUPT)
+        elif not self.scripted:  # the prompt is drawn again below the hint
+            self.note("(Ctrl-D or /quit to quit)")
         else:
             self.out.write("\n(Ctrl-D or /quit to quit)\n> ")
             self.out.flush()
+
+    def abort_run(self) -> bool:
+        """Ctrl-C during a run: abort it (the session is kept). False when idle."""
+        if not self.busy:
+            return False
+        self.note("[interrupted] aborting the run; the session is kept")
+        self.harness.abort("interrupted by the user")
+        return True
 
     def on_terminate(self) -> None:
         """SIGTERM: the terminal's modes back at once, then abort the run and quit; a
@@ -225,16 +242,16 @@ class Repl:
         task: asyncio.Future[RunResult] = asyncio.ensure_future(start())
         try:
             while not task.done():
-                if self.scripted and self._question is None:
+                if self.scripted and not self._answer_wanted():
                     # A script's next line waits for the run, unless the run asks a question.
                     await self._until_done_or_asked(task, None)
                     continue
                 # Keys typed meanwhile: collected quietly (Enter steers), or, while a
                 # permission question waits, an ordinary read for its answer.
-                if self._question is None:
+                if not self._answer_wanted():
                     self.reader.collect()
                 else:
-                    self.reader.request("")
+                    self.reader.request(self._question_text, question=True)
                 getter = asyncio.ensure_future(self.lines.get())
                 await self._until_done_or_asked(task, getter)
                 if not getter.done():
@@ -243,7 +260,7 @@ class Repl:
                         await getter
                     continue
                 line = getter.result()
-                if self._question is not None and not self._question.done():
+                if self._question is not None and self._answer_wanted():
                     self._question.set_result(line)
                     continue
                 self.steer(line)
@@ -267,7 +284,7 @@ class Repl:
         """Wait for the run to end, a line to come (``getter``) or a question to be asked."""
         waiting: set[asyncio.Future[Any]] = {task} if getter is None else {task, getter}
         asked: asyncio.Future[Any] | None = None
-        if self._question is None:
+        if not self._answer_wanted():
             asked = asyncio.ensure_future(self._asked.wait())
             waiting.add(asked)
         done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
@@ -275,6 +292,10 @@ class Repl:
             asked.cancel()
             if asked in done:
                 self._asked.clear()
+
+    def _answer_wanted(self) -> bool:
+        """A permission question waits for its answer."""
+        return self._question is not None and not self._question.done()
 
     def steer(self, line: Any) -> None:
         if line is EOF:
@@ -322,8 +343,7 @@ class Repl:
             self.printer.diff(diff)
         loop = asyncio.get_running_loop()
         self._question = loop.create_future()
-        self.out.write("allow? [y]es / [n]o / [a]lways for this session: ")
-        self.out.flush()
+        self._question_text = "allow? [y]es / [n]o / [a]lways for this session: "
         self._asked.set()
         try:
             line = await self._question
