@@ -357,6 +357,7 @@ def test_generated_modules_use_exactly_the_contract_names() -> None:
             "TurnNudgeConfig",
         },
         "harnessc.runtime.mcp": {"McpToolset", "McpServerConfig"},
+        "harnessc.runtime.tools.permission_gate": {"permission_hook"},
         "harnessc.runtime.agent.subagents": {"SubAgent", "SubAgents"},
         # build_options(http_clients=...)'s annotation, imported for type checkers only.
         "harnessc.runtime.providers.transport": {"HttpClientPool"},
