@@ -26,7 +26,6 @@ parent's options with its own system prompt, tools and model.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import os
 import re
@@ -513,18 +512,7 @@ def _module_name(file: Path) -> str:
 
 def _module(file: Path) -> ModuleType:
     """A compiled sub-agent's generated module, imported from its file once."""
-    name = _module_name(file)
-    found = sys.modules.get(name)
-    if found is not None:
-        return found
-    spec = importlib.util.spec_from_file_location(name, file)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import the sub-agent module {file}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[name]
-        raise
+    from harnessc.runtime.tools.pyfunc import module_from_file
+
+    module: ModuleType = module_from_file(file, _module_name(file))
     return module

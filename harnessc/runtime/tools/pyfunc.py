@@ -223,18 +223,23 @@ def _load_file_module(file: Path, base: Path | None) -> Any:
     path = file if file.is_absolute() or base is None else base / file
     if not path.is_file():
         raise ImportError(f"cannot import {file}: no such file ({path})")
-    mod_name = f"_harnessc_user_{path.stem}_{abs(hash(str(path.resolve())))}"
-    if mod_name in sys.modules:
-        return sys.modules[mod_name]
-    spec = importlib.util.spec_from_file_location(mod_name, path)
+    return module_from_file(path, f"_harnessc_user_{path.stem}_{abs(hash(str(path.resolve())))}")
+
+
+def module_from_file(path: Path, name: str) -> Any:
+    """The module in ``path``, imported once under ``name`` (``sys.modules`` keeps it; a
+    module that fails to run is not kept)."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {path}: not a Python file")
     module = importlib.util.module_from_spec(spec)
-    sys.modules[mod_name] = module
+    sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
     except BaseException:
-        sys.modules.pop(mod_name, None)
+        sys.modules.pop(name, None)
         raise
     return module
 
