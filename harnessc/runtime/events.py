@@ -52,6 +52,7 @@ __all__ = [
     "canonical_event_name",
     "event_matches",
     "to_jsonable",
+    "describe_exception",
 ]
 
 
@@ -227,6 +228,14 @@ class StateChangeEvent(Event):
     type: ClassVar[str] = "state_change"
     from_state: str = ""
     to_state: str = ""
+
+
+def describe_exception(exc: BaseException | None) -> str:
+    """An exception as an error event's message says it: ``TypeName: text``."""
+    if exc is None:
+        return "unknown error"
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 @dataclass(slots=True, kw_only=True)

@@ -45,7 +45,7 @@ def test_pools_do_not_share_providers_or_clients():
 
 def test_register_provider_feeds_every_pool(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(
-        "harnessc.runtime.providers._factories", dict(registered_factories()), raising=True
+        "harnessc.runtime.providers.registry.REGISTERED", dict(registered_factories()), raising=True
     )
     pool = ProviderPool()
     builtin = pool.get("openai-completions")

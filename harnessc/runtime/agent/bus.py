@@ -14,20 +14,13 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from harnessc.runtime.events import ErrorEvent, Event
+from harnessc.runtime.events import ErrorEvent, Event, describe_exception
 from harnessc.runtime.hooks import PauseRequest
 
 if TYPE_CHECKING:
     from harnessc.runtime.agent.hooks import HookRunner
 
-__all__ = ["EventBus", "describe_exception"]
-
-
-def describe_exception(exc: BaseException | None) -> str:
-    if exc is None:
-        return "unknown error"
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+__all__ = ["EventBus"]
 
 
 class EventBus:

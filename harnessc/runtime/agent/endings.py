@@ -9,11 +9,16 @@ from __future__ import annotations
 from typing import Any
 
 from harnessc.runtime.agent import tool_batch
-from harnessc.runtime.agent.bus import describe_exception
 from harnessc.runtime.agent.parts import Parts
 from harnessc.runtime.agent.results import RunResult, RunStatus
 from harnessc.runtime.agent.run_state import RunState
-from harnessc.runtime.events import AbortEvent, AgentEndEvent, AgentPauseEvent, ErrorEvent
+from harnessc.runtime.events import (
+    AbortEvent,
+    AgentEndEvent,
+    AgentPauseEvent,
+    ErrorEvent,
+    describe_exception,
+)
 from harnessc.runtime.loop import LoopState
 
 __all__ = ["aborted", "await_tools", "crashed", "finish", "pause", "record_pause"]

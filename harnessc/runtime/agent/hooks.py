@@ -189,7 +189,7 @@ class HookRunner:
     async def _failed(
         self, moment: str, handler: _Handler, exc: BaseException, what: str, fail: Any
     ) -> None:
-        from harnessc.runtime.agent.bus import describe_exception
+        from harnessc.runtime.events import describe_exception
 
         if what == "returned":
             message = f"hook {moment} ({handler.label}) returned an unusable result: "

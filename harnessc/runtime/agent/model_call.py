@@ -15,7 +15,6 @@ from dataclasses import replace
 from typing import Any
 
 from harnessc.runtime.agent import budget_gate
-from harnessc.runtime.agent.bus import describe_exception
 from harnessc.runtime.agent.hooks import coerce
 from harnessc.runtime.agent.parts import Parts
 from harnessc.runtime.agent.run_state import RunState
@@ -26,6 +25,7 @@ from harnessc.runtime.events import (
     NoticeEvent,
     ProviderResponseEvent,
     RetryEvent,
+    describe_exception,
 )
 from harnessc.runtime.hooks import (
     AfterProviderResponseEvent,

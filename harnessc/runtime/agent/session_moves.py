@@ -13,12 +13,12 @@ from harnessc.runtime.agent.run_state import RunState
 from harnessc.runtime.loop import LoopState
 
 if TYPE_CHECKING:
-    from harnessc.runtime.agent.harness import AgentHarness
+    from harnessc.runtime.extensions.base import HarnessContext
 
 __all__ = ["compact", "navigate_tree", "reopen", "settle"]
 
 
-async def compact(harness: AgentHarness, custom_instructions: str | None, reason: str) -> Any:
+async def compact(harness: HarnessContext, custom_instructions: str | None, reason: str) -> Any:
     """Run the harness's compactor (an extension's, else ``compact_harness``)."""
     compactor = harness.compactor
     if compactor is None:
@@ -32,7 +32,7 @@ async def compact(harness: AgentHarness, custom_instructions: str | None, reason
 
 
 async def navigate_tree(
-    harness: AgentHarness,
+    harness: HarnessContext,
     parts: Parts,
     target_id: str | None,
     *,

@@ -19,7 +19,6 @@ import time
 from typing import Any
 
 from harnessc.runtime.agent import budget_gate
-from harnessc.runtime.agent.bus import describe_exception
 from harnessc.runtime.agent.hooks import coerce
 from harnessc.runtime.agent.model_call import short_json
 from harnessc.runtime.agent.parts import Parts
@@ -29,6 +28,7 @@ from harnessc.runtime.events import (
     ToolExecutionEndEvent,
     ToolExecutionStartEvent,
     ToolExecutionUpdateEvent,
+    describe_exception,
 )
 from harnessc.runtime.hooks import (
     AfterPlanEvent,

@@ -31,19 +31,20 @@ __all__ = [
     "registered_factories",
 ]
 
-_factories: dict[str, Callable[[], Provider]] = {}
 _default_pool = None
 
 
 def register_provider(api: str, factory: Callable[[], Provider]) -> None:
     """Serve ``api`` with providers made by ``factory`` (replaces a built-in one) in
     every pool: each makes its provider anew on its next ``get``."""
-    _factories[api] = factory
+    registered_factories()[api] = factory
 
 
 def registered_factories() -> dict[str, Callable[[], Provider]]:
     """The live table of registered factories (pools read it at every ``get``)."""
-    return _factories
+    from harnessc.runtime.providers.registry import REGISTERED
+
+    return REGISTERED
 
 
 def get_provider(api: str) -> Provider:

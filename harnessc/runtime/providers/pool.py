@@ -20,6 +20,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable
 
+from harnessc.runtime.providers import registry
 from harnessc.runtime.providers.base import Provider
 from harnessc.runtime.providers.registry import PROVIDER_FACTORIES
 from harnessc.runtime.providers.transport import HttpClientPool
@@ -88,9 +89,7 @@ class ProviderPool:
 
 
 def _registered() -> dict[str, ProviderFactory]:
-    from harnessc.runtime.providers import registered_factories
-
-    return registered_factories()
+    return registry.REGISTERED  # read at every get: register_provider may add to it
 
 
 _shared: HttpClientPool | None = None

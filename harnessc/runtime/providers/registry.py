@@ -13,9 +13,12 @@ from harnessc.runtime import catalog
 from harnessc.runtime.providers.base import Provider
 from harnessc.runtime.providers.transport import HttpClientPool
 
-__all__ = ["PROVIDER_FACTORIES", "BuiltinFactory"]
+__all__ = ["PROVIDER_FACTORIES", "REGISTERED", "BuiltinFactory"]
 
 BuiltinFactory = Callable[[HttpClientPool | None], Provider]
+
+# Factories ``providers.register_provider`` added (they win over the built-in ones).
+REGISTERED: dict[str, Callable[[], Provider]] = {}
 
 
 def _factory(entry: catalog.ProviderEntry) -> BuiltinFactory:
