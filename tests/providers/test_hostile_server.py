@@ -108,7 +108,9 @@ CASES: dict[str, Case] = {
     "tool-calls-unindexed": Case("done", "", _two_calls),
     "tool-name-1mb": Case("done", "", _cut_name),
     "deep-arguments": Case("done", "", _too_deep),
-    "bad-chunking": Case("error", "connection lost"),
+    # aiohttp reports an invalid chunk size at once, or (now and then, when the bad bytes
+    # come in a read of their own) only as a stall: an error either way, never a hang
+    "bad-chunking": Case("error", "connection lost|timed out"),
     "close-at-once": Case("error", "connection lost"),
 }
 
