@@ -101,9 +101,9 @@ async def per_call(calls: int) -> tuple[float, float]:
     """Milliseconds per call: harnessc's MCP tool, then the SDK's ClientSession."""
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
-    from harnessc.runtime.commands import CommandRegistry
+    from harnessc.runtime.core.commands import CommandRegistry
     from harnessc.runtime.mcp import McpServerConfig, McpToolset
-    from harnessc.runtime.signal import AbortSignal
+    from harnessc.runtime.core.signal import AbortSignal
 
     class Host:
         def __init__(self) -> None:

@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harnessc.runtime.messages import (
+from harnessc.runtime.core.messages import (
     AssistantMessage,
     TextContent,
     ToolCall,

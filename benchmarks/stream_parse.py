@@ -21,8 +21,8 @@ import json
 import time
 from collections.abc import Callable
 
-from harnessc.runtime.messages import AssistantMessage, UserMessage
-from harnessc.runtime.options import AgentHarnessStreamOptions, Model
+from harnessc.runtime.core.messages import AssistantMessage, UserMessage
+from harnessc.runtime.core.options import AgentHarnessStreamOptions, Model
 from harnessc.runtime.providers.anthropic_messages import (
     AnthropicMessagesProvider,
     AnthropicStreamState,

@@ -23,9 +23,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from harnessc.runtime.signal import AbortSignal  # noqa: E402
+from harnessc.runtime.core.signal import AbortSignal  # noqa: E402
 from harnessc.runtime.tools import create_grep_tool, create_write_tool  # noqa: E402
-from harnessc.runtime.validation import _check, validate_arguments  # noqa: E402
+from harnessc.runtime.tools.validation import _check, validate_arguments  # noqa: E402
 
 SCHEMA = {
     "type": "object",

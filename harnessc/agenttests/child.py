@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harnessc.agenttests.cassette import Cassette, CassetteProvider
-from harnessc.runtime.messages import AssistantMessage, Message
+from harnessc.runtime.core.messages import AssistantMessage, Message
 
 __all__ = ["run_job"]
 

@@ -28,10 +28,10 @@ from harnessc.compiler.pyexpr import (
     py_string,
     string_lines,
 )
-from harnessc.runtime import catalog
-from harnessc.runtime.events import EVENT_ALIASES
-from harnessc.runtime.hooks import canonical_hook_name
-from harnessc.runtime.typed_output import OUTPUT_TOOL
+from harnessc.runtime.core import catalog
+from harnessc.runtime.core.events import EVENT_ALIASES
+from harnessc.runtime.core.hooks import canonical_hook_name
+from harnessc.runtime.core.typed_output import OUTPUT_TOOL
 from harnessc.spec.envref import EnvRef, split_env_refs
 from harnessc.spec.load import LoadedSpec, SubAgentRef
 from harnessc.spec.models import (

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from harnessc.runtime.budget import Budget
-from harnessc.runtime.event_log import EventLog
-from harnessc.runtime.events import Event
-from harnessc.runtime.harness import AgentHarness, HarnessBusyError, RunResult
-from harnessc.runtime.hooks import FailRun, HookSpec, PauseRequest
-from harnessc.runtime.loop import LoopState
-from harnessc.runtime.messages import (
+from harnessc.runtime.agent import AgentHarness, HarnessBusyError, RunResult
+from harnessc.runtime.core.budget import Budget
+from harnessc.runtime.core.event_log import EventLog
+from harnessc.runtime.core.events import Event
+from harnessc.runtime.core.hooks import FailRun, HookSpec, PauseRequest
+from harnessc.runtime.core.loop import LoopState
+from harnessc.runtime.core.messages import (
     AssistantMessage,
     ImageContent,
     TextContent,
@@ -23,7 +23,7 @@ from harnessc.runtime.messages import (
     Usage,
     UserMessage,
 )
-from harnessc.runtime.options import (
+from harnessc.runtime.core.options import (
     AgentHarnessOptions,
     AgentHarnessStreamOptions,
     Model,

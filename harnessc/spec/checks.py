@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path as FsPath
 from typing import Any
 
-from harnessc.runtime.hooks import canonical_hook_name
-from harnessc.runtime.typed_output import OUTPUT_TOOL
+from harnessc.runtime.core.hooks import canonical_hook_name
+from harnessc.runtime.core.typed_output import OUTPUT_TOOL
 from harnessc.spec.diagnostics import Diagnostic, Severity, did_you_mean
 from harnessc.spec.envref import ENV_FIELDS, malformed_env_ref
 from harnessc.spec.mcp_checks import McpNames, check_mcp

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harnessc.runtime import catalog
+from harnessc.runtime.core import catalog
 from harnessc.spec.diagnostics import Severity, did_you_mean
 from harnessc.spec.yamlsource import KeyPath
 

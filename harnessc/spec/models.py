@@ -37,9 +37,9 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, PydanticCustomError
 
-from harnessc.runtime import catalog
-from harnessc.runtime.hooks import HOOK_NAMES, canonical_hook_name
-from harnessc.runtime.options import DEFAULT_TOOL_TIMEOUT_S
+from harnessc.runtime.core import catalog
+from harnessc.runtime.core.hooks import HOOK_NAMES, canonical_hook_name
+from harnessc.runtime.core.options import DEFAULT_TOOL_TIMEOUT_S
 from harnessc.spec.diagnostics import did_you_mean
 
 __all__ = [

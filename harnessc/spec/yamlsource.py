@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from harnessc.runtime.yamlsafe import core_loaders
+from harnessc.runtime.support.yamlsafe import core_loaders
 from harnessc.spec.diagnostics import Diagnostic
 
 __all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_NODES", "Mark", "KeyPath", "YamlSource", "load_yaml"]

@@ -8,8 +8,8 @@ from pathlib import Path
 from harnessc.runtime.cli.output import format_number
 from harnessc.runtime.cli.pause import describe_pause
 from harnessc.runtime.cli.summary import RunSummary, format_cost
-from harnessc.runtime.events import MessageEndEvent, ToolExecutionEndEvent, TurnStartEvent
-from harnessc.runtime.messages import AssistantMessage, Cost, Usage
+from harnessc.runtime.core.events import MessageEndEvent, ToolExecutionEndEvent, TurnStartEvent
+from harnessc.runtime.core.messages import AssistantMessage, Cost, Usage
 from harnessc.testing import ProtocolServer
 
 from .clikit import Agent, text_reply, tool_reply

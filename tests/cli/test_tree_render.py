@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harnessc.runtime.cli.repl.tree import render_tree
-from harnessc.runtime.messages import AssistantMessage, TextContent, UserMessage
+from harnessc.runtime.core.messages import AssistantMessage, TextContent, UserMessage
 from harnessc.runtime.session import Session
 
 

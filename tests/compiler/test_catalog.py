@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harnessc.compiler.render import render
-from harnessc.runtime import catalog
+from harnessc.runtime.core import catalog
 from harnessc.runtime.extensions.registry import build_extension, extension_names
 from harnessc.runtime.providers import get_provider
 from harnessc.runtime.tools import Tool
@@ -144,7 +144,7 @@ def test_the_catalog_is_light() -> None:
         "import sys, json\n"
         "import harnessc.runtime\n"
         "before = set(sys.modules)\n"
-        "from harnessc.runtime import catalog\n"
+        "from harnessc.runtime.core import catalog\n"
         "catalog.tool('bash'); catalog.extension('compaction'); catalog.provider('openai')\n"
         "catalog.extension_for('hook/turn-nudge'); catalog.provider_for_api('anthropic-messages')\n"
         "print(json.dumps(sorted(set(sys.modules) - before)))"
@@ -152,7 +152,7 @@ def test_the_catalog_is_light() -> None:
     out = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     ).stdout
-    assert set(json.loads(out)) <= {"harnessc.runtime.catalog", "inspect"}
+    assert set(json.loads(out)) <= {"harnessc.runtime.core.catalog", "inspect"}
 
 
 @pytest.mark.parametrize("entry", catalog.TOOL_SOURCES, ids=lambda e: e.name)

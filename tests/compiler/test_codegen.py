@@ -340,7 +340,7 @@ def test_generated_modules_use_exactly_the_contract_names() -> None:
             "ExternalTool",
         },
         "harnessc.runtime.resources": {"load_resources", "ContextFileSettings"},
-        "harnessc.runtime.fallback": {"ModelFallback"},
+        "harnessc.runtime.providers.fallback": {"ModelFallback"},
         "harnessc.runtime.telemetry": {"TelemetryConfig", "TelemetryExtension"},
         "harnessc.runtime.session": {"JsonlSessionRepo", "Session"},
         "harnessc.runtime.extensions": {
@@ -362,8 +362,8 @@ def test_generated_modules_use_exactly_the_contract_names() -> None:
         # build_options(http_clients=...)'s annotation, imported for type checkers only.
         "harnessc.runtime.providers.transport": {"HttpClientPool"},
         # a typed agent (output:): its options, and the names its Output model is made of
-        "harnessc.runtime.typed_output": {"OutputConfig"},
-        "harnessc.runtime.output_model": {"BaseModel", "ConfigDict", "Field", "RootModel"},
+        "harnessc.runtime.core.typed_output": {"OutputConfig"},
+        "harnessc.runtime.core.output_model": {"BaseModel", "ConfigDict", "Field", "RootModel"},
         "typing": {"TYPE_CHECKING", "Any", "Literal"},
         "pathlib": {"Path"},
         "__future__": {"annotations"},

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harnessc.compiler.live import LiveAgent
-from harnessc.runtime.fallback import DEFAULT_FALLBACK_ON, ModelFallback
+from harnessc.runtime.providers.fallback import DEFAULT_FALLBACK_ON, ModelFallback
 from harnessc.runtime.session import Session
 from harnessc.spec import format_diagnostics, parse_spec
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from harnessc.runtime.harness import AgentHarness
-from harnessc.runtime.messages import AssistantMessage, ToolResultMessage, UserMessage
+from harnessc.runtime.agent import AgentHarness
+from harnessc.runtime.core.messages import AssistantMessage, ToolResultMessage, UserMessage
 from harnessc.runtime.providers.scripted import ScriptedProvider, reply_text, reply_tool_calls
 from harnessc.runtime.session import Session
 

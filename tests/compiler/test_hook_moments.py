@@ -17,8 +17,8 @@ import pytest
 from harnessc.compiler import compile
 from harnessc.compiler.live import load_module
 from harnessc.compiler.render import hook_moment
-from harnessc.runtime.events import EVENT_ALIASES
-from harnessc.runtime.harness import AgentHarness
+from harnessc.runtime.agent import AgentHarness
+from harnessc.runtime.core.events import EVENT_ALIASES
 from harnessc.runtime.providers.scripted import ScriptedProvider, reply_text, reply_tool_calls
 from harnessc.runtime.session import Session
 from harnessc.spec import format_diagnostics, parse_spec

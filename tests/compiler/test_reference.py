@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from harnessc.cli import cli
 from harnessc.compiler.reference import render_reference
-from harnessc.runtime.hooks import HOOK_NAMES
+from harnessc.runtime.core.hooks import HOOK_NAMES
 from harnessc.spec import format_diagnostics, parse_spec
 from harnessc.spec import models as spec_models
 from harnessc.spec.models import SpecModel

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from harnessc.runtime.core.messages import ToolResultMessage
 from harnessc.runtime.extensions import command_hook
 from harnessc.runtime.extensions.claude_events import compile_matcher
 from harnessc.runtime.extensions.claude_settings import (
@@ -21,7 +22,6 @@ from harnessc.runtime.extensions.claude_tools import (
     claude_tool_input,
     harnessc_tool_input,
 )
-from harnessc.runtime.messages import ToolResultMessage
 from harnessc.runtime.providers.scripted import reply_text, reply_tool_calls
 from harnessc.spec.load import load_spec
 
@@ -335,7 +335,7 @@ def test_settings_session_start_and_post_tool_use(
 def test_notification_type_of_a_pause(
     make_harness: Any, script: Any, tmp_path: Path, pause: str, kind: str
 ) -> None:
-    from harnessc.runtime.hooks import PauseRequest
+    from harnessc.runtime.core.hooks import PauseRequest
     from harnessc.runtime.tools.permission_gate import permission_hook
 
     from ._ext_support import echo_tool

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from harnessc.runtime.core.messages import ToolResultMessage, UserMessage
 from harnessc.runtime.extensions import command_hook
 from harnessc.runtime.extensions.command_hooks import MAX_OUTPUT_BYTES, run_hook_command
 from harnessc.runtime.extensions.protocol import HookTimeoutError
-from harnessc.runtime.messages import ToolResultMessage, UserMessage
 from harnessc.runtime.providers.scripted import reply_text, reply_tool_calls
 
 from ._ext_support import echo_tool, errors, events_of, notices

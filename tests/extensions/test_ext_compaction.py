@@ -6,7 +6,15 @@ from typing import Any
 
 import pytest
 
-from harnessc.runtime.commands import DuplicateCommandError
+from harnessc.runtime.core.commands import DuplicateCommandError
+from harnessc.runtime.core.messages import (
+    AssistantMessage,
+    CustomMessage,
+    Message,
+    ToolResultMessage,
+    UserMessage,
+    message_text,
+)
 from harnessc.runtime.extensions import (
     CompactionConfig,
     CompactionExtension,
@@ -17,14 +25,6 @@ from harnessc.runtime.extensions.compaction import (
     PruneToolResults,
     ServiceOutcome,
     run_pipeline,
-)
-from harnessc.runtime.messages import (
-    AssistantMessage,
-    CustomMessage,
-    Message,
-    ToolResultMessage,
-    UserMessage,
-    message_text,
 )
 from harnessc.runtime.providers.base import Context
 from harnessc.runtime.providers.scripted import ScriptedProvider, reply_text, reply_tool_calls

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from harnessc.runtime.core.hooks import ContextResult, PauseRequest, ToolCallResult
+from harnessc.runtime.core.messages import ToolResultMessage, UserMessage
 from harnessc.runtime.extensions import block_rule, python_hook
 from harnessc.runtime.extensions.protocol import HookProtocolError, check_result
-from harnessc.runtime.hooks import ContextResult, PauseRequest, ToolCallResult
-from harnessc.runtime.messages import ToolResultMessage, UserMessage
 from harnessc.runtime.providers.scripted import reply_text, reply_tool_calls
 
 from ._ext_support import echo_tool, errors
@@ -40,7 +40,7 @@ def test_sync_hook_blocks(make_harness: Any, tmp_path: Path) -> None:
     mod = _module(
         tmp_path,
         """
-        from harnessc.runtime.hooks import ToolCallResult
+        from harnessc.runtime.core.hooks import ToolCallResult
 
         def guard(event):
             if "secret" in event.input.get("text", ""):
@@ -61,8 +61,8 @@ def test_async_hook_with_harness_argument(make_harness: Any, tmp_path: Path) -> 
     mod = _module(
         tmp_path,
         """
-        from harnessc.runtime.hooks import ContextResult
-        from harnessc.runtime.messages import UserMessage
+        from harnessc.runtime.core.hooks import ContextResult
+        from harnessc.runtime.core.messages import UserMessage
 
         async def add_note(event, harness):
             note = UserMessage("session " + harness.session.id)
@@ -163,7 +163,7 @@ def test_unreadable_tool_call_result_blocks_and_names_the_hook(
     mod = _module(
         tmp_path,
         f"""
-        from harnessc.runtime.hooks import ToolCallResult
+        from harnessc.runtime.core.hooks import ToolCallResult
 
         def guard(event):
             return {answer}
@@ -219,7 +219,7 @@ def test_event_hook_may_pause(make_harness: Any, tmp_path: Path) -> None:
     mod = _module(
         tmp_path,
         """
-        from harnessc.runtime.hooks import PauseRequest
+        from harnessc.runtime.core.hooks import PauseRequest
 
         def review(event):
             return PauseRequest("needs review")

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 import harnessc.runtime.extensions as extensions
-from harnessc.runtime.commands import (
+from harnessc.runtime.core.commands import (
     CommandNameError,
     CommandRegistry,
     DuplicateCommandError,
@@ -225,7 +225,7 @@ def test_harness_dispatches_every_command_kind(make_harness: Any, tmp_path: Path
 def test_a_registered_command_can_send_a_prompt() -> None:
     """A handler returning CommandOutcome("prompt", ...) is sent to the model like a
     template (MCP prompts use it); a plain string stays a reply."""
-    from harnessc.runtime.commands import CommandOutcome, CommandRegistry
+    from harnessc.runtime.core.commands import CommandOutcome, CommandRegistry
 
     registry = CommandRegistry()
     registry.register("ask", "", lambda args: CommandOutcome("prompt", f"Tell me about {args}."))

@@ -5,13 +5,13 @@ from typing import Any
 
 import pytest
 
+from harnessc.runtime.core.messages import UserMessage
 from harnessc.runtime.extensions import (
     ExtensionConfigError,
     TurnContinueConfig,
     TurnContinueExtension,
 )
 from harnessc.runtime.extensions.turn_continue import DEFAULT_CONTINUE_PROMPT
-from harnessc.runtime.messages import UserMessage
 from harnessc.runtime.providers.scripted import reply_text, reply_tool_calls
 from harnessc.runtime.tools.tasks import create_task_tools
 

@@ -5,13 +5,13 @@ from typing import Any
 
 import pytest
 
+from harnessc.runtime.core.messages import ToolResultMessage
 from harnessc.runtime.extensions import ExtensionConfigError, TurnNudgeConfig, TurnNudgeExtension
 from harnessc.runtime.extensions.turn_nudge import (
     DEFAULT_NUDGE_LIMIT_MESSAGE,
     DEFAULT_NUDGE_NOTICE,
     format_elapsed,
 )
-from harnessc.runtime.messages import ToolResultMessage
 from harnessc.runtime.providers.scripted import reply_text, reply_tool_calls
 from harnessc.runtime.tools.base import Tool, ToolResult, text_result
 

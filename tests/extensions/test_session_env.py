@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harnessc.runtime.core.messages import ToolResultMessage
+from harnessc.runtime.core.options import ToolContextSource
 from harnessc.runtime.extensions import claude_settings_hooks
 from harnessc.runtime.extensions.session_env import parse_env_file
-from harnessc.runtime.messages import ToolResultMessage
-from harnessc.runtime.options import ToolContextSource
 from harnessc.runtime.providers.scripted import reply_text, reply_tool_calls
 from harnessc.runtime.tools.bash import create_bash_tool
 

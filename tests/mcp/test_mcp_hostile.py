@@ -21,11 +21,11 @@ from typing import Any
 
 import pytest
 
-from harnessc.runtime.harness import AgentHarness
+from harnessc.runtime.agent import AgentHarness
+from harnessc.runtime.core.messages import ToolResultMessage
+from harnessc.runtime.core.options import AgentHarnessOptions, Model
 from harnessc.runtime.mcp import McpServerConfig, McpToolset, load_mcp_json
 from harnessc.runtime.mcp.images import check_image, image_size
-from harnessc.runtime.messages import ToolResultMessage
-from harnessc.runtime.options import AgentHarnessOptions, Model
 from harnessc.runtime.providers.scripted import ScriptedProvider, reply_text, reply_tool_calls
 from harnessc.runtime.session import Session
 from harnessc.runtime.tools import builtin_tools

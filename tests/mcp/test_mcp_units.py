@@ -16,18 +16,18 @@ from typing import Any
 
 import pytest
 
-from harnessc.runtime import catalog
+from harnessc.runtime.agent import AgentHarness
 from harnessc.runtime.cli.output import TextPrinter
-from harnessc.runtime.harness import AgentHarness
+from harnessc.runtime.core import catalog
+from harnessc.runtime.core.messages import ToolResultMessage
+from harnessc.runtime.core.options import AgentHarnessOptions, Model
+from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.mcp import McpConfigError, McpServerConfig, McpToolset, load_mcp_json
 from harnessc.runtime.mcp import toolset as toolset_module
 from harnessc.runtime.mcp.env import child_environ
 from harnessc.runtime.mcp.results import schema_problem, to_tool_result
-from harnessc.runtime.messages import ToolResultMessage
-from harnessc.runtime.options import AgentHarnessOptions, Model
 from harnessc.runtime.providers.scripted import ScriptedProvider, reply_text, reply_tool_calls
 from harnessc.runtime.session import Session
-from harnessc.runtime.signal import AbortSignal
 from harnessc.spec import parse_spec
 
 from .mcpkit import SERVER, recorded_pids, wait_gone
@@ -46,7 +46,7 @@ def _modules_after(code: str) -> set[str]:
 
 LOAD = (
     "import importlib.util\n"
-    "from harnessc.runtime.harness import AgentHarness\n"
+    "from harnessc.runtime.agent import AgentHarness\n"
     "from harnessc.runtime.session import Session\n"
     "spec = importlib.util.spec_from_file_location('agent', 'generated/{name}.py')\n"
     "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)\n"

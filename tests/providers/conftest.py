@@ -6,8 +6,13 @@ from typing import Any
 
 import pytest
 
-from harnessc.runtime.messages import Message, UserMessage
-from harnessc.runtime.options import AgentHarnessStreamOptions, Model, RetryOptions, ThinkingLevel
+from harnessc.runtime.core.messages import Message, UserMessage
+from harnessc.runtime.core.options import (
+    AgentHarnessStreamOptions,
+    Model,
+    RetryOptions,
+    ThinkingLevel,
+)
 from harnessc.runtime.providers.base import (
     AssistantMessageEvent,
     Context,

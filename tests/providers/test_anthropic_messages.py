@@ -3,7 +3,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from harnessc.runtime.messages import (
+from harnessc.runtime.core.messages import (
     AssistantMessage,
     TextContent,
     ThinkingContent,
@@ -11,7 +11,7 @@ from harnessc.runtime.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from harnessc.runtime.options import Model, ModelCost, ThinkingLevel
+from harnessc.runtime.core.options import Model, ModelCost, ThinkingLevel
 from harnessc.runtime.providers.anthropic_messages import AnthropicMessagesProvider
 from harnessc.runtime.providers.base import ProviderRetry
 from harnessc.testing import (

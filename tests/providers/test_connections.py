@@ -16,8 +16,8 @@ from collections.abc import Iterator
 import pytest
 import trustme
 
-from harnessc.runtime.messages import UserMessage
-from harnessc.runtime.options import Model
+from harnessc.runtime.core.messages import UserMessage
+from harnessc.runtime.core.options import Model
 from harnessc.runtime.providers.clients import HttpClientPool, environment_proxy
 from harnessc.runtime.providers.openai_completions import OpenAICompletionsProvider
 from harnessc.testing import ProtocolServer, ScriptedResponse, openai_events

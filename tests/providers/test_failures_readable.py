@@ -14,7 +14,7 @@ import pytest
 from aiohttp.client_reqrep import ConnectionKey
 
 from harnessc.runtime import AgentHarness, AgentHarnessOptions, Model
-from harnessc.runtime.messages import AssistantMessage, TextContent, UserMessage
+from harnessc.runtime.core.messages import AssistantMessage, TextContent, UserMessage
 from harnessc.runtime.providers.base import ProviderRetry
 from harnessc.runtime.providers.errors import error_text_from_body, redact, redact_url
 from harnessc.runtime.providers.hints import describe_transport_error

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from harnessc.runtime.messages import (
+from harnessc.runtime.core.messages import (
     AssistantMessage,
     TextContent,
     ThinkingContent,
@@ -8,7 +8,7 @@ from harnessc.runtime.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from harnessc.runtime.options import Model, ThinkingLevel
+from harnessc.runtime.core.options import Model, ThinkingLevel
 from harnessc.runtime.providers.google_generative_ai import GoogleGenerativeAIProvider
 from harnessc.testing import ProtocolServer, ScriptedResponse, google_chunk, google_events, sse_data
 

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from harnessc.runtime import AgentHarness, AgentHarnessOptions, EventLog
-from harnessc.runtime.options import AgentHarnessStreamOptions, Model, RetryOptions
+from harnessc.runtime.core.options import AgentHarnessStreamOptions, Model, RetryOptions
 from harnessc.runtime.tools.base import Tool, ToolResult, text_result
 from harnessc.testing import ScriptedResponse, openai_events, openai_tool_call_events
 

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from harnessc.runtime import AgentHarness, AgentHarnessOptions, AgentHarnessStreamOptions, Model
-from harnessc.runtime.messages import AssistantMessage, ToolCall, UserMessage
-from harnessc.runtime.options import RetryOptions
+from harnessc.runtime.core.messages import AssistantMessage, ToolCall, UserMessage
+from harnessc.runtime.core.options import RetryOptions
 from harnessc.runtime.providers.base import Context, ProviderRequest
 from harnessc.runtime.providers.pool import ProviderPool
 from harnessc.runtime.tools.base import Tool, ToolResult, text_result

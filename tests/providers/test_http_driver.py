@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from harnessc.runtime.options import Model
+from harnessc.runtime.core.options import Model
 from harnessc.runtime.providers.base import AssistantMessageEvent, ProviderRetry
 from harnessc.runtime.providers.openai_completions import OpenAICompletionsProvider
 from harnessc.testing import ProtocolServer, ScriptedResponse, openai_events

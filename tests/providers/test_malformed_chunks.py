@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from harnessc.runtime import AgentHarness, AgentHarnessOptions, AgentHarnessStreamOptions, Model
-from harnessc.runtime.events import NoticeEvent
+from harnessc.runtime.core.events import NoticeEvent
 from harnessc.runtime.providers.pool import ProviderPool
 from harnessc.testing import (
     AnthropicBlock,

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from harnessc.runtime.messages import (
+from harnessc.runtime.core.messages import (
     AssistantMessage,
     ImageContent,
     TextContent,
@@ -13,7 +13,7 @@ from harnessc.runtime.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from harnessc.runtime.options import Model, ModelCost, ThinkingLevel
+from harnessc.runtime.core.options import Model, ModelCost, ThinkingLevel
 from harnessc.runtime.providers.openai_completions import (
     OpenAICompletionsProvider,
     openai_compat,

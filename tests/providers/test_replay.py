@@ -5,14 +5,14 @@ from pathlib import Path
 
 import pytest
 
-from harnessc.runtime.messages import (
+from harnessc.runtime.core.messages import (
     AssistantMessage,
     TextContent,
     ToolCall,
     ToolResultMessage,
     UserMessage,
 )
-from harnessc.runtime.options import Model
+from harnessc.runtime.core.options import Model
 from harnessc.runtime.providers.replay import ReplayProvider, load_recorded_replies
 
 MODEL = Model(id="gpt-test", api="openai-completions")

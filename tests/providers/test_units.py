@@ -7,7 +7,7 @@ from email.utils import formatdate
 
 import pytest
 
-from harnessc.runtime.options import RetryOptions
+from harnessc.runtime.core.options import RetryOptions
 from harnessc.runtime.providers import get_provider
 from harnessc.runtime.providers.anthropic_messages import AnthropicMessagesProvider
 from harnessc.runtime.providers.errors import (

@@ -199,7 +199,7 @@ def test_children_of_an_unprivileged_agent_cannot_read_its_key() -> None:
     script = textwrap.dedent(
         f"""\
         import asyncio, shlex, sys
-        from harnessc.runtime.signal import AbortSignal
+        from harnessc.runtime.core.signal import AbortSignal
         from harnessc.runtime.tools import create_bash_tool
         command = sys.executable + " -c " + shlex.quote({PROBE!r})
         result = asyncio.run(create_bash_tool().run(

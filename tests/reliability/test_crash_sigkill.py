@@ -20,7 +20,7 @@ from collections import Counter
 from pathlib import Path
 
 from harnessc.runtime import AgentHarness, AgentHarnessOptions, Model
-from harnessc.runtime.messages import AssistantMessage, ToolResultMessage, UserMessage
+from harnessc.runtime.core.messages import AssistantMessage, ToolResultMessage, UserMessage
 from harnessc.runtime.providers.scripted import ScriptedProvider
 from harnessc.runtime.session import JsonlSessionRepo, SessionFileError
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from harnessc.runtime import AgentHarness, AgentHarnessOptions, Model
-from harnessc.runtime.options import AgentHarnessStreamOptions
+from harnessc.runtime.core.options import AgentHarnessStreamOptions
 from harnessc.runtime.providers.base import Context, ProviderRequest
 from harnessc.runtime.providers.convert import wire_messages
 from harnessc.runtime.providers.openai_completions import build_openai_payload

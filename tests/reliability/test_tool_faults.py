@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from harnessc.runtime import AgentHarness, AgentHarnessOptions, EventLog, Model, ToolContextSource
+from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.providers.scripted import ScriptedProvider, reply_tool_calls
-from harnessc.runtime.signal import AbortSignal
 from harnessc.runtime.tools import (
     create_bash_tool,
     create_edit_tool,
@@ -319,7 +319,7 @@ TOOLS_CHILD = textwrap.dedent(
     """
     import asyncio, json, resource, sys, time
     resource.setrlimit(resource.RLIMIT_AS, (768 << 20, 768 << 20))
-    from harnessc.runtime.signal import AbortSignal
+    from harnessc.runtime.core.signal import AbortSignal
     from harnessc.runtime import tools
 
     def peak_mb():

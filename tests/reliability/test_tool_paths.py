@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from harnessc.runtime.signal import AbortSignal
+from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.tools import (
     create_edit_tool,
     create_find_tool,

@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harnessc.runtime import AgentHarness, AgentHarnessOptions, Model
+from harnessc.runtime.core.messages import AssistantMessage, Message, TextContent
 from harnessc.runtime.extensions.compaction import (
     CompactionExtension,
     PipelineContext,
     ServiceOutcome,
 )
-from harnessc.runtime.messages import AssistantMessage, Message, TextContent
 from harnessc.runtime.providers.base import Context
 from harnessc.runtime.providers.scripted import ScriptedProvider
 

@@ -20,9 +20,9 @@ from harnessc.runtime import (
     ToolResultMessage,
     UserMessage,
 )
-from harnessc.runtime.hooks import UnknownHookError
+from harnessc.runtime.core.hooks import UnknownHookError
+from harnessc.runtime.core.replay import replay_events
 from harnessc.runtime.providers.scripted import ScriptedProvider, reply_text, reply_tool_calls
-from harnessc.runtime.replay import replay_events
 from harnessc.runtime.tools.base import Tool, ToolResult, text_result
 
 

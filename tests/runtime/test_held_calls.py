@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from harnessc.runtime import PauseRequest, ToolResultMessage
-from harnessc.runtime.hooks import HookSpec
+from harnessc.runtime.core.hooks import HookSpec
 from harnessc.runtime.providers.scripted import ScriptedProvider, reply_text, reply_tool_calls
 
 from .test_run_state_defects import Counter, new_file_harness, open_harness

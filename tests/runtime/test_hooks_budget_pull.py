@@ -18,7 +18,7 @@ from harnessc.runtime import (
     TextContent,
     ToolResultMessage,
 )
-from harnessc.runtime.hooks import (
+from harnessc.runtime.core.hooks import (
     SEED_004_TOPICS,
     BeforeAgentStartResult,
     ContextResult,
@@ -244,7 +244,7 @@ def test_each_budget_limit_pauses_and_resumes(
     make_harness: Any, kit: Any, limit: str, budget: Budget, replies: Any
 ) -> None:
     from harnessc.runtime import Usage
-    from harnessc.runtime.messages import Cost
+    from harnessc.runtime.core.messages import Cost
 
     usage = Usage(input=80, output=40, cost=Cost(total=0.02))
     script = [

@@ -49,8 +49,8 @@ from harnessc.runtime import (
     ToolResultMessage,
     Usage,
 )
-from harnessc.runtime.hooks import ToolCallResult
-from harnessc.runtime.messages import AssistantMessage, Cost, TextContent, ToolCall
+from harnessc.runtime.core.hooks import ToolCallResult
+from harnessc.runtime.core.messages import AssistantMessage, Cost, TextContent, ToolCall
 from harnessc.runtime.providers.base import Context
 from harnessc.runtime.providers.scripted import ScriptedProvider
 from harnessc.runtime.session import JsonlSessionRepo

@@ -17,8 +17,8 @@ from harnessc.runtime import (
     PauseRequest,
     ToolResultMessage,
 )
-from harnessc.runtime.hooks import HookSpec
-from harnessc.runtime.messages import message_text
+from harnessc.runtime.core.hooks import HookSpec
+from harnessc.runtime.core.messages import message_text
 from harnessc.runtime.providers.scripted import ScriptedProvider, reply_text, reply_tool_calls
 from harnessc.runtime.tools.base import Tool, text_result
 
@@ -255,7 +255,7 @@ class _DeadlineProvider:
         return self._stream(request)
 
     async def _stream(self, request: Any) -> Any:
-        from harnessc.runtime.messages import AssistantMessage, TextContent
+        from harnessc.runtime.core.messages import AssistantMessage, TextContent
         from harnessc.runtime.providers.base import AssistantMessageEvent
 
         self.deadlines.append(request.deadline)
@@ -383,7 +383,7 @@ class _SummaryWatcher:
 
     async def _stream(self, request: Any) -> Any:
         from harnessc.runtime import Usage
-        from harnessc.runtime.messages import AssistantMessage, TextContent
+        from harnessc.runtime.core.messages import AssistantMessage, TextContent
         from harnessc.runtime.providers.base import AssistantMessageEvent
 
         message = AssistantMessage(api="scripted", provider="test", model="scripted-1")
@@ -553,7 +553,7 @@ def test_resuming_after_the_final_reply_continues_with_a_queued_message(
 
 
 def test_a_self_transition_is_illegal_like_any_other(make_harness: Any, kit: Any) -> None:
-    from harnessc.runtime.loop import IllegalTransitionError, LoopState
+    from harnessc.runtime.core.loop import IllegalTransitionError, LoopState
 
     harness, log = make_harness(
         [reply_tool_calls([("ask_user", {"question": "ok?"})])], tools=[kit.ask_tool()]

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from harnessc.runtime.loop import TRANSITIONS, IllegalTransitionError, LoopState, StateMachine
+from harnessc.runtime.core.loop import TRANSITIONS, IllegalTransitionError, LoopState, StateMachine
 
 LEGAL = {
     (LoopState.IDLE, LoopState.PLANNING),

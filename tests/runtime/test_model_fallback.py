@@ -11,10 +11,10 @@ from collections.abc import Iterator
 import pytest
 
 from harnessc.runtime import AgentHarness, AgentHarnessOptions, EventLog, Model
-from harnessc.runtime.budget import Budget
-from harnessc.runtime.fallback import ModelFallback
-from harnessc.runtime.model_options import ModelCost, RetryOptions
-from harnessc.runtime.options import AgentHarnessStreamOptions
+from harnessc.runtime.core.budget import Budget
+from harnessc.runtime.core.model_options import ModelCost, RetryOptions
+from harnessc.runtime.core.options import AgentHarnessStreamOptions
+from harnessc.runtime.providers.fallback import ModelFallback
 from harnessc.runtime.session import Session
 from harnessc.testing import ProtocolServer, ScriptedResponse
 from harnessc.testing.streams import AnthropicBlock, anthropic_events, openai_events

@@ -24,7 +24,7 @@ from harnessc.runtime import (
     PauseRequest,
     Usage,
 )
-from harnessc.runtime.messages import AssistantMessage, Cost, TextContent, ToolCall
+from harnessc.runtime.core.messages import AssistantMessage, Cost, TextContent, ToolCall
 from harnessc.runtime.providers.base import Context
 from harnessc.runtime.providers.scripted import ScriptedProvider
 from harnessc.runtime.session import JsonlSessionRepo

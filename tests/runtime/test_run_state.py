@@ -11,10 +11,10 @@ from harnessc.runtime.agent.bus import EventBus
 from harnessc.runtime.agent.context import ContextWindow
 from harnessc.runtime.agent.hooks import HookRunner
 from harnessc.runtime.agent.run_state import CallRecord, RunState
-from harnessc.runtime.budget import Budget, BudgetUsage
-from harnessc.runtime.loop import LoopState
-from harnessc.runtime.message_size import estimate_context_tokens
-from harnessc.runtime.messages import (
+from harnessc.runtime.core.budget import Budget, BudgetUsage
+from harnessc.runtime.core.loop import LoopState
+from harnessc.runtime.core.message_size import estimate_context_tokens
+from harnessc.runtime.core.messages import (
     AssistantMessage,
     TextContent,
     ToolCall,

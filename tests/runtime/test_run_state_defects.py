@@ -382,7 +382,7 @@ def test_11_plan_commit_fires_for_a_text_reply() -> None:
 
 
 def test_12_replay_rejects_transitions_that_do_not_chain() -> None:
-    from harnessc.runtime.replay import ReplayError, replay_events
+    from harnessc.runtime.core.replay import ReplayError, replay_events
 
     events = [
         {"type": "state_change", "seq": 1, "from_state": "IDLE", "to_state": "PLANNING"},

@@ -15,9 +15,9 @@ from harnessc.runtime import (
     Model,
     Usage,
 )
-from harnessc.runtime.events import EVENT_ALIASES
-from harnessc.runtime.hooks import SEED_004_TOPICS
-from harnessc.runtime.messages import Cost
+from harnessc.runtime.core.events import EVENT_ALIASES
+from harnessc.runtime.core.hooks import SEED_004_TOPICS
+from harnessc.runtime.core.messages import Cost
 from harnessc.runtime.providers.scripted import ScriptedProvider, reply_tool_calls
 from harnessc.runtime.tools.base import ExternalTool, Tool, text_result
 

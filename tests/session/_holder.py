@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from harnessc.runtime.messages import UserMessage
+from harnessc.runtime.core.messages import UserMessage
 from harnessc.runtime.session import JsonlSessionRepo
 
 

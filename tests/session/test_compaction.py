@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from harnessc.runtime.messages import (
+from harnessc.runtime.core.messages import (
     AssistantMessage,
     CustomMessage,
     ImageContent,
@@ -17,7 +17,7 @@ from harnessc.runtime.messages import (
     Usage,
     UserMessage,
 )
-from harnessc.runtime.options import Model
+from harnessc.runtime.core.options import Model
 from harnessc.runtime.providers.base import Context
 from harnessc.runtime.providers.scripted import ScriptedProvider
 from harnessc.runtime.session import (

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harnessc.runtime.messages import UserMessage
+from harnessc.runtime.core.messages import UserMessage
 from harnessc.runtime.session import (
     JsonlSessionRepo,
     SessionFileError,

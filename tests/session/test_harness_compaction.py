@@ -6,8 +6,8 @@ import asyncio
 from typing import Any
 
 from harnessc.runtime import AgentHarness, AgentHarnessOptions, EventLog, Model
-from harnessc.runtime.hooks import SessionBeforeCompactResult
-from harnessc.runtime.messages import AssistantMessage, CustomMessage, Usage
+from harnessc.runtime.core.hooks import SessionBeforeCompactResult
+from harnessc.runtime.core.messages import AssistantMessage, CustomMessage, Usage
 from harnessc.runtime.providers.base import Context
 from harnessc.runtime.providers.scripted import ScriptedProvider, reply_text
 from harnessc.runtime.session import (
@@ -204,7 +204,7 @@ def test_navigate_tree_with_a_branch_summary(repo: JsonlSessionRepo) -> None:
 
 
 def test_event_log_replay_follows_compaction_and_tree_moves(repo: JsonlSessionRepo) -> None:
-    from harnessc.runtime.replay import replay_events
+    from harnessc.runtime.core.replay import replay_events
 
     harness, log = make(repo, Model_())
     ask(harness, 8, size=2000)

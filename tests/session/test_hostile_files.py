@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import harnessc
-from harnessc.runtime.messages import AssistantMessage, TextContent, UserMessage
+from harnessc.runtime.core.messages import AssistantMessage, TextContent, UserMessage
 from harnessc.runtime.session import (
     JsonlSessionRepo,
     Session,
@@ -137,7 +137,7 @@ def test_file_size_limit_mid_line_leaves_a_valid_session(repo: JsonlSessionRepo)
     size = os.path.getsize(s.path)
     child = run_child(
         f"""
-        from harnessc.runtime.messages import UserMessage
+        from harnessc.runtime.core.messages import UserMessage
         from harnessc.runtime.session import JsonlSessionRepo, SessionWriteError
         s = JsonlSessionRepo({str(repo.root)!r}).open({s.id!r})
         try:

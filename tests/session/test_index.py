@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harnessc.runtime.messages import AssistantMessage, TextContent, ThinkingContent
+from harnessc.runtime.core.messages import AssistantMessage, TextContent, ThinkingContent
 from harnessc.runtime.session import (
     JsonlSessionRepo,
     SearchQueryError,

@@ -6,7 +6,7 @@ import gc
 import json
 from pathlib import Path
 
-from harnessc.runtime.messages import AssistantMessage, TextContent, ToolCall, UserMessage
+from harnessc.runtime.core.messages import AssistantMessage, TextContent, ToolCall, UserMessage
 from harnessc.runtime.session import JsonlSessionRepo, Session
 from harnessc.runtime.session.entries import SessionEntry
 

@@ -6,7 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
-from harnessc.runtime.messages import (
+from harnessc.runtime.core.messages import (
     AssistantMessage,
     CustomMessage,
     ThinkingContent,

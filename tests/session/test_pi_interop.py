@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from harnessc.runtime.messages import (
+from harnessc.runtime.core.messages import (
     AssistantMessage,
     CustomMessage,
     Message,

@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from harnessc.runtime import AgentHarness, AgentHarnessOptions, Model
-from harnessc.runtime.messages import ToolCall, ToolResultMessage
+from harnessc.runtime.core.messages import ToolCall, ToolResultMessage
 from harnessc.runtime.providers.scripted import ScriptedProvider, reply_tool_calls
 from harnessc.runtime.session import (
     JsonlSessionRepo,

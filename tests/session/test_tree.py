@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from harnessc.runtime.messages import CustomMessage, TextContent, UserMessage
+from harnessc.runtime.core.messages import CustomMessage, TextContent, UserMessage
 from harnessc.runtime.session import (
     JsonlSessionRepo,
     Session,

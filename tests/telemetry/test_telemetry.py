@@ -20,9 +20,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from harnessc.runtime import AgentHarness, AgentHarnessOptions, Model
-from harnessc.runtime.fallback import ModelFallback
-from harnessc.runtime.model_options import RetryOptions
-from harnessc.runtime.options import AgentHarnessStreamOptions
+from harnessc.runtime.core.model_options import RetryOptions
+from harnessc.runtime.core.options import AgentHarnessStreamOptions
+from harnessc.runtime.providers.fallback import ModelFallback
 from harnessc.runtime.session import Session
 from harnessc.runtime.telemetry import TelemetryConfig, TelemetryExtension, resolve_config
 from harnessc.runtime.tools import python_tool
@@ -254,7 +254,7 @@ SCRIPT = r"""
 import asyncio, sys
 from pathlib import Path
 from harnessc.runtime import AgentHarness, AgentHarnessOptions, Model
-from harnessc.runtime.budget import Budget
+from harnessc.runtime.core.budget import Budget
 from harnessc.runtime.session import JsonlSessionRepo
 from harnessc.runtime.telemetry import TelemetryConfig, TelemetryExtension
 from harnessc.runtime.tools import python_tool

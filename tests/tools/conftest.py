@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from harnessc.runtime.messages import TextContent
-from harnessc.runtime.signal import AbortSignal
+from harnessc.runtime.core.messages import TextContent
+from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.tools.base import AgentTool, ToolResult
 
 

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from harnessc.runtime.children import supervised
+from harnessc.runtime.processes.children import supervised
 
 
 def _run(argv: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -95,8 +95,8 @@ def test_protect_secrets_blanks_credentials_in_the_startup_environment() -> None
     script = textwrap.dedent(
         """\
         import ctypes, os, subprocess, sys
-        from harnessc.runtime.children import protect_secrets
-        from harnessc.runtime.secrets import register_secret_names
+        from harnessc.runtime.processes.children import protect_secrets
+        from harnessc.runtime.processes.secrets import register_secret_names
         assert protect_secrets()
         register_secret_names(["PLAINNAME"])  # a model's api_key_env, known later
         assert protect_secrets()
@@ -132,7 +132,7 @@ def test_the_command_group_is_gone_soon_after_the_agent() -> None:
     script = textwrap.dedent(
         """\
         import subprocess, sys
-        from harnessc.runtime.children import supervised
+        from harnessc.runtime.processes.children import supervised
         process = subprocess.Popen(supervised(["sh", "-c", "sleep 300 & echo $!; sleep 300"]),
                                    stdout=subprocess.PIPE, text=True)
         print(process.pid, process.stdout.readline().strip(), flush=True)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from harnessc.runtime import AgentHarness, AgentHarnessOptions, Model, ToolResultMessage
-from harnessc.runtime.options import ToolContextSource
+from harnessc.runtime.core.options import ToolContextSource
 from harnessc.runtime.providers.scripted import ScriptedProvider, reply_text, reply_tool_calls
 from harnessc.runtime.session import JsonlSessionRepo
 from harnessc.runtime.tools import builtin_tools

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 
-from harnessc.runtime.signal import AbortSignal
+from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.tools import python_tool
 
 

@@ -6,7 +6,7 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from harnessc.runtime.signal import AbortSignal
+from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.tools import create_bash_tool, create_read_tool
 from harnessc.runtime.tools.truncate import MAX_BYTES
 

@@ -4,7 +4,7 @@ import asyncio
 import os
 import stat
 
-from harnessc.runtime.signal import AbortSignal
+from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.tools import create_edit_tool, create_write_tool
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harnessc.runtime.signal import AbortSignal
+from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.tools import (
     create_edit_tool,
     create_find_tool,
@@ -109,7 +109,7 @@ def test_abort_stops_a_running_grep_and_the_loop_stays_live(ws):
 
 SCRIPT = """
 import asyncio, sys
-from harnessc.runtime.signal import AbortSignal
+from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.tools import create_grep_tool
 sig = AbortSignal()
 async def main():

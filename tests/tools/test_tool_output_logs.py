@@ -17,7 +17,7 @@ ROOT = str(Path(__file__).resolve().parents[2])
 
 AGENT = """
 import asyncio, os, sys
-from harnessc.runtime.signal import AbortSignal
+from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.tools import create_bash_tool
 async def main():
     r = await create_bash_tool().execute(

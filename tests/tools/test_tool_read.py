@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import base64
 
-from harnessc.runtime.messages import ImageContent
+from harnessc.runtime.core.messages import ImageContent
 from harnessc.runtime.tools import create_read_tool
 
 PNG = base64.b64decode(

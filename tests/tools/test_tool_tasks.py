@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from harnessc.runtime.messages import TextContent, ToolResultMessage, message_from_dict
+from harnessc.runtime.core.messages import TextContent, ToolResultMessage, message_from_dict
 from harnessc.runtime.tools import (
     ALL_DONE_MESSAGE,
     TaskState,

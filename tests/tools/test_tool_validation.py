@@ -13,7 +13,7 @@ import pytest
 from harnessc.runtime import AgentHarness, AgentHarnessOptions, Model, ToolResultMessage
 from harnessc.runtime.session import JsonlSessionRepo
 from harnessc.runtime.tools.base import Tool, ToolResult, text_result
-from harnessc.runtime.validation import MAX_ARGUMENT_DEPTH, argument_depth, validate_arguments
+from harnessc.runtime.tools.validation import MAX_ARGUMENT_DEPTH, argument_depth, validate_arguments
 from harnessc.testing import ProtocolServer, ScriptedResponse, openai_events
 from harnessc.testing.streams import openai_tool_call_events
 

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harnessc.runtime.signal import AbortSignal
+from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.tools import create_edit_tool, create_write_tool
 
 WRITES = 3000

@@ -16,9 +16,9 @@ import asyncio
 from typing import Any
 
 from harnessc.runtime.agent.parts import Parts
-from harnessc.runtime.budget import Budget, BudgetWarning
-from harnessc.runtime.events import BudgetWarnEvent
-from harnessc.runtime.messages import AssistantMessage
+from harnessc.runtime.core.budget import Budget, BudgetWarning
+from harnessc.runtime.core.events import BudgetWarnEvent
+from harnessc.runtime.core.messages import AssistantMessage
 
 __all__ = [
     "SPEND_LIMITS",

@@ -14,8 +14,8 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from harnessc.runtime.events import ErrorEvent, Event, describe_exception
-from harnessc.runtime.hooks import PauseRequest
+from harnessc.runtime.core.events import ErrorEvent, Event, describe_exception
+from harnessc.runtime.core.hooks import PauseRequest
 
 if TYPE_CHECKING:
     from harnessc.runtime.agent.hooks import HookRunner

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from harnessc.runtime.agent.bus import EventBus
-from harnessc.runtime.events import MessageEndEvent, MessageStartEvent
-from harnessc.runtime.message_size import estimate_tokens, reported_tokens
-from harnessc.runtime.messages import AssistantMessage, Message
+from harnessc.runtime.core.events import MessageEndEvent, MessageStartEvent
+from harnessc.runtime.core.message_size import estimate_tokens, reported_tokens
+from harnessc.runtime.core.messages import AssistantMessage, Message
 from harnessc.runtime.session.session import Session
 
 __all__ = ["ContextWindow"]

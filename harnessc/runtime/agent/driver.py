@@ -19,30 +19,30 @@ from harnessc.runtime.agent.loop_compaction import auto_compact, recover_overflo
 from harnessc.runtime.agent.parts import Parts
 from harnessc.runtime.agent.results import RunResult, RunStatus
 from harnessc.runtime.agent.run_state import RunState
-from harnessc.runtime.blocking import run_blocking
-from harnessc.runtime.events import (
+from harnessc.runtime.core.events import (
     AgentResumeEvent,
     AgentStartEvent,
     ErrorEvent,
     TurnEndEvent,
     TurnStartEvent,
 )
-from harnessc.runtime.hooks import (
+from harnessc.runtime.core.hooks import (
     BeforeAgentStartEvent,
     BeforeAgentStartResult,
     BeforeStopEvent,
     PauseRequest,
     StopDecision,
 )
-from harnessc.runtime.loop import LoopState
-from harnessc.runtime.messages import (
+from harnessc.runtime.core.loop import LoopState
+from harnessc.runtime.core.messages import (
     AssistantMessage,
     Message,
     TextContent,
     ToolResultMessage,
     UserContent,
 )
-from harnessc.runtime.run_inputs import LIVE
+from harnessc.runtime.core.run_inputs import LIVE
+from harnessc.runtime.support.blocking import run_blocking
 
 __all__ = ["abandon", "begin", "drive", "resume_paused", "resume_tools"]
 

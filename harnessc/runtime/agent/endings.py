@@ -12,14 +12,14 @@ from harnessc.runtime.agent import tool_batch
 from harnessc.runtime.agent.parts import Parts
 from harnessc.runtime.agent.results import RunResult, RunStatus
 from harnessc.runtime.agent.run_state import RunState
-from harnessc.runtime.events import (
+from harnessc.runtime.core.events import (
     AbortEvent,
     AgentEndEvent,
     AgentPauseEvent,
     ErrorEvent,
     describe_exception,
 )
-from harnessc.runtime.loop import LoopState
+from harnessc.runtime.core.loop import LoopState
 
 __all__ = ["aborted", "await_tools", "crashed", "finish", "pause", "record_pause"]
 
@@ -125,7 +125,7 @@ async def aborted(parts: Parts, run: RunState) -> RunResult:
 
 
 async def crashed(parts: Parts, run: RunState, exc: Exception) -> RunResult:
-    from harnessc.runtime.hooks import FailRun
+    from harnessc.runtime.core.hooks import FailRun
     from harnessc.runtime.session.entries import SessionError
 
     if isinstance(exc, SessionError):  # disk full, a lock lost: expected, and named

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from harnessc.runtime.agent.parts import Parts
-from harnessc.runtime.budget import Budget
-from harnessc.runtime.messages import UserMessage
-from harnessc.runtime.options import (
+from harnessc.runtime.core.budget import Budget
+from harnessc.runtime.core.messages import UserMessage
+from harnessc.runtime.core.options import (
     AgentHarnessStreamOptions,
     Model,
     ThinkingLevel,

@@ -18,11 +18,11 @@ from harnessc.runtime.agent.parts import Parts
 from harnessc.runtime.agent.results import HarnessBusyError, RunResult
 from harnessc.runtime.agent.run_state import RunState
 from harnessc.runtime.agent.settings import DEFAULT_SYSTEM_PROMPT
-from harnessc.runtime.budget import Budget, BudgetTracker
-from harnessc.runtime.commands import CommandOutcome, CommandRegistry, split_command
-from harnessc.runtime.events import Event, NoticeEvent
-from harnessc.runtime.loop import LoopState
-from harnessc.runtime.messages import (
+from harnessc.runtime.core.budget import Budget, BudgetTracker
+from harnessc.runtime.core.commands import CommandOutcome, CommandRegistry, split_command
+from harnessc.runtime.core.events import Event, NoticeEvent
+from harnessc.runtime.core.loop import LoopState
+from harnessc.runtime.core.messages import (
     ImageContent,
     Message,
     TextContent,
@@ -31,13 +31,13 @@ from harnessc.runtime.messages import (
     UserMessage,
     message_text,
 )
-from harnessc.runtime.options import (
+from harnessc.runtime.core.options import (
     AgentHarnessOptions,
     Model,
 )
+from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.providers.base import Provider
 from harnessc.runtime.session.session import Session
-from harnessc.runtime.signal import AbortSignal
 
 if TYPE_CHECKING:
     from harnessc.runtime.extensions.base import CompactionPipeline, HarnessContext

@@ -17,9 +17,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harnessc.runtime.budget import Budget
-from harnessc.runtime.events import event_matches
-from harnessc.runtime.hooks import (
+from harnessc.runtime.core.budget import Budget
+from harnessc.runtime.core.events import event_matches
+from harnessc.runtime.core.hooks import (
     EVENT_ALIASES,
     AfterPlanEvent,
     AfterPlanResult,
@@ -49,7 +49,7 @@ from harnessc.runtime.hooks import (
     canonical_hook_name,
     hook_result_problem,
 )
-from harnessc.runtime.messages import UserMessage
+from harnessc.runtime.core.messages import UserMessage
 
 __all__ = ["HOOK_REGISTRY", "HookMoment", "HookRunner", "coerce"]
 
@@ -189,7 +189,7 @@ class HookRunner:
     async def _failed(
         self, moment: str, handler: _Handler, exc: BaseException, what: str, fail: Any
     ) -> None:
-        from harnessc.runtime.events import describe_exception
+        from harnessc.runtime.core.events import describe_exception
 
         if what == "returned":
             message = f"hook {moment} ({handler.label}) returned an unusable result: "

@@ -18,7 +18,7 @@ from harnessc.runtime.agent import budget_gate
 from harnessc.runtime.agent.hooks import coerce
 from harnessc.runtime.agent.parts import Parts
 from harnessc.runtime.agent.run_state import RunState
-from harnessc.runtime.events import (
+from harnessc.runtime.core.events import (
     MessageStartEvent,
     MessageUpdateEvent,
     ModelFallbackEvent,
@@ -27,7 +27,7 @@ from harnessc.runtime.events import (
     RetryEvent,
     describe_exception,
 )
-from harnessc.runtime.hooks import (
+from harnessc.runtime.core.hooks import (
     AfterProviderResponseEvent,
     BeforeProviderPayloadEvent,
     BeforeProviderPayloadResult,
@@ -36,7 +36,7 @@ from harnessc.runtime.hooks import (
     ContextEvent,
     ContextResult,
 )
-from harnessc.runtime.messages import (
+from harnessc.runtime.core.messages import (
     AssistantMessage,
     CustomMessage,
     Message,
@@ -44,7 +44,7 @@ from harnessc.runtime.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from harnessc.runtime.options import AgentHarnessStreamOptions, RetryOptions
+from harnessc.runtime.core.options import AgentHarnessStreamOptions, RetryOptions
 from harnessc.runtime.providers.base import Context, ProviderRequest, ProviderRetry
 
 __all__ = ["WALL_CLOCK_STOP", "checked_messages", "make_request", "short_json", "stream_reply"]

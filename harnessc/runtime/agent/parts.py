@@ -15,14 +15,14 @@ from harnessc.runtime.agent.context import ContextWindow
 from harnessc.runtime.agent.hooks import HookRunner
 from harnessc.runtime.agent.run_state import RunState
 from harnessc.runtime.agent.settings import Settings
-from harnessc.runtime.budget import Budget, BudgetTracker
-from harnessc.runtime.events import QueueUpdateEvent, StateChangeEvent
-from harnessc.runtime.loop import LoopState, check_transition
-from harnessc.runtime.messages import Message, UserMessage, message_text
-from harnessc.runtime.options import AgentHarnessOptions, Model, QueueMode
+from harnessc.runtime.core.budget import Budget, BudgetTracker
+from harnessc.runtime.core.events import QueueUpdateEvent, StateChangeEvent
+from harnessc.runtime.core.loop import LoopState, check_transition
+from harnessc.runtime.core.messages import Message, UserMessage, message_text
+from harnessc.runtime.core.options import AgentHarnessOptions, Model, QueueMode
+from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.providers.base import Provider
 from harnessc.runtime.session.session import Session
-from harnessc.runtime.signal import AbortSignal
 
 __all__ = ["LoopHost", "Parts"]
 

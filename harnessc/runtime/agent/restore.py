@@ -12,9 +12,9 @@ from typing import Any
 
 from harnessc.runtime.agent.parts import Parts
 from harnessc.runtime.agent.run_state import CallRecord, RunState
-from harnessc.runtime.budget import BUDGET_LIMITS, Budget, BudgetUsage
-from harnessc.runtime.loop import LoopState
-from harnessc.runtime.messages import AssistantMessage, ToolResultMessage
+from harnessc.runtime.core.budget import BUDGET_LIMITS, Budget, BudgetUsage
+from harnessc.runtime.core.loop import LoopState
+from harnessc.runtime.core.messages import AssistantMessage, ToolResultMessage
 
 __all__ = ["from_session", "open_pause"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from harnessc.runtime.messages import AssistantMessage, Message, ToolCall
+from harnessc.runtime.core.messages import AssistantMessage, Message, ToolCall
 
 __all__ = [
     "FINISH_REASONS",

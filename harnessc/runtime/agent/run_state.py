@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from harnessc.runtime.budget import BUDGET_LIMITS, NO_WARNINGS, Budget, BudgetUsage
-from harnessc.runtime.loop import LoopState
-from harnessc.runtime.messages import (
+from harnessc.runtime.core.budget import BUDGET_LIMITS, NO_WARNINGS, Budget, BudgetUsage
+from harnessc.runtime.core.loop import LoopState
+from harnessc.runtime.core.messages import (
     AssistantMessage,
     ToolCall,
     ToolResultMessage,

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from harnessc.runtime.agent import endings, restore
 from harnessc.runtime.agent.parts import Parts
 from harnessc.runtime.agent.run_state import RunState
-from harnessc.runtime.loop import LoopState
+from harnessc.runtime.core.loop import LoopState
 
 if TYPE_CHECKING:
     from harnessc.runtime.extensions.base import HarnessContext

@@ -11,13 +11,13 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from harnessc.runtime.agent.bus import EventBus
-from harnessc.runtime.events import (
+from harnessc.runtime.core.events import (
     ModelUpdateEvent,
     ResourcesUpdateEvent,
     ThinkingLevelUpdateEvent,
     ToolsUpdateEvent,
 )
-from harnessc.runtime.options import (
+from harnessc.runtime.core.options import (
     AgentHarnessOptions,
     AgentHarnessStreamOptions,
     Model,
@@ -77,7 +77,7 @@ class Settings:
         # The typed result's final_result tool (``output:``): callable whatever is active.
         self.output_tool: AgentTool | None = None
         if options.output is not None:
-            from harnessc.runtime.typed_output import output_tool
+            from harnessc.runtime.core.typed_output import output_tool
 
             self.output_tool = output_tool(options.output)
 

@@ -38,15 +38,15 @@ from typing import Any
 
 from harnessc.runtime.agent.harness import AgentHarness
 from harnessc.runtime.agent.results import RunResult
-from harnessc.runtime.budget import BUDGET_LIMITS, Budget, BudgetUsage
-from harnessc.runtime.events import Event, SubagentEvent, to_jsonable
-from harnessc.runtime.loop import LoopState
-from harnessc.runtime.messages import TextContent
-from harnessc.runtime.options import AgentHarnessOptions
+from harnessc.runtime.core.budget import BUDGET_LIMITS, Budget, BudgetUsage
+from harnessc.runtime.core.events import Event, SubagentEvent, to_jsonable
+from harnessc.runtime.core.loop import LoopState
+from harnessc.runtime.core.messages import TextContent
+from harnessc.runtime.core.options import AgentHarnessOptions
+from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.session.entries import SessionHeader
 from harnessc.runtime.session.session import Session
 from harnessc.runtime.session.storage import JsonlStorage
-from harnessc.runtime.signal import AbortSignal
 from harnessc.runtime.tools.base import ExecutionMode, HoldCall, ToolResult, ToolUpdate
 
 __all__ = [
@@ -435,7 +435,7 @@ def usage_line(name: str, usage: BudgetUsage) -> str:
 def _with_mode(hooks: Sequence[Any], mode: str) -> list[Any]:
     """The parent's hooks with its permission rules in a Claude Code file's
     ``permissionMode`` (a gate with no rules when the parent has none)."""
-    from harnessc.runtime.hooks import HookSpec
+    from harnessc.runtime.core.hooks import HookSpec
     from harnessc.runtime.tools.permission_gate import PermissionGate, find_gate
     from harnessc.runtime.tools.permissions import PermissionRules
 

@@ -23,14 +23,14 @@ from harnessc.runtime.agent.hooks import coerce
 from harnessc.runtime.agent.model_call import short_json
 from harnessc.runtime.agent.parts import Parts
 from harnessc.runtime.agent.run_state import CallRecord, RunState
-from harnessc.runtime.events import (
+from harnessc.runtime.core.events import (
     PlanCommitEvent,
     ToolExecutionEndEvent,
     ToolExecutionStartEvent,
     ToolExecutionUpdateEvent,
     describe_exception,
 )
-from harnessc.runtime.hooks import (
+from harnessc.runtime.core.hooks import (
     AfterPlanEvent,
     AfterPlanResult,
     PauseRequest,
@@ -39,10 +39,10 @@ from harnessc.runtime.hooks import (
     ToolResultEvent,
     ToolResultPatch,
 )
-from harnessc.runtime.messages import TextContent, ToolResultMessage
+from harnessc.runtime.core.messages import TextContent, ToolResultMessage
 from harnessc.runtime.tools.base import HoldCall, ToolResult
 from harnessc.runtime.tools.permission_gate import find_gate, tool_context_with_rules
-from harnessc.runtime.validation import validate_arguments
+from harnessc.runtime.tools.validation import validate_arguments
 
 __all__ = [
     "abort_unfinished",

@@ -15,10 +15,10 @@ from typing import Any
 
 from harnessc.runtime.agent.parts import Parts
 from harnessc.runtime.agent.run_state import RunState
-from harnessc.runtime.events import ErrorEvent
-from harnessc.runtime.messages import TextContent, UserMessage
+from harnessc.runtime.core.events import ErrorEvent
+from harnessc.runtime.core.messages import TextContent, UserMessage
+from harnessc.runtime.core.typed_output import OUTPUT_INVALID, OUTPUT_TOOL, OutputConfig
 from harnessc.runtime.providers.base import Context, ResponseSchema
-from harnessc.runtime.typed_output import OUTPUT_INVALID, OUTPUT_TOOL, OutputConfig
 
 __all__ = ["Verdict", "judge", "shape"]
 

@@ -10,7 +10,7 @@ from harnessc.runtime.cli.host import CliHost
 from harnessc.runtime.cli.pause import check_results, describe_pause
 
 if TYPE_CHECKING:
-    from harnessc.runtime.harness import AgentHarness
+    from harnessc.runtime.agent import AgentHarness
 
 __all__ = ["choose_action", "pending_message"]
 

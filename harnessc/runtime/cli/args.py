@@ -7,7 +7,7 @@ import os
 import sys
 from dataclasses import dataclass
 
-from harnessc.runtime.options import ThinkingLevel
+from harnessc.runtime.core.options import ThinkingLevel
 
 __all__ = [
     "EXIT_ABORTED",

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any, Protocol, TextIO
 if TYPE_CHECKING:
     import argparse
 
+    from harnessc.runtime.agent import AgentHarness, RunResult
     from harnessc.runtime.cli.output import TextPrinter
     from harnessc.runtime.cli.sessions import SessionChoice
     from harnessc.runtime.cli.summary import RunSummary
-    from harnessc.runtime.harness import AgentHarness, RunResult
-    from harnessc.runtime.options import AgentHarnessOptions
+    from harnessc.runtime.core.options import AgentHarnessOptions
     from harnessc.runtime.session.repo import SessionRepo
     from harnessc.runtime.session.session import Session
     from harnessc.runtime.tools.permission_gate import PermissionGate

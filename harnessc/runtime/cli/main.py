@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from harnessc.runtime.children import protect_secrets
+from harnessc.runtime.agent import AgentHarness
 from harnessc.runtime.cli.actions import choose_action
 from harnessc.runtime.cli.args import (
     EXIT_ABORTED,
@@ -38,8 +38,8 @@ from harnessc.runtime.cli.sessions import (
     discard_if_empty,
 )
 from harnessc.runtime.cli.shutdown import close_harness
-from harnessc.runtime.harness import AgentHarness
-from harnessc.runtime.options import AgentHarnessOptions
+from harnessc.runtime.core.options import AgentHarnessOptions
+from harnessc.runtime.processes.children import protect_secrets
 from harnessc.runtime.session.repo_protocol import SessionRepo
 
 if TYPE_CHECKING:

@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import Awaitable
 from typing import Any
 
+from harnessc.runtime.agent import AgentHarness, HarnessBusyError, RunResult
 from harnessc.runtime.cli.args import UsageError
 from harnessc.runtime.cli.host import CliHost
 from harnessc.runtime.cli.output import JsonPrinter, TextPrinter
@@ -17,7 +18,6 @@ from harnessc.runtime.cli.sessions import discard_if_empty, discard_if_unused
 from harnessc.runtime.cli.shutdown import close_harness
 from harnessc.runtime.cli.summary import RunSummary, model_is_priced
 from harnessc.runtime.cli.tty import add_signal, remove_signal
-from harnessc.runtime.harness import AgentHarness, HarnessBusyError, RunResult
 
 __all__ = ["run_one_shot"]
 

@@ -12,8 +12,8 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from harnessc.runtime.events import Event
-from harnessc.runtime.messages import AssistantMessage, ToolResultMessage
+from harnessc.runtime.core.events import Event
+from harnessc.runtime.core.messages import AssistantMessage, ToolResultMessage
 
 __all__ = [
     "JsonPrinter",

@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from harnessc.runtime.cli.args import UsageError
-from harnessc.runtime.options import AgentHarnessOptions
+from harnessc.runtime.core.options import AgentHarnessOptions
 
 __all__ = ["BASE_URL_VARIABLE", "apply_overrides", "check_model", "override_base_url"]
 
@@ -45,7 +45,7 @@ def apply_overrides(options: AgentHarnessOptions, args: argparse.Namespace) -> N
     if base_url:
         override_base_url(options, base_url, "--base-url" if args.base_url else BASE_URL_VARIABLE)
     if args.max_turns is not None:
-        from harnessc.runtime.budget import Budget
+        from harnessc.runtime.core.budget import Budget
 
         options.budget = replace(options.budget or Budget(), turns=args.max_turns)
     if args.replay is not None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from harnessc.runtime.cli.args import UsageError
 from harnessc.runtime.cli.output import format_number
-from harnessc.runtime.messages import ToolCall
+from harnessc.runtime.core.messages import ToolCall
 
 __all__ = ["budget_limit", "check_results", "describe_pause", "parse_resume_with", "pause_reason"]
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from harnessc.runtime.cli.args import UsageError
-from harnessc.runtime.hooks import PERMISSION_PAUSE
+from harnessc.runtime.core.hooks import PERMISSION_PAUSE
 from harnessc.runtime.tools.permission_gate import (
     PermissionGate,
     describe_call,
@@ -35,7 +35,7 @@ def install_gate(
     if gate is not None:
         tools = [str(getattr(tool, "name", "")) for tool in options.tools]
         if getattr(options, "output", None) is not None:  # the typed result's final_result
-            from harnessc.runtime.typed_output import OUTPUT_TOOL
+            from harnessc.runtime.core.typed_output import OUTPUT_TOOL
 
             tools.append(OUTPUT_TOOL)
         try:

@@ -18,7 +18,7 @@ import time
 from typing import Any, TextIO
 
 from harnessc.runtime.cli.output import TextPrinter
-from harnessc.runtime.messages import AssistantMessage, ToolResultMessage
+from harnessc.runtime.core.messages import AssistantMessage, ToolResultMessage
 
 __all__ = ["RichPrinter", "looks_like_markdown", "make_printer"]
 

@@ -15,7 +15,7 @@ from harnessc.runtime.cli.output import JsonPrinter, TextPrinter
 from harnessc.runtime.cli.pause import budget_limit, describe_pause
 
 if TYPE_CHECKING:
-    from harnessc.runtime.harness import AgentHarness, RunResult
+    from harnessc.runtime.agent import AgentHarness, RunResult
 
 __all__ = ["RunReport"]
 
@@ -89,7 +89,7 @@ class RunReport:
     def interactive_only_hint(self, prompt: str) -> str | None:
         """``agent /status``: the REPL's own commands work only in the interactive mode."""
         from harnessc.runtime.cli.repl.commands import BUILTIN_COMMANDS
-        from harnessc.runtime.commands import split_command
+        from harnessc.runtime.core.commands import split_command
 
         name = (split_command(prompt) or ("", ""))[0]
         if name not in BUILTIN_COMMANDS and name != "exit":

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harnessc.runtime.harness import AgentHarness
+from harnessc.runtime.agent import AgentHarness
 
 __all__ = ["close_harness"]
 

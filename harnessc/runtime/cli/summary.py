@@ -11,8 +11,8 @@ import time
 from typing import Any
 
 from harnessc.runtime.cli.output import format_duration
-from harnessc.runtime.events import Event
-from harnessc.runtime.messages import AssistantMessage
+from harnessc.runtime.core.events import Event
+from harnessc.runtime.core.messages import AssistantMessage
 
 __all__ = ["RunSummary", "format_cost", "model_is_priced"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harnessc.runtime.lazy import lazy_exports
+from harnessc.runtime.support.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from harnessc.runtime.durable.cli import run_durable_cli

@@ -150,7 +150,7 @@ class DurableRuns:
 def _pause_answer(run_id: str, state: Mapping[str, Any], answers: Mapping[str, Any]) -> Any:
     """The message for a paused run, checked: only budget, approve and deny; approvals
     only of the calls it holds; budget limits by name, as numbers."""
-    from harnessc.runtime.budget import BUDGET_LIMITS
+    from harnessc.runtime.core.budget import BUDGET_LIMITS
 
     unknown = sorted(set(answers) - {"budget", "approve", "deny"})
     if unknown:

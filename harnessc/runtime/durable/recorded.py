@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from harnessc.runtime import events as _events
-from harnessc.runtime.messages import message_from_dict
+from harnessc.runtime.core import events as _events
+from harnessc.runtime.core.messages import message_from_dict
 
 __all__ = ["event_from_dict"]
 

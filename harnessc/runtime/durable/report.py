@@ -11,7 +11,7 @@ from typing import Any
 
 from harnessc.runtime.cli.args import EXIT_DONE, EXIT_ERROR, EXIT_USAGE
 from harnessc.runtime.cli.pause import describe_pause
-from harnessc.runtime.messages import ToolCall
+from harnessc.runtime.core.messages import ToolCall
 
 __all__ = ["error_code", "error_line", "pause_lines"]
 

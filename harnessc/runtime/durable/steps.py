@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from harnessc.runtime.core.messages import AssistantMessage
 from harnessc.runtime.durable.session import RunClock
-from harnessc.runtime.messages import AssistantMessage
 from harnessc.runtime.providers.base import AssistantMessageEvent, Provider, ProviderRequest
 from harnessc.runtime.session.session import iso_now
 from harnessc.runtime.tools.base import AgentTool, ToolResult, ToolUpdate

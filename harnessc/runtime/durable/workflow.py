@@ -20,6 +20,7 @@ from typing import Any
 from dbos import DBOS
 
 from harnessc.runtime.agent import AgentHarness
+from harnessc.runtime.core.options import AgentHarnessOptions
 from harnessc.runtime.durable.pinning import dump_resources, load_resources
 from harnessc.runtime.durable.session import DurableSession, ReplayStorage, RunClock
 from harnessc.runtime.durable.steps import (
@@ -28,7 +29,6 @@ from harnessc.runtime.durable.steps import (
     EventSink,
     flush_events,
 )
-from harnessc.runtime.options import AgentHarnessOptions
 from harnessc.runtime.session.session import Session, SessionHeader, iso_now
 from harnessc.runtime.tools.base import AgentTool
 
@@ -244,7 +244,7 @@ def _budget(message: Any, current: Any) -> Any:
     kept); None when it names none."""
     if not isinstance(message, dict) or not isinstance(message.get("budget"), dict):
         return None
-    from harnessc.runtime.budget import BUDGET_LIMITS, Budget
+    from harnessc.runtime.core.budget import BUDGET_LIMITS, Budget
 
     raised = {k: v for k, v in message["budget"].items() if k in BUDGET_LIMITS}
     if not raised:

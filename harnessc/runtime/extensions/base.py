@@ -18,14 +18,14 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:
-    from harnessc.runtime.budget import BudgetTracker
-    from harnessc.runtime.commands import CommandRegistry
-    from harnessc.runtime.events import Event
-    from harnessc.runtime.messages import Message
-    from harnessc.runtime.options import AgentHarnessStreamOptions, Model
+    from harnessc.runtime.core.budget import BudgetTracker
+    from harnessc.runtime.core.commands import CommandRegistry
+    from harnessc.runtime.core.events import Event
+    from harnessc.runtime.core.messages import Message
+    from harnessc.runtime.core.options import AgentHarnessStreamOptions, Model
+    from harnessc.runtime.core.signal import AbortSignal
     from harnessc.runtime.providers.base import Provider
     from harnessc.runtime.session.session import Session
-    from harnessc.runtime.signal import AbortSignal
     from harnessc.runtime.tools.base import AgentTool
 
 __all__ = [

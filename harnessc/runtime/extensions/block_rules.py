@@ -13,7 +13,7 @@ import json
 import re
 from typing import Any
 
-from harnessc.runtime.hooks import HookSpec, ToolCallResult
+from harnessc.runtime.core.hooks import HookSpec, ToolCallResult
 
 __all__ = ["BlockRule", "block_rule"]
 

@@ -36,14 +36,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harnessc.runtime.events import to_jsonable
+from harnessc.runtime.core.events import to_jsonable
+from harnessc.runtime.core.hooks import asks_for_approval
+from harnessc.runtime.core.messages import Message, TextContent, UserMessage, message_text
 from harnessc.runtime.extensions.claude_tools import (
     claude_tool_input,
     claude_tool_name,
     claude_tool_names,
 )
-from harnessc.runtime.hooks import asks_for_approval
-from harnessc.runtime.messages import Message, TextContent, UserMessage, message_text
 
 __all__ = [
     "CLAUDE_EVENTS",

@@ -34,10 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harnessc.runtime.extensions.claude_events import STOP_CONTINUATIONS
-from harnessc.runtime.extensions.claude_tools import ToolMappingError, harnessc_tool_input
-from harnessc.runtime.extensions.protocol import HookProtocolError, block_result
-from harnessc.runtime.hooks import (
+from harnessc.runtime.core.hooks import (
     ACTING_HOOKS,
     APPROVAL_PAUSE,
     BeforeAgentStartResult,
@@ -47,7 +44,10 @@ from harnessc.runtime.hooks import (
     ToolCallResult,
     ToolResultPatch,
 )
-from harnessc.runtime.messages import TextContent, UserMessage
+from harnessc.runtime.core.messages import TextContent, UserMessage
+from harnessc.runtime.extensions.claude_events import STOP_CONTINUATIONS
+from harnessc.runtime.extensions.claude_tools import ToolMappingError, harnessc_tool_input
+from harnessc.runtime.extensions.protocol import HookProtocolError, block_result
 
 __all__ = [
     "CANNOT_RUN_CODES",

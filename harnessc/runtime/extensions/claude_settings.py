@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harnessc.runtime.core.hooks import HookSpec
 from harnessc.runtime.extensions.claude_events import CLAUDE_EVENTS
-from harnessc.runtime.hooks import HookSpec
 
 __all__ = [
     "DEFAULT_SETTINGS_TIMEOUT_S",

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harnessc.runtime import catalog
+from harnessc.runtime.core import catalog
 
 __all__ = [
     "CLAUDE_TOOL_NAMES",

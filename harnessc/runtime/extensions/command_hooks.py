@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harnessc.runtime.children import supervised
-from harnessc.runtime.events import ErrorEvent, NoticeEvent
+from harnessc.runtime.core.events import ErrorEvent, NoticeEvent
+from harnessc.runtime.core.hooks import HookSpec, asks_for_approval, canonical_hook_name
 from harnessc.runtime.extensions.claude_events import (
     claude_event_name,
     claude_payload,
@@ -62,8 +62,8 @@ from harnessc.runtime.extensions.session_env import (
     apply_session_env,
     session_env,
 )
-from harnessc.runtime.hooks import HookSpec, asks_for_approval, canonical_hook_name
-from harnessc.runtime.secrets import scrubbed_environ
+from harnessc.runtime.processes.children import supervised
+from harnessc.runtime.processes.secrets import scrubbed_environ
 
 __all__ = [
     "DEFAULT_COMMAND_TIMEOUT_S",
@@ -263,7 +263,7 @@ class CommandHook:
         return f"CommandHook({self.moment!r}, {self.command!r}, timeout_s={self.timeout_s})"
 
     def _env(self, payload: dict[str, Any], cwd: str) -> dict[str, str]:
-        env = scrubbed_environ()  # no API keys or other credentials (runtime/secrets.py)
+        env = scrubbed_environ()  # no API keys or other credentials (runtime/processes/secrets.py)
         env["HARNESSC_HOOK_EVENT"] = self.moment
         env["HARNESSC_SESSION_ID"] = str(payload.get("session_id") or "")
         env["HARNESSC_PROJECT_DIR"] = cwd

@@ -28,7 +28,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from harnessc.runtime.events import ErrorEvent
+from harnessc.runtime.core.events import ErrorEvent
+from harnessc.runtime.core.hooks import ContextEvent, ContextResult
+from harnessc.runtime.core.messages import Message
 from harnessc.runtime.extensions.base import HarnessContext, decode_config
 from harnessc.runtime.extensions.compaction_pipeline import (
     NAME,
@@ -44,8 +46,6 @@ from harnessc.runtime.extensions.compaction_pipeline import (
     estimate_chars,
     run_pipeline,
 )
-from harnessc.runtime.hooks import ContextEvent, ContextResult
-from harnessc.runtime.messages import Message
 
 __all__ = [
     "CompactionConfig",

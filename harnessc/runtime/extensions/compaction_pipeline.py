@@ -11,17 +11,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from harnessc.runtime.extensions.base import (
-    ExtensionConfigError,
-    HarnessContext,
-    require_non_negative,
-)
-from harnessc.runtime.message_size import message_chars
-from harnessc.runtime.messages import (
+from harnessc.runtime.core.message_size import message_chars
+from harnessc.runtime.core.messages import (
     AssistantMessage,
     Message,
     TextContent,
     ToolResultMessage,
+)
+from harnessc.runtime.extensions.base import (
+    ExtensionConfigError,
+    HarnessContext,
+    require_non_negative,
 )
 
 __all__ = [

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harnessc.runtime.hooks import (
+from harnessc.runtime.core.hooks import (
     ACTING_HOOKS,
     MOMENT_RESULT_TYPES,
     HookProtocolError,
@@ -27,7 +27,7 @@ from harnessc.runtime.hooks import (
     ToolResultPatch,
     hook_result_problem,
 )
-from harnessc.runtime.messages import TextContent, UserMessage
+from harnessc.runtime.core.messages import TextContent, UserMessage
 
 __all__ = [
     "MOMENT_RESULT_TYPES",

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harnessc.runtime.core.hooks import HookSpec, accepts_context, canonical_hook_name
 from harnessc.runtime.extensions.protocol import HookProtocolError, HookTimeoutError, check_result
-from harnessc.runtime.hooks import HookSpec, accepts_context, canonical_hook_name
 
 __all__ = ["DEFAULT_PYTHON_HOOK_TIMEOUT_S", "HookTimeoutError", "PythonHook", "python_hook"]
 

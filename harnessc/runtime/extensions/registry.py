@@ -12,7 +12,7 @@ import difflib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from harnessc.runtime import catalog
+from harnessc.runtime.core import catalog
 from harnessc.runtime.extensions.base import Extension, ExtensionConfigError
 
 __all__ = [

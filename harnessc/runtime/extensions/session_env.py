@@ -14,7 +14,7 @@ exports before it; a credential expands to nothing). A line that needs more of t
 shell (``$(...)``, backticks, ``;``, redirections, other commands) is ignored with a
 warning; blank lines and comments are skipped. Credentials stay out: an exported name
 that looks like a credential, or a value equal to a scrubbed secret, is not applied
-(``harnessc.runtime.secrets``).
+(``harnessc.runtime.processes.secrets``).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harnessc.runtime.options import ToolContextSource
-from harnessc.runtime.secrets import scrubbed_environ
+from harnessc.runtime.core.options import ToolContextSource
+from harnessc.runtime.processes.secrets import scrubbed_environ
 
 __all__ = [
     "ENV_FILE_VARIABLE",

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harnessc.runtime.events import ErrorEvent
+from harnessc.runtime.core.events import ErrorEvent
 from harnessc.runtime.extensions.base import ExtensionConfigError, decode_config
 
 __all__ = ["SessionIndexConfig", "SessionIndexExtension"]

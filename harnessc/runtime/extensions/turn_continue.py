@@ -25,13 +25,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from harnessc.runtime.core.hooks import BeforeStopEvent, StopDecision
+from harnessc.runtime.core.messages import Message, ToolResultMessage, UserMessage
 from harnessc.runtime.extensions.base import (
     ExtensionConfigError,
     decode_config,
     require_non_negative,
 )
-from harnessc.runtime.hooks import BeforeStopEvent, StopDecision
-from harnessc.runtime.messages import Message, ToolResultMessage, UserMessage
 
 __all__ = [
     "DEFAULT_CONTINUE_PROMPT",

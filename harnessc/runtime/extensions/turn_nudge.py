@@ -20,14 +20,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from harnessc.runtime.core.hooks import ToolResultEvent, ToolResultPatch
+from harnessc.runtime.core.messages import TextContent
 from harnessc.runtime.extensions.base import (
     ExtensionConfigError,
     decode_config,
     require_non_negative,
 )
 from harnessc.runtime.extensions.config_names import canonical_config
-from harnessc.runtime.hooks import ToolResultEvent, ToolResultPatch
-from harnessc.runtime.messages import TextContent
 
 __all__ = [
     "DEFAULT_NUDGE_LIMIT_MESSAGE",

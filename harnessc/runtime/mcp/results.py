@@ -12,8 +12,8 @@ import json
 from typing import Any
 from urllib.parse import unquote
 
+from harnessc.runtime.core.messages import ImageContent, TextContent
 from harnessc.runtime.mcp.images import check_image
-from harnessc.runtime.messages import ImageContent, TextContent
 from harnessc.runtime.tools.base import ToolResult
 from harnessc.runtime.tools.truncate import MAX_BYTES, cap_text
 

@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.abc
 
-from harnessc.runtime.children import supervised
 from harnessc.runtime.mcp.serverlog import ServerLog
+from harnessc.runtime.processes.children import supervised
 
 if TYPE_CHECKING:
     from mcp.shared.message import SessionMessage

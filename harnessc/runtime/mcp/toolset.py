@@ -23,13 +23,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harnessc.runtime.commands import CommandOutcome
+from harnessc.runtime.core.commands import CommandOutcome
+from harnessc.runtime.core.hooks import FailRun
+from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.extensions.base import HarnessContext
-from harnessc.runtime.hooks import FailRun
 from harnessc.runtime.mcp.config import McpConfigError, McpServerConfig, load_mcp_json
 from harnessc.runtime.mcp.env import child_env, child_environ
 from harnessc.runtime.mcp.loop import mcp_loop, run_in_mcp_loop
-from harnessc.runtime.signal import AbortSignal
 from harnessc.runtime.tools.base import Tool, ToolResult, ToolUpdate, error_result
 
 __all__ = ["INSTALL_HINT", "McpToolset", "McpUnavailableError", "sdk_available"]

@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from harnessc.runtime.messages import (
+from harnessc.runtime.core.messages import (
     AssistantMessage,
     StopReason,
     TextContent,
@@ -16,7 +16,7 @@ from harnessc.runtime.messages import (
     UserContent,
     UserMessage,
 )
-from harnessc.runtime.options import THINKING_BUDGETS, ThinkingLevel
+from harnessc.runtime.core.options import THINKING_BUDGETS, ThinkingLevel
 from harnessc.runtime.providers.base import ProviderRequest
 from harnessc.runtime.providers.builder import MessageBuilder
 from harnessc.runtime.providers.convert import image_placeholder, wire_messages

@@ -18,7 +18,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
-from harnessc.runtime.options import Model
+from harnessc.runtime.core.options import Model
 from harnessc.runtime.providers.base import AssistantMessageEvent, ProviderRequest
 from harnessc.runtime.providers.builder import MessageBuilder, finalize_usage
 from harnessc.runtime.providers.channel import Channel

@@ -13,14 +13,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from harnessc.runtime.messages import AssistantMessage, Message
-from harnessc.runtime.model_options import (
+from harnessc.runtime.core.messages import AssistantMessage, Message
+from harnessc.runtime.core.model_options import (
     AgentHarnessStreamOptions,
     Model,
     RetryOptions,
     ThinkingLevel,
 )
-from harnessc.runtime.signal import AbortSignal
+from harnessc.runtime.core.signal import AbortSignal
 
 __all__ = [
     "AssistantMessageEvent",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from harnessc.runtime.messages import (
+from harnessc.runtime.core.messages import (
     AssistantMessage,
     StopReason,
     TextContent,
@@ -19,7 +19,7 @@ from harnessc.runtime.messages import (
     ToolCall,
     Usage,
 )
-from harnessc.runtime.options import Model
+from harnessc.runtime.core.options import Model
 from harnessc.runtime.providers.base import AssistantMessageEvent
 from harnessc.runtime.providers.text import SurrogateJoiner
 from harnessc.runtime.providers.tool_args import parse_tool_arguments

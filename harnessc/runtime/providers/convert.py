@@ -7,7 +7,7 @@ results without a call are dropped, custom messages become user messages.
 
 from __future__ import annotations
 
-from harnessc.runtime.messages import (
+from harnessc.runtime.core.messages import (
     AssistantMessage,
     CustomMessage,
     ImageContent,

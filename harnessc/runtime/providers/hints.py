@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from harnessc.runtime.options import Model
+from harnessc.runtime.core.options import Model
 from harnessc.runtime.providers.clock import TOTAL_FACTOR, RequestClock
 from harnessc.runtime.providers.errors import (
     ProviderError,

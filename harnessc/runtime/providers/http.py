@@ -18,8 +18,8 @@ import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, ClassVar
 
-from harnessc.runtime.messages import AssistantMessage
-from harnessc.runtime.options import Model
+from harnessc.runtime.core.messages import AssistantMessage
+from harnessc.runtime.core.options import Model
 from harnessc.runtime.providers.attempt import (
     END_GRACE_S,
     Attempt,

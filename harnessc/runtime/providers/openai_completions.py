@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harnessc.runtime.messages import (
+from harnessc.runtime.core.messages import (
     AssistantMessage,
     ImageContent,
     StopReason,
@@ -19,7 +19,7 @@ from harnessc.runtime.messages import (
     UserContent,
     UserMessage,
 )
-from harnessc.runtime.options import Model, ThinkingLevel
+from harnessc.runtime.core.options import Model, ThinkingLevel
 from harnessc.runtime.providers.base import ProviderRequest
 from harnessc.runtime.providers.builder import MessageBuilder, cut_name
 from harnessc.runtime.providers.convert import image_placeholder, wire_messages

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from harnessc.runtime import catalog
+from harnessc.runtime.core import catalog
 from harnessc.runtime.providers.base import Provider
 from harnessc.runtime.providers.transport import HttpClientPool
 

@@ -14,7 +14,7 @@ import re
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 
-from harnessc.runtime.messages import (
+from harnessc.runtime.core.messages import (
     AssistantMessage,
     TextContent,
     ThinkingContent,

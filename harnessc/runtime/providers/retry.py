@@ -9,8 +9,8 @@ import time
 from collections.abc import Mapping
 from email.utils import parsedate_to_datetime
 
-from harnessc.runtime.options import RetryOptions
-from harnessc.runtime.signal import AbortSignal
+from harnessc.runtime.core.options import RetryOptions
+from harnessc.runtime.core.signal import AbortSignal
 
 __all__ = [
     "DEFAULT_MAX_RETRIES",

@@ -14,7 +14,7 @@ import json
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Any, TypeAlias
 
-from harnessc.runtime.messages import (
+from harnessc.runtime.core.messages import (
     AssistantMessage,
     TextContent,
     ThinkingContent,

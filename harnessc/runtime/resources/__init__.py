@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harnessc.runtime.lazy import lazy_exports
+from harnessc.runtime.support.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from harnessc.runtime.resources.context_files import (

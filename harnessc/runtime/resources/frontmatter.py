@@ -2,7 +2,7 @@
 
 Two forms are accepted: a JSON object closed by a ``---`` line (seed 000) and YAML
 between ``---`` lines, read by PyYAML's safe loader with the YAML 1.2 core schema
-(``harnessc.runtime.yamlsafe``; imported only when a file has YAML frontmatter): nested
+(``harnessc.runtime.support.yamlsafe``; imported only when a file has YAML frontmatter): nested
 maps and lists, block scalars, anchors and flow collections load as pi's ``yaml``
 package loads them. Duplicate keys and YAML errors are reported with their line.
 """
@@ -40,7 +40,7 @@ def _lenient(lines: list[str], first_line: int) -> Any:
     """The Agent Skills clients' fallback for frontmatter written for lenient parsers: a
     top-level plain value holding ``": "`` (``description: Use when: ...``) is read as a
     quoted string. None when the text still does not load."""
-    from harnessc.runtime.yamlsafe import YamlError, safe_load
+    from harnessc.runtime.support.yamlsafe import YamlError, safe_load
 
     fixed = []
     changed = False
@@ -63,7 +63,7 @@ def _lenient(lines: list[str], first_line: int) -> Any:
 
 def parse_yaml_frontmatter(lines: list[str], first_line: int = 1) -> dict[str, Any]:
     """The mapping between the ``---`` lines; FrontmatterError when it is not one."""
-    from harnessc.runtime.yamlsafe import YamlError, safe_load
+    from harnessc.runtime.support.yamlsafe import YamlError, safe_load
 
     text = "\n".join(lines) + "\n"
     try:

@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from harnessc.runtime.messages import AssistantMessage, TextContent, UserMessage
+from harnessc.runtime.core.messages import AssistantMessage, TextContent, UserMessage
 from harnessc.runtime.serve.bodies import ApiError, read_json
 from harnessc.runtime.serve.errors import guarded, serve_state
 from harnessc.runtime.serve.native import KEEP_ALIVE_S, check_prompt

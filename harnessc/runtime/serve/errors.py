@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from harnessc.runtime.harness import HarnessBusyError
+from harnessc.runtime.agent import HarnessBusyError
 from harnessc.runtime.serve.bodies import ApiError
 from harnessc.runtime.serve.harnesses import SessionBusy, UnknownSession
 from harnessc.runtime.serve.runs import Conflict, Overloaded, UnknownRun

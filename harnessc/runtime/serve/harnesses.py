@@ -7,9 +7,9 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from harnessc.runtime.harness import AgentHarness
-from harnessc.runtime.hooks import PauseRequest
-from harnessc.runtime.messages import Message
+from harnessc.runtime.agent import AgentHarness
+from harnessc.runtime.core.hooks import PauseRequest
+from harnessc.runtime.core.messages import Message
 from harnessc.runtime.session.entries import SessionHeader
 from harnessc.runtime.session.repo_protocol import SessionNotFoundError, SessionRepo
 from harnessc.runtime.session.session import Session, SessionError

@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from harnessc.runtime.budget import BUDGET_LIMITS, Budget
+from harnessc.runtime.core.budget import BUDGET_LIMITS, Budget
 from harnessc.runtime.serve.bodies import ApiError, optional, read_json, required
 from harnessc.runtime.serve.errors import guarded, serve_state
 from harnessc.runtime.serve.runs import Run

@@ -20,8 +20,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from harnessc.runtime.events import Event, MessageEndEvent, MessageUpdateEvent
-from harnessc.runtime.messages import AssistantMessage, Message, TextContent, UserMessage
+from harnessc.runtime.core.events import Event, MessageEndEvent, MessageUpdateEvent
+from harnessc.runtime.core.messages import AssistantMessage, Message, TextContent, UserMessage
 from harnessc.runtime.serve.bodies import ApiError, optional, read_json, required
 from harnessc.runtime.serve.errors import guarded, serve_state
 from harnessc.runtime.serve.harnesses import UnknownSession

@@ -16,10 +16,10 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harnessc.runtime.budget import Budget
-from harnessc.runtime.events import Event
-from harnessc.runtime.harness import AgentHarness, RunResult
-from harnessc.runtime.messages import Message, ToolCall
+from harnessc.runtime.agent import AgentHarness, RunResult
+from harnessc.runtime.core.budget import Budget
+from harnessc.runtime.core.events import Event
+from harnessc.runtime.core.messages import Message, ToolCall
 from harnessc.runtime.serve.harnesses import AgentSource, SessionBusy, UnknownSession
 from harnessc.runtime.tools.base import AgentTool
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from harnessc.runtime.messages import CustomMessage, Message, message_from_dict
+from harnessc.runtime.core.messages import CustomMessage, Message, message_from_dict
 from harnessc.runtime.session.entries import (
     ACTIVE_TOOLS_TYPE,
     SessionEntry,

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from harnessc.runtime.messages import Message
+    from harnessc.runtime.core.messages import Message
 
 __all__ = [
     "ACTIVE_TOOLS_TYPE",

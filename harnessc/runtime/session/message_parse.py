@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harnessc.runtime.messages import (
+from harnessc.runtime.core.messages import (
     CustomMessage,
     Message,
     TextContent,

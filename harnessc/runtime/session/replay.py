@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harnessc.runtime.messages import AssistantMessage, Message, ToolCall, ToolResultMessage
+from harnessc.runtime.core.messages import AssistantMessage, Message, ToolCall, ToolResultMessage
 from harnessc.runtime.session.session import Session, SessionContext, SessionEntry, build_context
 
 __all__ = [

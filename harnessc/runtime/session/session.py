@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import Any, Protocol
 
-from harnessc.runtime.messages import Message
+from harnessc.runtime.core.messages import Message
 from harnessc.runtime.session.context import SessionContext, build_context, entry_message
 from harnessc.runtime.session.entries import (
     ACTIVE_TOOLS_TYPE,

@@ -7,12 +7,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.session.compaction import (
     generate_branch_summary,
     prepare_branch_summary,
 )
 from harnessc.runtime.session.session import Session, SessionEntry
-from harnessc.runtime.signal import AbortSignal
 
 if TYPE_CHECKING:  # the typed seam; no import at run time (no cycle)
     from harnessc.runtime.extensions.base import HarnessContext
@@ -46,8 +46,8 @@ async def navigate_tree(
     the target). With ``summarize`` (or instructions from a hook) and no supplied
     summary, the harness's model writes one. Emits ``session_tree``.
     """
-    from harnessc.runtime.events import SessionTreeEvent
-    from harnessc.runtime.hooks import SessionBeforeTreeEvent
+    from harnessc.runtime.core.events import SessionTreeEvent
+    from harnessc.runtime.core.hooks import SessionBeforeTreeEvent
 
     if harness.is_busy:
         raise RuntimeError("busy: the agent is running; navigate the tree when it is idle")

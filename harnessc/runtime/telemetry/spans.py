@@ -19,8 +19,8 @@ from typing import Any
 from opentelemetry import metrics, trace
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
+from harnessc.runtime.processes.secrets import is_credential_name, registered_secret_names
 from harnessc.runtime.providers.errors import redact
-from harnessc.runtime.secrets import is_credential_name, registered_secret_names
 from harnessc.runtime.telemetry.config import TelemetryConfig
 
 __all__ = ["SESSION_RECORD", "RunTracer"]

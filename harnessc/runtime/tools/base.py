@@ -7,8 +7,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from harnessc.runtime.messages import TextContent, UserContent
-from harnessc.runtime.signal import AbortSignal
+from harnessc.runtime.core.messages import TextContent, UserContent
+from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.tools.clean import clean_result_value, clean_text
 
 __all__ = [

@@ -18,9 +18,9 @@ import time
 from collections.abc import Mapping
 from typing import IO, Any
 
-from harnessc.runtime.children import supervised
-from harnessc.runtime.secrets import scrubbed_environ
-from harnessc.runtime.signal import AbortSignal
+from harnessc.runtime.core.signal import AbortSignal
+from harnessc.runtime.processes.children import supervised
+from harnessc.runtime.processes.secrets import scrubbed_environ
 from harnessc.runtime.tools.base import Tool, ToolResult, ToolUpdate, error_result, text_result
 from harnessc.runtime.tools.outputlog import OutputLogs, output_logs
 from harnessc.runtime.tools.paths import allow_read, context_value, tool_env

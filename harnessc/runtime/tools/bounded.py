@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from harnessc.runtime.signal import AbortSignal
+from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.tools.base import ToolExecute, ToolResult, ToolUpdate, error_result
 
 __all__ = ["DEFAULT_TIMEOUT_S", "Stop", "bounded", "run_bounded"]

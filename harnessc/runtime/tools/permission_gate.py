@@ -57,7 +57,7 @@ class PermissionGate:
         self.mode = normalize_mode(mode)
 
     async def __call__(self, event: Any, harness: Any) -> Any:
-        from harnessc.runtime.hooks import PERMISSION_PAUSE, PauseRequest, ToolCallResult
+        from harnessc.runtime.core.hooks import PERMISSION_PAUSE, PauseRequest, ToolCallResult
 
         tool, args = event.tool_name, dict(event.input or {})
         cwd = _workspace(harness)
@@ -181,7 +181,7 @@ def tool_context_with_rules(context: Any, gate: PermissionGate | None, cwd: str)
 
 def permission_hook(config: Mapping[str, Any] | None, mode: str = "default") -> Any:
     """The spec's ``permissions:`` as a ``tool_call`` HookSpec (what generated code calls)."""
-    from harnessc.runtime.hooks import HookSpec
+    from harnessc.runtime.core.hooks import HookSpec
 
     gate = PermissionGate(PermissionRules.from_config(config), mode)
     return HookSpec(moment="tool_call", handler=gate, name="permissions")

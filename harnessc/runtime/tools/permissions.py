@@ -47,7 +47,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from harnessc.runtime import catalog
+from harnessc.runtime.core import catalog
 from harnessc.runtime.tools.path_rules import call_path, path_matches
 from harnessc.runtime.tools.shell_rules import Command, analyse, command_matches, text_matches
 

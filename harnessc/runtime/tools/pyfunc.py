@@ -18,8 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harnessc.runtime.messages import ImageContent, TextContent
-from harnessc.runtime.signal import AbortSignal
+from harnessc.runtime.core.messages import ImageContent, TextContent
+from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.tools.base import Tool, ToolResult, ToolUpdate, error_result, text_result
 from harnessc.runtime.tools.schema import _hints, hint_target, schema_for_function
 from harnessc.runtime.tools.truncate import cap_text

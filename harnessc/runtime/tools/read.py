@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from harnessc.runtime.messages import ImageContent, TextContent
+from harnessc.runtime.core.messages import ImageContent, TextContent
 from harnessc.runtime.tools.base import Tool, ToolResult, error_result, text_result
 from harnessc.runtime.tools.bounded import DEFAULT_TIMEOUT_S, Stop, bounded
 from harnessc.runtime.tools.fileio import NotRegularFileError, file_kind, open_regular

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from harnessc.runtime.signal import AbortSignal
+from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.tools.base import Tool, ToolResult, ToolUpdate, error_result, text_result
 from harnessc.runtime.tools.truncate import MAX_BYTES, MAX_LINES, truncate_head
 

@@ -12,10 +12,10 @@ import asyncio
 import sys
 from typing import Any, TextIO, cast
 
+from harnessc.runtime.agent import AgentHarness
 from harnessc.runtime.cli.host import CliHost
 from harnessc.runtime.cli.repl.session import LineSource, Repl
 from harnessc.runtime.cli.tty import TerminalModes
-from harnessc.runtime.harness import AgentHarness
 
 __all__ = ["Repl", "run_repl"]
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from harnessc.runtime.agent import AgentHarness
 from harnessc.runtime.cli.output import one_line
-from harnessc.runtime.harness import AgentHarness
-from harnessc.runtime.messages import AssistantMessage, Message, UserMessage, message_text
+from harnessc.runtime.core.messages import AssistantMessage, Message, UserMessage, message_text
 
 __all__ = ["banner_lines", "last_exchange_lines"]
 

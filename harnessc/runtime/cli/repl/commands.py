@@ -21,8 +21,8 @@ from harnessc.runtime.cli.repl.navigate import (
     sessions_command,
     tree_command,
 )
-from harnessc.runtime.commands import did_you_mean
-from harnessc.runtime.options import ThinkingLevel
+from harnessc.runtime.core.commands import did_you_mean
+from harnessc.runtime.core.options import ThinkingLevel
 
 __all__ = ["BUILTIN_COMMANDS", "run_command", "unknown_command"]
 

@@ -16,6 +16,7 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
+from harnessc.runtime.agent import AgentHarness, HarnessBusyError, RunResult
 from harnessc.runtime.cli.host import CliHost
 from harnessc.runtime.cli.output import one_line
 from harnessc.runtime.cli.pause import pause_reason
@@ -27,8 +28,7 @@ from harnessc.runtime.cli.sessions import has_exchange
 from harnessc.runtime.cli.shutdown import close_harness
 from harnessc.runtime.cli.summary import RunSummary, model_is_priced
 from harnessc.runtime.cli.tty import TerminalModes, add_signal, remove_signal
-from harnessc.runtime.harness import AgentHarness, HarnessBusyError, RunResult
-from harnessc.runtime.messages import message_text
+from harnessc.runtime.core.messages import message_text
 
 __all__ = ["LineSource", "Repl"]
 

@@ -54,7 +54,7 @@ def _entry_text(entry: SessionEntry) -> str | None:
         message = entry.message
         text = ""
         if message is not None:
-            from harnessc.runtime.messages import message_text
+            from harnessc.runtime.core.messages import message_text
 
             text = message_text(message)
             calls = getattr(message, "tool_calls", None)

@@ -19,7 +19,7 @@ Every public name stays importable from ``harnessc.runtime.session.compaction``.
 
 from __future__ import annotations
 
-from harnessc.runtime.message_size import estimate_context_tokens, estimate_tokens
+from harnessc.runtime.core.message_size import estimate_context_tokens, estimate_tokens
 from harnessc.runtime.session.compaction.apply import apply_compaction, compact, compact_harness
 from harnessc.runtime.session.compaction.branch_summary import (
     BranchSummaryPreparation,

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from harnessc.runtime.options import AgentHarnessStreamOptions, Model
+from harnessc.runtime.core.options import AgentHarnessStreamOptions, Model
+from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.providers.base import Provider
 from harnessc.runtime.session.compaction.cut_point import (
     CompactionPreparation,
@@ -19,7 +20,6 @@ from harnessc.runtime.session.compaction.trigger import (
     NothingToCompactError,
 )
 from harnessc.runtime.session.session import Session
-from harnessc.runtime.signal import AbortSignal
 
 if TYPE_CHECKING:  # the typed seam; no import at run time (no cycle)
     from harnessc.runtime.extensions.base import HarnessContext
@@ -129,8 +129,8 @@ async def compact_harness(
     ``harness.compaction_settings.enabled`` is False. Returns None when there is
     nothing to compact or a hook cancelled.
     """
-    from harnessc.runtime.events import SessionCompactEvent
-    from harnessc.runtime.hooks import SessionBeforeCompactEvent
+    from harnessc.runtime.core.events import SessionCompactEvent
+    from harnessc.runtime.core.hooks import SessionBeforeCompactEvent
 
     settings = getattr(harness, "compaction_settings", None) or CompactionSettings()
     if reason != "manual" and not settings.enabled:

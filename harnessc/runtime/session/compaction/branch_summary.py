@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harnessc.runtime.message_size import estimate_tokens
-from harnessc.runtime.messages import CustomMessage, Message
-from harnessc.runtime.options import AgentHarnessStreamOptions, Model
+from harnessc.runtime.core.message_size import estimate_tokens
+from harnessc.runtime.core.messages import CustomMessage, Message
+from harnessc.runtime.core.options import AgentHarnessStreamOptions, Model
+from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.providers.base import Provider
 from harnessc.runtime.session.compaction.file_ops import FileOperations
 from harnessc.runtime.session.compaction.prompts import (
@@ -16,7 +17,6 @@ from harnessc.runtime.session.compaction.prompts import (
 )
 from harnessc.runtime.session.compaction.summarize import complete_summary
 from harnessc.runtime.session.session import Session, SessionEntry, entry_message
-from harnessc.runtime.signal import AbortSignal
 
 __all__ = [
     "BranchSummaryPreparation",

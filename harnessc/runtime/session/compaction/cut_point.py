@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harnessc.runtime.message_size import estimate_context_tokens, estimate_tokens
-from harnessc.runtime.messages import Message
+from harnessc.runtime.core.message_size import estimate_context_tokens, estimate_tokens
+from harnessc.runtime.core.messages import Message
 from harnessc.runtime.session.compaction.file_ops import FileOperations
 from harnessc.runtime.session.compaction.trigger import CompactionSettings
 from harnessc.runtime.session.session import (

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harnessc.runtime.messages import AssistantMessage, Message
+from harnessc.runtime.core.messages import AssistantMessage, Message
 
 __all__ = ["FileOperations"]
 

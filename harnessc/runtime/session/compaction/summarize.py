@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from harnessc.runtime.messages import AssistantMessage, TextContent, UserMessage
-from harnessc.runtime.options import AgentHarnessStreamOptions, Model, ThinkingLevel
+from harnessc.runtime.core.messages import AssistantMessage, TextContent, UserMessage
+from harnessc.runtime.core.options import AgentHarnessStreamOptions, Model, ThinkingLevel
+from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.providers.base import Context, Provider, ProviderRequest
 from harnessc.runtime.session.compaction.cut_point import CompactionPreparation
 from harnessc.runtime.session.compaction.prompts import (
@@ -16,7 +17,6 @@ from harnessc.runtime.session.compaction.prompts import (
 )
 from harnessc.runtime.session.compaction.trigger import CompactionError
 from harnessc.runtime.session.session import SessionEntry
-from harnessc.runtime.signal import AbortSignal
 
 __all__ = ["CompactionResult", "complete_summary", "generate_summary"]
 

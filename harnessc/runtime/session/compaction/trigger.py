@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harnessc.runtime.message_size import estimate_context_tokens
+from harnessc.runtime.core.message_size import estimate_context_tokens
 from harnessc.runtime.session.session import Session
 
 __all__ = [

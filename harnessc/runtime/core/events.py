@@ -14,7 +14,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, ClassVar
 
-from harnessc.runtime.messages import AssistantMessage, Message, ToolCall, ToolResultMessage
+from harnessc.runtime.core.messages import AssistantMessage, Message, ToolCall, ToolResultMessage
 
 __all__ = [
     "EVENT_ALIASES",

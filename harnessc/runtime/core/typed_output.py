@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from harnessc.runtime.model_options import Model
+    from harnessc.runtime.core.model_options import Model
     from harnessc.runtime.tools.base import Tool, ToolResult
 
 __all__ = [
@@ -123,7 +123,7 @@ class OutputConfig:
             value = value[_WRAP_KEY]
         if self.type is not None:
             return self._validate_type(value)
-        from harnessc.runtime.validation import validate_arguments
+        from harnessc.runtime.tools.validation import validate_arguments
 
         if self.wrapped:
             checked, errors = validate_arguments({_WRAP_KEY: value}, self.object_schema())
@@ -186,7 +186,7 @@ def extract_json(text: str) -> Any:
 
 def output_tool(config: OutputConfig) -> Tool:
     """The final_result tool: its arguments are the answer; a valid one ends the run."""
-    from harnessc.runtime.messages import TextContent
+    from harnessc.runtime.core.messages import TextContent
     from harnessc.runtime.tools.base import Tool, ToolResult
 
     async def run(

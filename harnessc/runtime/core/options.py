@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from harnessc.runtime.model_options import (
+from harnessc.runtime.core.model_options import (
     THINKING_BUDGETS,
     AgentHarnessStreamOptions,
     Model,
@@ -23,16 +23,16 @@ from harnessc.runtime.model_options import (
 )
 
 if TYPE_CHECKING:
-    from harnessc.runtime.budget import Budget
-    from harnessc.runtime.fallback import ModelFallback
-    from harnessc.runtime.hooks import HookSpec
+    from harnessc.runtime.core.budget import Budget
+    from harnessc.runtime.core.hooks import HookSpec
+    from harnessc.runtime.core.run_inputs import RunInputs
+    from harnessc.runtime.core.typed_output import OutputConfig
     from harnessc.runtime.providers.base import Provider
+    from harnessc.runtime.providers.fallback import ModelFallback
     from harnessc.runtime.providers.transport import HttpClientPool
     from harnessc.runtime.resources.types import AgentHarnessResources
-    from harnessc.runtime.run_inputs import RunInputs
     from harnessc.runtime.session.session import Session
     from harnessc.runtime.tools.base import AgentTool
-    from harnessc.runtime.typed_output import OutputConfig
 
 __all__ = [
     "AgentHarnessOptions",

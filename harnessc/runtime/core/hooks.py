@@ -18,9 +18,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harnessc.runtime.budget import Budget
-from harnessc.runtime.events import EVENT_ALIASES, EVENT_TYPES
-from harnessc.runtime.messages import Message, ToolCall, Usage, UserContent
+from harnessc.runtime.core.budget import Budget
+from harnessc.runtime.core.events import EVENT_ALIASES, EVENT_TYPES
+from harnessc.runtime.core.messages import Message, ToolCall, Usage, UserContent
 
 __all__ = [
     "ACTING_HOOKS",

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from harnessc.runtime.secrets import register_secret_names
+from harnessc.runtime.processes.secrets import register_secret_names
 
 __all__ = [
     "THINKING_BUDGETS",

@@ -6,7 +6,7 @@ import json
 import math
 from collections.abc import Sequence
 
-from harnessc.runtime.messages import (
+from harnessc.runtime.core.messages import (
     AssistantMessage,
     ImageContent,
     Message,

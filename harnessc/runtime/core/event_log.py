@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from harnessc.runtime.events import Event
+from harnessc.runtime.core.events import Event
 
 __all__ = ["EventLog"]
 

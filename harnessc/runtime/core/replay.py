@@ -11,8 +11,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from harnessc.runtime.events import Event
-from harnessc.runtime.loop import IllegalTransitionError, LoopState, StateMachine
+from harnessc.runtime.core.events import Event
+from harnessc.runtime.core.loop import IllegalTransitionError, LoopState, StateMachine
 
 __all__ = ["ReplayError", "ReplayState", "replay_events"]
 

@@ -1,0 +1,1 @@
+"""Child processes the agent starts: supervised so they die with it, with an environment stripped of credentials."""
