@@ -30,7 +30,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -48,6 +48,7 @@ from harnessc.runtime.session.entries import SessionHeader
 from harnessc.runtime.session.session import Session
 from harnessc.runtime.session.storage import JsonlStorage
 from harnessc.runtime.tools.base import ExecutionMode, HoldCall, ToolResult, ToolUpdate
+from harnessc.runtime.tools.permission_gate import find_gate
 
 __all__ = [
     "HANDOVER_TOOL",
@@ -100,6 +101,11 @@ class SubAgents:
     # This agent's build_options: fresh options (hooks, extensions) for a Claude Code
     # file's sub-agent; None: the parent's options without their extensions.
     build: Callable[..., AgentHarnessOptions] | None = None
+    # The interactive user's permission question (set by the interactive prompt): a
+    # sub-agent's ``ask`` is asked there instead of pausing the run. None: it pauses.
+    asker: Callable[[str, Any, Any], Awaitable[str]] | None = None
+    # The "always" answers given for the sub-agents of an agent without rules of its own.
+    remembered: list[Any] = field(default_factory=list)
     name: str = "subagents"
     _host: AgentHarness | None = field(default=None, init=False, repr=False)
     _live: dict[str, _Live] = field(default_factory=dict, init=False, repr=False)
@@ -265,14 +271,38 @@ class SubAgents:
         else:
             options = self._claude_options(agent, session)
         extensions = []
+        asker, remembered = self._questions()
         for ext in options.extensions:
             if isinstance(ext, SubAgents):
                 ext = dataclasses.replace(
-                    ext, depth=self.depth + 1, max_depth=self.max_depth, path=path
+                    ext,
+                    depth=self.depth + 1,
+                    max_depth=self.max_depth,
+                    path=path,
+                    asker=asker,
+                    remembered=remembered,
                 )
             extensions.append(ext)
         options.extensions = extensions
+        gate = find_gate(options.hooks)
+        if gate is not None and asker is not None:
+            # Asked where this agent asks (the interactive prompt), naming the agent
+            # path, instead of pausing; one list of "always" answers for the tree.
+            gate.asker = _PathAsker(asker, " > ".join(path))
+            gate.remembered = remembered
         return options
+
+    def _questions(self) -> tuple[Any, list[Any]]:
+        """Who answers the tree's permission questions (the user at the interactive
+        prompt, or None: an ``ask`` pauses the run) and the tree's "always" answers:
+        this agent's gate's when it has one, else those the interactive prompt gave."""
+        host = self._host
+        assert host is not None
+        gate = find_gate(host.options.hooks)
+        asker = gate.asker if gate is not None and gate.asker is not None else self.asker
+        if isinstance(asker, _PathAsker):  # this agent is a sub-agent: the user's own
+            asker = asker.asker
+        return asker, gate.remembered if gate is not None else self.remembered
 
     def _claude_options(self, agent: SubAgent, session: Session) -> AgentHarnessOptions:
         """A Claude Code file's sub-agent: this agent's own options, built afresh (no
@@ -373,6 +403,19 @@ class SubAgents:
         return AgentHarness(self._wire(agent, path, session))
 
 
+@dataclass(slots=True, frozen=True)
+class _PathAsker:
+    """The user's permission question for a sub-agent's call: the reason names the
+    agent path (``lead > reviewer``)."""
+
+    asker: Callable[[str, Any, Any], Awaitable[str]]
+    where: str
+
+    async def __call__(self, tool: str, args: Any, decision: Any) -> str:
+        named = dataclasses.replace(decision, reason=f"{decision.reason} (in {self.where})")
+        return await self.asker(tool, args, named)
+
+
 class _HandOver:
     """The ``task`` tool: Claude Code's Agent tool input, one sub-agent per call."""
 
@@ -436,7 +479,7 @@ def _with_mode(hooks: Sequence[Any], mode: str) -> list[Any]:
     """The parent's hooks with its permission rules in a Claude Code file's
     ``permissionMode`` (a gate with no rules when the parent has none)."""
     from harnessc.runtime.core.hooks import HookSpec
-    from harnessc.runtime.tools.permission_gate import PermissionGate, find_gate
+    from harnessc.runtime.tools.permission_gate import PermissionGate
     from harnessc.runtime.tools.permissions import PermissionRules
 
     gate = find_gate(hooks)

@@ -18,7 +18,13 @@ from harnessc.runtime.tools.permission_gate import (
 )
 from harnessc.runtime.tools.permissions import PermissionError_, check_rule_tools
 
-__all__ = ["PERMISSION_PAUSE", "answer_asks", "install_gate", "is_permission_pause"]
+__all__ = [
+    "PERMISSION_PAUSE",
+    "answer_asks",
+    "ask_here",
+    "install_gate",
+    "is_permission_pause",
+]
 
 
 def is_permission_pause(reason: str) -> bool:
@@ -52,6 +58,28 @@ def install_gate(
     elif gate is not None and mode is not None:
         gate.set_mode(mode)
     return gate
+
+
+def ask_here(
+    options: Any,
+    gate: PermissionGate | None,
+    asker: Callable[[str, Any, Any], Any],
+    previous: Any = None,
+) -> None:
+    """Ask the user (``asker``: the interactive prompt's y / n / always question) about
+    an ``ask`` of the agent's gate and of every sub-agent's. ``previous``: the options
+    of the harness these replace around the same session, whose sub-agents' "always"
+    answers still hold."""
+    from harnessc.runtime.agent.subagents import SubAgents
+
+    if gate is not None:
+        gate.asker = asker
+    kept = [e.remembered for e in getattr(previous, "extensions", ()) if isinstance(e, SubAgents)]
+    for extension in options.extensions:
+        if isinstance(extension, SubAgents):
+            extension.asker = asker
+            if kept:
+                extension.remembered = [*kept[0]]
 
 
 def _mcp_prefixes(options: Any) -> list[str]:

@@ -20,6 +20,7 @@ from harnessc.runtime.agent import AgentHarness, HarnessBusyError, RunResult
 from harnessc.runtime.cli.host import CliHost
 from harnessc.runtime.cli.output import one_line
 from harnessc.runtime.cli.pause import pause_reason
+from harnessc.runtime.cli.permission import ask_here
 from harnessc.runtime.cli.render import make_printer
 from harnessc.runtime.cli.repl.banner import banner_lines
 from harnessc.runtime.cli.repl.lines import EOF, INTERRUPT, ScriptReader
@@ -75,6 +76,7 @@ class Repl:
         self._question: asyncio.Future[Any] | None = None  # a permission question waiting
         self._question_text = ""
         self._asked = asyncio.Event()
+        self._one_question = asyncio.Lock()  # sub-agents side by side ask one at a time
         # Lines piped in (``printf 'hi\n/status\n' | agent -i``) are a script: each runs
         # after the previous one finished (no steering), the end of input quits. The "> "
         # prompt is still written: a program driving the REPL sees when it is idle.
@@ -114,8 +116,7 @@ class Repl:
         add_signal(loop, "SIGINT", self.on_interrupt)
         add_signal(loop, "SIGTERM", self.on_terminate)
         self._asked = asyncio.Event()
-        if self.cli.gate is not None:
-            self.cli.gate.asker = self.ask_permission
+        ask_here(self.harness.options, self.cli.gate, self.ask_permission)
         try:
             await self.cli.prepare(self.harness)
             self.banner()
@@ -333,7 +334,12 @@ class Repl:
             await self.answer_pause()
 
     async def ask_permission(self, tool: str, args: Any, decision: Any) -> str:
-        """The permission gate's question while a run goes: y, n or always."""
+        """The permission gate's question while a run goes: y, n or always (one at a
+        time: sub-agents running side by side ask in turn)."""
+        async with self._one_question:
+            return await self._ask_permission(tool, args, decision)
+
+    async def _ask_permission(self, tool: str, args: Any, decision: Any) -> str:
         from harnessc.runtime.tools.permission_gate import describe_call
 
         self.printer.close()  # the spinner stops while we ask
@@ -392,10 +398,10 @@ class Repl:
             options.session = session
         old_gate = self.cli.gate
         self.cli.apply_overrides(options)  # a new gate: it asks here, as the old one did
-        if self.cli.gate is not None:
-            self.cli.gate.asker = self.ask_permission
-            if old_gate is not None and session.id == old.session.id:  # "always" answers
-                self.cli.gate.remembered = [*old_gate.remembered]
+        same = session.id == old.session.id  # its "always" answers still hold
+        ask_here(options, self.cli.gate, self.ask_permission, old.options if same else None)
+        if self.cli.gate is not None and old_gate is not None and same:
+            self.cli.gate.remembered = [*old_gate.remembered]
         if old.options.provider is not None and options.provider is None:
             options.provider = old.options.provider
         harness = AgentHarness(options)
