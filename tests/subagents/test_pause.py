@@ -172,8 +172,13 @@ def test_the_python_api_resumes_a_nested_pause_in_process(
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
 
+    seen: list[tuple[str, str]] = []
+
     async def main() -> None:
         harness = AgentHarness(module.build_options())
+        # before / after tool call hooks see the held hand-over once, in process too
+        harness.on("before_tool_call", lambda e: seen.append(("before", e.tool_call_id)))
+        harness.on("after_tool_call", lambda e: seen.append(("after", e.tool_call_id)))
         try:
             paused = await harness.prompt("Ship 2.0")
             assert paused.status == "paused"
@@ -189,3 +194,50 @@ def test_the_python_api_resumes_a_nested_pause_in_process(
 
     asyncio.run(main())
     assert len(tree.scripts.seen["CHECKER"]) == 2
+    assert seen == [("before", "h1"), ("after", "h1")]
+
+
+HOOK = """\
+#!/bin/sh
+cat >> hook-log.jsonl
+echo >> hook-log.jsonl
+"""
+
+
+def test_hooks_see_a_held_handover_once_across_its_pause(tree: Tree) -> None:
+    """The hand-over call a sub-agent's pause holds passed its tool_call hooks when it
+    was made: resumed (in a new process), it is not shown to them again; its
+    tool_result hooks run once, with the final result."""
+    hooks = """\
+hooks:
+  tool_call:
+    - command: hooks/log.sh
+      matcher: Task
+  tool_result:
+    - command: hooks/log.sh
+      matcher: Task
+"""
+    tree.write("hooks/log.sh", HOOK).chmod(0o755)
+
+    def checker(messages: list[dict[str, Any]]) -> Any:
+        results = tool_texts(messages)
+        if not results:
+            return tool_reply(("x1", "request_approval", {"summary": "release 2.0"}))
+        return text_reply("CHECKER approved=" + results[0])
+
+    setup(tree, checker)
+    tree.write("lead.yaml", LEAD + hooks)
+    tree.build()
+    assert tree.run("Ship 2.0").returncode == 3
+    done = tree.run("--continue", "--resume-with", '{"x1": "yes"}')
+    assert done.returncode == 0, done.stderr
+    assert "LEAD DONE | PLANNER | CHECKER approved=yes" in done.stdout
+
+    log = [
+        json.loads(line)
+        for line in (tree.root / "hook-log.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
+    events = [(e["hook_event_name"], e["tool_use_id"]) for e in log]
+    assert events == [("PreToolUse", "h1"), ("PostToolUse", "h1")]
+    assert "CHECKER approved=yes" in json.dumps(log[1]["tool_response"])

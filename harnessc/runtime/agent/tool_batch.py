@@ -126,6 +126,11 @@ async def _prepare(parts: Parts, run: RunState, record: CallRecord) -> ToolResul
     record.status = "blocked"
     if tool is None:
         return error_result(f"Tool {call.name} not found")
+    if record.nested is not None and record.args is not None:
+        # Its tool held it (a sub-agent paused inside): it passed its tool_call hooks
+        # when it was first prepared, and runs again with the arguments they gave.
+        record.status = "prepared"
+        return None
     if call.parse_error is not None:
         return error_result(
             f"The arguments of this {call.name} call are not valid JSON ({call.parse_error}). "
