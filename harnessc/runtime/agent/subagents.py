@@ -106,6 +106,9 @@ class SubAgents:
     asker: Callable[[str, Any, Any], Awaitable[str]] | None = None
     # The "always" answers given for the sub-agents of an agent without rules of its own.
     remembered: list[Any] = field(default_factory=list)
+    # The command line's change to the options of every agent of the tree, made to the
+    # top agent's as well (--base-url / $HARNESSC_BASE_URL points every model at a server).
+    adjust: Callable[[AgentHarnessOptions], None] | None = None
     name: str = "subagents"
     _host: AgentHarness | None = field(default=None, init=False, repr=False)
     _live: dict[str, _Live] = field(default_factory=dict, init=False, repr=False)
@@ -270,6 +273,8 @@ class SubAgents:
             self._share_mcp(options)
         else:
             options = self._claude_options(agent, session)
+        if self.adjust is not None:
+            self.adjust(options)
         extensions = []
         asker, remembered = self._questions()
         for ext in options.extensions:
@@ -281,6 +286,7 @@ class SubAgents:
                     path=path,
                     asker=asker,
                     remembered=remembered,
+                    adjust=self.adjust,
                 )
             extensions.append(ext)
         options.extensions = extensions
@@ -331,8 +337,11 @@ class SubAgents:
         options.system_prompt = agent.system_prompt
         if agent.tools is not None:
             options.active_tool_names = [t for t in agent.tools if t != HANDOVER_TOOL]
-        if agent.model is not None:
-            options.model = agent.model
+        # its own model (a key of the parent's models), else the one the parent runs on
+        # (chosen by --model or /model); a Model of the parent's not among its models
+        # (one given to the harness directly) is taken as it is
+        key = agent.model or host.model_key()
+        options.model = key if key in options.models else host.model
         options.budget = None
         if agent.permission_mode is not None:
             options.hooks = _with_mode(options.hooks, agent.permission_mode)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from harnessc.runtime.cli.args import UsageError
@@ -43,7 +45,9 @@ def apply_overrides(options: AgentHarnessOptions, args: argparse.Namespace) -> N
         raise UsageError(f"--model: unknown model {args.model!r}; known: {known}")
     base_url = args.base_url or os.environ.get(BASE_URL_VARIABLE) or None
     if base_url:
-        override_base_url(options, base_url, "--base-url" if args.base_url else BASE_URL_VARIABLE)
+        source = "--base-url" if args.base_url else BASE_URL_VARIABLE
+        override_base_url(options, base_url, source)
+        _for_subagents(options, partial(override_base_url, base_url=base_url, source=source))
     if args.max_turns is not None:
         from harnessc.runtime.core.budget import Budget
 
@@ -55,6 +59,18 @@ def apply_overrides(options: AgentHarnessOptions, args: argparse.Namespace) -> N
             options.provider = ReplayProvider.from_session_file(args.replay)
         except OSError as exc:
             raise UsageError(f"--replay: cannot read {args.replay}: {exc.strerror}") from None
+
+
+def _for_subagents(
+    options: AgentHarnessOptions, adjust: Callable[[AgentHarnessOptions], None]
+) -> None:
+    """Apply ``adjust`` to every sub-agent's options too, at any depth (each is built
+    when the run first hands work to it)."""
+    from harnessc.runtime.agent.subagents import SubAgents
+
+    for extension in options.extensions:
+        if isinstance(extension, SubAgents):
+            extension.adjust = adjust
 
 
 def check_model(key: str, options: AgentHarnessOptions, current: Any) -> None:
