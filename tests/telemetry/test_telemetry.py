@@ -384,3 +384,154 @@ def test_spec_section_compiles_to_the_extension(tmp_path):
     assert config.agent_name == "tel"
     spec.write_text(spec.read_text().replace("exporter: console", "exporter: jaeger"))
     assert not live.load()
+
+
+def _scripted_by_system_prompt(server: ProtocolServer, scripts: dict[str, list[ScriptedResponse]]):
+    """Answer each request with the next reply of the agent whose marker its system
+    prompt holds (the parent and its sub-agent share one model server)."""
+
+    def answer(request):
+        system = " ".join(
+            str(m.get("content"))
+            for m in request.json["messages"]
+            if m["role"] in ("system", "developer")
+        )
+        for marker, replies in scripts.items():
+            if marker in system:
+                return replies.pop(0)
+        return ScriptedResponse.error(500, "no script")
+
+    server.set_handler(answer)
+
+
+def _task(call_id: str) -> ScriptedResponse:
+    arguments = {"subagent_type": "helper", "description": "add", "prompt": "Add 2 and 3"}
+    return ScriptedResponse.sse(
+        openai_tool_call_events([(call_id, "task", json.dumps(arguments))], usage=(10, 5, 0))
+    )
+
+
+def _with_helper(otel: Otel, server: ProtocolServer, *tools, built: bool) -> AgentHarness:
+    """A parent (``tester``) with a sub-agent (``helper``, as a Claude Code subagent file
+    declares one) on its tools and model. ``built``: the sub-agent's options are built
+    afresh as a generated module builds them, with a telemetry extension of their own
+    (named after the parent); else it runs on the parent's options without extensions."""
+    from harnessc.runtime.agent.subagents import SubAgent, SubAgents
+
+    helper = SubAgent(
+        name="helper",
+        description="Adds numbers.",
+        system_prompt="You are HELPER.",
+        tools=tuple(t.name for t in tools),
+    )
+
+    def build_options(*, session=None, cwd=None, http_clients=None):
+        return AgentHarnessOptions(
+            session=session or Session(),
+            models={"m": _model(server)},
+            system_prompt="You are TESTER.",
+            tools=list(tools),
+            extensions=[
+                TelemetryExtension(otel.config),
+                SubAgents([helper], agent="tester", build=build_options if built else None),
+            ],
+            http_clients=http_clients,
+        )
+
+    return AgentHarness(build_options())
+
+
+def _tree(spans) -> dict[int, str]:
+    return {s.context.span_id: s.name for s in spans}
+
+
+def test_a_sub_agents_run_is_a_child_of_its_handover_calls_span():
+    otel = Otel()
+    with ProtocolServer() as server:
+        _scripted_by_system_prompt(
+            server,
+            {
+                "TESTER": [_task("call_task"), ScriptedResponse.sse(openai_events(["done"]))],
+                "HELPER": [
+                    ScriptedResponse.sse(
+                        openai_tool_call_events([("call_add", "add", '{"a": 2, "b": 3}')])
+                    ),
+                    ScriptedResponse.sse(openai_events(["five"])),
+                ],
+            },
+        )
+        harness = _with_helper(otel, server, python_tool(add), built=True)
+        result = asyncio.run(_run(harness, "add with help"))
+    assert result.status == "done", result
+    spans = otel.finished()
+    names = _tree(spans)
+    parent_of = {s.name: names.get(s.parent.span_id) if s.parent else None for s in spans}
+    assert sorted(s.name for s in spans) == [
+        "chat m-model",
+        "chat m-model",
+        "chat m-model",
+        "chat m-model",
+        "execute_tool add",
+        "execute_tool task",
+        "invoke_agent helper",
+        "invoke_agent tester",
+    ]
+    assert parent_of["invoke_agent tester"] is None
+    assert parent_of["execute_tool task"] == "invoke_agent tester"
+    assert parent_of["invoke_agent helper"] == "execute_tool task"
+    assert parent_of["execute_tool add"] == "invoke_agent helper"
+    [helper] = [s for s in spans if s.name == "invoke_agent helper"]
+    helper_chats = [s for s in spans if s.parent and s.parent.span_id == helper.context.span_id]
+    assert sorted(s.name for s in helper_chats) == [
+        "chat m-model",
+        "chat m-model",
+        "execute_tool add",
+    ]
+    assert len({s.context.trace_id for s in spans}) == 1
+    assert helper.attributes["gen_ai.agent.name"] == "helper"
+    assert helper.attributes["harnessc.agent.path"] == "tester > helper"
+    assert helper.attributes["harnessc.run.status"] == "done"
+
+
+def test_a_sub_agent_resumed_after_a_pause_is_nested_in_the_resumed_run():
+    from harnessc.runtime.tools import ExternalTool
+
+    otel = Otel()
+    approve = ExternalTool(name="approve", description="Ask a human.")
+    with ProtocolServer() as server:
+        _scripted_by_system_prompt(
+            server,
+            {
+                "TESTER": [_task("call_task"), ScriptedResponse.sse(openai_events(["done"]))],
+                "HELPER": [
+                    ScriptedResponse.sse(openai_tool_call_events([("x1", "approve", "{}")])),
+                    ScriptedResponse.sse(openai_events(["approved"])),
+                ],
+            },
+        )
+        harness = _with_helper(otel, server, approve, built=False)
+
+        async def main():
+            try:
+                paused = await harness.prompt("do it")
+                assert paused.status == "paused", paused
+                return await harness.resume({"x1": "yes"})
+            finally:
+                await harness.close()
+
+        result = asyncio.run(main())
+    assert result.status == "done", result
+    spans = otel.finished()
+    by_id = {s.context.span_id: s for s in spans}
+    runs = sorted((s for s in spans if s.name == "invoke_agent tester"), key=lambda s: s.start_time)
+    helpers = sorted(
+        (s for s in spans if s.name == "invoke_agent helper"), key=lambda s: s.start_time
+    )
+    assert len(runs) == 2 and len(helpers) == 2
+    for run, helper in zip(runs, helpers, strict=True):
+        handover = by_id[helper.parent.span_id]
+        assert handover.name == "execute_tool task"
+        assert handover.attributes["gen_ai.tool.call.id"] == "call_task"
+        assert handover.parent.span_id == run.context.span_id
+    assert helpers[0].attributes["harnessc.run.status"] == "paused"
+    assert helpers[1].attributes["harnessc.run.status"] == "done"

@@ -47,6 +47,7 @@ from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.session.entries import SessionHeader
 from harnessc.runtime.session.session import Session
 from harnessc.runtime.session.storage import JsonlStorage
+from harnessc.runtime.telemetry.extension import trace_subagent
 from harnessc.runtime.tools.base import ExecutionMode, HoldCall, ToolResult, ToolUpdate
 from harnessc.runtime.tools.permission_gate import find_gate
 
@@ -208,6 +209,9 @@ class SubAgents:
             await host.emit(SubagentEvent(agent_path=list(path), tool_call_id=call_id, event=event))
 
         unsubscribe = child.subscribe(forward)
+        record = host.run_state.record(call_id) if host.run_state is not None else None
+        if record is not None:  # its spans nest under the hand-over call's (when traced)
+            trace_subagent(host, child, call_id, record.call.name, record.call.arguments, path)
         stop = signal.add_listener(lambda: child.abort(signal.reason or "aborted"))
         before = dataclasses.replace(child.budget.usage)
         try:

@@ -4,11 +4,12 @@ imported when it is installed, never before)."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import Any
 
 from harnessc.runtime.telemetry.config import TelemetryConfig, resolve_config, telemetry_requested
 
-__all__ = ["TelemetryExtension", "install_telemetry"]
+__all__ = ["TelemetryExtension", "install_telemetry", "trace_subagent"]
 
 
 class TelemetryExtension:
@@ -53,3 +54,31 @@ def install_telemetry(harness: Any, config: TelemetryConfig | None) -> bool:
 
     harness.on_close(export_now)
     return True
+
+
+def trace_subagent(
+    parent: Any, child: Any, call_id: str, tool: str, args: Any, path: tuple[str, ...]
+) -> None:
+    """Trace the next run of ``child``, the sub-agent a call of ``parent``'s (``call_id``
+    of ``tool``, the hand-over) runs, as a child of that call's span, named after its
+    place in the tree (``path``). A sub-agent without telemetry of its own is traced as
+    its parent is; nothing happens when the parent is not traced."""
+    tracer = getattr(parent, "_telemetry", None)
+    if tracer is None:
+        return
+    mine = getattr(child, "_telemetry", None)
+    if mine is None:
+        from harnessc.runtime.telemetry.spans import RunTracer
+
+        config = replace(tracer.config, agent_name=path[-1])
+        mine = RunTracer(child, config, tracer.tracer_provider, tracer.meter_provider)
+        child._telemetry = mine
+        child.subscribe(mine)
+
+        async def end_run() -> None:
+            mine._end_run(**{"harnessc.run.status": "closed"})
+
+        child.on_close(end_run)
+    mine.name = path[-1]
+    mine.agent_path = " > ".join(path)
+    mine.parent = tracer.call_context(call_id, tool, args)

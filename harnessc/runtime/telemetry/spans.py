@@ -1,7 +1,8 @@
 """The harness's events as OpenTelemetry spans and metrics (GenAI semantic conventions).
 
 One ``invoke_agent {name}`` span per run, with a ``chat {model}`` span per model request
-and an ``execute_tool {tool}`` span per tool call inside it. A pause ends the run's span
+and an ``execute_tool {tool}`` span per tool call inside it; a sub-agent's run is a child
+of its hand-over call's ``execute_tool task`` span. A pause ends the run's span
 (``harnessc.pause.reason``) and records its span context in the session; the resumed
 run, in this process or another, is a new span linked to it. Prompts, replies and tool
 arguments/results are recorded only with ``capture_content``, secrets redacted.
@@ -50,6 +51,8 @@ class RunTracer:
         self.harness = harness
         self.config = config
         self.name = config.agent_name
+        self.tracer_provider = tracer_provider
+        self.meter_provider = meter_provider
         self.tracer = trace.get_tracer("harnessc", tracer_provider=tracer_provider)
         meter = metrics.get_meter("harnessc", meter_provider=meter_provider)
         self.token_usage = meter.create_histogram(
@@ -70,6 +73,10 @@ class RunTracer:
         self.tool_spans: dict[str, Any] = {}
         self.request_started_ns = time.time_ns()
         self.paused: dict[str, SpanContext] = {}  # run id -> its last span (this process)
+        # A sub-agent's: its agent path, and the context its runs' spans start in (its
+        # hand-over call's span; set by ``trace_subagent`` before each of its runs).
+        self.agent_path = ""
+        self.parent: Any = None
 
     # -- dispatch ----------------------------------------------------------------------
 
@@ -119,6 +126,8 @@ class RunTracer:
             "gen_ai.request.model": model.id,
             "harnessc.run.id": run_id,
         }
+        if self.agent_path:
+            attributes["harnessc.agent.path"] = self.agent_path
         links = []
         if resumed:
             attributes["harnessc.resume.reason"] = resumed
@@ -130,7 +139,11 @@ class RunTracer:
                 [{"role": "user", "parts": [{"type": "text", "content": prompt}]}]
             )
         self.run_span = self.tracer.start_span(
-            f"invoke_agent {self.name}", kind=SpanKind.INTERNAL, attributes=attributes, links=links
+            f"invoke_agent {self.name}",
+            context=self.parent,
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
+            links=links,
         )
         self.run_context = trace.set_span_in_context(self.run_span)
         self.run_id = run_id
@@ -303,20 +316,36 @@ class RunTracer:
     def _on_tool_execution_start(self, event: Any) -> None:
         if self.run_span is None:
             return
+        self._tool_span(event.tool_call_id, event.tool_name, event.args)
+
+    def _tool_span(self, call_id: str, tool: str, args: Any, **more: Any) -> Any:
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": event.tool_name,
-            "gen_ai.tool.call.id": event.tool_call_id,
+            "gen_ai.tool.name": tool,
+            "gen_ai.tool.call.id": call_id,
             "gen_ai.tool.type": "function",
+            **more,
         }
         if self.config.capture_content:
-            attributes["gen_ai.tool.call.arguments"] = self._content(event.args)
-        self.tool_spans[event.tool_call_id] = self.tracer.start_span(
-            f"execute_tool {event.tool_name}",
+            attributes["gen_ai.tool.call.arguments"] = self._content(args)
+        span = self.tool_spans[call_id] = self.tracer.start_span(
+            f"execute_tool {tool}",
             context=self.run_context,
             kind=SpanKind.INTERNAL,
             attributes=attributes,
         )
+        return span
+
+    def call_context(self, call_id: str, tool: str, args: Any) -> Any:
+        """The context of the open run's span of the call ``call_id`` (a sub-agent's runs
+        start in it). A call held across a pause had its span end with the paused run:
+        resumed, it gets a new one in the resumed run. None when no run is open."""
+        if self.run_span is None:
+            return None
+        span = self.tool_spans.get(call_id)
+        if span is None:
+            span = self._tool_span(call_id, tool, args, **{"harnessc.tool.resumed": True})
+        return trace.set_span_in_context(span)
 
     def _on_tool_execution_end(self, event: Any) -> None:
         span = self.tool_spans.pop(event.tool_call_id, None)
