@@ -109,3 +109,35 @@ def test_a_sub_agent_ask_is_asked_at_the_prompt_and_always_holds_for_the_session
     term.eof()
     assert term.wait() == 0
     assert "denied by the user" in term.output
+
+
+def test_a_sub_agent_ask_a_one_shot_run_paused_on_is_answered_in_the_interactive_prompt(
+    tree: Tree, terminals: list[Terminal]
+) -> None:
+    def checker(messages: list[dict[str, Any]]) -> Any:
+        name = str(messages[-1]["content"]) if messages[-1]["role"] == "user" else ""
+        if name:
+            return tool_reply(("b1", "bash", {"command": f"touch {tree.root / name}"}))
+        return text_reply("CHECKER: " + tool_texts(messages)[0].strip())
+
+    tree.write("lead.yaml", LEAD)
+    tree.write("checker.yaml", CHECKER)
+    tree.build()
+    tree.scripts.rules.update(LEAD=lead, CHECKER=checker)
+    paused = tree.run("released")
+    assert paused.returncode == 3, paused.stderr
+    agent = Agent(
+        path=tree.root / "generated" / "lead.py",
+        sessions=tree.root / ".harnessc" / "sessions",
+        workdir=tree.root,
+        env={**tree.env, "NO_COLOR": "1"},
+    )
+    term = Terminal(agent, "-i", "--continue")
+    terminals.append(term)
+    term.expect(f"Bash(touch {tree.root / 'released'}) (b1) was held: allow it?", timeout=20)
+    term.sendline("y")
+    term.expect("LEAD DONE | CHECKER: (no output)")
+    term.expect_prompt()
+    assert (tree.root / "released").exists()
+    term.eof()
+    assert term.wait() == 0

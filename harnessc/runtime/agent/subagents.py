@@ -49,7 +49,7 @@ from harnessc.runtime.session.session import Session
 from harnessc.runtime.session.storage import JsonlStorage
 from harnessc.runtime.telemetry.extension import trace_subagent
 from harnessc.runtime.tools.base import ExecutionMode, HoldCall, ToolResult, ToolUpdate
-from harnessc.runtime.tools.permission_gate import find_gate
+from harnessc.runtime.tools.permission_gate import find_gate, pending_asks, record_answer
 
 __all__ = [
     "HANDOVER_TOOL",
@@ -181,6 +181,8 @@ class SubAgents:
             child.budget.budget = _tightest(_own_limits(child), host.budget, child.budget)
             results = answers.get("results") or None
             approvals = answers.get("approvals") or None
+            if approvals:
+                _record_approvals(child, approvals)
             return await self._run(
                 call_id, agent, child, signal, lambda: child.resume(results, approvals=approvals)
             )
@@ -527,6 +529,18 @@ def _pending(child: AgentHarness, path: tuple[str, ...]) -> list[dict[str, Any]]
                 {"call": record.call.to_dict(), "kind": "approval", "path": " > ".join(path)}
             )
     return out
+
+
+def _record_approvals(child: AgentHarness, approvals: dict[str, Any]) -> None:
+    """The answers to the sub-agent's own held asks, recorded in its session as the
+    top agent's are (``--approve`` / ``--deny``): its permission gate reads them when the
+    call is prepared again, so a gate that can ask the user does not ask again."""
+    pending = pending_asks(child.session)
+    for call_id, allowed in approvals.items():
+        held = pending.get(call_id)
+        if held is not None:
+            decision = "allow" if allowed else "deny"
+            record_answer(child.session, str(held["tool"]), dict(held["args"]), decision, call_id)
 
 
 def _own_limits(child: AgentHarness) -> Budget:

@@ -51,8 +51,11 @@ async def answer_pause(self: PausedRepl) -> None:
 
         approve: list[str] = []
         deny: list[str] = []
-        for call_id, held in pending_asks(harness.session).items():
-            label = describe_call(str(held["tool"]), held["args"])
+        asks = {i: (str(h["tool"]), h["args"]) for i, h in pending_asks(harness.session).items()}
+        if not asks:  # a sub-agent's ask: the calls it holds, answered by their ids
+            asks = {c.id: (c.name, c.arguments) for c in pending}
+        for call_id, (tool, args) in asks.items():
+            label = describe_call(tool, args)
             answer = await self.ask(f"{label} ({call_id}) was held: allow it? [y/N] ")
             if answer is None:
                 self.note("left paused: /resume answers later")
