@@ -149,3 +149,91 @@ def test_base_url_points_every_agent_of_the_tree_at_one_server(
         ("PINNED", "main-model"),
         ("REVIEWER", "review-model"),
     }
+
+
+MODES_LEAD = """\
+version: 1
+name: lead
+description: Hands work to two sub-agents.
+models:
+  main:
+    provider: openai
+    id: main-model
+    base_url: ${TEST_BASE_URL}
+    api_key_env: TEST_API_KEY
+system_prompt: You are LEAD.
+tools: [read, write]
+agents:
+  writer: {spec: writer.yaml}
+  careful: {from: careful.md}
+"""
+
+WRITER = """\
+version: 1
+name: writer
+description: Writes a file.
+models:
+  own:
+    provider: openai
+    id: writer-model
+    base_url: ${TEST_BASE_URL}
+    api_key_env: TEST_API_KEY
+system_prompt: You are WRITER.
+tools: [write]
+"""
+
+CAREFUL_MD = """\
+---
+name: careful
+description: Writes a file, in plan mode.
+tools: Write
+permissionMode: plan
+---
+
+You are CAREFUL.
+"""
+
+
+def writes(name: str) -> Any:
+    def script(messages: list[dict[str, Any]]) -> Any:
+        texts = tool_texts(messages)
+        if not texts:
+            return tool_reply(("w1", "write", {"path": name, "content": "x"}))
+        return text_reply(f"{name}: {texts[-1]}")
+
+    return script
+
+
+def modes_tree(tree: Tree) -> None:
+    tree.write("lead.yaml", MODES_LEAD)
+    tree.write("writer.yaml", WRITER)
+    tree.write("careful.md", CAREFUL_MD)
+    tree.build()
+
+    def lead(messages: list[dict[str, Any]]) -> Any:
+        if not tool_texts(messages):
+            return tool_reply(task("h1", "writer", "Write"), task("h2", "careful", "Write"))
+        return text_reply("LEAD DONE")
+
+    tree.scripts.rules.update(LEAD=lead, WRITER=writes("w.txt"), CAREFUL=writes("c.txt"))
+
+
+def test_permission_mode_plan_reaches_every_sub_agent(tree: Tree) -> None:
+    modes_tree(tree)
+    done = tree.run("--permission-mode", "plan", "Go")
+    assert done.returncode == 0, done.stderr
+    assert "LEAD DONE" in done.stdout
+    assert not (tree.root / "w.txt").exists()
+    assert not (tree.root / "c.txt").exists()
+    # the hand-overs ran; the sub-agents' writes were denied by the plan mode
+    handed = " ".join(tool_texts(tree.server.requests[-1].json["messages"]))
+    assert "w.txt: " in handed and "c.txt: " in handed
+    assert handed.count("does not run in plan") == 2
+
+
+def test_a_sub_agents_stricter_mode_holds_under_a_looser_one(tree: Tree) -> None:
+    modes_tree(tree)
+    done = tree.run("--permission-mode", "accept-edits", "Go")
+    assert done.returncode == 0, done.stderr
+    assert (tree.root / "w.txt").exists()  # the writer runs in the command line's mode
+    assert not (tree.root / "c.txt").exists()  # careful keeps its own plan mode

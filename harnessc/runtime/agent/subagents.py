@@ -50,6 +50,7 @@ from harnessc.runtime.session.storage import JsonlStorage
 from harnessc.runtime.telemetry.extension import trace_subagent
 from harnessc.runtime.tools.base import ExecutionMode, HoldCall, ToolResult, ToolUpdate
 from harnessc.runtime.tools.permission_gate import find_gate, pending_asks, record_answer
+from harnessc.runtime.tools.permissions import HANDOVER_TOOL
 
 __all__ = [
     "HANDOVER_TOOL",
@@ -60,7 +61,6 @@ __all__ = [
     "usage_line",
 ]
 
-HANDOVER_TOOL = "task"
 _SAFE = re.compile(r"[^A-Za-z0-9_-]+")
 
 
@@ -281,6 +281,9 @@ class SubAgents:
             options = self._claude_options(agent, session)
         if self.adjust is not None:
             self.adjust(options)
+        mode = self._mode_for(agent)
+        if mode is not None:
+            options.hooks = _with_mode(options.hooks, mode)
         extensions = []
         asker, remembered = self._questions()
         for ext in options.extensions:
@@ -303,6 +306,21 @@ class SubAgents:
             gate.asker = _PathAsker(asker, " > ".join(path))
             gate.remembered = remembered
         return options
+
+    def _mode_for(self, agent: SubAgent) -> str | None:
+        """The permission mode this agent's mode imposes on a sub-agent, or None (it
+        keeps its own): plan (read-only) and bypass hold for the whole tree, and a
+        Claude Code file without ``permissionMode`` runs in its parent's mode."""
+        host = self._host
+        assert host is not None
+        gate = find_gate(host.options.hooks)
+        if gate is None:
+            return None
+        if gate.mode in ("plan", "bypass"):
+            return gate.mode
+        if agent.module is None and agent.permission_mode is None and gate.mode != "default":
+            return gate.mode
+        return None
 
     def _questions(self) -> tuple[Any, list[Any]]:
         """Who answers the tree's permission questions (the user at the interactive

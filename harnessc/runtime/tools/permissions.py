@@ -81,6 +81,9 @@ _MODE_ALIASES = {
 }
 READ_ONLY_TOOLS = frozenset({"read", "ls", "grep", "find", "todo"})
 EDIT_TOOLS = frozenset({"edit", "write"})
+# The hand-over to a sub-agent: it runs in plan mode too, because a sub-agent runs in
+# its parent's plan mode.
+HANDOVER_TOOL = "task"
 
 # Claude Code's tool names -> harnessc's.
 _CLAUDE_NAMES = {
@@ -268,7 +271,7 @@ def decide(
     for rule in rules.deny:
         if rule.matches(tool, args, where):
             return Decision("deny", f"denied by the rule {rule.text}")
-    if mode == "plan" and tool not in READ_ONLY_TOOLS:
+    if mode == "plan" and tool not in READ_ONLY_TOOLS and tool != HANDOVER_TOOL:
         return Decision("deny", f"{tool} does not run in plan (read-only) mode")
     if tool == "bash":
         return _decide_bash(rules, str(args.get("command") or ""), mode, where, remembered)
