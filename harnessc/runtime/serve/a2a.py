@@ -10,7 +10,6 @@ held, "yes" / "approve" runs them and anything else refuses them (fail closed).
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -104,8 +103,7 @@ def _executor_class() -> type:
                 await updater.failed(updater.new_agent_message([new_text_part(error.message)]))
                 return
             await updater.start_work()
-            if run.task is not None:
-                await asyncio.wait({run.task})
+            await run.finished()
             if run.status == "done":
                 await updater.add_artifact([new_text_part(run.text)], name="reply")
                 await updater.complete(updater.new_agent_message([new_text_part(run.text)]))

@@ -10,7 +10,6 @@ tool messages. A permission ask ends it with an interrupt per held call, answere
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -22,8 +21,8 @@ from starlette.routing import Route
 from harnessc.runtime.core.messages import AssistantMessage, TextContent, UserMessage
 from harnessc.runtime.serve.bodies import ApiError, read_json
 from harnessc.runtime.serve.errors import guarded, serve_state
-from harnessc.runtime.serve.native import KEEP_ALIVE_S, check_prompt
-from harnessc.runtime.serve.runs import PAUSED, Run
+from harnessc.runtime.serve.native import check_prompt
+from harnessc.runtime.serve.runs import PAUSED, Run, follow
 from harnessc.runtime.serve.state import ServeState
 from harnessc.runtime.tools.base import ExternalTool
 
@@ -158,18 +157,14 @@ async def _stream(run: Run, first: int, given: Any, encoder: Any) -> AsyncIterat
     if given.state:
         yield encoder.encode(core.StateSnapshotEvent(snapshot=given.state))
     translator = _Translator(run, core)
-    index = first  # events of this request only (a resumed run keeps its older ones)
-    while True:
-        while index < len(run.events):
-            for out in translator.translate(run.events[index], index):
-                yield encoder.encode(out)
-            index += 1
-        if run.over:
-            break
-        try:
-            await asyncio.wait_for(run.changed(), KEEP_ALIVE_S)
-        except TimeoutError:
+    # events of this request only (a resumed run keeps its older ones)
+    async for item in follow(run, first):
+        if item is None:
             yield ": keep-alive\n\n"
+            continue
+        index, encoded = item
+        for out in translator.translate(encoded, index):
+            yield encoder.encode(out)
     for out in translator.close():
         yield encoder.encode(out)
     if run.status == "error":

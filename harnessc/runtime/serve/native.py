@@ -13,12 +13,10 @@ from starlette.routing import Route
 from harnessc.runtime.core.budget import BUDGET_LIMITS, Budget
 from harnessc.runtime.serve.bodies import ApiError, optional, read_json, required
 from harnessc.runtime.serve.errors import guarded, serve_state
-from harnessc.runtime.serve.runs import Run
+from harnessc.runtime.serve.runs import Run, follow
 from harnessc.runtime.serve.state import ServeState
 
 __all__ = ["event_stream", "native_routes"]
-
-KEEP_ALIVE_S = 15.0
 
 
 async def healthz(request: Request) -> Response:
@@ -72,17 +70,12 @@ async def run_events(request: Request) -> Response:
 async def event_stream(run: Run, after: int) -> AsyncIterator[str]:
     """The run's events after number ``after``, then the new ones as they come, until the
     run ends or pauses. A client that goes away stops only its stream, never the run."""
-    index = after
-    while True:
-        while index < len(run.events):
-            yield f"id: {index + 1}\ndata: {run.events[index]}\n\n"
-            index += 1
-        if run.over:
-            return
-        try:
-            await asyncio.wait_for(run.changed(), KEEP_ALIVE_S)
-        except TimeoutError:
+    async for item in follow(run, after):
+        if item is None:
             yield ": keep-alive\n\n"
+        else:
+            index, encoded = item
+            yield f"id: {index + 1}\ndata: {encoded}\n\n"
 
 
 def parse_budget(value: dict[str, Any] | None) -> Budget | None:
