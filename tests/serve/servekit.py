@@ -117,7 +117,8 @@ class Served:
         return {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
     def client(self, **kwargs: Any) -> httpx.Client:
-        return httpx.Client(base_url=self.url, headers=self.headers, timeout=30, **kwargs)
+        kwargs.setdefault("timeout", 30)
+        return httpx.Client(base_url=self.url, headers=self.headers, **kwargs)
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> int:
         if self.process.poll() is None:

@@ -92,15 +92,21 @@ class AgentSource:
         harness.on("turn_end", self._drain_check)
         return harness
 
-    async def check(self) -> None:
-        """Build the agent once (its options, its model's key): a broken agent fails at
-        start. Its skills and tool names are kept for the agent card and AG-UI."""
+    def durable_config(self) -> Any:
+        """The generated module's ``durable_config`` (a spec with ``durable:``), else None."""
+        found = getattr(self.cli.build_options, "__globals__", {}).get("durable_config")
+        return found if callable(found) else None
+
+    async def check(self, *, model: bool = True) -> None:
+        """Build the agent once (its options, with ``model`` its model's key): a broken
+        agent fails at start. Its skills and tool names are kept for the agent card and
+        AG-UI."""
         session = Session(SessionHeader.new(cwd=self.cli.cwd, metadata={}))
         harness = self.harness(session)
         try:
             self.skills = [(s.name, s.description) for s in harness.resources.skills]
             self.tool_names = frozenset(harness.tools)
-            if harness.options.provider is None:
+            if model and harness.options.provider is None:
                 from harnessc.runtime.cli.overrides import check_model
 
                 check_model(

@@ -40,19 +40,19 @@ async def start_run(request: Request) -> Response:
     body = await read_json(request, state.config)
     prompt = check_prompt(state, required(body, "prompt", str))
     session_id = optional(body, "session_id", str)
-    run = state.runs.start(prompt, session_id)
+    run = await state.runs.start(prompt, session_id)
     return JSONResponse({"run_id": run.id, "session_id": run.session_id}, status_code=201)
 
 
 @guarded
 async def run_status(request: Request) -> Response:
-    run = serve_state(request).runs.get(request.path_params["run_id"])
+    run = await serve_state(request).runs.lookup(request.path_params["run_id"])
     return JSONResponse(run.to_dict())
 
 
 @guarded
 async def run_events(request: Request) -> Response:
-    run = serve_state(request).runs.get(request.path_params["run_id"])
+    run = await serve_state(request).runs.lookup(request.path_params["run_id"])
     raw = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
     try:
         after = int(raw)
@@ -122,9 +122,9 @@ def parse_approvals(value: dict[str, Any] | None) -> dict[str, bool] | None:
 @guarded
 async def resume_run(request: Request) -> Response:
     state = serve_state(request)
-    run = state.runs.get(request.path_params["run_id"])
+    run = await state.runs.lookup(request.path_params["run_id"])
     body = await read_json(request, state.config)
-    state.runs.resume(
+    await state.runs.resume(
         run,
         results=parse_results(optional(body, "results", dict)),
         approvals=parse_approvals(optional(body, "approvals", dict)),
@@ -136,8 +136,8 @@ async def resume_run(request: Request) -> Response:
 @guarded
 async def abort_run(request: Request) -> Response:
     state = serve_state(request)
-    run = state.runs.get(request.path_params["run_id"])
-    state.runs.abort(run)
+    run = await state.runs.lookup(request.path_params["run_id"])
+    await state.runs.abort(run)
     return JSONResponse({"run_id": run.id, "status": run.status})
 
 

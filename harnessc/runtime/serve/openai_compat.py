@@ -86,6 +86,8 @@ def _session(state: ServeState, request: Request, body: dict[str, Any]) -> str |
     if header:
         return header
     user = optional(body, "user", str)
+    if not state.runs.continues_sessions:
+        return None  # the user field names the end user, not a session
     if user and (user in state.runs.by_session or _stored(state, user)):
         return user
     return None
@@ -120,8 +122,10 @@ async def chat_completions(request: Request) -> Response:
         and not state.source.stored
     ):
         raise UnknownSession(session_id)
-    run = state.runs.start(prompt, session_id, context=history if session_id is None else ())
-    headers = {"X-Run-Id": run.id, "X-Session-Id": run.session_id}
+    run = await state.runs.start(prompt, session_id, context=history if session_id is None else ())
+    headers = {"X-Run-Id": run.id}
+    if run.session_id:  # a durable run has none until a worker begins it
+        headers["X-Session-Id"] = run.session_id
     completion_id = f"chatcmpl-{run.id}"
     if stream:
         return StreamingResponse(
@@ -130,6 +134,8 @@ async def chat_completions(request: Request) -> Response:
             headers={**headers, "Cache-Control": "no-store"},
         )
     await run.finished()
+    if run.session_id:
+        headers["X-Session-Id"] = run.session_id
     if run.status == "error":
         raise ApiError(502, f"the agent failed: {run.reason}", "agent_error")
     return JSONResponse(

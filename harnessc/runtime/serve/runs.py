@@ -115,6 +115,8 @@ class Run:
 class RunRegistry:
     """Every run of the process; ``max_runs`` bounds those working at once."""
 
+    continues_sessions = True  # a new prompt may go on in a stored session
+
     def __init__(self, source: AgentSource, *, max_runs: int, kept_runs: int = 1000) -> None:
         self.source = source
         self.max_runs = max_runs
@@ -133,6 +135,10 @@ class RunRegistry:
         if run is not None:
             return run
         return self._recover(run_id)
+
+    async def lookup(self, run_id: str) -> Run:
+        """The run as it stands now (``get``, for the endpoints)."""
+        return self.get(run_id)
 
     def _recover(self, run_id: str) -> Run:
         """A run paused before a restart: open its session, which recorded the pause."""
@@ -162,7 +168,7 @@ class RunRegistry:
         if self.working >= self.max_runs:
             raise Overloaded(f"{self.max_runs} runs are working (--max-runs)")
 
-    def start(
+    async def start(
         self,
         prompt: str | Message,
         session_id: str | None = None,
@@ -274,7 +280,8 @@ class RunRegistry:
     def _keep(self, run: Run) -> None:
         self.runs[run.id] = run
         self.runs.move_to_end(run.id)
-        self.by_session[run.session_id] = run
+        if run.session_id:
+            self.by_session[run.session_id] = run
         while len(self.runs) > self.kept_runs:
             oldest = next((r for r in self.runs.values() if r.over and r.harness is None), None)
             if oldest is None:
@@ -285,7 +292,7 @@ class RunRegistry:
 
     # -- answering a pause -------------------------------------------------------------
 
-    def resume(
+    async def resume(
         self,
         run: Run,
         *,
@@ -328,7 +335,7 @@ class RunRegistry:
                 raise Conflict(message) from None
         self._launch(run, harness, lambda: harness.resume(budget=budget, approvals=answers or None))
 
-    def abort(self, run: Run, reason: str = "aborted over HTTP") -> None:
+    async def abort(self, run: Run, reason: str = "aborted over HTTP") -> None:
         if run.status in PAUSED:
             raise Conflict(
                 f"run {run.id} is {run.status}, not working: resume it (a pending call can be "
