@@ -37,6 +37,13 @@ def agent_card(state: ServeState) -> Any:
     ]
     for name, text in source.skills:
         skills.append(a2a.AgentSkill(id=name, name=name, description=text or name, tags=["skill"]))
+    taken = {skill.id for skill in skills}
+    for name, text in source.subagents:  # the agents it hands work to (spec agents:)
+        skill_id = name if name not in taken else f"agent:{name}"
+        taken.add(skill_id)
+        skills.append(
+            a2a.AgentSkill(id=skill_id, name=name, description=text or name, tags=["sub-agent"])
+        )
     security: dict[str, Any] = {}
     if state.config.token:
         bearer = a2a.HTTPAuthSecurityScheme(scheme="Bearer", description="the server's token")

@@ -44,6 +44,7 @@ class AgentSource:
         self.repo = _store(cli)
         self.draining = False
         self.skills: list[tuple[str, str]] = []  # (name, description), set by check()
+        self.subagents: list[tuple[str, str]] = []  # (name, description), set by check()
         self.tool_names: frozenset[str] = frozenset()  # the agent's own tools
 
     @property
@@ -105,6 +106,7 @@ class AgentSource:
         harness = self.harness(session)
         try:
             self.skills = [(s.name, s.description) for s in harness.resources.skills]
+            self.subagents = _subagents(harness.options.extensions)
             self.tool_names = frozenset(harness.tools)
             if model and harness.options.provider is None:
                 from harnessc.runtime.cli.overrides import check_model
@@ -117,6 +119,18 @@ class AgentSource:
 
     def _drain_check(self, event: Any) -> PauseRequest | None:
         return PauseRequest(DRAIN_REASON) if self.draining else None
+
+
+def _subagents(extensions: Sequence[Any]) -> list[tuple[str, str]]:
+    """The sub-agents (spec ``agents:``) the agent may hand work to."""
+    from harnessc.runtime.agent.subagents import SubAgents
+
+    return [
+        (agent.name, agent.description)
+        for extension in extensions
+        if isinstance(extension, SubAgents)
+        for agent in extension.agents
+    ]
 
 
 def _store(cli: CliHost) -> SessionRepo | None:
