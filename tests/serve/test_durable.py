@@ -242,3 +242,28 @@ def _follow(server: Served, run_id: str, seen: list[tuple[int, dict[str, Any]]])
         with client.stream("GET", f"/v1/runs/{run_id}/events") as stream:
             for item in sse_events(stream.iter_lines()):
                 seen.append(item)
+
+
+def test_agui_and_a2a_runs_of_a_durable_agent(durable: Durable) -> None:
+    """AG-UI and A2A submit to the queue too: a worker runs them, the server streams them."""
+    import asyncio
+
+    pytest.importorskip("ag_ui.core")
+    pytest.importorskip("a2a.client")
+    from a2a.types import a2a_pb2 as a2a
+
+    from .test_a2a import _final_state, _send
+    from .test_agui import _input, _run
+
+    durable.workers.ensure("w1")
+    events = _run(
+        durable.server,
+        _input("t-1", "r-1", [{"id": "u1", "role": "user", "content": "hi durable agui"}]),
+    )
+    kinds = [e.type.value for e in events]
+    assert kinds[0] == "RUN_STARTED" and kinds[-1] == "RUN_FINISHED"
+    text = "".join(e.delta for e in events if e.type.value == "TEXT_MESSAGE_CONTENT")
+    assert text == "echo: hi durable agui" and events[-1].result == text
+    items = asyncio.run(_send(durable.server, "hi durable a2a", streaming=False))
+    state, reply, _ = _final_state(items)
+    assert (state, reply) == (a2a.TaskState.TASK_STATE_COMPLETED, "echo: hi durable a2a")

@@ -41,7 +41,8 @@ async def start_run(request: Request) -> Response:
     prompt = check_prompt(state, required(body, "prompt", str))
     session_id = optional(body, "session_id", str)
     run = await state.runs.start(prompt, session_id)
-    return JSONResponse({"run_id": run.id, "session_id": run.session_id}, status_code=201)
+    # a durable run has no session until a worker begins it
+    return JSONResponse({"run_id": run.id, "session_id": run.session_id or None}, status_code=201)
 
 
 @guarded
@@ -130,7 +131,9 @@ async def resume_run(request: Request) -> Response:
         approvals=parse_approvals(optional(body, "approvals", dict)),
         budget=parse_budget(optional(body, "budget", dict)),
     )
-    return JSONResponse({"run_id": run.id, "session_id": run.session_id, "status": run.status})
+    return JSONResponse(
+        {"run_id": run.id, "session_id": run.session_id or None, "status": run.status}
+    )
 
 
 @guarded
