@@ -235,6 +235,7 @@ def _killed_worker(made: Durable) -> None:
         assert _events(client, run_id) == seen
         tail = _events(client, run_id, **{"Last-Event-ID": str(len(seen) - 2)})
         assert tail == seen[-2:]
+    assert first.stop() == 0  # SIGTERM: the server stops, the runs are the workers'
 
 
 def _follow(server: Served, run_id: str, seen: list[tuple[int, dict[str, Any]]]) -> None:
