@@ -202,27 +202,27 @@ def test_a_killed_workers_run_is_finished_by_another_and_its_stream_has_no_gap(
 
 def _killed_worker(made: Durable) -> None:
     kit, workers, first = made.kit, made.workers, made.server
-    second = kit.serve()  # two servers on one database
-    marker = kit.workdir / "marker"
-    command = 'call bash {"command": "mkdir -p marker && sleep 3 && printf slept"}'
+    # the tool notes each start in a file, then takes 3 s
+    command = 'call bash {"command": "date >> starts && sleep 3 && printf slept"}'
     with first.client() as client:
         run_id = client.post("/v1/runs", json={"prompt": command}).json()["run_id"]
+    second = kit.serve(wait=False)  # another server on the same database
     victim = workers.start("w1")
+    second.wait_up()
     seen: list[tuple[int, dict[str, Any]]] = []
     follower = threading.Thread(target=_follow, args=(second, run_id, seen), daemon=True)
     follower.start()
+    starts = kit.workdir / "starts"
     deadline = time.monotonic() + 60
-    while not marker.exists():
+    while not (starts.exists() and seen):  # the model call's events come before the tool
         assert time.monotonic() < deadline, "the tool never started"
-        time.sleep(0.05)
-    while not seen:  # the model call's events, recorded before the tool ran
-        assert time.monotonic() < deadline, "no event before the tool ran"
         time.sleep(0.05)
     victim.kill()  # SIGKILL in the middle of the tool
     victim.wait(timeout=30)
     workers.start("w1")  # the same id: it recovers its own runs at once
     follower.join(timeout=90)
     assert not follower.is_alive()
+    assert len(starts.read_text().splitlines()) == 2  # killed mid-tool, run again once
     ids = [i for i, _ in seen]
     assert ids == list(range(1, len(ids) + 1))  # no gap, no duplicate
     kinds = [e["type"] for _, e in seen]
