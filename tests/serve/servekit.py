@@ -117,7 +117,8 @@ class Served:
         return {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
     def client(self, **kwargs: Any) -> httpx.Client:
-        return httpx.Client(base_url=self.url, headers=self.headers, timeout=30, **kwargs)
+        kwargs.setdefault("timeout", 30)
+        return httpx.Client(base_url=self.url, headers=self.headers, **kwargs)
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> int:
         if self.process.poll() is None:
@@ -131,6 +132,20 @@ class Served:
 
     def output(self) -> str:
         return self.log.read_text()
+
+    def wait_up(self, timeout: float = 60) -> None:
+        """Wait until /healthz answers."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise AssertionError(f"the server exited: {self.output()}")
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+        raise AssertionError(f"the server did not start: {self.output()}")
 
 
 @dataclass
@@ -164,18 +179,7 @@ class AgentKit:
         served = Served(process, f"http://127.0.0.1:{port}", token, log)
         self.served.append(served)
         if wait:
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                if process.poll() is not None:
-                    raise AssertionError(f"the server exited: {served.output()}")
-                try:
-                    if httpx.get(f"{served.url}/healthz", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                time.sleep(0.05)
-            else:
-                raise AssertionError(f"the server did not start: {served.output()}")
+            served.wait_up()
         return served
 
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from .servekit import Served
+from harnessc.testing import ProtocolServer
+
+from .servekit import SPEC, Served, compile_agent
 
 pytest.importorskip("a2a.client")
 
@@ -61,7 +64,8 @@ def _final_state(items: list[Any]) -> tuple[Any, str, str]:
 
 
 def test_the_agent_card_is_public_and_names_the_endpoint(server: Served) -> None:
-    card = httpx.get(f"{server.url}/.well-known/agent-card.json").json()
+    # the first A2A request imports the sdk: slow on a busy machine
+    card = httpx.get(f"{server.url}/.well-known/agent-card.json", timeout=60).json()
     assert card["name"] == "helper"
     assert "echoes" in card["description"]
     [interface] = card["supportedInterfaces"]
@@ -97,3 +101,34 @@ def test_a_pause_is_input_required_and_the_next_message_answers_it(server: Serve
     state, text, _ = _final_state(items)
     assert state == a2a.TaskState.TASK_STATE_COMPLETED
     assert text == "done: Ada"
+
+
+def test_the_agent_card_lists_the_sub_agents(tmp_path: Path, model_server: ProtocolServer) -> None:
+    """A spec with ``agents:``: each sub-agent is a skill of the card, read with the
+    a2a-sdk's own card resolver."""
+    (tmp_path / "spec").mkdir()
+    (tmp_path / "spec" / "reviewer.md").write_text(
+        "---\nname: reviewer\ndescription: Reviews a change and reports problems.\n"
+        "tools: Read, Grep\n---\n\nYou review changes.\n"
+    )
+    spec = SPEC + "agents:\n  reviewer:\n    from: reviewer.md\n"
+    kit = compile_agent(tmp_path, model_server.url, spec)
+    served = kit.serve(token=None)
+    try:
+        card = asyncio.run(_card(served))
+    finally:
+        served.stop()
+    skills = {skill.id: (skill.name, skill.description, list(skill.tags)) for skill in card.skills}
+    assert skills["reviewer"] == (
+        "reviewer",
+        "Reviews a change and reports problems.",
+        ["sub-agent"],
+    )
+    assert skills["helper"][2] == ["agent"]
+
+
+async def _card(server: Served) -> Any:
+    from a2a.client import A2ACardResolver
+
+    async with httpx.AsyncClient(timeout=60) as http:
+        return await A2ACardResolver(http, server.url).get_agent_card()

@@ -9,6 +9,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from harnessc.runtime.cli.args import EXIT_DONE, EXIT_ERROR, EXIT_PAUSED
@@ -16,7 +17,17 @@ from harnessc.runtime.durable.config import DurableConfig, DurableError
 from harnessc.runtime.durable.report import error_code, error_line, pause_lines
 from harnessc.runtime.durable.steps import output_events, step_events
 
-__all__ = ["DurableRuns", "Show", "ending", "follow", "list_runs", "pump", "resume", "submit"]
+__all__ = [
+    "DurableRuns",
+    "RunLook",
+    "Show",
+    "ending",
+    "follow",
+    "list_runs",
+    "pump",
+    "resume",
+    "submit",
+]
 
 
 def _client(config: DurableConfig, cwd: str, *, create: bool = False) -> Any:
@@ -27,6 +38,19 @@ def _client(config: DurableConfig, cwd: str, *, create: bool = False) -> Any:
 
 _STATUS = {"ENQUEUED": "queued", "SUCCESS": "done", "ERROR": "failed", "CANCELLED": "cancelled"}
 _WAITING = ("awaiting_tool", "paused")
+
+
+@dataclass(slots=True)
+class RunLook:
+    """One look at a durable run (``DurableRuns.look``)."""
+
+    row: dict[str, Any]  # as ``state`` gives it: state, reason, worker...
+    waiting: dict[str, Any]  # its ``state`` event: what it waits for while it waits
+    events: list[dict[str, Any]] = field(default_factory=list)  # recorded since the last look
+    steps: int = 0  # the run's steps seen in all: the next look's ``steps``
+    ended: bool = False  # nothing more will be recorded (its events are all in)
+    text: str = ""  # the final text of a run that ended
+    session_id: str | None = None  # once the run has made its session
 
 
 class DurableRuns:
@@ -137,6 +161,38 @@ class DurableRuns:
             return str(self.state(run_id)["state"])
         except DurableError:
             return "unknown run"
+
+    def look(self, run_id: str, steps: int = 0) -> RunLook:
+        """The run's state and the events it recorded after its first ``steps`` steps
+        (a follower's next look passes the ``steps`` of the last one). Once ``ended``,
+        the events include those of its output, so a follower stops there (a later
+        look would give them again)."""
+        from harnessc.runtime.durable.workflow import WORKFLOW_NAME
+
+        # the status and the wait before the steps: what the run recorded before it ended
+        # or began to wait is all there
+        status = self.status(run_id)
+        if getattr(status, "name", WORKFLOW_NAME) != WORKFLOW_NAME:
+            raise DurableError(f"no run {run_id}")
+        waiting = self.waiting(run_id) if status.status == "PENDING" else {}
+        rows = self.client.list_workflow_steps(run_id, offset=steps)
+        look = RunLook(row=_row(status, self), waiting=waiting, steps=steps + len(rows))
+        for row in rows:
+            name, output = str(row["function_name"]), row["output"]
+            look.events.extend(e for e in step_events(name, output) if isinstance(e, dict))
+            if name == "begin" and isinstance(output, dict):
+                header = output.get("header")
+                made = output.get("session_id") or (header or {}).get("id")
+                look.session_id = str(made) if made else None
+        output = getattr(status, "output", None)
+        look.ended = status.status in ("SUCCESS", "ERROR", "CANCELLED")
+        if status.status == "SUCCESS":
+            look.events.extend(e for e in output_events(output) if isinstance(e, dict))
+        if isinstance(output, dict):
+            look.text = str(output.get("text") or "")
+            look.session_id = look.session_id or output.get("session_id") or None
+        look.session_id = look.session_id or waiting.get("session_id") or None
+        return look
 
     def rows(self) -> list[dict[str, Any]]:
         from harnessc.runtime.durable.workflow import WORKFLOW_NAME

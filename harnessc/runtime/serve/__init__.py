@@ -3,6 +3,7 @@ AG-UI, A2A and a small dev page, behind an optional bearer token.
 
 config.py     flags, token, limits, checks   state.py     what every endpoint shares
 harnesses.py  harnesses built from an agent  runs.py      runs, their events, answers, draining
+durable_runs.py  a durable agent's runs: submitted to its DBOS queue, followed in its records
 bodies.py     JSON bodies and API errors     limits.py    every body bounded (size, depth)
 auth.py       the bearer token               errors.py    failures as JSON errors
 native.py     /healthz, /v1/runs, /v1/sessions  openapi.py  the OpenAPI document

@@ -10,11 +10,10 @@ held, "yes" / "approve" runs them and anything else refuses them (fail closed).
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import TYPE_CHECKING, Any
 
-from harnessc.runtime.serve.runs import PAUSED, Run
+from harnessc.runtime.serve.runs import PAUSED, Run, UnknownRun
 from harnessc.runtime.serve.state import ServeState
 
 if TYPE_CHECKING:
@@ -38,6 +37,13 @@ def agent_card(state: ServeState) -> Any:
     ]
     for name, text in source.skills:
         skills.append(a2a.AgentSkill(id=name, name=name, description=text or name, tags=["skill"]))
+    taken = {skill.id for skill in skills}
+    for name, text in source.subagents:  # the agents it hands work to (spec agents:)
+        skill_id = name if name not in taken else f"agent:{name}"
+        taken.add(skill_id)
+        skills.append(
+            a2a.AgentSkill(id=skill_id, name=name, description=text or name, tags=["sub-agent"])
+        )
     security: dict[str, Any] = {}
     if state.config.token:
         bearer = a2a.HTTPAuthSecurityScheme(scheme="Bearer", description="the server's token")
@@ -88,14 +94,17 @@ def _executor_class() -> type:
             updater = TaskUpdater(event_queue, task.id, task.context_id)
             text = context.get_user_input()
             run_id = self.tasks.get(task.id)
-            run = state.runs.runs.get(run_id) if run_id else None
             try:
+                run = await _known(state, run_id)
                 if run is not None and run.status in PAUSED:
-                    _answer(state, run, text)
+                    await _answer(state, run, text)
                 else:
-                    session_id = state.threads.get(task.context_id)
-                    run = state.runs.start(text, session_id)
-                    state.threads[task.context_id] = run.session_id
+                    session_id = None
+                    if state.runs.continues_sessions:
+                        session_id = state.threads.get(task.context_id)
+                    run = await state.runs.start(text, session_id)
+                    if run.session_id:
+                        state.threads[task.context_id] = run.session_id
                     self.tasks[task.id] = run.id
             except Exception as exc:
                 from harnessc.runtime.serve.errors import api_error
@@ -104,8 +113,7 @@ def _executor_class() -> type:
                 await updater.failed(updater.new_agent_message([new_text_part(error.message)]))
                 return
             await updater.start_work()
-            if run.task is not None:
-                await asyncio.wait({run.task})
+            await run.finished()
             if run.status == "done":
                 await updater.add_artifact([new_text_part(run.text)], name="reply")
                 await updater.complete(updater.new_agent_message([new_text_part(run.text)]))
@@ -122,19 +130,29 @@ def _executor_class() -> type:
 
         async def cancel(self, context: Any, event_queue: Any) -> None:
             run_id = self.tasks.get(context.task_id or "")
-            run = self.state.runs.runs.get(run_id) if run_id else None
+            run = await _known(self.state, run_id)
             if run is not None:
-                self.state.runs.abort(run, "cancelled over A2A")
+                await self.state.runs.abort(run, "cancelled over A2A")
 
     return HarnessExecutor
 
 
-def _answer(state: ServeState, run: Run, text: str) -> None:
+async def _known(state: ServeState, run_id: str | None) -> Run | None:
+    """The run a task started, as it stands now (None when it is not known)."""
+    if not run_id:
+        return None
+    try:
+        return await state.runs.lookup(run_id)
+    except UnknownRun:
+        return None
+
+
+async def _answer(state: ServeState, run: Run, text: str) -> None:
     if run.awaiting:
-        state.runs.resume(run, results={c.id: text for c in run.pending})
+        await state.runs.resume(run, results={c.id: text for c in run.pending})
         return
     allow = text.strip().lower().rstrip(".!") in _YES
-    state.runs.resume(run, approvals={c.id: allow for c in run.pending} or None)
+    await state.runs.resume(run, approvals={c.id: allow for c in run.pending} or None)
 
 
 def _describe(run: Run) -> str:

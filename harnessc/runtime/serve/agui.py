@@ -10,7 +10,6 @@ tool messages. A permission ask ends it with an interrupt per held call, answere
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -22,8 +21,8 @@ from starlette.routing import Route
 from harnessc.runtime.core.messages import AssistantMessage, TextContent, UserMessage
 from harnessc.runtime.serve.bodies import ApiError, read_json
 from harnessc.runtime.serve.errors import guarded, serve_state
-from harnessc.runtime.serve.native import KEEP_ALIVE_S, check_prompt
-from harnessc.runtime.serve.runs import PAUSED, Run
+from harnessc.runtime.serve.native import check_prompt
+from harnessc.runtime.serve.runs import PAUSED, Run, follow
 from harnessc.runtime.serve.state import ServeState
 from harnessc.runtime.tools.base import ExternalTool
 
@@ -49,24 +48,29 @@ async def run_agent(request: Request) -> Response:
             f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:5]
         )
         raise ApiError(400, f"not a RunAgentInput: {problems}") from None
-    run, first = _start(state, given)
+    run, first = await _start(state, given)
     encoder = EventEncoder(accept=request.headers.get("accept", ""))
     return StreamingResponse(
         _stream(run, first, given, encoder), media_type=encoder.get_content_type()
     )
 
 
-def _start(state: ServeState, given: Any) -> tuple[Run, int]:
+async def _start(state: ServeState, given: Any) -> tuple[Run, int]:
     """The run this input starts or answers, and the number of its first event."""
-    session_id = state.threads.get(given.thread_id)
-    if session_id is None and (
-        given.thread_id in state.runs.by_session or _stored(state, given.thread_id)
-    ):
-        session_id = given.thread_id
-    latest = state.runs.by_session.get(session_id) if session_id else None
+    session_id: str | None = None
+    latest: Run | None = None
+    if state.runs.continues_sessions:
+        session_id = state.threads.get(given.thread_id)
+        if session_id is None and (
+            given.thread_id in state.runs.by_session or _stored(state, given.thread_id)
+        ):
+            session_id = given.thread_id
+        latest = state.runs.by_session.get(session_id) if session_id else None
+    elif given.thread_id in state.thread_runs:  # durable: each input is a run of its own
+        latest = await state.runs.lookup(state.thread_runs[given.thread_id])
     if latest is not None and latest.status in PAUSED:
         first = len(latest.events)
-        return _answer(state, latest, given), first
+        return await _answer(state, latest, given), first
     prompt, history = _conversation(given)
     check_prompt(state, prompt)
     # the front end's tools, unless the agent has a tool of that name (its own wins)
@@ -75,17 +79,19 @@ def _start(state: ServeState, given: Any) -> tuple[Run, int]:
         for t in given.tools
         if t.name not in state.source.tool_names
     ]
-    run = state.runs.start(
+    run = await state.runs.start(
         prompt,
         session_id,
         context=history if session_id is None else (),
         tools=tools,
     )
-    state.threads[given.thread_id] = run.session_id
+    if run.session_id:
+        state.threads[given.thread_id] = run.session_id
+    state.thread_runs[given.thread_id] = run.id
     return run, 0
 
 
-def _answer(state: ServeState, run: Run, given: Any) -> Run:
+async def _answer(state: ServeState, run: Run, given: Any) -> Run:
     if run.awaiting:
         pending = {c.id for c in run.pending}
         results = {
@@ -95,7 +101,7 @@ def _answer(state: ServeState, run: Run, given: Any) -> Run:
             for m in given.messages
             if m.role == "tool" and m.tool_call_id in pending
         }
-        state.runs.resume(run, results=results)
+        await state.runs.resume(run, results=results)
         return run
     answers = {entry.interrupt_id: entry.status == "resolved" for entry in (given.resume or [])}
     if not answers:
@@ -104,7 +110,7 @@ def _answer(state: ServeState, run: Run, given: Any) -> Run:
             f"the thread's run is paused ({run.reason}): answer its interrupts with resume",
             "conflict",
         )
-    state.runs.resume(run, approvals=answers)
+    await state.runs.resume(run, approvals=answers)
     return run
 
 
@@ -158,18 +164,14 @@ async def _stream(run: Run, first: int, given: Any, encoder: Any) -> AsyncIterat
     if given.state:
         yield encoder.encode(core.StateSnapshotEvent(snapshot=given.state))
     translator = _Translator(run, core)
-    index = first  # events of this request only (a resumed run keeps its older ones)
-    while True:
-        while index < len(run.events):
-            for out in translator.translate(run.events[index], index):
-                yield encoder.encode(out)
-            index += 1
-        if run.over:
-            break
-        try:
-            await asyncio.wait_for(run.changed(), KEEP_ALIVE_S)
-        except TimeoutError:
+    # events of this request only (a resumed run keeps its older ones)
+    async for item in follow(run, first):
+        if item is None:
             yield ": keep-alive\n\n"
+            continue
+        index, encoded = item
+        for out in translator.translate(encoded, index):
+            yield encoder.encode(out)
     for out in translator.close():
         yield encoder.encode(out)
     if run.status == "error":
@@ -224,9 +226,16 @@ class _Translator:
                 out.append(core.TextMessageStartEvent(message_id=self.open_text, role="assistant"))
             out.append(core.TextMessageContentEvent(message_id=self.open_text, delta=delta))
         elif kind == "message_end" and (event.get("message") or {}).get("role") == "assistant":
+            parts = event["message"].get("content", [])
+            text = "".join(p.get("text", "") for p in parts if p.get("type") == "text")
+            if self.open_text is None and text:  # recorded whole (a durable run): no deltas
+                self.count += 1
+                self.open_text = f"{self.run.id}-m{self.count}"
+                out.append(core.TextMessageStartEvent(message_id=self.open_text, role="assistant"))
+                out.append(core.TextMessageContentEvent(message_id=self.open_text, delta=text))
             parent = self.open_text
             out.extend(self.close())
-            for part in event["message"].get("content", []):
+            for part in parts:
                 if part.get("type") != "toolCall":
                     continue
                 out.append(

@@ -44,6 +44,7 @@ class AgentSource:
         self.repo = _store(cli)
         self.draining = False
         self.skills: list[tuple[str, str]] = []  # (name, description), set by check()
+        self.subagents: list[tuple[str, str]] = []  # (name, description), set by check()
         self.tool_names: frozenset[str] = frozenset()  # the agent's own tools
 
     @property
@@ -92,15 +93,22 @@ class AgentSource:
         harness.on("turn_end", self._drain_check)
         return harness
 
-    async def check(self) -> None:
-        """Build the agent once (its options, its model's key): a broken agent fails at
-        start. Its skills and tool names are kept for the agent card and AG-UI."""
+    def durable_config(self) -> Any:
+        """The generated module's ``durable_config`` (a spec with ``durable:``), else None."""
+        found = getattr(self.cli.build_options, "__globals__", {}).get("durable_config")
+        return found if callable(found) else None
+
+    async def check(self, *, model: bool = True) -> None:
+        """Build the agent once (its options, with ``model`` its model's key): a broken
+        agent fails at start. Its skills and tool names are kept for the agent card and
+        AG-UI."""
         session = Session(SessionHeader.new(cwd=self.cli.cwd, metadata={}))
         harness = self.harness(session)
         try:
             self.skills = [(s.name, s.description) for s in harness.resources.skills]
+            self.subagents = _subagents(harness.options.extensions)
             self.tool_names = frozenset(harness.tools)
-            if harness.options.provider is None:
+            if model and harness.options.provider is None:
                 from harnessc.runtime.cli.overrides import check_model
 
                 check_model(
@@ -111,6 +119,18 @@ class AgentSource:
 
     def _drain_check(self, event: Any) -> PauseRequest | None:
         return PauseRequest(DRAIN_REASON) if self.draining else None
+
+
+def _subagents(extensions: Sequence[Any]) -> list[tuple[str, str]]:
+    """The sub-agents (spec ``agents:``) the agent may hand work to."""
+    from harnessc.runtime.agent.subagents import SubAgents
+
+    return [
+        (agent.name, agent.description)
+        for extension in extensions
+        if isinstance(extension, SubAgents)
+        for agent in extension.agents
+    ]
 
 
 def _store(cli: CliHost) -> SessionRepo | None:

@@ -59,8 +59,15 @@ async def _serve(cli: CliHost, config: ServeConfig) -> int:
 
     clients = HttpClientPool()
     source = AgentSource(cli, clients)
+    durable = source.durable_config()
     try:
-        await source.check()
+        # the workers run a durable agent's model: this server needs no key for it
+        await source.check(model=durable is None)
+        runs = (
+            RunRegistry(source, max_runs=config.max_runs, kept_runs=config.kept_runs)
+            if durable is None
+            else await _durable_runs(source, durable, config)
+        )
     except UsageError as exc:
         cli.err.write(f"{cli.prog}: error: {exc}\n")
         await clients.aclose()
@@ -69,7 +76,6 @@ async def _serve(cli: CliHost, config: ServeConfig) -> int:
         cli.err.write(f"{cli.prog}: error: cannot build the agent: {type(exc).__name__}: {exc}\n")
         await clients.aclose()
         return EXIT_USAGE
-    runs = RunRegistry(source, max_runs=config.max_runs, kept_runs=config.kept_runs)
     state = ServeState(config=config, source=source, runs=runs)
     app = build_app(state, clients)
     server = _DrainingServer(
@@ -93,6 +99,22 @@ async def _serve(cli: CliHost, config: ServeConfig) -> int:
     return EXIT_DONE
 
 
+async def _durable_runs(source: Any, durable: Any, config: ServeConfig) -> Any:
+    """The registry of a durable agent's runs: a DBOS client on its database (made, with
+    its queue, if it is new, as ``--submit`` makes it)."""
+    from harnessc.runtime.cli.args import UsageError
+    from harnessc.runtime.durable.config import DurableError
+    from harnessc.runtime.serve.durable_runs import DurableRegistry
+
+    try:
+        from harnessc.runtime.durable.clients import DurableRuns
+
+        client = await asyncio.to_thread(DurableRuns, durable(), source.cli.cwd, create=True)
+    except DurableError as exc:
+        raise UsageError(str(exc)) from None
+    return DurableRegistry(source, client, kept_runs=config.kept_runs)
+
+
 async def _announce(server: Any, state: Any, cli: CliHost) -> None:
     while not server.started:
         await asyncio.sleep(0.02)
@@ -100,6 +122,8 @@ async def _announce(server: Any, state: Any, cli: CliHost) -> None:
     shown = f"[{host}]" if ":" in host else host
     state.base_url = f"http://{shown}:{port}"
     store = "stored sessions" if state.source.stored else "sessions in memory"
+    if not state.runs.continues_sessions:
+        store = f"durable runs: the agent's --worker processes run them; {store}"
     guard = "token required" if state.config.token else "no token (loopback only)"
     cli.err.write(
         f"serving {state.source.agent_name} at {state.base_url} ({store}, {guard}); "

@@ -13,12 +13,10 @@ from starlette.routing import Route
 from harnessc.runtime.core.budget import BUDGET_LIMITS, Budget
 from harnessc.runtime.serve.bodies import ApiError, optional, read_json, required
 from harnessc.runtime.serve.errors import guarded, serve_state
-from harnessc.runtime.serve.runs import Run
+from harnessc.runtime.serve.runs import Run, follow
 from harnessc.runtime.serve.state import ServeState
 
 __all__ = ["event_stream", "native_routes"]
-
-KEEP_ALIVE_S = 15.0
 
 
 async def healthz(request: Request) -> Response:
@@ -42,19 +40,20 @@ async def start_run(request: Request) -> Response:
     body = await read_json(request, state.config)
     prompt = check_prompt(state, required(body, "prompt", str))
     session_id = optional(body, "session_id", str)
-    run = state.runs.start(prompt, session_id)
-    return JSONResponse({"run_id": run.id, "session_id": run.session_id}, status_code=201)
+    run = await state.runs.start(prompt, session_id)
+    # a durable run has no session until a worker begins it
+    return JSONResponse({"run_id": run.id, "session_id": run.session_id or None}, status_code=201)
 
 
 @guarded
 async def run_status(request: Request) -> Response:
-    run = serve_state(request).runs.get(request.path_params["run_id"])
+    run = await serve_state(request).runs.lookup(request.path_params["run_id"])
     return JSONResponse(run.to_dict())
 
 
 @guarded
 async def run_events(request: Request) -> Response:
-    run = serve_state(request).runs.get(request.path_params["run_id"])
+    run = await serve_state(request).runs.lookup(request.path_params["run_id"])
     raw = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
     try:
         after = int(raw)
@@ -72,17 +71,12 @@ async def run_events(request: Request) -> Response:
 async def event_stream(run: Run, after: int) -> AsyncIterator[str]:
     """The run's events after number ``after``, then the new ones as they come, until the
     run ends or pauses. A client that goes away stops only its stream, never the run."""
-    index = after
-    while True:
-        while index < len(run.events):
-            yield f"id: {index + 1}\ndata: {run.events[index]}\n\n"
-            index += 1
-        if run.over:
-            return
-        try:
-            await asyncio.wait_for(run.changed(), KEEP_ALIVE_S)
-        except TimeoutError:
+    async for item in follow(run, after):
+        if item is None:
             yield ": keep-alive\n\n"
+        else:
+            index, encoded = item
+            yield f"id: {index + 1}\ndata: {encoded}\n\n"
 
 
 def parse_budget(value: dict[str, Any] | None) -> Budget | None:
@@ -129,22 +123,24 @@ def parse_approvals(value: dict[str, Any] | None) -> dict[str, bool] | None:
 @guarded
 async def resume_run(request: Request) -> Response:
     state = serve_state(request)
-    run = state.runs.get(request.path_params["run_id"])
+    run = await state.runs.lookup(request.path_params["run_id"])
     body = await read_json(request, state.config)
-    state.runs.resume(
+    await state.runs.resume(
         run,
         results=parse_results(optional(body, "results", dict)),
         approvals=parse_approvals(optional(body, "approvals", dict)),
         budget=parse_budget(optional(body, "budget", dict)),
     )
-    return JSONResponse({"run_id": run.id, "session_id": run.session_id, "status": run.status})
+    return JSONResponse(
+        {"run_id": run.id, "session_id": run.session_id or None, "status": run.status}
+    )
 
 
 @guarded
 async def abort_run(request: Request) -> Response:
     state = serve_state(request)
-    run = state.runs.get(request.path_params["run_id"])
-    state.runs.abort(run)
+    run = await state.runs.lookup(request.path_params["run_id"])
+    await state.runs.abort(run)
     return JSONResponse({"run_id": run.id, "status": run.status})
 
 

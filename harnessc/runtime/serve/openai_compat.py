@@ -10,7 +10,6 @@ where to continue it; the run id is in ``X-Run-Id`` either way.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
@@ -20,13 +19,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from harnessc.runtime.core.events import Event, MessageEndEvent, MessageUpdateEvent
 from harnessc.runtime.core.messages import AssistantMessage, Message, TextContent, UserMessage
 from harnessc.runtime.serve.bodies import ApiError, optional, read_json, required
 from harnessc.runtime.serve.errors import guarded, serve_state
 from harnessc.runtime.serve.harnesses import UnknownSession
-from harnessc.runtime.serve.native import KEEP_ALIVE_S, check_prompt
-from harnessc.runtime.serve.runs import PAUSED, Run
+from harnessc.runtime.serve.native import check_prompt
+from harnessc.runtime.serve.runs import PAUSED, Run, follow
 from harnessc.runtime.serve.state import ServeState
 
 __all__ = ["openai_routes"]
@@ -88,6 +86,8 @@ def _session(state: ServeState, request: Request, body: dict[str, Any]) -> str |
     if header:
         return header
     user = optional(body, "user", str)
+    if not state.runs.continues_sessions:
+        return None  # the user field names the end user, not a session
     if user and (user in state.runs.by_session or _stored(state, user)):
         return user
     return None
@@ -122,23 +122,20 @@ async def chat_completions(request: Request) -> Response:
         and not state.source.stored
     ):
         raise UnknownSession(session_id)
-    queue: asyncio.Queue[Event] = asyncio.Queue()
-    run = state.runs.start(
-        prompt,
-        session_id,
-        context=history if session_id is None else (),
-        listener=queue.put_nowait,
-    )
-    headers = {"X-Run-Id": run.id, "X-Session-Id": run.session_id}
+    run = await state.runs.start(prompt, session_id, context=history if session_id is None else ())
+    headers = {"X-Run-Id": run.id}
+    if run.session_id:  # a durable run has none until a worker begins it
+        headers["X-Session-Id"] = run.session_id
     completion_id = f"chatcmpl-{run.id}"
     if stream:
         return StreamingResponse(
-            _chunks(run, queue, completion_id, model),
+            _chunks(run, completion_id, model),
             media_type="text/event-stream",
             headers={**headers, "Cache-Control": "no-store"},
         )
-    if run.task is not None:
-        await asyncio.wait({run.task})
+    await run.finished()
+    if run.session_id:
+        headers["X-Session-Id"] = run.session_id
     if run.status == "error":
         raise ApiError(502, f"the agent failed: {run.reason}", "agent_error")
     return JSONResponse(
@@ -178,44 +175,48 @@ def _chunk(completion_id: str, model: str, delta: dict[str, Any], finish: str | 
     return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
 
 
-async def _chunks(
-    run: Run, queue: asyncio.Queue[Event], completion_id: str, model: str
-) -> AsyncIterator[str]:
+async def _chunks(run: Run, completion_id: str, model: str) -> AsyncIterator[str]:
     yield _chunk(completion_id, model, {"role": "assistant", "content": ""}, None)
     held: list[str] = []  # the text of the message being written
     sent = ""
-    try:
-        while True:
-            while not queue.empty():
-                event = queue.get_nowait()
-                if isinstance(event, MessageUpdateEvent) and event.delta_type == "text_delta":
-                    held.append(event.delta)
-                elif isinstance(event, MessageEndEvent):
-                    message = event.message
-                    if isinstance(message, AssistantMessage) and not message.tool_calls:
-                        for piece in held:
-                            yield _chunk(completion_id, model, {"content": piece}, None)
-                            sent += piece
-                    held = []
-            if run.over:
-                break
-            try:
-                await asyncio.wait_for(run.changed(), KEEP_ALIVE_S)
-            except TimeoutError:
-                yield ": keep-alive\n\n"
-        if run.status == "error":
-            error = {"error": {"type": "agent_error", "message": f"the agent failed: {run.reason}"}}
-            yield f"data: {json.dumps(error)}\n\n"
-        else:
-            tail = _reply(run)
-            if tail != sent:  # a pause or an abort: say so after what was sent
-                rest = tail[len(sent) :] if tail.startswith(sent) else f"\n{tail}"
-                yield _chunk(completion_id, model, {"content": rest}, None)
-            yield _chunk(completion_id, model, {}, "stop")
-        yield "data: [DONE]\n\n"
-    finally:
-        if queue.put_nowait in run.listeners:
-            run.listeners.remove(queue.put_nowait)
+    async for item in follow(run):
+        if item is None:
+            yield ": keep-alive\n\n"
+            continue
+        event = json.loads(item[1])
+        kind = event.get("type")
+        if kind == "message_update" and event.get("delta_type") == "text_delta":
+            held.append(event.get("delta") or "")
+        elif kind == "message_end":
+            message = event.get("message") or {}
+            parts = message.get("content") or []
+            if message.get("role") == "assistant" and not _calls_tools(parts):
+                # a model call recorded whole (a durable run) streamed no deltas
+                pieces = held or [t for t in [_message_text(parts)] if t]
+                for piece in pieces:
+                    yield _chunk(completion_id, model, {"content": piece}, None)
+                    sent += piece
+            held = []
+    if run.status == "error":
+        error = {"error": {"type": "agent_error", "message": f"the agent failed: {run.reason}"}}
+        yield f"data: {json.dumps(error)}\n\n"
+    else:
+        tail = _reply(run)
+        if tail != sent:  # a pause or an abort: say so after what was sent
+            rest = tail[len(sent) :] if tail.startswith(sent) else f"\n{tail}"
+            yield _chunk(completion_id, model, {"content": rest}, None)
+        yield _chunk(completion_id, model, {}, "stop")
+    yield "data: [DONE]\n\n"
+
+
+def _calls_tools(parts: list[Any]) -> bool:
+    return any(isinstance(p, dict) and p.get("type") == "toolCall" for p in parts)
+
+
+def _message_text(parts: list[Any]) -> str:
+    return "".join(
+        str(p.get("text") or "") for p in parts if isinstance(p, dict) and p.get("type") == "text"
+    )
 
 
 def openai_routes() -> list[Route]:

@@ -54,7 +54,13 @@ def openapi_document(agent_name: str, description: str) -> dict[str, Any]:
                 },
                 "Started": {
                     "type": "object",
-                    "properties": {"run_id": {"type": "string"}, "session_id": {"type": "string"}},
+                    "properties": {
+                        "run_id": {"type": "string"},
+                        "session_id": {
+                            "type": ["string", "null"],
+                            "description": "null for a durable run until a worker begins it",
+                        },
+                    },
                 },
                 "PendingCall": {
                     "type": "object",
@@ -68,9 +74,10 @@ def openapi_document(agent_name: str, description: str) -> dict[str, Any]:
                     "type": "object",
                     "properties": {
                         "run_id": {"type": "string"},
-                        "session_id": {"type": "string"},
+                        "session_id": {"type": ["string", "null"]},
                         "status": {
                             "enum": [
+                                "queued",
                                 "running",
                                 "done",
                                 "paused",

@@ -12,7 +12,7 @@ import asyncio
 import json
 import secrets
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,10 +23,20 @@ from harnessc.runtime.core.messages import Message, ToolCall
 from harnessc.runtime.serve.harnesses import AgentSource, SessionBusy, UnknownSession
 from harnessc.runtime.tools.base import AgentTool
 
-__all__ = ["Conflict", "Overloaded", "Run", "RunRegistry", "UnknownRun", "encode_event"]
+__all__ = [
+    "KEEP_ALIVE_S",
+    "Conflict",
+    "Overloaded",
+    "Run",
+    "RunRegistry",
+    "UnknownRun",
+    "encode_event",
+    "follow",
+]
 
 WORKING = "running"
 PAUSED = ("paused", "awaiting_tool")
+KEEP_ALIVE_S = 15.0  # a stream with nothing to send says so this often (a comment line)
 
 
 class UnknownRun(LookupError):
@@ -58,7 +68,6 @@ class Run:
     harness: AgentHarness | None = None  # open while working or paused
     task: asyncio.Task[None] | None = None
     awaiting: bool = False  # paused at a tool pull point (results answer it)
-    listeners: list[Callable[[Event], None]] = field(default_factory=list)
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -72,8 +81,6 @@ class Run:
 
     def add(self, event: Event) -> None:
         self.events.append(encode_event(event))
-        for listener in list(self.listeners):
-            listener(event)
         self._notify()
 
     def _notify(self) -> None:
@@ -83,6 +90,13 @@ class Run:
     async def changed(self) -> None:
         """Wait for the next event or status change."""
         await self._wake.wait()
+
+    async def finished(self) -> None:
+        """Wait until the run ends or pauses."""
+        if self.task is not None:
+            await asyncio.wait({self.task})
+        while not self.over:
+            await self.changed()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -100,6 +114,8 @@ class Run:
 
 class RunRegistry:
     """Every run of the process; ``max_runs`` bounds those working at once."""
+
+    continues_sessions = True  # a new prompt may go on in a stored session
 
     def __init__(self, source: AgentSource, *, max_runs: int, kept_runs: int = 1000) -> None:
         self.source = source
@@ -119,6 +135,10 @@ class RunRegistry:
         if run is not None:
             return run
         return self._recover(run_id)
+
+    async def lookup(self, run_id: str) -> Run:
+        """The run as it stands now (``get``, for the endpoints)."""
+        return self.get(run_id)
 
     def _recover(self, run_id: str) -> Run:
         """A run paused before a restart: open its session, which recorded the pause."""
@@ -148,14 +168,13 @@ class RunRegistry:
         if self.working >= self.max_runs:
             raise Overloaded(f"{self.max_runs} runs are working (--max-runs)")
 
-    def start(
+    async def start(
         self,
         prompt: str | Message,
         session_id: str | None = None,
         *,
         context: Sequence[Message] = (),
         tools: Sequence[AgentTool] = (),
-        listener: Callable[[Event], None] | None = None,
     ) -> Run:
         """A new run on a new session (with ``context`` as its history) or a stored one."""
         self._check_room()
@@ -164,8 +183,6 @@ class RunRegistry:
         else:
             harness = self.source.harness(self.source.new_session(context), tools)
         run = Run(id=f"{harness.session.id}.{secrets.token_hex(4)}", session_id=harness.session.id)
-        if listener is not None:
-            run.listeners.append(listener)
         self._launch(run, harness, lambda: harness.prompt(prompt))
         return run
 
@@ -263,7 +280,8 @@ class RunRegistry:
     def _keep(self, run: Run) -> None:
         self.runs[run.id] = run
         self.runs.move_to_end(run.id)
-        self.by_session[run.session_id] = run
+        if run.session_id:
+            self.by_session[run.session_id] = run
         while len(self.runs) > self.kept_runs:
             oldest = next((r for r in self.runs.values() if r.over and r.harness is None), None)
             if oldest is None:
@@ -274,7 +292,7 @@ class RunRegistry:
 
     # -- answering a pause -------------------------------------------------------------
 
-    def resume(
+    async def resume(
         self,
         run: Run,
         *,
@@ -317,7 +335,7 @@ class RunRegistry:
                 raise Conflict(message) from None
         self._launch(run, harness, lambda: harness.resume(budget=budget, approvals=answers or None))
 
-    def abort(self, run: Run, reason: str = "aborted over HTTP") -> None:
+    async def abort(self, run: Run, reason: str = "aborted over HTTP") -> None:
         if run.status in PAUSED:
             raise Conflict(
                 f"run {run.id} is {run.status}, not working: resume it (a pending call can be "
@@ -348,6 +366,26 @@ class RunRegistry:
                     await harness.close()
                 except Exception:
                     pass
+
+
+async def follow(
+    run: Run, after: int = 0, keep_alive_s: float = KEEP_ALIVE_S
+) -> AsyncIterator[tuple[int, str] | None]:
+    """The run's events after number ``after`` as (index, encoded event), then the new
+    ones as they come, until the run ends or pauses; None when ``keep_alive_s`` passed
+    without one (the stream's keep-alive). A client that goes away stops only its
+    stream, never the run."""
+    index = after
+    while True:
+        while index < len(run.events):
+            yield index, run.events[index]
+            index += 1
+        if run.over:
+            return
+        try:
+            await asyncio.wait_for(run.changed(), keep_alive_s)
+        except TimeoutError:
+            yield None
 
 
 def _awaiting(session_id: str, run_id: str | None) -> str:

@@ -19,3 +19,6 @@ class ServeState:
     base_url: str = ""  # http://host:port as clients reach the server (the agent card)
     # AG-UI thread ids and A2A context ids -> the session each started
     threads: dict[str, str] = field(default_factory=dict)
+    # AG-UI thread ids and A2A context ids -> their latest run (durable runs have no
+    # session to go on in)
+    thread_runs: dict[str, str] = field(default_factory=dict)

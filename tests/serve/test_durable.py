@@ -1,0 +1,270 @@
+"""A durable agent served: ``POST /v1/runs`` submits to the DBOS queue, real worker
+processes run the runs, and the server follows them in the DBOS database (SQLite, and
+PostgreSQL when HARNESSC_TEST_PG_DSN names one)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from harnessc.testing import ProtocolServer
+
+from .servekit import SPEC, AgentKit, Served, compile_agent, sse_events, wait_status
+
+pytest.importorskip("dbos", reason="durable runs need dbos (pip install -e '.[dev]')")
+
+DURABLE_SPEC = SPEC.replace('permissions:\n  ask: ["Bash(*)"]\n', "") + (
+    """permissions:
+  ask: ["Bash(echo *)"]
+durable:
+  database_url: ${DURABLE_URL}
+  queue: {name: served, concurrency: 4}
+  lease_s: 2
+"""
+)
+
+
+@contextlib.contextmanager
+def _database(kind: str) -> Iterator[str]:
+    if kind == "sqlite":
+        yield "sqlite:///.harnessc/durable.sqlite"  # relative: in the agent's working folder
+        return
+    dsn = os.environ.get("HARNESSC_TEST_PG_DSN", "")
+    if not dsn:
+        pytest.skip("HARNESSC_TEST_PG_DSN is not set")
+    psycopg = pytest.importorskip("psycopg")
+    from urllib.parse import urlsplit, urlunsplit
+
+    name = "t_" + secrets.token_hex(6)
+    try:
+        with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
+            conn.execute(f"CREATE DATABASE {name}")
+    except psycopg.OperationalError as exc:
+        pytest.skip(f"PostgreSQL at HARNESSC_TEST_PG_DSN does not answer: {exc}")
+    try:
+        yield urlunsplit(urlsplit(dsn)._replace(path="/" + name))
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+class Workers:
+    def __init__(self, kit: AgentKit) -> None:
+        self.kit = kit
+        self.running: list[subprocess.Popen[str]] = []
+
+    def ensure(self, worker_id: str) -> None:
+        if not any(p.poll() is None for p in self.running):
+            self.start(worker_id)
+
+    def start(self, worker_id: str) -> subprocess.Popen[str]:
+        proc = subprocess.Popen(
+            self.kit.command("--worker", "--worker-id", worker_id, "--drain-s", "2"),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=self.kit.env,
+            cwd=self.kit.workdir,
+        )
+        self.running.append(proc)
+        return proc
+
+    def stop(self) -> None:
+        for proc in self.running:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(timeout=30)
+
+
+@dataclass
+class Durable:
+    kit: AgentKit
+    workers: Workers
+    server: Served
+
+
+@contextlib.contextmanager
+def _durable(tmp: Path, model_url: str, kind: str) -> Iterator[Durable]:
+    with _database(kind) as url:
+        kit = compile_agent(tmp, model_url, DURABLE_SPEC)
+        kit.env["DURABLE_URL"] = url
+        workers = Workers(kit)
+        try:
+            yield Durable(kit, workers, kit.serve())
+        finally:
+            workers.stop()
+            for served in kit.served:
+                if served.process.poll() is None:
+                    served.process.kill()
+                served.process.wait(10)
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def durable(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    model_server: ProtocolServer,
+) -> Iterator[Durable]:
+    """A served durable agent (one server, its workers started by the tests), per database."""
+    with _durable(tmp_path_factory.mktemp("durable"), model_server.url, request.param) as made:
+        yield made
+
+
+def _events(client: httpx.Client, run_id: str, **headers: str) -> list[tuple[int, dict[str, Any]]]:
+    with client.stream("GET", f"/v1/runs/{run_id}/events", headers=headers) as stream:
+        assert stream.status_code == 200, stream.read()
+        return list(sse_events(stream.iter_lines()))
+
+
+def test_runs_over_http_are_submitted_run_by_a_worker_and_answered(durable: Durable) -> None:
+    server, workers = durable.server, durable.workers
+    assert "durable runs" in server.output()
+    with server.client(timeout=90) as client:
+        started = client.post("/v1/runs", json={"prompt": "hello durable"})
+        assert started.status_code == 201, started.text
+        run_id = started.json()["run_id"]
+        assert client.get(f"/v1/runs/{run_id}").json()["status"] == "queued"  # no worker yet
+        asking = client.post("/v1/runs", json={"prompt": 'call bash {"command": "echo ok-1"}'})
+        ask_id = asking.json()["run_id"]
+        workers.ensure("w1")
+        events = _events(client, run_id)  # follows the run from queued to its end
+        assert [i for i, _ in events] == list(range(1, len(events) + 1))
+        kinds = [e["type"] for _, e in events]
+        assert kinds.count("agent_start") == 1 and kinds[-1] == "agent_end", kinds
+        status = client.get(f"/v1/runs/{run_id}").json()
+        assert (status["status"], status["text"]) == ("done", "echo: hello durable")
+        assert status["session_id"]
+        # a permission ask pauses the run in its worker; the approval goes over HTTP
+        paused = wait_status(client, ask_id, "paused", timeout=90)
+        [call] = paused["pending_tool_calls"]
+        assert call["name"] == "bash" and paused["reason"].startswith("permission")
+        wrong = client.post(f"/v1/runs/{ask_id}/resume", json={"approvals": {"nope": True}})
+        assert wrong.status_code == 409, wrong.text
+        assert (
+            client.post(f"/v1/runs/{ask_id}/resume", json={"results": {"x": "y"}}).status_code
+            == 409
+        )
+        resumed = client.post(f"/v1/runs/{ask_id}/resume", json={"approvals": {call["id"]: True}})
+        assert resumed.status_code == 200, resumed.text
+        done = wait_status(client, ask_id, "done", timeout=90)
+        assert done["text"].startswith("done: ") and "ok-1" in done["text"]
+        kinds = [e["type"] for _, e in _events(client, ask_id)]
+        assert kinds.count("agent_start") == 1 and kinds[-1] == "agent_end"
+        # a session id is refused (a durable run starts its own); unknown runs are 404
+        refused = client.post("/v1/runs", json={"prompt": "x", "session_id": status["session_id"]})
+        assert refused.status_code == 400 and "durable" in refused.text
+        assert client.get("/v1/runs/no-such-run").status_code == 404
+        # cancel a queued run
+        later = client.post("/v1/runs", json={"prompt": 'call ask_human {"question": "q"}'})
+        waiting = wait_status(client, later.json()["run_id"], "awaiting_tool", timeout=90)
+        aborted = client.post(f"/v1/runs/{waiting['run_id']}/abort")
+        assert aborted.status_code == 200, aborted.text
+        assert (
+            wait_status(client, waiting["run_id"], "aborted", timeout=90)["reason"] == "cancelled"
+        )
+
+
+def test_openai_compatible_completion_of_a_durable_run(durable: Durable) -> None:
+    server = durable.server
+    durable.workers.ensure("w1")
+    with server.client(timeout=90) as client:
+        body = {"model": "helper", "messages": [{"role": "user", "content": "hi openai"}]}
+        reply = client.post("/v1/chat/completions", json=body)
+        assert reply.status_code == 200, reply.text
+        assert reply.json()["choices"][0]["message"]["content"] == "echo: hi openai"
+        assert reply.headers["x-session-id"]
+        with client.stream("POST", "/v1/chat/completions", json={**body, "stream": True}) as s:
+            lines = [line for line in s.iter_lines() if line.startswith("data: {")]
+        text = "".join(
+            json.loads(line[6:])["choices"][0]["delta"].get("content") or "" for line in lines
+        )
+        assert text == "echo: hi openai"
+
+
+def test_a_killed_workers_run_is_finished_by_another_and_its_stream_has_no_gap(
+    tmp_path: Path, model_server: ProtocolServer
+) -> None:
+    with _durable(tmp_path, model_server.url, "sqlite") as made:
+        _killed_worker(made)
+
+
+def _killed_worker(made: Durable) -> None:
+    kit, workers, first = made.kit, made.workers, made.server
+    # the tool notes each start in a file, then takes 3 s
+    command = 'call bash {"command": "date >> starts && sleep 3 && printf slept"}'
+    with first.client() as client:
+        run_id = client.post("/v1/runs", json={"prompt": command}).json()["run_id"]
+    second = kit.serve(wait=False)  # another server on the same database
+    victim = workers.start("w1")
+    second.wait_up()
+    seen: list[tuple[int, dict[str, Any]]] = []
+    follower = threading.Thread(target=_follow, args=(second, run_id, seen), daemon=True)
+    follower.start()
+    starts = kit.workdir / "starts"
+    deadline = time.monotonic() + 60
+    while not (starts.exists() and seen):  # the model call's events come before the tool
+        assert time.monotonic() < deadline, "the tool never started"
+        time.sleep(0.05)
+    victim.kill()  # SIGKILL in the middle of the tool
+    victim.wait(timeout=30)
+    workers.start("w1")  # the same id: it recovers its own runs at once
+    follower.join(timeout=90)
+    assert not follower.is_alive()
+    assert len(starts.read_text().splitlines()) == 2  # killed mid-tool, run again once
+    ids = [i for i, _ in seen]
+    assert ids == list(range(1, len(ids) + 1))  # no gap, no duplicate
+    kinds = [e["type"] for _, e in seen]
+    assert kinds.count("agent_start") == 1 and kinds[-1] == "agent_end"
+    assert kinds.count("tool_execution_start") == 1 and kinds.count("tool_execution_end") == 1
+    with first.client() as client:
+        status = client.get(f"/v1/runs/{run_id}").json()
+        assert status["status"] == "done" and "slept" in status["text"]
+        # the first server replays the same events under the same numbers
+        assert _events(client, run_id) == seen
+        tail = _events(client, run_id, **{"Last-Event-ID": str(len(seen) - 2)})
+        assert tail == seen[-2:]
+    assert first.stop() == 0  # SIGTERM: the server stops, the runs are the workers'
+
+
+def _follow(server: Served, run_id: str, seen: list[tuple[int, dict[str, Any]]]) -> None:
+    with server.client(timeout=90) as client:
+        with client.stream("GET", f"/v1/runs/{run_id}/events") as stream:
+            for item in sse_events(stream.iter_lines()):
+                seen.append(item)
+
+
+def test_agui_and_a2a_runs_of_a_durable_agent(durable: Durable) -> None:
+    """AG-UI and A2A submit to the queue too: a worker runs them, the server streams them."""
+    import asyncio
+
+    pytest.importorskip("ag_ui.core")
+    pytest.importorskip("a2a.client")
+    from a2a.types import a2a_pb2 as a2a
+
+    from .test_a2a import _final_state, _send
+    from .test_agui import _input, _run
+
+    durable.workers.ensure("w1")
+    events = _run(
+        durable.server,
+        _input("t-1", "r-1", [{"id": "u1", "role": "user", "content": "hi durable agui"}]),
+    )
+    kinds = [e.type.value for e in events]
+    assert kinds[0] == "RUN_STARTED" and kinds[-1] == "RUN_FINISHED"
+    text = "".join(e.delta for e in events if e.type.value == "TEXT_MESSAGE_CONTENT")
+    assert text == "echo: hi durable agui" and events[-1].result == text
+    items = asyncio.run(_send(durable.server, "hi durable a2a", streaming=False))
+    state, reply, _ = _final_state(items)
+    assert (state, reply) == (a2a.TaskState.TASK_STATE_COMPLETED, "echo: hi durable a2a")
