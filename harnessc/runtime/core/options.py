@@ -7,7 +7,6 @@ plain dataclass so the wiring reads like hand-written code.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -114,9 +113,6 @@ class AgentHarnessOptions:
     output: OutputConfig | None = None
 
 
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-
-
 def env(name: str, default: str | None = None) -> str:
     """The value of an environment variable at run time, else ``default``.
 
@@ -128,12 +124,3 @@ def env(name: str, default: str | None = None) -> str:
     if default is not None:
         return default
     raise KeyError(f"environment variable {name} is not set")
-
-
-def expand_env(text: str) -> str:
-    """Resolve ``${VAR}`` and ``${VAR:-default}`` references inside a string."""
-
-    def sub(match: re.Match[str]) -> str:
-        return env(match.group(1), match.group(2))
-
-    return _ENV_REF.sub(sub, text)
