@@ -1,4 +1,4 @@
-"""The options an AgentHarness is built from (seed 000 ``AgentHarnessOptions``).
+"""The options an AgentHarness is built from (``AgentHarnessOptions``).
 
 A generated agent module builds one of these field by field; every type here is a
 plain dataclass so the wiring reads like hand-written code.
@@ -99,7 +99,7 @@ class AgentHarnessOptions:
     # Seconds one tool call may run before the loop ends it with an error result (a
     # tool's own ``timeout_s`` wins); None: no limit.
     tool_timeout_s: float | None = DEFAULT_TOOL_TIMEOUT_S
-    # Extensions (seed 003 hook providers) built by the agent module.
+    # Extensions (hook providers such as compaction) built by the agent module.
     extensions: Sequence[Any] = ()
     # HTTP clients shared with other harnesses (one connection pool and one cap on
     # requests in flight per base URL); None: the harness opens and closes its own.

@@ -1,4 +1,4 @@
-"""session_index (seed 003 hook/session-index): keep the sessions' full-text index fresh.
+"""session_index (also built as ``hook/session-index``): keep the sessions' full-text index fresh.
 
 After each successful turn (``turn_end`` whose model reply did not fail: DESIGN.md's
 "turn finished" row; one model call plus its tool batch) and at every ``agent_pause``
