@@ -60,7 +60,6 @@ class SessionIndexExtension:
         self.config = decode_config(SessionIndexConfig, config, extension=NAME)
         self.index: Any = None
         self.refreshes = 0  # completed refreshes
-        self.last_stats: Any = None
         self._harness: Any = None
         self._task: asyncio.Task[None] | None = None
         self._again = False
@@ -128,7 +127,7 @@ class SessionIndexExtension:
             index = self._get_index()
             if index is None:  # a session kept in memory (--no-session): nothing to index
                 return
-            self.last_stats = await asyncio.to_thread(index.refresh)
+            await asyncio.to_thread(index.refresh)
             self.refreshes += 1
         except asyncio.CancelledError:
             raise
