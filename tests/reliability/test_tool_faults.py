@@ -216,7 +216,9 @@ def test_one_gigabyte_of_output_keeps_memory_bounded() -> None:
     assert figures["spill_size"] == 1 << 30  # the whole output stays readable on disk
     assert figures["text_bytes"] < 200_000  # the model sees a bounded tail
     assert figures["maxrss_mb"] < 120
-    assert figures["stall"] < scaled(1.0)  # responsive within a second, even on a loaded 2-core machine
+    assert figures["stall"] < scaled(
+        1.0
+    )  # responsive within a second, even on a loaded 2-core machine
 
 
 def _tool_run(tool: Any, params: dict[str, Any], workspace: Path) -> Any:
