@@ -216,9 +216,8 @@ def test_one_gigabyte_of_output_keeps_memory_bounded() -> None:
     assert figures["spill_size"] == 1 << 30  # the whole output stays readable on disk
     assert figures["text_bytes"] < 200_000  # the model sees a bounded tail
     assert figures["maxrss_mb"] < 120
-    assert figures["stall"] < scaled(
-        1.0
-    )  # responsive within a second, even on a loaded 2-core machine
+    # responsive within a second on an idle machine
+    assert figures["stall"] < scaled(1.0)
 
 
 def _tool_run(tool: Any, params: dict[str, Any], workspace: Path) -> Any:
