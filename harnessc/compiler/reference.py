@@ -40,7 +40,7 @@ class _Section:
 def render_reference(schema: dict[str, Any]) -> str:
     """Markdown tables (key path, type, default, description) for every object of ``schema``."""
     walker = _Walker(schema)
-    walker.object_section("", schema, "Top level")
+    walker.object_section("", schema)
     out = ["# Spec reference", "", _PREAMBLE]
     for section in walker.sections:
         heading = "Top level" if not section.path else f"`{section.path}`"
@@ -163,7 +163,7 @@ class _Walker:
 
     # -- walking ---------------------------------------------------------------------
 
-    def object_section(self, path: str, node: dict[str, Any], fallback: str = "") -> None:
+    def object_section(self, path: str, node: dict[str, Any]) -> None:
         """Add the section of object ``node`` at ``path``, then the sections below it."""
         # The section text is the object's own docstring; the key's description (which
         # the schema puts beside a ``$ref``) is in the parent's row.

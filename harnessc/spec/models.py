@@ -758,7 +758,7 @@ class ExtensionSpecModel(SpecModel):
 
 
 def _seed_names(extension: str) -> ConfigDict:
-    """Keys also accepted under seed 003's camelCase names and harnessc's aliases."""
+    """Keys also accepted under their camelCase names and harnessc's aliases."""
     from harnessc.runtime.extensions.config_names import accepted_names
 
     return ConfigDict(
@@ -769,7 +769,7 @@ def _seed_names(extension: str) -> ConfigDict:
 
 
 class CompactionSpec(ExtensionSpecModel):
-    """Before-step compaction (seed 003 hook/before-step)."""
+    """Before-step compaction (also built as hook/before-step)."""
 
     extension_name: ClassVar[str] = "compaction"
     model_config = _seed_names("compaction")
@@ -829,7 +829,7 @@ class TurnContinueSpec(ExtensionSpecModel):
 
 
 class TurnNudgeSpec(ExtensionSpecModel):
-    """Budget-status notices appended to tool results as a turn grows long. Seed 003's camelCase keys (stepInterval, limitMessage, ...) are accepted too."""
+    """Budget-status notices appended to tool results as a turn grows long. The camelCase keys (stepInterval, limitMessage, ...) are accepted too."""
 
     extension_name: ClassVar[str] = "turn_nudge"
     model_config = _seed_names("turn_nudge")
@@ -1258,7 +1258,7 @@ class AgentSpec(SpecModel):
     hooks: dict[HookMoment, list[HookHandlerSpec]] = Field(
         default_factory=dict, json_schema_extra=_hooks_schema
     )
-    """Handlers by moment; every name of seeds 000/003/004 is accepted. claude_settings: a Claude Code settings file (relative to the spec's folder) whose command hooks run as they are."""
+    """Handlers by moment; every name and alias in docs/hooks.md is accepted. claude_settings: a Claude Code settings file (relative to the spec's folder) whose command hooks run as they are."""
     extensions: ExtensionsSpec = Field(default_factory=ExtensionsSpec)
     """Built-in extensions to install; an empty value (``turn_nudge: {}``) installs one with its defaults."""
     agents: AgentsSpec | None = None

@@ -21,6 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.timing import scaled
+
 from .durakit import DurableAgent, make_agent
 from .test_durable_runs import Server, sessions_of, shape, submit
 
@@ -73,7 +75,7 @@ def _drive(agent: DurableAgent, folder: Path, prompt: str, kill_after: int | Non
     worker = agent.worker("w1")
     answers: list[str] = []
     config = DurableConfig(database_url=agent.env["DURABLE_URL"], queue="dtest")
-    deadline = time.monotonic() + 240
+    deadline = time.monotonic() + scaled(240)
     with DurableRuns(config, str(agent.workdir)) as runs:
         while True:
             assert time.monotonic() < deadline, f"the run never ended: {runs.state(run_id)}"

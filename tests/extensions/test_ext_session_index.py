@@ -15,6 +15,7 @@ from harnessc.runtime.extensions import (
 from harnessc.runtime.providers.scripted import reply_text
 from harnessc.runtime.session import JsonlSessionRepo
 from harnessc.runtime.session.index import SessionIndex
+from tests.timing import scaled
 
 from ._ext_support import errors
 
@@ -54,12 +55,13 @@ def test_index_refreshed_after_a_run(make_harness: Any, tmp_path: Path) -> None:
 
 def test_refresh_runs_in_the_background(make_harness: Any, tmp_path: Path) -> None:
     harness, _, ext = _harness(make_harness, tmp_path, [reply_text("a"), reply_text("b")])
-    gate = threading.Event()
+    gate, entered = threading.Event(), threading.Event()
     calls: list[int] = []
 
     class SlowIndex:
         def refresh(self) -> None:
             calls.append(1)
+            entered.set()
             gate.wait(5)
 
         def close(self) -> None:
@@ -69,7 +71,9 @@ def test_refresh_runs_in_the_background(make_harness: Any, tmp_path: Path) -> No
 
     async def main() -> None:
         await harness.prompt("one")  # returns although the refresh is still blocked
-        assert calls == [1] and ext.refreshes == 0
+        assert ext.refreshes == 0
+        assert await asyncio.to_thread(entered.wait, scaled(5))  # the refresh did start
+        assert calls == [1]
         await harness.prompt("two")  # asks for one more refresh: not a second thread
         await asyncio.sleep(0.05)
         assert calls == [1]

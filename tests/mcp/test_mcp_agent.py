@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harnessc.testing import ProtocolServer
+from tests.timing import scaled
 
 from .mcpkit import (
     API_KEY,
@@ -169,7 +170,7 @@ mcp:
     assert any(
         "'optional' did not answer start-up" in m and "required: false" in m for m in notices
     )
-    assert took < 30
+    assert took < scaled(30)
     # a required server that cannot start fails the run closed: no model call without it
     assert done.returncode == 1, done.stderr
     assert model_server.requests == []

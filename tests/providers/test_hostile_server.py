@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator
@@ -22,15 +21,10 @@ from harnessc.runtime.providers.base import Context, ProviderRequest
 from harnessc.runtime.providers.pool import ProviderPool
 from harnessc.runtime.tools.base import Tool, ToolResult, text_result
 from harnessc.testing.hostile import MODES, HostileServer
+from tests.timing import scaled
 
 TIMEOUT_MS = 1000
 PEAK_MB = 64  # tracemalloc peak of one provider call, whatever the server sends
-
-
-def _stretch() -> float:
-    """How much a loaded machine stretches wall time (1 when not overloaded): the bound
-    "timeout + 1 s" is a hang check, and a machine running 20 jobs on 2 cores is slow."""
-    return max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
 
 
 @pytest.fixture(scope="module")
@@ -157,7 +151,7 @@ def test_provider_call_against_hostile_server(hostile: HostileServer, mode: str)
         peak_mb = tracemalloc.get_traced_memory()[1] / 1e6
     finally:
         tracemalloc.stop()
-    limit = ((case.deadline_s or TIMEOUT_MS / 1000) + 1) * _stretch()
+    limit = scaled((case.deadline_s or TIMEOUT_MS / 1000) + 1)
     assert elapsed <= limit, f"{mode}: {elapsed:.2f} s > {limit} s"
     assert peak_mb < PEAK_MB, f"{mode}: peak {peak_mb:.1f} MB"
     assert types[0] == "start" and types[-1] in ("done", "error")
@@ -242,7 +236,7 @@ def test_session_survives_hostile_server(hostile: HostileServer, mode: str, tmp_
 
     started = time.monotonic()
     first, second = asyncio.run(run())
-    assert time.monotonic() - started < 2 * (TIMEOUT_MS / 1000 + 1) * _stretch()
+    assert time.monotonic() - started < scaled(2 * (TIMEOUT_MS / 1000 + 1))
     assert first.status in ("done", "error")
     if first.status == "error":
         assert first.reason and "Traceback" not in first.reason

@@ -16,6 +16,7 @@ import pytest
 from harnessc.runtime import AgentHarness, AgentHarnessOptions, EventLog, Model
 from harnessc.runtime.extensions import command_hook, python_hook
 from harnessc.runtime.providers.scripted import ScriptedProvider, reply_tool_calls
+from tests.timing import scaled, slowdown
 
 from ._kit import add_tool, processes_with
 
@@ -125,7 +126,7 @@ def test_python_tool_call_hook_failure_fails_closed(func: str, hook_dir: Path) -
     assert is_error and text.startswith("Tool call blocked"), text
     assert PYTHON_FAULTS[func] in text
     assert any(PYTHON_FAULTS[func] in m for m in _errors(log)), _errors(log)
-    assert seconds < 3.0
+    assert seconds < scaled(3.0)
 
 
 @pytest.mark.parametrize(
@@ -141,7 +142,7 @@ def test_python_hook_failure_elsewhere_is_reported_and_ignored(
     text, is_error = _tool_text(log)
     assert not is_error and text == "5"
     assert _errors(log), f"{func} at {moment} was not reported"
-    assert seconds < 3.0
+    assert seconds < scaled(3.0)
 
 
 def test_hanging_python_hook_leaves_the_loop_responsive(hook_dir: Path) -> None:
@@ -172,7 +173,7 @@ def test_hanging_python_hook_leaves_the_loop_responsive(hook_dir: Path) -> None:
 
     result, rate = asyncio.run(go())
     assert result.status == "done"
-    assert rate > 30  # ~100 ticks a second when nothing blocks the loop
+    assert rate > 30 / slowdown()  # ~100 ticks a second when nothing blocks the loop
 
 
 def _command(moment: str, command: str, tmp_path: Path, timeout_s: float = 5.0) -> Any:
@@ -216,14 +217,14 @@ def test_command_tool_call_hook_faults(name: str, tmp_path: Path) -> None:
         assert not is_error and text == "5", text
     if reported:
         assert any(says in m for m in _errors(log)), _errors(log)
-    assert seconds < 15.0
+    assert seconds < scaled(15.0)
 
 
 def test_command_hook_timeout_kills_the_process_group(tmp_path: Path) -> None:
     tag = "29.0123"
     hook = _command("tool_call", f"(sleep {tag}) & sleep {tag}", tmp_path, 0.3)
     result, log, seconds = _run([hook])
-    assert seconds < 3.0
+    assert seconds < scaled(3.0)
     time.sleep(0.1)
     alive = processes_with(tag)
     assert not alive, "the timed-out hook's processes survived"
@@ -241,7 +242,7 @@ def test_failing_command_hooks_elsewhere_do_not_stop_the_run(moment: str, tmp_pa
     text, is_error = _tool_text(log)
     assert not is_error and text == "5"
     assert len(_errors(log)) >= 3
-    assert seconds < 10.0
+    assert seconds < scaled(10.0)
 
 
 def test_hook_module_that_fails_to_import_is_a_clear_error(tmp_path: Path) -> None:

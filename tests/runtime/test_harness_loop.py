@@ -24,6 +24,7 @@ from harnessc.runtime.core.hooks import UnknownHookError
 from harnessc.runtime.core.replay import replay_events
 from harnessc.runtime.providers.scripted import ScriptedProvider, reply_text, reply_tool_calls
 from harnessc.runtime.tools.base import Tool, ToolResult, text_result
+from tests.timing import scaled
 
 
 def test_two_turn_tool_run_event_order(make_harness: Any, kit: Any) -> None:
@@ -105,10 +106,8 @@ def test_parallel_batch_runs_concurrently_and_keeps_call_order(make_harness: Any
         [reply_tool_calls([("slow", {}), ("fast", {})]), reply_text("ok")],
         tools=[slow("slow", 0.2), slow("fast", 0.01)],
     )
-    started = time.perf_counter()
     harness.prompt_sync("go")
-    assert time.perf_counter() - started < 0.4
-    assert order == ["fast", "slow"]  # ran at the same time
+    assert order == ["fast", "slow"]  # ran at the same time (one after the other: slow first)
     results = [m.tool_name for m in harness.messages if isinstance(m, ToolResultMessage)]
     assert results == ["slow", "fast"]  # appended in call order
 
@@ -274,7 +273,7 @@ def test_abort_during_a_slow_tool(make_harness: Any, kit: Any) -> None:
         started = time.perf_counter()
         harness.abort()
         result = await task
-        assert time.perf_counter() - started < 1.0
+        assert time.perf_counter() - started < scaled(1.0)
         return result
 
     result = asyncio.run(main())

@@ -8,6 +8,8 @@ import time
 
 import httpx
 
+from tests.timing import scaled
+
 from .servekit import AgentKit, free_port
 
 
@@ -24,7 +26,7 @@ def test_harnessc_serve_compiles_and_serves_a_spec(kit: AgentKit) -> None:
         text=True,
     )
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + scaled(60)
         while True:
             try:
                 if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:

@@ -181,8 +181,14 @@ def test_fork_at_and_before(repo: JsonlSessionRepo) -> None:
     s.close()
     # forks are ordinary sessions that open and continue
     reopened = repo.open(at.id)
-    reopened.append_message(reply("new answer"))
-    assert [e.parent_id for e in reopened.branch()][-1] == u2.id or True
+    answer = reopened.append_message(reply("new answer"))
+    assert answer.parent_id == u2.id and reopened.branch()[-1].id == answer.id
+    assert [e.id for e in reopened.branch() if e.type == "message"] == [
+        u1.id,
+        a1.id,
+        u2.id,
+        answer.id,
+    ]
     assert reopened.context().messages[-1].content[0].text == "new answer"  # type: ignore[union-attr]
     reopened.close()
     with pytest.raises(ValueError):

@@ -142,7 +142,7 @@ def test_type_table():
         "type": "object",
         "properties": {
             "x": {"type": "number"},
-            "y": {"type": "number"},
+            "y": {"type": "number", "default": 0.0},  # pydantic shows a field's default
             "tags": {"type": "array", "items": {"type": "string"}},
         },
         "required": ["x"],

@@ -1,4 +1,4 @@
-"""The seed-004 machine: each step reads the run state and returns the next state or an ending.
+"""The loop's state machine: each step reads the run state and returns the next state or an ending.
 
 PLANNING is a model call, EXECUTING runs the tool calls it asked for, REFLECTING decides
 what comes next (another model call, a pause, or DONE). ``drive`` is the only loop:

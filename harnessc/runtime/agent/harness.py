@@ -1,4 +1,4 @@
-"""AgentHarness: the public facade over the loop's parts (seed 000's API, seed 004's loop).
+"""AgentHarness: the public facade over the loop's parts.
 
 One run (``prompt`` or ``resume``) walks IDLE -> PLANNING -> EXECUTING -> REFLECTING ...
 until DONE, or back to IDLE on a pause (see ``driver``). The run's state is one

@@ -121,7 +121,7 @@ class Parts:
         self.bus.on_pause_request = None
 
     def transition(self, run: RunState, target: LoopState) -> None:
-        """The one place a run changes state (the seed-004 contract is checked here: the
+        """The one place a run changes state (the loop's transition table is checked here: the
         table has no self-moves, so staying put is not a transition)."""
         source = run.state
         check_transition(source, target)

@@ -49,7 +49,7 @@ class CallRecord:
     ``planned`` (not looked at yet) -> ``prepared`` (hooks passed, about to run) or
     ``blocked`` (refused: the result is an error) or ``awaiting`` (external: the caller
     supplies the result) -> ``executed`` (ran, or the caller answered). ``result`` is set
-    once the tool_result hooks ran (``finalized``); ``committed`` once it is in the context.
+    once the tool_result hooks ran; ``committed`` once it is in the context.
 
     A call a tool_call hook holds for approval (``PauseRequest``: a permission ``ask``)
     is ``held`` (started: counted and announced once), and the run pauses; in a
@@ -75,10 +75,6 @@ class CallRecord:
     @property
     def id(self) -> str:
         return self.call.id
-
-    @property
-    def finalized(self) -> bool:
-        return self.result is not None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"call": self.call.to_dict(), "status": self.status}
@@ -174,9 +170,6 @@ class RunState:
     def held(self) -> list[CallRecord]:
         """Calls a tool_call hook held for approval (started, not decided yet)."""
         return [r for r in self.calls if r.status == "held"]
-
-    def with_status(self, *statuses: str) -> list[CallRecord]:
-        return [r for r in self.calls if r.status in statuses]
 
     @property
     def awaiting(self) -> list[CallRecord]:

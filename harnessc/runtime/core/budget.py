@@ -1,4 +1,4 @@
-"""The budget envelope of seed 004: turns, tool calls, wall clock, tokens and cost."""
+"""The budget envelope: turns, tool calls, wall clock, tokens and cost."""
 
 from __future__ import annotations
 

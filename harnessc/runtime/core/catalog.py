@@ -106,7 +106,7 @@ class ExtensionEntry:
     config: str
     summary: str
     aliases: tuple[str, ...] = ()
-    """Other names it is built under (seed 003's ``hook/...`` names)."""
+    """Other names it is built under (the ``hook/...`` names)."""
 
     @property
     def order(self) -> int:

@@ -1,4 +1,4 @@
-"""The typed event stream: one dataclass per moment, seed-000 names, seed-004 aliases.
+"""The typed event stream: one dataclass per moment, pi's names, dotted aliases.
 
 Every event carries a sequence number and a timestamp and turns into JSON with
 ``to_dict()``; ``EventLog`` keeps them append-only and replays them from any offset.
@@ -402,7 +402,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
     )
 }
 
-# Seed-004 dotted names -> (canonical event type, filter or None).
+# Dotted names (docs/hooks.md) -> (canonical event type, filter or None).
 EVENT_ALIASES: dict[str, tuple[str, Callable[[Any], bool] | None]] = {
     "session.start": ("agent_start", None),
     "plan.draft": (

@@ -78,7 +78,7 @@ ACTING_HOOKS: tuple[str, ...] = (
     "session_before_tree",
 )
 
-# Every other alias: seed-004 topics and seed-003 names -> canonical moment.
+# Every other alias (the state machine's topics, older names) -> canonical moment.
 HOOK_ALIASES: dict[str, str] = {
     "before_plan": "before_agent_start",
     "before_step": "context",

@@ -1,4 +1,4 @@
-"""The loop contract of seed 004: six states and the one function that moves between them."""
+"""The loop contract: six states and the one function that moves between them."""
 
 from __future__ import annotations
 

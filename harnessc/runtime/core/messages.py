@@ -1,4 +1,4 @@
-"""Messages exchanged with a model, as plain dataclasses (seed 000 / pi-ai shapes).
+"""Messages exchanged with a model, as plain dataclasses (pi-ai's shapes).
 
 The JSON form (``to_dict`` / ``message_from_dict``) is the one pi writes into its
 session files (camelCase keys), so sessions written by either tool open in the other.

@@ -1,4 +1,4 @@
-"""The options an AgentHarness is built from (seed 000 ``AgentHarnessOptions``).
+"""The options an AgentHarness is built from (``AgentHarnessOptions``).
 
 A generated agent module builds one of these field by field; every type here is a
 plain dataclass so the wiring reads like hand-written code.
@@ -7,7 +7,6 @@ plain dataclass so the wiring reads like hand-written code.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -100,7 +99,7 @@ class AgentHarnessOptions:
     # Seconds one tool call may run before the loop ends it with an error result (a
     # tool's own ``timeout_s`` wins); None: no limit.
     tool_timeout_s: float | None = DEFAULT_TOOL_TIMEOUT_S
-    # Extensions (seed 003 hook providers) built by the agent module.
+    # Extensions (hook providers such as compaction) built by the agent module.
     extensions: Sequence[Any] = ()
     # HTTP clients shared with other harnesses (one connection pool and one cap on
     # requests in flight per base URL); None: the harness opens and closes its own.
@@ -114,9 +113,6 @@ class AgentHarnessOptions:
     output: OutputConfig | None = None
 
 
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-
-
 def env(name: str, default: str | None = None) -> str:
     """The value of an environment variable at run time, else ``default``.
 
@@ -128,12 +124,3 @@ def env(name: str, default: str | None = None) -> str:
     if default is not None:
         return default
     raise KeyError(f"environment variable {name} is not set")
-
-
-def expand_env(text: str) -> str:
-    """Resolve ``${VAR}`` and ``${VAR:-default}`` references inside a string."""
-
-    def sub(match: re.Match[str]) -> str:
-        return env(match.group(1), match.group(2))
-
-    return _ENV_REF.sub(sub, text)

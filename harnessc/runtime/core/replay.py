@@ -1,4 +1,4 @@
-"""Rebuild a harness's state from its event log, without calling a model (seed 004).
+"""Rebuild a harness's state from its event log, without calling a model.
 
 ``replay_events`` folds a recorded stream (Event objects or their JSON dicts, e.g. the
 lines of ``--json`` output) into the same observable state ``AgentHarness.snapshot``

@@ -1,4 +1,4 @@
-"""AbortSignal: how an abort reaches providers and tools (seed 000 ``signal``)."""
+"""AbortSignal: how an abort reaches providers and tools."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Extensions: the seed-003 hook providers and the hook forms a spec can declare.
+"""Extensions: the built-in hook providers and the hook forms a spec can declare.
 
 Hook providers (``install(harness)`` registers their handlers and /commands):
 ``CompactionExtension`` (before-step compaction, ``/compact``), ``SessionIndexExtension``

@@ -1,9 +1,9 @@
 """The extension interface: a config dataclass (decode -> defaults -> validate) and ``install``.
 
-Seed 003 decodes every component's config strictly (unknown fields rejected), then
-fills defaults, then validates; building and validating take the same path, so an
+A config is decoded strictly (unknown fields rejected), then its defaults are
+filled, then it is validated; building and validating take the same path, so an
 editor error equals a build error. ``decode_config`` does the same for our dataclasses:
-keys may be snake_case or the seed's camelCase, values are type-checked, and every
+keys may be snake_case or camelCase, values are type-checked, and every
 error names the extension and the field.
 """
 

@@ -1,4 +1,4 @@
-"""compaction (seed 003 hook/before-step): a pipeline of services before every model step.
+"""compaction (also built as ``hook/before-step``): a pipeline of services before every model step.
 
 On the ``context`` moment the step's messages run through the services in order, each
 on the previous one's output:

@@ -1,4 +1,4 @@
-"""The compaction extension's pipeline (seed 003 hook/before-step): its settings, the
+"""The compaction extension's pipeline (``hook/before-step``): its settings, the
 services a step's messages run through (``prune_tool_results``, ``token_limit``,
 ``summary``) and ``run_pipeline``. The extension that runs it on the ``context`` moment
 is ``compaction.CompactionExtension``."""

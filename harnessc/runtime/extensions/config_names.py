@@ -1,6 +1,6 @@
-"""The names an extension config accepts: seed 003's own (camelCase, as in the seed:
-``limitMessage``), their snake_case form (``limit_message``), and the names harnessc
-used before, kept as documented aliases (turn_nudge ``notice`` = seed 003 ``message``).
+"""The names an extension config accepts: the camelCase ones (``limitMessage``),
+their snake_case form (``limit_message``), and the names harnessc
+used before, kept as documented aliases (turn_nudge ``notice`` = ``message``).
 
 ``canonical_config`` renames every accepted spelling to the config's field name; the
 runtime decodes with it and the spec models call it before their own validation, so a
@@ -17,7 +17,7 @@ from harnessc.runtime.extensions.base import ExtensionConfigError
 
 __all__ = ["CONFIG_ALIASES", "accepted_names", "canonical_config", "snake_name", "written_key"]
 
-# extension -> {harnessc's former name: the seed-003 field it stands for}
+# extension -> {harnessc's former name: the field it stands for}
 CONFIG_ALIASES: dict[str, dict[str, str]] = {
     "turn_nudge": {"notice": "message"},
 }

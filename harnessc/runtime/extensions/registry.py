@@ -1,7 +1,7 @@
 """Build extensions by name from plain config dicts (one registry for all of them).
 
 Names are the snake_case ones of the spec (``compaction``, ``session_index``,
-``turn_continue``, ``turn_nudge``); the seed-003 names (``hook/before-step``,
+``turn_continue``, ``turn_nudge``); the ``hook/...`` names (``hook/before-step``,
 ``hook/session-index``, ``hook/turn-continue``, ``hook/turn-nudge``) are aliases.
 ``build_extensions`` also rejects two extensions contributing the same /command.
 """

@@ -1,4 +1,4 @@
-"""session_index (seed 003 hook/session-index): keep the sessions' full-text index fresh.
+"""session_index (also built as ``hook/session-index``): keep the sessions' full-text index fresh.
 
 After each successful turn (``turn_end`` whose model reply did not fail: DESIGN.md's
 "turn finished" row; one model call plus its tool batch) and at every ``agent_pause``
@@ -60,7 +60,6 @@ class SessionIndexExtension:
         self.config = decode_config(SessionIndexConfig, config, extension=NAME)
         self.index: Any = None
         self.refreshes = 0  # completed refreshes
-        self.last_stats: Any = None
         self._harness: Any = None
         self._task: asyncio.Task[None] | None = None
         self._again = False
@@ -128,7 +127,7 @@ class SessionIndexExtension:
             index = self._get_index()
             if index is None:  # a session kept in memory (--no-session): nothing to index
                 return
-            self.last_stats = await asyncio.to_thread(index.refresh)
+            await asyncio.to_thread(index.refresh)
             self.refreshes += 1
         except asyncio.CancelledError:
             raise

@@ -1,4 +1,4 @@
-"""turn_continue (seed 003 hook/turn-continue): keep an autonomous run going.
+"""turn_continue (also built as ``hook/turn-continue``): keep an autonomous run going.
 
 When the model replies without tool calls (the ``before_stop`` moment), decide, in
 this order:
@@ -58,7 +58,7 @@ REQUIRED_TOOLS: tuple[str, ...] = ("todo", "finish")
 
 @dataclass(slots=True)
 class TurnContinueConfig:
-    """Zero stall/no-progress limits and an empty prompt keep their defaults (seed 003)."""
+    """Zero stall/no-progress limits and an empty prompt keep their defaults."""
 
     max_continuations: int = 10
     continue_prompt: str = DEFAULT_CONTINUE_PROMPT

@@ -1,11 +1,11 @@
-"""turn_nudge (seed 003 hook/turn-nudge): wrap-up notices appended to tool results.
+"""turn_nudge (also built as ``hook/turn-nudge``): wrap-up notices appended to tool results.
 
 A "turn" here is one run (a prompt until the agent stops, continuation segments
 included); a step is one model call with its tool batch. While the tools of step N
 run, N steps are taken. Every ``step_interval`` steps or ``time_interval_minutes`` of
 elapsed time the next tool result gets the budget-status ``message`` (numbers only);
 from ``step_limit`` steps or ``time_limit_minutes`` on, every tool result gets
-``limit_message``. Seed 003's camelCase names (``stepInterval``, ``limitMessage``, ...)
+``limit_message``. The camelCase names (``stepInterval``, ``limitMessage``, ...)
 are accepted, and ``notice`` (harnessc's former name of ``message``) as an alias. ``{steps}`` and ``{elapsed}`` are filled in. The text is part of the
 tool result, so the session records it. It only nudges: hard limits are the budget's.
 Time spent paused (between a pause and its resume) does not count.
@@ -56,7 +56,7 @@ _DEFAULTS: dict[str, Any] = {
 
 @dataclass(slots=True)
 class TurnNudgeConfig:
-    """Zero (or an empty message) keeps the default, as in seed 003; use a very large
+    """Zero (or an empty message) keeps the default; use a very large
     value to switch one trigger off."""
 
     step_interval: int = 20

@@ -11,10 +11,11 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from harnessc.runtime.support.envref import expand_env
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -27,7 +28,6 @@ __all__ = [
 
 DEFAULT_TIMEOUT_S = 30.0
 SERVER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
-_REF = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
 class McpConfigError(ValueError):
@@ -126,21 +126,6 @@ class McpServerConfig:
 def tool_prefix(server: str, prefix: str | None) -> str:
     """Claude Code's ``mcp__<server>__`` unless the spec gives its own prefix."""
     return prefix if prefix is not None else f"mcp__{server}__"
-
-
-def expand_env(text: str, environ: Mapping[str, str] | None = None) -> str:
-    """``${VAR}`` / ``${VAR:-default}`` from the environment; ``$${`` is a literal ``${``."""
-    env = os.environ if environ is None else environ
-
-    def sub(match: re.Match[str]) -> str:
-        if match.group(0) == "$${":
-            return "${"
-        value = env.get(match.group(1))
-        if value is None or (value == "" and match.group(2) is not None):
-            return match.group(2) or ""
-        return value
-
-    return _REF.sub(sub, text)
 
 
 def _strings(value: Any, what: str) -> list[str]:

@@ -202,13 +202,6 @@ class MessageBuilder:
             call.arguments, call.parse_error = parse_tool_arguments(raw, call.name)
         return raw
 
-    def set_tool_arguments(self, index: int, arguments: dict[str, Any]) -> None:
-        """Arguments that arrived whole (Gemini): no JSON text to parse."""
-        call = self.partial.content[index]
-        if isinstance(call, ToolCall):
-            call.arguments = arguments
-        self._args.pop(index, None)
-
     def finish(self) -> None:
         """Close the open block, settle late tool fragments and the stop reason."""
         self.end_block()

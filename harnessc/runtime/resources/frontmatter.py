@@ -1,6 +1,6 @@
 """Frontmatter of skill and template files.
 
-Two forms are accepted: a JSON object closed by a ``---`` line (seed 000) and YAML
+Two forms are accepted: a JSON object closed by a ``---`` line and YAML
 between ``---`` lines, read by PyYAML's safe loader with the YAML 1.2 core schema
 (``harnessc.runtime.support.yamlsafe``; imported only when a file has YAML frontmatter): nested
 maps and lists, block scalars, anchors and flow collections load as pi's ``yaml``

@@ -1,4 +1,4 @@
-"""Skills and prompt templates (seed 000 ``Skill``, ``PromptTemplate``, ``AgentHarnessResources``)."""
+"""Skills and prompt templates: ``Skill``, ``PromptTemplate``, ``AgentHarnessResources``."""
 
 from __future__ import annotations
 

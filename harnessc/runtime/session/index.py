@@ -1,4 +1,4 @@
-"""Full-text search over the sessions of a repo (seed 003 ``hook/session-index``).
+"""Full-text search over the sessions of a repo (kept fresh by ``session_index``).
 
 SQLite FTS5 (WAL) at ``<root>/.index.sqlite`` (mode 0600: it holds the sessions'
 text). Indexed: user and assistant text, tool calls (name and arguments, as JSON) and

@@ -1,4 +1,4 @@
-"""The ``SessionRepo`` protocol (seed 000) and what a repository lists: light to import,
+"""The ``SessionRepo`` protocol and what a repository lists: light to import,
 so code that works on any store does not load the JSONL one."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ SessionRef: TypeAlias = "SessionMeta | Session | str | os.PathLike[str]"
 
 @runtime_checkable
 class SessionRepo(Protocol):
-    """Where sessions are created, found, listed, deleted and forked (seed 000)."""
+    """Where sessions are created, found, listed, deleted and forked."""
 
     def create(
         self, *, cwd: str | None = None, metadata: dict[str, Any] | None = None

@@ -1,4 +1,4 @@
-"""A session: an append-only tree of entries in the pi v3 format (seed 000 ``Session``).
+"""A session: an append-only tree of entries in the pi v3 format.
 
 Entries keep their JSON form (see ``entries``), so a file written by pi round-trips
 unchanged; message dicts are parsed into Message objects only when a context is built

@@ -1,4 +1,4 @@
-"""The tool interface of seed 000: ``execute(tool_call_id, params, signal, on_update, context)``."""
+"""The tool interface: ``execute(tool_call_id, params, signal, on_update, context)``."""
 
 from __future__ import annotations
 

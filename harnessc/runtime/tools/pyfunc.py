@@ -12,7 +12,6 @@ import inspect
 import json
 import pathlib
 import sys
-import typing
 import weakref
 from collections.abc import Callable
 from pathlib import Path
@@ -21,50 +20,15 @@ from typing import Any
 from harnessc.runtime.core.messages import ImageContent, TextContent
 from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.tools.base import Tool, ToolResult, ToolUpdate, error_result, text_result
-from harnessc.runtime.tools.schema import _hints, hint_target, schema_for_function
+from harnessc.runtime.tools.schema import FunctionSchema, function_schema, hint_target
 from harnessc.runtime.tools.truncate import cap_text
 
 __all__ = ["import_object", "python_tool", "result_from_value"]
 
 
-def _coerce(value: Any, hint: Any) -> Any:
-    """Turn JSON arguments into the annotated Python types (dataclasses, enums, paths)."""
-    if value is None or hint is None or hint is Any:
-        return value
-    origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
-    if origin is typing.Annotated:
-        return _coerce(value, args[0])
-    if origin is typing.Union or (
-        origin is not None and str(origin) == "<class 'types.UnionType'>"
-    ):
-        members = [a for a in args if a is not type(None)]
-        return _coerce(value, members[0]) if len(members) == 1 else value
-    if origin in (list, set, frozenset, tuple) and isinstance(value, list):
-        if origin is tuple:
-            if len(args) == 2 and args[1] is Ellipsis:
-                return tuple(_coerce(v, args[0]) for v in value)
-            return tuple(_coerce(v, a) for v, a in zip(value, args, strict=False))
-        items = [_coerce(v, args[0]) if args else v for v in value]
-        return origin(items) if origin is not list else items
-    if origin is dict and isinstance(value, dict) and len(args) == 2:
-        return {k: _coerce(v, args[1]) for k, v in value.items()}
-    if isinstance(hint, type):
-        if dataclasses.is_dataclass(hint) and isinstance(value, dict):
-            hints = _hints(hint)
-            names = {f.name for f in dataclasses.fields(hint) if f.init}
-            kwargs = {k: _coerce(v, hints.get(k)) for k, v in value.items() if k in names}
-            return hint(**kwargs)
-        if issubclass(hint, enum.Enum) and not isinstance(value, hint):
-            return hint(value)
-        if issubclass(hint, pathlib.PurePath) and isinstance(value, str):
-            return hint(value)
-        if hint is float and isinstance(value, int) and not isinstance(value, bool):
-            return float(value)
-    return value
-
-
 def _to_jsonable(value: Any) -> Any:
+    if callable(getattr(type(value), "model_dump", None)):  # a pydantic model
+        return value.model_dump(mode="json")
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return dataclasses.asdict(value)
     if isinstance(value, enum.Enum):
@@ -94,25 +58,12 @@ def result_from_value(value: Any) -> ToolResult:
 class _Analysis:
     """What a function's signature, hints and docstring give (read-only once made)."""
 
-    __slots__ = (
-        "schema",
-        "summary",
-        "context_names",
-        "signature",
-        "accepts_any",
-        "hints",
-        "is_async",
-    )
+    __slots__ = ("parameters", "signature", "is_async")
 
     def __init__(self, func: Callable[..., Any]) -> None:
-        schema, summary, context_names = schema_for_function(func)
-        self.schema, self.summary = schema, summary
-        self.context_names = frozenset(context_names)
+        self.parameters: FunctionSchema = function_schema(func)
         self.signature = inspect.signature(func)
-        parameters = self.signature.parameters.values()
-        self.accepts_any = any(p.kind is p.VAR_KEYWORD for p in parameters)
         target = hint_target(func)
-        self.hints = _hints(target)
         self.is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(target)
 
 
@@ -137,7 +88,7 @@ def _analysis(func: Callable[..., Any]) -> _Analysis:
 
 
 class _Call:
-    """A python tool's execute function: the model's arguments, coerced, to ``func``.
+    """A python tool's execute function: the model's arguments, validated by pydantic, to ``func``.
 
     An object, not a closure: many harnesses make a tool of one function, and each
     closure would hold cells of its own; this holds the function, the tool's name and
@@ -160,21 +111,13 @@ class _Call:
         context: Any,
     ) -> ToolResult:
         func, tool_name, known = self.func, self.name, self.analysis
-        context_names, signature, hints = known.context_names, known.signature, known.hints
-        kwargs: dict[str, Any] = {}
         try:
-            for key, value in (params or {}).items():
-                if key in context_names:
-                    continue
-                if key in signature.parameters or known.accepts_any:
-                    kwargs[key] = _coerce(value, hints.get(key))
-            for key in context_names:
+            kwargs = known.parameters.arguments(params or {})
+            for key in known.parameters.context_names:
                 kwargs[key] = context
-            signature.bind(**kwargs)
-        except TypeError as exc:
+            known.signature.bind(**kwargs)
+        except (TypeError, ValueError) as exc:
             return error_result(f"{tool_name}: bad arguments: {exc}")
-        except (ValueError, KeyError) as exc:
-            return error_result(f"{tool_name}: bad argument value: {type(exc).__name__}: {exc}")
         try:
             if known.is_async:
                 value = await func(**kwargs)
@@ -206,13 +149,15 @@ def python_tool(
     if not callable(func):
         raise TypeError(f"python_tool needs a callable, got {type(func).__name__}")
     known = _analysis(func)
-    schema = parameters if parameters is not None else known.schema
+    schema = parameters if parameters is not None else known.parameters.schema
     tool_name = name or getattr(func, "__name__", None) or type(func).__name__
 
     return Tool(
         name=tool_name,
         label=tool_name,
-        description=description or known.summary or f"Call the Python function {tool_name}.",
+        description=description
+        or known.parameters.summary
+        or f"Call the Python function {tool_name}.",
         parameters=schema,
         run=_Call(func, tool_name, known),
         timeout_s=timeout_s,

@@ -1,25 +1,42 @@
-"""JSON schemas from Python type hints and signatures (for ``python_tool``)."""
+"""A python tool's parameters from its signature: pydantic makes both the JSON schema
+the model is shown and the validator the model's arguments go through.
+
+Whatever pydantic understands works as in pydantic-ai: primitives, Optional and unions,
+Literal, Enum, lists, tuples, sets and dicts, TypedDict, dataclasses, pydantic models,
+paths and dates, ``Annotated[..., Field(description=..., ge=...)]`` and defaults.
+Parameter descriptions come from the docstring (Google, NumPy or Sphinx style), a
+``Field(description=...)`` winning over it; a bare string in ``Annotated[int, "how
+many"]`` describes the parameter too. A type pydantic cannot handle is taken as
+"anything" (schema ``{}``, the value passed as it came). Definitions are inlined
+(only a recursive type keeps ``$defs``), titles are dropped, and ``X | None`` of a
+simple ``X`` is written ``{"type": [X, "null"]}``.
+
+pydantic (about 60-100 ms) is imported on the first python tool, so an agent without
+one never loads it.
+"""
 
 from __future__ import annotations
 
-import dataclasses
-import datetime as _dt
-import enum
 import functools
 import inspect
-import json
-import pathlib
+import sys
 import types
 import typing
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.tools.docstrings import parse_docstring
 
+if TYPE_CHECKING:
+    from pydantic import BaseModel, ValidationError
+
 __all__ = [
     "CONTEXT_MARKER",
+    "FunctionSchema",
     "ToolContext",
     "context_parameter",
+    "function_schema",
     "hint_target",
     "schema_for_function",
     "schema_for_type",
@@ -37,164 +54,55 @@ CONTEXT_MARKER = _ContextMarker()
 # Annotate a parameter with ``ToolContext`` to receive the tool context (any name).
 ToolContext = typing.Annotated[Any, CONTEXT_MARKER]
 
-_PRIMITIVES: dict[Any, dict[str, Any]] = {
-    str: {"type": "string"},
-    int: {"type": "integer"},
-    float: {"type": "number"},
-    bool: {"type": "boolean"},
-    type(None): {"type": "null"},
-    bytes: {"type": "string"},
-    pathlib.Path: {"type": "string"},
-    pathlib.PurePath: {"type": "string"},
-    _dt.datetime: {"type": "string", "format": "date-time"},
-    _dt.date: {"type": "string", "format": "date"},
-    _dt.time: {"type": "string", "format": "time"},
-}
+# Keys whose value is one schema, a list of schemas, or a mapping of name -> schema.
+_ONE = frozenset(
+    {"items", "additionalProperties", "not", "contains", "propertyNames", "if", "then", "else"}
+)
+_MANY = frozenset({"anyOf", "allOf", "oneOf", "prefixItems"})
+_NAMED = frozenset({"properties", "patternProperties", "dependentSchemas"})
+# A nullable member with only these keys is written {"type": [kind, "null"]}.
+_NULLABLE_KEYS = frozenset({"type", "items", "format", "description", "enum"})
 
 
-def _is_typeddict(tp: Any) -> bool:
-    return isinstance(tp, type) and issubclass(tp, dict) and hasattr(tp, "__required_keys__")
+@dataclass(frozen=True, slots=True)
+class FunctionSchema:
+    """What a function's signature gives a python tool.
 
+    ``schema``: the parameters' JSON schema; ``summary``: the docstring's first
+    paragraph; ``context_names``: parameters that receive the tool context.
+    """
 
-def _hints(obj: Any) -> dict[str, Any]:
-    try:
-        return typing.get_type_hints(obj, include_extras=True)
-    except Exception:
-        return dict(getattr(obj, "__annotations__", {}) or {})
+    schema: dict[str, Any]
+    summary: str
+    context_names: tuple[str, ...]
+    model: type[BaseModel]
+    # (parameter name, pydantic field name) of each model argument
+    fields: tuple[tuple[str, str], ...]
+    accepts_any: bool
 
+    def arguments(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """The arguments the model sent, validated and converted to the annotated types
+        (dataclasses, enums, paths, models...). Arguments it left out are left out, so the
+        function's own defaults apply. Raises ValueError naming every bad argument."""
+        from pydantic import ValidationError
 
-def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
-    kind = schema.get("type")
-    if isinstance(kind, str) and set(schema) <= {"type", "items", "format", "description", "enum"}:
-        out = dict(schema)
-        out["type"] = [kind, "null"]
-        if "enum" in out:
-            out["enum"] = [*out["enum"], None]
+        try:
+            value = self.model.model_validate(dict(params))
+        except ValidationError as exc:
+            raise ValueError(_problems(exc)) from None
+        sent = value.model_fields_set
+        out = {name: getattr(value, key) for name, key in self.fields if key in sent}
+        if self.accepts_any and value.model_extra:
+            out.update(value.model_extra)
         return out
-    return {"anyOf": [schema, {"type": "null"}]}
 
 
-def _literal(values: tuple[Any, ...]) -> dict[str, Any]:
-    out: dict[str, Any] = {"enum": list(values)}
-    kinds = {type(v) for v in values}
-    if len(kinds) == 1:
-        prim = _PRIMITIVES.get(next(iter(kinds)))
-        if prim is not None:
-            out = {"type": prim["type"], "enum": list(values)}
-    return out
-
-
-def _object_from_fields(
-    hints: Mapping[str, Any], required: Sequence[str], docs: Mapping[str, str], seen: set[Any]
-) -> dict[str, Any]:
-    props: dict[str, Any] = {}
-    for name, hint in hints.items():
-        prop = schema_for_type(hint, seen)
-        if docs.get(name) and "description" not in prop:
-            prop = {**prop, "description": docs[name]}
-        props[name] = prop
-    out: dict[str, Any] = {"type": "object", "properties": props}
-    if required:
-        out["required"] = list(required)
-    return out
-
-
-def schema_for_type(tp: Any, seen: set[Any] | None = None) -> dict[str, Any]:
-    """The JSON schema of one annotation (``{}`` = anything, for unknown types)."""
-    seen = set() if seen is None else seen
-    if tp is inspect.Parameter.empty or tp is Any or tp is object:
-        return {}
-    if isinstance(tp, str):  # unresolved forward reference
-        return {}
-    if tp in _PRIMITIVES:
-        return dict(_PRIMITIVES[tp])
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
-    if origin is typing.Annotated:
-        inner = schema_for_type(args[0], seen)
-        notes = [a for a in args[1:] if isinstance(a, str)]
-        if notes:
-            inner = {**inner, "description": " ".join(notes)}
-        return inner
-    if origin is typing.Literal:
-        return _literal(args)
-    if origin is typing.Union or origin is types.UnionType:
-        members = [a for a in args if a is not type(None)]
-        if len(members) == 1:
-            inner = schema_for_type(members[0], seen)
-            return _nullable(inner) if len(members) < len(args) else inner
-        options = [schema_for_type(a, seen) for a in args]
-        return {"anyOf": options}
-    if origin in (list, set, frozenset) or origin in (Sequence, typing.Sequence):
-        items = schema_for_type(args[0], seen) if args else {}
-        out: dict[str, Any] = {"type": "array"}
-        if items:
-            out["items"] = items
-        if origin in (set, frozenset):
-            out["uniqueItems"] = True
-        return out
-    if origin is tuple:
-        if len(args) == 2 and args[1] is Ellipsis:
-            inner = schema_for_type(args[0], seen)
-            return {"type": "array", "items": inner} if inner else {"type": "array"}
-        if args == ((),):
-            return {"type": "array", "maxItems": 0}
-        return {
-            "type": "array",
-            "prefixItems": [schema_for_type(a, seen) for a in args],
-            "minItems": len(args),
-            "maxItems": len(args),
-        }
-    if origin in (dict, Mapping, typing.Mapping) or tp in (dict, Mapping):
-        out = {"type": "object"}
-        if len(args) == 2 and schema_for_type(args[1], seen):
-            out["additionalProperties"] = schema_for_type(args[1], seen)
-        return out
-    if tp in (list, set, frozenset, tuple, Sequence):
-        return {"type": "array"}
-    if isinstance(tp, type) and issubclass(tp, enum.Enum):
-        values = [m.value for m in tp]
-        return _literal(tuple(values))
-    if tp in seen:  # recursive type: stop here
-        return {"type": "object"}
-    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
-        seen = seen | {tp}
-        hints = _hints(tp)
-        fields = [f for f in dataclasses.fields(tp) if f.init]
-        required = [
-            f.name
-            for f in fields
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-        ]
-        docs = parse_docstring(tp.__doc__).params if tp.__doc__ else {}
-        out = _object_from_fields(
-            {f.name: hints.get(f.name, Any) for f in fields}, required, docs, seen
-        )
-        summary = parse_docstring(tp.__doc__).summary if tp.__doc__ else ""
-        if summary and not summary.startswith(f"{tp.__name__}("):
-            out["description"] = summary
-        return out
-    if _is_typeddict(tp):
-        seen = seen | {tp}
-        hints = _hints(tp)
-        required_keys: frozenset[str] = getattr(tp, "__required_keys__", frozenset())
-        total = getattr(tp, "__total__", True)
-        required = []
-        for key, hint in hints.items():
-            wrapper = typing.get_origin(hint)
-            if wrapper is typing.Required or (
-                wrapper is not typing.NotRequired and (key in required_keys or total)
-            ):
-                required.append(key)
-        clean = {
-            k: (typing.get_args(v)[0] if typing.get_origin(v) in _REQ_WRAPPERS else v)
-            for k, v in hints.items()
-        }
-        return _object_from_fields(clean, required, {}, seen)
-    return {}
-
-
-_REQ_WRAPPERS = {typing.Required, typing.NotRequired}
+def _problems(exc: ValidationError) -> str:
+    lines = []
+    for error in exc.errors(include_url=False)[:10]:
+        where = ".".join(str(part) for part in error["loc"]) or "(arguments)"
+        lines.append(f"{where}: {error['msg']}")
+    return "; ".join(lines)
 
 
 def hint_target(func: Callable[..., Any]) -> Any:
@@ -208,6 +116,26 @@ def hint_target(func: Callable[..., Any]) -> Any:
     return type(func).__call__
 
 
+def _hints(obj: Any) -> dict[str, Any]:
+    """Resolved annotations; one that does not resolve (a name defined in a function,
+    a typo) is ``Any`` instead of failing the others."""
+    try:
+        return typing.get_type_hints(obj, include_extras=True)
+    except Exception:
+        pass
+    raw = dict(getattr(obj, "__annotations__", None) or {})
+    scope = dict(getattr(obj, "__globals__", None) or {})
+    hints: dict[str, Any] = {}
+    for name, hint in raw.items():
+        if isinstance(hint, str):
+            try:
+                hint = eval(hint, scope)  # what get_type_hints does, one name at a time
+            except Exception:
+                hint = Any
+        hints[name] = hint
+    return hints
+
+
 def context_parameter(param: inspect.Parameter, hint: Any) -> bool:
     """True when ``param`` receives the tool context rather than a model argument."""
     if param.name == "context":
@@ -217,51 +145,257 @@ def context_parameter(param: inspect.Parameter, hint: Any) -> bool:
     return False
 
 
-def _jsonable(value: Any) -> bool:
+def _admits_none(hint: Any) -> bool:
+    if typing.get_origin(hint) is typing.Annotated:
+        return _admits_none(typing.get_args(hint)[0])
+    if hint is None or hint is type(None) or hint is Any or hint is object:
+        return True
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return any(_admits_none(a) for a in typing.get_args(hint))
+    return False
+
+
+def _or_none(hint: Any) -> Any:
+    """``hint | None``, keeping ``Annotated`` metadata on the outside."""
+    if typing.get_origin(hint) is typing.Annotated:
+        inner, *meta = typing.get_args(hint)
+        return typing.Annotated[(typing.Optional[inner], *meta)]  # noqa: UP045
+    return typing.Optional[hint]  # noqa: UP045
+
+
+def _notes(hint: Any) -> tuple[str, bool]:
+    """The bare strings of ``Annotated[X, "..."]`` and whether a Field describes it."""
+    if typing.get_origin(hint) is not typing.Annotated:
+        return "", False
+    from pydantic.fields import FieldInfo
+
+    meta = typing.get_args(hint)[1:]
+    described = any(isinstance(m, FieldInfo) and m.description for m in meta)
+    return " ".join(m for m in meta if isinstance(m, str)), described
+
+
+def _portable(hint: Any, seen: frozenset[Any] = frozenset()) -> Any:
+    """``hint`` with each ``typing.TypedDict`` (in it, its unions, containers and other
+    TypedDicts) rebuilt as a ``typing_extensions.TypedDict``: before Python 3.12 pydantic
+    reads only those. A TypedDict inside a dataclass or model is not reached."""
+    if sys.version_info >= (3, 12):
+        return hint
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if typing.is_typeddict(hint) and type(hint).__module__ == "typing":
+        if hint in seen:  # recursive: left as it is (pydantic then takes it as anything)
+            return hint
+        import typing_extensions
+
+        required: frozenset[str] = getattr(hint, "__required_keys__", frozenset())
+        fields = {}
+        for key, value in _hints(hint).items():
+            value = _portable(value, seen | {hint})
+            if typing.get_origin(value) not in (typing.Required, typing.NotRequired):
+                value = typing.Required[value] if key in required else typing.NotRequired[value]
+            fields[key] = value
+        rebuilt: Any = typing_extensions.TypedDict(hint.__name__, fields)  # type: ignore[misc,operator]
+        rebuilt.__doc__, rebuilt.__module__ = hint.__doc__, hint.__module__
+        return rebuilt
+    if not args or origin is typing.Literal:
+        return hint
+    if origin is typing.Annotated:
+        return typing.Annotated[(_portable(args[0], seen), *args[1:])]
+    new = tuple(_portable(a, seen) for a in args)
+    if all(a is b for a, b in zip(new, args, strict=True)):
+        return hint
+    if origin in (typing.Union, types.UnionType):
+        return typing.Union[new]  # noqa: UP007
+    if origin in (typing.Required, typing.NotRequired):
+        return origin[new[0]]
+    if isinstance(hint, types.GenericAlias):
+        return types.GenericAlias(origin, new)
+    copy_with = getattr(hint, "copy_with", None)
+    return copy_with(new) if callable(copy_with) else hint
+
+
+def _usable(hint: Any) -> bool:
+    """Whether pydantic can validate ``hint`` and write its schema."""
+    from pydantic import create_model
+
     try:
-        json.dumps(value)
-    except (TypeError, ValueError):
+        probe = create_model("Probe", value=(hint, ...))
+        probe.model_json_schema(schema_generator=_generator())
+    except Exception:
         return False
     return True
 
 
-def schema_for_function(func: Callable[..., Any]) -> tuple[dict[str, Any], str, list[str]]:
-    """The parameters schema, the description and the names of context parameters."""
+def function_schema(func: Callable[..., Any]) -> FunctionSchema:
+    """The schema and the validator of ``func``'s model arguments."""
+    from pydantic import ConfigDict, Field, create_model
+
     signature = inspect.signature(func)
     hints = _hints(hint_target(func))
     doc = parse_docstring(inspect.getdoc(func))
-    props: dict[str, Any] = {}
-    required: list[str] = []
+    specs: dict[str, tuple[str, Any, Any, str]] = {}
     context_names: list[str] = []
-    for name, param in signature.parameters.items():
+    accepts_any = False
+    for index, (name, param) in enumerate(signature.parameters.items()):
+        if param.kind is param.VAR_KEYWORD:
+            accepts_any = True
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
         hint = hints.get(name, param.annotation)
         if context_parameter(param, hint):
             context_names.append(name)
             continue
-        prop = schema_for_type(hint)
-        if param.default is not param.empty:
-            if param.default is None and prop and "null" not in json.dumps(prop):
-                prop = _nullable(prop)
-            if _jsonable(_plain_default(param.default)):
-                prop = {**prop, "default": _plain_default(param.default)}
-        else:
-            required.append(name)
-        if doc.params.get(name):
-            prop = {**prop, "description": doc.params[name]}
-        props[name] = prop
-    schema: dict[str, Any] = {"type": "object", "properties": props}
-    if required:
-        schema["required"] = required
-    return schema, doc.summary, context_names
+        if hint is param.empty or isinstance(hint, str):
+            hint = Any
+        hint = _portable(hint)
+        if param.default is None and not _admits_none(hint):
+            hint = _or_none(hint)
+        notes, described = _notes(hint)
+        description = "" if described else (doc.params.get(name) or notes)
+        default = ... if param.default is param.empty else param.default
+        # Field names of our own: a parameter may be called ``json`` or ``model_config``.
+        specs[f"p{index}"] = (name, hint, default, description)
+
+    def build() -> tuple[type[BaseModel], dict[str, Any]]:
+        fields: dict[str, Any] = {}
+        for key, (name, hint, default, description) in specs.items():
+            # (description=None would overwrite one given in Annotated[..., Field()])
+            info = (
+                Field(default, alias=name, description=description)
+                if description
+                else Field(default, alias=name)
+            )
+            fields[key] = (hint, info)
+        model = create_model(
+            "Arguments",
+            __config__=ConfigDict(extra="allow" if accepts_any else "ignore"),
+            **fields,
+        )
+        return model, model.model_json_schema(schema_generator=_generator())
+
+    try:
+        model, schema = build()
+    except Exception:  # a type pydantic cannot handle: that parameter takes anything
+        for key, (name, hint, default, description) in list(specs.items()):
+            if not _usable(hint):
+                specs[key] = (name, Any, default, description)
+        model, schema = build()
+    return FunctionSchema(
+        schema=_tidy(schema),
+        summary=doc.summary,
+        context_names=tuple(context_names),
+        model=model,
+        fields=tuple((spec[0], key) for key, spec in specs.items()),
+        accepts_any=accepts_any,
+    )
 
 
-def _plain_default(value: Any) -> Any:
-    if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, pathlib.PurePath):
-        return str(value)
-    if isinstance(value, tuple):
-        return list(value)
-    return value
+def schema_for_function(func: Callable[..., Any]) -> tuple[dict[str, Any], str, list[str]]:
+    """The parameters schema, the description and the names of context parameters."""
+    found = function_schema(func)
+    return found.schema, found.summary, list(found.context_names)
+
+
+def schema_for_type(tp: Any) -> dict[str, Any]:
+    """The JSON schema of one annotation (``{}`` = anything, for a type pydantic cannot
+    handle)."""
+    from pydantic import TypeAdapter
+
+    try:
+        schema = TypeAdapter(_portable(tp)).json_schema(schema_generator=_generator())
+    except Exception:
+        return {}
+    return _tidy(schema)
+
+
+@functools.cache
+def _generator() -> Any:
+    """pydantic's schema generator, made lenient and given docstring descriptions
+    (a class: pydantic instantiates it per schema)."""
+    from pydantic.json_schema import GenerateJsonSchema
+
+    class ToolJsonSchema(GenerateJsonSchema):
+        ignored_warning_kinds = {"skipped-choice", "non-serializable-default"}
+
+        def handle_invalid_for_json_schema(self, schema: Any, error_info: str) -> Any:
+            return {}
+
+        def dataclass_schema(self, schema: Any) -> Any:
+            return _describe_class(super().dataclass_schema(schema), schema["cls"])
+
+        def model_schema(self, schema: Any) -> Any:
+            return _describe_class(super().model_schema(schema), schema["cls"])
+
+        def typed_dict_schema(self, schema: Any) -> Any:
+            return _describe_class(super().typed_dict_schema(schema), schema["cls"])
+
+    return ToolJsonSchema
+
+
+def _describe_class(json_schema: Any, cls: Any) -> Any:
+    """Field descriptions from the class docstring's ``Args:`` / ``Attributes:`` (where
+    pydantic has none), and its summary instead of the whole docstring."""
+    doc = cls.__doc__
+    if not isinstance(json_schema, dict) or not doc or doc.startswith(f"{cls.__name__}("):
+        return json_schema
+    parsed = parse_docstring(doc)
+    props = json_schema.get("properties")
+    if parsed.params and isinstance(props, dict):
+        for name, prop in props.items():
+            if isinstance(prop, dict) and parsed.params.get(name):
+                prop.setdefault("description", parsed.params[name])
+    if parsed.summary and json_schema.get("description") == inspect.cleandoc(doc):
+        json_schema["description"] = parsed.summary
+    return json_schema
+
+
+def _tidy(schema: dict[str, Any]) -> dict[str, Any]:
+    """pydantic's schema as the model should see it: definitions inlined (recursive ones
+    kept in ``$defs``), no titles, ``{"type": [X, "null"]}`` for a simple nullable X."""
+    defs: dict[str, Any] = dict(schema.get("$defs") or {})
+    kept: dict[str, Any] = {}
+
+    def walk(node: Any, stack: frozenset[str]) -> Any:
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] in defs:
+            name = ref[8:]
+            rest = walk({k: v for k, v in node.items() if k != "$ref"}, stack)
+            if name in stack:  # recursive: refer to it, and keep its definition
+                if name not in kept:
+                    kept[name] = {}
+                    kept[name] = walk(defs[name], frozenset({name}))
+                return {"$ref": ref, **rest}
+            return {**walk(defs[name], stack | {name}), **rest}
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key in ("title", "$defs"):
+                continue
+            if key in _ONE:
+                out[key] = walk(value, stack)
+            elif key in _MANY and isinstance(value, list):
+                out[key] = [walk(v, stack) for v in value]
+            elif key in _NAMED and isinstance(value, dict):
+                out[key] = {k: walk(v, stack) for k, v in value.items()}
+            else:
+                out[key] = value
+        return _collapse_nullable(out)
+
+    tidy = walk(schema, frozenset())
+    if kept:
+        tidy["$defs"] = kept
+    return typing.cast(dict[str, Any], tidy)
+
+
+def _collapse_nullable(node: dict[str, Any]) -> dict[str, Any]:
+    options = node.get("anyOf")
+    if not isinstance(options, list) or len(options) != 2 or {"type": "null"} not in options:
+        return node
+    other = options[0] if options[1] == {"type": "null"} else options[1]
+    if not isinstance(other.get("type"), str) or not set(other) <= _NULLABLE_KEYS:
+        return node
+    out = {**other, **{k: v for k, v in node.items() if k != "anyOf"}}
+    out["type"] = [other["type"], "null"]
+    if "enum" in other:
+        out["enum"] = [*other["enum"], None]
+    return out

@@ -1,4 +1,4 @@
-"""The ``todo`` and ``finish`` tools (seed 003 tool/todo, tool/finish) and their state.
+"""The ``todo`` and ``finish`` tools and their state.
 
 Both tools share a ``TaskState``. Every result's ``details`` holds the full state
 (``{"todos": [...], "finish": {...} | None, "counts": {...}}``), so the session records it

@@ -19,7 +19,6 @@ from typing import Any, Protocol
 from harnessc.runtime.agent import AgentHarness, HarnessBusyError, RunResult
 from harnessc.runtime.cli.host import CliHost
 from harnessc.runtime.cli.output import one_line
-from harnessc.runtime.cli.pause import pause_reason
 from harnessc.runtime.cli.permission import ask_here
 from harnessc.runtime.cli.render import make_printer
 from harnessc.runtime.cli.repl.banner import banner_lines
@@ -381,9 +380,6 @@ class Repl:
     async def answer_pause(self) -> None:
         """Ask the user what a paused run needs: tool results, a bigger budget, a go."""
         await answer_pause(self)
-
-    def _pause_reason(self) -> str:
-        return pause_reason(self.harness.session)
 
     # -- harness switching (/fork, /sessions ID) ------------------------------------
 

@@ -1,4 +1,4 @@
-"""Compaction and branch summaries (seed 000 / pi, reference NOTES section 1).
+"""Compaction and branch summaries, as pi makes them (see docs/extensions.md).
 
 One module per concern:
 
