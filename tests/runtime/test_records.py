@@ -1,6 +1,8 @@
-"""Events and hook types are slotted records that behave as the dataclasses they replace.
+"""Events, hook types, budgets, catalog entries and resources are slotted records that behave as the
+dataclasses they replace.
 
-Every record class in ``core.events`` and ``core.hooks``: its fields (the ``__init__``
+Every record class in ``core.events``, ``core.hooks``, ``core.budget``, ``core.catalog``,
+``core.commands`` and ``resources.types``: its fields (the ``__init__``
 parameters), slots and annotations agree; ``dataclasses.fields``/``asdict``/``replace``,
 equality, repr, pattern matching, pickling and the events' JSON work as they do for a
 dataclass.
@@ -16,14 +18,15 @@ from typing import Any
 
 import pytest
 
-from harnessc.runtime.core import events, hooks
+from harnessc.runtime.core import budget, catalog, commands, events, hooks
 from harnessc.runtime.core.messages import AssistantMessage, TextContent, ToolCall
+from harnessc.runtime.resources import types as resource_types
 from harnessc.runtime.support.records import NEW_LIST, Record
 
 RECORDS = sorted(
     (
         value
-        for module in (events, hooks)
+        for module in (events, hooks, budget, catalog, commands, resource_types)
         for value in vars(module).values()
         if isinstance(value, type)
         and issubclass(value, Record)
@@ -36,6 +39,8 @@ RECORDS = sorted(
 def _required(cls: type[Record]) -> dict[str, Any]:
     if cls is hooks.HookSpec:
         return {"moment": "tool_call", "handler": print}
+    if cls is commands.Command:
+        return {"name": "n", "description": "d", "handler": print}
     parameters = inspect.signature(cls).parameters.values()
     return {p.name: f"v-{p.name}" for p in parameters if p.default is inspect.Parameter.empty}
 
@@ -47,7 +52,8 @@ def _instance(cls: type[Record]) -> Any:
 def test_the_event_and_hook_types_are_all_records() -> None:
     assert events.Event in RECORDS and hooks.HookSpec in RECORDS
     assert set(events.EVENT_TYPES.values()) <= set(RECORDS)
-    assert len(RECORDS) >= 50
+    assert {budget.Budget, catalog.ToolEntry, commands.Command} <= set(RECORDS)
+    assert len(RECORDS) >= 60
 
 
 @pytest.mark.parametrize("cls", RECORDS, ids=lambda cls: cls.__qualname__)
@@ -58,9 +64,11 @@ def test_fields_slots_and_annotations_agree(cls: type[Record]) -> None:
         slots.extend(klass.__dict__.get("__slots__", ()))
         annotations.update(klass.__dict__.get("__annotations__", {}))
     fields = [name for name, kind in annotations.items() if not kind.startswith("ClassVar")]
-    private = [name for name in slots if name.startswith("_")]  # HookSpec's compiled matcher
-    assert list(cls._field_names) == [n for n in slots if n not in private]
-    assert list(cls._field_names) == [n for n in fields if n not in private]
+    # A slot that is no field is private state the __init__ derives (HookSpec's regex).
+    derived = [name for name in slots if name not in cls._field_names]
+    assert all(name.startswith("_") for name in derived)
+    assert [name for name in slots if name not in derived] == list(cls._field_names)
+    assert [name for name in fields if name not in derived] == list(cls._field_names)
     assert not hasattr(_instance(cls), "__dict__")  # slotted all the way down
 
 
@@ -78,7 +86,7 @@ def test_a_record_answers_the_dataclasses_functions(cls: type[Record]) -> None:
             assert type(getattr(record, f.name)) is type(made)
             if not isinstance(made, float):  # the timestamp is the time of making
                 assert getattr(record, f.name) == made
-    assert dataclasses.asdict(record) == {name: getattr(record, name) for name in cls._field_names}
+    assert list(dataclasses.asdict(record)) == list(cls._field_names)
     again = dataclasses.replace(record)
     assert again == record and again is not record
     assert pickle.loads(pickle.dumps(record)) == record
@@ -92,11 +100,17 @@ def test_equality_repr_hash_and_match_args_are_the_dataclass_ones(cls: type[Reco
     assert record == other and not (record != other)
     if cls._field_names:
         name = cls._field_names[-1]
-        changed = dataclasses.replace(record, **{name: "something else"})
+        changed = copy.copy(record)
+        object.__setattr__(changed, name, "something else")
         assert changed != record
     assert record != object() and record.__eq__(object()) is NotImplemented
-    with pytest.raises(TypeError):
-        hash(record)
+    if cls._frozen:
+        assert hash(record) == hash(other)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(record, cls._field_names[0], "changed")
+    else:
+        with pytest.raises(TypeError):
+            hash(record)
     shown = ", ".join(f"{n}={getattr(record, n)!r}" for n in cls._field_names)
     assert repr(record) == f"{cls.__qualname__}({shown})"
     positional = [
@@ -163,3 +177,18 @@ def test_hook_results_are_still_checked_field_by_field() -> None:
     assert "unknown keys" in (hooks.hook_result_problem("tool_call", {"blocked": True}) or "")
     assert hooks.hook_result_problem("before_stop", {"continue": True}) is None
     assert hooks.hook_result_problem("on_budget_exceeded", {"turns": 3}) is None
+
+
+def test_budgets_still_check_their_limits_and_catalog_entries_stay_frozen() -> None:
+    with pytest.raises(ValueError, match="must not be negative"):
+        budget.Budget(turns=-1)
+    with pytest.raises(ValueError, match="soft_ratio"):
+        dataclasses.replace(budget.Budget(), soft_ratio=2)
+    tracker = budget.BudgetTracker(budget=budget.Budget(turns=2))
+    tracker.usage.turns = 2
+    assert [w.level for w in tracker.check(("turns",))] == ["hard"]
+    assert budget.BudgetTracker().usage is not budget.BudgetTracker().usage
+    entry = catalog.TOOLS[0]
+    assert {entry: 1}[dataclasses.replace(entry)] == 1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del entry.name

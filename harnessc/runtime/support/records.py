@@ -6,7 +6,9 @@ hook types are some fifty classes). A ``Record`` subclass writes its ``__slots__
 annotations and ``__init__`` out instead, so they come from the bytecode cache; its
 fields are the ``__init__`` parameters, in order. ``Record`` gives it what the
 dataclass had: ``__repr__`` and ``__eq__`` over the fields, ``__match_args__`` (the
-positional parameters), no ``__hash__``, and ``__dataclass_fields__`` /
+positional parameters), no ``__hash__`` (``class C(Record, frozen=True)``: a hash over
+the fields, and assignment raises ``FrozenInstanceError``; its ``__init__`` sets the
+fields with ``object.__setattr__``), and ``__dataclass_fields__`` /
 ``__dataclass_params__`` built on first use, so ``dataclasses.fields``, ``asdict``,
 ``replace`` and ``is_dataclass`` treat it as the dataclass it stands for.
 
@@ -50,6 +52,24 @@ def _no_fields(_: object) -> tuple[()]:
     return ()
 
 
+def _refuse_assignment(self: Record, name: str, value: Any) -> None:
+    raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+
+
+def _refuse_deletion(self: Record, name: str) -> None:
+    raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+
+
+def _set_state(self: Record, state: tuple[None, dict[str, Any]]) -> None:
+    """Unpickling and copying a frozen record (``object.__getstate__``'s slot values)."""
+    for name, value in state[1].items():
+        object.__setattr__(self, name, value)
+
+
+def _hash_fields(self: Record) -> int:
+    return hash(self.__class__._values(self))
+
+
 class _DataclassView:
     """``__dataclass_fields__`` or ``__dataclass_params__`` of the class it is read on."""
 
@@ -84,7 +104,7 @@ def _twin(cls: type[Record]) -> type[Any]:
         else:
             made = dataclasses.field(default=default, kw_only=kw_only)
         spec.append((name, annotations.get(name, "Any"), made))
-    twin = dataclasses.make_dataclass(cls.__name__, spec)
+    twin = dataclasses.make_dataclass(cls.__name__, spec, frozen=cls._frozen)
     _TWINS[cls] = twin
     return twin
 
@@ -95,14 +115,21 @@ class Record:
     __slots__ = ()
     _field_names: ClassVar[tuple[str, ...]] = ()
     __match_args__: ClassVar[tuple[str, ...]] = ()
+    _frozen: ClassVar[bool] = False
     _values: ClassVar[Callable[[Any], Any]] = _no_fields
     __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]] = _DataclassView(  # type: ignore[assignment]
         "__dataclass_fields__"
     )
     __dataclass_params__: ClassVar[Any] = _DataclassView("__dataclass_params__")
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, frozen: bool = False, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if frozen:
+            cls._frozen = True
+            cls.__setattr__ = _refuse_assignment  # type: ignore[method-assign,assignment]
+            cls.__delattr__ = _refuse_deletion  # type: ignore[method-assign,assignment]
+            cls.__hash__ = _hash_fields  # type: ignore[method-assign,assignment]
+            cls.__setstate__ = _set_state  # type: ignore[attr-defined]
         code = cls.__init__.__code__
         positional = code.co_varnames[1 : code.co_argcount]
         keyword = code.co_varnames[code.co_argcount : code.co_argcount + code.co_kwonlyargcount]
