@@ -1,11 +1,9 @@
-"""Events, hook types, budgets, catalog entries and resources are slotted records that behave as the
-dataclasses they replace.
+"""Events, hook types, options, budgets, catalog entries, resources and tool results are
+slotted records that behave as the dataclasses they replace.
 
-Every record class in ``core.events``, ``core.hooks``, ``core.budget``, ``core.catalog``,
-``core.commands`` and ``resources.types``: its fields (the ``__init__``
-parameters), slots and annotations agree; ``dataclasses.fields``/``asdict``/``replace``,
-equality, repr, pattern matching, pickling and the events' JSON work as they do for a
-dataclass.
+Every record class of the modules below: its fields (the ``__init__`` parameters), slots
+and annotations agree; ``dataclasses.fields``/``asdict``/``replace``, equality, repr,
+pattern matching, pickling and the events' JSON work as they do for a dataclass.
 """
 
 from __future__ import annotations
@@ -18,15 +16,29 @@ from typing import Any
 
 import pytest
 
-from harnessc.runtime.core import budget, catalog, commands, events, hooks
+from harnessc.runtime.core import budget, catalog, commands, events, hooks, model_options, options
 from harnessc.runtime.core.messages import AssistantMessage, TextContent, ToolCall
 from harnessc.runtime.resources import types as resource_types
 from harnessc.runtime.support.records import NEW_LIST, Record
+from harnessc.runtime.tools import base as tool_base
+from harnessc.runtime.tools import permissions, shell_rules
 
 RECORDS = sorted(
     (
         value
-        for module in (events, hooks, budget, catalog, commands, resource_types)
+        for module in (
+            events,
+            model_options,
+            options,
+            hooks,
+            budget,
+            catalog,
+            commands,
+            resource_types,
+            tool_base,
+            permissions,
+            shell_rules,
+        )
         for value in vars(module).values()
         if isinstance(value, type)
         and issubclass(value, Record)
