@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from dataclasses import dataclass
 
 from harnessc.runtime.core.options import ThinkingLevel
 
@@ -31,12 +30,6 @@ EXIT_ABORTED = 130  # Ctrl-C in one-shot mode (the shell convention 128 + SIGINT
 
 class UsageError(Exception):
     """A usage or configuration problem: printed as ``PROG: error: ...``, exit code 2."""
-
-
-@dataclass(slots=True)
-class _Help:
-    prog: str
-    agent: str
 
 
 def program_name(argv0: str | None = None) -> str:

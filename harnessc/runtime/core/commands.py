@@ -11,8 +11,9 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
+
+from harnessc.runtime.support.records import Record
 
 __all__ = [
     "Command",
@@ -39,22 +40,35 @@ class CommandNameError(ValueError):
     pass
 
 
-@dataclass(slots=True)
-class Command:
+class Command(Record):
+    __slots__ = ("name", "description", "handler", "source")
     name: str
     description: str
     handler: Callable[[str], Any]
-    source: str = ""
+    source: str
+
+    def __init__(
+        self, name: str, description: str, handler: Callable[[str], Any], source: str = ""
+    ) -> None:
+        self.name = name
+        self.description = description
+        self.handler = handler
+        self.source = source
 
 
-@dataclass(slots=True)
-class CommandOutcome:
+class CommandOutcome(Record):
     """``prompt``: send ``text`` to the model; ``reply``: show ``text``, no model call;
     ``unknown``: no such command (``text`` lists the known ones)."""
 
+    __slots__ = ("kind", "text", "command")
     kind: str
     text: str
-    command: str = ""
+    command: str
+
+    def __init__(self, kind: str, text: str, command: str = "") -> None:
+        self.kind = kind
+        self.text = text
+        self.command = command
 
 
 def split_command(text: str) -> tuple[str, str] | None:

@@ -1,7 +1,10 @@
-"""The typed event stream: one dataclass per moment, pi's names, dotted aliases.
+"""The typed event stream: one record per moment, pi's names, dotted aliases.
 
 Every event carries a sequence number and a timestamp and turns into JSON with
 ``to_dict()``; ``EventLog`` keeps them append-only and replays them from any offset.
+The events are ``Record`` classes (slotted, ``__init__`` written out): they compare,
+print, match and answer ``dataclasses.fields``/``asdict``/``replace`` as dataclasses do,
+without ``dataclass()`` compiling some thirty classes each time a run starts.
 """
 
 from __future__ import annotations
@@ -9,12 +12,12 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Any, ClassVar
 
 from harnessc.runtime.core.messages import AssistantMessage, Message, ToolCall, ToolResultMessage
+from harnessc.runtime.support.records import NEW_DICT, NEW_LIST, NOW, Record
 
 __all__ = [
     "EVENT_ALIASES",
@@ -69,6 +72,8 @@ def to_jsonable(value: Any) -> Any:
         return {str(k): to_jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
         return [to_jsonable(v) for v in value]
+    if isinstance(value, Record):
+        return {name: to_jsonable(getattr(value, name)) for name in value._field_names}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, Path):
@@ -76,38 +81,80 @@ def to_jsonable(value: Any) -> Any:
     return repr(value)
 
 
-@dataclass(slots=True, kw_only=True)
-class Event:
+class Event(Record):
     type: ClassVar[str] = "event"
-    seq: int = 0
-    timestamp: float = field(default_factory=time.time)
+    __slots__ = ("seq", "timestamp")
+    seq: int
+    timestamp: float
+
+    def __init__(self, *, seq: int = 0, timestamp: float = NOW) -> None:
+        self.seq = seq
+        self.timestamp = time.time() if timestamp is NOW else timestamp
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self.type}
-        for f in dataclasses.fields(self):
-            out[f.name] = to_jsonable(getattr(self, f.name))
+        for name in self._field_names:
+            out[name] = to_jsonable(getattr(self, name))
         return out
 
 
-@dataclass(slots=True, kw_only=True)
 class AgentStartEvent(Event):
     type: ClassVar[str] = "agent_start"
-    prompt: str = ""
-    run_id: str = ""
+    __slots__ = ("prompt", "run_id", "model", "thinking_level", "active_tools")
+    prompt: str
+    run_id: str
     # The settings the run starts with, so a replay of the log knows them too.
-    model: str = ""
-    thinking_level: str = ""
-    active_tools: list[str] = field(default_factory=list)
+    model: str
+    thinking_level: str
+    active_tools: list[str]
+
+    def __init__(
+        self,
+        *,
+        seq: int = 0,
+        timestamp: float = NOW,
+        prompt: str = "",
+        run_id: str = "",
+        model: str = "",
+        thinking_level: str = "",
+        active_tools: list[str] = NEW_LIST,
+    ) -> None:
+        self.seq = seq
+        self.timestamp = time.time() if timestamp is NOW else timestamp
+        self.prompt = prompt
+        self.run_id = run_id
+        self.model = model
+        self.thinking_level = thinking_level
+        self.active_tools = [] if active_tools is NEW_LIST else active_tools
 
 
-@dataclass(slots=True, kw_only=True)
 class AgentEndEvent(Event):
     type: ClassVar[str] = "agent_end"
-    run_id: str = ""
-    status: str = "done"
-    reason: str = ""
-    messages: list[Message] = field(default_factory=list)
-    output: Any = None  # the typed result as JSON (``output:``), when the run gave one
+    __slots__ = ("run_id", "status", "reason", "messages", "output")
+    run_id: str
+    status: str
+    reason: str
+    messages: list[Message]
+    output: Any  # the typed result as JSON (``output:``), when the run gave one
+
+    def __init__(
+        self,
+        *,
+        seq: int = 0,
+        timestamp: float = NOW,
+        run_id: str = "",
+        status: str = "done",
+        reason: str = "",
+        messages: list[Message] = NEW_LIST,
+        output: Any = None,
+    ) -> None:
+        self.seq = seq
+        self.timestamp = time.time() if timestamp is NOW else timestamp
+        self.run_id = run_id
+        self.status = status
+        self.reason = reason
+        self.messages = [] if messages is NEW_LIST else messages
+        self.output = output
 
     def to_dict(self) -> dict[str, Any]:
         out = Event.to_dict(self)
@@ -116,35 +163,79 @@ class AgentEndEvent(Event):
         return out
 
 
-@dataclass(slots=True, kw_only=True)
 class TurnStartEvent(Event):
     type: ClassVar[str] = "turn_start"
-    turn: int = 0
+    __slots__ = ("turn",)
+    turn: int
+
+    def __init__(self, *, seq: int = 0, timestamp: float = NOW, turn: int = 0) -> None:
+        self.seq = seq
+        self.timestamp = time.time() if timestamp is NOW else timestamp
+        self.turn = turn
 
 
-@dataclass(slots=True, kw_only=True)
 class TurnEndEvent(Event):
     type: ClassVar[str] = "turn_end"
-    turn: int = 0
-    message: AssistantMessage | None = None
-    tool_results: list[ToolResultMessage] = field(default_factory=list)
+    __slots__ = ("turn", "message", "tool_results")
+    turn: int
+    message: AssistantMessage | None
+    tool_results: list[ToolResultMessage]
+
+    def __init__(
+        self,
+        *,
+        seq: int = 0,
+        timestamp: float = NOW,
+        turn: int = 0,
+        message: AssistantMessage | None = None,
+        tool_results: list[ToolResultMessage] = NEW_LIST,
+    ) -> None:
+        self.seq = seq
+        self.timestamp = time.time() if timestamp is NOW else timestamp
+        self.turn = turn
+        self.message = message
+        self.tool_results = [] if tool_results is NEW_LIST else tool_results
 
 
-@dataclass(slots=True, kw_only=True)
 class MessageStartEvent(Event):
     type: ClassVar[str] = "message_start"
-    message: Message | None = None
+    __slots__ = ("message",)
+    message: Message | None
+
+    def __init__(
+        self, *, seq: int = 0, timestamp: float = NOW, message: Message | None = None
+    ) -> None:
+        self.seq = seq
+        self.timestamp = time.time() if timestamp is NOW else timestamp
+        self.message = message
 
 
-@dataclass(slots=True, kw_only=True)
 class MessageUpdateEvent(Event):
     """A streamed delta of the assistant reply; ``message`` is the reply so far."""
 
     type: ClassVar[str] = "message_update"
-    delta_type: str = ""  # text_delta, thinking_delta, toolcall_delta, ...
-    delta: str = ""
-    content_index: int = 0
-    message: AssistantMessage | None = None
+    __slots__ = ("delta_type", "delta", "content_index", "message")
+    delta_type: str  # text_delta, thinking_delta, toolcall_delta, ...
+    delta: str
+    content_index: int
+    message: AssistantMessage | None
+
+    def __init__(
+        self,
+        *,
+        seq: int = 0,
+        timestamp: float = NOW,
+        delta_type: str = "",
+        delta: str = "",
+        content_index: int = 0,
+        message: AssistantMessage | None = None,
+    ) -> None:
+        self.seq = seq
+        self.timestamp = time.time() if timestamp is NOW else timestamp
+        self.delta_type = delta_type
+        self.delta = delta
+        self.content_index = content_index
+        self.message = message
 
     def to_dict(self) -> dict[str, Any]:
         # The partial message is omitted: a delta stream re-sent whole is quadratic.
@@ -158,76 +249,193 @@ class MessageUpdateEvent(Event):
         }
 
 
-@dataclass(slots=True, kw_only=True)
 class MessageEndEvent(Event):
     type: ClassVar[str] = "message_end"
-    message: Message | None = None
-    entry_id: str | None = None
+    __slots__ = ("message", "entry_id")
+    message: Message | None
+    entry_id: str | None
+
+    def __init__(
+        self,
+        *,
+        seq: int = 0,
+        timestamp: float = NOW,
+        message: Message | None = None,
+        entry_id: str | None = None,
+    ) -> None:
+        self.seq = seq
+        self.timestamp = time.time() if timestamp is NOW else timestamp
+        self.message = message
+        self.entry_id = entry_id
 
 
-@dataclass(slots=True, kw_only=True)
 class PlanCommitEvent(Event):
     """The tool calls the loop is about to run (after the after_plan hook)."""
 
     type: ClassVar[str] = "plan_commit"
-    tool_calls: list[ToolCall] = field(default_factory=list)
+    __slots__ = ("tool_calls",)
+    tool_calls: list[ToolCall]
+
+    def __init__(
+        self, *, seq: int = 0, timestamp: float = NOW, tool_calls: list[ToolCall] = NEW_LIST
+    ) -> None:
+        self.seq = seq
+        self.timestamp = time.time() if timestamp is NOW else timestamp
+        self.tool_calls = [] if tool_calls is NEW_LIST else tool_calls
 
 
-@dataclass(slots=True, kw_only=True)
 class ToolExecutionStartEvent(Event):
     type: ClassVar[str] = "tool_execution_start"
-    tool_call_id: str = ""
-    tool_name: str = ""
-    args: dict[str, Any] = field(default_factory=dict)
+    __slots__ = ("tool_call_id", "tool_name", "args")
+    tool_call_id: str
+    tool_name: str
+    args: dict[str, Any]
+
+    def __init__(
+        self,
+        *,
+        seq: int = 0,
+        timestamp: float = NOW,
+        tool_call_id: str = "",
+        tool_name: str = "",
+        args: dict[str, Any] = NEW_DICT,
+    ) -> None:
+        self.seq = seq
+        self.timestamp = time.time() if timestamp is NOW else timestamp
+        self.tool_call_id = tool_call_id
+        self.tool_name = tool_name
+        self.args = {} if args is NEW_DICT else args
 
 
-@dataclass(slots=True, kw_only=True)
 class ToolExecutionUpdateEvent(Event):
     type: ClassVar[str] = "tool_execution_update"
-    tool_call_id: str = ""
-    tool_name: str = ""
-    partial_result: Any = None
+    __slots__ = ("tool_call_id", "tool_name", "partial_result")
+    tool_call_id: str
+    tool_name: str
+    partial_result: Any
+
+    def __init__(
+        self,
+        *,
+        seq: int = 0,
+        timestamp: float = NOW,
+        tool_call_id: str = "",
+        tool_name: str = "",
+        partial_result: Any = None,
+    ) -> None:
+        self.seq = seq
+        self.timestamp = time.time() if timestamp is NOW else timestamp
+        self.tool_call_id = tool_call_id
+        self.tool_name = tool_name
+        self.partial_result = partial_result
 
 
-@dataclass(slots=True, kw_only=True)
 class ToolExecutionEndEvent(Event):
     type: ClassVar[str] = "tool_execution_end"
-    tool_call_id: str = ""
-    tool_name: str = ""
-    result: ToolResultMessage | None = None
-    is_error: bool = False
-    duration_ms: float = 0.0
+    __slots__ = ("tool_call_id", "tool_name", "result", "is_error", "duration_ms")
+    tool_call_id: str
+    tool_name: str
+    result: ToolResultMessage | None
+    is_error: bool
+    duration_ms: float
+
+    def __init__(
+        self,
+        *,
+        seq: int = 0,
+        timestamp: float = NOW,
+        tool_call_id: str = "",
+        tool_name: str = "",
+        result: ToolResultMessage | None = None,
+        is_error: bool = False,
+        duration_ms: float = 0.0,
+    ) -> None:
+        self.seq = seq
+        self.timestamp = time.time() if timestamp is NOW else timestamp
+        self.tool_call_id = tool_call_id
+        self.tool_name = tool_name
+        self.result = result
+        self.is_error = is_error
+        self.duration_ms = duration_ms
 
 
-@dataclass(slots=True, kw_only=True)
 class BudgetWarnEvent(Event):
     type: ClassVar[str] = "budget_warn"
-    limit: str = ""
-    used: float = 0
-    maximum: float = 0
-    level: str = "soft"  # "soft": past the warning threshold; "hard": limit hit
+    __slots__ = ("limit", "used", "maximum", "level")
+    limit: str
+    used: float
+    maximum: float
+    level: str  # "soft": past the warning threshold; "hard": limit hit
+
+    def __init__(
+        self,
+        *,
+        seq: int = 0,
+        timestamp: float = NOW,
+        limit: str = "",
+        used: float = 0,
+        maximum: float = 0,
+        level: str = "soft",
+    ) -> None:
+        self.seq = seq
+        self.timestamp = time.time() if timestamp is NOW else timestamp
+        self.limit = limit
+        self.used = used
+        self.maximum = maximum
+        self.level = level
 
 
-@dataclass(slots=True, kw_only=True)
 class AgentPauseEvent(Event):
     type: ClassVar[str] = "agent_pause"
-    run_id: str = ""
-    reason: str = ""
-    pending_tool_calls: list[ToolCall] = field(default_factory=list)
+    __slots__ = ("run_id", "reason", "pending_tool_calls")
+    run_id: str
+    reason: str
+    pending_tool_calls: list[ToolCall]
+
+    def __init__(
+        self,
+        *,
+        seq: int = 0,
+        timestamp: float = NOW,
+        run_id: str = "",
+        reason: str = "",
+        pending_tool_calls: list[ToolCall] = NEW_LIST,
+    ) -> None:
+        self.seq = seq
+        self.timestamp = time.time() if timestamp is NOW else timestamp
+        self.run_id = run_id
+        self.reason = reason
+        self.pending_tool_calls = [] if pending_tool_calls is NEW_LIST else pending_tool_calls
 
 
-@dataclass(slots=True, kw_only=True)
 class AgentResumeEvent(Event):
     type: ClassVar[str] = "agent_resume"
-    run_id: str = ""
-    reason: str = ""
+    __slots__ = ("run_id", "reason")
+    run_id: str
+    reason: str
+
+    def __init__(
+        self, *, seq: int = 0, timestamp: float = NOW, run_id: str = "", reason: str = ""
+    ) -> None:
+        self.seq = seq
+        self.timestamp = time.time() if timestamp is NOW else timestamp
+        self.run_id = run_id
+        self.reason = reason
 
 
-@dataclass(slots=True, kw_only=True)
 class StateChangeEvent(Event):
     type: ClassVar[str] = "state_change"
-    from_state: str = ""
-    to_state: str = ""
+    __slots__ = ("from_state", "to_state")
+    from_state: str
+    to_state: str
+
+    def __init__(
+        self, *, seq: int = 0, timestamp: float = NOW, from_state: str = "", to_state: str = ""
+    ) -> None:
+        self.seq = seq
+        self.timestamp = time.time() if timestamp is NOW else timestamp
+        self.from_state = from_state
+        self.to_state = to_state
 
 
 def describe_exception(exc: BaseException | None) -> str:
@@ -238,112 +446,278 @@ def describe_exception(exc: BaseException | None) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-@dataclass(slots=True, kw_only=True)
 class ErrorEvent(Event):
     """Something failed and was contained: a hook, a provider call, an extension."""
 
     type: ClassVar[str] = "error"
-    source: str = ""
-    message: str = ""
-    fatal: bool = False
+    __slots__ = ("source", "message", "fatal")
+    source: str
+    message: str
+    fatal: bool
+
+    def __init__(
+        self,
+        *,
+        seq: int = 0,
+        timestamp: float = NOW,
+        source: str = "",
+        message: str = "",
+        fatal: bool = False,
+    ) -> None:
+        self.seq = seq
+        self.timestamp = time.time() if timestamp is NOW else timestamp
+        self.source = source
+        self.message = message
+        self.fatal = fatal
 
 
-@dataclass(slots=True, kw_only=True)
 class NoticeEvent(Event):
     type: ClassVar[str] = "notice"
-    source: str = ""
-    level: str = "info"  # info | warning
-    message: str = ""
+    __slots__ = ("source", "level", "message")
+    source: str
+    level: str  # info | warning
+    message: str
+
+    def __init__(
+        self,
+        *,
+        seq: int = 0,
+        timestamp: float = NOW,
+        source: str = "",
+        level: str = "info",
+        message: str = "",
+    ) -> None:
+        self.seq = seq
+        self.timestamp = time.time() if timestamp is NOW else timestamp
+        self.source = source
+        self.level = level
+        self.message = message
 
 
-@dataclass(slots=True, kw_only=True)
 class RetryEvent(Event):
     type: ClassVar[str] = "retry"
-    attempt: int = 0
-    max_retries: int = 0
-    delay_ms: int = 0
-    status: int | None = None
-    error: str = ""
+    __slots__ = ("attempt", "max_retries", "delay_ms", "status", "error")
+    attempt: int
+    max_retries: int
+    delay_ms: int
+    status: int | None
+    error: str
+
+    def __init__(
+        self,
+        *,
+        seq: int = 0,
+        timestamp: float = NOW,
+        attempt: int = 0,
+        max_retries: int = 0,
+        delay_ms: int = 0,
+        status: int | None = None,
+        error: str = "",
+    ) -> None:
+        self.seq = seq
+        self.timestamp = time.time() if timestamp is NOW else timestamp
+        self.attempt = attempt
+        self.max_retries = max_retries
+        self.delay_ms = delay_ms
+        self.status = status
+        self.error = error
 
 
-@dataclass(slots=True, kw_only=True)
 class ProviderResponseEvent(Event):
     type: ClassVar[str] = "provider_response"
-    status: int = 0
+    __slots__ = ("status",)
+    status: int
+
+    def __init__(self, *, seq: int = 0, timestamp: float = NOW, status: int = 0) -> None:
+        self.seq = seq
+        self.timestamp = time.time() if timestamp is NOW else timestamp
+        self.status = status
 
 
-@dataclass(slots=True, kw_only=True)
 class SessionCompactEvent(Event):
     type: ClassVar[str] = "session_compact"
-    compaction_entry: dict[str, Any] = field(default_factory=dict)
-    from_hook: bool = False
-    messages: list[Message] = field(default_factory=list)  # the rebuilt context (for replay)
+    __slots__ = ("compaction_entry", "from_hook", "messages")
+    compaction_entry: dict[str, Any]
+    from_hook: bool
+    messages: list[Message]  # the rebuilt context (for replay)
+
+    def __init__(
+        self,
+        *,
+        seq: int = 0,
+        timestamp: float = NOW,
+        compaction_entry: dict[str, Any] = NEW_DICT,
+        from_hook: bool = False,
+        messages: list[Message] = NEW_LIST,
+    ) -> None:
+        self.seq = seq
+        self.timestamp = time.time() if timestamp is NOW else timestamp
+        self.compaction_entry = {} if compaction_entry is NEW_DICT else compaction_entry
+        self.from_hook = from_hook
+        self.messages = [] if messages is NEW_LIST else messages
 
 
-@dataclass(slots=True, kw_only=True)
 class SessionTreeEvent(Event):
     type: ClassVar[str] = "session_tree"
-    new_leaf_id: str | None = None
-    old_leaf_id: str | None = None
-    summary_entry: dict[str, Any] | None = None
-    from_hook: bool = False
-    messages: list[Message] = field(default_factory=list)  # the rebuilt context (for replay)
+    __slots__ = ("new_leaf_id", "old_leaf_id", "summary_entry", "from_hook", "messages")
+    new_leaf_id: str | None
+    old_leaf_id: str | None
+    summary_entry: dict[str, Any] | None
+    from_hook: bool
+    messages: list[Message]  # the rebuilt context (for replay)
+
+    def __init__(
+        self,
+        *,
+        seq: int = 0,
+        timestamp: float = NOW,
+        new_leaf_id: str | None = None,
+        old_leaf_id: str | None = None,
+        summary_entry: dict[str, Any] | None = None,
+        from_hook: bool = False,
+        messages: list[Message] = NEW_LIST,
+    ) -> None:
+        self.seq = seq
+        self.timestamp = time.time() if timestamp is NOW else timestamp
+        self.new_leaf_id = new_leaf_id
+        self.old_leaf_id = old_leaf_id
+        self.summary_entry = summary_entry
+        self.from_hook = from_hook
+        self.messages = [] if messages is NEW_LIST else messages
 
 
-@dataclass(slots=True, kw_only=True)
 class ModelUpdateEvent(Event):
     type: ClassVar[str] = "model_update"
-    key: str = ""
-    provider: str = ""
-    model_id: str = ""
+    __slots__ = ("key", "provider", "model_id")
+    key: str
+    provider: str
+    model_id: str
+
+    def __init__(
+        self,
+        *,
+        seq: int = 0,
+        timestamp: float = NOW,
+        key: str = "",
+        provider: str = "",
+        model_id: str = "",
+    ) -> None:
+        self.seq = seq
+        self.timestamp = time.time() if timestamp is NOW else timestamp
+        self.key = key
+        self.provider = provider
+        self.model_id = model_id
 
 
-@dataclass(slots=True, kw_only=True)
 class ModelFallbackEvent(Event):
     """A model request failed (after its retries); the same request goes to ``to_model``."""
 
     type: ClassVar[str] = "model_fallback"
-    from_model: str = ""  # keys of the spec's models
-    to_model: str = ""
-    reason: str = ""  # the failure's kind: rate_limit, overloaded, server_error, ...
-    error: str = ""  # the failed request's error text (redacted)
+    __slots__ = ("from_model", "to_model", "reason", "error")
+    from_model: str  # keys of the spec's models
+    to_model: str
+    reason: str  # the failure's kind: rate_limit, overloaded, server_error, ...
+    error: str  # the failed request's error text (redacted)
+
+    def __init__(
+        self,
+        *,
+        seq: int = 0,
+        timestamp: float = NOW,
+        from_model: str = "",
+        to_model: str = "",
+        reason: str = "",
+        error: str = "",
+    ) -> None:
+        self.seq = seq
+        self.timestamp = time.time() if timestamp is NOW else timestamp
+        self.from_model = from_model
+        self.to_model = to_model
+        self.reason = reason
+        self.error = error
 
 
-@dataclass(slots=True, kw_only=True)
 class ThinkingLevelUpdateEvent(Event):
     type: ClassVar[str] = "thinking_level_update"
-    level: str = ""
+    __slots__ = ("level",)
+    level: str
+
+    def __init__(self, *, seq: int = 0, timestamp: float = NOW, level: str = "") -> None:
+        self.seq = seq
+        self.timestamp = time.time() if timestamp is NOW else timestamp
+        self.level = level
 
 
-@dataclass(slots=True, kw_only=True)
 class ToolsUpdateEvent(Event):
     type: ClassVar[str] = "tools_update"
-    active_tool_names: list[str] = field(default_factory=list)
+    __slots__ = ("active_tool_names",)
+    active_tool_names: list[str]
+
+    def __init__(
+        self, *, seq: int = 0, timestamp: float = NOW, active_tool_names: list[str] = NEW_LIST
+    ) -> None:
+        self.seq = seq
+        self.timestamp = time.time() if timestamp is NOW else timestamp
+        self.active_tool_names = [] if active_tool_names is NEW_LIST else active_tool_names
 
 
-@dataclass(slots=True, kw_only=True)
 class ResourcesUpdateEvent(Event):
     type: ClassVar[str] = "resources_update"
-    skills: list[str] = field(default_factory=list)
-    prompt_templates: list[str] = field(default_factory=list)
-    diagnostics: list[str] = field(default_factory=list)
-    context_files: list[str] = field(default_factory=list)
+    __slots__ = ("skills", "prompt_templates", "diagnostics", "context_files")
+    skills: list[str]
+    prompt_templates: list[str]
+    diagnostics: list[str]
+    context_files: list[str]
+
+    def __init__(
+        self,
+        *,
+        seq: int = 0,
+        timestamp: float = NOW,
+        skills: list[str] = NEW_LIST,
+        prompt_templates: list[str] = NEW_LIST,
+        diagnostics: list[str] = NEW_LIST,
+        context_files: list[str] = NEW_LIST,
+    ) -> None:
+        self.seq = seq
+        self.timestamp = time.time() if timestamp is NOW else timestamp
+        self.skills = [] if skills is NEW_LIST else skills
+        self.prompt_templates = [] if prompt_templates is NEW_LIST else prompt_templates
+        self.diagnostics = [] if diagnostics is NEW_LIST else diagnostics
+        self.context_files = [] if context_files is NEW_LIST else context_files
 
 
-@dataclass(slots=True, kw_only=True)
 class QueueUpdateEvent(Event):
     type: ClassVar[str] = "queue_update"
-    steering: list[str] = field(default_factory=list)
-    follow_up: list[str] = field(default_factory=list)
+    __slots__ = ("steering", "follow_up")
+    steering: list[str]
+    follow_up: list[str]
+
+    def __init__(
+        self,
+        *,
+        seq: int = 0,
+        timestamp: float = NOW,
+        steering: list[str] = NEW_LIST,
+        follow_up: list[str] = NEW_LIST,
+    ) -> None:
+        self.seq = seq
+        self.timestamp = time.time() if timestamp is NOW else timestamp
+        self.steering = [] if steering is NEW_LIST else steering
+        self.follow_up = [] if follow_up is NEW_LIST else follow_up
 
 
-@dataclass(slots=True, kw_only=True)
 class AbortEvent(Event):
     type: ClassVar[str] = "abort"
-    reason: str = ""
+    __slots__ = ("reason",)
+    reason: str
+
+    def __init__(self, *, seq: int = 0, timestamp: float = NOW, reason: str = "") -> None:
+        self.seq = seq
+        self.timestamp = time.time() if timestamp is NOW else timestamp
+        self.reason = reason
 
 
-@dataclass(slots=True, kw_only=True)
 class SubagentEvent(Event):
     """An event of a sub-agent, passed up to its parent's stream.
 
@@ -352,9 +726,25 @@ class SubagentEvent(Event):
     """
 
     type: ClassVar[str] = "subagent"
-    agent_path: list[str] = field(default_factory=list)
-    tool_call_id: str = ""
-    event: Event | None = None
+    __slots__ = ("agent_path", "tool_call_id", "event")
+    agent_path: list[str]
+    tool_call_id: str
+    event: Event | None
+
+    def __init__(
+        self,
+        *,
+        seq: int = 0,
+        timestamp: float = NOW,
+        agent_path: list[str] = NEW_LIST,
+        tool_call_id: str = "",
+        event: Event | None = None,
+    ) -> None:
+        self.seq = seq
+        self.timestamp = time.time() if timestamp is NOW else timestamp
+        self.agent_path = [] if agent_path is NEW_LIST else agent_path
+        self.tool_call_id = tool_call_id
+        self.event = event
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -15,12 +15,12 @@ import re
 import types
 import typing
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from harnessc.runtime.core.budget import Budget
 from harnessc.runtime.core.events import EVENT_ALIASES, EVENT_TYPES
 from harnessc.runtime.core.messages import Message, ToolCall, Usage, UserContent
+from harnessc.runtime.support.records import NEW_LIST, Record
 
 __all__ = [
     "ACTING_HOOKS",
@@ -130,21 +130,32 @@ def canonical_hook_name(name: str) -> str:
     )
 
 
-@dataclass(slots=True)
-class HookSpec:
+class HookSpec(Record):
     """A handler declared in the options: registered on the harness at construction."""
 
+    __slots__ = ("moment", "handler", "matcher", "name", "timeout_s", "_pattern")
     moment: str
     handler: Callable[..., Any]
-    matcher: str | None = None  # regex over the tool name (tool moments only)
-    name: str | None = None
-    timeout_s: float | None = None
-    _pattern: re.Pattern[str] | None = field(default=None, init=False, repr=False)
+    matcher: str | None  # regex over the tool name (tool moments only)
+    name: str | None
+    timeout_s: float | None
+    _pattern: re.Pattern[str] | None  # the compiled matcher (not a field)
 
-    def __post_init__(self) -> None:
-        canonical_hook_name(self.moment)
-        if self.matcher:
-            self._pattern = re.compile(self.matcher)
+    def __init__(
+        self,
+        moment: str,
+        handler: Callable[..., Any],
+        matcher: str | None = None,
+        name: str | None = None,
+        timeout_s: float | None = None,
+    ) -> None:
+        self.moment = moment
+        self.handler = handler
+        self.matcher = matcher
+        self.name = name
+        self.timeout_s = timeout_s
+        canonical_hook_name(moment)
+        self._pattern = re.compile(matcher) if matcher else None
 
     def matches_tool(self, tool_name: str | None) -> bool:
         """A matcher is a regex over the whole tool name (``write|edit``)."""
@@ -170,161 +181,333 @@ def accepts_context(handler: Callable[..., Any]) -> bool:
 # -- hook events --------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class BeforeAgentStartEvent:
+class BeforeAgentStartEvent(Record):
+    __slots__ = ("prompt", "images", "system_prompt", "resources", "hook")
     prompt: str
     images: list[UserContent] | None
     system_prompt: str
     resources: Any
-    hook: str = "before_agent_start"
+    hook: str
+
+    def __init__(
+        self,
+        prompt: str,
+        images: list[UserContent] | None,
+        system_prompt: str,
+        resources: Any,
+        hook: str = "before_agent_start",
+    ) -> None:
+        self.prompt = prompt
+        self.images = images
+        self.system_prompt = system_prompt
+        self.resources = resources
+        self.hook = hook
 
 
-@dataclass(slots=True)
-class ContextEvent:
+class ContextEvent(Record):
+    __slots__ = ("messages", "turn", "hook")
     messages: list[Message]
-    turn: int = 0
-    hook: str = "context"
+    turn: int
+    hook: str
+
+    def __init__(self, messages: list[Message], turn: int = 0, hook: str = "context") -> None:
+        self.messages = messages
+        self.turn = turn
+        self.hook = hook
 
 
-@dataclass(slots=True)
-class BeforeProviderRequestEvent:
+class BeforeProviderRequestEvent(Record):
+    __slots__ = ("model", "session_id", "stream_options", "hook")
     model: Any
     session_id: str | None
     stream_options: Any
-    hook: str = "before_provider_request"
+    hook: str
+
+    def __init__(
+        self,
+        model: Any,
+        session_id: str | None,
+        stream_options: Any,
+        hook: str = "before_provider_request",
+    ) -> None:
+        self.model = model
+        self.session_id = session_id
+        self.stream_options = stream_options
+        self.hook = hook
 
 
-@dataclass(slots=True)
-class BeforeProviderPayloadEvent:
+class BeforeProviderPayloadEvent(Record):
+    __slots__ = ("model", "payload", "hook")
     model: Any
     payload: Any
-    hook: str = "before_provider_payload"
+    hook: str
+
+    def __init__(self, model: Any, payload: Any, hook: str = "before_provider_payload") -> None:
+        self.model = model
+        self.payload = payload
+        self.hook = hook
 
 
-@dataclass(slots=True)
-class AfterProviderResponseEvent:
+class AfterProviderResponseEvent(Record):
+    __slots__ = ("status", "headers", "hook")
     status: int
     headers: dict[str, str]
-    hook: str = "after_provider_response"
+    hook: str
+
+    def __init__(
+        self, status: int, headers: dict[str, str], hook: str = "after_provider_response"
+    ) -> None:
+        self.status = status
+        self.headers = headers
+        self.hook = hook
 
 
-@dataclass(slots=True)
-class AfterPlanEvent:
+class AfterPlanEvent(Record):
+    __slots__ = ("tool_calls", "message", "hook")
     tool_calls: list[ToolCall]
-    message: Any = None
-    hook: str = "after_plan"
+    message: Any
+    hook: str
+
+    def __init__(
+        self, tool_calls: list[ToolCall], message: Any = None, hook: str = "after_plan"
+    ) -> None:
+        self.tool_calls = tool_calls
+        self.message = message
+        self.hook = hook
 
 
-@dataclass(slots=True)
-class ToolCallEvent:
+class ToolCallEvent(Record):
+    __slots__ = ("tool_call_id", "tool_name", "input", "hook")
     tool_call_id: str
     tool_name: str
     input: dict[str, Any]
-    hook: str = "tool_call"
+    hook: str
+
+    def __init__(
+        self, tool_call_id: str, tool_name: str, input: dict[str, Any], hook: str = "tool_call"
+    ) -> None:
+        self.tool_call_id = tool_call_id
+        self.tool_name = tool_name
+        self.input = input
+        self.hook = hook
 
 
-@dataclass(slots=True)
-class ToolResultEvent:
+class ToolResultEvent(Record):
+    __slots__ = (
+        "tool_call_id",
+        "tool_name",
+        "input",
+        "content",
+        "details",
+        "is_error",
+        "usage",
+        "hook",
+    )
     tool_call_id: str
     tool_name: str
     input: dict[str, Any]
     content: list[UserContent]
     details: Any
     is_error: bool
-    usage: Usage | None = None
-    hook: str = "tool_result"
+    usage: Usage | None
+    hook: str
+
+    def __init__(
+        self,
+        tool_call_id: str,
+        tool_name: str,
+        input: dict[str, Any],
+        content: list[UserContent],
+        details: Any,
+        is_error: bool,
+        usage: Usage | None = None,
+        hook: str = "tool_result",
+    ) -> None:
+        self.tool_call_id = tool_call_id
+        self.tool_name = tool_name
+        self.input = input
+        self.content = content
+        self.details = details
+        self.is_error = is_error
+        self.usage = usage
+        self.hook = hook
 
 
-@dataclass(slots=True)
-class BeforeStopEvent:
+class BeforeStopEvent(Record):
     """The model replied without tool calls: the run would stop here."""
 
+    __slots__ = ("message", "messages", "hook")
     message: Any
     messages: list[Message]
-    hook: str = "before_stop"
+    hook: str
+
+    def __init__(self, message: Any, messages: list[Message], hook: str = "before_stop") -> None:
+        self.message = message
+        self.messages = messages
+        self.hook = hook
 
 
-@dataclass(slots=True)
-class SessionBeforeCompactEvent:
+class SessionBeforeCompactEvent(Record):
+    __slots__ = ("preparation", "branch_entries", "custom_instructions", "hook")
     preparation: Any
     branch_entries: list[Any]
-    custom_instructions: str | None = None
-    hook: str = "session_before_compact"
+    custom_instructions: str | None
+    hook: str
+
+    def __init__(
+        self,
+        preparation: Any,
+        branch_entries: list[Any],
+        custom_instructions: str | None = None,
+        hook: str = "session_before_compact",
+    ) -> None:
+        self.preparation = preparation
+        self.branch_entries = branch_entries
+        self.custom_instructions = custom_instructions
+        self.hook = hook
 
 
-@dataclass(slots=True)
-class SessionBeforeTreeEvent:
+class SessionBeforeTreeEvent(Record):
+    __slots__ = ("preparation", "hook")
     preparation: Any
-    hook: str = "session_before_tree"
+    hook: str
+
+    def __init__(self, preparation: Any, hook: str = "session_before_tree") -> None:
+        self.preparation = preparation
+        self.hook = hook
 
 
 # -- hook results -------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class BeforeAgentStartResult:
-    messages: list[Message] | None = None
-    system_prompt: str | None = None
+class BeforeAgentStartResult(Record):
+    __slots__ = ("messages", "system_prompt")
+    messages: list[Message] | None
+    system_prompt: str | None
+
+    def __init__(
+        self, messages: list[Message] | None = None, system_prompt: str | None = None
+    ) -> None:
+        self.messages = messages
+        self.system_prompt = system_prompt
 
 
-@dataclass(slots=True)
-class ContextResult:
-    messages: list[Message] | None = None
+class ContextResult(Record):
+    __slots__ = ("messages",)
+    messages: list[Message] | None
+
+    def __init__(self, messages: list[Message] | None = None) -> None:
+        self.messages = messages
 
 
-@dataclass(slots=True)
-class BeforeProviderRequestResult:
-    stream_options: dict[str, Any] | None = None
+class BeforeProviderRequestResult(Record):
+    __slots__ = ("stream_options",)
+    stream_options: dict[str, Any] | None
+
+    def __init__(self, stream_options: dict[str, Any] | None = None) -> None:
+        self.stream_options = stream_options
 
 
-@dataclass(slots=True)
-class BeforeProviderPayloadResult:
-    payload: Any = None
+class BeforeProviderPayloadResult(Record):
+    __slots__ = ("payload",)
+    payload: Any
+
+    def __init__(self, payload: Any = None) -> None:
+        self.payload = payload
 
 
-@dataclass(slots=True)
-class AfterPlanResult:
-    tool_calls: list[ToolCall] | None = None
+class AfterPlanResult(Record):
+    __slots__ = ("tool_calls",)
+    tool_calls: list[ToolCall] | None
+
+    def __init__(self, tool_calls: list[ToolCall] | None = None) -> None:
+        self.tool_calls = tool_calls
 
 
-@dataclass(slots=True)
-class ToolCallResult:
-    block: bool = False
-    reason: str | None = None
-    input: dict[str, Any] | None = None  # replacement arguments
+class ToolCallResult(Record):
+    __slots__ = ("block", "reason", "input")
+    block: bool
+    reason: str | None
+    input: dict[str, Any] | None  # replacement arguments
+
+    def __init__(
+        self, block: bool = False, reason: str | None = None, input: dict[str, Any] | None = None
+    ) -> None:
+        self.block = block
+        self.reason = reason
+        self.input = input
 
 
-@dataclass(slots=True)
-class ToolResultPatch:
-    content: list[UserContent] | None = None
-    details: Any = None
-    is_error: bool | None = None
-    usage: Usage | None = None
-    terminate: bool | None = None
+class ToolResultPatch(Record):
+    __slots__ = ("content", "details", "is_error", "usage", "terminate")
+    content: list[UserContent] | None
+    details: Any
+    is_error: bool | None
+    usage: Usage | None
+    terminate: bool | None
+
+    def __init__(
+        self,
+        content: list[UserContent] | None = None,
+        details: Any = None,
+        is_error: bool | None = None,
+        usage: Usage | None = None,
+        terminate: bool | None = None,
+    ) -> None:
+        self.content = content
+        self.details = details
+        self.is_error = is_error
+        self.usage = usage
+        self.terminate = terminate
 
 
-@dataclass(slots=True)
-class StopDecision:
+class StopDecision(Record):
     """From ``before_stop``: go on with these messages instead of stopping."""
 
-    continue_: bool = False
-    messages: list[Message] = field(default_factory=list)
-    reason: str = ""
+    __slots__ = ("continue_", "messages", "reason")
+    continue_: bool
+    messages: list[Message]
+    reason: str
+
+    def __init__(
+        self, continue_: bool = False, messages: list[Message] = NEW_LIST, reason: str = ""
+    ) -> None:
+        self.continue_ = continue_
+        self.messages = [] if messages is NEW_LIST else messages
+        self.reason = reason
 
 
-@dataclass(slots=True)
-class SessionBeforeCompactResult:
-    cancel: bool = False
-    compaction: Any = None
+class SessionBeforeCompactResult(Record):
+    __slots__ = ("cancel", "compaction")
+    cancel: bool
+    compaction: Any
+
+    def __init__(self, cancel: bool = False, compaction: Any = None) -> None:
+        self.cancel = cancel
+        self.compaction = compaction
 
 
-@dataclass(slots=True)
-class SessionBeforeTreeResult:
-    cancel: bool = False
-    summary: Any = None
-    custom_instructions: str | None = None
-    replace_instructions: bool | None = None
-    label: str | None = None
+class SessionBeforeTreeResult(Record):
+    __slots__ = ("cancel", "summary", "custom_instructions", "replace_instructions", "label")
+    cancel: bool
+    summary: Any
+    custom_instructions: str | None
+    replace_instructions: bool | None
+    label: str | None
+
+    def __init__(
+        self,
+        cancel: bool = False,
+        summary: Any = None,
+        custom_instructions: str | None = None,
+        replace_instructions: bool | None = None,
+        label: str | None = None,
+    ) -> None:
+        self.cancel = cancel
+        self.summary = summary
+        self.custom_instructions = custom_instructions
+        self.replace_instructions = replace_instructions
+        self.label = label
 
 
 class FailRun(Exception):
@@ -333,11 +516,14 @@ class FailRun(Exception):
     Any other exception a handler raises is reported and the run goes on."""
 
 
-@dataclass(slots=True)
-class PauseRequest:
+class PauseRequest(Record):
     """Any hook may return this to pause the run back to IDLE ("needs review")."""
 
-    reason: str = "needs_review"
+    __slots__ = ("reason",)
+    reason: str
+
+    def __init__(self, reason: str = "needs_review") -> None:
+        self.reason = reason
 
 
 # The pauses that ask the user about a held tool call start with one of these (the rest
@@ -426,6 +612,15 @@ def _field_problem(cls: type[Any], values: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _field_names(cls: type[Any]) -> tuple[str, ...] | None:
+    """The field names of a record or dataclass type, None for any other type."""
+    if issubclass(cls, Record):
+        return cls._field_names
+    if dataclasses.is_dataclass(cls):
+        return tuple(f.name for f in dataclasses.fields(cls))
+    return None
+
+
 def hook_result_problem(moment: str, result: Any) -> str | None:
     """Why ``result`` is no answer ``moment`` can use, or None when it is one.
 
@@ -443,17 +638,18 @@ def hook_result_problem(moment: str, result: Any) -> str | None:
             "(return None, or PauseRequest to pause the run)"
         )
     allowed = MOMENT_RESULT_TYPES.get(moment, ())
-    dataclass_types = [t for t in allowed if dataclasses.is_dataclass(t)]
+    record_types = [t for t in allowed if _field_names(t) is not None]
     if isinstance(result, allowed) and not isinstance(result, dict):
-        if dataclasses.is_dataclass(result) and not isinstance(result, type):
-            values = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
+        names = _field_names(type(result))
+        if names is not None:
+            values = {name: getattr(result, name) for name in names}
             problem = _field_problem(type(result), values)
             if problem is not None:
                 return f"{type(result).__name__} with {problem} for {moment}"
         return None
-    if isinstance(result, dict) and dataclass_types:
-        cls = dataclass_types[0]
-        fields = {f.name for f in dataclasses.fields(cls)}
+    if isinstance(result, dict) and record_types:
+        cls = record_types[0]
+        fields = set(_field_names(cls) or ())
         extra = _EXTRA_DICT_KEYS.get(moment, frozenset())
         unknown = sorted(str(k) for k in result if k not in fields and k not in extra)
         if unknown:

@@ -9,6 +9,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from harnessc.runtime.core.messages import TextContent, UserContent
 from harnessc.runtime.core.signal import AbortSignal
+from harnessc.runtime.support.records import NEW_LIST, Record
 from harnessc.runtime.tools.clean import clean_result_value, clean_text
 
 __all__ = [
@@ -29,15 +30,27 @@ __all__ = [
 ExecutionMode = Literal["parallel", "sequential"]
 
 
-@dataclass(slots=True)
-class ToolResult:
+class ToolResult(Record):
     """What a tool returns: content for the model, details for programs."""
 
-    content: list[UserContent] = field(default_factory=list)
-    details: Any = None
-    is_error: bool = False
+    __slots__ = ("content", "details", "is_error", "terminate")
+    content: list[UserContent]
+    details: Any
+    is_error: bool
     # When every result of a batch says terminate, the loop stops after the batch.
-    terminate: bool = False
+    terminate: bool
+
+    def __init__(
+        self,
+        content: list[UserContent] = NEW_LIST,
+        details: Any = None,
+        is_error: bool = False,
+        terminate: bool = False,
+    ) -> None:
+        self.content = [] if content is NEW_LIST else content
+        self.details = details
+        self.is_error = is_error
+        self.terminate = terminate
 
 
 class HoldCall(Exception):  # noqa: N818 - a signal to the loop, not an error

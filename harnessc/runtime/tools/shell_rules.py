@@ -34,8 +34,9 @@ import re
 import shlex
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
+
+from harnessc.runtime.support.records import NEW_LIST, Record
 
 __all__ = ["Analysis", "Command", "analyse", "command_matches", "text_matches"]
 
@@ -73,24 +74,38 @@ _REDIRECT_WRITES = frozenset({">", ">>", "&>", "&>>", ">|", "<>"})
 _OPAQUE = frozenset({"sudo", "doas", "su"})
 
 
-@dataclass(slots=True, frozen=True)
-class Command:
+class Command(Record, frozen=True):
     """One simple command: its words unquoted, the name as written (``/bin/rm``)."""
 
+    __slots__ = ("words", "wrapper", "risky_env")
     words: tuple[str, ...]
-    wrapper: bool = False  # env, nice, bash -c ...: the command it runs is listed too
-    risky_env: bool = False  # run with PATH, LD_PRELOAD, ... set before it
+    wrapper: bool  # env, nice, bash -c ...: the command it runs is listed too
+    risky_env: bool  # run with PATH, LD_PRELOAD, ... set before it
+
+    def __init__(
+        self, words: tuple[str, ...], wrapper: bool = False, risky_env: bool = False
+    ) -> None:
+        object.__setattr__(self, "words", words)
+        object.__setattr__(self, "wrapper", wrapper)
+        object.__setattr__(self, "risky_env", risky_env)
 
     @property
     def text(self) -> str:
         return shlex.join(self.words)
 
 
-@dataclass(slots=True, frozen=True)
-class Analysis:
+class Analysis(Record, frozen=True):
+    __slots__ = ("commands", "writes", "unreadable")
     commands: tuple[Command, ...]
     writes: tuple[str, ...]  # files output redirections write, as written
     unreadable: str | None  # why part of the command cannot be read; None: all of it can
+
+    def __init__(
+        self, commands: tuple[Command, ...], writes: tuple[str, ...], unreadable: str | None
+    ) -> None:
+        object.__setattr__(self, "commands", commands)
+        object.__setattr__(self, "writes", writes)
+        object.__setattr__(self, "unreadable", unreadable)
 
 
 @functools.lru_cache(maxsize=512)
@@ -179,17 +194,31 @@ def _parser() -> Any:
     return parser
 
 
-@dataclass(slots=True)
-class _Word:
+class _Word(Record):
+    __slots__ = ("text", "literal")
     text: str  # unquoted when literal, else the source text
     literal: bool
 
+    def __init__(self, text: str, literal: bool) -> None:
+        self.text = text
+        self.literal = literal
 
-@dataclass(slots=True)
-class _Reader:
-    commands: list[Command] = field(default_factory=list)
-    writes: list[str] = field(default_factory=list)
-    problem: str | None = None
+
+class _Reader(Record):
+    __slots__ = ("commands", "writes", "problem")
+    commands: list[Command]
+    writes: list[str]
+    problem: str | None
+
+    def __init__(
+        self,
+        commands: list[Command] = NEW_LIST,
+        writes: list[str] = NEW_LIST,
+        problem: str | None = None,
+    ) -> None:
+        self.commands = [] if commands is NEW_LIST else commands
+        self.writes = [] if writes is NEW_LIST else writes
+        self.problem = problem
 
     def unreadable(self, why: str) -> None:
         if self.problem is None:
