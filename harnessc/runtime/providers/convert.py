@@ -103,12 +103,23 @@ def wire_messages(
     return out
 
 
+def _copied(value: Any) -> Any:
+    """A deep copy of a JSON value (dicts and lists copied, the rest shared)."""
+    if type(value) is dict:
+        return {k: _copied(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_copied(v) for v in value]
+    if isinstance(value, dict | list | tuple | set):
+        return copy.deepcopy(value)
+    return value
+
+
 def _block_shape(block: Any, snapshot: bool) -> Any:
     if type(block) is TextContent and block.text_signature is None:
         return block.text
     if isinstance(block, ToolCall):
         # The arguments are a mutable dict: the kept shape holds a copy to compare with.
-        arguments = copy.deepcopy(block.arguments) if snapshot else block.arguments
+        arguments = _copied(block.arguments) if snapshot else block.arguments
         return (block.id, block.name, arguments, block.parse_error)
     if isinstance(block, ThinkingContent):
         return (block.thinking, block.thinking_signature, block.redacted)
