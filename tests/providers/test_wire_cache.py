@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 from typing import Any
+
+import pytest
 
 from harnessc.runtime import AgentHarness, AgentHarnessOptions
 from harnessc.runtime.core.hooks import ContextEvent
@@ -24,8 +27,13 @@ from harnessc.runtime.core.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from harnessc.runtime.core.options import Model
+from harnessc.runtime.core.options import AgentHarnessStreamOptions, Model
 from harnessc.runtime.providers import openai_completions
+from harnessc.runtime.providers.anthropic_messages import (
+    AnthropicWireCache,
+    anthropic_body,
+    build_anthropic_payload,
+)
 from harnessc.runtime.providers.base import Context, ProviderRequest, ToolSpec
 from harnessc.runtime.providers.openai_completions import (
     OpenAIWireCache,
@@ -37,28 +45,25 @@ from harnessc.runtime.tools.base import Tool, ToolResult, text_result
 from harnessc.testing import ScriptedResponse, openai_events, openai_tool_call_events
 
 TEXT_MODEL = Model(id="m", api="openai-completions", provider="openai", base_url="http://x/v1")
-IMAGE_MODEL = Model(
-    id="m",
-    api="openai-completions",
-    provider="openai",
-    base_url="http://x/v1",
-    input=["text", "image"],
-)
 TOOLS = [ToolSpec("pad", "Pads.", {"type": "object", "properties": {"a": {"type": "integer"}}})]
 
 
-def _request(messages: list[Message], model: Model = TEXT_MODEL) -> ProviderRequest:
+def _request(
+    messages: list[Message], model: Model = TEXT_MODEL, retention: str | None = None
+) -> ProviderRequest:
     return ProviderRequest(
         model=model,
         context=Context(system_prompt="You pad.", messages=messages, tools=TOOLS),
+        stream_options=AgentHarnessStreamOptions(cache_retention=retention),  # type: ignore[arg-type]
         session_id="s1",
     )
 
 
-def _same(request: ProviderRequest, cache: OpenAIWireCache) -> None:
-    body = openai_body(request, cache)
-    assert body == payload_bytes(build_openai_payload(request))
-    json.loads(body)
+# Each API's body from kept encodings, and the payload it must equal when encoded.
+APIS = {
+    "openai-completions": (OpenAIWireCache, openai_body, build_openai_payload),
+    "anthropic-messages": (AnthropicWireCache, anthropic_body, build_anthropic_payload),
+}
 
 
 def _random_message(rng: random.Random, n: int, open_calls: list[str]) -> Message:
@@ -69,8 +74,11 @@ def _random_message(rng: random.Random, n: int, open_calls: list[str]) -> Messag
             content = [TextContent(f"part {n}"), ImageContent("aGVsbG8=", "image/png")]
         return UserMessage(content=content)
     if kind == "reply":
+        thinking = ThinkingContent("hmm", thinking_signature="sig" if n % 2 else None)
         return AssistantMessage(
-            content=[ThinkingContent("hmm"), TextContent(f"answer {n}")], stop_reason="stop"
+            content=[thinking, TextContent(f"answer {n}")],
+            api=rng.choice(["openai-completions", "anthropic-messages"]),
+            stop_reason="stop",
         )
     if kind == "calls":
         calls = [
@@ -112,13 +120,15 @@ def _edit(rng: random.Random, messages: list[Message]) -> None:
                 first.text = "edited part"
 
 
-def test_kept_encodings_give_the_full_body_whatever_changes() -> None:
+@pytest.mark.parametrize("api", sorted(APIS))
+def test_kept_encodings_give_the_full_body_whatever_changes(api: str) -> None:
+    make_cache, body_of, payload_of = APIS[api]
     rng = random.Random(35)
     for _ in range(20):
-        cache = OpenAIWireCache()
+        cache = make_cache()
         messages: list[Message] = []
         open_calls: list[str] = []
-        model = TEXT_MODEL
+        model = replace(TEXT_MODEL, api=api)
         for step in range(40):
             for _ in range(rng.randint(1, 3)):
                 messages.append(_random_message(rng, step, open_calls))
@@ -130,8 +140,13 @@ def test_kept_encodings_give_the_full_body_whatever_changes() -> None:
             elif roll < 0.33:  # another branch: an older prefix and new messages
                 messages = messages[: rng.randint(0, len(messages))]
             elif roll < 0.36:  # another model: images go through now (or not)
-                model = IMAGE_MODEL if model is TEXT_MODEL else TEXT_MODEL
-            _same(_request(messages, model), cache)
+                images = "image" in model.input
+                model = replace(model, input=("text",) if images else ("text", "image"))
+            retention = rng.choice([None, "none", "long"])
+            request = _request(messages, model, retention)
+            body = body_of(request, cache)  # type: ignore[operator]
+            assert body == payload_bytes(payload_of(request))  # type: ignore[operator]
+            json.loads(body)
 
 
 def test_a_long_sessions_request_encodes_only_its_new_messages(monkeypatch: Any) -> None:
