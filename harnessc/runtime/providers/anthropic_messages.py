@@ -20,6 +20,7 @@ from harnessc.runtime.providers.base import ProviderRequest
 from harnessc.runtime.providers.builder import MessageBuilder
 from harnessc.runtime.providers.clients import HttpClientPool
 from harnessc.runtime.providers.convert import (
+    KEEP_FROM,
     EncodedMessages,
     WireMessage,
     image_placeholder,
@@ -436,7 +437,8 @@ class AnthropicMessagesProvider(HttpProvider):
         if api_key:
             headers["x-api-key"] = api_key
         url = join_url(base, "v1/messages")
-        if request.on_payload is not None:  # the hook sees (and may change) the payload
+        if request.on_payload is not None or len(request.context.messages) < KEEP_FROM:
+            self._wire = None  # encoded whole, nothing kept; a payload hook sees the payload
             return HttpRequestSpec(url, headers, build_anthropic_payload(request))
         wire = self._wire
         if wire is None:

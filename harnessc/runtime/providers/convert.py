@@ -8,6 +8,7 @@ results without a call are dropped, custom messages become user messages.
 one provider, so a long session's request encodes only what is new: an entry is used
 only while its message is the same object with the same content (``message_shape``),
 so a message a hook changed, a compacted context or another branch is encoded again.
+Providers keep them for contexts of ``KEEP_FROM`` messages or more.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from harnessc.runtime.core.messages import (
 __all__ = [
     "NO_RESULT_TEXT",
     "EncodedMessages",
+    "KEEP_FROM",
     "WireMessage",
     "has_images",
     "image_placeholder",
@@ -42,6 +44,13 @@ __all__ = [
 ]
 
 NO_RESULT_TEXT = "No result provided"
+
+# The shortest context whose encodings are kept between requests: a shorter one costs
+# little to encode whole each time, and a thousand short sessions keep no second copy
+# of their messages.
+KEEP_FROM = 24
+
+_NO_CALLS: list[ToolCall] = []  # shared by the entries of messages without calls (read only)
 
 # What ``wire_sequence`` yields (a custom message goes as user content).
 WireMessage: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage | CustomMessage
@@ -204,11 +213,9 @@ class EncodedMessages(Generic[W]):
             key = id(message)
             entry = entries.get(key)
             if entry is None or entry[0] is not message or entry[1] != message_shape(message):
-                calls = (
-                    [c for c in message.content if isinstance(c, ToolCall)]
-                    if isinstance(message, AssistantMessage)
-                    else []
-                )
+                calls = _NO_CALLS
+                if isinstance(message, AssistantMessage):
+                    calls = [c for c in message.content if isinstance(c, ToolCall)] or _NO_CALLS
                 entry = (message, message_shape(message, snapshot=True), encode(message), calls)
                 entries[key] = entry
             used.append(key)

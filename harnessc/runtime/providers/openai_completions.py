@@ -24,6 +24,7 @@ from harnessc.runtime.providers.base import ProviderRequest
 from harnessc.runtime.providers.builder import MessageBuilder, cut_name
 from harnessc.runtime.providers.clients import HttpClientPool
 from harnessc.runtime.providers.convert import (
+    KEEP_FROM,
     EncodedMessages,
     WireMessage,
     image_placeholder,
@@ -476,7 +477,8 @@ class OpenAICompletionsProvider(HttpProvider):
         if api_key:
             headers["authorization"] = f"Bearer {api_key}"
         url = join_url(base, "chat/completions")
-        if request.on_payload is not None:  # the hook sees (and may change) the payload
+        if request.on_payload is not None or len(request.context.messages) < KEEP_FROM:
+            self._wire = None  # encoded whole, nothing kept; a payload hook sees the payload
             return HttpRequestSpec(url, headers, build_openai_payload(request))
         wire = self._wire
         if wire is None:
