@@ -1,8 +1,8 @@
 """The chat-completions body built from kept message encodings (issue 35).
 
 A long session's request encodes only its new messages; the body is byte for byte the
-one ``build_openai_payload`` makes, however the context changed between requests (new
-messages, edits in place, compaction, another branch, another model).
+one each API's payload builder makes, however the context changed between requests
+(new messages, edits in place, compaction, another branch, another model).
 """
 
 from __future__ import annotations
@@ -35,6 +35,11 @@ from harnessc.runtime.providers.anthropic_messages import (
     build_anthropic_payload,
 )
 from harnessc.runtime.providers.base import Context, ProviderRequest, ToolSpec
+from harnessc.runtime.providers.google_generative_ai import (
+    GoogleWireCache,
+    build_google_payload,
+    google_body,
+)
 from harnessc.runtime.providers.openai_completions import (
     OpenAIWireCache,
     build_openai_payload,
@@ -63,6 +68,7 @@ def _request(
 APIS = {
     "openai-completions": (OpenAIWireCache, openai_body, build_openai_payload),
     "anthropic-messages": (AnthropicWireCache, anthropic_body, build_anthropic_payload),
+    "google-generative-ai": (GoogleWireCache, google_body, build_google_payload),
 }
 
 
@@ -75,9 +81,10 @@ def _random_message(rng: random.Random, n: int, open_calls: list[str]) -> Messag
         return UserMessage(content=content)
     if kind == "reply":
         thinking = ThinkingContent("hmm", thinking_signature="sig" if n % 2 else None)
+        text = TextContent(f"answer {n}", text_signature="ts" if n % 3 else None)
         return AssistantMessage(
-            content=[thinking, TextContent(f"answer {n}")],
-            api=rng.choice(["openai-completions", "anthropic-messages"]),
+            content=[thinking, text],
+            api=rng.choice(sorted(APIS)),
             stop_reason="stop",
         )
     if kind == "calls":

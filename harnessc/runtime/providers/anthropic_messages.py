@@ -24,6 +24,8 @@ from harnessc.runtime.providers.convert import (
     EncodedMessages,
     WireMessage,
     image_placeholder,
+    merged_turns,
+    turns_json,
     wire_messages,
 )
 from harnessc.runtime.providers.errors import ProviderError
@@ -198,25 +200,11 @@ class AnthropicWireCache:
             role, blocks = _message(message, images_ok, model.api)
             return role, tuple(payload_bytes(block) for block in blocks)
 
-        groups: list[tuple[str, list[bytes]]] = []
-        for role, blocks in kept.forms(request.context.messages, encode):
-            if not blocks:
-                continue
-            if groups and groups[-1][0] == role:
-                groups[-1][1].extend(blocks)
-            else:
-                groups.append((role, list(blocks)))
-        if cache and groups and groups[-1][0] == "user":
-            last = groups[-1][1]  # the block's JSON object, the marker as its last key
+        turns = merged_turns(kept.forms(request.context.messages, encode))
+        if cache and turns and turns[-1][0] == "user":
+            last = turns[-1][1]  # the block's JSON object, the marker as its last key
             last[-1] = last[-1][:-1] + b', "cache_control": ' + payload_bytes(cache) + b"}"
-        return (
-            b"["
-            + b", ".join(
-                b'{"role": "' + role.encode() + b'", "content": [' + b", ".join(blocks) + b"]}"
-                for role, blocks in groups
-            )
-            + b"]"
-        )
+        return turns_json(turns, "content")
 
 
 def build_anthropic_payload(request: ProviderRequest) -> dict[str, Any]:

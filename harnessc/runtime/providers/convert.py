@@ -37,7 +37,9 @@ __all__ = [
     "WireMessage",
     "has_images",
     "image_placeholder",
+    "merged_turns",
     "message_shape",
+    "turns_json",
     "user_parts",
     "wire_messages",
     "wire_sequence",
@@ -234,6 +236,33 @@ class EncodedMessages(Generic[W]):
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+def merged_turns(forms: list[tuple[str, tuple[bytes, ...]]]) -> list[tuple[str, list[bytes]]]:
+    """Messages as ``(role, encoded blocks)`` -> turns, consecutive same-role messages
+    merged (the APIs that want one turn per role in a row: Anthropic, Gemini)."""
+    turns: list[tuple[str, list[bytes]]] = []
+    for role, blocks in forms:
+        if not blocks:
+            continue
+        if turns and turns[-1][0] == role:
+            turns[-1][1].extend(blocks)
+        else:
+            turns.append((role, list(blocks)))
+    return turns
+
+
+def turns_json(turns: list[tuple[str, list[bytes]]], key: str) -> bytes:
+    """``[{"role": role, key: [blocks...]}, ...]`` as ``json.dumps`` writes it."""
+    field = b'", "' + key.encode() + b'": ['
+    return (
+        b"["
+        + b", ".join(
+            b'{"role": "' + role.encode() + field + b", ".join(blocks) + b"]}"
+            for role, blocks in turns
+        )
+        + b"]"
+    )
 
 
 def user_parts(content: str | list[UserContent]) -> list[UserContent]:
