@@ -157,7 +157,7 @@ def message_shape(message: Message, snapshot: bool = False) -> tuple[Any, ...]:
     else:
         blocks = tuple([_block_shape(b, snapshot) for b in content])
     if isinstance(message, AssistantMessage):
-        return (message.stop_reason, blocks)
+        return (message.stop_reason, message.api, blocks)
     if isinstance(message, ToolResultMessage):
         return (message.tool_call_id, message.tool_name, message.is_error, blocks)
     return (blocks,)
