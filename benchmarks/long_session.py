@@ -10,9 +10,11 @@ the context rises to about the window, falls back to ``keep_recent_tokens`` and 
 again.
 
 Printed per block of ``--block`` turns: the event loop thread's CPU per model step
-(``time.thread_time``: the harness's own work, not the server's, which runs on
-another thread), the context's length in messages and the request body's size at the
-block's last step, and the summary requests made in the block. A warm-up turn
+(``time.thread_time``: the harness's own work and the kernel's sending of the request,
+not the server's, which runs on another thread), the part of it spent building the
+request (history to encoded body: ``HttpProvider.prepare``), the context's length in
+messages and the request body's size at the block's last step, and the summary
+requests made in the block. A warm-up turn
 (imports made on first use) comes first and is not counted. A step whose cost grows
 with the session shows as a CPU column that rises with the context column; a step
 that costs the same at any length shows as a flat one.
@@ -76,10 +78,23 @@ def pad(a: int, b: int) -> str:
 
 async def _run(args: argparse.Namespace, url: str, stats: dict[str, Any]) -> list[str]:
     from harnessc.runtime import AgentHarness, AgentHarnessOptions, Model
+    from harnessc.runtime.providers.http import HttpProvider
     from harnessc.runtime.session import JsonlSessionRepo, Session
     from harnessc.runtime.session.compaction.trigger import CompactionSettings
     from harnessc.runtime.tools import python_tool
 
+    prepare = HttpProvider.prepare
+
+    async def timed_prepare(self: Any, request: Any, out: Any) -> None:
+        # The request's build: history -> wire messages -> the encoded body (no hook
+        # runs here, so the await does not suspend: thread time is the build's own).
+        t0 = time.thread_time()
+        try:
+            await prepare(self, request, out)
+        finally:
+            stats["build"] = stats.get("build", 0.0) + time.thread_time() - t0
+
+    HttpProvider.prepare = timed_prepare  # type: ignore[method-assign]
     rows: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
         session = Session() if args.memory else JsonlSessionRepo(Path(tmp)).create(cwd=tmp)
@@ -112,6 +127,7 @@ async def _run(args: argparse.Namespace, url: str, stats: dict[str, Any]) -> lis
             cpu = 0.0
             steps = 0
             summaries = 0
+            stats["build"] = 0.0
             await harness.prompt("Warm-up: pad the number 0, please.")  # first-use imports
             for turn in range(1, args.turns + 1):
                 before = stats.get("requests", 0)
@@ -127,12 +143,14 @@ async def _run(args: argparse.Namespace, url: str, stats: dict[str, Any]) -> lis
                 steps += stats["requests"] - before
                 if turn % args.block == 0:
                     done = stats.get("summaries", 0)
+                    per_step = 1000 / max(1, steps)
                     rows.append(
-                        f"{turn - args.block + 1:>4}-{turn:<4} {cpu / max(1, steps) * 1000:>11.2f} "
+                        f"{turn - args.block + 1:>4}-{turn:<4} {cpu * per_step:>11.2f} "
+                        f"{stats['build'] * per_step:>8.3f} "
                         f"{len(harness.messages):>9} {stats['body_bytes'] / 1024:>9.1f} "
                         f"{done - summaries:>9}"
                     )
-                    cpu, steps, summaries = 0.0, 0, done
+                    cpu, steps, summaries, stats["build"] = 0.0, 0, done, 0.0
         finally:
             await harness.close()
             if profiler is not None:
@@ -168,7 +186,10 @@ def main() -> int:
         f"{args.turns} turns (a tool step and an answer each), window {args.window} tokens, "
         f"{'in-memory session' if args.memory else 'session file'}"
     )
-    print(f"{'turns':<9} {'CPU ms/step':>11} {'messages':>9} {'body KiB':>9} {'summaries':>9}")
+    print(
+        f"{'turns':<9} {'CPU ms/step':>11} {'build ms':>8} {'messages':>9} {'body KiB':>9} "
+        f"{'summaries':>9}"
+    )
     for row in rows:
         print(row)
     return 0
