@@ -239,3 +239,12 @@ def test_a_context_hook_editing_a_message_in_place_reaches_the_model(server: Any
     assert first[1] == {"role": "user", "content": "the prompt"}
     assert second[1] == {"role": "user", "content": "the prompt, as the hook rewrote it"}
     assert second[-1] == {"role": "tool", "tool_call_id": "call_1", "content": "padded 1"}
+
+
+@pytest.mark.parametrize("api", sorted(APIS))
+def test_an_empty_context_without_a_system_prompt(api: str) -> None:
+    make_cache, body_of, payload_of = APIS[api]
+    request = _request([], replace(TEXT_MODEL, api=api))
+    request.context.system_prompt = ""
+    body = body_of(request, make_cache())  # type: ignore[operator]
+    assert body == payload_bytes(payload_of(request))  # type: ignore[operator]

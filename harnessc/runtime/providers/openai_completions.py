@@ -328,7 +328,14 @@ def openai_body(request: ProviderRequest, cache: OpenAIWireCache) -> bytes:
     messages = cache.encoded(request, compat)
     rest = payload_bytes(_payload_fields(request, compat))  # '{"stream": true, ...}'
     head = payload_bytes({"model": request.model.id})[:-1]  # '{"model": "..."'
-    return b"".join((head, b', "messages": [', b", ".join(messages), b"], ", rest[1:]))
+    head += b', "messages": ['
+    tail = b"], " + rest[1:]
+    if not messages:
+        return head + tail
+    # One join of the whole body: the head and the tail ride on the first and last piece.
+    messages[0] = head + messages[0]
+    messages[-1] += tail
+    return b", ".join(messages)
 
 
 class OpenAIStreamState:
