@@ -242,3 +242,28 @@ def test_sync_fsyncs_and_close_is_idempotent(repo: JsonlSessionRepo) -> None:
     s.close()
     with pytest.raises(Exception, match="closed"):
         s.append_message(user("y"))
+
+
+def test_creating_a_session_leaves_its_fsync_to_the_first_sync(
+    repo: JsonlSessionRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Creating runs on the event loop: no fsync there; the first sync (in a worker
+    thread at the end of the turn) makes the file and its folder durable."""
+    synced: list[int] = []
+    real = os.fsync
+
+    def counting(fd: int) -> None:
+        synced.append(fd)
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", counting)
+    s = repo.create(cwd="/w")
+    assert synced == []
+    s.sync()
+    assert len(synced) == 2  # the file, then its folder
+    s.append_message(user("x"))
+    s.close()
+    assert len(synced) == 3
+    reopened = repo.open(s.id)
+    assert [e.role for e in reopened.entries()] == ["user"]
+    reopened.close()

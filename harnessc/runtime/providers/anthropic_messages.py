@@ -14,21 +14,32 @@ from harnessc.runtime.core.messages import (
     ToolCall,
     ToolResultMessage,
     UserContent,
-    UserMessage,
 )
 from harnessc.runtime.core.options import THINKING_BUDGETS, ThinkingLevel
 from harnessc.runtime.providers.base import ProviderRequest
 from harnessc.runtime.providers.builder import MessageBuilder
-from harnessc.runtime.providers.convert import image_placeholder, wire_messages
+from harnessc.runtime.providers.clients import HttpClientPool
+from harnessc.runtime.providers.convert import (
+    KEEP_FROM,
+    EncodedMessages,
+    WireMessage,
+    image_placeholder,
+    merged_turns,
+    turns_json,
+    wire_messages,
+)
 from harnessc.runtime.providers.errors import ProviderError
 from harnessc.runtime.providers.http import HttpProvider, HttpRequestSpec, join_url, json_data
+from harnessc.runtime.providers.text import payload_bytes
 from harnessc.runtime.providers.wire import object_or_skip, text_field, token_count
 
 __all__ = [
     "ANTHROPIC_VERSION",
     "AnthropicMessagesProvider",
     "AnthropicStreamState",
+    "AnthropicWireCache",
     "DEFAULT_ANTHROPIC_BASE_URL",
+    "anthropic_body",
     "anthropic_messages",
     "build_anthropic_payload",
     "cache_control",
@@ -147,21 +158,75 @@ def anthropic_messages(request: ProviderRequest) -> list[dict[str, Any]]:
             out.append({"role": role, "content": blocks})
 
     for message in wire_messages(request.context.messages):
-        if isinstance(message, UserMessage):
-            add("user", _blocks(message.content, images_ok))
-        elif isinstance(message, AssistantMessage):
-            add("assistant", _assistant_blocks(message, message.api == model.api))
-        else:
-            add("user", [_tool_result(message, images_ok)])
+        add(*_message(message, images_ok, model.api))
     return out
+
+
+def _message(message: WireMessage, images_ok: bool, api: str) -> tuple[str, list[dict[str, Any]]]:
+    """One message's role and content blocks (merged with its neighbours' of that role)."""
+    if isinstance(message, AssistantMessage):
+        return "assistant", _assistant_blocks(message, message.api == api)
+    if isinstance(message, ToolResultMessage):
+        return "user", [_tool_result(message, images_ok)]
+    return "user", _blocks(message.content, images_ok)
+
+
+# A message's encoded form: its role and its content blocks, each UTF-8 JSON.
+_Form = tuple[str, tuple[bytes, ...]]
+_MESSAGES_SLOT = b'"messages": []'
+
+
+class AnthropicWireCache:
+    """The encoded content blocks of one provider's requests: each history message is
+    encoded once (``EncodedMessages``: again only when it changed) and the body is
+    joined from the pieces."""
+
+    __slots__ = ("messages",)
+
+    def __init__(self) -> None:
+        self.messages: EncodedMessages[_Form] = EncodedMessages()
+
+    def encoded(self, request: ProviderRequest, cache: dict[str, Any] | None) -> bytes:
+        """``anthropic_messages(request)`` as UTF-8 JSON, with the cache marker on the
+        last user block as ``build_anthropic_payload`` sets it."""
+        model = request.model
+        images_ok = "image" in model.input
+        variant = (images_ok, model.api)
+        kept = self.messages
+        if kept.variant != variant:
+            kept.reset(variant)
+
+        def encode(message: WireMessage) -> _Form:
+            role, blocks = _message(message, images_ok, model.api)
+            return role, tuple(payload_bytes(block) for block in blocks)
+
+        turns = merged_turns(kept.forms(request.context.messages, encode))
+        if cache and turns and turns[-1][0] == "user":
+            last = turns[-1][1]  # the block's JSON object, the marker as its last key
+            last[-1] = last[-1][:-1] + b', "cache_control": ' + payload_bytes(cache) + b"}"
+        return turns_json(turns, "content")
 
 
 def build_anthropic_payload(request: ProviderRequest) -> dict[str, Any]:
     """The JSON body of a streamed messages request."""
+    return _payload(request, anthropic_messages(request))
+
+
+def anthropic_body(request: ProviderRequest, wire: AnthropicWireCache) -> bytes:
+    """``build_anthropic_payload(request)`` as UTF-8 JSON (the same bytes
+    ``payload_bytes`` makes of it), the history's messages taken from ``wire``."""
+    body = payload_bytes(_payload(request, []))
+    messages = wire.encoded(request, cache_control(request.stream_options.cache_retention))
+    # The first "messages" key is the payload's own: it comes before the fields that
+    # hold text of the user's (the model id before it is a JSON string, its quotes
+    # escaped).
+    return body.replace(_MESSAGES_SLOT, b'"messages": ' + messages, 1)
+
+
+def _payload(request: ProviderRequest, messages: list[dict[str, Any]]) -> dict[str, Any]:
     model = request.model
     options = request.stream_options
     cache = cache_control(options.cache_retention)
-    messages = anthropic_messages(request)
     max_tokens = model.max_tokens or 4096
     payload: dict[str, Any] = {
         "model": model.id,
@@ -344,6 +409,10 @@ class AnthropicMessagesProvider(HttpProvider):
     base_url_hint = "is the server root (/v1/messages is added)"
     default_base_url = DEFAULT_ANTHROPIC_BASE_URL
 
+    def __init__(self, clients: HttpClientPool | None = None) -> None:
+        super().__init__(clients)
+        self._wire: AnthropicWireCache | None = None  # made by the first request
+
     def build_request(self, request: ProviderRequest, api_key: str | None) -> HttpRequestSpec:
         base = (request.model.base_url or DEFAULT_ANTHROPIC_BASE_URL).rstrip("/")
         if base.endswith("/v1"):
@@ -355,9 +424,14 @@ class AnthropicMessagesProvider(HttpProvider):
         }
         if api_key:
             headers["x-api-key"] = api_key
-        return HttpRequestSpec(
-            join_url(base, "v1/messages"), headers, build_anthropic_payload(request)
-        )
+        url = join_url(base, "v1/messages")
+        if request.on_payload is not None or len(request.context.messages) < KEEP_FROM:
+            self._wire = None  # encoded whole, nothing kept; a payload hook sees the payload
+            return HttpRequestSpec(url, headers, build_anthropic_payload(request))
+        wire = self._wire
+        if wire is None:
+            wire = self._wire = AnthropicWireCache()
+        return HttpRequestSpec(url, headers, None, anthropic_body(request, wire))
 
     def new_state(self, builder: MessageBuilder, request: ProviderRequest) -> AnthropicStreamState:
         return AnthropicStreamState(builder)

@@ -110,6 +110,7 @@ def _ssl_context() -> ssl.SSLContext:
         ) from None
 
 
+@functools.lru_cache(maxsize=256)  # three calls per request, for a handful of base URLs
 def origin_of(url: str) -> str:
     """The scheme, host and port of ``url`` (the key of its slots and pools)."""
     parts = urlsplit(url)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -156,15 +157,22 @@ def redact_url(url: str) -> str:
     return _USERINFO.sub(_REDACTED + "@", url) if "@" in url else url
 
 
-def url_secrets(url: str) -> list[str]:
+def url_secrets(url: str | None) -> list[str]:
     """The password (and user info) of ``url``, as written and percent-decoded, in
     each of its ``renderings`` and as the base64 of a Basic credential."""
+    if not url or "@" not in url:  # no user info (the base URL of nearly every model)
+        return []
+    return list(_url_secrets(url))
+
+
+@functools.lru_cache(maxsize=64)
+def _url_secrets(url: str) -> tuple[str, ...]:
     from urllib.parse import unquote, urlsplit
 
     try:
         parts = urlsplit(url)
     except ValueError:
-        return []
+        return ()
     out: list[str] = []
     userinfo = parts.netloc.rpartition("@")[0] if "@" in parts.netloc else ""
     if userinfo:
@@ -177,7 +185,7 @@ def url_secrets(url: str) -> list[str]:
         for value in shown:
             if len(value) >= 4 and value not in out:
                 out.append(value)
-    return out
+    return tuple(out)
 
 
 def cut_text(text: str, limit: int = MAX_ERROR_CHARS) -> str:
@@ -259,18 +267,25 @@ def secret_values(api_key: str | None, headers: Mapping[str, str] | None = None)
     and the values of credential headers (with and without their ``Bearer``/``Basic``
     scheme, and a Basic credential's user:password), each in every rendering an
     exception or a log may give it (``renderings``)."""
-    out: list[str] = []
     values = [api_key] if api_key else []
     for name, value in (headers or {}).items():
         if isinstance(value, str) and is_secret_header(str(name)):
             values.append(value)
             values += _basic_credentials(value)
+    return list(_secret_texts(tuple(values))) if values else []
+
+
+@functools.lru_cache(maxsize=64)
+def _secret_texts(values: tuple[str, ...]) -> tuple[str, ...]:
+    """``secret_values`` of these credentials: made once per process and credential
+    set (every request of a model sends the same ones), not at every request."""
+    out: list[str] = []
     for value in values:
         for candidate in (value, value.strip(), value.strip().partition(" ")[2].strip()):
             for shown in renderings(candidate) if len(candidate) >= 4 else ():
                 if len(shown) >= 4 and shown not in out:
                     out.append(shown)
-    return sorted(out, key=len, reverse=True)  # longest first: no partial leftovers
+    return tuple(sorted(out, key=len, reverse=True))  # longest first: no partial leftovers
 
 
 def _message_in(data: object) -> str | None:

@@ -14,23 +14,35 @@ from harnessc.runtime.core.messages import (
     TextContent,
     ThinkingContent,
     ToolCall,
+    ToolResultMessage,
     UserContent,
-    UserMessage,
 )
 from harnessc.runtime.core.options import THINKING_BUDGETS, ThinkingLevel
 from harnessc.runtime.providers.base import ProviderRequest
 from harnessc.runtime.providers.builder import MessageBuilder
-from harnessc.runtime.providers.convert import image_placeholder, wire_messages
+from harnessc.runtime.providers.clients import HttpClientPool
+from harnessc.runtime.providers.convert import (
+    KEEP_FROM,
+    EncodedMessages,
+    WireMessage,
+    image_placeholder,
+    merged_turns,
+    turns_json,
+    wire_messages,
+)
 from harnessc.runtime.providers.errors import ProviderError, error_text_from_body
 from harnessc.runtime.providers.http import HttpProvider, HttpRequestSpec, join_url, json_data
 from harnessc.runtime.providers.retry import is_retryable_status
+from harnessc.runtime.providers.text import payload_bytes
 from harnessc.runtime.providers.wire import object_or_skip, text_field, token_count
 
 __all__ = [
     "DEFAULT_GOOGLE_BASE_URL",
     "GoogleGenerativeAIProvider",
     "GoogleStreamState",
+    "GoogleWireCache",
     "build_google_payload",
+    "google_body",
     "google_contents",
 ]
 
@@ -92,26 +104,72 @@ def google_contents(request: ProviderRequest) -> list[dict[str, Any]]:
             out.append({"role": role, "parts": parts})
 
     for message in wire_messages(request.context.messages):
-        if isinstance(message, UserMessage):
-            add("user", _parts(message.content, images_ok))
-        elif isinstance(message, AssistantMessage):
-            add("model", _model_parts(message, message.api == model.api))
-        else:
-            text = "\n".join(c.text for c in message.content if isinstance(c, TextContent))
-            key = "error" if message.is_error else "output"
-            parts: list[dict[str, Any]] = [
-                {"functionResponse": {"name": message.tool_name, "response": {key: text}}}
-            ]
-            images = [c for c in message.content if isinstance(c, ImageContent)]
-            parts.extend(_parts(list(images), images_ok))
-            add("user", parts)
+        add(*_message(message, images_ok, model.api))
     return out
+
+
+def _message(message: WireMessage, images_ok: bool, api: str) -> tuple[str, list[dict[str, Any]]]:
+    """One message's role and parts (merged with its neighbours' of that role)."""
+    if isinstance(message, AssistantMessage):
+        return "model", _model_parts(message, message.api == api)
+    if isinstance(message, ToolResultMessage):
+        text = "\n".join(c.text for c in message.content if isinstance(c, TextContent))
+        key = "error" if message.is_error else "output"
+        parts: list[dict[str, Any]] = [
+            {"functionResponse": {"name": message.tool_name, "response": {key: text}}}
+        ]
+        images = [c for c in message.content if isinstance(c, ImageContent)]
+        parts.extend(_parts(list(images), images_ok))
+        return "user", parts
+    return "user", _parts(message.content, images_ok)
+
+
+# A message's encoded form: its role and its parts, each UTF-8 JSON.
+_Form = tuple[str, tuple[bytes, ...]]
+_CONTENTS_SLOT = b'{"contents": []'
+
+
+class GoogleWireCache:
+    """The encoded parts of one provider's requests: each history message is encoded
+    once (``EncodedMessages``: again only when it changed) and the body is joined
+    from the pieces."""
+
+    __slots__ = ("messages",)
+
+    def __init__(self) -> None:
+        self.messages: EncodedMessages[_Form] = EncodedMessages()
+
+    def encoded(self, request: ProviderRequest) -> bytes:
+        """``google_contents(request)`` as UTF-8 JSON."""
+        model = request.model
+        images_ok = "image" in model.input
+        variant = (images_ok, model.api)
+        kept = self.messages
+        if kept.variant != variant:
+            kept.reset(variant)
+
+        def encode(message: WireMessage) -> _Form:
+            role, parts = _message(message, images_ok, model.api)
+            return role, tuple(payload_bytes(part) for part in parts)
+
+        return turns_json(merged_turns(kept.forms(request.context.messages, encode)), "parts")
+
+
+def google_body(request: ProviderRequest, wire: GoogleWireCache) -> bytes:
+    """``build_google_payload(request)`` as UTF-8 JSON (the same bytes ``payload_bytes``
+    makes of it), the history's contents taken from ``wire``."""
+    body = payload_bytes(_payload(request, []))  # starts with its first key, "contents"
+    return b'{"contents": ' + wire.encoded(request) + body[len(_CONTENTS_SLOT) :]
 
 
 def build_google_payload(request: ProviderRequest) -> dict[str, Any]:
     """The JSON body of a streamGenerateContent request."""
+    return _payload(request, google_contents(request))
+
+
+def _payload(request: ProviderRequest, contents: list[dict[str, Any]]) -> dict[str, Any]:
     model = request.model
-    payload: dict[str, Any] = {"contents": google_contents(request)}
+    payload: dict[str, Any] = {"contents": contents}
     system = request.context.system_prompt
     if system:
         payload["systemInstruction"] = {"parts": [{"text": system}]}
@@ -285,6 +343,10 @@ class GoogleGenerativeAIProvider(HttpProvider):
     base_url_hint = "ends with /v1beta"
     default_base_url = DEFAULT_GOOGLE_BASE_URL
 
+    def __init__(self, clients: HttpClientPool | None = None) -> None:
+        super().__init__(clients)
+        self._wire: GoogleWireCache | None = None  # made by the first long request
+
     def build_request(self, request: ProviderRequest, api_key: str | None) -> HttpRequestSpec:
         model = request.model
         base = model.base_url or DEFAULT_GOOGLE_BASE_URL
@@ -292,7 +354,13 @@ class GoogleGenerativeAIProvider(HttpProvider):
         if api_key:
             headers["x-goog-api-key"] = api_key
         url = join_url(base, f"models/{model.id}:streamGenerateContent?alt=sse")
-        return HttpRequestSpec(url, headers, build_google_payload(request))
+        if request.on_payload is not None or len(request.context.messages) < KEEP_FROM:
+            self._wire = None  # encoded whole, nothing kept; a payload hook sees the payload
+            return HttpRequestSpec(url, headers, build_google_payload(request))
+        wire = self._wire
+        if wire is None:
+            wire = self._wire = GoogleWireCache()
+        return HttpRequestSpec(url, headers, None, google_body(request, wire))
 
     def new_state(self, builder: MessageBuilder, request: ProviderRequest) -> GoogleStreamState:
         return GoogleStreamState(builder)

@@ -15,6 +15,7 @@ this module decides about retries. The reply is complete at the protocol's end m
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, ClassVar
 
@@ -115,6 +116,8 @@ class HttpProvider:
             ) from None
         payload: Any = spec.payload
         if request.on_payload is not None:
+            if payload is None and spec.body is not None:  # the hook sees a payload
+                payload = json.loads(spec.body)
             try:
                 replaced = await request.on_payload(payload)
             except Exception as exc:
@@ -134,10 +137,12 @@ class HttpProvider:
                     "the request was not sent (check the model's and the stream's headers "
                     "and the variables they name)"
                 )
-        try:
-            body = payload_bytes(payload)
-        except (TypeError, ValueError, RecursionError) as exc:
-            raise ProviderError(f"the request payload is not valid JSON: {exc}") from None
+        body = spec.body if payload is None else None
+        if body is None:
+            try:
+                body = payload_bytes(payload)
+            except (TypeError, ValueError, RecursionError) as exc:
+                raise ProviderError(f"the request payload is not valid JSON: {exc}") from None
         out.url, out.headers, out.body, out.api_key = spec.url, headers, body, None
 
     async def aclose(self) -> None:

@@ -16,23 +16,33 @@ from harnessc.runtime.core.messages import (
     StopReason,
     TextContent,
     ToolCall,
+    ToolResultMessage,
     UserContent,
-    UserMessage,
 )
 from harnessc.runtime.core.options import Model, ThinkingLevel
 from harnessc.runtime.providers.base import ProviderRequest
 from harnessc.runtime.providers.builder import MessageBuilder, cut_name
-from harnessc.runtime.providers.convert import image_placeholder, wire_messages
+from harnessc.runtime.providers.clients import HttpClientPool
+from harnessc.runtime.providers.convert import (
+    KEEP_FROM,
+    EncodedMessages,
+    WireMessage,
+    image_placeholder,
+    wire_sequence,
+)
 from harnessc.runtime.providers.errors import ProviderError, error_text_from_body
 from harnessc.runtime.providers.http import HttpProvider, HttpRequestSpec, join_url, json_data
+from harnessc.runtime.providers.text import payload_bytes
 from harnessc.runtime.providers.wire import object_or_skip, text_field, token_count
 
 __all__ = [
     "DEFAULT_OPENAI_BASE_URL",
     "OpenAICompletionsProvider",
     "OpenAIStreamState",
+    "OpenAIWireCache",
     "build_openai_payload",
     "openai_compat",
+    "openai_body",
     "openai_messages",
 ]
 
@@ -124,58 +134,130 @@ def _assistant(message: AssistantMessage) -> dict[str, Any] | None:
     return out
 
 
+def _tool_message(
+    message: ToolResultMessage, images_ok: bool
+) -> tuple[dict[str, Any], list[ImageContent]]:
+    """A tool result's message, and the images it returned (they go in a user message)."""
+    text = "\n".join(c.text for c in message.content if isinstance(c, TextContent))
+    images = [c for c in message.content if isinstance(c, ImageContent)]
+    if images and images_ok:
+        text = text or "(see the attached image)"
+    elif images:
+        text = (text + "\n" if text else "") + image_placeholder().text
+        images = []
+    return {"role": "tool", "tool_call_id": message.tool_call_id, "content": text}, images
+
+
+def _message(
+    message: WireMessage, images_ok: bool
+) -> tuple[dict[str, Any] | None, list[ImageContent]]:
+    """One message's chat-completions form (None: nothing to send) and its images."""
+    if isinstance(message, ToolResultMessage):
+        return _tool_message(message, images_ok)
+    if isinstance(message, AssistantMessage):
+        return _assistant(message), []
+    return {"role": "user", "content": _user_content(message.content, images_ok)}, []
+
+
+def _images_message(images: list[ImageContent]) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = [
+        {"type": "text", "text": "Images returned by the tool calls above:"}
+    ]
+    parts.extend(_image_part(image) for image in images)
+    return {"role": "user", "content": parts}
+
+
+def _system_message(request: ProviderRequest, compat: dict[str, Any]) -> dict[str, Any] | None:
+    system = request.context.system_prompt
+    if not system:
+        return None
+    role = "developer" if compat.get("supports_developer_role") else "system"
+    return {"role": role, "content": system}
+
+
 def openai_messages(request: ProviderRequest, compat: dict[str, Any]) -> list[dict[str, Any]]:
     """The chat-completions ``messages`` for a request's system prompt and history."""
-    model = request.model
-    images_ok = "image" in model.input
+    images_ok = "image" in request.model.input
     out: list[dict[str, Any]] = []
-    system = request.context.system_prompt
-    if system:
-        role = "developer" if compat.get("supports_developer_role") else "system"
-        out.append({"role": role, "content": system})
+    system = _system_message(request, compat)
+    if system is not None:
+        out.append(system)
     result_images: list[ImageContent] = []
-
-    def flush_images() -> None:
-        if result_images:
-            parts: list[dict[str, Any]] = [
-                {"type": "text", "text": "Images returned by the tool calls above:"}
-            ]
-            parts.extend(_image_part(image) for image in result_images)
-            out.append({"role": "user", "content": parts})
+    for message in wire_sequence(request.context.messages):
+        if result_images and not isinstance(message, ToolResultMessage):
+            out.append(_images_message(result_images))
             result_images.clear()
-
-    for message in wire_messages(request.context.messages):
-        if isinstance(message, UserMessage):
-            flush_images()
-            out.append({"role": "user", "content": _user_content(message.content, images_ok)})
-        elif isinstance(message, AssistantMessage):
-            flush_images()
-            mapped = _assistant(message)
-            if mapped is not None:
-                out.append(mapped)
-        else:
-            text = "\n".join(c.text for c in message.content if isinstance(c, TextContent))
-            images = [c for c in message.content if isinstance(c, ImageContent)]
-            if images and images_ok:
-                result_images.extend(images)
-                text = text or "(see the attached image)"
-            elif images:
-                text = (text + "\n" if text else "") + image_placeholder().text
-            out.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": text})
-    flush_images()
+        mapped, images = _message(message, images_ok)
+        if mapped is not None:
+            out.append(mapped)
+        result_images.extend(images)
+    if result_images:
+        out.append(_images_message(result_images))
     return out
 
 
-def build_openai_payload(request: ProviderRequest) -> dict[str, Any]:
-    """The JSON body of a streamed chat-completions request."""
+# A message's encoded form: its JSON (b"" when nothing is sent), the images of a tool
+# result (sent in a user message after the results), whether it is a tool result.
+_Form = tuple[bytes, tuple[ImageContent, ...], bool]
+
+
+class OpenAIWireCache:
+    """The encoded chat-completions messages of one provider's requests.
+
+    Each history message is encoded once (``EncodedMessages``: again only when it
+    changed) and the request body is joined from the pieces; the system message is
+    kept while its text and role stay the same.
+    """
+
+    __slots__ = ("messages", "_system")
+
+    def __init__(self) -> None:
+        self.messages: EncodedMessages[_Form] = EncodedMessages()
+        self._system: tuple[str, str, bytes] | None = None
+
+    def _system_bytes(self, message: dict[str, Any]) -> bytes:
+        kept = self._system
+        if kept is not None and kept[0] is message["content"] and kept[1] == message["role"]:
+            return kept[2]
+        encoded = payload_bytes(message)
+        self._system = (message["content"], message["role"], encoded)
+        return encoded
+
+    def encoded(self, request: ProviderRequest, compat: dict[str, Any]) -> list[bytes]:
+        """``openai_messages(request, compat)``, each message UTF-8 JSON."""
+        images_ok = "image" in request.model.input
+        cache = self.messages
+        if cache.variant is not images_ok:
+            cache.reset(images_ok)
+
+        def encode(message: WireMessage) -> _Form:
+            mapped, images = _message(message, images_ok)
+            body = b"" if mapped is None else payload_bytes(mapped)
+            return body, tuple(images), isinstance(message, ToolResultMessage)
+
+        out: list[bytes] = []
+        system = _system_message(request, compat)
+        if system is not None:
+            out.append(self._system_bytes(system))
+        result_images: list[ImageContent] = []
+        for body, images, tool in cache.forms(request.context.messages, encode):
+            if result_images and not tool:
+                out.append(payload_bytes(_images_message(result_images)))
+                result_images.clear()
+            if body:
+                out.append(body)
+            if images:
+                result_images.extend(images)
+        if result_images:
+            out.append(payload_bytes(_images_message(result_images)))
+        return out
+
+
+def _payload_fields(request: ProviderRequest, compat: dict[str, Any]) -> dict[str, Any]:
+    """The body's fields after ``model`` and ``messages``."""
     model = request.model
-    compat = openai_compat(model)
     options = request.stream_options
-    payload: dict[str, Any] = {
-        "model": model.id,
-        "messages": openai_messages(request, compat),
-        "stream": True,
-    }
+    payload: dict[str, Any] = {"stream": True}
     if compat.get("supports_usage_in_streaming"):
         payload["stream_options"] = {"include_usage": True}
     field = compat.get("max_tokens_field")
@@ -227,6 +309,33 @@ def build_openai_payload(request: ProviderRequest) -> dict[str, Any]:
         if retention == "long":
             payload["prompt_cache_retention"] = "24h"
     return payload
+
+
+def build_openai_payload(request: ProviderRequest) -> dict[str, Any]:
+    """The JSON body of a streamed chat-completions request."""
+    compat = openai_compat(request.model)
+    return {
+        "model": request.model.id,
+        "messages": openai_messages(request, compat),
+        **_payload_fields(request, compat),
+    }
+
+
+def openai_body(request: ProviderRequest, cache: OpenAIWireCache) -> bytes:
+    """``build_openai_payload(request)`` as UTF-8 JSON (the same bytes ``payload_bytes``
+    makes of it), the history's messages taken from ``cache``."""
+    compat = openai_compat(request.model)
+    messages = cache.encoded(request, compat)
+    rest = payload_bytes(_payload_fields(request, compat))  # '{"stream": true, ...}'
+    head = payload_bytes({"model": request.model.id})[:-1]  # '{"model": "..."'
+    head += b', "messages": ['
+    tail = b"], " + rest[1:]
+    if not messages:
+        return head + tail
+    # One join of the whole body: the head and the tail ride on the first and last piece.
+    messages[0] = head + messages[0]
+    messages[-1] += tail
+    return b", ".join(messages)
 
 
 class OpenAIStreamState:
@@ -365,14 +474,23 @@ class OpenAICompletionsProvider(HttpProvider):
     base_url_hint = "ends with /v1"
     default_base_url = DEFAULT_OPENAI_BASE_URL
 
+    def __init__(self, clients: HttpClientPool | None = None) -> None:
+        super().__init__(clients)
+        self._wire: OpenAIWireCache | None = None  # made by the first request
+
     def build_request(self, request: ProviderRequest, api_key: str | None) -> HttpRequestSpec:
         base = request.model.base_url or DEFAULT_OPENAI_BASE_URL
         headers = {"content-type": "application/json", "accept": "text/event-stream"}
         if api_key:
             headers["authorization"] = f"Bearer {api_key}"
-        return HttpRequestSpec(
-            join_url(base, "chat/completions"), headers, build_openai_payload(request)
-        )
+        url = join_url(base, "chat/completions")
+        if request.on_payload is not None or len(request.context.messages) < KEEP_FROM:
+            self._wire = None  # encoded whole, nothing kept; a payload hook sees the payload
+            return HttpRequestSpec(url, headers, build_openai_payload(request))
+        wire = self._wire
+        if wire is None:
+            wire = self._wire = OpenAIWireCache()
+        return HttpRequestSpec(url, headers, None, openai_body(request, wire))
 
     def new_state(self, builder: MessageBuilder, request: ProviderRequest) -> OpenAIStreamState:
         return OpenAIStreamState(builder)

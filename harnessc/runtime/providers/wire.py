@@ -42,14 +42,25 @@ class StreamState(Protocol):
 
 
 class HttpRequestSpec:
-    """What to send: URL, headers (lower-case names, defaults + auth) and payload."""
+    """What to send: URL, headers (lower-case names, defaults + auth) and payload.
 
-    __slots__ = ("url", "headers", "payload")
+    ``body``: the payload already encoded (UTF-8 JSON), given instead of ``payload``
+    when no ``before_provider_payload`` hook is to see the payload.
+    """
 
-    def __init__(self, url: str, headers: dict[str, str], payload: dict[str, Any]) -> None:
+    __slots__ = ("url", "headers", "payload", "body")
+
+    def __init__(
+        self,
+        url: str,
+        headers: dict[str, str],
+        payload: dict[str, Any] | None,
+        body: bytes | None = None,
+    ) -> None:
         self.url = url
         self.headers = headers
         self.payload = payload
+        self.body = body
 
 
 def is_local_url(url: str) -> bool:

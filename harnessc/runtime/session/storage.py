@@ -6,7 +6,8 @@ on an ``O_APPEND`` descriptor (no user-space buffer, so a line reaches the OS at
 tail (or adds the missing newline), so the file is valid JSONL again.
 
 A file appears whole or not at all: a new session is written to a temporary file
-``.<name>.<8 hex>.tmp`` beside it (mode 0600, locked), then linked to its name; a
+``.<name>.<8 hex>.tmp`` beside it (mode 0600, locked), then linked to its name (made
+durable by the first ``sync``; an empty file a crash left opens as a new session); a
 migrated v1/v2 file is rewritten the same way and renamed over the old one (pi
 rewrites it on open too). Temporary files a killed process left behind (unlocked and
 older than a minute) are removed when a session of that folder is created or opened.
@@ -159,11 +160,12 @@ def _temp_file(path: str) -> tuple[int, str]:
         return fd, temp
 
 
-def _write_temp(path: str, data: bytes) -> tuple[int, str]:
+def _write_temp(path: str, data: bytes, *, sync: bool = True) -> tuple[int, str]:
     fd, temp = _temp_file(path)
     try:
         _write_all(fd, data)
-        os.fsync(fd)
+        if sync:
+            os.fsync(fd)
     except OSError as exc:
         os.close(fd)
         with contextlib.suppress(OSError):
@@ -221,7 +223,12 @@ class JsonlStorage:
             if len(_CLEANED_ON_CREATE) >= 1024:  # bounded: a process may use many folders
                 _CLEANED_ON_CREATE.clear()
             _CLEANED_ON_CREATE[directory] = now
-        fd, temp = _write_temp(path, encode_line(header.to_dict()))
+        # No fsync here: creating a session is a call on the event loop, and a disk
+        # busy with other writes can take tens of milliseconds per fsync. The first
+        # ``sync`` (the end of the first turn, in a worker thread) makes the file and
+        # its directory entry durable; a crash before it leaves no file or an empty
+        # one, which opens as a new session with the id of its name.
+        fd, temp = _write_temp(path, encode_line(header.to_dict()), sync=False)
         try:
             try:
                 os.link(temp, path)
@@ -241,7 +248,7 @@ class JsonlStorage:
                 os.unlink(temp)
             raise
         storage = JsonlStorage(path, fd)
-        storage._new_file = True
+        storage._new_file = storage._dirty = True
         return storage
 
     @staticmethod
