@@ -562,7 +562,7 @@ def test_a_self_transition_is_illegal_like_any_other(make_harness: Any, kit: Any
     run = harness.run_state
     assert run is not None and run.state is LoopState.AWAITING_TOOL
     with pytest.raises(IllegalTransitionError, match="AWAITING_TOOL -> AWAITING_TOOL"):
-        harness._parts.transition(run, LoopState.AWAITING_TOOL)
+        run.machine.transition(LoopState.AWAITING_TOOL)
     moves = [(e.from_state, e.to_state) for e in log if e.type == "state_change"]
     assert all(a != b for a, b in moves)
 

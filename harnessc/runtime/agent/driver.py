@@ -3,7 +3,7 @@
 PLANNING is a model call, EXECUTING runs the tool calls it asked for, REFLECTING decides
 what comes next (another model call, a pause, or DONE). ``drive`` is the only loop:
 it calls the step of the current state and applies what the step returned, so every
-transition goes through ``Parts.transition``.
+transition goes through the run's ``StateMachine``.
 """
 
 from __future__ import annotations
@@ -273,7 +273,7 @@ async def drive(
                 raise RuntimeError(f"unexpected state {run.state.value}")
             outcome = await step(parts, run)
             if isinstance(outcome, LoopState):
-                parts.transition(run, outcome)
+                run.machine.transition(outcome)
             elif isinstance(outcome, Again):
                 continue
             elif isinstance(outcome, Pause):
@@ -337,7 +337,7 @@ async def _abandon_first(
 def _drive_new(
     parts: Parts, run: RunState, message: Message, prompt_text: str, images: list[UserContent]
 ) -> Coroutine[Any, Any, RunResult]:
-    parts.run = run
+    parts.adopt(run)
     parts.budget.usage = run.usage
     parts.budget.raise_limits(parts.budget.budget)
     return drive(parts, run, _open(parts, run, message, prompt_text, images))
@@ -348,7 +348,7 @@ async def _open(
 ) -> str | None:
     """A new run's start: its hooks and events, the first turn, the prompt's entries."""
     await parts.bus.flush()
-    parts.transition(run, LoopState.PLANNING)
+    run.machine.transition(LoopState.PLANNING)
     settings = parts.settings
     start_event = BeforeAgentStartEvent(
         prompt=prompt_text,
@@ -413,7 +413,7 @@ async def _resume_tools(parts: Parts, run: RunState, results: dict[str, Any]) ->
         result = tool_batch.external_result(results[record.id])
         await tool_batch.finalize(parts, run, record, result, 0.0)
     await tool_batch.commit(parts, run, partial=True)
-    parts.transition(run, LoopState.REFLECTING)
+    run.machine.transition(LoopState.REFLECTING)
 
 
 def resume_paused(parts: Parts, run: RunState) -> Coroutine[Any, Any, RunResult]:
@@ -429,7 +429,7 @@ async def _resume_paused(parts: Parts, run: RunState) -> Finish | None:
     _replay().record_resume(parts.session, run_id=run.run_id)
     run.pause_reason = None
     run.pause_requested = None
-    parts.transition(run, LoopState.PLANNING)
+    run.machine.transition(LoopState.PLANNING)
     messages = parts.context.messages
     last = messages[-1] if messages else None
     if run.to_run or not isinstance(last, AssistantMessage):

@@ -50,7 +50,7 @@ def _sync_budget(parts: Parts, run: RunState) -> None:
 async def pause(parts: Parts, run: RunState, reason: str) -> RunResult:
     if run.turn_open and run.state is not LoopState.REFLECTING:
         await tool_batch.commit(parts, run, partial=True)
-    parts.transition(run, LoopState.IDLE)
+    run.machine.transition(LoopState.IDLE)
     run.pause_reason = reason
     run.pause_requested = None
     _sync_budget(parts, run)
@@ -69,7 +69,7 @@ async def pause(parts: Parts, run: RunState, reason: str) -> RunResult:
 
 async def await_tools(parts: Parts, run: RunState) -> RunResult:
     await tool_batch.commit(parts, run, partial=True)
-    parts.transition(run, LoopState.AWAITING_TOOL)
+    run.machine.transition(LoopState.AWAITING_TOOL)
     run.pause_reason = "awaiting_tool"
     _sync_budget(parts, run)
     record_pause(parts, run, "awaiting_tool")
@@ -94,7 +94,7 @@ def _close(parts: Parts, run: RunState, state: LoopState) -> None:
 async def finish(
     parts: Parts, run: RunState, status: RunStatus, reason: str, output: Any = None
 ) -> RunResult:
-    parts.transition(run, LoopState.DONE)
+    run.machine.transition(LoopState.DONE)
     run.finish_reason = reason
     messages = list(parts.new_messages)
     config = parts.options.output
@@ -115,7 +115,7 @@ async def aborted(parts: Parts, run: RunState) -> RunResult:
     reason = signal.reason if signal is not None and signal.aborted else "aborted"
     await parts.bus.emit(AbortEvent(reason=reason))
     if run.state not in (LoopState.IDLE, LoopState.DONE):
-        parts.transition(run, LoopState.IDLE)
+        run.machine.transition(LoopState.IDLE)
     messages = list(parts.new_messages)
     await parts.bus.emit(
         AgentEndEvent(run_id=run.run_id, status="aborted", reason=reason, messages=messages)
@@ -140,7 +140,7 @@ async def crashed(parts: Parts, run: RunState, exc: Exception) -> RunResult:
     except Exception:
         pass
     if run.state not in (LoopState.IDLE, LoopState.DONE):
-        parts.transition(run, LoopState.IDLE)
+        run.machine.transition(LoopState.IDLE)
     messages = list(parts.new_messages)
     await parts.bus.emit(
         AgentEndEvent(run_id=run.run_id, status="error", reason=message, messages=messages)

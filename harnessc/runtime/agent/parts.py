@@ -16,8 +16,8 @@ from harnessc.runtime.agent.hooks import HookRunner
 from harnessc.runtime.agent.run_state import RunState
 from harnessc.runtime.agent.settings import Settings
 from harnessc.runtime.core.budget import Budget, BudgetTracker
-from harnessc.runtime.core.events import QueueUpdateEvent, StateChangeEvent
-from harnessc.runtime.core.loop import LoopState, check_transition
+from harnessc.runtime.core.events import QueueUpdateEvent
+from harnessc.runtime.core.loop import LoopState
 from harnessc.runtime.core.messages import Message, UserMessage, message_text
 from harnessc.runtime.core.options import AgentHarnessOptions, Model, QueueMode
 from harnessc.runtime.core.signal import AbortSignal
@@ -120,13 +120,11 @@ class Parts:
         self.hooks.report = None
         self.bus.on_pause_request = None
 
-    def transition(self, run: RunState, target: LoopState) -> None:
-        """The one place a run changes state (the seed-004 contract is checked here: the
-        table has no self-moves, so staying put is not a transition)."""
-        source = run.state
-        check_transition(source, target)
-        run.state = target
-        self.bus.emit_soon(StateChangeEvent(from_state=source.value, to_state=target.value))
+    def adopt(self, run: RunState) -> None:
+        """Make ``run`` the open run: its state changes (``run.machine.transition``, the
+        one place a state changes) are announced as ``state_change`` events."""
+        run.machine.on_change = self.bus.state_changed
+        self.run = run
 
     async def append(self, message: Message, *, started: bool = False) -> None:
         await self.context.append(message, self.new_messages, started=started)

@@ -13,7 +13,7 @@ from typing import Any
 from harnessc.runtime.agent.parts import Parts
 from harnessc.runtime.agent.run_state import CallRecord, RunState
 from harnessc.runtime.core.budget import BUDGET_LIMITS, Budget, BudgetUsage
-from harnessc.runtime.core.loop import LoopState
+from harnessc.runtime.core.loop import LoopState, StateMachine
 from harnessc.runtime.core.messages import AssistantMessage, ToolResultMessage
 
 __all__ = ["from_session", "open_pause"]
@@ -47,7 +47,7 @@ def open_pause(parts: Parts) -> None:
         run = _legacy(parts, data)
     if run is None:
         return
-    parts.run = run
+    parts.adopt(run)
     parts.budget.usage = run.usage
     parts.budget.warned = run.warned
     if run.limits is not None:  # a limit raised during the run stays raised
@@ -81,5 +81,5 @@ def _legacy(parts: Parts, pause: dict[str, Any]) -> RunState | None:
     run.plan_committed = True
     run.turn_open = any(r.result is None for r in run.calls)
     run.usage = BudgetUsage.from_dict(pause.get("usage"))
-    run.state = LoopState.AWAITING_TOOL if run.awaiting else LoopState.IDLE
+    run.machine = StateMachine(state=LoopState.AWAITING_TOOL if run.awaiting else LoopState.IDLE)
     return run

@@ -84,5 +84,5 @@ def settle(parts: Parts, reason: str) -> None:
 
 def reopen(parts: Parts, run: RunState) -> None:
     """Undo ``settle`` (the move did not happen): the run is paused again, and recorded."""
-    parts.run = run
+    parts.adopt(run)
     endings.record_pause(parts, run, run.pause_reason or "paused")
