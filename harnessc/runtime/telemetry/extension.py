@@ -4,11 +4,18 @@ imported when it is installed, never before)."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import weakref
+from typing import TYPE_CHECKING
 
 from harnessc.runtime.telemetry.config import TelemetryConfig, resolve_config, telemetry_requested
 
+if TYPE_CHECKING:
+    from harnessc.runtime.extensions.base import HarnessContext
+
 __all__ = ["TelemetryExtension", "install_telemetry"]
+
+# The harnesses a tracer listens to: one per harness (the spec's and the environment's).
+_TRACED: weakref.WeakSet[HarnessContext] = weakref.WeakSet()
 
 
 class TelemetryExtension:
@@ -21,13 +28,13 @@ class TelemetryExtension:
     def __init__(self, config: TelemetryConfig | None = None) -> None:
         self.config = config if config is not None else TelemetryConfig()
 
-    def install(self, harness: Any) -> None:
+    def install(self, harness: HarnessContext) -> None:
         install_telemetry(harness, self.config)
 
 
-def install_telemetry(harness: Any, config: TelemetryConfig | None) -> bool:
+def install_telemetry(harness: HarnessContext, config: TelemetryConfig | None) -> bool:
     """Subscribe a RunTracer to ``harness`` when telemetry is on; True if it did."""
-    if getattr(harness, "_telemetry", None) is not None:
+    if harness in _TRACED:
         return False  # once per harness (the spec's and the environment's)
     if config is None and not telemetry_requested():
         return False
@@ -44,11 +51,11 @@ def install_telemetry(harness: Any, config: TelemetryConfig | None) -> bool:
 
     tracer_provider, meter_provider = providers(resolved)
     tracer = RunTracer(harness, resolved, tracer_provider, meter_provider)
-    harness._telemetry = tracer
+    _TRACED.add(harness)
     harness.subscribe(tracer)
 
     async def export_now() -> None:
-        tracer._end_run(**{"harnessc.run.status": "closed"})
+        tracer.end_run(**{"harnessc.run.status": "closed"})
         await asyncio.to_thread(flush, tracer_provider, meter_provider)
 
     harness.on_close(export_now)
