@@ -1,4 +1,6 @@
-"""AgentHarness: the public facade over the loop's parts (seed 000's API, seed 004's loop).
+"""AgentHarness: the public facade over the agent loop (seed 000's API, seed 004's loop):
+running, settings (model, thinking level, tools, resources, budget, message queues),
+events and hooks, compaction and tree moves.
 
 One run (``prompt`` or ``resume``) walks IDLE -> PLANNING -> EXECUTING -> REFLECTING ...
 until DONE, or back to IDLE on a pause (see ``driver``). The run's state is one
@@ -9,11 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.agent import driver, restore, session_moves
-from harnessc.runtime.agent.facade_settings import SettingsFacade
 from harnessc.runtime.agent.loop import AgentLoop
 from harnessc.runtime.agent.results import HarnessBusyError, RunResult
 from harnessc.runtime.agent.run_state import RunState
@@ -33,11 +34,16 @@ from harnessc.runtime.core.messages import (
 )
 from harnessc.runtime.core.options import (
     AgentHarnessOptions,
+    AgentHarnessStreamOptions,
     Model,
+    ThinkingLevel,
+    ToolContextSource,
 )
 from harnessc.runtime.core.signal import AbortSignal
-from harnessc.runtime.providers.base import Provider
+from harnessc.runtime.providers.base import Provider, ToolSpec
+from harnessc.runtime.resources.types import AgentHarnessResources
 from harnessc.runtime.session.session import Session
+from harnessc.runtime.tools.base import AgentTool
 
 if TYPE_CHECKING:
     from harnessc.runtime.extensions.base import CompactionPipeline, HarnessContext
@@ -54,7 +60,7 @@ _OTEL_SWITCHES = (
 )
 
 
-class AgentHarness(SettingsFacade):
+class AgentHarness:
     """The agent: options + session + resources + hooks, one run at a time."""
 
     def __init__(self, options: AgentHarnessOptions) -> None:
@@ -138,6 +144,102 @@ class AgentHarness(SettingsFacade):
         # a sub-agent paused inside a call waits for external tool results
         nested = [kind for r in run.calls if r.result is None for _, kind, _ in r.nested_calls()]
         return "awaiting_tool" if "tool" in nested else "paused"
+
+    # -- settings (each change takes effect at the next turn) ---------------------------
+
+    @property
+    def models(self) -> dict[str, Model]:
+        return self._loop.settings.models
+
+    @property
+    def model(self) -> Model:
+        return self._loop.settings.model
+
+    @property
+    def thinking_level(self) -> ThinkingLevel:
+        return self._loop.settings.thinking_level
+
+    @property
+    def resources(self) -> AgentHarnessResources:
+        return self._loop.settings.resources
+
+    @property
+    def pending_resources(self) -> AgentHarnessResources | None:
+        """Resources waiting for the next turn (set while a run was busy)."""
+        return self._loop.settings.pending_resources
+
+    @property
+    def tools(self) -> dict[str, AgentTool]:
+        return dict(self._loop.settings.tools)
+
+    @property
+    def active_tool_names(self) -> list[str]:
+        return list(self._loop.settings.active_tool_names)
+
+    @property
+    def stream_options(self) -> AgentHarnessStreamOptions:
+        return self._loop.settings.stream_options
+
+    def model_key(self) -> str:
+        return self._loop.settings.model_key()
+
+    async def set_model(self, model: str | Model) -> None:
+        await self._loop.settings.set_model(model)
+
+    async def set_thinking_level(self, level: ThinkingLevel | str) -> None:
+        await self._loop.settings.set_thinking_level(level)
+
+    async def set_active_tools(self, names: Sequence[str]) -> None:
+        await self._loop.settings.set_active_tools(names)
+
+    def add_tools(self, tools: Iterable[AgentTool], *, activate: bool = True) -> None:
+        """Add tools (extensions contribute theirs at install time)."""
+        self._loop.settings.add_tools(tools, activate=activate)
+
+    def remove_tools(self, names: Iterable[str]) -> list[str]:
+        """Remove tools (an MCP server stopped offering them); takes effect at the next
+        model call. Returns the names that were there."""
+        return self._loop.settings.remove_tools(names)
+
+    async def set_resources(self, resources: AgentHarnessResources) -> None:
+        """New skills and templates; applied now when idle, else at the next turn."""
+        if self._loop.busy:
+            self._loop.settings.pending_resources = resources
+            return
+        await self._loop.settings.apply_resources(resources)
+
+    @property
+    def tool_context(self) -> ToolContextSource:
+        """Where the tools' context comes from (the permission gate resolves paths in it)."""
+        return self._loop.settings.tool_context
+
+    def set_tool_context(self, source: ToolContextSource) -> None:
+        self._loop.settings.tool_context = source
+
+    def set_budget(self, budget: Budget) -> None:
+        self._loop.budget.raise_limits(budget)
+
+    def steer(self, message: str | UserMessage) -> None:
+        """Queue a message delivered after the current tool batch."""
+        self._loop.steering.append(_user_message(message))
+        self._loop.queue_changed()
+
+    def follow_up(self, message: str | UserMessage) -> None:
+        """Queue a message delivered when the agent would otherwise stop."""
+        self._loop.follow_up.append(_user_message(message))
+        self._loop.queue_changed()
+
+    def clear_queues(self) -> list[UserMessage]:
+        """Drop the queued steering and follow-up messages (an aborted run's); returns them."""
+        dropped = [*self._loop.steering, *self._loop.follow_up]
+        if dropped:
+            self._loop.steering.clear()
+            self._loop.follow_up.clear()
+            self._loop.queue_changed()
+        return dropped
+
+    def tool_specs(self) -> list[ToolSpec]:
+        return self._loop.settings.tool_specs()
 
     # -- events and hooks -----------------------------------------------------------
 
@@ -432,3 +534,7 @@ class AgentHarness(SettingsFacade):
 
 def _without_timestamp(data: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k != "timestamp"}
+
+
+def _user_message(message: str | UserMessage) -> UserMessage:
+    return UserMessage(content=message) if isinstance(message, str) else message
