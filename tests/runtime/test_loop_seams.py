@@ -431,6 +431,28 @@ def test_compaction_inside_a_run_summarises_under_the_runs_signal() -> None:
     assert provider.summary_signals[0] is during[0]  # the run's own signal
 
 
+def test_the_loop_never_calls_up_into_the_facade() -> None:
+    """The steps get the provider, the system prompt and compaction from the loop: a
+    facade whose own methods refuse still runs, and still compacts at the threshold."""
+    provider = _SummaryWatcher()
+    harness = _compacting_harness(provider)
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the loop called up into the facade")
+
+    for name in ("provider_for", "system_prompt", "compact"):
+        setattr(harness, name, refuse)
+    compacted: list[Any] = []
+    harness.on("session_compact", compacted.append)
+
+    async def main() -> None:
+        for text in ("one", "two", "three"):
+            assert (await harness.prompt(text + " " + "z" * 400)).status == "done"
+
+    asyncio.run(main())
+    assert len(compacted) == 1 and len(provider.summary_signals) == 1
+
+
 def test_compaction_inside_a_run_stops_at_the_wall_clock_and_pauses() -> None:
     provider = _SummaryWatcher(hang=True)
     harness = _compacting_harness(provider, budget=Budget(wall_clock_s=5))
@@ -562,7 +584,7 @@ def test_a_self_transition_is_illegal_like_any_other(make_harness: Any, kit: Any
     run = harness.run_state
     assert run is not None and run.state is LoopState.AWAITING_TOOL
     with pytest.raises(IllegalTransitionError, match="AWAITING_TOOL -> AWAITING_TOOL"):
-        harness._parts.transition(run, LoopState.AWAITING_TOOL)
+        run.machine.transition(LoopState.AWAITING_TOOL)
     moves = [(e.from_state, e.to_state) for e in log if e.type == "state_change"]
     assert all(a != b for a, b in moves)
 

@@ -56,3 +56,16 @@ def test_done_is_final() -> None:
     machine = StateMachine(state=LoopState.DONE)
     with pytest.raises(IllegalTransitionError, match="allowed from DONE: nothing"):
         machine.transition(LoopState.IDLE)
+
+
+def test_a_listener_attached_later_hears_every_move() -> None:
+    """A run restored from its record gets its listener when the loop takes it up."""
+    machine = StateMachine(state=LoopState.AWAITING_TOOL)
+    seen: list[tuple[LoopState, LoopState]] = []
+    machine.on_change = lambda a, b: seen.append((a, b))
+    machine.transition(LoopState.REFLECTING)
+    machine.transition(LoopState.DONE)
+    assert seen == [
+        (LoopState.AWAITING_TOOL, LoopState.REFLECTING),
+        (LoopState.REFLECTING, LoopState.DONE),
+    ]

@@ -223,7 +223,7 @@ def test_budget_counts_each_model_at_its_prices(servers):
         try:
             for text in ("one", "two"):  # a run's budget counts that run
                 await harness.prompt(text)
-                usage = harness._parts.budget.usage  # noqa: SLF001
+                usage = harness.budget.usage
                 spent.append((usage.tokens, usage.cost_usd))
         finally:
             await harness.close()

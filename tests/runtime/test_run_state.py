@@ -12,7 +12,7 @@ from harnessc.runtime.agent.context import ContextWindow
 from harnessc.runtime.agent.hooks import HookRunner
 from harnessc.runtime.agent.run_state import CallRecord, RunState
 from harnessc.runtime.core.budget import Budget, BudgetUsage
-from harnessc.runtime.core.loop import LoopState
+from harnessc.runtime.core.loop import LoopState, StateMachine
 from harnessc.runtime.core.message_size import estimate_context_tokens
 from harnessc.runtime.core.messages import (
     AssistantMessage,
@@ -33,7 +33,7 @@ def test_a_run_state_survives_json_exactly() -> None:
     )
     run = RunState(
         run_id="r1",
-        state=LoopState.AWAITING_TOOL,
+        machine=StateMachine(state=LoopState.AWAITING_TOOL),
         turn=2,
         turn_open=True,
         usage=BudgetUsage(turns=2, tool_calls=2, tokens=7, cost_usd=0.5),

@@ -1,6 +1,7 @@
 """The agent loop: the public ``AgentHarness`` facade and the parts it is made of.
 
 harness.py     the facade (today's API)       run_state.py  the persisted run record
+loop.py        what the steps share            loop_compaction.py compaction in a run
 driver.py      the loop's state machine        model_call.py one model call
 tool_batch.py  prepare -> execute -> finalize  budget_gate.py budget checks
 endings.py     pause / pull point / done / abort  hooks.py   hook runner + registry

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from harnessc.runtime.agent.parts import Parts
+from harnessc.runtime.agent.loop import AgentLoop
 from harnessc.runtime.core.budget import Budget, BudgetWarning
 from harnessc.runtime.core.events import BudgetWarnEvent
 from harnessc.runtime.core.messages import AssistantMessage
@@ -39,40 +39,40 @@ def reply_tokens(reply: AssistantMessage) -> int:
     return usage.total_tokens or (usage.input + usage.output + usage.cache_read + usage.cache_write)
 
 
-def count_reply(parts: Parts, reply: AssistantMessage) -> None:
-    parts.budget.usage.tokens += reply_tokens(reply)
-    parts.budget.usage.cost_usd += reply.usage.cost.total
+def count_reply(loop: AgentLoop, reply: AssistantMessage) -> None:
+    loop.budget.usage.tokens += reply_tokens(reply)
+    loop.budget.usage.cost_usd += reply.usage.cost.total
 
 
-async def _warn(parts: Parts, warning: BudgetWarning) -> None:
-    await parts.bus.emit(
+async def _warn(loop: AgentLoop, warning: BudgetWarning) -> None:
+    await loop.bus.emit(
         BudgetWarnEvent(
             limit=warning.limit, used=warning.used, maximum=warning.maximum, level=warning.level
         )
     )
 
 
-async def check(parts: Parts, limits: tuple[str, ...], pending: int = 0) -> str | None:
+async def check(loop: AgentLoop, limits: tuple[str, ...], pending: int = 0) -> str | None:
     """None when ``pending`` more fits ``limits``, else the pause reason."""
-    warnings = parts.budget.check(limits, pending=pending)
+    warnings = loop.budget.check(limits, pending=pending)
     for warning in warnings:
         if warning.level == "soft":
-            await _warn(parts, warning)
+            await _warn(loop, warning)
     hard = [w for w in warnings if w.level == "hard"]
     if not hard:
         return None
     first = hard[0]
     event = BudgetWarnEvent(limit=first.limit, used=first.used, maximum=first.maximum, level="hard")
     raised = False
-    for result in await parts.hooks.run("on_budget_exceeded", event):
+    for result in await loop.hooks.run("on_budget_exceeded", event):
         if isinstance(result, Budget):
-            parts.budget.raise_limits(result)
+            loop.budget.raise_limits(result)
             raised = True
     if raised:
-        again = parts.budget.check(limits, pending=pending)
+        again = loop.budget.check(limits, pending=pending)
         for warning in again:
             if warning.level == "soft":
-                await _warn(parts, warning)
+                await _warn(loop, warning)
         still = [w for w in again if w.level == "hard"]
         if not still:
             return None
@@ -80,17 +80,17 @@ async def check(parts: Parts, limits: tuple[str, ...], pending: int = 0) -> str 
         event = BudgetWarnEvent(
             limit=first.limit, used=first.used, maximum=first.maximum, level="hard"
         )
-    await parts.bus.emit(event)
+    await loop.bus.emit(event)
     return f"budget_exceeded:{first.limit}"
 
 
-def deadline(parts: Parts) -> float | None:
+def deadline(loop: AgentLoop) -> float | None:
     """When the wall-clock budget runs out, on the running loop's clock (``loop.time()``);
     None without a wall-clock limit."""
-    limit = parts.budget.budget.wall_clock_s
+    limit = loop.budget.budget.wall_clock_s
     if limit is None:
         return None
-    remaining = max(0.0, limit - parts.budget.elapsed())
+    remaining = max(0.0, limit - loop.budget.elapsed())
     return asyncio.get_running_loop().time() + remaining
 
 

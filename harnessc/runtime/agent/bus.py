@@ -14,11 +14,12 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from harnessc.runtime.core.events import ErrorEvent, Event, describe_exception
+from harnessc.runtime.core.events import ErrorEvent, Event, StateChangeEvent, describe_exception
 from harnessc.runtime.core.hooks import PauseRequest
 
 if TYPE_CHECKING:
     from harnessc.runtime.agent.hooks import HookRunner
+    from harnessc.runtime.core.loop import LoopState
 
 __all__ = ["EventBus"]
 
@@ -60,6 +61,10 @@ class EventBus:
             except RuntimeError:
                 return
             self._flusher = loop.create_task(self.flush())
+
+    def state_changed(self, source: LoopState, target: LoopState) -> None:
+        """Announce a run's state change (a ``StateMachine``'s listener)."""
+        self.emit_soon(StateChangeEvent(from_state=source.value, to_state=target.value))
 
     async def flush(self) -> None:
         """Deliver the queued events, after the ones a scheduled flush is delivering."""

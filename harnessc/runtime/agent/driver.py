@@ -3,7 +3,7 @@
 PLANNING is a model call, EXECUTING runs the tool calls it asked for, REFLECTING decides
 what comes next (another model call, a pause, or DONE). ``drive`` is the only loop:
 it calls the step of the current state and applies what the step returned, so every
-transition goes through ``Parts.transition``.
+transition goes through the run's ``StateMachine``.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any
 
 from harnessc.runtime.agent import budget_gate, endings, model_call, tool_batch, typed_result
 from harnessc.runtime.agent.hooks import coerce
+from harnessc.runtime.agent.loop import AgentLoop
 from harnessc.runtime.agent.loop_compaction import auto_compact, recover_overflow
-from harnessc.runtime.agent.parts import Parts
 from harnessc.runtime.agent.results import RunResult, RunStatus
 from harnessc.runtime.agent.run_state import RunState
 from harnessc.runtime.core.events import (
@@ -83,121 +83,121 @@ def _replay() -> Any:
 # -- turns -------------------------------------------------------------------------
 
 
-async def open_turn(parts: Parts, run: RunState) -> str | None:
+async def open_turn(loop: AgentLoop, run: RunState) -> str | None:
     """Start a turn (turn_start), unless the turn budget is spent (the pause reason)."""
-    if (reason := await budget_gate.check(parts, ("turns",), pending=1)) is not None:
+    if (reason := await budget_gate.check(loop, ("turns",), pending=1)) is not None:
         return reason
     run.turn += 1
     run.turn_open = True
-    parts.budget.usage.turns += 1
-    await parts.bus.emit(TurnStartEvent(turn=run.turn))
+    loop.budget.usage.turns += 1
+    await loop.bus.emit(TurnStartEvent(turn=run.turn))
     return None
 
 
-async def end_turn(parts: Parts, run: RunState) -> None:
+async def end_turn(loop: AgentLoop, run: RunState) -> None:
     if not run.turn_open:
         return
     run.turn_open = False
     results = [r.result for r in run.calls if r.result is not None]
-    await parts.bus.emit(TurnEndEvent(turn=run.turn, message=run.reply, tool_results=results))
-    if parts.session.path is not None:  # fsync off the loop: other sessions keep running
-        await run_blocking(parts.session.sync)
+    await loop.bus.emit(TurnEndEvent(turn=run.turn, message=run.reply, tool_results=results))
+    if loop.session.path is not None:  # fsync off the loop: other sessions keep running
+        await run_blocking(loop.session.sync)
     else:
-        parts.session.sync()
+        loop.session.sync()
 
 
 # -- the steps ---------------------------------------------------------------------
 
 
-async def plan_step(parts: Parts, run: RunState) -> Next:
+async def plan_step(loop: AgentLoop, run: RunState) -> Next:
     """PLANNING: one model call (or the calls left over from a pause)."""
     if run.reply is not None and run.to_run:
         return LoopState.EXECUTING
-    if (reason := await budget_gate.check(parts, budget_gate.SPEND_LIMITS)) is not None:
+    if (reason := await budget_gate.check(loop, budget_gate.SPEND_LIMITS)) is not None:
         return Pause(reason)
-    if parts.settings.pending_resources is not None:
-        await parts.settings.apply_resources()
-    await parts.bus.flush()
-    if not run.turn_open and (reason := await open_turn(parts, run)) is not None:
+    if loop.settings.pending_resources is not None:
+        await loop.settings.apply_resources()
+    await loop.bus.flush()
+    if not run.turn_open and (reason := await open_turn(loop, run)) is not None:
         return Pause(reason)
-    if (reason := await auto_compact(parts)) is not None:
+    if (reason := await auto_compact(loop)) is not None:
         return Pause(reason)
-    request, deadline = await model_call.make_request(parts, run)
-    reply = await model_call.stream_reply(parts, request, deadline)
-    budget_gate.count_reply(parts, reply)
+    request, deadline = await model_call.make_request(loop, run)
+    reply = await model_call.stream_reply(loop, request, deadline)
+    budget_gate.count_reply(loop, reply)
     run.set_reply(reply)
     if reply.stop_reason == "aborted":
         raise asyncio.CancelledError()
     if reply.stop_reason == "error":
-        return await _failed_reply(parts, run)
+        return await _failed_reply(loop, run)
     if reply.stop_reason == "length" and run.calls:
-        await tool_batch.commit_plan(parts, run, runnable=False)
+        await tool_batch.commit_plan(loop, run, runnable=False)
         for record in run.planned:
             await tool_batch.block(
-                parts,
+                loop,
                 run,
                 record,
                 "Tool call was not executed: the reply hit the output token limit "
                 "(stop reason 'length'), so its arguments may be incomplete.",
             )
         return LoopState.EXECUTING
-    await tool_batch.commit_plan(parts, run)
+    await tool_batch.commit_plan(loop, run)
     return LoopState.EXECUTING
 
 
-async def _failed_reply(parts: Parts, run: RunState) -> Next:
+async def _failed_reply(loop: AgentLoop, run: RunState) -> Next:
     reply = run.reply
     assert reply is not None
     recovered: bool | str = False
     if reply.context_overflow and not run.overflow_retried:
-        recovered = await recover_overflow(parts)
+        recovered = await recover_overflow(loop)
         if recovered is True:
             run.overflow_retried = True
             run.calls = []
             return _AGAIN  # the same turn, once more after compaction
-    await tool_batch.commit_plan(parts, run, runnable=False)
+    await tool_batch.commit_plan(loop, run, runnable=False)
     for record in run.planned:
         await tool_batch.block(
-            parts, run, record, "Tool call was not executed: the model reply failed."
+            loop, run, record, "Tool call was not executed: the model reply failed."
         )
-    await tool_batch.commit(parts, run)
+    await tool_batch.commit(loop, run)
     if isinstance(recovered, str):  # the time ran out while compacting
-        await end_turn(parts, run)
+        await end_turn(loop, run)
         return Pause(recovered)
     if reply.error_message == model_call.WALL_CLOCK_STOP:
-        reason = await budget_gate.check(parts, ("wall_clock_s",))
+        reason = await budget_gate.check(loop, ("wall_clock_s",))
         if reason is None:  # a handler extended the clock: ask again in the same turn
             return _AGAIN
-        await end_turn(parts, run)
+        await end_turn(loop, run)
         return Pause(reason)
-    await end_turn(parts, run)
+    await end_turn(loop, run)
     message = reply.error_message or "model call failed"
-    await parts.bus.emit(ErrorEvent(source="provider", message=message, fatal=True))
+    await loop.bus.emit(ErrorEvent(source="provider", message=message, fatal=True))
     return Finish("error", message)
 
 
-async def execute_step(parts: Parts, run: RunState) -> Next:
+async def execute_step(loop: AgentLoop, run: RunState) -> Next:
     """EXECUTING: run the planned tool calls."""
-    reason = await tool_batch.run_batch(parts, run)
+    reason = await tool_batch.run_batch(loop, run)
     if run.awaiting:
         return AwaitTools()
     if reason is not None:
         return Pause(reason)
     if run.held and run.pause_requested:  # a call waits for approval: the rest waits too
         return Pause(run.pause_requested)
-    await tool_batch.commit(parts, run, partial=True)
+    await tool_batch.commit(loop, run, partial=True)
     return LoopState.REFLECTING
 
 
-async def reflect_step(parts: Parts, run: RunState) -> Next:
+async def reflect_step(loop: AgentLoop, run: RunState) -> Next:
     """REFLECTING: decide between more tool calls, another model call, a pause and DONE."""
     if run.to_run:
         return LoopState.EXECUTING
-    await end_turn(parts, run)
+    await end_turn(loop, run)
     if run.pause_requested:
         return Pause(run.pause_requested)
-    if parts.options.output is not None:  # a typed run ends with a valid answer
-        verdict = await typed_result.judge(parts, run)
+    if loop.options.output is not None:  # a typed run ends with a valid answer
+        verdict = await typed_result.judge(loop, run)
         if verdict is not None:
             if verdict.retry:
                 return LoopState.PLANNING
@@ -205,25 +205,25 @@ async def reflect_step(parts: Parts, run: RunState) -> Next:
     had_calls = bool(run.calls)
     if had_calls and all(r.terminate for r in run.calls):
         return Finish("done", _termination_reason(run))
-    if steering := parts.dequeue("steering"):
+    if steering := loop.dequeue("steering"):
         for message in steering:
-            await parts.append(message)
+            await loop.append(message)
         return LoopState.PLANNING
     if had_calls:
         return LoopState.PLANNING
-    if follow := parts.dequeue("follow_up"):
+    if follow := loop.dequeue("follow_up"):
         for message in follow:
-            await parts.append(message)
+            await loop.append(message)
         return LoopState.PLANNING
     stopped = False
-    event = BeforeStopEvent(message=run.reply, messages=list(parts.context.messages))
-    for decision in await parts.hooks.run("before_stop", event):
+    event = BeforeStopEvent(message=run.reply, messages=list(loop.context.messages))
+    for decision in await loop.hooks.run("before_stop", event):
         if isinstance(decision, PauseRequest):
             return Pause(decision.reason)
         decision = coerce(decision, StopDecision)
         if decision.continue_:
             for message in decision.messages:
-                await parts.append(message)
+                await loop.append(message)
             return LoopState.PLANNING
         stopped = True
     if run.pause_requested:
@@ -243,7 +243,7 @@ def _termination_reason(run: RunState) -> str:
     return "tool_terminated"
 
 
-_STEPS: dict[LoopState, Callable[[Parts, RunState], Awaitable[Next]]] = {
+_STEPS: dict[LoopState, Callable[[AgentLoop, RunState], Awaitable[Next]]] = {
     LoopState.PLANNING: plan_step,
     LoopState.EXECUTING: execute_step,
     LoopState.REFLECTING: reflect_step,
@@ -251,7 +251,7 @@ _STEPS: dict[LoopState, Callable[[Parts, RunState], Awaitable[Next]]] = {
 
 
 async def drive(
-    parts: Parts, run: RunState, opening: Awaitable[str | Finish | None] | None = None
+    loop: AgentLoop, run: RunState, opening: Awaitable[str | Finish | None] | None = None
 ) -> RunResult:
     """Walk the machine from the run's state until DONE or a pull point.
 
@@ -264,32 +264,32 @@ async def drive(
             reason = await opening
             opening = None  # a finished coroutine keeps its memory while it is referenced
             if isinstance(reason, Finish):
-                return await endings.finish(parts, run, reason.status, reason.reason)
+                return await endings.finish(loop, run, reason.status, reason.reason)
             if reason is not None:
-                return await endings.pause(parts, run, reason)
+                return await endings.pause(loop, run, reason)
         while True:
             step = _STEPS.get(run.state)
             if step is None:  # pragma: no cover - the steps never leave the run elsewhere
                 raise RuntimeError(f"unexpected state {run.state.value}")
-            outcome = await step(parts, run)
+            outcome = await step(loop, run)
             if isinstance(outcome, LoopState):
-                parts.transition(run, outcome)
+                run.machine.transition(outcome)
             elif isinstance(outcome, Again):
                 continue
             elif isinstance(outcome, Pause):
-                return await endings.pause(parts, run, outcome.reason)
+                return await endings.pause(loop, run, outcome.reason)
             elif isinstance(outcome, AwaitTools):
-                return await endings.await_tools(parts, run)
+                return await endings.await_tools(loop, run)
             else:
                 return await endings.finish(
-                    parts, run, outcome.status, outcome.reason, outcome.output
+                    loop, run, outcome.status, outcome.reason, outcome.output
                 )
     except asyncio.CancelledError:
         # The run's own ending: ``abort`` (it aborts the signal, then cancels the task
         # the run is on) or a CancelledError raised inside the run (a blocked prompt, a
         # reply the provider ended as aborted). A cancellation someone else asked for
         # is the caller's: the run is recorded as aborted, then it is passed on.
-        signal = parts.signal
+        signal = loop.signal
         task = asyncio.current_task()
         requested = task is not None and task.cancelling() > 0
         own = (signal is not None and signal.aborted) or not requested
@@ -297,63 +297,63 @@ async def drive(
             task.uncancel()
         if signal is not None and not own:
             signal.abort("cancelled")
-        result = await endings.aborted(parts, run)
+        result = await endings.aborted(loop, run)
         if not own:
             raise
         return result
     except Exception as exc:
-        return await endings.crashed(parts, run, exc)
+        return await endings.crashed(loop, run, exc)
 
 
 # -- entries ----------------------------------------------------------------------
 
 
 def begin(
-    parts: Parts, message: Message, prompt_text: str, images: list[UserContent]
+    loop: AgentLoop, message: Message, prompt_text: str, images: list[UserContent]
 ) -> Coroutine[Any, Any, RunResult]:
     """A new run on ``message`` (a paused run is abandoned first).
 
     With nothing to abandon the run is ``drive`` itself, so no coroutine of ``begin``
     waits for it to end (a process running a thousand runs holds a thousand fewer).
     """
-    run = RunState(run_id=(parts.options.run_inputs or LIVE).new_run_id())
-    if parts.run is not None:
-        return _abandon_first(parts, parts.run, run, message, prompt_text, images)
-    return _drive_new(parts, run, message, prompt_text, images)
+    run = RunState(run_id=(loop.options.run_inputs or LIVE).new_run_id())
+    if loop.run is not None:
+        return _abandon_first(loop, loop.run, run, message, prompt_text, images)
+    return _drive_new(loop, run, message, prompt_text, images)
 
 
 async def _abandon_first(
-    parts: Parts,
+    loop: AgentLoop,
     previous: RunState,
     run: RunState,
     message: Message,
     prompt_text: str,
     images: list[UserContent],
 ) -> RunResult:
-    await abandon(parts, previous)
-    return await _drive_new(parts, run, message, prompt_text, images)
+    await abandon(loop, previous)
+    return await _drive_new(loop, run, message, prompt_text, images)
 
 
 def _drive_new(
-    parts: Parts, run: RunState, message: Message, prompt_text: str, images: list[UserContent]
+    loop: AgentLoop, run: RunState, message: Message, prompt_text: str, images: list[UserContent]
 ) -> Coroutine[Any, Any, RunResult]:
-    parts.run = run
-    parts.budget.usage = run.usage
-    parts.budget.raise_limits(parts.budget.budget)
-    return drive(parts, run, _open(parts, run, message, prompt_text, images))
+    loop.adopt(run)
+    loop.budget.usage = run.usage
+    loop.budget.raise_limits(loop.budget.budget)
+    return drive(loop, run, _open(loop, run, message, prompt_text, images))
 
 
 async def _open(
-    parts: Parts, run: RunState, message: Message, prompt_text: str, images: list[UserContent]
+    loop: AgentLoop, run: RunState, message: Message, prompt_text: str, images: list[UserContent]
 ) -> str | None:
     """A new run's start: its hooks and events, the first turn, the prompt's entries."""
-    await parts.bus.flush()
-    parts.transition(run, LoopState.PLANNING)
-    settings = parts.settings
+    await loop.bus.flush()
+    run.machine.transition(LoopState.PLANNING)
+    settings = loop.settings
     start_event = BeforeAgentStartEvent(
         prompt=prompt_text,
         images=list(images) or None,
-        system_prompt=await parts.host.system_prompt(),
+        system_prompt=await loop.system_prompt(),
         resources=settings.resources,
     )
     extra: list[Message] = []
@@ -368,9 +368,9 @@ async def _open(
             start_event.system_prompt = result.system_prompt  # the next handler sees it
             run.system_prompt = result.system_prompt  # this run only
 
-    await parts.hooks.run("before_agent_start", start_event, on_result=take_start)
+    await loop.hooks.run("before_agent_start", start_event, on_result=take_start)
     settings.record_if_new()
-    await parts.bus.emit(
+    await loop.bus.emit(
         AgentStartEvent(
             prompt=prompt_text,
             run_id=run.run_id,
@@ -379,66 +379,66 @@ async def _open(
             active_tools=list(settings.active_tool_names),
         )
     )
-    reason = await open_turn(parts, run)
-    await parts.append(message)
+    reason = await open_turn(loop, run)
+    await loop.append(message)
     for item in extra:
-        await parts.append(item)
+        await loop.append(item)
     return reason
 
 
-async def abandon(parts: Parts, previous: RunState) -> None:
+async def abandon(loop: AgentLoop, previous: RunState) -> None:
     """A new prompt abandons a paused run: every call without a result gets an error one."""
-    _replay().record_resume(parts.session, run_id=previous.run_id, abandoned=True)
+    _replay().record_resume(loop.session, run_id=previous.run_id, abandoned=True)
     text = "No result provided: the paused run was abandoned for a new prompt."
     for record in previous.calls:
         if record.result is None:
             record.result = ToolResultMessage(
                 record.call.id, record.call.name, [TextContent(text)], is_error=True
             )
-    await tool_batch.commit(parts, previous)
-    parts.run = None
+    await tool_batch.commit(loop, previous)
+    loop.run = None
 
 
 def resume_tools(
-    parts: Parts, run: RunState, results: dict[str, Any]
+    loop: AgentLoop, run: RunState, results: dict[str, Any]
 ) -> Coroutine[Any, Any, RunResult]:
-    return drive(parts, run, _resume_tools(parts, run, results))
+    return drive(loop, run, _resume_tools(loop, run, results))
 
 
-async def _resume_tools(parts: Parts, run: RunState, results: dict[str, Any]) -> None:
-    await parts.bus.emit(AgentResumeEvent(run_id=run.run_id, reason="tool_results"))
-    _replay().record_resume(parts.session, run_id=run.run_id)
+async def _resume_tools(loop: AgentLoop, run: RunState, results: dict[str, Any]) -> None:
+    await loop.bus.emit(AgentResumeEvent(run_id=run.run_id, reason="tool_results"))
+    _replay().record_resume(loop.session, run_id=run.run_id)
     run.pause_reason = None
     for record in run.awaiting:
         result = tool_batch.external_result(results[record.id])
-        await tool_batch.finalize(parts, run, record, result, 0.0)
-    await tool_batch.commit(parts, run, partial=True)
-    parts.transition(run, LoopState.REFLECTING)
+        await tool_batch.finalize(loop, run, record, result, 0.0)
+    await tool_batch.commit(loop, run, partial=True)
+    run.machine.transition(LoopState.REFLECTING)
 
 
-def resume_paused(parts: Parts, run: RunState) -> Coroutine[Any, Any, RunResult]:
-    return drive(parts, run, _resume_paused(parts, run))
+def resume_paused(loop: AgentLoop, run: RunState) -> Coroutine[Any, Any, RunResult]:
+    return drive(loop, run, _resume_paused(loop, run))
 
 
-async def _resume_paused(parts: Parts, run: RunState) -> Finish | None:
+async def _resume_paused(loop: AgentLoop, run: RunState) -> Finish | None:
     """Continue a paused run. One paused after the model's last word (a review asked
     for at turn_end or before_stop) continues as pi's ``continue`` does: never with
     an assistant-last context; queued steering, else follow-up messages, are the next
     input, and without any the run ends there (done)."""
-    await parts.bus.emit(AgentResumeEvent(run_id=run.run_id, reason="paused"))
-    _replay().record_resume(parts.session, run_id=run.run_id)
+    await loop.bus.emit(AgentResumeEvent(run_id=run.run_id, reason="paused"))
+    _replay().record_resume(loop.session, run_id=run.run_id)
     run.pause_reason = None
     run.pause_requested = None
-    parts.transition(run, LoopState.PLANNING)
-    messages = parts.context.messages
+    run.machine.transition(LoopState.PLANNING)
+    messages = loop.context.messages
     last = messages[-1] if messages else None
     if run.to_run or not isinstance(last, AssistantMessage):
         return None
     if last.stop_reason in ("error", "aborted"):  # never sent: the context ends before it
         return None
-    queued = parts.dequeue("steering") or parts.dequeue("follow_up")
+    queued = loop.dequeue("steering") or loop.dequeue("follow_up")
     for message in queued:
-        await parts.append(message)
+        await loop.append(message)
     if queued:
         return None
     return Finish("done", "goal_met" if last.text.strip() else "no_plan")

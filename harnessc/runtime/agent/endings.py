@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from harnessc.runtime.agent import tool_batch
-from harnessc.runtime.agent.parts import Parts
+from harnessc.runtime.agent.loop import AgentLoop
 from harnessc.runtime.agent.results import RunResult, RunStatus
 from harnessc.runtime.agent.run_state import RunState
 from harnessc.runtime.core.events import (
@@ -24,13 +24,13 @@ from harnessc.runtime.core.loop import LoopState
 __all__ = ["aborted", "await_tools", "crashed", "finish", "pause", "record_pause"]
 
 
-def record_pause(parts: Parts, run: RunState, reason: str) -> None:
+def record_pause(loop: AgentLoop, run: RunState, reason: str) -> None:
     from harnessc.runtime.session import replay  # on first use: start-up stays lean
 
     pending = [r.call for r in run.calls if r.result is None]
-    data = run.to_dict(wall_clock_s=parts.budget.elapsed())
+    data = run.to_dict(wall_clock_s=loop.budget.elapsed())
     replay.record_pause(
-        parts.session,
+        loop.session,
         reason,
         pending,
         run_id=run.run_id,
@@ -39,92 +39,92 @@ def record_pause(parts: Parts, run: RunState, reason: str) -> None:
         usage=data["usage"],
         run=data,
     )
-    parts.session.sync()
+    loop.session.sync()
 
 
-def _sync_budget(parts: Parts, run: RunState) -> None:
-    run.limits = parts.budget.budget
-    run.warned = parts.budget.warned
+def _sync_budget(loop: AgentLoop, run: RunState) -> None:
+    run.limits = loop.budget.budget
+    run.warned = loop.budget.warned
 
 
-async def pause(parts: Parts, run: RunState, reason: str) -> RunResult:
+async def pause(loop: AgentLoop, run: RunState, reason: str) -> RunResult:
     if run.turn_open and run.state is not LoopState.REFLECTING:
-        await tool_batch.commit(parts, run, partial=True)
-    parts.transition(run, LoopState.IDLE)
+        await tool_batch.commit(loop, run, partial=True)
+    run.machine.transition(LoopState.IDLE)
     run.pause_reason = reason
     run.pause_requested = None
-    _sync_budget(parts, run)
-    record_pause(parts, run, reason)
+    _sync_budget(loop, run)
+    record_pause(loop, run, reason)
     pending = run.unanswered
-    await parts.bus.emit(
+    await loop.bus.emit(
         AgentPauseEvent(run_id=run.run_id, reason=reason, pending_tool_calls=pending)
     )
     return RunResult(
         status="paused",
         reason=reason,
         pending_tool_calls=pending,
-        messages=list(parts.new_messages),
+        messages=list(loop.new_messages),
     )
 
 
-async def await_tools(parts: Parts, run: RunState) -> RunResult:
-    await tool_batch.commit(parts, run, partial=True)
-    parts.transition(run, LoopState.AWAITING_TOOL)
+async def await_tools(loop: AgentLoop, run: RunState) -> RunResult:
+    await tool_batch.commit(loop, run, partial=True)
+    run.machine.transition(LoopState.AWAITING_TOOL)
     run.pause_reason = "awaiting_tool"
-    _sync_budget(parts, run)
-    record_pause(parts, run, "awaiting_tool")
+    _sync_budget(loop, run)
+    record_pause(loop, run, "awaiting_tool")
     pending = [r.call for r in run.awaiting]
-    await parts.bus.emit(
+    await loop.bus.emit(
         AgentPauseEvent(run_id=run.run_id, reason="awaiting_tool", pending_tool_calls=pending)
     )
     return RunResult(
         status="awaiting_tool",
         reason="awaiting_tool",
         pending_tool_calls=pending,
-        messages=list(parts.new_messages),
+        messages=list(loop.new_messages),
     )
 
 
-def _close(parts: Parts, run: RunState, state: LoopState) -> None:
-    parts.session.sync()
-    parts.run = None
-    parts.last_state = state
+def _close(loop: AgentLoop, run: RunState, state: LoopState) -> None:
+    loop.session.sync()
+    loop.run = None
+    loop.last_state = state
 
 
 async def finish(
-    parts: Parts, run: RunState, status: RunStatus, reason: str, output: Any = None
+    loop: AgentLoop, run: RunState, status: RunStatus, reason: str, output: Any = None
 ) -> RunResult:
-    parts.transition(run, LoopState.DONE)
+    run.machine.transition(LoopState.DONE)
     run.finish_reason = reason
-    messages = list(parts.new_messages)
-    config = parts.options.output
+    messages = list(loop.new_messages)
+    config = loop.options.output
     shown = config.to_json(output) if config is not None and status == "done" else None
-    await parts.bus.emit(
+    await loop.bus.emit(
         AgentEndEvent(
             run_id=run.run_id, status=status, reason=reason, messages=messages, output=shown
         )
     )
-    _close(parts, run, LoopState.DONE)
+    _close(loop, run, LoopState.DONE)
     return RunResult(status=status, reason=reason, messages=messages, output=output)
 
 
-async def aborted(parts: Parts, run: RunState) -> RunResult:
+async def aborted(loop: AgentLoop, run: RunState) -> RunResult:
     """After an abort: every call left without a result gets an error result (no hooks)."""
-    await tool_batch.abort_unfinished(parts, run, "No result provided: the run was aborted.")
-    signal = parts.signal
+    await tool_batch.abort_unfinished(loop, run, "No result provided: the run was aborted.")
+    signal = loop.signal
     reason = signal.reason if signal is not None and signal.aborted else "aborted"
-    await parts.bus.emit(AbortEvent(reason=reason))
+    await loop.bus.emit(AbortEvent(reason=reason))
     if run.state not in (LoopState.IDLE, LoopState.DONE):
-        parts.transition(run, LoopState.IDLE)
-    messages = list(parts.new_messages)
-    await parts.bus.emit(
+        run.machine.transition(LoopState.IDLE)
+    messages = list(loop.new_messages)
+    await loop.bus.emit(
         AgentEndEvent(run_id=run.run_id, status="aborted", reason=reason, messages=messages)
     )
-    _close(parts, run, LoopState.IDLE)
+    _close(loop, run, LoopState.IDLE)
     return RunResult(status="aborted", reason=reason, messages=messages)
 
 
-async def crashed(parts: Parts, run: RunState, exc: Exception) -> RunResult:
+async def crashed(loop: AgentLoop, run: RunState, exc: Exception) -> RunResult:
     from harnessc.runtime.core.hooks import FailRun
     from harnessc.runtime.session.entries import SessionError
 
@@ -134,16 +134,16 @@ async def crashed(parts: Parts, run: RunState, exc: Exception) -> RunResult:
         message = str(exc)
     else:
         message = f"internal error: {describe_exception(exc)}"
-    await parts.bus.emit(ErrorEvent(source="harness", message=message, fatal=True))
+    await loop.bus.emit(ErrorEvent(source="harness", message=message, fatal=True))
     try:
-        await tool_batch.abort_unfinished(parts, run, f"No result provided: {message}")
+        await tool_batch.abort_unfinished(loop, run, f"No result provided: {message}")
     except Exception:
         pass
     if run.state not in (LoopState.IDLE, LoopState.DONE):
-        parts.transition(run, LoopState.IDLE)
-    messages = list(parts.new_messages)
-    await parts.bus.emit(
+        run.machine.transition(LoopState.IDLE)
+    messages = list(loop.new_messages)
+    await loop.bus.emit(
         AgentEndEvent(run_id=run.run_id, status="error", reason=message, messages=messages)
     )
-    _close(parts, run, LoopState.IDLE)
+    _close(loop, run, LoopState.IDLE)
     return RunResult(status="error", reason=message, messages=messages)

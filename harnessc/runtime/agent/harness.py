@@ -1,4 +1,6 @@
-"""AgentHarness: the public facade over the loop's parts.
+"""AgentHarness: the public facade over the agent loop: running, settings (model,
+thinking level, tools, resources, budget, message queues), events and hooks,
+compaction and tree moves.
 
 One run (``prompt`` or ``resume``) walks IDLE -> PLANNING -> EXECUTING -> REFLECTING ...
 until DONE, or back to IDLE on a pause (see ``driver``). The run's state is one
@@ -9,12 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.agent import driver, restore, session_moves
-from harnessc.runtime.agent.facade_settings import SettingsFacade
-from harnessc.runtime.agent.parts import Parts
+from harnessc.runtime.agent.loop import AgentLoop
 from harnessc.runtime.agent.results import HarnessBusyError, RunResult
 from harnessc.runtime.agent.run_state import RunState
 from harnessc.runtime.agent.settings import DEFAULT_SYSTEM_PROMPT
@@ -33,15 +34,20 @@ from harnessc.runtime.core.messages import (
 )
 from harnessc.runtime.core.options import (
     AgentHarnessOptions,
+    AgentHarnessStreamOptions,
     Model,
+    ThinkingLevel,
+    ToolContextSource,
 )
 from harnessc.runtime.core.signal import AbortSignal
-from harnessc.runtime.providers.base import Provider
+from harnessc.runtime.providers.base import Provider, ToolSpec
+from harnessc.runtime.resources.types import AgentHarnessResources
 from harnessc.runtime.session.session import Session
+from harnessc.runtime.tools.base import AgentTool
 
 if TYPE_CHECKING:
     from harnessc.runtime.extensions.base import CompactionPipeline, HarnessContext
-    from harnessc.runtime.providers.pool import ProviderPool
+    from harnessc.runtime.session.compaction.trigger import CompactionSettings
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "AgentHarness"]
 
@@ -54,29 +60,21 @@ _OTEL_SWITCHES = (
 )
 
 
-class AgentHarness(SettingsFacade):
+class AgentHarness:
     """The agent: options + session + resources + hooks, one run at a time."""
 
     def __init__(self, options: AgentHarnessOptions) -> None:
         self.options = options
         self.session: Session = options.session if options.session is not None else Session()
         self.commands = CommandRegistry()
-        self._parts = Parts(options, self.session, self)
-        self._parts.hooks.host = self
+        self._loop = AgentLoop(options, self.session, self)
         self._task: asyncio.Task[Any] | None = None  # the task a run's body is on
         self._idle: asyncio.Future[None] | None = None  # made by wait_for_idle
-        self._busy = False
         self._watcher: Any = None
         self._closers: list[Callable[[], Awaitable[None]]] = []
-        self._pool: ProviderPool | None = None  # this harness's providers and HTTP clients
-        # Set by the compaction extension; None means CompactionSettings() defaults.
-        self.compaction_settings: Any = None
-        self.compactor: Any = None
-        # Set by the compaction extension: owns the trigger, runs on overflow.
-        self.compaction_pipeline: CompactionPipeline | None = None
         for spec in options.hooks:
-            self._parts.hooks.add(spec.moment, spec.handler, spec)
-        restore.from_session(self._parts)
+            self._loop.hooks.add(spec.moment, spec.handler, spec)
+        restore.from_session(self._loop)
         context: HarnessContext = self  # the typed seam extensions see (checked by mypy)
         for extension in options.extensions:
             extension.install(context)
@@ -89,36 +87,36 @@ class AgentHarness(SettingsFacade):
 
     @property
     def state(self) -> LoopState:
-        return self._parts.state
+        return self._loop.state
 
     @property
     def run_state(self) -> RunState | None:
         """The record of the open run (None when no run is open)."""
-        return self._parts.run
+        return self._loop.run
 
     @property
     def is_busy(self) -> bool:
-        return self._busy
+        return self._loop.busy
 
     @property
     def budget(self) -> BudgetTracker:
-        return self._parts.budget
+        return self._loop.budget
 
     @property
     def messages(self) -> list[Message]:
         """The model context as it stands (compaction summary first when compacted)."""
-        return list(self._parts.context.messages)
+        return list(self._loop.context.messages)
 
     @property
     def signal(self) -> AbortSignal | None:
         """The abort signal of the running run (None when idle)."""
-        return self._parts.signal
+        return self._loop.signal
 
     @property
     def pending_tool_calls(self) -> list[ToolCall]:
         """Calls without a result in a paused run (external ones when awaiting a tool)."""
-        run = self._parts.run
-        if run is None or self._busy:
+        run = self._loop.run
+        if run is None or self._loop.busy:
             return []
         if run.state is LoopState.AWAITING_TOOL:
             return [r.call for r in run.awaiting]
@@ -129,15 +127,15 @@ class AgentHarness(SettingsFacade):
         """Calls of a paused run held for approval (a permission ``ask``, a hook's pause):
         what ``resume(approvals=...)`` answers. In a sequential batch the calls after a
         held one are pending but not held until they are reached."""
-        run = self._parts.run
-        if run is None or self._busy:
+        run = self._loop.run
+        if run is None or self._loop.busy:
             return []
         return [r.call for r in run.held]
 
     @property
     def paused_reason(self) -> str | None:
-        run = self._parts.run
-        if run is None or self._busy:
+        run = self._loop.run
+        if run is None or self._loop.busy:
             return None
         if run.state is LoopState.AWAITING_TOOL:
             return "awaiting_tool"
@@ -147,26 +145,122 @@ class AgentHarness(SettingsFacade):
         nested = [kind for r in run.calls if r.result is None for _, kind, _ in r.nested_calls()]
         return "awaiting_tool" if "tool" in nested else "paused"
 
+    # -- settings (each change takes effect at the next turn) ---------------------------
+
+    @property
+    def models(self) -> dict[str, Model]:
+        return self._loop.settings.models
+
+    @property
+    def model(self) -> Model:
+        return self._loop.settings.model
+
+    @property
+    def thinking_level(self) -> ThinkingLevel:
+        return self._loop.settings.thinking_level
+
+    @property
+    def resources(self) -> AgentHarnessResources:
+        return self._loop.settings.resources
+
+    @property
+    def pending_resources(self) -> AgentHarnessResources | None:
+        """Resources waiting for the next turn (set while a run was busy)."""
+        return self._loop.settings.pending_resources
+
+    @property
+    def tools(self) -> dict[str, AgentTool]:
+        return dict(self._loop.settings.tools)
+
+    @property
+    def active_tool_names(self) -> list[str]:
+        return list(self._loop.settings.active_tool_names)
+
+    @property
+    def stream_options(self) -> AgentHarnessStreamOptions:
+        return self._loop.settings.stream_options
+
+    def model_key(self) -> str:
+        return self._loop.settings.model_key()
+
+    async def set_model(self, model: str | Model) -> None:
+        await self._loop.settings.set_model(model)
+
+    async def set_thinking_level(self, level: ThinkingLevel | str) -> None:
+        await self._loop.settings.set_thinking_level(level)
+
+    async def set_active_tools(self, names: Sequence[str]) -> None:
+        await self._loop.settings.set_active_tools(names)
+
+    def add_tools(self, tools: Iterable[AgentTool], *, activate: bool = True) -> None:
+        """Add tools (extensions contribute theirs at install time)."""
+        self._loop.settings.add_tools(tools, activate=activate)
+
+    def remove_tools(self, names: Iterable[str]) -> list[str]:
+        """Remove tools (an MCP server stopped offering them); takes effect at the next
+        model call. Returns the names that were there."""
+        return self._loop.settings.remove_tools(names)
+
+    async def set_resources(self, resources: AgentHarnessResources) -> None:
+        """New skills and templates; applied now when idle, else at the next turn."""
+        if self._loop.busy:
+            self._loop.settings.pending_resources = resources
+            return
+        await self._loop.settings.apply_resources(resources)
+
+    @property
+    def tool_context(self) -> ToolContextSource:
+        """Where the tools' context comes from (the permission gate resolves paths in it)."""
+        return self._loop.settings.tool_context
+
+    def set_tool_context(self, source: ToolContextSource) -> None:
+        self._loop.settings.tool_context = source
+
+    def set_budget(self, budget: Budget) -> None:
+        self._loop.budget.raise_limits(budget)
+
+    def steer(self, message: str | UserMessage) -> None:
+        """Queue a message delivered after the current tool batch."""
+        self._loop.steering.append(_user_message(message))
+        self._loop.queue_changed()
+
+    def follow_up(self, message: str | UserMessage) -> None:
+        """Queue a message delivered when the agent would otherwise stop."""
+        self._loop.follow_up.append(_user_message(message))
+        self._loop.queue_changed()
+
+    def clear_queues(self) -> list[UserMessage]:
+        """Drop the queued steering and follow-up messages (an aborted run's); returns them."""
+        dropped = [*self._loop.steering, *self._loop.follow_up]
+        if dropped:
+            self._loop.steering.clear()
+            self._loop.follow_up.clear()
+            self._loop.queue_changed()
+        return dropped
+
+    def tool_specs(self) -> list[ToolSpec]:
+        return self._loop.settings.tool_specs()
+
     # -- events and hooks -----------------------------------------------------------
 
     def subscribe(self, listener: Callable[[Event], Any]) -> Callable[[], None]:
         """Call ``listener`` with every event; returns an unsubscribe callable."""
-        return self._parts.bus.subscribe(listener)
+        return self._loop.bus.subscribe(listener)
 
     def on(self, name: str, handler: Callable[..., Any]) -> Callable[[], None]:
         """Register ``handler`` on a hook moment or event (any name of any of the designs)."""
-        return self._parts.hooks.add(name, handler)
+        return self._loop.hooks.add(name, handler)
 
     async def call_hooks(self, moment: str, event: Any, tool_name: str | None = None) -> list[Any]:
         """Run the handlers of a moment (for parts of the runtime that own a moment)."""
-        return await self._parts.hooks.run(moment, event, tool_name)
+        return await self._loop.hooks.run(moment, event, tool_name)
 
     def has_handlers(self, moment: str) -> bool:
-        return self._parts.hooks.has(moment)
+        return self._loop.hooks.has(moment)
 
     async def emit(self, event: Event) -> list[Any]:
         """Number ``event``, hand it to every subscriber, then to ``on`` handlers of its type."""
-        return await self._parts.bus.emit(event)
+        return await self._loop.bus.emit(event)
 
     async def notice(self, source: str, message: str, level: str = "info") -> None:
         """Emit a notice event (extensions use it for non-fatal reports)."""
@@ -207,7 +301,7 @@ class AgentHarness(SettingsFacade):
     def _begin(
         self, message: Message, text: str, images: Sequence[ImageContent] | None
     ) -> Coroutine[Any, Any, RunResult]:
-        return driver.begin(self._parts, message, text, list(images or []))
+        return driver.begin(self._loop, message, text, list(images or []))
 
     async def resume(
         self,
@@ -222,7 +316,7 @@ class AgentHarness(SettingsFacade):
         ``ask``): call id -> True (run it) or False (refuse it).
         """
         self._check_idle()
-        run = self._parts.run
+        run = self._loop.run
         if run is None:
             raise RuntimeError("nothing to resume: the agent is not paused")
         # answers to calls a paused sub-agent waits on go to the call holding it
@@ -237,7 +331,7 @@ class AgentHarness(SettingsFacade):
             for call_id, allow in approvals.items():
                 held[call_id].approval = "allow" if allow else "deny"
         if budget is not None:
-            self._parts.budget.raise_limits(budget)
+            self._loop.budget.raise_limits(budget)
         if run.state is LoopState.AWAITING_TOOL:
             missing = [r.id for r in run.awaiting if not results or r.id not in results]
             if missing:
@@ -246,9 +340,9 @@ class AgentHarness(SettingsFacade):
                     f"missing: {', '.join(missing)}"
                 )
             assert results is not None
-            return await self._start(driver.resume_tools(self._parts, run, results))
+            return await self._start(driver.resume_tools(self._loop, run, results))
         if run.state is LoopState.IDLE:
-            return await self._start(driver.resume_paused(self._parts, run))
+            return await self._start(driver.resume_paused(self._loop, run))
         raise RuntimeError(f"cannot resume from state {run.state.value}")
 
     def prompt_sync(self, text: str, images: Sequence[ImageContent] | None = None) -> RunResult:
@@ -266,21 +360,21 @@ class AgentHarness(SettingsFacade):
 
     def abort(self, reason: str = "aborted") -> None:
         """Cancel the running provider request and tools; the run ends as ``aborted``."""
-        if self._parts.signal is not None:
-            self._parts.signal.abort(reason)
+        if self._loop.signal is not None:
+            self._loop.signal.abort(reason)
         task, self._task = self._task, None
         if task is not None:  # once per run; the run ends as aborted (driver.drive)
             task.cancel()
 
     async def wait_for_idle(self) -> None:
-        if not self._busy:
+        if not self._loop.busy:
             return
         if self._idle is None:
             self._idle = asyncio.get_running_loop().create_future()
         await asyncio.shield(self._idle)
 
     def _check_idle(self) -> None:
-        if self._busy:
+        if self._loop.busy:
             raise HarnessBusyError("the agent is busy with another run; wait for it or abort it")
 
     async def _start(self, body: Coroutine[Any, Any, RunResult]) -> RunResult:
@@ -288,49 +382,70 @@ class AgentHarness(SettingsFacade):
         one process each save one). ``abort`` cancels that task while the body runs; the
         driver turns its own cancellation into the run's ending, and re-raises any other
         (the caller was cancelled) once the run is recorded as aborted."""
-        parts = self._parts
-        self._busy = True
-        parts.signal = AbortSignal()
-        parts.new_messages = []
-        parts.budget.start_clock()
+        loop = self._loop
+        self._loop.busy = True
+        loop.signal = AbortSignal()
+        loop.new_messages = []
+        loop.budget.start_clock()
         self._task = asyncio.current_task()
         try:
             return await body
         finally:
             self._task = None
-            parts.budget.stop_clock()
-            self._busy = False
+            loop.budget.stop_clock()
+            self._loop.busy = False
             idle, self._idle = self._idle, None
             if idle is not None and not idle.done():
                 idle.set_result(None)
-            if parts.settings.pending_resources is not None:
-                await parts.settings.apply_resources()
+            if loop.settings.pending_resources is not None:
+                await loop.settings.apply_resources()
 
     # -- the model side ---------------------------------------------------------------
 
     async def system_prompt(self) -> str:
         """The system prompt for the next turn, with the model-invocable skills listed."""
-        return await self._parts.settings.system_prompt(self.options.system_prompt, self)
+        return await self._loop.system_prompt()
 
     def provider_for(self, model: Model) -> Provider:
         """The provider serving ``model`` (the options' provider when one is given)."""
-        if self.options.provider is not None:
-            return self.options.provider
-        if self._pool is None:  # made on first use: a harness that never calls stays light
-            from harnessc.runtime.providers.pool import ProviderPool
-
-            self._pool = ProviderPool(self.options.http_clients)  # shared: never closed here
-        return self._pool.get(model.api)
+        return self._loop.provider_for(model)
 
     # -- context, compaction, tree ------------------------------------------------------
 
+    @property
+    def compaction_settings(self) -> CompactionSettings | None:
+        """Set by the compaction extension; None means CompactionSettings() defaults."""
+        return self._loop.compaction_settings
+
+    @compaction_settings.setter
+    def compaction_settings(self, settings: CompactionSettings | None) -> None:
+        self._loop.compaction_settings = settings
+
+    @property
+    def compactor(self) -> Any:
+        """An extension's compaction (called with the harness), else None."""
+        return self._loop.compactor
+
+    @compactor.setter
+    def compactor(self, compactor: Any) -> None:
+        self._loop.compactor = compactor
+
+    @property
+    def compaction_pipeline(self) -> CompactionPipeline | None:
+        """Set by the compaction extension: owns the trigger, runs on overflow."""
+        return self._loop.compaction_pipeline
+
+    @compaction_pipeline.setter
+    def compaction_pipeline(self, pipeline: CompactionPipeline | None) -> None:
+        self._loop.compaction_pipeline = pipeline
+
     def context_tokens(self, use_usage: bool = True) -> int:
         """The context size: the last reply's reported usage plus estimates after it."""
-        return self._parts.context.tokens(use_usage)
+        return self._loop.context_tokens(use_usage)
 
     def reload_messages(self) -> None:
         """Rebuild the model context from the session (after compaction or a tree move)."""
-        self._parts.context.reload()
+        self._loop.reload_messages()
 
     async def compact(
         self, custom_instructions: str | None = None, *, reason: str = "manual"
@@ -340,9 +455,9 @@ class AgentHarness(SettingsFacade):
         The compaction machinery lives in ``harnessc.runtime.session.compaction``; an
         extension may replace it through ``self.compactor``.
         """
-        if reason == "manual" and self._busy:  # the loop compacts by itself mid-run
+        if reason == "manual" and self._loop.busy:  # the loop compacts by itself mid-run
             raise HarnessBusyError("the agent is busy with a run; compact when it is idle")
-        return await session_moves.compact(self, custom_instructions, reason)
+        return await self._loop.compact(custom_instructions, reason=reason)
 
     async def navigate_tree(
         self,
@@ -360,7 +475,7 @@ class AgentHarness(SettingsFacade):
         self._check_idle()
         return await session_moves.navigate_tree(
             self,
-            self._parts,
+            self._loop,
             target_id,
             summarize=summarize,
             custom_instructions=custom_instructions,
@@ -372,19 +487,19 @@ class AgentHarness(SettingsFacade):
 
     def snapshot(self) -> dict[str, Any]:
         """The observable state, for determinism and replay checks."""
-        parts = self._parts
-        usage = {k: v for k, v in parts.budget.usage.to_dict().items() if k != "wall_clock_s"}
+        loop = self._loop
+        usage = {k: v for k, v in loop.budget.usage.to_dict().items() if k != "wall_clock_s"}
         return {
             "state": self.state.value,
-            "messages": [_without_timestamp(m.to_dict()) for m in parts.context.messages],
-            **parts.settings.describe(),
+            "messages": [_without_timestamp(m.to_dict()) for m in loop.context.messages],
+            **loop.settings.describe(),
             "pending_tool_calls": [c.id for c in self.pending_tool_calls],
             "usage": usage,
         }
 
     async def dispatch_command(self, name: str, args: str) -> CommandOutcome:
         """Resolve ``/name args`` through the one command registry (skills, commands, templates)."""
-        settings = self._parts.settings
+        settings = self._loop.settings
         return await self.commands.dispatch(
             name, args, settings.pending_resources or settings.resources
         )
@@ -394,7 +509,7 @@ class AgentHarness(SettingsFacade):
     ) -> None:
         """Reload skills and templates when their files change (applied between turns)."""
         if self._watcher is None:
-            self._watcher = await self._parts.settings.watch(
+            self._watcher = await self._loop.settings.watch(
                 skill_dirs, template_dirs, self.set_resources
             )
 
@@ -405,17 +520,21 @@ class AgentHarness(SettingsFacade):
             try:
                 await callback()
             except Exception as exc:
-                await self._parts.bus.error("close", exc)
+                await self._loop.bus.error("close", exc)
         if self._watcher is not None:
             await self._watcher.stop()
             self._watcher = None
-        pool, self._pool = self._pool, None
+        pool, self._loop.pool = self._loop.pool, None
         if pool is not None:  # this harness's clients only
             await pool.aclose()
         self.session.close()
-        if not self._busy:  # closed while a run goes on: its end still needs the harness
-            self._parts.detach()
+        if not self._loop.busy:  # closed while a run goes on: its end still needs the harness
+            self._loop.detach()
 
 
 def _without_timestamp(data: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k != "timestamp"}
+
+
+def _user_message(message: str | UserMessage) -> UserMessage:
+    return UserMessage(content=message) if isinstance(message, str) else message

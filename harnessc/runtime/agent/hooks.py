@@ -15,7 +15,7 @@ import functools
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.core.budget import Budget
 from harnessc.runtime.core.events import event_matches
@@ -50,6 +50,9 @@ from harnessc.runtime.core.hooks import (
     hook_result_problem,
 )
 from harnessc.runtime.core.messages import UserMessage
+
+if TYPE_CHECKING:
+    from harnessc.runtime.extensions.base import HarnessContext
 
 __all__ = ["HOOK_REGISTRY", "HookMoment", "HookRunner", "coerce"]
 
@@ -120,7 +123,7 @@ class HookRunner:
 
     def __init__(self) -> None:
         self.handlers: dict[str, list[_Handler]] = {}
-        self.host: Any = None
+        self.host: HarnessContext | None = None
         self.report: Reporter | None = None
 
     def add(

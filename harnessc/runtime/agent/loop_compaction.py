@@ -9,54 +9,54 @@ the run pauses on the budget, as during a model call.
 from __future__ import annotations
 
 from harnessc.runtime.agent import budget_gate
-from harnessc.runtime.agent.parts import Parts
+from harnessc.runtime.agent.loop import AgentLoop
 
 __all__ = ["auto_compact", "recover_overflow"]
 
 
-async def auto_compact(parts: Parts) -> str | None:
+async def auto_compact(loop: AgentLoop) -> str | None:
     """Compact before a model call once the context passes the compaction threshold;
     the budget pause reason when the wall-clock deadline passed meanwhile.
 
     With a compaction pipeline installed, its own trigger (on the ``context`` moment)
     is the only one.
     """
-    if parts.host.compaction_pipeline is not None:
+    if loop.compaction_pipeline is not None:
         return None
-    from harnessc.runtime.session.compaction import needs_compaction
+    from harnessc.runtime.session.compaction.trigger import needs_compaction
 
-    if not needs_compaction(parts.host):
+    if not needs_compaction(loop):
         return None
-    scope = budget_gate.until(budget_gate.deadline(parts))
+    scope = budget_gate.until(budget_gate.deadline(loop))
     try:
         async with scope:
-            await parts.host.compact(reason="threshold")
+            await loop.compact(reason="threshold")
     except TimeoutError as exc:
         if scope.expired():
-            return await budget_gate.check(parts, ("wall_clock_s",))
-        await parts.bus.error("compaction", exc)
+            return await budget_gate.check(loop, ("wall_clock_s",))
+        await loop.bus.error("compaction", exc)
     except Exception as exc:
-        await parts.bus.error("compaction", exc)
+        await loop.bus.error("compaction", exc)
     return None
 
 
-async def recover_overflow(parts: Parts) -> bool | str:
+async def recover_overflow(loop: AgentLoop) -> bool | str:
     """Compact after a context overflow (the installed pipeline, else the session
     summary); True when the turn should be retried, the budget pause reason when the
     wall-clock deadline passed meanwhile."""
-    pipeline = parts.host.compaction_pipeline
-    scope = budget_gate.until(budget_gate.deadline(parts))
+    pipeline = loop.compaction_pipeline
+    scope = budget_gate.until(budget_gate.deadline(loop))
     try:
         async with scope:
             if pipeline is not None:
-                return bool(await pipeline.recover(parts.host))
-            outcome = await parts.host.compact(reason="overflow")
+                return bool(await pipeline.recover(loop.callbacks_harness()))
+            outcome = await loop.compact(reason="overflow")
     except TimeoutError as exc:
         if scope.expired():
-            return await budget_gate.check(parts, ("wall_clock_s",)) or False
-        await parts.bus.error("compaction", exc)
+            return await budget_gate.check(loop, ("wall_clock_s",)) or False
+        await loop.bus.error("compaction", exc)
         return False
     except Exception as exc:
-        await parts.bus.error("compaction", exc)
+        await loop.bus.error("compaction", exc)
         return False
     return bool(outcome)

@@ -16,7 +16,7 @@ from typing import Any
 
 from harnessc.runtime.agent import budget_gate
 from harnessc.runtime.agent.hooks import coerce
-from harnessc.runtime.agent.parts import Parts
+from harnessc.runtime.agent.loop import AgentLoop
 from harnessc.runtime.agent.run_state import RunState
 from harnessc.runtime.core.events import (
     MessageStartEvent,
@@ -100,25 +100,25 @@ def _unique_call_ids(calls: list[ToolCall]) -> None:
         seen.add(call.id)
 
 
-async def make_request(parts: Parts, run: RunState) -> tuple[ProviderRequest, float | None]:
+async def make_request(loop: AgentLoop, run: RunState) -> tuple[ProviderRequest, float | None]:
     """A model call's first half: the context and request hooks, then the request they
     made (and the wall-clock deadline). ``stream_reply`` is the second half.
 
     Two functions the step awaits in turn, so neither what the hooks saw nor a frame
     joining the two is kept while the reply streams (or waits for a request slot).
     """
-    settings = parts.settings
+    settings = loop.settings
     model = settings.model
-    context_event = ContextEvent(messages=list(parts.context.messages), turn=run.turn)
+    context_event = ContextEvent(messages=list(loop.context.messages), turn=run.turn)
 
     def take_context(result: Any) -> None:  # chained: the next handler sees the result
         result = coerce(result, ContextResult)
         if result.messages is not None:
             context_event.messages = checked_messages(result.messages)
 
-    await parts.hooks.run("context", context_event, on_result=take_context)
+    await loop.hooks.run("context", context_event, on_result=take_context)
     request_event = BeforeProviderRequestEvent(
-        model=model, session_id=parts.session.id, stream_options=settings.stream_options
+        model=model, session_id=loop.session.id, stream_options=settings.stream_options
     )
 
     def patch_options(result: Any) -> None:  # chained: the next handler sees the patch
@@ -128,13 +128,13 @@ async def make_request(parts: Parts, run: RunState) -> tuple[ProviderRequest, fl
                 request_event.stream_options, result.stream_options
             )
 
-    await parts.hooks.run("before_provider_request", request_event, on_result=patch_options)
-    assert parts.signal is not None
+    await loop.hooks.run("before_provider_request", request_event, on_result=patch_options)
+    assert loop.signal is not None
     if settings.pending_resources is not None:  # set during this turn's hooks: in it now
         await settings.apply_resources()
     system_prompt = run.system_prompt
     if system_prompt is None:
-        system_prompt = await parts.host.system_prompt()
+        system_prompt = await loop.system_prompt()
     request = ProviderRequest(
         model=model,
         context=Context(
@@ -144,26 +144,26 @@ async def make_request(parts: Parts, run: RunState) -> tuple[ProviderRequest, fl
         ),
         stream_options=request_event.stream_options,
         thinking_level=settings.thinking_level,
-        signal=parts.signal,
-        session_id=parts.session.id,
-        retry=parts.options.retry or _NO_RETRY_OPTIONS,
+        signal=loop.signal,
+        session_id=loop.session.id,
+        retry=loop.options.retry or _NO_RETRY_OPTIONS,
     )
-    if parts.options.output is not None:  # the typed result: asked for in its mode
+    if loop.options.output is not None:  # the typed result: asked for in its mode
         from harnessc.runtime.agent.typed_result import shape
 
-        shape(parts, request.context)
-    observer = _Observer(parts)
-    if parts.hooks.has("before_provider_payload"):
+        shape(loop, request.context)
+    observer = _Observer(loop)
+    if loop.hooks.has("before_provider_payload"):
         request.on_payload = observer.payload
     request.on_response, request.on_retry = observer.response, observer.retry
     request.on_warning = observer.warning
     # The provider stops waiting at the same moment (connect, retries, reads).
-    request.deadline = deadline = budget_gate.deadline(parts)
+    request.deadline = deadline = budget_gate.deadline(loop)
     return request, deadline
 
 
 async def stream_reply(
-    parts: Parts, request: ProviderRequest, deadline: float | None
+    loop: AgentLoop, request: ProviderRequest, deadline: float | None
 ) -> AssistantMessage:
     """The streamed reply to ``request`` (recorded), or the error reply that ends it.
 
@@ -171,18 +171,18 @@ async def stream_reply(
     kind the fallback names, goes to the next model instead (the failed attempt counts
     in the budget and is not recorded).
     """
-    fallback = parts.options.fallback
+    fallback = loop.options.fallback
     if fallback is None:
-        final, started, _ = await _stream_once(parts, request, deadline, defer_start=False)
+        final, started, _ = await _stream_once(loop, request, deadline, defer_start=False)
     else:
-        settings = parts.settings
+        settings = loop.settings
         chosen = settings.fallback_from or settings.model_key()
         picked = fallback.pick(chosen)
         if picked != settings.model_key():  # back to the chosen one, or past a cooling one
-            _switch_model(parts, picked, chosen)
+            _switch_model(loop, picked, chosen)
             request.model = settings.model
         while True:
-            final, started, kind = await _stream_once(parts, request, deadline, defer_start=True)
+            final, started, kind = await _stream_once(loop, request, deadline, defer_start=True)
             current = settings.model_key()
             following = (
                 fallback.after(chosen, current)
@@ -195,10 +195,10 @@ async def stream_reply(
             )
             if following is None:
                 break
-            budget_gate.count_reply(parts, final)  # at the failed model's prices
+            budget_gate.count_reply(loop, final)  # at the failed model's prices
             fallback.failed(current)
-            _switch_model(parts, following, chosen)
-            await parts.bus.emit(
+            _switch_model(loop, following, chosen)
+            await loop.bus.emit(
                 ModelFallbackEvent(
                     from_model=current,
                     to_model=following,
@@ -208,24 +208,24 @@ async def stream_reply(
             )
             request.model = settings.model  # the same deadline: one budget for all tries
     if not started:
-        await parts.bus.emit(MessageStartEvent(message=final))
+        await loop.bus.emit(MessageStartEvent(message=final))
     _unique_call_ids(final.tool_calls)  # before it is recorded: each result answers one call
-    await parts.append(final, started=True)
+    await loop.append(final, started=True)
     return final
 
 
-def _switch_model(parts: Parts, key: str, chosen: str) -> None:
+def _switch_model(loop: AgentLoop, key: str, chosen: str) -> None:
     """Use model ``key`` from the next request on (recorded in the session)."""
-    settings = parts.settings
+    settings = loop.settings
     settings.model = settings.models[key]
     settings.fallback_from = chosen if key != chosen else None
-    parts.session.append_model_change(
+    loop.session.append_model_change(
         settings.model.provider or settings.model.api, settings.model.id
     )
 
 
 async def _stream_once(
-    parts: Parts, request: ProviderRequest, deadline: float | None, *, defer_start: bool
+    loop: AgentLoop, request: ProviderRequest, deadline: float | None, *, defer_start: bool
 ) -> tuple[AssistantMessage, bool, str]:
     """One model's reply: ``(message, message_start emitted, failure kind)``.
 
@@ -234,7 +234,7 @@ async def _stream_once(
     """
     model = request.model
     try:
-        provider = parts.host.provider_for(model)
+        provider = loop.provider_for(model)
     except KeyError as exc:
         unknown = AssistantMessage(
             api=model.api,
@@ -248,7 +248,7 @@ async def _stream_once(
     final: AssistantMessage | None = None
     started = False
     kind = ""
-    bus = parts.bus
+    bus = loop.bus
     stream = provider.stream(request)
     timed_out = False
     scope = budget_gate.until(deadline)
@@ -293,7 +293,7 @@ async def _stream_once(
         if not started:
             await bus.emit(MessageStartEvent(message=message))
         _unique_call_ids(message.tool_calls)
-        await parts.append(message, started=True)
+        await loop.append(message, started=True)
         raise
     except Exception as exc:
         final = _empty(request)
@@ -336,26 +336,26 @@ _NO_RETRY_OPTIONS = RetryOptions()  # the defaults (read, never changed)
 class _Observer:
     """The request's callbacks into the harness: one small object, not three closures."""
 
-    __slots__ = ("parts",)
+    __slots__ = ("loop",)
 
-    def __init__(self, parts: Parts) -> None:
-        self.parts = parts
+    def __init__(self, loop: AgentLoop) -> None:
+        self.loop = loop
 
     def payload(self, payload: Any) -> Awaitable[Any]:
-        return _on_payload(self.parts, payload)
+        return _on_payload(self.loop, payload)
 
     def response(self, status: int, headers: dict[str, str]) -> Awaitable[None]:
-        return _on_response(self.parts, status, headers)
+        return _on_response(self.loop, status, headers)
 
     def retry(self, retry: ProviderRetry) -> Awaitable[None]:
-        return _on_retry(self.parts, retry)
+        return _on_retry(self.loop, retry)
 
     def warning(self, text: str) -> Awaitable[None]:
-        return _on_warning(self.parts, text)
+        return _on_warning(self.loop, text)
 
 
-async def _on_payload(parts: Parts, payload: Any) -> Any:
-    event = BeforeProviderPayloadEvent(model=parts.settings.model, payload=payload)
+async def _on_payload(loop: AgentLoop, payload: Any) -> Any:
+    event = BeforeProviderPayloadEvent(model=loop.settings.model, payload=payload)
 
     def replace_payload(result: Any) -> None:  # chained: the next handler sees it
         if isinstance(result, BeforeProviderPayloadResult):
@@ -366,24 +366,24 @@ async def _on_payload(parts: Parts, payload: Any) -> Any:
         else:
             event.payload = result
 
-    await parts.hooks.run("before_provider_payload", event, on_result=replace_payload)
+    await loop.hooks.run("before_provider_payload", event, on_result=replace_payload)
     return event.payload
 
 
-async def _on_response(parts: Parts, status: int, headers: dict[str, str]) -> None:
-    await parts.bus.emit(ProviderResponseEvent(status=status))
-    if parts.hooks.has("after_provider_response"):
-        await parts.hooks.run(
+async def _on_response(loop: AgentLoop, status: int, headers: dict[str, str]) -> None:
+    await loop.bus.emit(ProviderResponseEvent(status=status))
+    if loop.hooks.has("after_provider_response"):
+        await loop.hooks.run(
             "after_provider_response", AfterProviderResponseEvent(status=status, headers=headers)
         )
 
 
-async def _on_warning(parts: Parts, text: str) -> None:
-    await parts.bus.emit(NoticeEvent(source="provider", level="warning", message=text))
+async def _on_warning(loop: AgentLoop, text: str) -> None:
+    await loop.bus.emit(NoticeEvent(source="provider", level="warning", message=text))
 
 
-async def _on_retry(parts: Parts, retry: ProviderRetry) -> None:
-    await parts.bus.emit(
+async def _on_retry(loop: AgentLoop, retry: ProviderRetry) -> None:
+    await loop.bus.emit(
         RetryEvent(
             attempt=retry.attempt,
             max_retries=retry.max_retries,

@@ -10,29 +10,29 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from harnessc.runtime.agent.parts import Parts
+from harnessc.runtime.agent.loop import AgentLoop
 from harnessc.runtime.agent.run_state import CallRecord, RunState
 from harnessc.runtime.core.budget import BUDGET_LIMITS, Budget, BudgetUsage
-from harnessc.runtime.core.loop import LoopState
+from harnessc.runtime.core.loop import LoopState, StateMachine
 from harnessc.runtime.core.messages import AssistantMessage, ToolResultMessage
 
 __all__ = ["from_session", "open_pause"]
 
 
-def from_session(parts: Parts) -> None:
-    parts.context.reload()
-    parts.settings.restore()
-    open_pause(parts)
+def from_session(loop: AgentLoop) -> None:
+    loop.context.reload()
+    loop.settings.restore()
+    open_pause(loop)
 
 
-def open_pause(parts: Parts) -> None:
+def open_pause(loop: AgentLoop) -> None:
     """The run paused on the session's current branch, as a process opening the session
     now would see it (None when the branch has no open pause)."""
     from harnessc.runtime.session import replay  # on first use: start-up stays lean
 
-    parts.run = None
-    parts.last_state = LoopState.IDLE
-    open_pause = replay.pending_state(parts.session)
+    loop.run = None
+    loop.last_state = LoopState.IDLE
+    open_pause = replay.pending_state(loop.session)
     if open_pause is None:
         return
     data = open_pause.data
@@ -44,14 +44,14 @@ def open_pause(parts: Parts) -> None:
         except (ValueError, TypeError, KeyError):
             run = None
     if run is None:
-        run = _legacy(parts, data)
+        run = _legacy(loop, data)
     if run is None:
         return
-    parts.run = run
-    parts.budget.usage = run.usage
-    parts.budget.warned = run.warned
+    loop.adopt(run)
+    loop.budget.usage = run.usage
+    loop.budget.warned = run.warned
     if run.limits is not None:  # a limit raised during the run stays raised
-        parts.budget.budget = _wider(parts.budget.budget, run.limits)
+        loop.budget.budget = _wider(loop.budget.budget, run.limits)
 
 
 def _wider(configured: Budget, recorded: Budget) -> Budget:
@@ -63,8 +63,8 @@ def _wider(configured: Budget, recorded: Budget) -> Budget:
     return Budget(**values, soft_ratio=configured.soft_ratio)
 
 
-def _legacy(parts: Parts, pause: dict[str, Any]) -> RunState | None:
-    messages = parts.context.messages
+def _legacy(loop: AgentLoop, pause: dict[str, Any]) -> RunState | None:
+    messages = loop.context.messages
     reply = next((m for m in reversed(messages) if isinstance(m, AssistantMessage)), None)
     if reply is None:
         return None
@@ -81,5 +81,5 @@ def _legacy(parts: Parts, pause: dict[str, Any]) -> RunState | None:
     run.plan_committed = True
     run.turn_open = any(r.result is None for r in run.calls)
     run.usage = BudgetUsage.from_dict(pause.get("usage"))
-    run.state = LoopState.AWAITING_TOOL if run.awaiting else LoopState.IDLE
+    run.machine = StateMachine(state=LoopState.AWAITING_TOOL if run.awaiting else LoopState.IDLE)
     return run

@@ -1,6 +1,7 @@
 """The run-state record: everything that decides what a run does next, in one place.
 
-A run (``prompt`` until DONE, across pauses) is one ``RunState``: the loop state, the
+A run (``prompt`` until DONE, across pauses) is one ``RunState``: the loop state (its own
+``StateMachine``), the
 turn number and whether the turn is open, the budget usage, the reply being executed
 and, for each of its tool calls, a ``CallRecord`` saying whether it is planned, held
 for approval, prepared, blocked, executed (with its result) or awaiting the caller,
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from harnessc.runtime.core.budget import BUDGET_LIMITS, NO_WARNINGS, Budget, BudgetUsage
-from harnessc.runtime.core.loop import LoopState
+from harnessc.runtime.core.loop import LoopState, StateMachine
 from harnessc.runtime.core.messages import (
     AssistantMessage,
     ToolCall,
@@ -142,7 +143,7 @@ class RunState:
     """The explicit state of one run (see the module docstring)."""
 
     run_id: str
-    state: LoopState = LoopState.IDLE
+    machine: StateMachine = field(default_factory=StateMachine)  # the run's loop state
     turn: int = 0
     turn_open: bool = False
     usage: BudgetUsage = field(default_factory=BudgetUsage)
@@ -159,6 +160,10 @@ class RunState:
     output_retries: int = 0  # invalid typed answers sent back to the model so far
 
     # -- questions the loop asks ----------------------------------------------------
+
+    @property
+    def state(self) -> LoopState:
+        return self.machine.state
 
     def record(self, call_id: str) -> CallRecord | None:
         for record in self.calls:
@@ -277,7 +282,7 @@ class RunState:
             raise ValueError("calls must be a list")
         return RunState(
             run_id=data["run_id"],
-            state=LoopState(str(data.get("state", "IDLE"))),
+            machine=StateMachine(state=LoopState(str(data.get("state", "IDLE")))),
             turn=int(data.get("turn", 0) or 0),
             turn_open=bool(data.get("turn_open", False)),
             usage=BudgetUsage.from_dict(data.get("usage")),

@@ -1,39 +1,24 @@
-"""The harness's moves on its session outside a run: compaction (the extension's
-``compactor`` or the session's own) and tree moves, which settle a paused run first and
-reopen it when the move fails or a hook cancels it."""
+"""The harness's tree moves on its session outside a run: they settle a paused run
+first and reopen it when the move fails or a hook cancels it."""
 
 from __future__ import annotations
 
-import inspect
 from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.agent import endings, restore
-from harnessc.runtime.agent.parts import Parts
+from harnessc.runtime.agent.loop import AgentLoop
 from harnessc.runtime.agent.run_state import RunState
 from harnessc.runtime.core.loop import LoopState
 
 if TYPE_CHECKING:
     from harnessc.runtime.extensions.base import HarnessContext
 
-__all__ = ["compact", "navigate_tree", "reopen", "settle"]
-
-
-async def compact(harness: HarnessContext, custom_instructions: str | None, reason: str) -> Any:
-    """Run the harness's compactor (an extension's, else ``compact_harness``)."""
-    compactor = harness.compactor
-    if compactor is None:
-        from harnessc.runtime.session.compaction import compact_harness
-
-        compactor = compact_harness
-    result = compactor(harness, custom_instructions=custom_instructions, reason=reason)
-    if inspect.isawaitable(result):
-        result = await result
-    return result
+__all__ = ["navigate_tree", "reopen", "settle"]
 
 
 async def navigate_tree(
     harness: HarnessContext,
-    parts: Parts,
+    loop: AgentLoop,
     target_id: str | None,
     *,
     summarize: bool,
@@ -46,9 +31,9 @@ async def navigate_tree(
     exactly as a process opening the session after the move would find it."""
     from harnessc.runtime.session.tree import navigate_tree as move
 
-    paused = parts.run if target_id != harness.session.leaf_id else None
+    paused = loop.run if target_id != harness.session.leaf_id else None
     if paused is not None:
-        settle(parts, "tree_move")
+        settle(loop, "tree_move")
     try:
         outcome = await move(
             harness,
@@ -60,29 +45,29 @@ async def navigate_tree(
         )
     except BaseException:
         if paused is not None:  # the move failed: the run stays paused where it was
-            reopen(parts, paused)
+            reopen(loop, paused)
         raise
     if getattr(outcome, "cancelled", False):
         if paused is not None:
-            reopen(parts, paused)
+            reopen(loop, paused)
     else:  # the new branch's open pause, if any, is the paused run (as on reopening)
-        restore.open_pause(parts)
+        restore.open_pause(loop)
     return outcome
 
 
-def settle(parts: Parts, reason: str) -> None:
+def settle(loop: AgentLoop, reason: str) -> None:
     """Close a paused run without continuing it (the session moved elsewhere)."""
     from harnessc.runtime.session import replay  # on first use: start-up stays lean
 
-    run = parts.run
+    run = loop.run
     if run is None:
         return
-    replay.record_resume(parts.session, run_id=run.run_id, abandoned=True, reason=reason)
-    parts.run = None
-    parts.last_state = LoopState.IDLE
+    replay.record_resume(loop.session, run_id=run.run_id, abandoned=True, reason=reason)
+    loop.run = None
+    loop.last_state = LoopState.IDLE
 
 
-def reopen(parts: Parts, run: RunState) -> None:
+def reopen(loop: AgentLoop, run: RunState) -> None:
     """Undo ``settle`` (the move did not happen): the run is paused again, and recorded."""
-    parts.run = run
-    endings.record_pause(parts, run, run.pause_reason or "paused")
+    loop.adopt(run)
+    endings.record_pause(loop, run, run.pause_reason or "paused")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.agent.bus import EventBus
 from harnessc.runtime.core.events import (
@@ -28,6 +28,9 @@ from harnessc.runtime.providers.base import ToolSpec
 from harnessc.runtime.resources.types import AgentHarnessResources
 from harnessc.runtime.session.session import Session
 from harnessc.runtime.tools.base import AgentTool
+
+if TYPE_CHECKING:
+    from harnessc.runtime.extensions.base import HarnessContext
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "Settings"]
 
@@ -191,7 +194,7 @@ class Settings:
             )
         )
 
-    async def system_prompt(self, source: Any, host: Any) -> str:
+    async def system_prompt(self, source: Any, host: HarnessContext | None) -> str:
         """``source`` (text, or a callable of the harness), the context files, then the
         skills block (only while ``read`` is active, as pi: without it the model cannot
         open a skill)."""

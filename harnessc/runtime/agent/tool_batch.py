@@ -20,8 +20,8 @@ from typing import Any
 
 from harnessc.runtime.agent import budget_gate
 from harnessc.runtime.agent.hooks import coerce
+from harnessc.runtime.agent.loop import AgentLoop
 from harnessc.runtime.agent.model_call import short_json
-from harnessc.runtime.agent.parts import Parts
 from harnessc.runtime.agent.run_state import CallRecord, RunState
 from harnessc.runtime.core.events import (
     PlanCommitEvent,
@@ -76,10 +76,10 @@ def external_result(value: Any) -> ToolResult:
     return ToolResult([TextContent(short_json(value, 100_000))])
 
 
-async def commit_plan(parts: Parts, run: RunState, *, runnable: bool = True) -> None:
+async def commit_plan(loop: AgentLoop, run: RunState, *, runnable: bool = True) -> None:
     """after_plan hooks and plan_commit for the reply (an empty plan for a text reply)."""
     todo = [r.call for r in run.planned] if runnable else []
-    plan = await parts.hooks.run(
+    plan = await loop.hooks.run(
         "after_plan", AfterPlanEvent(tool_calls=list(todo), message=run.reply)
     )
     for result in plan:
@@ -88,7 +88,7 @@ async def commit_plan(parts: Parts, run: RunState, *, runnable: bool = True) -> 
             todo = list(result.tool_calls)
     known = {r.id for r in run.planned}
     kept = {c.id: c for c in todo if c.id in known}  # a hook may drop or rewrite, not invent
-    await parts.bus.emit(PlanCommitEvent(tool_calls=list(kept.values())))
+    await loop.bus.emit(PlanCommitEvent(tool_calls=list(kept.values())))
     run.plan_committed = True
     if not runnable:
         return
@@ -96,33 +96,33 @@ async def commit_plan(parts: Parts, run: RunState, *, runnable: bool = True) -> 
         if record.id in kept:
             record.call = kept[record.id]
         else:
-            await block(parts, run, record, "Tool call was skipped by an after_plan hook.")
+            await block(loop, run, record, "Tool call was skipped by an after_plan hook.")
 
 
-async def block(parts: Parts, run: RunState, record: CallRecord, text: str) -> None:
+async def block(loop: AgentLoop, run: RunState, record: CallRecord, text: str) -> None:
     """Refuse a call that was never prepared: start, error result, end."""
-    await _start(parts, record)
+    await _start(loop, record)
     record.status = "blocked"
-    await finalize(parts, run, record, error_result(text), 0.0)
+    await finalize(loop, run, record, error_result(text), 0.0)
 
 
-async def _start(parts: Parts, record: CallRecord) -> None:
+async def _start(loop: AgentLoop, record: CallRecord) -> None:
     if record.started:
         return
     record.started = True
-    parts.budget.usage.tool_calls += 1
+    loop.budget.usage.tool_calls += 1
     call = record.call
-    await parts.bus.emit(
+    await loop.bus.emit(
         ToolExecutionStartEvent(tool_call_id=call.id, tool_name=call.name, args=call.arguments)
     )
 
 
-async def _prepare(parts: Parts, run: RunState, record: CallRecord) -> ToolResult | None:
+async def _prepare(loop: AgentLoop, run: RunState, record: CallRecord) -> ToolResult | None:
     """Start a call and decide it: None when prepared, awaiting or held (the run pauses
     for an approval), else the error result."""
-    await _start(parts, record)
+    await _start(loop, record)
     call = record.call
-    tool = parts.settings.active_tool(call.name)
+    tool = loop.settings.active_tool(call.name)
     record.status = "blocked"
     if tool is None:
         return error_result(f"Tool {call.name} not found")
@@ -154,7 +154,7 @@ async def _prepare(parts: Parts, run: RunState, record: CallRecord) -> ToolResul
 
     if record.approval == "deny":
         return error_result("Tool call denied by the user.")
-    for result in await parts.hooks.run(
+    for result in await loop.hooks.run(
         "tool_call", event, tool_name=call.name, fail=failures, on_result=chain_input
     ):
         if isinstance(result, PauseRequest):
@@ -181,14 +181,14 @@ async def _prepare(parts: Parts, run: RunState, record: CallRecord) -> ToolResul
     return None
 
 
-async def _execute(parts: Parts, record: CallRecord, context: Any) -> tuple[ToolResult, float]:
+async def _execute(loop: AgentLoop, record: CallRecord, context: Any) -> tuple[ToolResult, float]:
     call = record.call
-    tool = parts.settings.active_tool(call.name)
+    tool = loop.settings.active_tool(call.name)
     started = time.perf_counter()
     if tool is None:  # deactivated between preparation and execution
         return error_result(f"Tool {call.name} not found"), 0.0
-    assert parts.signal is not None
-    bus = parts.bus
+    assert loop.signal is not None
+    bus = loop.bus
 
     def on_update(partial: ToolResult) -> None:
         bus.emit_soon(
@@ -198,13 +198,11 @@ async def _execute(parts: Parts, record: CallRecord, context: Any) -> tuple[Tool
             now=True,
         )
 
-    limit = getattr(tool, "timeout_s", None) or parts.options.tool_timeout_s
+    limit = getattr(tool, "timeout_s", None) or loop.options.tool_timeout_s
     scope = asyncio.timeout(limit) if limit else budget_gate.until(None)
     try:
         async with scope:
-            result = await tool.execute(
-                call.id, record.args or {}, parts.signal, on_update, context
-            )
+            result = await tool.execute(call.id, record.args or {}, loop.signal, on_update, context)
     except TimeoutError as exc:
         if scope.expired():  # the loop's limit on one call (the tool did not end by itself)
             result = error_result(
@@ -213,7 +211,7 @@ async def _execute(parts: Parts, record: CallRecord, context: Any) -> tuple[Tool
         else:
             result = error_result(f"Tool {call.name} failed: {describe_exception(exc)}")
     except asyncio.CancelledError as exc:
-        if _run_cancelled(parts):
+        if _run_cancelled(loop):
             raise
         # A cancelled future of the tool's own (a library's): that call failed, not the run.
         result = error_result(f"Tool {call.name} failed: {describe_exception(exc)}")
@@ -231,16 +229,16 @@ async def _execute(parts: Parts, record: CallRecord, context: Any) -> tuple[Tool
     return result, time.perf_counter() - started
 
 
-def _run_cancelled(parts: Parts) -> bool:
+def _run_cancelled(loop: AgentLoop) -> bool:
     """True when the run itself is being cancelled (an abort, its time budget, its
     caller), not only a tool's own future: the task was asked to cancel."""
     task = asyncio.current_task()
     requested = task is not None and task.cancelling() > 0
-    return requested or (parts.signal is not None and parts.signal.aborted)
+    return requested or (loop.signal is not None and loop.signal.aborted)
 
 
 async def _execute_all(
-    parts: Parts, records: list[CallRecord], context: Any, deadline: float | None
+    loop: AgentLoop, records: list[CallRecord], context: Any, deadline: float | None
 ) -> dict[str, tuple[ToolResult, float]]:
     """Run prepared calls side by side (one task each) until they end or the wall-clock
     ``deadline`` passes; the outcomes of the calls that ended, by call id.
@@ -255,12 +253,12 @@ async def _execute_all(
     if len(records) == 1:  # nothing to run alongside: no task, no extra loop turn
         try:
             async with scope:
-                outcomes[records[0].id] = await _execute(parts, records[0], context)
+                outcomes[records[0].id] = await _execute(loop, records[0], context)
         except TimeoutError:
             if not scope.expired():
                 raise
         return outcomes
-    tasks = [asyncio.ensure_future(_execute(parts, r, context)) for r in records]
+    tasks = [asyncio.ensure_future(_execute(loop, r, context)) for r in records]
     try:
         async with scope:
             await asyncio.wait(tasks)
@@ -280,14 +278,14 @@ async def _execute_all(
 
 
 async def finalize(
-    parts: Parts, run: RunState, record: CallRecord, result: ToolResult, seconds: float
+    loop: AgentLoop, run: RunState, record: CallRecord, result: ToolResult, seconds: float
 ) -> None:
     """tool_result hooks, the result message, tool_execution_end."""
-    await parts.bus.flush()
+    await loop.bus.flush()
     call = record.call
     terminate = result.terminate
     by_hook = False
-    if parts.hooks.has("tool_result"):
+    if loop.hooks.has("tool_result"):
         event = ToolResultEvent(
             tool_call_id=call.id,
             tool_name=call.name,
@@ -313,7 +311,7 @@ async def finalize(
                 by_hook = patch.terminate and not terminate
                 terminate = patch.terminate
 
-        await parts.hooks.run("tool_result", event, tool_name=call.name, on_result=apply)
+        await loop.hooks.run("tool_result", event, tool_name=call.name, on_result=apply)
         result = ToolResult(event.content, event.details, event.is_error, terminate)
     record.terminate = terminate
     record.terminated_by = ("hook" if by_hook else "tool") if terminate else None
@@ -327,7 +325,7 @@ async def finalize(
         is_error=result.is_error,
     )
     record.result = message
-    await parts.bus.emit(
+    await loop.bus.emit(
         ToolExecutionEndEvent(
             tool_call_id=call.id,
             tool_name=call.name,
@@ -338,32 +336,32 @@ async def finalize(
     )
 
 
-async def run_batch(parts: Parts, run: RunState) -> str | None:
+async def run_batch(loop: AgentLoop, run: RunState) -> str | None:
     """Run the planned calls; returns a budget pause reason when a limit cut the batch."""
     todo = run.to_run
     if not todo:
         return None
-    if parts.budget.budget.wall_clock_s is not None:
+    if loop.budget.budget.wall_clock_s is not None:
         # Out of time before the batch starts (a slow hook, a recovered run): its calls
         # stay planned, unstarted, for the resume; none is stopped before it ran.
-        if (spent := await budget_gate.check(parts, ("wall_clock_s",))) is not None:
+        if (spent := await budget_gate.check(loop, ("wall_clock_s",))) is not None:
             return spent
     limited: str | None = None
     # A call counts once, when it starts: a held call was counted when it was held.
     fresh = [r for r in todo if not r.started]
-    if parts.budget.budget.tool_calls is not None and fresh:
-        limited = await budget_gate.check(parts, ("tool_calls",), pending=len(fresh))
+    if loop.budget.budget.tool_calls is not None and fresh:
+        limited = await budget_gate.check(loop, ("tool_calls",), pending=len(fresh))
         if limited is not None:
-            room = max(0, int(parts.budget.budget.tool_calls or 0) - parts.budget.usage.tool_calls)
+            room = max(0, int(loop.budget.budget.tool_calls or 0) - loop.budget.usage.tool_calls)
             cut = {r.id for r in fresh[room:]}
             todo = [r for r in todo if r.id not in cut]
     context = tool_context_with_rules(
-        await parts.settings.tool_context.resolve(),
-        find_gate(parts.options.hooks),
-        parts.settings.session.cwd or os.getcwd(),
+        await loop.settings.tool_context.resolve(),
+        find_gate(loop.options.hooks),
+        loop.settings.session.cwd or os.getcwd(),
     )
-    sequential = parts.options.sequential_tools or any(
-        (t := parts.settings.active_tool(r.call.name)) is not None
+    sequential = loop.options.sequential_tools or any(
+        (t := loop.settings.active_tool(r.call.name)) is not None
         and t.execution_mode == "sequential"
         and not t.external
         for r in todo
@@ -372,38 +370,38 @@ async def run_batch(parts: Parts, run: RunState) -> str | None:
         for index, record in enumerate(todo):
             # Between two calls the clock, token and cost limits are checked again, so a
             # long sequential batch pauses with the rest of its calls still planned.
-            if index and (spent := await budget_gate.check(parts, budget_gate.SPEND_LIMITS)):
+            if index and (spent := await budget_gate.check(loop, budget_gate.SPEND_LIMITS)):
                 return spent
-            refused = await _prepare(parts, run, record)
+            refused = await _prepare(loop, run, record)
             if refused is not None:
-                await finalize(parts, run, record, refused, 0.0)
+                await finalize(loop, run, record, refused, 0.0)
             elif record.status == "held":  # nothing after a held call runs before it
                 break
             elif record.status == "prepared":
-                outcomes = await _execute_all(parts, [record], context, budget_gate.deadline(parts))
+                outcomes = await _execute_all(loop, [record], context, budget_gate.deadline(loop))
                 if record.status == "held":  # its tool held it: the calls after it wait
                     _hold(run, record)
                     break
-                await finalize(parts, run, record, *(outcomes.get(record.id) or _stopped()))
-                if record.id not in outcomes and (spent := await _out_of_time(parts)):
+                await finalize(loop, run, record, *(outcomes.get(record.id) or _stopped()))
+                if record.id not in outcomes and (spent := await _out_of_time(loop)):
                     return spent
         return limited
     refusals: dict[str, ToolResult] = {}
     for record in todo:
-        refused = await _prepare(parts, run, record)
+        refused = await _prepare(loop, run, record)
         if refused is not None:
             refusals[record.id] = refused
     prepared = [r for r in todo if r.status == "prepared"]
-    outcomes = await _execute_all(parts, prepared, context, budget_gate.deadline(parts))
+    outcomes = await _execute_all(loop, prepared, context, budget_gate.deadline(loop))
     for record in todo:
         if record.id in refusals:
-            await finalize(parts, run, record, refusals[record.id], 0.0)
+            await finalize(loop, run, record, refusals[record.id], 0.0)
         elif record.status == "prepared":
-            await finalize(parts, run, record, *(outcomes.get(record.id) or _stopped()))
+            await finalize(loop, run, record, *(outcomes.get(record.id) or _stopped()))
         elif record in prepared and record.status == "held":  # its tool held it
             _hold(run, record)
     if len(outcomes) < len(prepared):
-        return await _out_of_time(parts) or limited
+        return await _out_of_time(loop) or limited
     return limited
 
 
@@ -422,13 +420,13 @@ def _stopped() -> tuple[ToolResult, float]:
     return error_result(text), 0.0
 
 
-async def _out_of_time(parts: Parts) -> str | None:
+async def _out_of_time(loop: AgentLoop) -> str | None:
     """The pause reason after the wall-clock deadline stopped calls (None when an
     ``on_budget_exceeded`` handler gave more time)."""
-    return await budget_gate.check(parts, ("wall_clock_s",))
+    return await budget_gate.check(loop, ("wall_clock_s",))
 
 
-async def commit(parts: Parts, run: RunState, *, partial: bool = False) -> None:
+async def commit(loop: AgentLoop, run: RunState, *, partial: bool = False) -> None:
     """Append finalized results to the context in call order (``partial``: stop at a gap)."""
     for record in run.calls:
         if record.committed:
@@ -438,10 +436,10 @@ async def commit(parts: Parts, run: RunState, *, partial: bool = False) -> None:
                 break
             continue
         record.committed = True
-        await parts.append(record.result)
+        await loop.append(record.result)
 
 
-async def abort_unfinished(parts: Parts, run: RunState, text: str) -> None:
+async def abort_unfinished(loop: AgentLoop, run: RunState, text: str) -> None:
     """Give every call without a result an error result; no hooks run.
 
     A call that started gets its ``tool_execution_end``; one that never started (still
@@ -455,7 +453,7 @@ async def abort_unfinished(parts: Parts, run: RunState, text: str) -> None:
         )
         record.result = message
         if record.started:
-            await parts.bus.emit(
+            await loop.bus.emit(
                 ToolExecutionEndEvent(
                     tool_call_id=record.call.id,
                     tool_name=record.call.name,
@@ -464,4 +462,4 @@ async def abort_unfinished(parts: Parts, run: RunState, text: str) -> None:
                     duration_ms=0.0,
                 )
             )
-    await commit(parts, run)
+    await commit(loop, run)

@@ -4,7 +4,7 @@ always question, and --approve / --deny CALL_ID for a run paused on an ``ask``."
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.cli.args import UsageError
 from harnessc.runtime.core.hooks import PERMISSION_PAUSE
@@ -17,6 +17,9 @@ from harnessc.runtime.tools.permission_gate import (
     record_answer,
 )
 from harnessc.runtime.tools.permissions import PermissionError_, check_rule_tools
+
+if TYPE_CHECKING:
+    from harnessc.runtime.agent.harness import AgentHarness
 
 __all__ = [
     "PERMISSION_PAUSE",
@@ -96,7 +99,7 @@ def _mcp_prefixes(options: Any) -> list[str]:
 
 
 def answer_asks(
-    harness: Any, approve: list[str], deny: list[str]
+    harness: AgentHarness, approve: list[str], deny: list[str]
 ) -> tuple[list[str], dict[str, bool]]:
     """Take the user's answers to held calls: what to tell the user, and the approvals
     the run resumes with (``harness.resume(approvals=...)`` runs an approved call in place,

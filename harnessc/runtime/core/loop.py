@@ -50,9 +50,13 @@ def check_transition(source: LoopState, target: LoopState) -> None:
 
 
 class StateMachine:
-    """One run's state. IDLE is the only entry, DONE the only exit."""
+    """One run's state. IDLE is the only entry, DONE the only exit.
 
-    __slots__ = ("_state", "_on_change", "history")
+    ``transition`` is the one place a state changes; ``on_change`` (when set) hears
+    every move after it is made.
+    """
+
+    __slots__ = ("_state", "on_change")
 
     def __init__(
         self,
@@ -60,18 +64,27 @@ class StateMachine:
         state: LoopState = LoopState.IDLE,
     ) -> None:
         self._state = state
-        self._on_change = on_change
-        self.history: list[LoopState] = [state]
+        self.on_change = on_change
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StateMachine):
+            return NotImplemented
+        return self._state is other._state
+
+    __hash__ = None  # type: ignore[assignment]  # mutable: equal while in the same state
+
+    def __repr__(self) -> str:
+        return f"StateMachine({self._state.value})"
 
     @property
     def state(self) -> LoopState:
         return self._state
 
     def transition(self, target: LoopState) -> None:
-        """Move to ``target``; raises IllegalTransitionError for a move the contract forbids."""
+        """Move to ``target``; raises IllegalTransitionError for a move the contract
+        forbids (the table has no self-moves, so staying put is not a transition)."""
         source = self._state
         check_transition(source, target)
         self._state = target
-        self.history.append(target)
-        if self._on_change is not None:
-            self._on_change(source, target)
+        if self.on_change is not None:
+            self.on_change(source, target)

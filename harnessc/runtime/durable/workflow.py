@@ -220,7 +220,7 @@ async def _wait(topic: str) -> Any:
             return message
 
 
-def pause_state(result: Any, harness: Any) -> dict[str, Any]:
+def pause_state(result: Any, harness: AgentHarness) -> dict[str, Any]:
     """What a paused run waits for, as its ``state`` event holds it: the reason, the
     calls (external ones, or those a pause held), the permission asks among them, and
     for a budget pause the limit's use."""
@@ -252,7 +252,7 @@ def _budget(message: Any, current: Any) -> Any:
     return dataclasses.replace(current if current is not None else Budget(), **raised)
 
 
-def _approvals(message: Any, harness: Any) -> dict[str, bool] | None:
+def _approvals(message: Any, harness: AgentHarness) -> dict[str, bool] | None:
     """``{"approve": [ids], "deny": [ids]}``: the answers to the held calls among them
     (recorded in the session as ``--approve`` / ``--deny`` record them)."""
     if not isinstance(message, dict):

@@ -22,7 +22,12 @@ if TYPE_CHECKING:
     from harnessc.runtime.core.commands import CommandRegistry
     from harnessc.runtime.core.events import Event
     from harnessc.runtime.core.messages import Message
-    from harnessc.runtime.core.options import AgentHarnessStreamOptions, Model
+    from harnessc.runtime.core.options import (
+        AgentHarnessOptions,
+        AgentHarnessStreamOptions,
+        Model,
+        ToolContextSource,
+    )
     from harnessc.runtime.core.signal import AbortSignal
     from harnessc.runtime.providers.base import Provider
     from harnessc.runtime.session.session import Session
@@ -75,10 +80,26 @@ class HarnessContext(Protocol):
     compaction_pipeline: CompactionPipeline | None
 
     @property
+    def options(self) -> AgentHarnessOptions:
+        """The options the harness was made with (hooks, extensions, tool context)."""
+
+    @property
     def messages(self) -> list[Message]: ...
 
     @property
     def model(self) -> Model: ...
+
+    @property
+    def models(self) -> dict[str, Model]: ...
+
+    @property
+    def active_tool_names(self) -> list[str]: ...
+
+    @property
+    def tool_context(self) -> ToolContextSource:
+        """Where the tools' context comes from (the current source)."""
+
+    def set_tool_context(self, source: ToolContextSource) -> None: ...
 
     @property
     def stream_options(self) -> AgentHarnessStreamOptions: ...
@@ -98,6 +119,8 @@ class HarnessContext(Protocol):
         """The abort signal of the running run (None when idle)."""
 
     def on(self, name: str, handler: Callable[..., Any]) -> Callable[[], None]: ...
+
+    def subscribe(self, listener: Callable[[Event], Any]) -> Callable[[], None]: ...
 
     async def emit(self, event: Event) -> list[Any]: ...
 

@@ -34,7 +34,7 @@ import re
 import weakref
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.core.events import to_jsonable
 from harnessc.runtime.core.hooks import asks_for_approval
@@ -44,6 +44,9 @@ from harnessc.runtime.extensions.claude_tools import (
     claude_tool_name,
     claude_tool_names,
 )
+
+if TYPE_CHECKING:
+    from harnessc.runtime.extensions.base import HarnessContext
 
 __all__ = [
     "CLAUDE_EVENTS",
@@ -110,7 +113,7 @@ def compile_matcher(matcher: str | None) -> Callable[[str], bool] | None:
     return lambda name: any(pattern.search(n) for n in claude_tool_names(name))
 
 
-async def tool_base(harness: Any, cwd: str) -> Path:
+async def tool_base(harness: HarnessContext, cwd: str) -> Path:
     """Where the tools' relative paths start: the tool context's workspace, else ``cwd``."""
     from harnessc.runtime.tools.paths import tool_env
 
@@ -138,7 +141,7 @@ class StopContinuations:
     def __init__(self) -> None:
         self._sent: weakref.WeakKeyDictionary[Any, list[Message]] = weakref.WeakKeyDictionary()
 
-    def record(self, harness: Any, message: UserMessage) -> None:
+    def record(self, harness: HarnessContext, message: UserMessage) -> None:
         try:
             sent = self._sent.setdefault(harness, [])
         except TypeError:  # not weak-referenceable: nothing to remember it by
@@ -146,7 +149,7 @@ class StopContinuations:
         sent.append(message)
         del sent[:-8]
 
-    def active(self, harness: Any, messages: list[Message]) -> bool:
+    def active(self, harness: HarnessContext, messages: list[Message]) -> bool:
         try:
             sent = self._sent.get(harness, [])
         except TypeError:
@@ -158,13 +161,13 @@ class StopContinuations:
 STOP_CONTINUATIONS = StopContinuations()
 
 
-def session_cwd(harness: Any) -> str:
+def session_cwd(harness: HarnessContext) -> str:
     """The agent's working directory: the session's cwd (else the process's), absolute."""
     header = getattr(getattr(harness, "session", None), "header", None)
     return os.path.abspath(getattr(header, "cwd", "") or os.getcwd())
 
 
-def _session_fields(harness: Any) -> tuple[str, str, str | None]:
+def _session_fields(harness: HarnessContext) -> tuple[str, str, str | None]:
     session = getattr(harness, "session", None)
     session_id = getattr(session, "id", None) or ""
     path = getattr(session, "path", None)
@@ -204,7 +207,7 @@ def _scrub_headers(value: Any) -> None:
             _scrub_headers(item)
 
 
-def _permission_mode(harness: Any) -> str:
+def _permission_mode(harness: HarnessContext) -> str:
     from harnessc.runtime.tools.permission_gate import claude_permission_mode
 
     return claude_permission_mode(harness)
@@ -213,7 +216,7 @@ def _permission_mode(harness: Any) -> str:
 async def claude_payload(
     moment: str,
     event: Any,
-    harness: Any,
+    harness: HarnessContext,
     *,
     event_name: str | None = None,
     base: Path | None = None,

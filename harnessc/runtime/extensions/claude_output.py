@@ -32,7 +32,7 @@ import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.core.hooks import (
     ACTING_HOOKS,
@@ -48,6 +48,9 @@ from harnessc.runtime.core.messages import TextContent, UserMessage
 from harnessc.runtime.extensions.claude_events import STOP_CONTINUATIONS
 from harnessc.runtime.extensions.claude_tools import ToolMappingError, harnessc_tool_input
 from harnessc.runtime.extensions.protocol import HookProtocolError, block_result
+
+if TYPE_CHECKING:
+    from harnessc.runtime.extensions.base import HarnessContext
 
 __all__ = [
     "CANNOT_RUN_CODES",
@@ -112,7 +115,7 @@ class HookCall:
     event_name: str
     moment: str
     event: Any
-    harness: Any
+    harness: HarnessContext
     label: str
     tool_base: Path | None = None
 

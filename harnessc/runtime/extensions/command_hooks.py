@@ -35,7 +35,7 @@ import signal
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.core.events import ErrorEvent, NoticeEvent
 from harnessc.runtime.core.hooks import HookSpec, asks_for_approval, canonical_hook_name
@@ -64,6 +64,9 @@ from harnessc.runtime.extensions.session_env import (
 )
 from harnessc.runtime.processes.children import supervised
 from harnessc.runtime.processes.secrets import scrubbed_environ
+
+if TYPE_CHECKING:
+    from harnessc.runtime.extensions.base import HarnessContext
 
 __all__ = [
     "DEFAULT_COMMAND_TIMEOUT_S",
@@ -271,7 +274,7 @@ class CommandHook:
         env["CLAUDE_PROJECT_DIR"] = cwd
         return env
 
-    def _applies(self, event: Any, harness: Any, name: str) -> bool:
+    def _applies(self, event: Any, harness: HarnessContext, name: str) -> bool:
         if self.moment == "tool_result" and name != claude_event_name(self.moment, event):
             return False  # a PostToolUse hook on a failed call, or the reverse
         if name == "SessionStart":
@@ -286,7 +289,7 @@ class CommandHook:
         value = _match_value(name, event, harness)
         return value is None or self._matches(value)
 
-    async def __call__(self, event: Any, harness: Any) -> Any:
+    async def __call__(self, event: Any, harness: HarnessContext) -> Any:
         name = self.event_name or claude_event_name(self.moment, event)
         if not self._applies(event, harness, name):
             return None
@@ -329,7 +332,7 @@ class CommandHook:
             outcome = HookOutcome(errors=[str(exc)], blocked_prompt="its answer could not be read")
         return await _deliver(outcome, harness, self.moment, self.label)
 
-    async def _apply_env(self, harness: Any, exports: EnvFileExports) -> None:
+    async def _apply_env(self, harness: HarnessContext, exports: EnvFileExports) -> None:
         """The SessionStart hook's ``CLAUDE_ENV_FILE`` exports, into the session's bash."""
         warnings = [f"{self.label}: {ENV_FILE_VARIABLE} {text}" for text in exports.warnings]
         if not apply_session_env(harness, exports.values):
@@ -356,7 +359,7 @@ class CommandHook:
         return interpret_json(call, decision)
 
 
-def _match_value(name: str, event: Any, harness: Any) -> str | None:
+def _match_value(name: str, event: Any, harness: HarnessContext) -> str | None:
     """What a matcher is tested against at each event (None: the event has no matcher)."""
     if name in ("PreToolUse", "PostToolUse", "PostToolUseFailure"):
         return str(getattr(event, "tool_name", ""))
@@ -370,7 +373,7 @@ def _match_value(name: str, event: Any, harness: Any) -> str | None:
     return None
 
 
-async def _deliver(outcome: HookOutcome, harness: Any, moment: str, label: str) -> Any:
+async def _deliver(outcome: HookOutcome, harness: HarnessContext, moment: str, label: str) -> Any:
     source = f"hook:{moment}"
     for text in outcome.warnings:
         await _emit(harness, NoticeEvent(source=source, level="warning", message=text))
@@ -383,7 +386,7 @@ async def _deliver(outcome: HookOutcome, harness: Any, moment: str, label: str) 
     return outcome.result
 
 
-async def _emit(harness: Any, event: Any) -> None:
+async def _emit(harness: HarnessContext, event: Any) -> None:
     emit = getattr(harness, "emit", None)
     if emit is not None:
         await emit(event)

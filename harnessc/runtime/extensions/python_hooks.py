@@ -16,10 +16,13 @@ import inspect
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.core.hooks import HookSpec, accepts_context, canonical_hook_name
 from harnessc.runtime.extensions.protocol import HookProtocolError, HookTimeoutError, check_result
+
+if TYPE_CHECKING:
+    from harnessc.runtime.extensions.base import HarnessContext
 
 __all__ = ["DEFAULT_PYTHON_HOOK_TIMEOUT_S", "HookTimeoutError", "PythonHook", "python_hook"]
 
@@ -98,7 +101,7 @@ class PythonHook:
     def __repr__(self) -> str:
         return f"PythonHook({self.moment!r}, {self.target!r}, timeout_s={self.timeout_s})"
 
-    async def __call__(self, event: Any, harness: Any) -> Any:
+    async def __call__(self, event: Any, harness: HarnessContext) -> Any:
         args = (event, harness) if self._takes_harness else (event,)
         if inspect.iscoroutinefunction(self.func):
             result = await self._await(self.func(*args))

@@ -27,10 +27,13 @@ import tempfile
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.core.options import ToolContextSource
 from harnessc.runtime.processes.secrets import scrubbed_environ
+
+if TYPE_CHECKING:
+    from harnessc.runtime.extensions.base import HarnessContext
 
 __all__ = [
     "ENV_FILE_VARIABLE",
@@ -228,7 +231,7 @@ class EnvFile:
 _SESSION_ENV: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionary()
 
 
-def session_env(harness: Any) -> dict[str, str]:
+def session_env(harness: HarnessContext) -> dict[str, str]:
     """The variables SessionStart hooks exported in ``harness`` (a copy)."""
     try:
         return dict(_SESSION_ENV.get(harness, {}))
@@ -246,7 +249,7 @@ def _with_env(context: Any, values: Mapping[str, str]) -> Any:
     return context
 
 
-def apply_session_env(harness: Any, values: Mapping[str, str]) -> bool:
+def apply_session_env(harness: HarnessContext, values: Mapping[str, str]) -> bool:
     """Add ``values`` to the bash tool's environment in ``harness``; False when its tool
     context is neither a mapping nor unset (then nothing is applied)."""
     if not values:

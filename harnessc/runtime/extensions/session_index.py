@@ -19,10 +19,13 @@ import asyncio
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.core.events import ErrorEvent
 from harnessc.runtime.extensions.base import ExtensionConfigError, decode_config
+
+if TYPE_CHECKING:
+    from harnessc.runtime.extensions.base import HarnessContext
 
 __all__ = ["SessionIndexConfig", "SessionIndexExtension"]
 
@@ -60,7 +63,7 @@ class SessionIndexExtension:
         self.config = decode_config(SessionIndexConfig, config, extension=NAME)
         self.index: Any = None
         self.refreshes = 0  # completed refreshes
-        self._harness: Any = None
+        self._harness: HarnessContext | None = None
         self._task: asyncio.Task[None] | None = None
         self._again = False
 
@@ -72,7 +75,7 @@ class SessionIndexExtension:
     def command_names(self) -> tuple[str, ...]:
         return ("search",) if self.config.contribute_commands else ()
 
-    def install(self, harness: Any) -> None:
+    def install(self, harness: HarnessContext) -> None:
         self._harness = harness
         harness.on("turn_end", self._on_turn_end)
         harness.on("agent_pause", self._on_turn_end)  # a wait for a tool ends mid-turn
@@ -101,7 +104,7 @@ class SessionIndexExtension:
 
     # -- the background refresh ----------------------------------------------------
 
-    def _on_turn_end(self, event: Any, harness: Any) -> None:
+    def _on_turn_end(self, event: Any, harness: HarnessContext) -> None:
         message = getattr(event, "message", None)
         if event.type == "turn_end" and getattr(message, "stop_reason", None) in FAILED_REPLIES:
             return

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.core.hooks import BeforeStopEvent, StopDecision
 from harnessc.runtime.core.messages import Message, ToolResultMessage, UserMessage
@@ -32,6 +32,9 @@ from harnessc.runtime.extensions.base import (
     decode_config,
     require_non_negative,
 )
+
+if TYPE_CHECKING:
+    from harnessc.runtime.extensions.base import HarnessContext
 
 __all__ = [
     "DEFAULT_CONTINUE_PROMPT",
@@ -132,7 +135,7 @@ class TurnContinueExtension:
     def __init__(self, config: TurnContinueConfig | dict[str, Any] | None = None) -> None:
         self.config = decode_config(TurnContinueConfig, config, extension=NAME)
         self.run = _RunState()
-        self._harness: Any = None
+        self._harness: HarnessContext | None = None
 
     @classmethod
     def from_config(cls, data: dict[str, Any] | None) -> TurnContinueExtension:
@@ -142,7 +145,7 @@ class TurnContinueExtension:
     def command_names(self) -> tuple[str, ...]:
         return ("status",) if self.config.enabled else ()
 
-    def install(self, harness: Any) -> None:
+    def install(self, harness: HarnessContext) -> None:
         if not self.config.enabled:
             return
         active = set(harness.active_tool_names)
@@ -231,7 +234,9 @@ class TurnContinueExtension:
             text = f"{c.continue_prompt}\n\nOutstanding tasks: none."
         return ContinueDecision(True, "continue", text)
 
-    async def _on_before_stop(self, event: BeforeStopEvent, harness: Any) -> StopDecision | None:
+    async def _on_before_stop(
+        self, event: BeforeStopEvent, harness: HarnessContext
+    ) -> StopDecision | None:
         decision = self.decide(list(event.messages))
         r = self.run
         r.last_decision = decision.reason
@@ -279,7 +284,7 @@ class TurnContinueExtension:
         return "\n".join(lines)
 
 
-def _branch_messages(harness: Any) -> list[Message]:
+def _branch_messages(harness: HarnessContext) -> list[Message]:
     """Every message on the session's current branch (compaction does not hide them)."""
     from harnessc.runtime.session.session import entry_message
 

@@ -18,7 +18,7 @@ import string
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.core.hooks import ToolResultEvent, ToolResultPatch
 from harnessc.runtime.core.messages import TextContent
@@ -28,6 +28,9 @@ from harnessc.runtime.extensions.base import (
     require_non_negative,
 )
 from harnessc.runtime.extensions.config_names import canonical_config
+
+if TYPE_CHECKING:
+    from harnessc.runtime.extensions.base import HarnessContext
 
 __all__ = [
     "DEFAULT_NUDGE_LIMIT_MESSAGE",
@@ -149,7 +152,7 @@ class TurnNudgeExtension:
     def command_names(self) -> tuple[str, ...]:
         return ()
 
-    def install(self, harness: Any) -> None:
+    def install(self, harness: HarnessContext) -> None:
         harness.on("agent_start", self._on_agent_start)
         harness.on("turn_start", self._on_turn_start)
         harness.on("agent_pause", self._on_pause)

@@ -4,12 +4,21 @@ imported when it is installed, never before)."""
 from __future__ import annotations
 
 import asyncio
+import weakref
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.telemetry.config import TelemetryConfig, resolve_config, telemetry_requested
 
+if TYPE_CHECKING:
+    from harnessc.runtime.extensions.base import HarnessContext
+    from harnessc.runtime.telemetry.spans import RunTracer
+
 __all__ = ["TelemetryExtension", "install_telemetry", "trace_subagent"]
+
+# The tracer listening to each traced harness: one per harness (the spec's and the
+# environment's).
+_TRACED: weakref.WeakKeyDictionary[HarnessContext, RunTracer] = weakref.WeakKeyDictionary()
 
 
 class TelemetryExtension:
@@ -22,13 +31,13 @@ class TelemetryExtension:
     def __init__(self, config: TelemetryConfig | None = None) -> None:
         self.config = config if config is not None else TelemetryConfig()
 
-    def install(self, harness: Any) -> None:
+    def install(self, harness: HarnessContext) -> None:
         install_telemetry(harness, self.config)
 
 
-def install_telemetry(harness: Any, config: TelemetryConfig | None) -> bool:
+def install_telemetry(harness: HarnessContext, config: TelemetryConfig | None) -> bool:
     """Subscribe a RunTracer to ``harness`` when telemetry is on; True if it did."""
-    if getattr(harness, "_telemetry", None) is not None:
+    if harness in _TRACED:
         return False  # once per harness (the spec's and the environment's)
     if config is None and not telemetry_requested():
         return False
@@ -45,11 +54,11 @@ def install_telemetry(harness: Any, config: TelemetryConfig | None) -> bool:
 
     tracer_provider, meter_provider = providers(resolved)
     tracer = RunTracer(harness, resolved, tracer_provider, meter_provider)
-    harness._telemetry = tracer
+    _TRACED[harness] = tracer
     harness.subscribe(tracer)
 
     async def export_now() -> None:
-        tracer._end_run(**{"harnessc.run.status": "closed"})
+        tracer.end_run(**{"harnessc.run.status": "closed"})
         await asyncio.to_thread(flush, tracer_provider, meter_provider)
 
     harness.on_close(export_now)
@@ -57,26 +66,32 @@ def install_telemetry(harness: Any, config: TelemetryConfig | None) -> bool:
 
 
 def trace_subagent(
-    parent: Any, child: Any, call_id: str, tool: str, args: Any, path: tuple[str, ...]
+    parent: HarnessContext,
+    child: HarnessContext,
+    call_id: str,
+    tool: str,
+    args: Any,
+    path: tuple[str, ...],
 ) -> None:
     """Trace the next run of ``child``, the sub-agent a call of ``parent``'s (``call_id``
     of ``tool``, the hand-over) runs, as a child of that call's span, named after its
     place in the tree (``path``). A sub-agent without telemetry of its own is traced as
     its parent is; nothing happens when the parent is not traced."""
-    tracer = getattr(parent, "_telemetry", None)
+    tracer = _TRACED.get(parent)
     if tracer is None:
         return
-    mine = getattr(child, "_telemetry", None)
+    mine = _TRACED.get(child)
     if mine is None:
         from harnessc.runtime.telemetry.spans import RunTracer
 
         config = replace(tracer.config, agent_name=path[-1])
         mine = RunTracer(child, config, tracer.tracer_provider, tracer.meter_provider)
-        child._telemetry = mine
+        _TRACED[child] = mine
         child.subscribe(mine)
+        traced = mine
 
         async def end_run() -> None:
-            mine._end_run(**{"harnessc.run.status": "closed"})
+            traced.end_run(**{"harnessc.run.status": "closed"})
 
         child.on_close(end_run)
     mine.name = path[-1]

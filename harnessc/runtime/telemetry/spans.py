@@ -15,7 +15,7 @@ import logging
 import os
 import re
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import metrics, trace
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
@@ -23,6 +23,9 @@ from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode,
 from harnessc.runtime.processes.secrets import is_credential_name, registered_secret_names
 from harnessc.runtime.providers.errors import redact
 from harnessc.runtime.telemetry.config import TelemetryConfig
+
+if TYPE_CHECKING:
+    from harnessc.runtime.extensions.base import HarnessContext
 
 __all__ = ["SESSION_RECORD", "RunTracer"]
 
@@ -46,7 +49,11 @@ class RunTracer:
     """A harness subscriber; ``harness`` is the AgentHarness it listens to."""
 
     def __init__(
-        self, harness: Any, config: TelemetryConfig, tracer_provider: Any, meter_provider: Any
+        self,
+        harness: HarnessContext,
+        config: TelemetryConfig,
+        tracer_provider: Any,
+        meter_provider: Any,
     ) -> None:
         self.harness = harness
         self.config = config
@@ -116,7 +123,7 @@ class RunTracer:
         return out
 
     def _start_run(self, run_id: str, *, resumed: str = "", prompt: str = "") -> None:
-        self._end_run()  # a run never ended (a crash of its own) is closed first
+        self.end_run()  # a run never ended (a crash of its own) is closed first
         model = self.harness.model
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "invoke_agent",
@@ -168,7 +175,7 @@ class RunTracer:
                 return None
         return None
 
-    def _end_run(self, **attributes: Any) -> None:
+    def end_run(self, **attributes: Any) -> None:
         span, self.run_span = self.run_span, None
         if span is None:
             return
@@ -202,7 +209,7 @@ class RunTracer:
             )
         except Exception:  # a session that cannot be written still gets its span
             log.exception("telemetry: the paused run's span not recorded in the session")
-        self._end_run(**{"harnessc.run.status": "paused", "harnessc.pause.reason": event.reason})
+        self.end_run(**{"harnessc.run.status": "paused", "harnessc.pause.reason": event.reason})
 
     def _on_agent_end(self, event: Any) -> None:
         span = self.run_span
@@ -211,7 +218,7 @@ class RunTracer:
         if event.status == "error":
             span.set_status(Status(StatusCode.ERROR, self._content(event.reason)))
             span.set_attribute("error.type", "agent_error")
-        self._end_run(**{"harnessc.run.status": event.status})
+        self.end_run(**{"harnessc.run.status": event.status})
 
     # -- model requests ----------------------------------------------------------------
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.tools.path_rules import call_path
 from harnessc.runtime.tools.paths import PATH_FILTER, PathError, call_targets
@@ -21,6 +21,9 @@ from harnessc.runtime.tools.permissions import (
     normalize_mode,
     remembered_rule,
 )
+
+if TYPE_CHECKING:
+    from harnessc.runtime.extensions.base import HarnessContext
 
 __all__ = [
     "PERMISSION_ENTRY",
@@ -56,7 +59,7 @@ class PermissionGate:
     def set_mode(self, mode: str) -> None:
         self.mode = normalize_mode(mode)
 
-    async def __call__(self, event: Any, harness: Any) -> Any:
+    async def __call__(self, event: Any, harness: HarnessContext) -> Any:
         from harnessc.runtime.core.hooks import PERMISSION_PAUSE, PauseRequest, ToolCallResult
 
         tool, args = event.tool_name, dict(event.input or {})
@@ -228,7 +231,7 @@ def _label(tool: str, args: Mapping[str, Any]) -> str:
     return tool
 
 
-async def _tool_context(harness: Any, cwd: str) -> Any:
+async def _tool_context(harness: HarnessContext, cwd: str) -> Any:
     """The tool context the harness will hand the tools (the session's cwd for a host
     without one)."""
     source = getattr(harness, "tool_context", None)
@@ -258,7 +261,7 @@ def _literal_rule(path: str) -> str:
     return "".join("\\" + ch if ch in "*?[]\\!# " else ch for ch in path)
 
 
-def _workspace(harness: Any) -> str:
+def _workspace(harness: HarnessContext) -> str:
     cwd = getattr(getattr(harness, "session", None), "cwd", None)
     return str(cwd) if isinstance(cwd, str) and cwd else os.getcwd()
 
@@ -293,7 +296,7 @@ _CLAUDE_MODES = {
 }
 
 
-def claude_permission_mode(harness: Any) -> str:
+def claude_permission_mode(harness: HarnessContext) -> str:
     """The permission mode as Claude Code names it, for hooks (``permission_mode``):
     the gate's mode, or ``bypassPermissions`` for an agent without permission rules."""
     options = getattr(harness, "options", None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.cli.host import ReplHost
 from harnessc.runtime.cli.output import format_number, one_line
@@ -23,6 +23,9 @@ from harnessc.runtime.cli.repl.navigate import (
 )
 from harnessc.runtime.core.commands import did_you_mean
 from harnessc.runtime.core.options import ThinkingLevel
+
+if TYPE_CHECKING:
+    from harnessc.runtime.agent.harness import AgentHarness
 
 __all__ = ["BUILTIN_COMMANDS", "run_command", "unknown_command"]
 
@@ -151,7 +154,7 @@ def _context_tokens(messages: list[Any]) -> int:
     return int(estimate_context_tokens(messages))
 
 
-def _budget_line(harness: Any) -> str:
+def _budget_line(harness: AgentHarness) -> str:
     tracker = harness.budget
     parts = []
     for limit in ("turns", "tool_calls", "wall_clock_s", "tokens", "cost_usd"):

@@ -46,6 +46,7 @@ from harnessc.runtime.session.compaction.prompts import (
 from harnessc.runtime.session.compaction.summarize import CompactionResult, generate_summary
 from harnessc.runtime.session.compaction.trigger import (
     CompactionError,
+    CompactionHost,
     CompactionSettings,
     NothingToCompactError,
     needs_compaction,
@@ -59,6 +60,7 @@ __all__ = [
     "BranchSummaryPreparation",
     "BranchSummaryResult",
     "CompactionError",
+    "CompactionHost",
     "CompactionPreparation",
     "CompactionResult",
     "CompactionSettings",

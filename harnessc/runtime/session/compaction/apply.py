@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harnessc.runtime.core.options import AgentHarnessStreamOptions, Model
 from harnessc.runtime.core.signal import AbortSignal
@@ -16,13 +16,11 @@ from harnessc.runtime.session.compaction.cut_point import (
 from harnessc.runtime.session.compaction.summarize import CompactionResult, generate_summary
 from harnessc.runtime.session.compaction.trigger import (
     CompactionError,
+    CompactionHost,
     CompactionSettings,
     NothingToCompactError,
 )
 from harnessc.runtime.session.session import Session
-
-if TYPE_CHECKING:  # the typed seam; no import at run time (no cycle)
-    from harnessc.runtime.extensions.base import HarnessContext
 
 __all__ = ["apply_compaction", "compact", "compact_harness"]
 
@@ -119,7 +117,7 @@ def _supplied_compaction(value: Any) -> CompactionResult | Mapping[str, Any]:
 
 
 async def compact_harness(
-    harness: HarnessContext, *, custom_instructions: str | None = None, reason: str = "manual"
+    harness: CompactionHost, *, custom_instructions: str | None = None, reason: str = "manual"
 ) -> CompactionResult | None:
     """``AgentHarness.compact``: prepare, let ``session_before_compact`` hooks cancel or
     supply the compaction, else summarise with the harness's model; then append the

@@ -7,13 +7,21 @@ last reply's usage unless a compaction came after it, else a chars/4 estimate).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from harnessc.runtime.core.message_size import estimate_context_tokens
 from harnessc.runtime.session.session import Session
 
+if TYPE_CHECKING:
+    from harnessc.runtime.core.events import Event
+    from harnessc.runtime.core.messages import Message
+    from harnessc.runtime.core.options import AgentHarnessStreamOptions, Model
+    from harnessc.runtime.core.signal import AbortSignal
+    from harnessc.runtime.providers.base import Provider
+
 __all__ = [
     "CompactionError",
+    "CompactionHost",
     "CompactionSettings",
     "NothingToCompactError",
     "compacted_since_reply",
@@ -37,6 +45,47 @@ class CompactionSettings:
     keep_recent_tokens: int = 20000
 
 
+class CompactionHost(Protocol):
+    """What compaction reads and calls of the agent it compacts (``needs_compaction``,
+    ``compact_harness``): the agent loop satisfies it, and so does the harness."""
+
+    @property
+    def session(self) -> Session: ...
+
+    @property
+    def compaction_settings(self) -> CompactionSettings | None: ...
+
+    @property
+    def model(self) -> Model: ...
+
+    @property
+    def stream_options(self) -> AgentHarnessStreamOptions: ...
+
+    @property
+    def messages(self) -> list[Message]: ...
+
+    @property
+    def is_busy(self) -> bool: ...
+
+    @property
+    def signal(self) -> AbortSignal | None:
+        """The abort signal of the running run (read while busy)."""
+
+    def context_tokens(self, use_usage: bool = True) -> int: ...
+
+    def provider_for(self, model: Model) -> Provider: ...
+
+    def has_handlers(self, moment: str) -> bool: ...
+
+    async def call_hooks(
+        self, moment: str, event: Any, tool_name: str | None = None
+    ) -> list[Any]: ...
+
+    def reload_messages(self) -> None: ...
+
+    async def emit(self, event: Event) -> list[Any]: ...
+
+
 # -- token estimates ------------------------------------------------------------
 
 
@@ -48,7 +97,7 @@ def should_compact(
     return settings.enabled and context_tokens > context_window - settings.reserve_tokens
 
 
-def needs_compaction(harness: Any) -> bool:
+def needs_compaction(harness: CompactionHost) -> bool:
     """True when the harness's context passed ``context_window - reserve_tokens``."""
     settings = getattr(harness, "compaction_settings", None) or CompactionSettings()
     if not settings.enabled:
