@@ -39,8 +39,9 @@ budget:
   turns: 20
   tool_calls: 100
   wall_clock_s: 900
-session:
-  dir: .harnessc/sessions
+# Sessions (for --continue, --session ID) go to this project's folder in the per-user
+# data folder, ~/.local/share/harnessc/projects/ (out of git); to keep them in the
+# project instead: session: {{dir: .sessions}} (created with a .gitignore).
 # File tools (read write edit ls grep find) only see the workspace: here the folder the
 # agent runs in. Set allow_outside_workspace: true to widen it. bash is NOT confined: it
 # runs the commands the permissions above let through, with your rights (docs/tools.md).
