@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from harnessc.runtime import AgentHarnessOptions, Model, env, run_cli
-from harnessc.runtime.output_model import BaseModel, ConfigDict, Field
+from harnessc.runtime.core.output_model import BaseModel, ConfigDict, Field
+from harnessc.runtime.core.typed_output import OutputConfig
 from harnessc.runtime.resources import ContextFileSettings, load_resources
 from harnessc.runtime.session import Session
 from harnessc.runtime.tools import create_ls_tool, create_read_tool
-from harnessc.runtime.typed_output import OutputConfig
 
 if TYPE_CHECKING:
     from harnessc.runtime.providers.transport import HttpClientPool

@@ -250,7 +250,7 @@ class _Builder:
             kwargs["retries"] = Lit(output.retries)
         if "mode" in output.model_fields_set:
             kwargs["mode"] = Lit(output.mode)
-        return self.call(".typed_output", "OutputConfig", **kwargs)
+        return self.call(".core.typed_output", "OutputConfig", **kwargs)
 
     def output_type(self) -> tuple[str | None, list[str]]:
         """The module's ``Output`` (a pydantic model of the schema, or the imported
@@ -264,7 +264,7 @@ class _Builder:
             return f"{comment}\n{OUTPUT_CLASS} = {layout(imported, 0, len(OUTPUT_CLASS) + 3)}", []
         assert output.schema_ is not None
         model = output_model(output.schema_)
-        self.imports.use(f"{RUNTIME}.output_model", *model.pydantic)
+        self.imports.use(f"{RUNTIME}.core.output_model", *model.pydantic)
         return model.source(), sorted(model.typing)
 
     def kwargs_call(self, module: str, func: str, model: SpecModel, /, **override: Expr) -> Call:
@@ -353,7 +353,7 @@ class _Builder:
         if "cooldown_s" in spec.model_fields_set:
             kwargs["cooldown_s"] = Lit(spec.cooldown_s)
         return self.call(
-            ".fallback", "ModelFallback", ListExpr([Lit(k) for k in spec.fallback]), **kwargs
+            ".providers.fallback", "ModelFallback", ListExpr([Lit(k) for k in spec.fallback]), **kwargs
         )
 
     def context_files(self, context: ContextFilesSpec | bool) -> Call:
