@@ -353,7 +353,10 @@ class _Builder:
         if "cooldown_s" in spec.model_fields_set:
             kwargs["cooldown_s"] = Lit(spec.cooldown_s)
         return self.call(
-            ".providers.fallback", "ModelFallback", ListExpr([Lit(k) for k in spec.fallback]), **kwargs
+            ".providers.fallback",
+            "ModelFallback",
+            ListExpr([Lit(k) for k in spec.fallback]),
+            **kwargs,
         )
 
     def context_files(self, context: ContextFilesSpec | bool) -> Call:
