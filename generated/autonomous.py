@@ -27,7 +27,7 @@ from harnessc.runtime.extensions import (
     TurnNudgeExtension,
 )
 from harnessc.runtime.resources import ContextFileSettings, load_resources
-from harnessc.runtime.session import JsonlSessionRepo, Session
+from harnessc.runtime.session import DataFolder, JsonlSessionRepo, Session, resolve_folder
 from harnessc.runtime.tools import (
     create_bash_tool,
     create_edit_tool,
@@ -44,8 +44,9 @@ AGENT_NAME = "autonomous"
 DESCRIPTION = "Works through a task list on its own until it calls finish."
 # The spec's folder: relative paths and `module:function` imports resolve against it.
 SPEC_DIR = (Path(__file__).resolve().parent / "../agents").resolve()
-# Session files go below the agent's working directory.
-SESSIONS_DIR = Path(".harnessc/sessions")
+# Session files go to the project's folder in the per-user data folder
+# ($XDG_DATA_HOME/harnessc/projects/<project>/sessions); session.dir keeps them in the project.
+SESSIONS_DIR = DataFolder("sessions")
 SYSTEM_PROMPT = (
     "You work on your own, without a human to answer questions.\n"
     '1. Write a todo list with the todo tool (op "set") before anything else.\n'
@@ -67,7 +68,10 @@ def build_options(
     connection pool and one cap on requests in flight per base URL; its owner closes it).
     """
     if session is None:
-        session = JsonlSessionRepo(SESSIONS_DIR).create(cwd=cwd, metadata={"agent": AGENT_NAME})
+        session = JsonlSessionRepo(resolve_folder(SESSIONS_DIR, cwd)).create(
+            cwd=cwd,
+            metadata={"agent": AGENT_NAME},
+        )
     return AgentHarnessOptions(
         session=session,
         models={

@@ -30,7 +30,7 @@ from harnessc.runtime.extensions import (
     python_hook,
 )
 from harnessc.runtime.resources import ContextFileSettings, load_resources
-from harnessc.runtime.session import JsonlSessionRepo, Session
+from harnessc.runtime.session import JsonlSessionRepo, Session, resolve_folder
 from harnessc.runtime.tools import (
     ExternalTool,
     create_bash_tool,
@@ -68,7 +68,10 @@ def build_options(
     connection pool and one cap on requests in flight per base URL; its owner closes it).
     """
     if session is None:
-        session = JsonlSessionRepo(SESSIONS_DIR).create(cwd=cwd, metadata={"agent": AGENT_NAME})
+        session = JsonlSessionRepo(resolve_folder(SESSIONS_DIR, cwd)).create(
+            cwd=cwd,
+            metadata={"agent": AGENT_NAME},
+        )
     return AgentHarnessOptions(
         session=session,
         models={

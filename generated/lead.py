@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from harnessc.runtime import AgentHarnessOptions, Budget, Model, ModelCost, env, run_cli
 from harnessc.runtime.agent.subagents import SubAgent, SubAgents
 from harnessc.runtime.resources import ContextFileSettings, load_resources
-from harnessc.runtime.session import JsonlSessionRepo, Session
+from harnessc.runtime.session import DataFolder, JsonlSessionRepo, Session, resolve_folder
 from harnessc.runtime.tools import (
     create_find_tool,
     create_grep_tool,
@@ -27,8 +27,9 @@ AGENT_NAME = "lead"
 DESCRIPTION = "Plans a change and hands reviews and code exploration to sub-agents."
 # The spec's folder: relative paths and `module:function` imports resolve against it.
 SPEC_DIR = (Path(__file__).resolve().parent / "../agents").resolve()
-# Session files go below the agent's working directory.
-SESSIONS_DIR = Path(".harnessc/sessions")
+# Session files go to the project's folder in the per-user data folder
+# ($XDG_DATA_HOME/harnessc/projects/<project>/sessions); session.dir keeps them in the project.
+SESSIONS_DIR = DataFolder("sessions")
 SYSTEM_PROMPT = (
     "You plan changes. Hand code reviews to the reviewer and questions about how the code\n"
     "is built to the code-explorer; give each everything it needs in the prompt.\n"
@@ -59,7 +60,10 @@ def build_options(
     connection pool and one cap on requests in flight per base URL; its owner closes it).
     """
     if session is None:
-        session = JsonlSessionRepo(SESSIONS_DIR).create(cwd=cwd, metadata={"agent": AGENT_NAME})
+        session = JsonlSessionRepo(resolve_folder(SESSIONS_DIR, cwd)).create(
+            cwd=cwd,
+            metadata={"agent": AGENT_NAME},
+        )
     return AgentHarnessOptions(
         session=session,
         models={

@@ -22,7 +22,7 @@ from harnessc.runtime import (
 )
 from harnessc.runtime.extensions import command_hook
 from harnessc.runtime.resources import ContextFileSettings, load_resources
-from harnessc.runtime.session import JsonlSessionRepo, Session
+from harnessc.runtime.session import DataFolder, JsonlSessionRepo, Session, resolve_folder
 from harnessc.runtime.tools import (
     ExternalTool,
     create_bash_tool,
@@ -39,8 +39,9 @@ AGENT_NAME = "reviewer"
 DESCRIPTION = "Reviews changes read-only and asks a human before proposing a fix."
 # The spec's folder: relative paths and `module:function` imports resolve against it.
 SPEC_DIR = (Path(__file__).resolve().parent / "../agents").resolve()
-# Session files go below the agent's working directory.
-SESSIONS_DIR = Path(".harnessc/sessions")
+# Session files go to the project's folder in the per-user data folder
+# ($XDG_DATA_HOME/harnessc/projects/<project>/sessions); session.dir keeps them in the project.
+SESSIONS_DIR = DataFolder("sessions")
 SYSTEM_PROMPT = (
     "You review code changes. Read the diff (`git diff`, `git show`) and the files it\n"
     "touches, then report bugs, risky changes and missing tests, most important first.\n"
@@ -61,7 +62,10 @@ def build_options(
     connection pool and one cap on requests in flight per base URL; its owner closes it).
     """
     if session is None:
-        session = JsonlSessionRepo(SESSIONS_DIR).create(cwd=cwd, metadata={"agent": AGENT_NAME})
+        session = JsonlSessionRepo(resolve_folder(SESSIONS_DIR, cwd)).create(
+            cwd=cwd,
+            metadata={"agent": AGENT_NAME},
+        )
     return AgentHarnessOptions(
         session=session,
         models={

@@ -570,7 +570,7 @@ def test(paths: tuple[str, ...], record: bool, junit_file: str | None, jobs: int
 def doctor_command(spec: str, base_url: str | None, out_dir: str) -> None:
     """Check each model of SPEC (its key variable, that its endpoint answers, its model id),
     each MCP server (it starts, initializes and lists its tools within its timeout) and,
-    with durable:, its database, schema, queue and live workers."""
+    with durable:, its database, schema, queue and live workers; say where sessions go."""
     from harnessc.doctor import doctor
     from harnessc.doctor_mcp import doctor_mcp
     from harnessc.runtime.cli.args import UsageError
@@ -590,13 +590,41 @@ def doctor_command(spec: str, base_url: str | None, out_dir: str) -> None:
         except UsageError as exc:
             raise click.UsageError(str(exc)) from None
     durable = getattr(live.module, "durable_config", None)
-    checks = None
-    if durable is not None:
-        from harnessc.runtime.durable.health import durable_checks
 
-        checks = lambda: durable_checks(durable, os.getcwd())  # noqa: E731
+    def checks() -> list[tuple[str, str]]:
+        found = _sessions_check(live.session_dir, os.getcwd())
+        if durable is not None:
+            from harnessc.runtime.durable.health import durable_checks
+
+            found += durable_checks(durable, os.getcwd())
+        return found
+
     models = doctor(dict(options.models), click.echo, checks)
     raise SystemExit(max(models, doctor_mcp(options.extensions or (), click.echo)))
+
+
+def _sessions_check(setting: Any, cwd: str) -> list[tuple[str, str]]:
+    """Where the agent's session files go (none for sessions in memory or PostgreSQL)."""
+    from harnessc.runtime.support.data_folder import (
+        LEGACY_FOLDER,
+        DataFolder,
+        project_data_dir,
+        resolve_folder,
+    )
+
+    if setting is None:
+        return []
+    folder = resolve_folder(setting, cwd)
+    if isinstance(setting, DataFolder) and folder.parent == Path(cwd, LEGACY_FOLDER):
+        target = project_data_dir(cwd)
+        return [
+            (
+                "warning",
+                f"sessions: {folder} (an older harnessc's folder, still used); move it to "
+                f"{target}/ to keep it out of the project (docs/sessions.md)",
+            )
+        ]
+    return [("ok", f"sessions: {folder}")]
 
 
 @cli.command("serve-demo")

@@ -16,10 +16,10 @@ import asyncio
 import os
 import time
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import Any
 
 from harnessc.doctor import Check
+from harnessc.runtime.support.data_folder import DataFolder, resolve_folder
 
 __all__ = ["check_mcp_servers", "doctor_mcp"]
 
@@ -53,8 +53,7 @@ async def _check_toolset(toolset: Any) -> list[Check]:
     from harnessc.runtime.mcp.env import child_environ
 
     environ = child_environ(os.environ)
-    log_dir = toolset.log_dir or Path(".harnessc/logs")
-    log_dir = log_dir if log_dir.is_absolute() else Path.cwd() / log_dir
+    log_dir = resolve_folder(toolset.log_dir or DataFolder("logs"))
     connections = [ServerConnection(s, environ=environ, log_dir=log_dir) for s in toolset.servers]
     try:
         outcomes = await asyncio.gather(

@@ -1,8 +1,9 @@
 """Suite-wide set-up, done once before any test process starts (the tests may run in
 several worker processes, which inherit the environment):
 
-- isolation: HOME is a temporary folder, so a user-level context file
-  (~/.config/harnessc/AGENTS.md) of the machine's user never reaches an agent under test;
+- isolation: HOME (and XDG_DATA_HOME below it) is a temporary folder, so a user-level
+  context file (~/.config/harnessc/AGENTS.md) of the machine's user never reaches an
+  agent under test, and the per-user data folder (sessions, logs) is the test run's own;
 - PostgreSQL: started when the tests to run include those that need it and
   ``HARNESSC_TEST_PG_DSN`` is not set. Its DSN reaches every worker through that variable;
   without a server, ``HARNESSC_TEST_PG_SKIP`` says why, and the tests that need one skip
@@ -34,6 +35,8 @@ def _wants_pg(config: pytest.Config) -> bool:
 
 def pytest_configure(config: pytest.Config) -> None:
     os.environ["HOME"] = _HOME.name
+    # the per-user data folder (sessions, logs, the durable database): the temporary home
+    os.environ["XDG_DATA_HOME"] = os.path.join(_HOME.name, ".local", "share")
     if hasattr(config, "workerinput") or os.environ.get("HARNESSC_TEST_PG_DSN"):
         return  # a worker (the controller did this), or a server given by the caller
     if not _wants_pg(config):

@@ -1,7 +1,8 @@
 """Audit hook: append one JSON line per tool result to an audit log.
 
 Used as ``tool_result: [{python: hooks.audit:record}]``. The log goes to
-``$HARNESSC_AUDIT_LOG`` or ``.harnessc/audit.jsonl`` below the working directory.
+``$HARNESSC_AUDIT_LOG`` or ``.harnessc/audit.jsonl`` below the working directory (a
+``.harnessc`` it creates gets a ``.gitignore``, as harnessc's own folders do).
 It observes only: returning None leaves the result unchanged.
 """
 
@@ -13,10 +14,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harnessc.runtime.support.data_folder import make_folder
+
 
 def record(event: Any) -> None:
     path = Path(os.environ.get("HARNESSC_AUDIT_LOG") or ".harnessc/audit.jsonl")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(path.parent)
     line = {
         "time": round(time.time(), 3),
         "tool": getattr(event, "tool_name", None),

@@ -353,7 +353,10 @@ class _Builder:
         if "cooldown_s" in spec.model_fields_set:
             kwargs["cooldown_s"] = Lit(spec.cooldown_s)
         return self.call(
-            ".providers.fallback", "ModelFallback", ListExpr([Lit(k) for k in spec.fallback]), **kwargs
+            ".providers.fallback",
+            "ModelFallback",
+            ListExpr([Lit(k) for k in spec.fallback]),
+            **kwargs,
         )
 
     def context_files(self, context: ContextFilesSpec | bool) -> Call:
@@ -530,8 +533,9 @@ class _Builder:
             )
             return ["session = " + layout(create, 8, 18)]
         self.rt(".session", "Session")
+        folder = f"{self.rt('.session', 'resolve_folder')}(SESSIONS_DIR, cwd)"
         create = Call(
-            f"{self.rt('.session', 'JsonlSessionRepo')}(SESSIONS_DIR).create",
+            f"{self.rt('.session', 'JsonlSessionRepo')}({folder}).create",
             [],
             [("cwd", Code("cwd")), ("metadata", DictExpr([(Lit("agent"), Code("AGENT_NAME"))]))],
         )
@@ -555,7 +559,9 @@ class _Builder:
             ".durable",
             "DurableConfig",
             engine=Lit(spec.engine),
-            database_url=self.env_str(spec.database_url),
+            database_url=self.env_str(spec.database_url)
+            if spec.database_url is not None
+            else Call(self.rt("", "env"), [Lit("HARNESSC_DURABLE_URL"), Lit("")]),
             queue=Lit(spec.queue.name or self.spec.name),
             concurrency=Lit(spec.queue.concurrency),
             lease_s=Lit(spec.lease_s),
@@ -626,8 +632,11 @@ def render(loaded: LoadedSpec, out_dir: str | os.PathLike[str]) -> str:
     durable = builder.durable()
     output_code, typing_names = builder.output_type()
     sessions_dir: str | None = None
-    if spec.session.repo == "jsonl":
+    if spec.session.repo == "jsonl" and spec.session.dir is not None:
         sessions_dir = layout(Call("Path", [builder.env_str(spec.session.dir)]), 0, 15)
+    elif spec.session.repo == "jsonl":
+        sessions_dir = f'{builder.rt(".session", "DataFolder")}("sessions")'
+
     return _template().render(
         version=__version__,
         spec_path=_comment_safe(_relative(loaded.path, out)),
@@ -635,6 +644,7 @@ def render(loaded: LoadedSpec, out_dir: str | os.PathLike[str]) -> str:
         agent=spec,
         spec_dir=_relative(loaded.path.parent, out),
         sessions_dir=sessions_dir,
+        sessions_in_project=spec.session.dir is not None,
         system_prompt=_constant("SYSTEM_PROMPT", spec.system_prompt)
         if spec.system_prompt is not None
         else None,

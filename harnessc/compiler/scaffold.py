@@ -1,4 +1,7 @@
-"""``harnessc new NAME``: a spec that compiles and shows the main features: file tools and\nbash, an external tool, permission rules, a budget, one skill and one prompt template."""
+"""``harnessc new NAME``: a spec that compiles and shows the main features: file tools and
+bash, an external tool, permission rules, a budget, one skill and one prompt template,
+sub-agents (a Claude Code subagent file and a harnessc spec) and typed output (the
+sub-agent spec's)."""
 
 from __future__ import annotations
 
@@ -29,24 +32,63 @@ tools:
       description: Ask the user a question and wait for the answer.
       parameters: {{type: object, properties: {{question: {{type: string}}}}, required: [question]}}
 permissions:                         # Claude Code's rules: deny, then ask, then allow
-  allow: [Read, LS, Grep, Glob, ask_user, "Bash(ls *)", "Bash(echo *)", "Bash(git status *)"]
+  allow: [Read, LS, Grep, Glob, Agent, ask_user, "Bash(ls *)", "Bash(echo *)", "Bash(git status *)"]
   ask: [Write, Edit]                 # a one-shot run pauses (exit 3); -i asks y / n / always
   default: ask                       # any other call (other bash commands) asks first
 resources:
   skills: [{name}/skills]
   prompt_templates: [{name}/templates]
+agents:                              # sub-agents: the model hands work to them (tool task)
+  scout: {{from: {name}/agents/scout.md}}     # a Claude Code subagent file, as it is
+  reporter: {{spec: {name}/reporter.yaml}}    # a harnessc spec: its answer is typed
 budget:
   turns: 20
   tool_calls: 100
   wall_clock_s: 900
-session:
-  dir: .harnessc/sessions
+# Sessions (for --continue, --session ID) go to this project's folder in the per-user
+# data folder, ~/.local/share/harnessc/projects/ (out of git); to keep them in the
+# project instead: session: {{dir: .sessions}} (created with a .gitignore).
 # File tools (read write edit ls grep find) only see the workspace: here the folder the
 # agent runs in. Set allow_outside_workspace: true to widen it. bash is NOT confined: it
 # runs the commands the permissions above let through, with your rights (docs/tools.md).
 tool_context:
   workspace: .
   allow_outside_workspace: false
+"""
+
+_SCOUT = """\
+---
+name: scout
+description: Looks through the files for what it is asked and reports what it found.
+tools: Read, Grep, Glob, LS
+model: inherit
+---
+You look through the files of the workspace for what you are asked, without changing
+anything, and report what you found in a few lines, naming the files.
+"""
+
+_REPORTER = """\
+{schema_line}version: 1
+name: {name}-reporter
+description: Answers with a typed report (summary, file count, verdict) instead of prose.
+models:
+  main:
+    provider: openai
+    id: gpt-4.1-mini
+    base_url: ${{OPENAI_BASE_URL:-https://api.openai.com/v1}}
+    api_key_env: OPENAI_API_KEY
+system_prompt: |
+  You look at what you are asked about and answer with a short report.
+tools: [read, ls, grep, find]
+output:                              # the run ends with a value of this shape, validated
+  schema:
+    type: object
+    properties:
+      summary: {{type: string, maxLength: 400}}
+      files: {{type: integer, minimum: 0}}
+      verdict: {{type: string, enum: [fine, needs_work]}}
+    required: [summary, files, verdict]
+  retries: 2                         # invalid answers go back to the model this often
 """
 
 _SKILL = """\
@@ -96,6 +138,11 @@ def scaffold_files(name: str, schema_ref: str | None = None) -> dict[str, str]:
     schema_line = f"# yaml-language-server: $schema={schema_ref}\n" if schema_ref else ""
     return {
         f"{name}.yaml": _SPEC.format(name=name, schema_line=schema_line),
+        f"{name}/agents/scout.md": _SCOUT,
+        f"{name}/reporter.yaml": _REPORTER.format(
+            name=name,
+            schema_line=schema_line.replace("$schema=", "$schema=../") if schema_ref else "",
+        ),
         f"{name}/skills/checklist/SKILL.md": _SKILL,
         f"{name}/templates/summarize.md": _TEMPLATE,
         f"{name}.tests.yaml": _TESTS.format(name=name),

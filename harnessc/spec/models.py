@@ -1083,8 +1083,8 @@ class BudgetSpec(SpecModel):
 class SessionSpec(SpecModel):
     repo: Literal["jsonl", "memory", "postgres"] = "jsonl"
     """jsonl: pi v3 session files; memory: nothing is written; postgres: rows in PostgreSQL (extra harnessc[postgres])."""
-    dir: NonEmptyStr = ".harnessc/sessions"
-    """Session folder, relative to the agent's working directory; may hold ${VAR} references."""
+    dir: NonEmptyStr | None = None
+    """Session folder, relative to the agent's working directory (created with a .gitignore); may hold ${VAR} references. Default: the project's folder in the per-user data folder, $XDG_DATA_HOME/harnessc/projects/<project>/sessions (docs/sessions.md)."""
     url: NonEmptyStr | None = None
     """repo: postgres: the database URL, read when the agent runs; use a ${VAR} reference (e.g. ${DATABASE_URL}) so no password is in the spec."""
 
@@ -1123,8 +1123,8 @@ class DurableSpec(SpecModel):
 
     engine: Literal["dbos"] = "dbos"
     """The durable-execution engine; only dbos."""
-    database_url: NonEmptyStr = "${HARNESSC_DURABLE_URL:-sqlite:///.harnessc/durable.sqlite}"
-    """DBOS's system database: sqlite:///PATH (one machine; a relative path is relative to the agent's working directory) or postgresql://... (workers on many machines); may hold ${VAR} references."""
+    database_url: NonEmptyStr | None = None
+    """DBOS's system database: sqlite:///PATH (one machine; a relative path is relative to the agent's working directory) or postgresql://... (workers on many machines); may hold ${VAR} references. Default: $HARNESSC_DURABLE_URL when set, else durable.sqlite in the project's per-user data folder (docs/sessions.md)."""
     queue: DurableQueueSpec = Field(default_factory=DurableQueueSpec)
     """Queue name and per-worker concurrency."""
     lease_s: Annotated[float, Field(gt=0, le=86400)] = 30.0
@@ -1132,7 +1132,8 @@ class DurableSpec(SpecModel):
 
     @model_validator(mode="after")
     def _no_literal_password(self) -> DurableSpec:
-        if _LITERAL_PASSWORD.search(_without_env_refs(self.database_url)):
+        url = self.database_url
+        if url is not None and _LITERAL_PASSWORD.search(_without_env_refs(url)):
             raise _custom(
                 "durable_url",
                 "database_url holds a password: keep it in the environment (${HARNESSC_DURABLE_URL})",
@@ -1141,9 +1142,11 @@ class DurableSpec(SpecModel):
 
     @field_validator("database_url")
     @classmethod
-    def _known_scheme(cls, url: str) -> str:
+    def _known_scheme(cls, url: str | None) -> str | None:
         """sqlite:///PATH or postgresql://... (a URL from the environment is checked when
         it is read)."""
+        if url is None:
+            return None
         known = re.match(r"^(sqlite:///.|postgres(ql)?(\+psycopg)?://)", url)
         if not url.startswith("${") and known is None:
             scheme = url.split(":", 1)[0] if ":" in url else url

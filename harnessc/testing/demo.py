@@ -13,7 +13,15 @@ the last user message (each only when the request offers the tool it needs):
 - "use the NAME skill" -> ``read`` of that skill's ``SKILL.md`` from the system prompt;
 - "keep going" (or "count to N") -> one tool call per turn until N turns or a budget pauses it;
 - "call TOOL {json}" -> any offered tool (an MCP server's tool, say) with those arguments;
+- "ask the NAME agent to PROMPT" (or "have NAME PROMPT") -> ``task``: hands PROMPT to the
+  sub-agent NAME (one the ``task`` tool offers), which the demo model plays too;
 - anything else -> a short reply saying what it can do.
+
+An agent with typed output (``output:``) gets its answer as a value of its schema: where
+the demo would reply in text it calls ``final_result`` (or, asked for JSON with
+``response_format``, replies with JSON) instead, the text in the first string field,
+an enum's value named in the prompt (else its first), the count of the last tool
+result's lines in numbers (within the schema's bounds).
 
 A prompt template expands before it reaches the model, so ``/summarize notes.txt``
 arrives as "Read notes.txt and ..." and reads the file. After a tool result the model
@@ -30,6 +38,7 @@ import signal
 import threading
 from typing import Any
 
+from harnessc.runtime.core.typed_output import OUTPUT_TOOL
 from harnessc.testing.protocol_server import ProtocolServer, RecordedRequest, ScriptedResponse
 from harnessc.testing.streams import openai_events, openai_tool_call_events, split_text
 
@@ -42,7 +51,8 @@ _HELP = (
     "Hello from the harnessc demo model (a local stand-in, no API key needed). "
     'Try "list the files here", "read README.md", "grep TODO", "run echo hi", '
     '"write notes.txt: hello", "replace hello with bye in notes.txt", "ask me a question", '
-    '"use the checklist skill", "keep going" or "call TOOL {...}".'
+    '"use the checklist skill", "keep going", "ask the scout agent to list the files here" '
+    'or "call TOOL {...}".'
 )
 _WORD = "`'\"“”"  # quotes around a word, stripped; a leading dot stays (.env)
 
@@ -62,11 +72,12 @@ class DemoModel:
         if request.method != "POST" or not isinstance(payload, dict):
             return ScriptedResponse.json_body(404, {"error": {"message": "not found"}})
         messages = payload.get("messages") or []
-        tools = {
-            t.get("function", {}).get("name")
+        offered = {
+            t["function"].get("name"): t["function"].get("parameters") or {}
             for t in payload.get("tools") or []
-            if isinstance(t, dict)
+            if isinstance(t, dict) and isinstance(t.get("function"), dict)
         }
+        tools = set(offered)
         last = messages[-1] if messages else {}
         prompt = _last_prompt(messages)
         if last.get("role") == "tool":
@@ -75,13 +86,36 @@ class DemoModel:
             if steps and done < steps and ("ls" in tools or "bash" in tools):
                 name = "ls" if "ls" in tools else "bash"
                 return self._call(name, {"path": "."} if name == "ls" else {"command": "ls"})
-            return self._text(_describe_result(messages, last))
+            text = _describe_result(messages, last)
+            typed = _describe_result(messages, last, plain=True)
+            return self._answer(text, payload, offered, messages, typed)
         first = messages[0] if messages and isinstance(messages[0], dict) else {}
         system = _text_of(first.get("content")) if first.get("role") == "system" else ""
-        call = _plan(prompt, tools, system)
+        call = _hand_over(prompt, offered.get("task")) or _plan(prompt, tools, system)
         if call is None:
-            return self._text(_HELP)
+            return self._answer(_HELP, payload, offered, messages)
         return self._call(*call)
+
+    def _answer(
+        self,
+        text: str,
+        payload: dict[str, Any],
+        offered: dict[str, Any],
+        messages: list[Any],
+        typed: str | None = None,
+    ) -> ScriptedResponse:
+        """``text``, or the typed answer an agent with ``output:`` asks for (its strings:
+        ``typed``, default ``text``)."""
+        prompt = _last_prompt(messages)
+        count = _result_lines(messages)
+        if OUTPUT_TOOL in offered:
+            value = _fill(offered[OUTPUT_TOOL], typed or text, prompt, count)
+            return self._call(OUTPUT_TOOL, value if isinstance(value, dict) else {})
+        response_format = payload.get("response_format")
+        if isinstance(response_format, dict) and response_format.get("type") == "json_schema":
+            schema = (response_format.get("json_schema") or {}).get("schema") or {}
+            return self._text(json.dumps(_fill(schema, typed or text, prompt, count)))
+        return self._text(text)
 
     def _call(self, name: str, arguments: dict[str, Any]) -> ScriptedResponse:
         with self._lock:
@@ -187,7 +221,80 @@ def _plan(prompt: str, tools: set[str], system: str = "") -> tuple[str, dict[str
     return None
 
 
-def _describe_result(messages: list[Any], result: dict[str, Any]) -> str:
+def _hand_over(prompt: str, task: Any) -> tuple[str, dict[str, Any]] | None:
+    """``task`` for "ask the NAME agent to PROMPT" when NAME is a sub-agent it offers."""
+    if not isinstance(task, dict):
+        return None
+    found = re.match(
+        r"(?:ask|tell|have)\s+(?:the\s+)?([\w.-]+)(?:\s+(?:sub-?)?agent)?\s+(?:to\s+)?(.+)$",
+        prompt.strip(),
+        re.I | re.S,
+    )
+    kind = (task.get("properties") or {}).get("subagent_type") or {}
+    names = kind.get("enum") or []
+    if found is None or found.group(1) not in names:
+        return None
+    work = found.group(2).strip()
+    arguments = {"subagent_type": found.group(1), "description": work[:40], "prompt": work}
+    return "task", arguments
+
+
+def _result_lines(messages: list[Any]) -> int:
+    """The lines of the last tool result since the prompt (0: none)."""
+    for message in reversed(messages):
+        role = message.get("role") if isinstance(message, dict) else None
+        if role == "user":
+            return 0
+        if role == "tool":
+            return len(_text_of(message.get("content")).strip().splitlines())
+    return 0
+
+
+def _fill(schema: Any, text: str, prompt: str, count: int) -> Any:
+    """A value of JSON Schema ``schema``: ``text`` in strings, an enum's value named in
+    ``prompt`` (else its first), ``count`` in numbers (within their bounds)."""
+    if not isinstance(schema, dict):
+        return text
+    for key in ("const", "default"):
+        if key in schema:
+            return schema[key]
+    if schema.get("enum"):
+        named = [v for v in schema["enum"] if str(v).lower() in prompt.lower()]
+        return (named or schema["enum"])[0]
+    for key in ("anyOf", "oneOf", "allOf"):
+        if schema.get(key):
+            return _fill(schema[key][0], text, prompt, count)
+    kind = schema.get("type")
+    kind = next((k for k in kind if k != "null"), "null") if isinstance(kind, list) else kind
+    if kind == "object" or "properties" in schema:
+        value: dict[str, Any] = {}
+        for name, sub in (schema.get("properties") or {}).items():
+            value[name] = _fill(sub, text, prompt, count)
+            if isinstance(value[name], str):
+                text = value[name][:80]  # later strings repeat it, shorter
+        return value
+    if kind == "array":
+        return [_fill(schema.get("items"), text, prompt, count)] * int(schema.get("minItems", 0))
+    if kind in ("integer", "number"):
+        number = float(count)
+        for key, step in (("minimum", 0), ("exclusiveMinimum", 1)):
+            if isinstance(schema.get(key), (int, float)):
+                number = max(number, schema[key] + step)
+        for key, step in (("maximum", 0), ("exclusiveMaximum", 1)):
+            if isinstance(schema.get(key), (int, float)):
+                number = min(number, schema[key] - step)
+        return int(number) if kind == "integer" else number
+    if kind == "boolean":
+        return True
+    if kind == "null":
+        return None
+    limit = schema.get("maxLength")
+    return text[:limit] if isinstance(limit, int) else text
+
+
+def _describe_result(messages: list[Any], result: dict[str, Any], *, plain: bool = False) -> str:
+    """What a tool returned: its first 20 lines in a fenced block (``plain``: the first
+    ten on one line, for a typed answer)."""
     name = "the tool"
     for message in reversed(messages):
         for call in message.get("tool_calls") or []:
@@ -195,6 +302,11 @@ def _describe_result(messages: list[Any], result: dict[str, Any]) -> str:
                 name = f"`{call.get('function', {}).get('name', 'the tool')}`"
     text = _text_of(result.get("content")).strip()
     lines = text.splitlines()
+    if plain:
+        listed = ", ".join(line.strip() for line in lines[:10]) + (
+            ", ..." if len(lines) > 10 else ""
+        )
+        return f"{name} returned {len(lines)} lines: {listed}"
     shown = "\n".join(lines[:20]) + ("\n..." if len(lines) > 20 else "")
     return f"Here is what {name} returned ({len(lines)} lines):\n\n```\n{shown}\n```\n"
 

@@ -168,3 +168,89 @@ def test_the_demo_walks_through_pauses_an_approval_and_a_budget(
     )
     assert looping.returncode == 3, looping.stderr
     assert "budget limit hit: turns (3 of 3 used)" in looping.stderr
+
+
+def _python(script: Path, prompt: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(script), prompt],
+        cwd=cwd,
+        env=_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_the_demo_hands_work_to_sub_agents(demo: ProtocolServer, tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("kiwi\n")
+    assert _harnessc(["new", "demo"], tmp_path).returncode == 0
+    built = _harnessc(["build", "agents/demo.yaml"], tmp_path)
+    assert built.returncode == 0, built.stderr
+    lead = tmp_path / "generated" / "demo.py"
+    # a sub-agent builds its models from its own spec: the spec's variables reach it
+    env = {"OPENAI_BASE_URL": f"{demo.url}/v1", "OPENAI_API_KEY": "demo"}
+
+    scouted = _python(lead, "ask the scout agent to read notes.txt", tmp_path, **env)
+    assert scouted.returncode == 0, scouted.stderr
+    assert "> demo > scout: read notes.txt" in scouted.stderr
+    assert "  [read] notes.txt" in scouted.stderr  # the sub-agent's own call, indented
+    assert "Here is what `task` returned" in scouted.stdout and "kiwi" in scouted.stdout
+
+    reported = _python(lead, "ask the reporter agent to list the files here", tmp_path, **env)
+    assert reported.returncode == 0, reported.stderr
+    assert "> demo > reporter: list the files here" in reported.stderr
+    assert "[final_result]" in reported.stderr
+    value = json.loads(re.search(r'\{"summary".*\}', reported.stdout).group(0))  # type: ignore[union-attr]
+    assert value["verdict"] == "fine" and "notes.txt" in value["summary"]
+
+
+def test_the_demo_answers_a_typed_agent_with_a_value_of_its_schema(
+    demo: ProtocolServer, tmp_path: Path
+) -> None:
+    (tmp_path / "notes.txt").write_text("kiwi\n")
+    assert _harnessc(["new", "demo"], tmp_path).returncode == 0
+    assert _harnessc(["build", "agents/demo.yaml"], tmp_path).returncode == 0
+    reporter = tmp_path / "generated" / "demo_reporter.py"
+    done = _python(
+        reporter,
+        "list the files here: needs_work?",
+        tmp_path,
+        HARNESSC_BASE_URL=f"{demo.url}/v1",
+    )
+    assert done.returncode == 0, done.stderr
+    [line] = done.stdout.splitlines()  # stdout: the value as JSON, nothing else
+    value = json.loads(line)
+    listed = sorted(os.listdir(tmp_path))
+    assert value["files"] == len(listed)  # the lines ls returned
+    assert value["verdict"] == "needs_work"  # the enum value the prompt names
+    assert value["summary"].startswith("`ls` returned") and "notes.txt" in value["summary"]
+    assert "[final_result]" in done.stderr
+
+
+def test_the_demo_fills_a_schema_asked_for_with_response_format() -> None:
+    from harnessc.testing import RecordedRequest
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "title": {"type": "string", "maxLength": 5},
+            "score": {"type": "integer", "exclusiveMinimum": 3, "maximum": 10},
+            "tags": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+            "kind": {"enum": ["bug", "idea"]},
+            "done": {"type": ["boolean", "null"]},
+        },
+    }
+    payload = {
+        "messages": [{"role": "user", "content": "hello, an idea"}],
+        "response_format": {"type": "json_schema", "json_schema": {"schema": schema}},
+    }
+    body = json.dumps(payload).encode()
+    answer = DemoModel()(RecordedRequest("POST", "/v1/chat/completions", {}, body))
+    text = ""
+    for line in b"".join(answer.chunks).decode().splitlines():
+        if line.startswith("data: {"):
+            for choice in json.loads(line[6:]).get("choices") or []:
+                text += choice.get("delta", {}).get("content") or ""
+    value = json.loads(text)
+    assert value == {"title": "Hello", "score": 4, "tags": ["Hello"], "kind": "idea", "done": True}

@@ -127,17 +127,22 @@ def test_new_scaffolds_a_spec_that_compiles(project: Path) -> None:
     (project / "schema" / "agent.schema.json").write_text(export_schema())
     result = invoke("new", "helper-bot")
     assert result.exit_code == 0, result.output
-    assert result.stdout.splitlines()[:3] == [
+    assert result.stdout.splitlines()[:5] == [
         "created agents/helper-bot.yaml",
+        "created agents/helper-bot/agents/scout.md",
+        "created agents/helper-bot/reporter.yaml",
         "created agents/helper-bot/skills/checklist/SKILL.md",
         "created agents/helper-bot/templates/summarize.md",
     ]
     assert result.stderr == ""  # no diagnostics, not even warnings
     spec = (project / "agents" / "helper-bot.yaml").read_text()
     assert spec.startswith("# yaml-language-server: $schema=../schema/agent.schema.json\n")
+    reporter = (project / "agents" / "helper-bot" / "reporter.yaml").read_text()
+    assert reporter.startswith("# yaml-language-server: $schema=../../schema/agent.schema.json\n")
     built = invoke("build", "agents/helper-bot.yaml")
     assert built.exit_code == 0, built.output
     assert (project / "generated" / "helper_bot.py").is_file()
+    assert (project / "generated" / "helper_bot_reporter.py").is_file()  # its typed sub-agent
     again = invoke("new", "helper-bot")
     assert again.exit_code == 1 and "already exists" in again.stderr
 

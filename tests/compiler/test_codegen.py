@@ -342,7 +342,7 @@ def test_generated_modules_use_exactly_the_contract_names() -> None:
         "harnessc.runtime.resources": {"load_resources", "ContextFileSettings"},
         "harnessc.runtime.providers.fallback": {"ModelFallback"},
         "harnessc.runtime.telemetry": {"TelemetryConfig", "TelemetryExtension"},
-        "harnessc.runtime.session": {"JsonlSessionRepo", "Session"},
+        "harnessc.runtime.session": {"DataFolder", "JsonlSessionRepo", "Session", "resolve_folder"},
         "harnessc.runtime.extensions": {
             "python_hook",
             "command_hook",

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harnessc.runtime.support.data_folder import DataFolder, resolve_folder
 from harnessc.testing import ProtocolServer
 from tests.timing import scaled
 
@@ -133,7 +134,7 @@ mcp:
     # secrets stay out of the output, and no server outlives the agent
     assert API_KEY not in done.stdout + done.stderr
     assert wait_gone(agent.server_pids()) == []
-    log = agent.workdir / ".harnessc" / "logs" / "mcp-notes.log"
+    log = resolve_folder(DataFolder("logs"), agent.workdir) / "mcp-notes.log"
     assert "notes server starting" in log.read_text()  # stderr went to the log
     assert "notes server starting" not in done.stderr
 

@@ -28,6 +28,7 @@ from harnessc.runtime.mcp import McpServerConfig, McpToolset, load_mcp_json
 from harnessc.runtime.mcp.images import check_image, image_size
 from harnessc.runtime.providers.scripted import ScriptedProvider, reply_text, reply_tool_calls
 from harnessc.runtime.session import Session
+from harnessc.runtime.support.data_folder import DataFolder, resolve_folder
 from harnessc.runtime.tools import builtin_tools
 from harnessc.testing import mcp_hostile
 
@@ -267,7 +268,7 @@ def test_a_server_log_is_private_capped_and_takes_stdout_noise_as_one_line(
     run = run_with([hostile("noisy", **env)], [reply_text("done")])
     assert run.harness.prompt_sync("go").status == "done"
     run.toolset.close()
-    logs = tmp_path / ".harnessc" / "logs"
+    logs = resolve_folder(DataFolder("logs"), tmp_path)
     log, rotated = logs / "mcp-noisy.log", logs / "mcp-noisy.log.1"
     assert stat.S_IMODE(os.stat(logs).st_mode) == 0o700
     for file in (log, rotated):

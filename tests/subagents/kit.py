@@ -18,6 +18,7 @@ import pytest
 
 from harnessc.compiler import compile as compile_specs
 from harnessc.compiler.write import write_outputs
+from harnessc.runtime.support.data_folder import DataFolder, resolve_folder
 from harnessc.spec import load_spec
 from harnessc.testing import ProtocolServer, ScriptedResponse
 from harnessc.testing.streams import openai_events, openai_tool_call_events
@@ -136,7 +137,9 @@ class Tree:
         )
 
     def sessions(self) -> list[Path]:
-        return sorted((self.root / ".harnessc" / "sessions").glob("*/*.jsonl"))
+        # the lead's sessions: in the project's per-user data folder (the test home's)
+        folder = resolve_folder(DataFolder("sessions"), self.root)
+        return sorted(folder.glob("*/*.jsonl"))
 
 
 @pytest.fixture(scope="module")

@@ -41,6 +41,12 @@ from harnessc.runtime.cli.shutdown import close_harness
 from harnessc.runtime.core.options import AgentHarnessOptions
 from harnessc.runtime.processes.children import protect_secrets
 from harnessc.runtime.session.repo_protocol import SessionRepo
+from harnessc.runtime.support.data_folder import (
+    DataFolder,
+    FolderSetting,
+    legacy_note,
+    resolve_folder,
+)
 
 if TYPE_CHECKING:
     from harnessc.runtime.tools.permission_gate import PermissionGate
@@ -67,14 +73,16 @@ def run_cli(
     argv: list[str] | None = None,
     *,
     agent_name: str,
-    session_dir: str | Path | None = None,
+    session_dir: FolderSetting | None = None,
     prog: str | None = None,
     session_repo: SessionRepoSource | None = None,
 ) -> int:
     """Run a generated agent from the command line; returns the process exit code.
 
     ``prog`` is the command shown in help and "continue with" hints; default: how the
-    process was started (``program_name()``). ``session_repo``: where the agent's
+    process was started (``program_name()``). ``session_dir``: a folder (relative: to the
+    working directory) or ``DataFolder("sessions")``, the project's per-user data folder
+    (``support.data_folder``). ``session_repo``: where the agent's
     sessions live when that is not JSONL files under ``session_dir`` (the PostgreSQL
     store): ``--sessions``, ``--search``, ``--continue`` and ``--session`` use it unless
     ``--session-dir`` names a folder of files.
@@ -139,14 +147,16 @@ class CliInvocation:
         *,
         prog: str,
         agent_name: str,
-        session_dir: str | Path | None,
+        session_dir: FolderSetting | None,
         session_repo: SessionRepoSource | None = None,
     ) -> None:
         self.build_options = build_options
         self.args = args
         self.prog = prog
         self.agent_name = agent_name
-        self.session_dir: str | Path | None = args.session_dir or session_dir
+        # the spec's session folder (a path or DataFolder), made absolute by enter_cwd
+        self.session_setting: FolderSetting | None = args.session_dir or session_dir
+        self.session_dir: str | Path | None = None
         self.out: TextIO = sys.stdout
         self.err: TextIO = sys.stderr
         self._saved_stdout: TextIO | None = None
@@ -240,13 +250,20 @@ class CliInvocation:
         if args.session and _names_a_file(args.session):
             args.session = os.path.abspath(os.path.expanduser(args.session))
         if args.session_dir:
-            self.session_dir = args.session_dir
+            self.session_setting = args.session_dir
         if self.args.cwd:
             target = Path(self.args.cwd).expanduser()
             if not target.is_dir():
                 raise UsageError(f"--cwd: no directory {self.args.cwd}")
             os.chdir(target)
         self.cwd = os.getcwd()
+        setting = self.session_setting
+        if setting is not None:
+            self.session_dir = resolve_folder(setting, self.cwd)
+        uses_default = isinstance(setting, DataFolder) and not args.no_session
+        note = legacy_note(self.cwd) if uses_default else None
+        if note:
+            self.err.write(note + "\n")
 
     # -- inputs ----------------------------------------------------------------
 

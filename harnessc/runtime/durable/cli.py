@@ -166,7 +166,7 @@ def run_durable_cli(
     agent = DurableAgent(
         build_options,
         agent_name,
-        str(session_dir) if session_dir is not None else None,
+        session_dir,
         session_repo,
     )
     cwd = os.path.abspath(known.cwd or os.getcwd())

@@ -7,6 +7,8 @@ import re
 import socket
 from dataclasses import dataclass
 
+from harnessc.runtime.support.data_folder import make_folder, project_path
+
 __all__ = ["DurableConfig", "DurableError", "default_worker_id", "resolve_database_url"]
 
 
@@ -19,7 +21,7 @@ class DurableConfig:
     """What the generated ``durable_config()`` returns."""
 
     engine: str = "dbos"
-    database_url: str = "sqlite:///.harnessc/durable.sqlite"
+    database_url: str = ""  # empty: durable.sqlite in the project's data folder
     queue: str = "harnessc"
     concurrency: int = 8
     lease_s: float = 30.0
@@ -32,7 +34,10 @@ class DurableConfig:
 
 def resolve_database_url(url: str, cwd: str | None = None, *, create: bool = True) -> str:
     """``url`` with a relative SQLite path made absolute against ``cwd`` (its folder
-    created unless ``create`` is false); other URLs unchanged."""
+    created, with a .gitignore, unless ``create`` is false); other URLs unchanged. An
+    empty ``url``: ``durable.sqlite`` in the data folder of the project ``cwd`` is in."""
+    if not url:
+        url = "sqlite:///" + str(project_path("durable.sqlite", cwd))
     if not url.startswith("sqlite:"):
         if not re.match(r"^postgres(ql)?(\+psycopg)?://", url):
             raise DurableError(
@@ -47,7 +52,7 @@ def resolve_database_url(url: str, cwd: str | None = None, *, create: bool = Tru
     if not os.path.isabs(path):
         path = os.path.join(os.path.abspath(cwd or os.getcwd()), path)
     if create:
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        make_folder(os.path.dirname(path) or ".")
     return "sqlite:///" + path
 
 

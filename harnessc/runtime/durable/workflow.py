@@ -12,7 +12,6 @@ as topic, a budget or hook pause on the topic ``resume``. While it waits its sta
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +29,7 @@ from harnessc.runtime.durable.steps import (
     flush_events,
 )
 from harnessc.runtime.session.session import Session, SessionHeader, iso_now
+from harnessc.runtime.support.data_folder import FolderSetting, resolve_folder
 from harnessc.runtime.tools.base import AgentTool
 
 __all__ = [
@@ -56,7 +56,8 @@ class DurableAgent:
 
     build_options: Callable[..., Any]
     agent_name: str
-    session_dir: str | None = None  # JSONL sessions (relative: to the run's cwd)
+    # JSONL sessions: a path (relative: to the run's cwd) or DataFolder("sessions")
+    session_dir: FolderSetting | None = None
     session_repo: Callable[[], Any] | None = None  # e.g. the PostgreSQL store
     # the server every model is pointed at (--base-url / $HARNESSC_BASE_URL), and which
     base_url: tuple[str, str] | None = None
@@ -68,7 +69,7 @@ class DurableAgent:
             return None
         from harnessc.runtime.session.repo import JsonlSessionRepo
 
-        return JsonlSessionRepo(os.path.join(cwd, self.session_dir))
+        return JsonlSessionRepo(resolve_folder(self.session_dir, cwd))
 
 
 _AGENT: DurableAgent | None = None

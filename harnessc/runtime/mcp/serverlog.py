@@ -1,7 +1,7 @@
 """A stdio MCP server's log: its stderr and what it printed that was not JSON-RPC.
 
-``.harnessc/logs/mcp-<server>.log`` in the working directory, created private (0600,
-in a 0700 folder) and never through a symlink. It holds at most ``max_bytes``
+``logs/mcp-<server>.log`` in the project's data folder (``support.data_folder``),
+created private (0600, in a 0700 folder) and never through a symlink. It holds at most ``max_bytes``
 (10 MiB, ``HARNESSC_MCP_LOG_MAX_MB`` changes it): when it is full it becomes
 ``mcp-<server>.log.1`` (replacing the one before) and a new log starts, so a server
 flooding its stderr uses at most twice the cap on disk.
@@ -14,6 +14,8 @@ import os
 import stat
 import time
 from pathlib import Path
+
+from harnessc.runtime.support.data_folder import make_folder
 
 __all__ = ["MAX_LOG_BYTES", "ServerLog"]
 
@@ -39,7 +41,7 @@ class ServerLog:
 
     def open(self) -> None:
         folder = self.path.parent
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        make_folder(folder)
         info = os.lstat(folder)
         if info.st_uid == os.getuid() and stat.S_IMODE(info.st_mode) & 0o077:
             os.chmod(folder, 0o700)

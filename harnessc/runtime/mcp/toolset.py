@@ -30,6 +30,7 @@ from harnessc.runtime.extensions.base import HarnessContext
 from harnessc.runtime.mcp.config import McpConfigError, McpServerConfig, load_mcp_json
 from harnessc.runtime.mcp.env import child_env, child_environ
 from harnessc.runtime.mcp.loop import mcp_loop, run_in_mcp_loop
+from harnessc.runtime.support.data_folder import DataFolder, resolve_folder
 from harnessc.runtime.tools.base import Tool, ToolResult, ToolUpdate, error_result
 
 __all__ = ["INSTALL_HINT", "McpToolset", "McpUnavailableError", "sdk_available"]
@@ -164,8 +165,7 @@ class McpToolset:
         from harnessc.runtime.mcp.stdio import discard
 
         environ = child_environ(os.environ)
-        log_dir = self.log_dir or Path(".harnessc/logs")
-        log_dir = log_dir if log_dir.is_absolute() else Path.cwd() / log_dir
+        log_dir = resolve_folder(self.log_dir or DataFolder("logs"))
         new = [s for s in self.servers if s.name not in self._connections]
         spawned = await _spawn_ahead(new, environ)
         try:

@@ -70,6 +70,7 @@ if TYPE_CHECKING:
         build_context,
     )
     from harnessc.runtime.session.tree import TreeNavigation, navigate_tree
+    from harnessc.runtime.support.data_folder import DataFolder, resolve_folder
 
 # Public name -> the module defining it; imported on first use so that importing
 # this package stays cheap for a one-shot agent run.
@@ -129,6 +130,8 @@ _EXPORTS: dict[str, str] = {
     "build_context": "harnessc.runtime.session.session",
     "TreeNavigation": "harnessc.runtime.session.tree",
     "navigate_tree": "harnessc.runtime.session.tree",
+    "DataFolder": "harnessc.runtime.support.data_folder",
+    "resolve_folder": "harnessc.runtime.support.data_folder",
 }
 
 __all__ = [
@@ -139,6 +142,7 @@ __all__ = [
     "CompactionResult",
     "CompactionSettings",
     "CutPoint",
+    "DataFolder",
     "FileOperations",
     "JsonlSessionRepo",
     "NothingToCompactError",
@@ -185,6 +189,7 @@ __all__ = [
     "record_pause",
     "record_resume",
     "replay_state",
+    "resolve_folder",
     "serialize_conversation",
     "should_compact",
 ]

@@ -45,6 +45,7 @@ from harnessc.runtime.session.storage import (
     ReadOnlyStorage,
     empty_file_header,
 )
+from harnessc.runtime.support.data_folder import make_folder
 
 __all__ = [
     "ForkPosition",
@@ -98,8 +99,8 @@ class JsonlSessionRepo:
         cwd = os.path.abspath(cwd) if cwd else os.getcwd()
         header = SessionHeader.new(cwd=cwd, metadata=metadata, parent_session=parent_session)
         directory = self.root / cwd_slug(cwd)
-        if not directory.is_dir():  # new folders are the owner's alone
-            self.root.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+        if not directory.is_dir():  # new folders are the owner's alone, out of git
+            make_folder(self.root, DIR_MODE)
             directory.mkdir(mode=DIR_MODE, exist_ok=True)
         path = str(directory / session_file_name(header))
         storage = JsonlStorage.create(path, header)

@@ -31,6 +31,7 @@ from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
 from harnessc.runtime.cli.output import format_duration
 from harnessc.runtime.cli.repl.lines import EOF, INTERRUPT
+from harnessc.runtime.support.data_folder import make_folder
 
 __all__ = ["AboveThePrompt", "StatusLine", "TerminalReader", "raw_terminal"]
 
@@ -368,7 +369,7 @@ def _history(directory: str | os.PathLike[str] | None) -> History:
     if directory is None:
         return InMemoryHistory()
     try:
-        os.makedirs(directory, exist_ok=True)
+        make_folder(directory)
     except OSError:
         return InMemoryHistory()
     return FileHistory(os.path.join(os.fspath(directory), ".history"))
