@@ -353,7 +353,10 @@ class _Builder:
         if "cooldown_s" in spec.model_fields_set:
             kwargs["cooldown_s"] = Lit(spec.cooldown_s)
         return self.call(
-            ".providers.fallback", "ModelFallback", ListExpr([Lit(k) for k in spec.fallback]), **kwargs
+            ".providers.fallback",
+            "ModelFallback",
+            ListExpr([Lit(k) for k in spec.fallback]),
+            **kwargs,
         )
 
     def context_files(self, context: ContextFilesSpec | bool) -> Call:
@@ -559,6 +562,9 @@ class _Builder:
             queue=Lit(spec.queue.name or self.spec.name),
             concurrency=Lit(spec.queue.concurrency),
             lease_s=Lit(spec.lease_s),
+            interrupted_tools=Lit(spec.interrupted_tools)
+            if spec.interrupted_tools != "fail"
+            else None,
         )
         return layout(config, 4, 11)
 

@@ -101,6 +101,7 @@ AGENT_SOURCE = textwrap.dedent(
             queue="dtest",
             concurrency=int(env("DURABLE_CONCURRENCY", "4")),
             lease_s=float(env("DURABLE_LEASE_S", "2")),
+            interrupted_tools=env("DURABLE_INTERRUPTED", "fail"),
         )
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "live_workers",
     "open_client",
     "shutdown",
+    "started_table",
     "workers_table",
 ]
 
@@ -161,7 +162,9 @@ class Heartbeat:
         self.on_lost = on_lost or _lease_lost
         self.engine = sa.create_engine(_sqlalchemy_url(url))
         self.table = workers_table()
+        self.started = started_table()
         _create_table(self.engine, self.table)
+        _create_table(self.engine, self.started)
         self.recovered: list[str] = []
         self.renewed = 0.0  # time.monotonic() before the last renewal that held
         self._stop = threading.Event()
@@ -224,6 +227,47 @@ class Heartbeat:
         self.renewed = started
         return True
 
+    def start_call(self, run_id: str, key: str) -> bool:
+        """Record that call ``key`` of run ``run_id`` starts, in one transaction that
+        also renews the lease when half of it has passed (the guard's beat, folded in);
+        False when an earlier execution of the run recorded it. A lost lease records
+        nothing and ends the worker (``on_lost``)."""
+        import sqlalchemy as sa
+
+        started = time.monotonic()
+        renew = started - self.renewed > self.lease_s / 2
+        t = self.table
+        try:
+            with self.engine.begin() as conn:
+                if renew:
+                    held = conn.execute(
+                        sa.update(t)
+                        .where(
+                            t.c.worker_id == self.worker_id,
+                            t.c.pid == os.getpid(),
+                            t.c.state == "alive",
+                        )
+                        .values(heartbeat=db_now(conn))
+                    )
+                    if held.rowcount != 1:
+                        raise _LeaseLost
+                if conn.dialect.name == "sqlite":
+                    from sqlalchemy.dialects.sqlite import insert
+                else:
+                    from sqlalchemy.dialects.postgresql import insert  # type: ignore[assignment]
+                first = conn.execute(
+                    insert(self.started)
+                    .values(run_id=run_id, call=key, worker_id=self.worker_id)
+                    .on_conflict_do_nothing()
+                    .returning(self.started.c.run_id)
+                ).first()
+        except _LeaseLost:
+            self.on_lost("lost")
+            raise RuntimeError("this worker's lease was lost") from None
+        if renew:
+            self.renewed = started
+        return first is not None
+
     def guard(self) -> None:
         """Before a step: the lease still holds (renewed within half of it here, or now
         in the database)."""
@@ -274,6 +318,10 @@ class Heartbeat:
                 continue
 
 
+class _LeaseLost(Exception):
+    """The lease was another worker's when a call was to start (the transaction rolls back)."""
+
+
 def _lease_lost(state: str) -> None:
     """A worker whose lease another took ends here and now: no step of the runs it held
     may run again in this process (they go on elsewhere)."""
@@ -297,6 +345,21 @@ def workers_table() -> Any:
         sa.Column("heartbeat", sa.Float, nullable=False),
         sa.Column("pid", sa.Integer, nullable=False),
         sa.Column("state", sa.Text, nullable=False),
+    )
+
+
+def started_table() -> Any:
+    """``harnessc_started_calls``: a row per call with outside effects a run started
+    (its key in the run: the count of its tool executions and the call id), so an
+    execution that recovers the run knows not to run it again."""
+    import sqlalchemy as sa
+
+    return sa.Table(
+        "harnessc_started_calls",
+        sa.MetaData(),
+        sa.Column("run_id", sa.Text, primary_key=True),
+        sa.Column("call", sa.Text, primary_key=True),
+        sa.Column("worker_id", sa.Text, nullable=False),
     )
 
 
