@@ -22,7 +22,7 @@ import pytest
 from harnessc.testing import ProtocolServer, RecordedRequest, ScriptedResponse
 from harnessc.testing.streams import openai_events, openai_tool_call_events
 
-from .test_durable_runs import shape, wait_for
+from .test_durable_runs import _drop, shape, wait_for
 
 pytest.importorskip("dbos", reason="durable runs need dbos (pip install -e '.[dev]')")
 
@@ -201,6 +201,7 @@ def tree_shape(path: Path) -> list[Any]:
     run's own folders) and the times tools and the sub-agent took."""
     out = shape(path)
     for entry in out:
+        _drop(entry.get("data"), {"session", "session_id"})  # a pause record's hand-over
         details = (entry.get("message") or {}).get("details")
         if isinstance(details, dict):
             for key in ("session", "session_id", "wall_clock_s", "elapsed_s"):
@@ -326,5 +327,61 @@ def test_a_sub_agents_turns_count_toward_the_runs_budget(
         with tree.runs() as runs:
             wait_for(lambda: runs.state(run_id)["state"] == "done", what="the run to end")
         assert tree.effects_seen() == Counter({"b1": 1, "b2": 1, "b3": 1})
+    finally:
+        tree.stop()
+
+
+EXTERNAL_HELPER = f"""\
+version: 1
+name: helper
+description: Asks a human.
+{MODEL}system_prompt: You are HELPER.
+tools:
+  - external:
+      name: request_approval
+      description: Ask a human to approve.
+      parameters: {{type: object, properties: {{}}}}
+"""
+
+
+def test_an_external_tool_inside_a_sub_agent_is_answered_by_call_id(
+    tmp_path: Path, server: ProtocolServer
+) -> None:
+    tree = Tree(tmp_path, server, "sqlite:///.harnessc/durable.sqlite", LEAD, EXTERNAL_HELPER)
+
+    def script(request: RecordedRequest) -> ScriptedResponse:
+        messages = request.json["messages"]
+        results = _results(messages)
+        if "LEAD" in str(messages[0].get("content")):
+            if not results:
+                args = {"subagent_type": "helper", "description": "ask", "prompt": "ask"}
+                return _tool("h1", "task", args)
+            return ScriptedResponse.sse(openai_events(["LEAD DONE | " + results[0]]))
+        if not results:
+            return _tool("x1", "request_approval", {})
+        return ScriptedResponse.sse(openai_events(["HELPER got " + results[0]]))
+
+    server.set_handler(script)
+    try:
+        paused = tree.run("go")
+        assert paused.returncode == 3, paused.stderr
+        assert "waiting for the results of external tool calls" in paused.stderr
+        run_id = next(
+            line.split()[1] for line in paused.stderr.splitlines() if line.startswith("run ")
+        )
+        with tree.runs() as runs:
+            state = runs.state(run_id)
+            assert state["state"] == "awaiting_tool", state
+            assert [(c["id"], c["path"]) for c in runs.waiting(run_id)["calls"]] == [
+                ("x1", "lead > helper")
+            ]
+        answered = tree.run("--run", run_id, "--resume-with", '{"x1": "yes"}')
+        assert answered.returncode == 0, answered.stderr
+        tree.worker()  # takes the run once the one-shot run's lease has passed
+        with tree.runs() as runs:
+            wait_for(lambda: runs.state(run_id)["state"] == "done", what="the run to end")
+        followed = tree.run("--follow", run_id)
+        assert followed.returncode == 0, followed.stderr
+        assert followed.stdout.startswith("LEAD DONE | HELPER got yes")
     finally:
         tree.stop()

@@ -22,6 +22,7 @@ from harnessc.runtime.durable.workflow import DurableAgent, register_agent
 
 __all__ = [
     "APP_VERSION",
+    "CallMarks",
     "EXIT_LEASE_LOST",
     "Heartbeat",
     "db_now",
@@ -165,6 +166,7 @@ class Heartbeat:
         self.started = started_table()
         _create_table(self.engine, self.table)
         _create_table(self.engine, self.started)
+        self.marks = CallMarks(url)
         self.recovered: list[str] = []
         self.renewed = 0.0  # time.monotonic() before the last renewal that held
         self._stop = threading.Event()
@@ -178,6 +180,7 @@ class Heartbeat:
         self._stop.set()
         self._thread.join(timeout=5)
         self.engine.dispose()
+        self.marks.close()
 
     def take(self) -> None:
         """Make the row this process's: alive, with its pid and a fresh heartbeat."""
@@ -228,45 +231,14 @@ class Heartbeat:
         return True
 
     def start_call(self, run_id: str, key: str) -> bool:
-        """Record that call ``key`` of run ``run_id`` starts, in one transaction that
-        also renews the lease when half of it has passed (the guard's beat, folded in);
-        False when an earlier execution of the run recorded it. A lost lease records
+        """Record that call ``key`` of run ``run_id`` starts; False when an earlier
+        execution of the run recorded it. One statement in autocommit on a connection of
+        its own (one round trip, no BEGIN / COMMIT of its own), after the lease check the
+        guard makes (which renews the lease when it is due): a lost lease records
         nothing and ends the worker (``on_lost``)."""
-        import sqlalchemy as sa
-
-        started = time.monotonic()
-        renew = started - self.renewed > self.lease_s / 2
-        t = self.table
-        try:
-            with self.engine.begin() as conn:
-                if renew:
-                    held = conn.execute(
-                        sa.update(t)
-                        .where(
-                            t.c.worker_id == self.worker_id,
-                            t.c.pid == os.getpid(),
-                            t.c.state == "alive",
-                        )
-                        .values(heartbeat=db_now(conn))
-                    )
-                    if held.rowcount != 1:
-                        raise _LeaseLost
-                if conn.dialect.name == "sqlite":
-                    from sqlalchemy.dialects.sqlite import insert
-                else:
-                    from sqlalchemy.dialects.postgresql import insert  # type: ignore[assignment]
-                first = conn.execute(
-                    insert(self.started)
-                    .values(run_id=run_id, call=key, worker_id=self.worker_id)
-                    .on_conflict_do_nothing()
-                    .returning(self.started.c.run_id)
-                ).first()
-        except _LeaseLost:
-            self.on_lost("lost")
-            raise RuntimeError("this worker's lease was lost") from None
-        if renew:
-            self.renewed = started
-        return first is not None
+        if time.monotonic() - self.renewed > self.lease_s / 2 and not self.beat():
+            raise RuntimeError("this worker's lease was lost")
+        return self.marks.first(run_id, key, self.worker_id)
 
     def guard(self) -> None:
         """Before a step: the lease still holds (renewed within half of it here, or now
@@ -318,8 +290,62 @@ class Heartbeat:
                 continue
 
 
-class _LeaseLost(Exception):
-    """The lease was another worker's when a call was to start (the transaction rolls back)."""
+class CallMarks:
+    """The ``harnessc_started_calls`` rows of one worker, written on a DBAPI connection of
+    their own in autocommit: each mark is one INSERT that does nothing when the row is
+    there (SQLite's ``OR IGNORE``, PostgreSQL's ``ON CONFLICT DO NOTHING``)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.lock = threading.Lock()  # marks come from several threads (asyncio.to_thread)
+        self.conn: Any = None
+
+    def _connect(self) -> Any:
+        if self.url.startswith("sqlite:///"):
+            import sqlite3
+
+            path = self.url[len("sqlite:///") :]
+            return sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+        import psycopg
+
+        return psycopg.connect(
+            _sqlalchemy_url(self.url).replace("+psycopg", "", 1), autocommit=True
+        )
+
+    def first(self, run_id: str, key: str, worker_id: str) -> bool:
+        """Mark the call started; True when this mark is its first."""
+        with self.lock:
+            if self.conn is None:
+                self.conn = self._connect()
+            try:
+                if self.url.startswith("sqlite:///"):
+                    done = self.conn.execute(
+                        "INSERT OR IGNORE INTO harnessc_started_calls (run_id, call, worker_id)"
+                        " VALUES (?, ?, ?)",
+                        (run_id, key, worker_id),
+                    )
+                    return bool(done.rowcount == 1)
+                row = self.conn.execute(
+                    "INSERT INTO harnessc_started_calls (run_id, call, worker_id) VALUES"
+                    " (%s, %s, %s) ON CONFLICT DO NOTHING RETURNING run_id",
+                    (run_id, key, worker_id),
+                ).fetchone()
+                return row is not None
+            except Exception:
+                self.close_locked()
+                raise
+
+    def close(self) -> None:
+        with self.lock:
+            self.close_locked()
+
+    def close_locked(self) -> None:
+        conn, self.conn = self.conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:  # a connection already broken: nothing to release
+                pass
 
 
 def _lease_lost(state: str) -> None:
