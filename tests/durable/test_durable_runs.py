@@ -222,6 +222,9 @@ def test_sigkill_mid_run_repeats_nothing_committed(
             lambda: "awaiting_tool" in agent.client("--runs")[1], what="the pull point", every=0.5
         )
         assert agent.client("--run", run_id, "--resume-with", '{"ask_k": "yes"}')[0] == 0
+    # the answer is taken once the recovering worker has replayed the run to its wait (a
+    # follower started before that would see the wait and stop)
+    wait_for(lambda: f"{run_id}  done" in agent.client("--runs")[1], what="the end", every=0.5)
     code, done, err = agent.client("--follow", run_id)
     assert code == 0, err
     assert done.splitlines()[-1] == "finished 3 k"
