@@ -308,9 +308,9 @@ class CallMarks:
             import sqlite3
 
             path = self.url[len("sqlite:///") :]
-            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
-            conn.execute("PRAGMA synchronous = NORMAL")  # no fsync of its own per mark
-            return conn
+            lite = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+            lite.execute("PRAGMA synchronous = NORMAL")  # no fsync of its own per mark
+            return lite
         import psycopg
 
         conn = psycopg.connect(
