@@ -565,6 +565,9 @@ class _Builder:
             queue=Lit(spec.queue.name or self.spec.name),
             concurrency=Lit(spec.queue.concurrency),
             lease_s=Lit(spec.lease_s),
+            interrupted_tools=Lit(spec.interrupted_tools)
+            if spec.interrupted_tools != "fail"
+            else None,
         )
         return layout(config, 4, 11)
 

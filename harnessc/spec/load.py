@@ -112,10 +112,6 @@ def _load_subagents(loaded: LoadedSpec, spec: AgentSpec, within: tuple[Path, ...
     def shown_path(path: Path) -> str:  # as the lead's path is shown
         return _shown(path, loaded.path.parent, loaded.display_path)
 
-    if spec.durable is not None and entries:
-        # A hand-over inside a durable run would be one DBOS step: a pause inside the
-        # sub-agent could not be a durable wait and a crash would repeat it whole.
-        report(("agents",), "sub-agents do not run in durable runs yet: remove durable: or agents:")
     for entry in entries:
         shown = shown_path(entry.path)
         if entry.kind == "claude":

@@ -1129,6 +1129,8 @@ class DurableSpec(SpecModel):
     """Queue name and per-worker concurrency."""
     lease_s: Annotated[float, Field(gt=0, le=86400)] = 30.0
     """A worker silent for longer than this many seconds is presumed dead: another live worker recovers its unfinished runs."""
+    interrupted_tools: Literal["fail", "rerun"] = "fail"
+    """A tool with outside effects (all but read, ls, grep, find and tools marked read-only) whose worker stopped while it ran: fail (default) does not run it again and gives the model an error result saying so (at most once); rerun runs it again on recovery (at least once)."""
 
     @model_validator(mode="after")
     def _no_literal_password(self) -> DurableSpec:

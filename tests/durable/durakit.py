@@ -72,6 +72,13 @@ AGENT_SOURCE = textwrap.dedent(
                                      args=[os.environ["TICKETS_SERVER"]],
                                      env={"TICKETS_LOG": os.environ["TICKETS_LOG"]})
             extensions.append(McpToolset([server]))
+        if os.environ.get("SUBAGENT"):  # a sub-agent on these options: work and the MCP tool
+            from harnessc.runtime.agent.subagents import SubAgent, SubAgents
+
+            helper = SubAgent(name="helper", description="Does work.",
+                              system_prompt="You are a helper.",
+                              tools=("work", "mcp__tickets__create"))
+            extensions.append(SubAgents([helper], agent="dtester"))
         return AgentHarnessOptions(
             budget=Budget(**limits) if limits else None,
             hooks=hooks,
@@ -101,6 +108,7 @@ AGENT_SOURCE = textwrap.dedent(
             queue="dtest",
             concurrency=int(env("DURABLE_CONCURRENCY", "4")),
             lease_s=float(env("DURABLE_LEASE_S", "2")),
+            interrupted_tools=env("DURABLE_INTERRUPTED", "fail"),
         )
 
 
@@ -127,6 +135,8 @@ def scripted(request: RecordedRequest) -> ScriptedResponse:
     words = str(prompt).split()
     if words[:1] == ["mix"]:
         return _mixed(words[1].split(","), words[2], messages)
+    if words[:1] == ["sub"]:
+        return _sub(words[1], messages)
     steps = int(words[1]) if len(words) > 1 and words[0] in ("steps", "mcp") else 0
     results = [m for m in messages if m["role"] == "tool"]
     tag = words[-1] if words else ""
@@ -143,9 +153,9 @@ def scripted(request: RecordedRequest) -> ScriptedResponse:
 
 
 def _mixed(plan: list[str], tag: str, messages: list[Any]) -> ScriptedResponse:
-    """Prompt "mix w,m,a TAG": one call per reply, in the plan's order: ``w`` the local tool
-    ``work``, ``m`` the MCP server's ``create``, ``a`` the external ``approve``; then
-    "finished mix TAG"."""
+    """Prompt "mix w,m,a,s TAG": one call per reply, in the plan's order: ``w`` the local
+    tool ``work``, ``m`` the MCP server's ``create``, ``a`` the external ``approve``, ``s``
+    a hand-over to the sub-agent ``helper`` (prompt "sub TAGsN"); then "finished mix TAG"."""
     n = sum(1 for m in messages if m["role"] == "tool")
     if n >= len(plan):
         return ScriptedResponse.sse(openai_events([f"finished mix {tag}"]))
@@ -154,8 +164,28 @@ def _mixed(plan: list[str], tag: str, messages: list[Any]) -> ScriptedResponse:
         call = (f"mcp_{tag}_{n}", "mcp__tickets__create", json.dumps({"title": f"{tag}{n}"}))
     elif kind == "a":
         call = (f"ask_{tag}_{n}", "approve", "{}")
+    elif kind == "s":
+        handover = {
+            "subagent_type": "helper",
+            "description": "sub work",
+            "prompt": f"sub {tag}s{n}",
+        }
+        call = (f"task_{tag}_{n}", "task", json.dumps(handover))
     else:
         call = (f"call_{tag}_{n}", "work", json.dumps({"step": n}))
+    return ScriptedResponse.sse(openai_tool_call_events([call]))
+
+
+def _sub(name: str, messages: list[Any]) -> ScriptedResponse:
+    """The sub-agent's prompt "sub NAME": ``work`` (call ``call_NAME_0``), then the MCP
+    ``create`` (ticket NAME1), then "finished sub NAME"."""
+    n = sum(1 for m in messages if m["role"] == "tool")
+    if n == 0:
+        call = (f"call_{name}_0", "work", json.dumps({"step": 0}))
+    elif n == 1:
+        call = (f"mcp_{name}_1", "mcp__tickets__create", json.dumps({"title": f"{name}1"}))
+    else:
+        return ScriptedResponse.sse(openai_events([f"finished sub {name}"]))
     return ScriptedResponse.sse(openai_tool_call_events([call]))
 
 

@@ -1,8 +1,10 @@
 """The interaction property test's durable dimension: a durable run mixing a local tool,
-an MCP server's tool (a real stdio SDK server), an external tool and a permission ask has
-its worker SIGKILLed at a drawn step and recovered by a restarted worker, on SQLite and
+an MCP server's tool (a real stdio SDK server), an external tool, a hand-over to a
+sub-agent (which runs the local and the MCP tool) and a permission ask (asked inside the
+sub-agent too) has its worker SIGKILLed at a drawn step and recovered by a restarted worker, on SQLite and
 on PostgreSQL. Every side effect happens exactly once, every answer is honoured once,
-and the session equals that of the same run that was never interrupted. (A worker
+and the sessions (the run's and its sub-agents') equal those of the same run that was
+never interrupted. (A worker
 stalled past its lease is ``test_durable_meets``'s SIGSTOP test.)
 
 ``HARNESSC_DURABLE_EXAMPLES=50 python3 -m pytest tests/durable/test_durable_interactions.py``
@@ -18,13 +20,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.timing import scaled
 
 from .durakit import DurableAgent, make_agent
-from .test_durable_runs import Server, sessions_of, shape, submit
+from .test_durable_runs import Server, sessions_of, submit
+from .test_durable_subagents import tree_shape
 
 pytest.importorskip("dbos", reason="durable runs need dbos (pip install -e '.[dev]')")
 pytest.importorskip("mcp", reason="the MCP tool needs the SDK (pip install -e '.[dev]')")
@@ -37,7 +40,9 @@ SQLITE = "sqlite:///.harnessc/durable.sqlite"
 def _agent(folder: Path, server: Server, url: str, *, ask: bool) -> DurableAgent:
     agent = make_agent(folder, server.running, url)
     agent.env.update(
-        TICKETS_SERVER=str(HERE / "tickets_server.py"), TICKETS_LOG=str(folder / "tickets.log")
+        TICKETS_SERVER=str(HERE / "tickets_server.py"),
+        TICKETS_LOG=str(folder / "tickets.log"),
+        SUBAGENT="1",
     )
     if ask:
         agent.env["ASK_TOOLS"] = "work"
@@ -121,20 +126,25 @@ def _check(
         finally:
             agent.stop_workers()
         (session,) = sessions_of(agent)
-        outcomes.append((_effects(agent, folder), answers, shape(session)))
+        children = sorted(session.with_suffix("").glob("*.jsonl"))  # the sub-agents'
+        shapes = [tree_shape(p) for p in (session, *children)]
+        outcomes.append((_effects(agent, folder), answers, shapes))
     (plain, plain_answers, plain_session), (killed, killed_answers, killed_session) = outcomes
     expected = Counter(
         f"call_{tag}_{n}" if kind == "w" else f"ticket {tag}{n}"
         for n, kind in enumerate(plan)
         if kind in "wm"
     )
+    for n, kind in enumerate(plan):  # a hand-over: the sub-agent's work and ticket
+        if kind == "s":
+            expected.update([f"call_{tag}s{n}_0", f"ticket {tag}s{n}1"])
     assert plain == expected
     assert killed == expected, "every side effect exactly once, across the kill"
     assert sorted(killed_answers) == sorted(plain_answers), "every answer given once"
     assert killed_session == plain_session, "the session as if nothing had happened"
 
 
-scenarios = st.lists(st.sampled_from("wma"), min_size=2, max_size=4).flatmap(
+scenarios = st.lists(st.sampled_from("wmas"), min_size=2, max_size=4).flatmap(
     lambda plan: st.tuples(st.just(plan), st.booleans(), st.integers(0, len(plan)))
 )
 _SETTINGS = settings(
@@ -154,8 +164,13 @@ def server() -> Any:
         yield Server(running)
 
 
+# always drawn: a hand-over whose sub-agent is asked for its tool, killed inside it
+SUBAGENT_EXAMPLE = (["s", "m"], True, 1)
+
+
 @_SETTINGS
 @given(scenario=scenarios)
+@example(scenario=SUBAGENT_EXAMPLE)
 def test_a_killed_worker_changes_nothing_on_sqlite(
     scenario: tuple[list[str], bool, int], tmp_path: Path, server: Server
 ) -> None:
@@ -164,6 +179,7 @@ def test_a_killed_worker_changes_nothing_on_sqlite(
 
 @_SETTINGS
 @given(scenario=scenarios)
+@example(scenario=SUBAGENT_EXAMPLE)
 def test_a_killed_worker_changes_nothing_on_postgresql(
     scenario: tuple[list[str], bool, int],
     tmp_path: Path,

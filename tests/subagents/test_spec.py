@@ -101,7 +101,7 @@ def test_the_compiled_lead_names_its_sub_agents(tmp_path: Path) -> None:
     compile(text, "lead.py", "exec")
 
 
-def test_sub_agents_in_a_durable_run_are_refused(tmp_path: Path) -> None:
+def test_sub_agents_in_a_durable_run_are_accepted(tmp_path: Path) -> None:
     (tmp_path / "b.yaml").write_text(spec("b"))
     lead = tmp_path / "lead.yaml"
     lead.write_text(
@@ -111,5 +111,4 @@ def test_sub_agents_in_a_durable_run_are_refused(tmp_path: Path) -> None:
             "durable: {engine: dbos, database_url: 'postgresql://x@127.0.0.1/x'}\n",
         )
     )
-    found = problems(lead)
-    assert any("sub-agents do not run in durable runs yet" in line for line in found), found
+    assert problems(lead) == []

@@ -34,7 +34,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Protocol
 
 from harnessc.runtime.agent.harness import AgentHarness
 from harnessc.runtime.agent.results import RunResult
@@ -55,6 +55,7 @@ from harnessc.runtime.tools.permissions import HANDOVER_TOOL
 __all__ = [
     "HANDOVER_TOOL",
     "SubAgent",
+    "SubAgentRuntime",
     "SubAgents",
     "child_session_dir",
     "register_module",
@@ -84,6 +85,16 @@ class SubAgent:
     source: str = ""  # the file it was declared in (for messages)
 
 
+class SubAgentRuntime(Protocol):
+    """How a sub-agent's session and harness are made (a durable run makes them of
+    checkpointed steps); ``key`` names the hand-over in its run: the agent path and the
+    call id, joined by ``/``."""
+
+    def session(self, header: SessionHeader, file: str | None, key: str) -> Session: ...
+
+    def harness(self, options: AgentHarnessOptions, key: str) -> AgentHarness: ...
+
+
 @dataclass(slots=True)
 class _Live:
     harness: AgentHarness
@@ -110,6 +121,7 @@ class SubAgents:
     # The command line's change to the options of every agent of the tree, made to the
     # top agent's as well (--base-url / $HARNESSC_BASE_URL points every model at a server).
     adjust: Callable[[AgentHarnessOptions], None] | None = None
+    runtime: SubAgentRuntime | None = None  # None: plain sessions and harnesses
     name: str = "subagents"
     _host: AgentHarness | None = field(default=None, init=False, repr=False)
     _live: dict[str, _Live] = field(default_factory=dict, init=False, repr=False)
@@ -186,7 +198,11 @@ class SubAgents:
             return await self._run(
                 call_id, agent, child, signal, lambda: child.resume(results, approvals=approvals)
             )
-        child = AgentHarness(self._options(agent, path, call_id))
+        options = self._options(agent, path, call_id)
+        if self.runtime is None:
+            child = AgentHarness(options)
+        else:
+            child = self.runtime.harness(options, "/".join((*path, call_id)))
         child.budget.budget = _tightest(child.budget.budget, host.budget)
         self._live[call_id] = _Live(child, path)
         prompt = str(params.get("prompt", ""))
@@ -410,13 +426,17 @@ class SubAgents:
         }
         cwd = parent.cwd or os.getcwd()
         header = SessionHeader.new(cwd=cwd, metadata=metadata)
-        if parent.path is None:
+        file: str | None = None
+        if parent.path is not None:
+            folder = child_session_dir(parent.path)
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            file = str(folder / f"{_SAFE.sub('-', agent.name)}-{_SAFE.sub('-', call_id)}.jsonl")
+        if self.runtime is not None:
+            return self.runtime.session(header, file, "/".join((*path, call_id)))
+        if file is None:
             return Session(header=header)
-        folder = child_session_dir(parent.path)
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        file = folder / f"{_SAFE.sub('-', agent.name)}-{_SAFE.sub('-', call_id)}.jsonl"
-        storage = JsonlStorage.create(str(file), header)
-        return Session(header=header, storage=storage, path=str(file))
+        storage = JsonlStorage.create(file, header)
+        return Session(header=header, storage=storage, path=file)
 
     def _reopen(self, agent: SubAgent, path: tuple[str, ...], file: str) -> AgentHarness:
         """A paused sub-agent of an earlier process, rebuilt from its session file."""
@@ -455,6 +475,8 @@ class _HandOver:
     label = "Agent"
     execution_mode: ExecutionMode = "parallel"
     external = False
+    # a durable run checkpoints the sub-agent's model calls and tools, not the hand-over
+    steps_inside = True
 
     def __init__(self, owner: SubAgents) -> None:
         self.name = HANDOVER_TOOL

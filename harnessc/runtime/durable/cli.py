@@ -277,7 +277,7 @@ def _worker(
     config: DurableConfig, agent: Any, known: argparse.Namespace, cwd: str, err: TextIO
 ) -> int:
     from harnessc.runtime.durable.engine import Heartbeat, launch_executor, shutdown
-    from harnessc.runtime.durable.steps import set_step_guard
+    from harnessc.runtime.durable.steps import set_call_marker, set_step_guard
 
     worker_id = known.worker_id or default_worker_id()
     concurrency = known.concurrency or config.concurrency
@@ -293,6 +293,7 @@ def _worker(
     heartbeat = Heartbeat(url, worker_id, config.queue, config.lease_s)
     heartbeat.start()
     set_step_guard(heartbeat.guard)
+    set_call_marker(None if config.interrupted_tools == "rerun" else heartbeat.start_call)
     err.write(
         f"worker {worker_id}: taking runs from queue {config.queue} ({concurrency} at once)\n"
     )
@@ -320,7 +321,7 @@ def _one_shot(
     from harnessc.runtime.cli.summary import RunSummary, model_is_priced
     from harnessc.runtime.durable.engine import Heartbeat, launch_executor, shutdown
     from harnessc.runtime.durable.recorded import event_from_dict
-    from harnessc.runtime.durable.steps import set_step_guard
+    from harnessc.runtime.durable.steps import set_call_marker, set_step_guard
 
     model = _preflight(agent, known, cwd)
     worker_id = f"{default_worker_id()}-run-{os.getpid()}"
@@ -332,6 +333,7 @@ def _one_shot(
     heartbeat = Heartbeat(url, worker_id, config.queue, config.lease_s, claim=False)
     heartbeat.start()
     set_step_guard(heartbeat.guard)
+    set_call_marker(None if config.interrupted_tools == "rerun" else heartbeat.start_call)
     paused = False
     try:
         from dbos import DBOS, SetWorkflowID

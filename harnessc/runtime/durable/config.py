@@ -25,6 +25,9 @@ class DurableConfig:
     queue: str = "harnessc"
     concurrency: int = 8
     lease_s: float = 30.0
+    # a call with outside effects whose worker stopped while it ran: "fail" gives the
+    # model an error result (at most once), "rerun" runs it again (at least once)
+    interrupted_tools: str = "fail"
 
     def app_name(self) -> str:
         """DBOS's application name: the queue name made lower-case and safe."""

@@ -22,6 +22,7 @@ from harnessc.runtime.durable.workflow import DurableAgent, register_agent
 
 __all__ = [
     "APP_VERSION",
+    "CallMarks",
     "EXIT_LEASE_LOST",
     "Heartbeat",
     "db_now",
@@ -29,6 +30,7 @@ __all__ = [
     "live_workers",
     "open_client",
     "shutdown",
+    "started_table",
     "workers_table",
 ]
 
@@ -161,7 +163,10 @@ class Heartbeat:
         self.on_lost = on_lost or _lease_lost
         self.engine = sa.create_engine(_sqlalchemy_url(url))
         self.table = workers_table()
+        self.started = started_table()
         _create_table(self.engine, self.table)
+        _create_table(self.engine, self.started)
+        self.marks = CallMarks(url)
         self.recovered: list[str] = []
         self.renewed = 0.0  # time.monotonic() before the last renewal that held
         self._stop = threading.Event()
@@ -175,6 +180,7 @@ class Heartbeat:
         self._stop.set()
         self._thread.join(timeout=5)
         self.engine.dispose()
+        self.marks.close()
 
     def take(self) -> None:
         """Make the row this process's: alive, with its pid and a fresh heartbeat."""
@@ -223,6 +229,16 @@ class Heartbeat:
             return False
         self.renewed = started
         return True
+
+    def start_call(self, run_id: str, key: str) -> bool:
+        """Record that call ``key`` of run ``run_id`` starts; False when an earlier
+        execution of the run recorded it. One statement in autocommit on a connection of
+        its own (one round trip, no BEGIN / COMMIT of its own), after the lease check the
+        guard makes (which renews the lease when it is due): a lost lease records
+        nothing and ends the worker (``on_lost``)."""
+        if time.monotonic() - self.renewed > self.lease_s / 2 and not self.beat():
+            raise RuntimeError("this worker's lease was lost")
+        return self.marks.first(run_id, key, self.worker_id)
 
     def guard(self) -> None:
         """Before a step: the lease still holds (renewed within half of it here, or now
@@ -274,6 +290,71 @@ class Heartbeat:
                 continue
 
 
+class CallMarks:
+    """The ``harnessc_started_calls`` rows of one worker, written on a DBAPI connection of
+    their own in autocommit: each mark is one INSERT that does nothing when the row is
+    there (SQLite's ``OR IGNORE``, PostgreSQL's ``ON CONFLICT DO NOTHING``). A mark does
+    not wait for the disk (SQLite ``synchronous = NORMAL``, PostgreSQL
+    ``synchronous_commit = off``): it survives the worker's death, which is what it is
+    for; one lost with the database server's crash makes that call run again."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.lock = threading.Lock()  # marks come from several threads (asyncio.to_thread)
+        self.conn: Any = None
+
+    def _connect(self) -> Any:
+        if self.url.startswith("sqlite:///"):
+            import sqlite3
+
+            path = self.url[len("sqlite:///") :]
+            lite = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+            lite.execute("PRAGMA synchronous = NORMAL")  # no fsync of its own per mark
+            return lite
+        import psycopg
+
+        conn = psycopg.connect(
+            _sqlalchemy_url(self.url).replace("+psycopg", "", 1), autocommit=True
+        )
+        conn.execute("SET synchronous_commit = off")  # no wait for the WAL flush per mark
+        return conn
+
+    def first(self, run_id: str, key: str, worker_id: str) -> bool:
+        """Mark the call started; True when this mark is its first."""
+        with self.lock:
+            if self.conn is None:
+                self.conn = self._connect()
+            try:
+                if self.url.startswith("sqlite:///"):
+                    done = self.conn.execute(
+                        "INSERT OR IGNORE INTO harnessc_started_calls (run_id, call, worker_id)"
+                        " VALUES (?, ?, ?)",
+                        (run_id, key, worker_id),
+                    )
+                    return bool(done.rowcount == 1)
+                row = self.conn.execute(
+                    "INSERT INTO harnessc_started_calls (run_id, call, worker_id) VALUES"
+                    " (%s, %s, %s) ON CONFLICT DO NOTHING RETURNING run_id",
+                    (run_id, key, worker_id),
+                ).fetchone()
+                return row is not None
+            except Exception:
+                self.close_locked()
+                raise
+
+    def close(self) -> None:
+        with self.lock:
+            self.close_locked()
+
+    def close_locked(self) -> None:
+        conn, self.conn = self.conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:  # a connection already broken: nothing to release
+                pass
+
+
 def _lease_lost(state: str) -> None:
     """A worker whose lease another took ends here and now: no step of the runs it held
     may run again in this process (they go on elsewhere)."""
@@ -297,6 +378,21 @@ def workers_table() -> Any:
         sa.Column("heartbeat", sa.Float, nullable=False),
         sa.Column("pid", sa.Integer, nullable=False),
         sa.Column("state", sa.Text, nullable=False),
+    )
+
+
+def started_table() -> Any:
+    """``harnessc_started_calls``: a row per call with outside effects a run started
+    (its key in the run: the count of its tool executions and the call id), so an
+    execution that recovers the run knows not to run it again."""
+    import sqlalchemy as sa
+
+    return sa.Table(
+        "harnessc_started_calls",
+        sa.MetaData(),
+        sa.Column("run_id", sa.Text, primary_key=True),
+        sa.Column("call", sa.Text, primary_key=True),
+        sa.Column("worker_id", sa.Text, nullable=False),
     )
 
 

@@ -42,6 +42,8 @@ def event_from_dict(data: dict[str, Any]) -> _events.Event | None:
                 value = message_from_dict(value)
             except (KeyError, TypeError, ValueError):
                 value = None
+        elif f.name == "event":  # a sub-agent's event, inside its SubagentEvent
+            value = event_from_dict(value) if isinstance(value, dict) else None
         elif f.name in ("messages", "tool_results") and isinstance(value, list):
             value = [message_from_dict(v) for v in value if isinstance(v, dict)]
         fields[f.name] = value

@@ -36,6 +36,7 @@ class RunClock:
     now: str = ""
     run_id: str = ""
     seconds: float = 0.0  # ``now`` as seconds since the epoch
+    tool_runs: int = 0  # tool executions of the run so far (each one's key in the run)
 
     def tick(self, recorded: str) -> None:
         self.now = recorded or self.now or iso_now()

@@ -3,7 +3,12 @@
 ``DurableProvider`` wraps the provider a harness would use: the whole streamed call is
 one step whose output is the final assistant message (a replay never reaches the
 server; the harness sees ``start`` and ``done`` events). ``DurableTool`` wraps a tool
-that runs in the run (local, MCP): one execution is one step (its result recorded; a replay never runs it again).
+that runs in the run (local, MCP): one execution is one step (its result recorded; a
+replay never runs it again). A tool with outside effects (any but the read-only ones)
+is at most once: before it starts, the run records that it starts (``set_call_marker``,
+one small write that also renews the worker's lease when it is due); an execution
+that recovers the run and finds the call started but its step unrecorded does not run
+it again, and the model gets an error result saying so.
 Both record the time they finished, which becomes the run clock. The events the harness
 emitted since the previous step are part of the next step's recorded output (no write
 of their own), and those after the last step part of the run's output, so a replay
@@ -12,26 +17,39 @@ writes none twice and a follower reads them from the steps and the output.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from harnessc.runtime.core.messages import AssistantMessage
+from harnessc.runtime.core.messages import AssistantMessage, TextContent
 from harnessc.runtime.durable.session import RunClock
 from harnessc.runtime.providers.base import AssistantMessageEvent, Provider, ProviderRequest
 from harnessc.runtime.session.session import iso_now
 from harnessc.runtime.tools.base import AgentTool, ToolResult, ToolUpdate
 
 __all__ = [
+    "INTERRUPTED",
+    "READ_ONLY_TOOLS",
     "DurableProvider",
     "DurableTool",
     "EventSink",
     "flush_events",
+    "is_read_only",
     "output_events",
+    "set_call_marker",
     "set_step_guard",
     "step_events",
 ]
 
 EVENTS_STEP = "events"
+# The built-in tools that only read: a recovered run runs them again when its worker
+# stopped while they ran (as any tool whose ``read_only`` attribute is true).
+READ_ONLY_TOOLS = frozenset({"read", "ls", "grep", "find"})
+INTERRUPTED = (
+    "The worker running this durable run stopped while this call ran, before its result "
+    "was recorded. The call was not run again: it may have done all, part or none of its "
+    "work. Check its effects before you retry it."
+)
 
 
 class EventSink:
@@ -80,6 +98,22 @@ def set_step_guard(guard: Callable[[], None] | None) -> None:
     """``guard()`` runs before each step's work and before its result is recorded: the
     executing worker's lease check (it ends the process when the lease is lost)."""
     _GUARD[:] = [guard] if guard is not None else []
+
+
+_MARKER: list[Callable[[str, str], bool]] = []
+
+
+def set_call_marker(marker: Callable[[str, str], bool] | None) -> None:
+    """``marker(run_id, key)`` records that a call with outside effects starts and says
+    whether it is the first to (False: an earlier execution of the run started it).
+    None: such calls run again on recovery, as read-only ones do."""
+    _MARKER[:] = [marker] if marker is not None else []
+
+
+def is_read_only(tool: Any) -> bool:
+    """A tool a recovered run may simply run again: a read-only built-in, or a tool
+    whose ``read_only`` attribute is true."""
+    return tool.name in READ_ONLY_TOOLS or bool(getattr(tool, "read_only", False))
 
 
 async def _step(name: str, sink: EventSink, clock: RunClock, work: Callable[[], Any]) -> Any:
@@ -158,7 +192,15 @@ class DurableTool:
         on_update: ToolUpdate,
         context: Any,
     ) -> ToolResult:
+        clock = self.clock
+        clock.tool_runs += 1
+        key = f"{clock.tool_runs}:{tool_call_id}"  # the same in every execution of the run
+        marker = _MARKER[0] if _MARKER and not is_read_only(self.inner) else None
+
         async def run() -> ToolResult:
+            if marker is not None and not await asyncio.to_thread(marker, clock.run_id, key):
+                content: list[Any] = [TextContent(INTERRUPTED)]
+                return ToolResult(content, details={"interrupted": True}, is_error=True)
             return await self.inner.execute(tool_call_id, params, signal, on_update, context)
 
         result: ToolResult = await _step(f"tool:{self.name}", self.sink, self.clock, run)

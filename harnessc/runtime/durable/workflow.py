@@ -1,10 +1,11 @@
 """A run as a DBOS workflow (imported only by durable verbs; imports DBOS).
 
 The workflow builds the agent's harness (a ``DurableHarness``: every tool it is given,
-at the start or later, such as an MCP server's, a ``DurableTool``) around a
-``DurableSession`` and a ``DurableProvider``, runs the prompt, and turns every pull
-point into a durable wait: an external tool call waits on ``DBOS.recv`` with the call id
-as topic, a budget or hook pause on the topic ``resume``. While it waits its state (for
+at the start or later, such as an MCP server's, a ``DurableTool``; its sub-agents are
+durable harnesses on the same steps) around a ``DurableSession`` and a
+``DurableProvider``, runs the prompt, and turns every pull point, a sub-agent's too,
+into a durable wait: an external tool call waits on ``DBOS.recv`` with the call id as
+topic, a budget or hook pause on the topic ``resume``. While it waits its state (for
 ``--runs``) is the event ``state``, once it ends its recorded output; its events (for
 ``--follow``) are recorded in its steps' outputs, the last ones in its output.
 """
@@ -12,25 +13,19 @@ as topic, a budget or hook pause on the topic ``resume``. While it waits its sta
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from dbos import DBOS
 
 from harnessc.runtime.agent import AgentHarness
-from harnessc.runtime.core.options import AgentHarnessOptions
+from harnessc.runtime.durable.harness import DurableHarness, RunSteps, prepare
 from harnessc.runtime.durable.pinning import dump_resources, load_resources
 from harnessc.runtime.durable.session import DurableSession, ReplayStorage, RunClock
-from harnessc.runtime.durable.steps import (
-    DurableProvider,
-    DurableTool,
-    EventSink,
-    flush_events,
-)
+from harnessc.runtime.durable.steps import EventSink, flush_events
 from harnessc.runtime.session.session import Session, SessionHeader, iso_now
 from harnessc.runtime.support.data_folder import FolderSetting, resolve_folder
-from harnessc.runtime.tools.base import AgentTool
 
 __all__ = [
     "RESUME_TOPIC",
@@ -122,45 +117,16 @@ def _session(begin: dict[str, Any], run_id: str, clock: RunClock) -> Session:
     )
 
 
-class DurableHarness(AgentHarness):
-    """A harness whose every tool is a checkpointed step: the options' tools and those
-    added later (an extension's at install, an MCP server's when the run starts); an
-    external tool is a durable wait instead."""
-
-    def __init__(self, options: AgentHarnessOptions, sink: EventSink, clock: RunClock) -> None:
-        self._sink, self._clock = sink, clock
-        options.tools = [self._step(t) for t in options.tools]
-        super().__init__(options)
-
-    def _step(self, tool: AgentTool) -> AgentTool:
-        if tool.external or isinstance(tool, DurableTool):
-            return tool
-        return DurableTool(tool, self._sink, self._clock)
-
-    def add_tools(self, tools: Iterable[AgentTool], *, activate: bool = True) -> None:
-        super().add_tools([self._step(t) for t in tools], activate=activate)
-
-
-async def _harness(session: Session, cwd: str, sink: EventSink, clock: RunClock) -> Any:
-    from harnessc.runtime.providers import get_provider
-
+async def _harness(session: Session, cwd: str, steps: RunSteps) -> Any:
     agent = _agent()
     options = agent.build_options(session=session, cwd=cwd)
-    if agent.base_url is not None:
-        from harnessc.runtime.cli.overrides import override_base_url
-
-        override_base_url(options, *agent.base_url)
     if options.resources is not None:
         # the skills and templates the run started with, whatever the disk holds later
         pinned = await DBOS.run_step_async({"name": "resources"}, dump_resources, options.resources)
         options.resources = load_resources(pinned)
-    options.provider = DurableProvider(
-        options.provider, lambda model: get_provider(model.api), sink, clock
-    )
-    options.sequential_tools = True  # steps run in one order, replay after replay
-    options.run_inputs = clock  # the run id and the budget's clock readings: recorded
-    harness = DurableHarness(options, sink, clock)
-    harness.subscribe(sink)
+    # the run id and the budget's clock readings: recorded
+    harness = DurableHarness(prepare(options, steps, steps.clock), steps)
+    harness.subscribe(steps.sink)
     return harness
 
 
@@ -178,13 +144,15 @@ async def durable_run(request: dict[str, Any]) -> dict[str, Any]:
     clock.tick(begin["ts"])
     session = _session(begin, run_id, clock)
     try:
-        harness = await _harness(session, request["cwd"], sink, clock)
+        steps = RunSteps(sink, clock, _agent().base_url)
+        harness = await _harness(session, request["cwd"], steps)
         result = await harness.prompt(request["prompt"])
         while result.status in ("awaiting_tool", "paused"):
             await flush_events(sink)
             pause = pause_state(result, harness)
-            await _state(result.status, **pause, session_id=session.id)
-            if result.status == "awaiting_tool":
+            kind = _waits_for(result, harness)
+            await _state(kind, **pause, session_id=session.id)
+            if kind == "awaiting_tool":
                 answers = {c["id"]: await _wait(c["id"]) for c in pause["calls"]}
                 await _tick(clock)  # the wait is not run time: the budget's clock skips it
                 await _state("running", session_id=session.id)
@@ -221,19 +189,43 @@ async def _wait(topic: str) -> Any:
             return message
 
 
+def _waits_for(result: Any, harness: AgentHarness) -> str:
+    """``awaiting_tool`` when the run (or a sub-agent paused inside it) waits for
+    external tool results, else ``paused``."""
+    if result.status == "awaiting_tool" or harness.paused_reason == "awaiting_tool":
+        return "awaiting_tool"
+    return "paused"
+
+
+def _nested(harness: AgentHarness) -> list[tuple[Any, str, str]]:
+    """The calls sub-agents paused inside the run's calls wait on: (call, kind, path)."""
+    run = harness.run_state
+    if run is None:
+        return []
+    return [n for r in run.calls if r.result is None for n in r.nested_calls()]
+
+
 def pause_state(result: Any, harness: AgentHarness) -> dict[str, Any]:
     """What a paused run waits for, as its ``state`` event holds it: the reason, the
-    calls (external ones, or those a pause held), the permission asks among them, and
-    for a budget pause the limit's use."""
+    calls (external ones, or those a pause held; a sub-agent's with its agent path),
+    the permission asks among them, and for a budget pause the limit's use."""
     from harnessc.runtime.cli.pause import budget_limit
     from harnessc.runtime.tools.permission_gate import pending_asks
 
-    calls = [
-        {"id": c.id, "name": c.name, "arguments": c.arguments} for c in result.pending_tool_calls
-    ]
+    nested = _nested(harness)
+    pending = result.pending_tool_calls
+    if result.status != "awaiting_tool" and harness.paused_reason == "awaiting_tool":
+        pending = [c for c, kind, _ in nested if kind == "tool"]  # what a sub-agent awaits
+    paths = {c.id: path for c, _, path in nested}
+    calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in pending]
+    for call in calls:
+        if call["id"] in paths:
+            call["path"] = paths[call["id"]]
     state: dict[str, Any] = {"reason": result.reason, "calls": calls}
     held = {c["id"] for c in calls}
-    state["asks"] = [i for i in pending_asks(harness.session) if i in held]
+    asks = [i for i in pending_asks(harness.session) if i in held]
+    asks += [c.id for c, kind, _ in nested if kind == "approval" and c.id in held]
+    state["asks"] = asks
     limit = budget_limit(result.reason)
     if limit is not None:
         state["limit"] = [limit, harness.budget.used(limit), getattr(harness.budget.budget, limit)]

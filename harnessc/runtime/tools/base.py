@@ -108,6 +108,9 @@ class Tool:
     # Seconds one call may run before the loop ends it (None: the harness's
     # ``tool_timeout_s``).
     timeout_s: float | None = None
+    # Only reads: a durable run whose worker stopped while it ran runs it again (a call
+    # with outside effects is not run twice; see docs/durable.md).
+    read_only: bool = False
 
     async def execute(
         self,

@@ -1,0 +1,127 @@
+"""A worker SIGKILLed while a bash tool runs: with ``durable.interrupted_tools: fail`` (the
+default) the recovered run does not run the call again and its model gets an error
+result saying the worker stopped while the call ran; with ``rerun`` the call runs again.
+The bash command appends to a file when it starts, then waits for a file the test
+creates, so the kill comes inside the call without a fixed sleep."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harnessc.runtime.durable.steps import INTERRUPTED
+from harnessc.testing import ProtocolServer, RecordedRequest, ScriptedResponse
+from harnessc.testing.streams import openai_events
+
+from .test_durable_runs import wait_for
+from .test_durable_subagents import HELPER, MODEL, Tree, _results, _tool
+
+pytest.importorskip("dbos", reason="durable runs need dbos (pip install -e '.[dev]')")
+
+
+def lead(policy: str) -> str:
+    return f"""\
+version: 1
+name: lead
+description: Runs one command.
+{MODEL}system_prompt: You are LEAD.
+tools: [bash]
+durable:
+  database_url: ${{DURABLE_URL}}
+  queue: {{name: dsub}}
+  lease_s: 2
+  interrupted_tools: {policy}
+"""
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ProtocolServer]:
+    with ProtocolServer() as running:
+        yield running
+
+
+@pytest.mark.parametrize(
+    ("policy", "database"), [("fail", "sqlite"), ("fail", "postgres"), ("rerun", "sqlite")]
+)
+def test_a_worker_killed_inside_a_bash_call(
+    tmp_path: Path, server: ProtocolServer, policy: str, database: str, request: Any
+) -> None:
+    url = "sqlite:///.harnessc/durable.sqlite"
+    if database == "postgres":
+        url = str(request.getfixturevalue("pg_database"))
+    tree = Tree(tmp_path, server, url, lead(policy), HELPER)
+    go = tmp_path / "go"
+    command = (
+        f"echo started >> {tree.effects}; "
+        f"while [ ! -e {go} ]; do sleep 0.05; done; echo finished >> {tree.effects}"
+    )
+
+    def script(req: RecordedRequest) -> ScriptedResponse:
+        results = _results(req.json["messages"])
+        if not results:
+            return _tool("b1", "bash", {"command": command})
+        return ScriptedResponse.sse(openai_events(["saw: " + results[0]]))
+
+    server.set_handler(script)
+    try:
+        run_id = tree.submit("go")
+        victim = tree.worker()
+        wait_for(lambda: tree.effects_seen()["started"] == 1, what="the bash call to start")
+        victim.kill()  # SIGKILL inside the call
+        victim.wait(timeout=30)
+        tree.worker()  # the same worker id: recovers the run at once
+        with tree.runs() as runs:
+            if policy == "rerun":
+                wait_for(lambda: tree.effects_seen()["started"] == 2, what="the call again")
+            else:
+                wait_for(lambda: runs.state(run_id)["state"] == "done", what="the run's end")
+            go.touch()  # a rerun's command ends (the killed worker's died with it)
+            wait_for(lambda: runs.state(run_id)["state"] == "done", what="the run's end")
+        followed = tree.run("--follow", run_id)
+        assert followed.returncode == 0, followed.stderr
+        last = [_results(r.json["messages"]) for r in server.requests][-1]
+        if policy == "fail":
+            assert tree.effects_seen()["started"] == 1, "the call was not run again"
+            assert last == [INTERRUPTED], "the model saw why the call has no result"
+            assert followed.stdout.startswith("saw: The worker running this durable run")
+        else:
+            assert tree.effects_seen()["started"] == 2, "the call ran again"
+            assert last != [INTERRUPTED]
+    finally:
+        go.touch()
+        tree.stop()
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgres"])
+def test_a_call_is_marked_started_once_and_never_by_a_worker_that_lost_its_lease(
+    tmp_path: Path, database: str, request: Any
+) -> None:
+    import sqlalchemy as sa
+
+    from harnessc.runtime.durable.engine import Heartbeat
+
+    url = f"sqlite:///{tmp_path}/d.sqlite"
+    if database == "postgres":
+        url = str(request.getfixturevalue("pg_database"))
+    lost: list[str] = []
+    beat = Heartbeat(url, "w", "q", 30.0, on_lost=lost.append)
+    try:
+        beat.take()
+        assert beat.start_call("run", "1:a") is True
+        assert beat.start_call("run", "1:a") is False  # an earlier execution started it
+        assert beat.start_call("run", "2:a") is True
+        with beat.engine.begin() as conn:  # another worker claimed this one
+            conn.execute(sa.update(beat.table).values(state="recovered by x"))
+        beat.renewed = -1e9  # the lease is due: the mark checks it
+        with pytest.raises(RuntimeError, match="lease was lost"):
+            beat.start_call("run", "3:a")
+        assert lost == ["recovered by x"]
+        with beat.engine.begin() as conn:
+            calls = conn.execute(sa.select(beat.started.c.call)).scalars().all()
+        assert sorted(calls) == ["1:a", "2:a"]  # nothing recorded without the lease
+    finally:
+        beat.engine.dispose()
+        beat.marks.close()
