@@ -25,6 +25,7 @@ from harnessc.testing import (
     openai_events,
     openai_tool_call_events,
 )
+from tests.timing import scaled
 
 API_KEY = "sk-cli-test-SECRET-4242"
 
@@ -247,7 +248,7 @@ class Terminal:
         """Wait for ``text`` after the previous match; returns the output up to it."""
         import time
 
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)  # a guard against a hang
         while True:
             found = self.output.find(text, self._pos)
             if found >= 0:
@@ -267,7 +268,7 @@ class Terminal:
         import time
 
         compiled = re.compile(pattern)
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)  # a guard against a hang
         while True:
             found = compiled.search(self.output, self._pos)
             if found is not None:
@@ -301,7 +302,7 @@ class Terminal:
         """Wait until ``predicate(screen)`` holds; returns that screen."""
         import time
 
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)  # a guard against a hang
         while True:
             screen = self.screen()
             if predicate(screen):
@@ -334,7 +335,7 @@ class Terminal:
     def wait(self, timeout: float = 10.0) -> int:
         import time
 
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)  # a guard against a hang
         while self._alive():
             if time.monotonic() > deadline:
                 raise AssertionError("the agent did not exit:\n" + self.output[-3000:])

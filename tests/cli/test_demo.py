@@ -188,8 +188,8 @@ def test_the_demo_hands_work_to_sub_agents(demo: ProtocolServer, tmp_path: Path)
     built = _harnessc(["build", "agents/demo.yaml"], tmp_path)
     assert built.returncode == 0, built.stderr
     lead = tmp_path / "generated" / "demo.py"
-    # a sub-agent builds its models from its own spec: the spec's variables reach it
-    env = {"OPENAI_BASE_URL": f"{demo.url}/v1", "OPENAI_API_KEY": "demo"}
+    # HARNESSC_BASE_URL points every agent of the tree at the demo server; no key needed
+    env = {"HARNESSC_BASE_URL": f"{demo.url}/v1"}
 
     scouted = _python(lead, "ask the scout agent to read notes.txt", tmp_path, **env)
     assert scouted.returncode == 0, scouted.stderr

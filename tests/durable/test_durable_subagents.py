@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from harnessc.runtime.support.data_folder import DataFolder, resolve_folder
 from harnessc.testing import ProtocolServer, RecordedRequest, ScriptedResponse
 from harnessc.testing.streams import openai_events, openai_tool_call_events
 
@@ -259,7 +260,9 @@ def test_a_worker_killed_during_a_sub_agent_repeats_nothing(tree: Tree, where: s
     assert tree.effects_seen() == Counter({"b1": 1, "b2": 1, "b3": 1}), "each bash call once"
     for key, count in tree.requests().items():  # only the request in flight, again
         assert count == (2 if key == slow else 1), (key, count)
-    durable = [tree_shape(p) for p in tree.sessions(tree.work / ".harnessc" / "sessions")]
+    durable = [
+        tree_shape(p) for p in tree.sessions(resolve_folder(DataFolder("sessions"), tree.work))
+    ]
     assert durable == reference
 
 

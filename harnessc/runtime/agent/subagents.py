@@ -44,6 +44,7 @@ from harnessc.runtime.core.loop import LoopState
 from harnessc.runtime.core.messages import TextContent
 from harnessc.runtime.core.options import AgentHarnessOptions
 from harnessc.runtime.core.signal import AbortSignal
+from harnessc.runtime.extensions.base import HarnessContext
 from harnessc.runtime.session.entries import SessionHeader
 from harnessc.runtime.session.session import Session
 from harnessc.runtime.session.storage import JsonlStorage
@@ -135,7 +136,7 @@ class SubAgents:
     def agent_path(self) -> tuple[str, ...]:
         return self.path or (self.agent,)
 
-    def install(self, harness: Any) -> None:
+    def install(self, harness: HarnessContext) -> None:
         if self.depth >= self.max_depth or not self.agents:
             return  # at the deepest level an agent cannot delegate
         if not isinstance(harness, AgentHarness):
