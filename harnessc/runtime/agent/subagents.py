@@ -34,7 +34,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from harnessc.runtime.agent.harness import AgentHarness
 from harnessc.runtime.agent.results import RunResult
@@ -44,7 +44,6 @@ from harnessc.runtime.core.loop import LoopState
 from harnessc.runtime.core.messages import TextContent
 from harnessc.runtime.core.options import AgentHarnessOptions
 from harnessc.runtime.core.signal import AbortSignal
-from harnessc.runtime.extensions.base import HarnessContext
 from harnessc.runtime.session.entries import SessionHeader
 from harnessc.runtime.session.session import Session
 from harnessc.runtime.session.storage import JsonlStorage
@@ -52,6 +51,9 @@ from harnessc.runtime.telemetry.extension import trace_subagent
 from harnessc.runtime.tools.base import ExecutionMode, HoldCall, ToolResult, ToolUpdate
 from harnessc.runtime.tools.permission_gate import find_gate, pending_asks, record_answer
 from harnessc.runtime.tools.permissions import HANDOVER_TOOL
+
+if TYPE_CHECKING:
+    from harnessc.runtime.extensions.base import HarnessContext
 
 __all__ = [
     "HANDOVER_TOOL",
