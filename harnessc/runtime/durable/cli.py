@@ -1,7 +1,8 @@
 """The durable verbs of a generated agent's command line (a spec with ``durable:``).
 
 ``--submit PROMPT`` enqueues a run and prints its id; ``--worker`` takes runs from the
-queue until SIGTERM or Ctrl-C (then drains); ``--follow RUN`` shows a run's events as a
+queue until SIGTERM or Ctrl-C (then drains), with ``--serve`` while this process serves
+the agent too; ``--follow RUN`` shows a run's events as a
 plain run shows them; ``--runs`` lists runs with their state; ``--run RUN`` with
 ``--resume-with JSON``, ``--approve CALL`` / ``--deny CALL`` or ``--cancel`` answers or
 ends a run from any process. ``--submit``, ``--follow``, ``--runs`` and ``--run`` are
