@@ -496,6 +496,12 @@ def dev(spec: str, agent_args: tuple[str, ...], out_dir: str) -> None:
 @click.option("--port", default=8000, show_default=True, help="Port (0: any free one).")
 @click.option("--token-env", metavar="NAME", help="Variable holding the bearer token.")
 @click.option("--max-runs", default=64, show_default=True, help="Runs working at once.")
+@click.option(
+    "--worker",
+    is_flag=True,
+    help="A spec with durable: this process takes runs from the queue too "
+    "(--worker-id, --concurrency, --drain-s after --).",
+)
 @click.option("-o", "--out", "out_dir", default=DEFAULT_OUT, show_default=True, hidden=True)
 @_guard
 def serve(
@@ -505,6 +511,7 @@ def serve(
     port: int,
     token_env: str | None,
     max_runs: int,
+    worker: bool,
     out_dir: str,
 ) -> None:
     """Serve SPEC (or NAME) over HTTP: native API, OpenAI-compatible, AG-UI, A2A and a dev
@@ -522,6 +529,24 @@ def serve(
 
     module = live.module
     assert module is not None
+    if worker:
+        durable = getattr(module, "durable_config", None)
+        if durable is None:
+            click.echo(f"harnessc: --worker serves a spec with durable:, {spec} has none", err=True)
+            raise SystemExit(2)
+        from harnessc.runtime.durable import run_durable_cli
+
+        raise SystemExit(
+            run_durable_cli(
+                module.build_options,
+                [*argv, "--worker"],
+                agent_name=live.agent_name,
+                session_dir=live.session_dir,
+                durable=durable,
+                session_repo=getattr(module, "session_repo", None),
+                prog="harnessc serve",
+            )
+        )
     code = run_cli(
         module.build_options,  # the module's own function: its DESCRIPTION names the agent card
         argv,

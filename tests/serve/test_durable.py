@@ -9,6 +9,7 @@ import json
 import os
 import secrets
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -21,7 +22,16 @@ import pytest
 
 from harnessc.testing import ProtocolServer
 
-from .servekit import SPEC, AgentKit, Served, compile_agent, sse_events, wait_status
+from .servekit import (
+    SPEC,
+    TOKEN,
+    AgentKit,
+    Served,
+    compile_agent,
+    free_port,
+    sse_events,
+    wait_status,
+)
 
 pytest.importorskip("dbos", reason="durable runs need dbos (pip install -e '.[dev]')")
 
@@ -135,6 +145,7 @@ def test_runs_over_http_are_submitted_run_by_a_worker_and_answered(durable: Dura
         started = client.post("/v1/runs", json={"prompt": "hello durable"})
         assert started.status_code == 201, started.text
         run_id = started.json()["run_id"]
+        assert started.json()["session_id"]  # made in the store at once
         assert client.get(f"/v1/runs/{run_id}").json()["status"] == "queued"  # no worker yet
         asking = client.post("/v1/runs", json={"prompt": 'call bash {"command": "echo ok-1"}'})
         ask_id = asking.json()["run_id"]
@@ -162,10 +173,10 @@ def test_runs_over_http_are_submitted_run_by_a_worker_and_answered(durable: Dura
         assert done["text"].startswith("done: ") and "ok-1" in done["text"]
         kinds = [e["type"] for _, e in _events(client, ask_id)]
         assert kinds.count("agent_start") == 1 and kinds[-1] == "agent_end"
-        # a session id is refused (a durable run starts its own); unknown runs are 404
-        refused = client.post("/v1/runs", json={"prompt": "x", "session_id": status["session_id"]})
-        assert refused.status_code == 400 and "durable" in refused.text
+        # unknown runs and sessions are 404
         assert client.get("/v1/runs/no-such-run").status_code == 404
+        unknown = client.post("/v1/runs", json={"prompt": "x", "session_id": "0badc0de"})
+        assert unknown.status_code == 404, unknown.text
         # cancel a queued run
         later = client.post("/v1/runs", json={"prompt": 'call ask_human {"question": "q"}'})
         waiting = wait_status(client, later.json()["run_id"], "awaiting_tool", timeout=90)
@@ -174,6 +185,75 @@ def test_runs_over_http_are_submitted_run_by_a_worker_and_answered(durable: Dura
         assert (
             wait_status(client, waiting["run_id"], "aborted", timeout=90)["reason"] == "cancelled"
         )
+
+
+def _model_saw(model_server: ProtocolServer, last_prompt: str) -> list[str]:
+    """The texts of the messages the model got with ``last_prompt`` as the last one."""
+    for request in reversed(model_server.requests):
+        messages = (request.json or {}).get("messages", [])
+        texts = [_text(m) for m in messages]
+        if texts and texts[-1] == last_prompt:
+            return texts
+    raise AssertionError(f"the model never got {last_prompt!r}")
+
+
+def _text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return str(content or "")
+
+
+def test_a_durable_run_continues_a_session_one_run_at_a_time(
+    durable: Durable, model_server: ProtocolServer
+) -> None:
+    server = durable.server
+    durable.workers.ensure("w1")
+    with server.client(timeout=90) as client:
+        first = client.post("/v1/runs", json={"prompt": "the word is tangerine"}).json()
+        session_id = first["session_id"]
+        wait_status(client, first["run_id"], "done", timeout=90)
+        # the second run on the session: the model sees the first one's exchange
+        second = client.post(
+            "/v1/runs", json={"prompt": "which word?", "session_id": session_id}
+        ).json()
+        assert second["session_id"] == session_id
+        assert wait_status(client, second["run_id"], "done", timeout=90)["session_id"] == session_id
+        saw = _model_saw(model_server, "which word?")
+        assert saw[-3:] == ["the word is tangerine", "echo: the word is tangerine", "which word?"]
+        # one run of a session at a time: queued or working, then waiting for a tool
+        slow = client.post("/v1/runs", json={"prompt": "slow one", "session_id": session_id})
+        assert slow.status_code == 201, slow.text
+        busy = client.post("/v1/runs", json={"prompt": "no", "session_id": session_id})
+        assert busy.status_code == 409, busy.text
+        assert f"has a run working ({slow.json()['run_id']})" in busy.json()["error"]["message"]
+        wait_status(client, slow.json()["run_id"], "done", timeout=90)
+        ask = 'call ask_human {"question": "colour?"}'
+        asking = client.post("/v1/runs", json={"prompt": ask, "session_id": session_id}).json()
+        waiting = wait_status(client, asking["run_id"], "awaiting_tool", timeout=90)
+        busy = client.post(
+            "/v1/chat/completions",
+            json={"model": "helper", "messages": [{"role": "user", "content": "no"}]},
+            headers={"X-Session-Id": session_id},
+        )
+        assert busy.status_code == 409 and "waiting for tool results" in busy.text, busy.text
+        [call] = waiting["pending_tool_calls"]
+        answered = client.post(
+            f"/v1/runs/{asking['run_id']}/resume", json={"results": {call["id"]: "green"}}
+        )
+        assert answered.status_code == 200, answered.text
+        assert wait_status(client, asking["run_id"], "done", timeout=90)["text"] == "done: green"
+        # the OpenAI endpoint goes on in it too (X-Session-Id)
+        reply = client.post(
+            "/v1/chat/completions",
+            json={"model": "helper", "messages": [{"role": "user", "content": "and now?"}]},
+            headers={"X-Session-Id": session_id},
+        )
+        assert reply.status_code == 200, reply.text
+        assert reply.headers["x-session-id"] == session_id
+        saw = _model_saw(model_server, "and now?")
+        assert saw[1:3] == ["the word is tangerine", "echo: the word is tangerine"]
+        assert "green" in saw and saw.count("which word?") == 1
 
 
 def test_openai_compatible_completion_of_a_durable_run(durable: Durable) -> None:
@@ -198,6 +278,50 @@ def test_a_killed_workers_run_is_finished_by_another_and_its_stream_has_no_gap(
 ) -> None:
     with _durable(tmp_path, model_server.url, "sqlite") as made:
         _killed_worker(made)
+
+
+def test_one_process_serves_and_works_and_sigterm_drains_both(
+    tmp_path: Path, model_server: ProtocolServer
+) -> None:
+    """``harnessc serve SPEC --worker``: no worker process of its own, the run finishes."""
+    with _database("sqlite") as url:
+        kit = compile_agent(tmp_path, model_server.url, DURABLE_SPEC)
+        kit.env.update(DURABLE_URL=url, SERVE_TOKEN=TOKEN)
+        spec = kit.module.parent.parent / "spec" / "helper.yaml"
+        port = free_port()
+        log = kit.workdir / "serve-worker.log"
+        with log.open("w") as handle:
+            process = subprocess.Popen(
+                [sys.executable, "-c", "from harnessc.cli import main; main()", "serve"]
+                + [str(spec), "--port", str(port), "--token-env", "SERVE_TOKEN", "--worker"]
+                + ["--", "--worker-id", "both", "--drain-s", "2"],
+                stdin=subprocess.DEVNULL,
+                stdout=handle,
+                stderr=subprocess.STDOUT,
+                env=kit.env,
+                cwd=kit.workdir,
+            )
+        server = Served(process, f"http://127.0.0.1:{port}", TOKEN, log)
+        try:
+            server.wait_up()
+            assert "durable runs: this process (worker both)" in server.output()
+            with server.client(timeout=90) as client:
+                started = client.post("/v1/runs", json={"prompt": "one process"}).json()
+                done = wait_status(client, started["run_id"], "done", "error", timeout=90)
+                assert (done["status"], done["text"]) == ("done", "echo: one process")
+                again = client.post(
+                    "/v1/runs", json={"prompt": "same session", "session_id": done["session_id"]}
+                ).json()
+                assert (
+                    wait_status(client, again["run_id"], "done", timeout=90)["session_id"]
+                    == (done["session_id"])
+                )
+            assert server.stop() == 0  # SIGTERM: the server drains, then the worker
+            assert "worker both: stopping" in server.output()
+        finally:
+            if process.poll() is None:
+                process.kill()
+            process.wait(10)
 
 
 def _killed_worker(made: Durable) -> None:
@@ -241,11 +365,87 @@ def _killed_worker(made: Durable) -> None:
     assert first.stop() == 0  # SIGTERM: the server stops, the runs are the workers'
 
 
+def test_a_killed_worker_of_a_continued_session_run_leaves_no_duplicate_entry(
+    tmp_path: Path, model_server: ProtocolServer
+) -> None:
+    with _durable(tmp_path, model_server.url, "sqlite") as made:
+        kit, workers, server = made.kit, made.workers, made.server
+        workers.ensure("w1")
+        with server.client(timeout=90) as client:
+            first = client.post("/v1/runs", json={"prompt": "before the crash"}).json()
+            session_id = first["session_id"]
+            wait_status(client, first["run_id"], "done", timeout=90)
+            command = 'call bash {"command": "date >> starts && sleep 3 && printf slept"}'
+            run_id = client.post(
+                "/v1/runs", json={"prompt": command, "session_id": session_id}
+            ).json()["run_id"]
+            starts = kit.workdir / "starts"
+            deadline = time.monotonic() + 60
+            while not starts.exists():
+                assert time.monotonic() < deadline, "the tool never started"
+                time.sleep(0.05)
+            [victim] = [p for p in workers.running if p.poll() is None]
+            victim.kill()  # SIGKILL in the middle of the tool
+            victim.wait(timeout=30)
+            workers.start("w1")  # the same id: it recovers its own runs at once
+            done = wait_status(client, run_id, "done", "error", timeout=90)
+            assert done["status"] == "done", done
+            shown = client.get(f"/v1/sessions/{session_id}").json()
+        roles = [m["role"] for m in shown["messages"]]
+        assert roles == ["user", "assistant", "user", "assistant", "toolResult", "assistant"]
+        [file] = list(Path(kit.env["XDG_DATA_HOME"]).rglob(f"*_{session_id}.jsonl"))
+        ids = [json.loads(line).get("id") for line in file.read_text().splitlines()]
+        assert len(ids) == len(set(ids))  # no entry twice
+        saw = _model_saw(model_server, command)
+        assert saw[-3:] == ["before the crash", "echo: before the crash", command]
+
+
 def _follow(server: Served, run_id: str, seen: list[tuple[int, dict[str, Any]]]) -> None:
     with server.client(timeout=90) as client:
         with client.stream("GET", f"/v1/runs/{run_id}/events") as stream:
             for item in sse_events(stream.iter_lines()):
                 seen.append(item)
+
+
+def test_an_agui_client_tool_pauses_a_durable_run_and_its_answer_continues_it(
+    durable: Durable, model_server: ProtocolServer
+) -> None:
+    pytest.importorskip("ag_ui.core")
+    from .test_agui import _input, _run
+
+    durable.workers.ensure("w1")
+    tool = {
+        "name": "pick_colour",
+        "description": "Let the user pick a colour.",
+        "parameters": {"type": "object", "properties": {"hint": {"type": "string"}}},
+    }
+    earlier = [
+        {"id": "u0", "role": "user", "content": "earlier question"},
+        {"id": "a0", "role": "assistant", "content": "earlier answer"},
+    ]
+    prompt = {"id": "u1", "role": "user", "content": 'call pick_colour {"hint": "warm"}'}
+    thread = f"durable-{secrets.token_hex(3)}"
+    events = _run(durable.server, _input(thread, "run-a", [*earlier, prompt], tools=[tool]))
+    start = next(e for e in events if e.type.value == "TOOL_CALL_START")
+    assert start.tool_call_name == "pick_colour"
+    finished = events[-1]
+    assert finished.type.value == "RUN_FINISHED"
+    assert finished.outcome.pending_tool_call_ids == [start.tool_call_id]
+    # the earlier messages are the session's history, not a transcript in the prompt
+    saw = _model_saw(model_server, prompt["content"])
+    assert saw[-3:] == ["earlier question", "earlier answer", prompt["content"]]
+    answer = {"id": "t1", "role": "tool", "toolCallId": start.tool_call_id, "content": "amber"}
+    events = _run(durable.server, _input(thread, "run-b", [*earlier, prompt, answer], tools=[tool]))
+    assert events[0].run_id == "run-b"
+    text = "".join(e.delta for e in events if e.type.value == "TEXT_MESSAGE_CONTENT")
+    assert text == "done: amber"
+    assert events[-1].type.value == "RUN_FINISHED" and events[-1].result == "done: amber"
+    # the thread goes on in the same session
+    again = {"id": "u2", "role": "user", "content": "thread goes on"}
+    events = _run(durable.server, _input(thread, "run-c", [again]))
+    assert events[-1].result == "echo: thread goes on"
+    saw = _model_saw(model_server, "thread goes on")
+    assert "amber" in saw and saw[1] == "earlier question"
 
 
 def test_agui_and_a2a_runs_of_a_durable_agent(durable: Durable) -> None:

@@ -44,6 +44,21 @@ def test_harnessc_serve_compiles_and_serves_a_spec(kit: AgentKit) -> None:
     assert f"serving helper at http://127.0.0.1:{port} (sessions in memory" in output
 
 
+def test_harnessc_serve_worker_needs_a_durable_spec(kit: AgentKit) -> None:
+    spec = kit.module.parent.parent / "spec" / "helper.yaml"
+    result = subprocess.run(
+        [sys.executable, "-c", "from harnessc.cli import main; main()", "serve", str(spec)]
+        + ["--worker"],
+        capture_output=True,
+        text=True,
+        env=kit.env,
+        cwd=kit.workdir,
+        timeout=60,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "--worker serves a spec with durable:" in result.stderr
+
+
 def test_serve_takes_no_session_flags(kit: AgentKit) -> None:
     result = subprocess.run(
         kit.command("--serve", "--continue"),

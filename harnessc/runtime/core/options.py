@@ -201,4 +201,3 @@ def env(name: str, default: str | None = None) -> str:
     if default is not None:
         return default
     raise KeyError(f"environment variable {name} is not set")
-

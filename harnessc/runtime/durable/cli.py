@@ -1,7 +1,8 @@
 """The durable verbs of a generated agent's command line (a spec with ``durable:``).
 
 ``--submit PROMPT`` enqueues a run and prints its id; ``--worker`` takes runs from the
-queue until SIGTERM or Ctrl-C (then drains); ``--follow RUN`` shows a run's events as a
+queue until SIGTERM or Ctrl-C (then drains), with ``--serve`` while this process serves
+the agent too; ``--follow RUN`` shows a run's events as a
 plain run shows them; ``--runs`` lists runs with their state; ``--run RUN`` with
 ``--resume-with JSON``, ``--approve CALL`` / ``--deny CALL`` or ``--cancel`` answers or
 ends a run from any process. ``--submit``, ``--follow``, ``--runs`` and ``--run`` are
@@ -69,7 +70,7 @@ def help_parser(prog: str, agent_name: str) -> argparse.ArgumentParser:
         "--worker",
         action="store_true",
         help="take runs from the queue until SIGTERM or Ctrl-C (then drain); "
-        "--base-url as for a run",
+        "--base-url as for a run; with --serve the server is a worker too",
     )
     group.add_argument(
         "--concurrency", metavar="N", type=int, help="runs a --worker executes at once"
@@ -142,6 +143,7 @@ def run_durable_cli(
     out, err = stdout or sys.stdout, stderr or sys.stderr
     known, rest = _parser(agent_name).parse_known_args(args_list)
     verbs = [v for v in _VERBS if getattr(known, v)]
+    serving = known.worker and "--serve" in rest  # a server that is a worker too
     answers = known.resume_with is not None or known.approve or known.deny or known.cancel
     prompt = _one_shot_prompt(rest) if not verbs and not answers else None
     if not verbs and prompt is None and not known.cancel:
@@ -173,12 +175,14 @@ def run_durable_cli(
     prog = prog or program_name()
     try:
         config = durable()
-        if len(verbs) > 1 or (verbs and rest):
+        if len(verbs) > 1 or (verbs and rest and not serving):
             raise DurableError(
                 f"unexpected arguments with --{verbs[0]}: {' '.join(rest) or verbs[1:]}"
             )
         if known.base_url is not None and not (known.worker or prompt is not None):
             raise DurableError("--base-url goes with a run: a PROMPT or --worker")
+        if known.worker and serving:
+            return _serve_and_work(config, agent, known, cwd, rest, err, prog)
         if known.worker:
             return _worker(config, agent, known, cwd, err)
         if known.submit is not None:
@@ -273,36 +277,96 @@ def _preflight(agent: Any, known: argparse.Namespace, cwd: str) -> Any:
     return model
 
 
+class _Working:
+    """This process taking runs from the queue (DBOS's executor, its lease)."""
+
+    def __init__(
+        self, config: DurableConfig, agent: Any, known: argparse.Namespace, cwd: str
+    ) -> None:
+        from harnessc.runtime.durable.engine import Heartbeat, launch_executor
+        from harnessc.runtime.durable.steps import set_call_marker, set_step_guard
+
+        self.worker_id = known.worker_id or default_worker_id()
+        self.concurrency = known.concurrency or config.concurrency
+        self.queue = config.queue
+        self.drain_s = known.drain_s
+        if self.concurrency < 1:
+            raise DurableError("--concurrency must be at least 1")
+        _preflight(agent, known, cwd)
+        url = launch_executor(
+            config,
+            agent,
+            cwd=cwd,
+            executor_id=self.worker_id,
+            concurrency=self.concurrency,
+            listen=True,
+        )
+        self.heartbeat = Heartbeat(url, self.worker_id, config.queue, config.lease_s)
+        self.heartbeat.start()
+        set_step_guard(self.heartbeat.guard)
+        set_call_marker(None if config.interrupted_tools == "rerun" else self.heartbeat.start_call)
+
+    def say_started(self, err: TextIO) -> None:
+        err.write(
+            f"worker {self.worker_id}: taking runs from queue {self.queue} "
+            f"({self.concurrency} at once)\n"
+        )
+        err.flush()
+
+    def stop(self, err: TextIO) -> None:
+        """Stop taking runs; those running get ``--drain-s`` seconds to finish (the rest
+        stay pending: this worker restarted, or another after the lease, recovers them)."""
+        from harnessc.runtime.durable.engine import shutdown
+
+        err.write(f"worker {self.worker_id}: stopping (runs get {self.drain_s:g} s to finish)\n")
+        err.flush()
+        self.heartbeat.stop()
+        shutdown(self.drain_s)
+
+
 def _worker(
     config: DurableConfig, agent: Any, known: argparse.Namespace, cwd: str, err: TextIO
 ) -> int:
-    from harnessc.runtime.durable.engine import Heartbeat, launch_executor, shutdown
-    from harnessc.runtime.durable.steps import set_call_marker, set_step_guard
-
-    worker_id = known.worker_id or default_worker_id()
-    concurrency = known.concurrency or config.concurrency
-    if concurrency < 1:
-        raise DurableError("--concurrency must be at least 1")
-    _preflight(agent, known, cwd)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    url = launch_executor(
-        config, agent, cwd=cwd, executor_id=worker_id, concurrency=concurrency, listen=True
-    )
-    heartbeat = Heartbeat(url, worker_id, config.queue, config.lease_s)
-    heartbeat.start()
-    set_step_guard(heartbeat.guard)
-    set_call_marker(None if config.interrupted_tools == "rerun" else heartbeat.start_call)
-    err.write(
-        f"worker {worker_id}: taking runs from queue {config.queue} ({concurrency} at once)\n"
-    )
-    err.flush()
+    working = _Working(config, agent, known, cwd)
+    working.say_started(err)
     stop.wait()
-    err.write(f"worker {worker_id}: stopping (runs get {known.drain_s:g} s to finish)\n")
-    heartbeat.stop()
-    shutdown(known.drain_s)
+    working.stop(err)
     return EXIT_DONE
+
+
+def _serve_and_work(
+    config: DurableConfig,
+    agent: Any,
+    known: argparse.Namespace,
+    cwd: str,
+    serve_args: list[str],
+    err: TextIO,
+    prog: str,
+) -> int:
+    """``--serve --worker``: serve the agent (``run_cli --serve``) while this process
+    takes runs from the queue as a worker. SIGTERM drains the server (new runs get 429),
+    then the worker (its runs get ``--drain-s`` seconds)."""
+    from harnessc.runtime import run_cli
+
+    args = [*serve_args, "--cwd", cwd]
+    if known.base_url:
+        args += ["--base-url", known.base_url]
+    working = _Working(config, agent, known, cwd)
+    try:
+        code = run_cli(
+            agent.build_options,
+            args,
+            agent_name=agent.agent_name,
+            session_dir=agent.session_dir,
+            session_repo=agent.session_repo,
+            prog=prog,
+        )
+    finally:
+        working.stop(err)
+    return int(code)
 
 
 def _one_shot(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -20,6 +20,7 @@ from harnessc.runtime.durable.steps import output_events, step_events
 __all__ = [
     "DurableRuns",
     "RunLook",
+    "SessionInUse",
     "Show",
     "ending",
     "follow",
@@ -38,6 +39,16 @@ def _client(config: DurableConfig, cwd: str, *, create: bool = False) -> Any:
 
 _STATUS = {"ENQUEUED": "queued", "SUCCESS": "done", "ERROR": "failed", "CANCELLED": "cancelled"}
 _WAITING = ("awaiting_tool", "paused")
+
+
+class SessionInUse(DurableError):
+    """Another run of the session is queued, running or waiting (``run_id``, when found)."""
+
+    def __init__(self, session_id: str, run_id: str | None) -> None:
+        self.session_id = session_id
+        self.run_id = run_id
+        held = f" ({run_id})" if run_id else ""
+        super().__init__(f"session {session_id} has a run{held} queued, running or waiting")
 
 
 @dataclass(slots=True)
@@ -74,19 +85,60 @@ class DurableRuns:
     def __exit__(self, *_: Any) -> None:
         self.close()
 
-    def submit(self, prompt: str, *, cwd: str | None = None) -> str:
+    def submit(
+        self,
+        prompt: str,
+        *,
+        cwd: str | None = None,
+        session_id: str | None = None,
+        context: Sequence[Mapping[str, Any]] = (),
+        tools: Sequence[Mapping[str, Any]] = (),
+    ) -> str:
+        """Enqueue a run of ``prompt``; its id. ``session_id`` continues that stored
+        session (SessionInUse while another run of it is queued, running or waiting);
+        ``context`` (messages as dicts) is a new session's history; ``tools`` (name,
+        description, parameters) are external tools of this run alone."""
+        from dbos import error as dbos_error
+
         from harnessc.runtime.durable.workflow import WORKFLOW_NAME
 
         run_id = str(uuid.uuid4())
-        self.client.enqueue(
-            {
-                "workflow_name": WORKFLOW_NAME,
-                "queue_name": self.config.queue,
-                "workflow_id": run_id,
-            },
-            {"prompt": prompt, "cwd": cwd or self.cwd},
-        )
+        request: dict[str, Any] = {"prompt": prompt, "cwd": cwd or self.cwd}
+        options: dict[str, Any] = {
+            "workflow_name": WORKFLOW_NAME,
+            "queue_name": self.config.queue,
+            "workflow_id": run_id,
+        }
+        if session_id is not None:
+            request["session_id"] = session_id
+            # one run of a session at a time: DBOS refuses a second while the first is
+            # queued or pending (waiting at a pull point included)
+            options["deduplication_id"] = f"session:{session_id}"
+        if context:
+            request["context"] = [dict(m) for m in context]
+        if tools:
+            request["tools"] = [dict(t) for t in tools]
+        try:
+            self.client.enqueue(options, request)
+        except dbos_error.DBOSQueueDeduplicatedError:
+            assert session_id is not None
+            raise SessionInUse(session_id, self.holder(session_id)) from None
         return run_id
+
+    def holder(self, session_id: str) -> str | None:
+        """The run queued, running or waiting on ``session_id`` (one a server or this
+        client submitted to continue it), if any."""
+        from harnessc.runtime.durable.workflow import WORKFLOW_NAME
+
+        for status in self.client.list_workflows(
+            name=WORKFLOW_NAME, status=["ENQUEUED", "PENDING"], load_output=False
+        ):
+            inputs = getattr(status, "input", None) or {}
+            args = inputs.get("args") if isinstance(inputs, dict) else None
+            request = args[0] if args else None
+            if isinstance(request, dict) and request.get("session_id") == session_id:
+                return str(status.workflow_id)
+        return None
 
     def waiting(self, run_id: str) -> dict[str, Any]:
         """The ``state`` event of a run (what it waits for while it waits)."""
@@ -176,7 +228,8 @@ class DurableRuns:
             raise DurableError(f"no run {run_id}")
         waiting = self.waiting(run_id) if status.status == "PENDING" else {}
         rows = self.client.list_workflow_steps(run_id, offset=steps)
-        look = RunLook(row=_row(status, self), waiting=waiting, steps=steps + len(rows))
+        # the row from the same read of the wait: a second read could see a wait begun since
+        look = RunLook(row=_row(status, self, waiting), waiting=waiting, steps=steps + len(rows))
         for row in rows:
             name, output = str(row["function_name"]), row["output"]
             look.events.extend(e for e in step_events(name, output) if isinstance(e, dict))
@@ -233,8 +286,12 @@ def _pause_answer(run_id: str, state: Mapping[str, Any], answers: Mapping[str, A
     return dict(answers)
 
 
-def _row(status: Any, runs: DurableRuns) -> dict[str, Any]:
-    state = runs.waiting(status.workflow_id) if status.status == "PENDING" else {}
+def _row(
+    status: Any, runs: DurableRuns, waiting: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    state: Mapping[str, Any] = {}
+    if status.status == "PENDING":
+        state = waiting if waiting is not None else runs.waiting(status.workflow_id)
     label = _STATUS.get(status.status) or state.get("state", "running")
     reason = str(state.get("reason") or "") if label in _WAITING else ""
     if label == "awaiting_tool":

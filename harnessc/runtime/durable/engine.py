@@ -31,6 +31,7 @@ __all__ = [
     "open_client",
     "shutdown",
     "started_table",
+    "taking_runs",
     "workers_table",
 ]
 
@@ -63,6 +64,14 @@ def _import_dbos() -> Any:
     except ImportError:
         raise DurableError("durable runs need DBOS: pip install 'harnessc[durable]'") from None
     return dbos
+
+
+_TAKING: list[str] = []  # the worker id, while this process takes runs from the queue
+
+
+def taking_runs() -> str | None:
+    """This process's worker id when it takes runs from the queue (``--worker``)."""
+    return _TAKING[0] if _TAKING else None
 
 
 def launch_executor(
@@ -98,6 +107,7 @@ def launch_executor(
     except dbos.DBOSException as exc:
         DBOS.destroy()
         raise DurableError(f"cannot start DBOS: {exc}") from None
+    _TAKING[:] = [executor_id] if listen else []
     return url
 
 
@@ -132,6 +142,7 @@ def shutdown(timeout_s: float) -> None:
     lease, continues them)."""
     from dbos import DBOS
 
+    _TAKING.clear()
     DBOS.destroy(workflow_completion_timeout_sec=int(timeout_s))
 
 

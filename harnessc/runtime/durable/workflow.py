@@ -1,5 +1,11 @@
 """A run as a DBOS workflow (imported only by durable verbs; imports DBOS).
 
+The request is the prompt and the working folder; a ``session_id`` continues that stored
+session (its entries when the run began are the history, those after it this run's own,
+so a replay appends none twice), ``context`` (messages) starts a new session with that
+history, and ``tools`` (name, description, parameters) are external tools of this run
+alone (a client's, answered as any external tool is).
+
 The workflow builds the agent's harness (a ``DurableHarness``: every tool it is given,
 at the start or later, such as an MCP server's, a ``DurableTool``; its sub-agents are
 durable harnesses on the same steps) around a ``DurableSession`` and a
@@ -12,7 +18,9 @@ topic, a budget or hook pause on the topic ``resume``. While it waits its state 
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -83,11 +91,22 @@ def _agent() -> DurableAgent:
 
 
 def _begin(request: dict[str, Any], run_id: str) -> dict[str, Any]:
-    """Step: make the run's session (the header when sessions stay in memory)."""
+    """Step: make the run's session (the header when sessions stay in memory), or find
+    the one it continues and how many entries it held when the run began."""
     agent = _agent()
     cwd = request["cwd"]
     metadata = {"agent": agent.agent_name, "run": run_id}
     repo = agent.repo(cwd)
+    continued = request.get("session_id")
+    if continued:
+        if repo is None:
+            raise RuntimeError(f"no session {continued}: this agent keeps its sessions in memory")
+        session = _open_stored(repo, str(continued))
+        try:
+            history, session_id = len(session.entries()), session.id
+        finally:
+            session.close()
+        return {"header": None, "session_id": session_id, "ts": iso_now(), "history": history}
     if repo is None:
         header = SessionHeader.new(cwd=cwd, metadata=metadata)
         return {"header": header.to_dict(), "session_id": None, "ts": iso_now()}
@@ -97,6 +116,25 @@ def _begin(request: dict[str, Any], run_id: str) -> dict[str, Any]:
     return {"header": None, "session_id": session_id, "ts": iso_now()}
 
 
+LOCK_WAIT_S = 10.0  # a session another execution of the run still holds: wait this long
+
+
+def _open_stored(repo: Any, session_id: str) -> Session:
+    """Open a stored session for appending; while its lock is held (the execution of a
+    run that is ending, a worker that lost its lease and is stopping) try again a while."""
+    from harnessc.runtime.session.lock import SessionLockedError
+
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while True:
+        try:
+            session: Session = repo.open(session_id)
+            return session
+        except SessionLockedError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
 def _session(begin: dict[str, Any], run_id: str, clock: RunClock) -> Session:
     agent = _agent()
     if begin["session_id"] is None:
@@ -104,12 +142,17 @@ def _session(begin: dict[str, Any], run_id: str, clock: RunClock) -> Session:
         return DurableSession(
             header=header, entries=[], storage=None, path=None, seed=run_id, clock=clock
         )
-    stored = agent.repo(begin["cwd"]).open(begin["session_id"])
+    stored = _open_stored(agent.repo(begin["cwd"]), begin["session_id"])
     assert stored.storage is not None
-    storage = ReplayStorage(stored.storage, {e.id for e in stored.entries()})
+    entries = stored.entries()
+    # a continued session: the entries it held when the run began are its history; the
+    # ones after them an earlier execution of this run appended (a replay skips them)
+    history = entries[: begin.get("history") or 0]
+    mine = entries[len(history) :]
+    storage = ReplayStorage(stored.storage, {e.id for e in mine})
     return DurableSession(
         header=stored.header,
-        entries=[],
+        entries=history,
         storage=storage,
         path=stored.path,
         seed=run_id,
@@ -117,9 +160,42 @@ def _session(begin: dict[str, Any], run_id: str, clock: RunClock) -> Session:
     )
 
 
-async def _harness(session: Session, cwd: str, steps: RunSteps) -> Any:
+def _context(session: Session, request: dict[str, Any]) -> None:
+    """A new session's history (an OpenAI or AG-UI client's earlier messages)."""
+    from harnessc.runtime.core.messages import message_from_dict
+
+    if request.get("session_id"):
+        return
+    for message in request.get("context") or []:
+        session.append_message(message_from_dict(message))
+
+
+def _client_tools(request: dict[str, Any], have: set[str]) -> list[Any]:
+    """The run's external tools from its request (a client's), but for names the agent's
+    own tools take."""
+    from harnessc.runtime.tools.base import ExternalTool
+
+    tools = []
+    for spec in request.get("tools") or []:
+        name = str(spec.get("name") or "")
+        if name and name not in have:
+            parameters = spec.get("parameters")
+            tools.append(
+                ExternalTool(
+                    name,
+                    str(spec.get("description") or ""),
+                    parameters if isinstance(parameters, dict) else {"type": "object"},
+                )
+            )
+    return tools
+
+
+async def _harness(session: Session, request: dict[str, Any], steps: RunSteps) -> Any:
     agent = _agent()
-    options = agent.build_options(session=session, cwd=cwd)
+    options = agent.build_options(session=session, cwd=request["cwd"])
+    extra = _client_tools(request, {t.name for t in options.tools})
+    if extra:
+        options.tools = [*options.tools, *extra]
     if options.resources is not None:
         # the skills and templates the run started with, whatever the disk holds later
         pinned = await DBOS.run_step_async({"name": "resources"}, dump_resources, options.resources)
@@ -136,16 +212,18 @@ async def _state(state: str, **fields: Any) -> None:
 
 @DBOS.workflow(name=WORKFLOW_NAME)
 async def durable_run(request: dict[str, Any]) -> dict[str, Any]:
-    """Run ``request["prompt"]`` in ``request["cwd"]`` to its end, waiting at pull points."""
+    """Run ``request["prompt"]`` in ``request["cwd"]`` (in ``request["session_id"]`` when
+    it continues a session) to its end, waiting at pull points."""
     run_id = DBOS.workflow_id or ""
     clock, sink = RunClock(run_id=run_id), EventSink()
     begin = await DBOS.run_step_async({"name": "begin"}, _begin, request, run_id)
     begin["cwd"] = request["cwd"]
     clock.tick(begin["ts"])
-    session = _session(begin, run_id, clock)
+    session = await asyncio.to_thread(_session, begin, run_id, clock)  # may wait for its lock
     try:
+        _context(session, request)
         steps = RunSteps(sink, clock, _agent().base_url)
-        harness = await _harness(session, request["cwd"], steps)
+        harness = await _harness(session, request, steps)
         result = await harness.prompt(request["prompt"])
         while result.status in ("awaiting_tool", "paused"):
             await flush_events(sink)

@@ -66,7 +66,9 @@ async def _start(state: ServeState, given: Any) -> tuple[Run, int]:
         ):
             session_id = given.thread_id
         latest = state.runs.by_session.get(session_id) if session_id else None
-    elif given.thread_id in state.thread_runs:  # durable: each input is a run of its own
+        if latest is not None:  # as it stands now (a durable run's is in its database)
+            latest = await state.runs.lookup(latest.id)
+    elif given.thread_id in state.thread_runs:  # sessions in memory: each input is a run
         latest = await state.runs.lookup(state.thread_runs[given.thread_id])
     if latest is not None and latest.status in PAUSED:
         first = len(latest.events)

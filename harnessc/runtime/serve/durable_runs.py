@@ -1,6 +1,8 @@
 """Runs of a durable agent (a spec with ``durable:``): a new run is submitted to the DBOS
-queue through ``DurableRuns`` and whichever worker takes it runs it; this server never
-executes one. Its status, events, answers and cancel all go through the run's records
+queue through ``DurableRuns`` and whichever worker takes it runs it (with ``--serve
+--worker`` this process is one of them, through DBOS's executor, never through this
+registry). A run continues a stored session or starts one made here in the store, one
+run of a session at a time; an AG-UI client's tools are external tools of its run. Its status, events, answers and cancel all go through the run's records
 in the DBOS database, so every server on that database sees every run, whichever
 worker holds it, and a run a dead worker left is followed on where another recovered it.
 
@@ -20,8 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.core.budget import BUDGET_LIMITS, Budget
 from harnessc.runtime.core.messages import Message, ToolCall
-from harnessc.runtime.serve.bodies import ApiError
-from harnessc.runtime.serve.harnesses import AgentSource
+from harnessc.runtime.serve.harnesses import AgentSource, SessionBusy
 from harnessc.runtime.serve.runs import PAUSED, Conflict, Overloaded, Run, RunRegistry, UnknownRun
 from harnessc.runtime.tools.base import AgentTool
 
@@ -109,12 +110,15 @@ class DurableRegistry(RunRegistry):
     """The runs of a durable agent as this server knows them: it submits and reads, the
     workers execute. ``--max-runs`` does not apply (the queue's concurrency does)."""
 
-    continues_sessions = False
+    durable = True
 
     def __init__(self, source: AgentSource, client: DurableRuns, *, kept_runs: int) -> None:
         super().__init__(source, max_runs=1, kept_runs=kept_runs)
         self.client = client
         self.closed = False
+        self.worker_id: str | None = None  # this process's, when it takes runs too
+        # a run may go on in a stored session (its worker opens it from the store)
+        self.continues_sessions = source.stored
 
     # -- looking up --------------------------------------------------------------------
 
@@ -179,24 +183,73 @@ class DurableRegistry(RunRegistry):
         context: Sequence[Message] = (),
         tools: Sequence[AgentTool] = (),
     ) -> Run:
+        """Submit a run: on ``session_id`` (stored; one run of a session at a time), else
+        on a new session made here in the store (with ``context`` as its history, so the
+        run's session id is known at once) or, with sessions in memory, by the worker."""
+        from harnessc.runtime.durable.clients import SessionInUse
+
         if self.source.draining:
             raise Overloaded("the server is shutting down")
         if session_id is not None:
-            raise ApiError(
-                400,
-                "this agent's runs are durable: each starts a session of its own (no session_id)",
+            session_id = await asyncio.to_thread(self._stored_session, session_id)
+        elif self.source.stored:
+            session_id = await asyncio.to_thread(self._new_session, context)
+            context = ()
+        definitions = [
+            {"name": t.name, "description": t.description, "parameters": t.parameters}
+            for t in tools
+        ]
+        try:
+            run_id = await asyncio.to_thread(
+                self.client.submit,
+                _prompt_text(prompt),
+                session_id=session_id,
+                context=[m.to_dict() for m in context],
+                tools=definitions,
             )
-        if tools:
-            raise ApiError(
-                400,
-                "this agent's runs are durable: a run cannot take the client's tools "
-                f"({', '.join(t.name for t in tools)})",
-            )
-        text = _with_history(_prompt_text(prompt), context)
-        run_id = await asyncio.to_thread(self.client.submit, text)
-        run = DurableRun(id=run_id, session_id="", status=QUEUED, registry=self)
+        except SessionInUse as exc:
+            raise Conflict(
+                await asyncio.to_thread(self._busy, exc.session_id, exc.run_id)
+            ) from None
+        run = DurableRun(id=run_id, session_id=session_id or "", status=QUEUED, registry=self)
         self._keep(run)
         return run
+
+    def _stored_session(self, session_id: str) -> str:
+        """The full id of a stored session a new run may go on in (UnknownSession, or
+        Conflict naming the run that holds it)."""
+        try:
+            session = self.source.open_session(session_id)
+        except SessionBusy:
+            holder = self.client.holder(session_id)
+            if holder is None:
+                raise
+            raise Conflict(self._busy(session_id, holder)) from None
+        try:
+            return session.id
+        finally:
+            session.close()
+
+    def _new_session(self, context: Sequence[Message]) -> str:
+        session = self.source.new_session(context)
+        try:
+            return session.id
+        finally:
+            session.close()
+
+    def _busy(self, session_id: str, run_id: str | None) -> str:
+        """The in-process server's words for a session that has a run going on."""
+        if run_id is None:
+            return f"session {session_id} has a run working"
+        state = self.client.waiting(run_id).get("state")
+        if state == "awaiting_tool":
+            return (
+                f"session {session_id} has a run ({run_id}) waiting for tool results: resume "
+                'it with them (a result may be {"error": "..."})'
+            )
+        if state == "paused":
+            return f"session {session_id} has a run paused ({run_id}): resume or abort it first"
+        return f"session {session_id} has a run working ({run_id})"
 
     # -- answering a pause -------------------------------------------------------------
 
@@ -288,12 +341,3 @@ def _message_text(message: Message) -> str:
     if isinstance(content, str):
         return content
     return "".join(str(getattr(p, "text", "") or "") for p in content)
-
-
-def _with_history(prompt: str, context: Sequence[Message]) -> str:
-    """A durable run starts from its prompt alone: a conversation's earlier messages
-    (an OpenAI or AG-UI client's) go before it as a transcript."""
-    lines = [f"{m.role}: {_message_text(m)}" for m in context if _message_text(m)]
-    if not lines:
-        return prompt
-    return "The conversation so far:\n" + "\n".join(lines) + "\n\n" + prompt

@@ -112,7 +112,11 @@ async def _durable_runs(source: Any, durable: Any, config: ServeConfig) -> Any:
         client = await asyncio.to_thread(DurableRuns, durable(), source.cli.cwd, create=True)
     except DurableError as exc:
         raise UsageError(str(exc)) from None
-    return DurableRegistry(source, client, kept_runs=config.kept_runs)
+    from harnessc.runtime.durable.engine import taking_runs
+
+    registry = DurableRegistry(source, client, kept_runs=config.kept_runs)
+    registry.worker_id = taking_runs()  # --serve --worker: this process is a worker too
+    return registry
 
 
 async def _announce(server: Any, state: Any, cli: CliHost) -> None:
@@ -122,8 +126,10 @@ async def _announce(server: Any, state: Any, cli: CliHost) -> None:
     shown = f"[{host}]" if ":" in host else host
     state.base_url = f"http://{shown}:{port}"
     store = "stored sessions" if state.source.stored else "sessions in memory"
-    if not state.runs.continues_sessions:
-        store = f"durable runs: the agent's --worker processes run them; {store}"
+    if state.runs.durable:
+        worker = getattr(state.runs, "worker_id", None)
+        who = f"this process (worker {worker}) and" if worker else "the agent's"
+        store = f"durable runs: {who} --worker processes run them; {store}"
     guard = "token required" if state.config.token else "no token (loopback only)"
     cli.err.write(
         f"serving {state.source.agent_name} at {state.base_url} ({store}, {guard}); "

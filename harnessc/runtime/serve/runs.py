@@ -116,6 +116,7 @@ class RunRegistry:
     """Every run of the process; ``max_runs`` bounds those working at once."""
 
     continues_sessions = True  # a new prompt may go on in a stored session
+    durable = False  # the runs are a DBOS queue's, run by workers
 
     def __init__(self, source: AgentSource, *, max_runs: int, kept_runs: int = 1000) -> None:
         self.source = source
