@@ -51,13 +51,9 @@ NEVER = (
     "yaml",
 )
 
-# Still made with dataclass() in a one-shot run: a tool (subclassed as a dataclass by the
-# task tool) and the typed output's settings (fields kept out of equality).
-DATACLASSES = {
-    "harnessc.runtime.tools.base.Tool",
-    "harnessc.runtime.tools.base.ExternalTool",
-    "harnessc.runtime.core.typed_output.OutputConfig",
-}
+# Still made with dataclass() in a one-shot run: the typed output's settings (its caches
+# are fields kept out of equality).
+DATACLASSES = {"harnessc.runtime.core.typed_output.OutputConfig"}
 
 PROBE = """
 import dataclasses, json, runpy, sys

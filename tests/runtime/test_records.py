@@ -46,7 +46,7 @@ from harnessc.runtime.support import data_folder
 from harnessc.runtime.support.records import NEW_LIST, Record
 from harnessc.runtime.tools import base as tool_base
 from harnessc.runtime.tools import paths as tool_paths
-from harnessc.runtime.tools import permissions, shell_rules
+from harnessc.runtime.tools import permissions, shell_rules, tasks
 
 RECORDS = sorted(
     (
@@ -83,6 +83,7 @@ RECORDS = sorted(
             tool_paths,
             cli_sessions,
             data_folder,
+            tasks,
         )
         for value in vars(module).values()
         if isinstance(value, type)
