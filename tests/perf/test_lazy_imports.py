@@ -27,6 +27,15 @@ LAZY = {
         "harnessc.runtime.session.replay",
         "harnessc.runtime.session.tree",
     ],
+    # a run asks ``trigger`` whether to compact; the rest loads to compact
+    "harnessc.runtime.session.compaction": [
+        "harnessc.runtime.session.compaction.apply",
+        "harnessc.runtime.session.compaction.branch_summary",
+        "harnessc.runtime.session.compaction.cut_point",
+        "harnessc.runtime.session.compaction.file_ops",
+        "harnessc.runtime.session.compaction.prompts",
+        "harnessc.runtime.session.compaction.summarize",
+    ],
     "harnessc.runtime.tools": [
         "harnessc.runtime.tools.bash",
         "harnessc.runtime.tools.edit",

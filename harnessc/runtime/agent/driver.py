@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass
 from typing import Any
 
 from harnessc.runtime.agent import budget_gate, endings, model_call, tool_batch, typed_result
@@ -43,30 +42,45 @@ from harnessc.runtime.core.messages import (
 )
 from harnessc.runtime.core.run_inputs import LIVE
 from harnessc.runtime.support.blocking import run_blocking
+from harnessc.runtime.support.records import Record
 
 __all__ = ["abandon", "begin", "drive", "resume_paused", "resume_tools"]
 
 
-@dataclass(slots=True, frozen=True)
-class Pause:
+class Pause(Record, frozen=True):
+    __slots__ = ("reason",)
     reason: str
 
-
-@dataclass(slots=True, frozen=True)
-class AwaitTools:
-    pass
+    def __init__(self, reason: str) -> None:
+        object.__setattr__(self, "reason", reason)
 
 
-@dataclass(slots=True, frozen=True)
-class Finish:
+class AwaitTools(Record, frozen=True):
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        pass
+
+
+class Finish(Record, frozen=True):
+    __slots__ = ("status", "reason", "output")
     status: RunStatus
     reason: str
-    output: Any = None  # the validated typed result (``output:``)
+    output: Any  # the validated typed result (``output:``)
+
+    def __init__(self, status: RunStatus, reason: str, output: Any = None) -> None:
+        object.__setattr__(self, "status", status)
+        object.__setattr__(self, "reason", reason)
+        object.__setattr__(self, "output", output)
 
 
-@dataclass(slots=True, frozen=True)
-class Again:
+class Again(Record, frozen=True):
     """Run the same step once more, in the same state (not a transition)."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        pass
 
 
 _AGAIN = Again()

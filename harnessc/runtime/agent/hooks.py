@@ -14,7 +14,6 @@ import asyncio
 import functools
 import inspect
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.core.budget import Budget
@@ -50,6 +49,7 @@ from harnessc.runtime.core.hooks import (
     hook_result_problem,
 )
 from harnessc.runtime.core.messages import UserMessage
+from harnessc.runtime.support.records import Record
 
 if TYPE_CHECKING:
     from harnessc.runtime.extensions.base import HarnessContext
@@ -57,10 +57,14 @@ if TYPE_CHECKING:
 __all__ = ["HOOK_REGISTRY", "HookMoment", "HookRunner", "coerce"]
 
 
-@dataclass(frozen=True, slots=True)
-class HookMoment:
+class HookMoment(Record, frozen=True):
+    __slots__ = ("event", "result")
     event: type[Any]
     result: type[Any] | None
+
+    def __init__(self, event: type[Any], result: type[Any] | None) -> None:
+        object.__setattr__(self, "event", event)
+        object.__setattr__(self, "result", result)
 
 
 HOOK_REGISTRY: dict[str, HookMoment] = {
@@ -98,12 +102,24 @@ def coerce(result: Any, cls: type[Any]) -> Any:
     return cls()
 
 
-@dataclass(slots=True)
-class _Handler:
+class _Handler(Record):
+    __slots__ = ("fn", "takes_host", "spec", "filter")
     fn: Callable[..., Any]
     takes_host: bool
-    spec: HookSpec | None = None
-    filter: Callable[[Any], bool] | None = None
+    spec: HookSpec | None
+    filter: Callable[[Any], bool] | None
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        takes_host: bool,
+        spec: HookSpec | None = None,
+        filter: Callable[[Any], bool] | None = None,
+    ) -> None:
+        self.fn = fn
+        self.takes_host = takes_host
+        self.spec = spec
+        self.filter = filter
 
     @property
     def label(self) -> str:

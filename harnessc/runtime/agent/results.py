@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from harnessc.runtime.core.messages import AssistantMessage, Message, ToolCall
+from harnessc.runtime.support.records import NEW_LIST, Record
 
 __all__ = [
     "FINISH_REASONS",
@@ -43,18 +43,34 @@ class HarnessBusyError(RuntimeError):
     """A run method was called while another run is in progress."""
 
 
-@dataclass(slots=True)
-class RunResult:
+class RunResult(Record):
     """What ``prompt`` / ``resume`` return. A pause is a value, never an exception."""
 
+    __slots__ = ("status", "reason", "pending_tool_calls", "messages", "reply", "output")
     status: RunStatus
-    reason: str = ""
-    pending_tool_calls: list[ToolCall] = field(default_factory=list)
-    messages: list[Message] = field(default_factory=list)
-    reply: str | None = None  # a /command's answer (no model call was made)
+    reason: str
+    pending_tool_calls: list[ToolCall]
+    messages: list[Message]
+    reply: str | None  # a /command's answer (no model call was made)
     # The validated typed result (``output:``): a pydantic instance for a type, plain
     # JSON for a schema; None for a run without one or one that did not finish.
-    output: Any = None
+    output: Any
+
+    def __init__(
+        self,
+        status: RunStatus,
+        reason: str = "",
+        pending_tool_calls: list[ToolCall] = NEW_LIST,
+        messages: list[Message] = NEW_LIST,
+        reply: str | None = None,
+        output: Any = None,
+    ) -> None:
+        self.status = status
+        self.reason = reason
+        self.pending_tool_calls = [] if pending_tool_calls is NEW_LIST else pending_tool_calls
+        self.messages = [] if messages is NEW_LIST else messages
+        self.reply = reply
+        self.output = output
 
     @property
     def text(self) -> str:

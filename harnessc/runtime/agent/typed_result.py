@@ -10,7 +10,6 @@ on counting), and past ``retries`` the run ends with reason ``output_invalid``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from harnessc.runtime.agent.loop import AgentLoop
@@ -19,20 +18,35 @@ from harnessc.runtime.core.events import ErrorEvent
 from harnessc.runtime.core.messages import TextContent, UserMessage
 from harnessc.runtime.core.typed_output import OUTPUT_INVALID, OUTPUT_TOOL, OutputConfig
 from harnessc.runtime.providers.base import Context, ResponseSchema
+from harnessc.runtime.support.records import Record
 
 __all__ = ["Verdict", "judge", "shape"]
 
 
-@dataclass(slots=True, frozen=True)
-class Verdict:
+class Verdict(Record, frozen=True):
     """What the reply means for the run: ``retry`` (ask again), or the run ends (``ok``
     with ``value``, else ``output_invalid`` with ``errors``)."""
 
-    retry: bool = False
-    ok: bool = False
-    value: Any = None
-    errors: tuple[str, ...] = ()
-    reason: str = ""
+    __slots__ = ("retry", "ok", "value", "errors", "reason")
+    retry: bool
+    ok: bool
+    value: Any
+    errors: tuple[str, ...]
+    reason: str
+
+    def __init__(
+        self,
+        retry: bool = False,
+        ok: bool = False,
+        value: Any = None,
+        errors: tuple[str, ...] = (),
+        reason: str = "",
+    ) -> None:
+        object.__setattr__(self, "retry", retry)
+        object.__setattr__(self, "ok", ok)
+        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "errors", errors)
+        object.__setattr__(self, "reason", reason)
 
 
 def shape(loop: AgentLoop, context: Context) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import builtins
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO, runtime_checkable
 
@@ -19,6 +18,7 @@ from harnessc.runtime.cli.args import UsageError
 from harnessc.runtime.cli.output import one_line
 from harnessc.runtime.session.repo_protocol import SessionRepo
 from harnessc.runtime.session.session import Session, SessionError, SessionHeader
+from harnessc.runtime.support.records import Record
 
 if TYPE_CHECKING:
     from harnessc.runtime.session.index import SearchHit
@@ -58,13 +58,18 @@ class SearchableSessionRepo(Protocol):
     def search(self, query: str, limit: int = 20) -> builtins.list[SearchHit]: ...
 
 
-@dataclass(slots=True)
-class SessionChoice:
+class SessionChoice(Record):
     """The session to hand to ``build_options`` (None: let it create one)."""
 
+    __slots__ = ("session", "new", "note")
     session: Session | None
     new: bool  # a fresh session (removed again when the run never starts)
-    note: str | None = None  # something to tell the user on stderr
+    note: str | None  # something to tell the user on stderr
+
+    def __init__(self, session: Session | None, new: bool, note: str | None = None) -> None:
+        self.session = session
+        self.new = new
+        self.note = note
 
 
 def open_repo(root: str | os.PathLike[str] | None) -> JsonlSessionRepo:

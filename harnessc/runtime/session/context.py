@@ -21,7 +21,6 @@ pi's rules (coding-agent ``buildSessionContext`` and ``convertToLlm``):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from harnessc.runtime.core.messages import CustomMessage, Message, message_from_dict
 from harnessc.runtime.session.entries import (
@@ -35,6 +34,7 @@ from harnessc.runtime.session.message_parse import (
     compaction_summary_message,
     parse_message,
 )
+from harnessc.runtime.support.records import NEW_LIST, Record
 
 __all__ = [
     "DEFAULT_THINKING_LEVEL",
@@ -46,18 +46,44 @@ __all__ = [
 DEFAULT_THINKING_LEVEL = "off"  # pi's, when the branch records none
 
 
-@dataclass(slots=True)
-class SessionContext:
+class SessionContext(Record):
     """What the model sees, plus the settings recorded on the current branch."""
 
+    __slots__ = (
+        "messages",
+        "thinking_level",
+        "model",
+        "active_tool_names",
+        "entry_ids",
+        "pi_thinking_level",
+        "pi_model",
+    )
     messages: list[Message]
-    thinking_level: str | None = None  # the latest thinking_level_change, None if none
-    model: tuple[str, str] | None = None  # (provider, model id) of the latest model_change
-    active_tool_names: list[str] | None = None
-    entry_ids: list[str | None] = field(default_factory=list)  # entry behind each message
+    thinking_level: str | None  # the latest thinking_level_change, None if none
+    model: tuple[str, str] | None  # (provider, model id) of the latest model_change
+    active_tool_names: list[str] | None
+    entry_ids: list[str | None]  # entry behind each message
     # pi's buildSessionContext: "off" by default; assistant messages overwrite the model
-    pi_thinking_level: str = DEFAULT_THINKING_LEVEL
-    pi_model: tuple[str, str] | None = None
+    pi_thinking_level: str
+    pi_model: tuple[str, str] | None
+
+    def __init__(
+        self,
+        messages: list[Message],
+        thinking_level: str | None = None,
+        model: tuple[str, str] | None = None,
+        active_tool_names: list[str] | None = None,
+        entry_ids: list[str | None] = NEW_LIST,
+        pi_thinking_level: str = DEFAULT_THINKING_LEVEL,
+        pi_model: tuple[str, str] | None = None,
+    ) -> None:
+        self.messages = messages
+        self.thinking_level = thinking_level
+        self.model = model
+        self.active_tool_names = active_tool_names
+        self.entry_ids = [] if entry_ids is NEW_LIST else entry_ids
+        self.pi_thinking_level = pi_thinking_level
+        self.pi_model = pi_model
 
 
 def build_context(path: Sequence[SessionEntry]) -> SessionContext:

@@ -16,9 +16,10 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
+
+from harnessc.runtime.support.records import NEW_DICT, Record
 
 if TYPE_CHECKING:
     from harnessc.runtime.core.messages import Message
@@ -121,16 +122,34 @@ def iso_to_ms(timestamp: str) -> int:
         return 0
 
 
-@dataclass(slots=True)
-class SessionHeader:
+class SessionHeader(Record):
+    __slots__ = ("id", "timestamp", "cwd", "version", "parent_session", "metadata", "extra")
     id: str
     timestamp: str
-    cwd: str = ""
-    version: int = SESSION_VERSION
-    parent_session: str | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
+    cwd: str
+    version: int
+    parent_session: str | None
+    metadata: dict[str, Any]
     # any other header keys, kept as they are (v1 headers hold provider, modelId, ...)
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any]
+
+    def __init__(
+        self,
+        id: str,
+        timestamp: str,
+        cwd: str = "",
+        version: int = SESSION_VERSION,
+        parent_session: str | None = None,
+        metadata: dict[str, Any] = NEW_DICT,
+        extra: dict[str, Any] = NEW_DICT,
+    ) -> None:
+        self.id = id
+        self.timestamp = timestamp
+        self.cwd = cwd
+        self.version = version
+        self.parent_session = parent_session
+        self.metadata = {} if metadata is NEW_DICT else metadata
+        self.extra = {} if extra is NEW_DICT else extra
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -14,11 +14,11 @@ branch counts.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from harnessc.runtime.core.messages import AssistantMessage, Message, ToolCall, ToolResultMessage
 from harnessc.runtime.session.session import Session, SessionContext, SessionEntry, build_context
+from harnessc.runtime.support.records import NEW_DICT, Record
 
 __all__ = [
     "PAUSE_TYPE",
@@ -36,11 +36,16 @@ PAUSE_TYPE = "harnessc.pause"
 RESUME_TYPE = "harnessc.resume"
 
 
-@dataclass(slots=True)
-class PendingToolCall:
+class PendingToolCall(Record):
+    __slots__ = ("id", "name", "arguments")
     id: str
     name: str
-    arguments: dict[str, Any] = field(default_factory=dict)
+    arguments: dict[str, Any]
+
+    def __init__(self, id: str, name: str, arguments: dict[str, Any] = NEW_DICT) -> None:
+        self.id = id
+        self.name = name
+        self.arguments = {} if arguments is NEW_DICT else arguments
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "arguments": self.arguments}
@@ -49,14 +54,26 @@ class PendingToolCall:
         return ToolCall(id=self.id, name=self.name, arguments=dict(self.arguments))
 
 
-@dataclass(slots=True)
-class PauseState:
+class PauseState(Record):
     """An open pause on the current branch."""
 
+    __slots__ = ("reason", "pending_tool_calls", "entry_id", "data")
     reason: str
     pending_tool_calls: list[PendingToolCall]
     entry_id: str  # the harnessc.pause entry
-    data: dict[str, Any] = field(default_factory=dict)  # everything the pause recorded
+    data: dict[str, Any]  # everything the pause recorded
+
+    def __init__(
+        self,
+        reason: str,
+        pending_tool_calls: list[PendingToolCall],
+        entry_id: str,
+        data: dict[str, Any] = NEW_DICT,
+    ) -> None:
+        self.reason = reason
+        self.pending_tool_calls = pending_tool_calls
+        self.entry_id = entry_id
+        self.data = {} if data is NEW_DICT else data
 
 
 def _pending(raw: Any) -> PendingToolCall | None:
@@ -121,18 +138,47 @@ def pending_state(session: Session, branch: list[SessionEntry] | None = None) ->
     return None
 
 
-@dataclass(slots=True)
-class ReplayedState:
+class ReplayedState(Record):
     """What a harness needs to continue a session."""
 
+    __slots__ = (
+        "messages",
+        "context",
+        "model",
+        "thinking_level",
+        "active_tool_names",
+        "pause",
+        "leaf_id",
+        "name",
+    )
     messages: list[Message]
     context: SessionContext
-    model: tuple[str, str] | None = None  # (provider, model id)
-    thinking_level: str | None = None
-    active_tool_names: list[str] | None = None
-    pause: PauseState | None = None
-    leaf_id: str | None = None
-    name: str | None = None
+    model: tuple[str, str] | None  # (provider, model id)
+    thinking_level: str | None
+    active_tool_names: list[str] | None
+    pause: PauseState | None
+    leaf_id: str | None
+    name: str | None
+
+    def __init__(
+        self,
+        messages: list[Message],
+        context: SessionContext,
+        model: tuple[str, str] | None = None,
+        thinking_level: str | None = None,
+        active_tool_names: list[str] | None = None,
+        pause: PauseState | None = None,
+        leaf_id: str | None = None,
+        name: str | None = None,
+    ) -> None:
+        self.messages = messages
+        self.context = context
+        self.model = model
+        self.thinking_level = thinking_level
+        self.active_tool_names = active_tool_names
+        self.pause = pause
+        self.leaf_id = leaf_id
+        self.name = name
 
     @property
     def paused(self) -> bool:

@@ -24,8 +24,9 @@ import hashlib
 import os
 import re
 import shlex
-from dataclasses import dataclass
 from pathlib import Path
+
+from harnessc.runtime.support.records import Record
 
 __all__ = [
     "LEGACY_FOLDER",
@@ -46,14 +47,17 @@ _NOTED = ".legacy-noted"  # in the data folder: legacy_note was shown for this p
 _KEY_CHARS = 80  # the readable part of a project key (its end is kept)
 
 
-@dataclass(frozen=True, slots=True)
-class DataFolder:
+class DataFolder(Record, frozen=True):
     """``name`` in the data folder of the project the agent runs in (``resolve_folder``).
 
     The default of ``session.dir``: ``DataFolder("sessions")``.
     """
 
+    __slots__ = ("name",)
     name: str
+
+    def __init__(self, name: str) -> None:
+        object.__setattr__(self, "name", name)
 
 
 # A folder setting: a path (relative: to the working directory) or a DataFolder.

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from harnessc.runtime.core.messages import TextContent, UserContent
 from harnessc.runtime.core.signal import AbortSignal
-from harnessc.runtime.support.records import NEW_LIST, Record
+from harnessc.runtime.support.records import NEW_LIST, Factory, Record
 from harnessc.runtime.tools.clean import clean_result_value, clean_text
 
 __all__ = [
@@ -94,23 +93,55 @@ class AgentTool(Protocol):
     ) -> ToolResult: ...
 
 
-@dataclass(slots=True)
-class Tool:
+class Tool(Record):
     """A tool made of a description, a JSON schema and an async execute function."""
 
+    __slots__ = (
+        "name",
+        "description",
+        "parameters",
+        "run",
+        "label",
+        "execution_mode",
+        "external",
+        "timeout_s",
+        "read_only",
+    )
     name: str
     description: str
     parameters: dict[str, Any]
     run: ToolExecute
-    label: str = ""
-    execution_mode: ExecutionMode = "parallel"
-    external: bool = False
+    label: str
+    execution_mode: ExecutionMode
+    external: bool
     # Seconds one call may run before the loop ends it (None: the harness's
     # ``tool_timeout_s``).
-    timeout_s: float | None = None
+    timeout_s: float | None
     # Only reads: a durable run whose worker stopped while it ran runs it again (a call
     # with outside effects is not run twice; see docs/durable.md).
-    read_only: bool = False
+    read_only: bool
+
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        parameters: dict[str, Any],
+        run: ToolExecute,
+        label: str = "",
+        execution_mode: ExecutionMode = "parallel",
+        external: bool = False,
+        timeout_s: float | None = None,
+        read_only: bool = False,
+    ) -> None:
+        self.name = name
+        self.description = description
+        self.parameters = parameters
+        self.run = run
+        self.label = label
+        self.execution_mode = execution_mode
+        self.external = external
+        self.timeout_s = timeout_s
+        self.read_only = read_only
 
     async def execute(
         self,
@@ -139,16 +170,39 @@ def clean_result(result: ToolResult) -> ToolResult:
     return result
 
 
-@dataclass(slots=True)
-class ExternalTool:
+def _no_parameters() -> dict[str, Any]:
+    return {"type": "object", "properties": {}}
+
+
+_NO_PARAMETERS: Any = Factory(_no_parameters)
+
+
+class ExternalTool(Record):
     """A tool whose result comes from the caller (a pull point): no local implementation."""
 
+    __slots__ = ("name", "description", "parameters", "label", "execution_mode", "external")
     name: str
     description: str
-    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
-    label: str = ""
-    execution_mode: ExecutionMode = "sequential"
-    external: bool = True
+    parameters: dict[str, Any]
+    label: str
+    execution_mode: ExecutionMode
+    external: bool
+
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        parameters: dict[str, Any] = _NO_PARAMETERS,
+        label: str = "",
+        execution_mode: ExecutionMode = "sequential",
+        external: bool = True,
+    ) -> None:
+        self.name = name
+        self.description = description
+        self.parameters = _no_parameters() if parameters is _NO_PARAMETERS else parameters
+        self.label = label
+        self.execution_mode = execution_mode
+        self.external = external
 
     async def execute(
         self,

@@ -13,7 +13,16 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from harnessc.runtime.core.signal import AbortSignal
-from harnessc.runtime.tools.base import Tool, ToolResult, ToolUpdate, error_result, text_result
+from harnessc.runtime.support.records import Factory
+from harnessc.runtime.tools.base import (
+    ExecutionMode,
+    Tool,
+    ToolExecute,
+    ToolResult,
+    ToolUpdate,
+    error_result,
+    text_result,
+)
 from harnessc.runtime.tools.truncate import MAX_BYTES, MAX_LINES, truncate_head
 
 __all__ = [
@@ -159,11 +168,41 @@ class TaskState:
         return state
 
 
-@dataclass(slots=True)
+_NEW_TASK_STATE: Any = Factory(TaskState)
+
+
 class TaskTool(Tool):
     """A ``Tool`` that also exposes the ``TaskState`` it works on."""
 
-    state: TaskState = field(default_factory=TaskState)
+    __slots__ = ("state",)
+    state: TaskState
+
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        parameters: dict[str, Any],
+        run: ToolExecute,
+        label: str = "",
+        execution_mode: ExecutionMode = "parallel",
+        external: bool = False,
+        timeout_s: float | None = None,
+        read_only: bool = False,
+        state: TaskState = _NEW_TASK_STATE,
+    ) -> None:
+        Tool.__init__(
+            self,
+            name,
+            description,
+            parameters,
+            run,
+            label,
+            execution_mode,
+            external,
+            timeout_s,
+            read_only,
+        )
+        self.state = TaskState() if state is _NEW_TASK_STATE else state
 
 
 def _render(state: TaskState) -> str:

@@ -14,44 +14,83 @@ One module per concern:
   supply the compaction);
 - ``branch_summary``: the summary of the branch the leaf leaves on a tree move.
 
-Every public name stays importable from ``harnessc.runtime.session.compaction``.
+Every public name stays importable from ``harnessc.runtime.session.compaction``; its
+module is imported on the first use of the name (a run that never compacts loads
+``trigger`` only).
 """
 
 from __future__ import annotations
 
-from harnessc.runtime.core.message_size import estimate_context_tokens, estimate_tokens
-from harnessc.runtime.session.compaction.apply import apply_compaction, compact, compact_harness
-from harnessc.runtime.session.compaction.branch_summary import (
-    BranchSummaryPreparation,
-    BranchSummaryResult,
-    generate_branch_summary,
-    prepare_branch_summary,
-)
-from harnessc.runtime.session.compaction.cut_point import (
-    CompactionPreparation,
-    CutPoint,
-    find_cut_point,
-    prepare_compaction,
-)
-from harnessc.runtime.session.compaction.file_ops import FileOperations
-from harnessc.runtime.session.compaction.prompts import (
-    BRANCH_SUMMARY_SYSTEM_PROMPT,
-    SUMMARY_SYSTEM_PROMPT,
-    TOOL_RESULT_MAX_CHARS,
-    build_branch_summary_prompt,
-    build_summary_prompt,
-    build_turn_prefix_prompt,
-    serialize_conversation,
-)
-from harnessc.runtime.session.compaction.summarize import CompactionResult, generate_summary
-from harnessc.runtime.session.compaction.trigger import (
-    CompactionError,
-    CompactionHost,
-    CompactionSettings,
-    NothingToCompactError,
-    needs_compaction,
-    should_compact,
-)
+from typing import TYPE_CHECKING
+
+from harnessc.runtime.support.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from harnessc.runtime.core.message_size import estimate_context_tokens, estimate_tokens
+    from harnessc.runtime.session.compaction.apply import apply_compaction, compact, compact_harness
+    from harnessc.runtime.session.compaction.branch_summary import (
+        BranchSummaryPreparation,
+        BranchSummaryResult,
+        generate_branch_summary,
+        prepare_branch_summary,
+    )
+    from harnessc.runtime.session.compaction.cut_point import (
+        CompactionPreparation,
+        CutPoint,
+        find_cut_point,
+        prepare_compaction,
+    )
+    from harnessc.runtime.session.compaction.file_ops import FileOperations
+    from harnessc.runtime.session.compaction.prompts import (
+        BRANCH_SUMMARY_SYSTEM_PROMPT,
+        SUMMARY_SYSTEM_PROMPT,
+        TOOL_RESULT_MAX_CHARS,
+        build_branch_summary_prompt,
+        build_summary_prompt,
+        build_turn_prefix_prompt,
+        serialize_conversation,
+    )
+    from harnessc.runtime.session.compaction.summarize import CompactionResult, generate_summary
+    from harnessc.runtime.session.compaction.trigger import (
+        CompactionError,
+        CompactionHost,
+        CompactionSettings,
+        NothingToCompactError,
+        needs_compaction,
+        should_compact,
+    )
+
+_EXPORTS: dict[str, str] = {
+    "estimate_context_tokens": "harnessc.runtime.core.message_size",
+    "estimate_tokens": "harnessc.runtime.core.message_size",
+    "apply_compaction": "harnessc.runtime.session.compaction.apply",
+    "compact": "harnessc.runtime.session.compaction.apply",
+    "compact_harness": "harnessc.runtime.session.compaction.apply",
+    "BranchSummaryPreparation": "harnessc.runtime.session.compaction.branch_summary",
+    "BranchSummaryResult": "harnessc.runtime.session.compaction.branch_summary",
+    "generate_branch_summary": "harnessc.runtime.session.compaction.branch_summary",
+    "prepare_branch_summary": "harnessc.runtime.session.compaction.branch_summary",
+    "CompactionPreparation": "harnessc.runtime.session.compaction.cut_point",
+    "CutPoint": "harnessc.runtime.session.compaction.cut_point",
+    "find_cut_point": "harnessc.runtime.session.compaction.cut_point",
+    "prepare_compaction": "harnessc.runtime.session.compaction.cut_point",
+    "FileOperations": "harnessc.runtime.session.compaction.file_ops",
+    "BRANCH_SUMMARY_SYSTEM_PROMPT": "harnessc.runtime.session.compaction.prompts",
+    "SUMMARY_SYSTEM_PROMPT": "harnessc.runtime.session.compaction.prompts",
+    "TOOL_RESULT_MAX_CHARS": "harnessc.runtime.session.compaction.prompts",
+    "build_branch_summary_prompt": "harnessc.runtime.session.compaction.prompts",
+    "build_summary_prompt": "harnessc.runtime.session.compaction.prompts",
+    "build_turn_prefix_prompt": "harnessc.runtime.session.compaction.prompts",
+    "serialize_conversation": "harnessc.runtime.session.compaction.prompts",
+    "CompactionResult": "harnessc.runtime.session.compaction.summarize",
+    "generate_summary": "harnessc.runtime.session.compaction.summarize",
+    "CompactionError": "harnessc.runtime.session.compaction.trigger",
+    "CompactionHost": "harnessc.runtime.session.compaction.trigger",
+    "CompactionSettings": "harnessc.runtime.session.compaction.trigger",
+    "NothingToCompactError": "harnessc.runtime.session.compaction.trigger",
+    "needs_compaction": "harnessc.runtime.session.compaction.trigger",
+    "should_compact": "harnessc.runtime.session.compaction.trigger",
+}
 
 __all__ = [
     "BRANCH_SUMMARY_SYSTEM_PROMPT",
@@ -84,3 +123,5 @@ __all__ = [
     "serialize_conversation",
     "should_compact",
 ]
+
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS, __all__)

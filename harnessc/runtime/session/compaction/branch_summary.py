@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from harnessc.runtime.core.message_size import estimate_tokens
@@ -17,6 +16,7 @@ from harnessc.runtime.session.compaction.prompts import (
 )
 from harnessc.runtime.session.compaction.summarize import complete_summary
 from harnessc.runtime.session.session import Session, SessionEntry, entry_message
+from harnessc.runtime.support.records import Record
 
 __all__ = [
     "BranchSummaryPreparation",
@@ -26,14 +26,37 @@ __all__ = [
 ]
 
 
-@dataclass(slots=True)
-class BranchSummaryPreparation:
+class BranchSummaryPreparation(Record):
+    __slots__ = (
+        "target_id",
+        "old_leaf_id",
+        "common_ancestor_id",
+        "entries",
+        "messages",
+        "file_ops",
+    )
     target_id: str | None
     old_leaf_id: str | None
     common_ancestor_id: str | None
     entries: list[SessionEntry]  # the abandoned entries, oldest first
     messages: list[Message]  # their messages, within the token budget
     file_ops: FileOperations
+
+    def __init__(
+        self,
+        target_id: str | None,
+        old_leaf_id: str | None,
+        common_ancestor_id: str | None,
+        entries: list[SessionEntry],
+        messages: list[Message],
+        file_ops: FileOperations,
+    ) -> None:
+        self.target_id = target_id
+        self.old_leaf_id = old_leaf_id
+        self.common_ancestor_id = common_ancestor_id
+        self.entries = entries
+        self.messages = messages
+        self.file_ops = file_ops
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -47,11 +70,16 @@ class BranchSummaryPreparation:
         }
 
 
-@dataclass(slots=True)
-class BranchSummaryResult:
+class BranchSummaryResult(Record):
+    __slots__ = ("summary", "from_id", "details")
     summary: str
     from_id: str
-    details: dict[str, Any] | None = None
+    details: dict[str, Any] | None
+
+    def __init__(self, summary: str, from_id: str, details: dict[str, Any] | None = None) -> None:
+        self.summary = summary
+        self.from_id = from_id
+        self.details = details
 
 
 def prepare_branch_summary(

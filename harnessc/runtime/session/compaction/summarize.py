@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from harnessc.runtime.core.messages import AssistantMessage, TextContent, UserMessage
@@ -17,6 +17,7 @@ from harnessc.runtime.session.compaction.prompts import (
 )
 from harnessc.runtime.session.compaction.trigger import CompactionError
 from harnessc.runtime.session.session import SessionEntry
+from harnessc.runtime.support.records import Record
 
 __all__ = ["CompactionResult", "complete_summary", "generate_summary"]
 
@@ -56,14 +57,30 @@ async def complete_summary(
     return text
 
 
-@dataclass(slots=True)
-class CompactionResult:
+class CompactionResult(Record):
+    __slots__ = ("summary", "first_kept_entry_id", "tokens_before", "details", "entry", "from_hook")
     summary: str
     first_kept_entry_id: str
     tokens_before: int
-    details: dict[str, Any] | None = None
-    entry: SessionEntry | None = None  # the appended compaction entry
-    from_hook: bool = False
+    details: dict[str, Any] | None
+    entry: SessionEntry | None  # the appended compaction entry
+    from_hook: bool
+
+    def __init__(
+        self,
+        summary: str,
+        first_kept_entry_id: str,
+        tokens_before: int,
+        details: dict[str, Any] | None = None,
+        entry: SessionEntry | None = None,
+        from_hook: bool = False,
+    ) -> None:
+        self.summary = summary
+        self.first_kept_entry_id = first_kept_entry_id
+        self.tokens_before = tokens_before
+        self.details = details
+        self.entry = entry
+        self.from_hook = from_hook
 
 
 async def generate_summary(

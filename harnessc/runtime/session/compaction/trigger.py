@@ -6,11 +6,11 @@ last reply's usage unless a compaction came after it, else a chars/4 estimate).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from harnessc.runtime.core.message_size import estimate_context_tokens
 from harnessc.runtime.session.session import Session
+from harnessc.runtime.support.records import Record
 
 if TYPE_CHECKING:
     from harnessc.runtime.core.events import Event
@@ -38,11 +38,18 @@ class NothingToCompactError(CompactionError):
     """The context is already small enough: nothing before the cut point."""
 
 
-@dataclass(slots=True)
-class CompactionSettings:
-    enabled: bool = True
-    reserve_tokens: int = 16384
-    keep_recent_tokens: int = 20000
+class CompactionSettings(Record):
+    __slots__ = ("enabled", "reserve_tokens", "keep_recent_tokens")
+    enabled: bool
+    reserve_tokens: int
+    keep_recent_tokens: int
+
+    def __init__(
+        self, enabled: bool = True, reserve_tokens: int = 16384, keep_recent_tokens: int = 20000
+    ) -> None:
+        self.enabled = enabled
+        self.reserve_tokens = reserve_tokens
+        self.keep_recent_tokens = keep_recent_tokens
 
 
 class CompactionHost(Protocol):
