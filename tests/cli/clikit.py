@@ -215,16 +215,22 @@ class Terminal:
         argv = [sys.executable, str(agent.path), *args]
         # No cursor-position requests from prompt_toolkit: nothing here answers them.
         environment = {**agent.env, **(env or {}), "TERM": "xterm", "PROMPT_TOOLKIT_NO_CPR": "1"}
+        # The terminal's size is the pty's, set before the agent starts: no LINES / COLUMNS
+        # inherited from the test runner's environment (pytest-xdist's workers have them).
+        for name in ("LINES", "COLUMNS"):
+            environment.pop(name, None)
+        size = struct.pack("HHHH", 30, 120, 0, 0)
         pid, fd = pty.fork()
         if pid == 0:  # the child: becomes the agent, the pty is its controlling terminal
             try:
+                fcntl.ioctl(0, termios.TIOCSWINSZ, size)
                 os.chdir(agent.workdir)
                 os.execve(argv[0], argv, environment)
             finally:
                 os._exit(127)
         self.pid = pid
         self.fd = fd
-        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 120, 0, 0))
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, size)
         self.output = ""  # everything read so far
         self._pos = 0  # where the next expect starts looking
         self.status: int | None = None

@@ -300,9 +300,10 @@ class TerminalReader:
             status = self._status.text() if busy else None
             if status is not None:
                 above.append(status)
+            shown = _fit(message, self._session.app.output.get_size().columns)
             if not above:
-                return message
-            return ANSI("\n".join(above) + "\x1b[0m\n" + message.replace("\x1b", "?"))
+                return shown
+            return ANSI("\n".join(above) + "\x1b[0m\n" + shown.replace("\x1b", "?"))
 
         return text
 
@@ -373,3 +374,15 @@ def _history(directory: str | os.PathLike[str] | None) -> History:
     except OSError:
         return InMemoryHistory()
     return FileHistory(os.path.join(os.fspath(directory), ".history"))
+
+
+def _fit(message: str, columns: int) -> str:
+    """A prompt wider than the terminal, wrapped: prompt_toolkit draws nothing of a
+    prompt line longer than the screen is wide (a long permission question)."""
+    if len(message) < columns or columns < 20:
+        return message
+    import textwrap
+
+    lines = textwrap.wrap(message, columns - 1, break_on_hyphens=False)
+    trailing = message[len(message.rstrip()) :]  # the space the answer is typed after
+    return "\n".join(lines) + trailing
