@@ -15,7 +15,7 @@ target's, so both build the same context and new entries of either land on that 
 
 from __future__ import annotations
 
-import secrets
+import random
 import time
 from collections.abc import Iterable, Sequence
 from types import TracebackType
@@ -67,6 +67,9 @@ __all__ = [
     "iso_to_ms",
     "no_gc",
 ]
+
+# Entry ids: a generator of the process's own (seeding ``random`` does not repeat them).
+_ids = random.Random()
 
 
 class SessionStorage(Protocol):
@@ -221,7 +224,8 @@ class Session:
 
     def new_entry_id(self) -> str:
         while True:
-            candidate = secrets.token_hex(4)
+            # Unique within the session, not secret: no system call per entry.
+            candidate = f"{_ids.getrandbits(32):08x}"
             if candidate not in self._by_id and candidate not in self._leaf_ids:
                 return candidate
 
