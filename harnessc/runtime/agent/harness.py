@@ -221,22 +221,15 @@ class AgentHarness:
 
     def steer(self, message: str | UserMessage) -> None:
         """Queue a message delivered after the current tool batch."""
-        self._loop.steering.append(_user_message(message))
-        self._loop.queue_changed()
+        self._loop.enqueue("steering", _user_message(message))
 
     def follow_up(self, message: str | UserMessage) -> None:
         """Queue a message delivered when the agent would otherwise stop."""
-        self._loop.follow_up.append(_user_message(message))
-        self._loop.queue_changed()
+        self._loop.enqueue("follow_up", _user_message(message))
 
     def clear_queues(self) -> list[UserMessage]:
         """Drop the queued steering and follow-up messages (an aborted run's); returns them."""
-        dropped = [*self._loop.steering, *self._loop.follow_up]
-        if dropped:
-            self._loop.steering.clear()
-            self._loop.follow_up.clear()
-            self._loop.queue_changed()
-        return dropped
+        return self._loop.clear_queues()
 
     def tool_specs(self) -> list[ToolSpec]:
         return self._loop.settings.tool_specs()
