@@ -71,7 +71,7 @@ class AgentHarness:
         self._task: asyncio.Task[Any] | None = None  # the task a run's body is on
         self._idle: asyncio.Future[None] | None = None  # made by wait_for_idle
         self._watcher: Any = None
-        self._closers: list[Callable[[], Awaitable[None]]] = []
+        self._closers: list[Callable[[], Awaitable[None]]] | None = None  # by on_close
         for spec in options.hooks:
             self._loop.hooks.add(spec.moment, spec.handler, spec)
         restore.from_session(self._loop)
@@ -261,6 +261,8 @@ class AgentHarness:
 
     def on_close(self, callback: Callable[[], Awaitable[None]]) -> None:
         """Run ``callback`` (async) when the harness closes (e.g. to stop a server)."""
+        if self._closers is None:
+            self._closers = []
         self._closers.append(callback)
 
     # -- running ----------------------------------------------------------------------
@@ -508,8 +510,8 @@ class AgentHarness:
 
     async def close(self) -> None:
         """Run the on-close callbacks, stop the resource watcher, release the session."""
-        closers, self._closers = self._closers, []
-        for callback in reversed(closers):
+        closers, self._closers = self._closers, None
+        for callback in reversed(closers or ()):
             try:
                 await callback()
             except Exception as exc:
