@@ -183,3 +183,32 @@ def test_a_closed_harness_is_freed_at_once_not_by_the_cyclic_collector(tmp_path:
         finally:
             gc.enable()
     assert freed == [(True, "not run", 0), (True, "done", 6), (True, "done", 6)]
+
+
+def test_an_idle_harness_makes_its_queues_and_its_sessions_leaf_maps_on_first_use() -> None:
+    """A process holds a thousand mostly idle harnesses: the containers most never use
+    are made when first needed, and the session keeps no instance dictionary."""
+    import random
+
+    from harnessc.runtime import Session
+
+    harness = AgentHarness(
+        AgentHarnessOptions(models={"main": Model(id="m", api="openai-completions")})
+    )
+    loop, session = harness._loop, harness.session
+    assert not hasattr(session, "__dict__")
+    assert (loop.steering, loop.follow_up) == (None, None)
+    assert (session._leaf_ids, session._markers) == (None, None)
+
+    harness.steer("left")
+    harness.follow_up("then")
+    assert [m.content for m in loop.steering or ()] == ["left"]
+    assert [m.content for m in harness.clear_queues()] == ["left", "then"]
+    assert (loop.steering, loop.follow_up) == (None, None)
+
+    # Entry ids come from the process's own generator: seeding ``random`` repeats none.
+    ids = []
+    for _ in range(2):
+        random.seed(7)
+        ids.append(Session().append("session_info", name="x").id)
+    assert ids[0] != ids[1]

@@ -50,3 +50,22 @@ def test_a_live_entry_equals_its_reread_form_and_the_file_line(tmp_path: Path):
     reread = repo.open(session.path, read_only=True)
     assert reread.entries() == [user, reply]
     assert reread.context().messages == session.context().messages
+
+
+def test_a_timestamp_is_written_as_datetime_writes_it_with_its_second_reused():
+    """The formatted second is kept for the entries after it; the milliseconds, the
+    rounding to the microsecond and the carry into the next second are as datetime's."""
+    from datetime import UTC, datetime
+
+    from harnessc.runtime.session.entries import iso_at
+
+    def by_datetime(seconds: float) -> str:
+        at = datetime.fromtimestamp(seconds, UTC)
+        return at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond // 1000:03d}Z"
+
+    base = 1_764_650_000
+    times = [base + k / 1000 for k in range(0, 1000, 7)]
+    times += [base + 0.9999995, base + 0.9999994, base + 1.0000004, base - 1.5e9, 0.0, -0.25]
+    times += [base + 86_399.999, base + 86_400.0, base + 0.0005, base + 0.0015]
+    for seconds in times + times[::-1]:
+        assert iso_at(seconds) == by_datetime(seconds), seconds

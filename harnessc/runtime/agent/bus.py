@@ -87,7 +87,7 @@ class EventBus:
     async def _deliver(self, event: Event) -> list[Any]:
         self.seq += 1
         event.seq = self.seq
-        for listener in list(self.listeners):
+        for listener in list(self.listeners) if self.listeners else ():
             try:
                 outcome = listener(event)
                 if inspect.isawaitable(outcome):

@@ -71,7 +71,7 @@ class AgentHarness:
         self._task: asyncio.Task[Any] | None = None  # the task a run's body is on
         self._idle: asyncio.Future[None] | None = None  # made by wait_for_idle
         self._watcher: Any = None
-        self._closers: list[Callable[[], Awaitable[None]]] = []
+        self._closers: list[Callable[[], Awaitable[None]]] | None = None  # by on_close
         for spec in options.hooks:
             self._loop.hooks.add(spec.moment, spec.handler, spec)
         restore.from_session(self._loop)
@@ -221,22 +221,15 @@ class AgentHarness:
 
     def steer(self, message: str | UserMessage) -> None:
         """Queue a message delivered after the current tool batch."""
-        self._loop.steering.append(_user_message(message))
-        self._loop.queue_changed()
+        self._loop.enqueue("steering", _user_message(message))
 
     def follow_up(self, message: str | UserMessage) -> None:
         """Queue a message delivered when the agent would otherwise stop."""
-        self._loop.follow_up.append(_user_message(message))
-        self._loop.queue_changed()
+        self._loop.enqueue("follow_up", _user_message(message))
 
     def clear_queues(self) -> list[UserMessage]:
         """Drop the queued steering and follow-up messages (an aborted run's); returns them."""
-        dropped = [*self._loop.steering, *self._loop.follow_up]
-        if dropped:
-            self._loop.steering.clear()
-            self._loop.follow_up.clear()
-            self._loop.queue_changed()
-        return dropped
+        return self._loop.clear_queues()
 
     def tool_specs(self) -> list[ToolSpec]:
         return self._loop.settings.tool_specs()
@@ -268,6 +261,8 @@ class AgentHarness:
 
     def on_close(self, callback: Callable[[], Awaitable[None]]) -> None:
         """Run ``callback`` (async) when the harness closes (e.g. to stop a server)."""
+        if self._closers is None:
+            self._closers = []
         self._closers.append(callback)
 
     # -- running ----------------------------------------------------------------------
@@ -515,8 +510,8 @@ class AgentHarness:
 
     async def close(self) -> None:
         """Run the on-close callbacks, stop the resource watcher, release the session."""
-        closers, self._closers = self._closers, []
-        for callback in reversed(closers):
+        closers, self._closers = self._closers, None
+        for callback in reversed(closers or ()):
             try:
                 await callback()
             except Exception as exc:

@@ -91,9 +91,10 @@ class AgentLoop:
         self.run: RunState | None = None
         self.last_state = LoopState.IDLE  # the state when no run is open (IDLE or DONE)
         self.new_messages: list[Message] = []  # messages of the current prompt/resume call
-        # Lists, not deques (600 bytes each when empty): the queues are short.
-        self.steering: list[UserMessage] = []
-        self.follow_up: list[UserMessage] = []
+        # Lists, not deques (600 bytes each when empty): the queues are short; made by
+        # the first message queued (most harnesses never queue one).
+        self.steering: list[UserMessage] | None = None
+        self.follow_up: list[UserMessage] | None = None
         self.steering_mode = options.steering_mode or QueueMode.ONE_AT_A_TIME
         self.follow_up_mode = options.follow_up_mode or QueueMode.ONE_AT_A_TIME
         # Set by the compaction extension; None means CompactionSettings() defaults.
@@ -209,10 +210,30 @@ class AgentLoop:
     def queue_changed(self) -> None:
         self.bus.emit_soon(
             QueueUpdateEvent(
-                steering=[message_text(m) for m in self.steering],
-                follow_up=[message_text(m) for m in self.follow_up],
+                steering=[message_text(m) for m in self.steering or ()],
+                follow_up=[message_text(m) for m in self.follow_up or ()],
             )
         )
+
+    def enqueue(self, which: str, message: UserMessage) -> None:
+        """Queue ``message`` for steering or as a follow-up, and announce the queues."""
+        if which == "steering":
+            if self.steering is None:
+                self.steering = []
+            self.steering.append(message)
+        else:
+            if self.follow_up is None:
+                self.follow_up = []
+            self.follow_up.append(message)
+        self.queue_changed()
+
+    def clear_queues(self) -> list[UserMessage]:
+        """Empty both queues; returns what they held."""
+        dropped = [*(self.steering or ()), *(self.follow_up or ())]
+        if dropped:
+            self.steering = self.follow_up = None
+            self.queue_changed()
+        return dropped
 
     def dequeue(self, which: str) -> list[UserMessage]:
         queue = self.steering if which == "steering" else self.follow_up

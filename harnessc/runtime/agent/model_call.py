@@ -44,7 +44,7 @@ from harnessc.runtime.core.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from harnessc.runtime.core.options import AgentHarnessStreamOptions, RetryOptions
+from harnessc.runtime.core.options import AgentHarnessStreamOptions, Model, RetryOptions
 from harnessc.runtime.providers.base import Context, ProviderRequest, ProviderRetry
 
 __all__ = ["WALL_CLOCK_STOP", "checked_messages", "make_request", "short_json", "stream_reply"]
@@ -100,16 +100,9 @@ def _unique_call_ids(calls: list[ToolCall]) -> None:
         seen.add(call.id)
 
 
-async def make_request(loop: AgentLoop, run: RunState) -> tuple[ProviderRequest, float | None]:
-    """A model call's first half: the context and request hooks, then the request they
-    made (and the wall-clock deadline). ``stream_reply`` is the second half.
-
-    Two functions the step awaits in turn, so neither what the hooks saw nor a frame
-    joining the two is kept while the reply streams (or waits for a request slot).
-    """
-    settings = loop.settings
-    model = settings.model
-    context_event = ContextEvent(messages=list(loop.context.messages), turn=run.turn)
+async def _context_hooks(loop: AgentLoop, run: RunState, messages: list[Message]) -> list[Message]:
+    """The messages the ``context`` hooks leave (each handler sees the one before's)."""
+    context_event = ContextEvent(messages=messages, turn=run.turn)
 
     def take_context(result: Any) -> None:  # chained: the next handler sees the result
         result = coerce(result, ContextResult)
@@ -117,8 +110,15 @@ async def make_request(loop: AgentLoop, run: RunState) -> tuple[ProviderRequest,
             context_event.messages = checked_messages(result.messages)
 
     await loop.hooks.run("context", context_event, on_result=take_context)
+    return context_event.messages
+
+
+async def _request_hooks(
+    loop: AgentLoop, model: Model, stream_options: AgentHarnessStreamOptions
+) -> AgentHarnessStreamOptions:
+    """The stream options the ``before_provider_request`` hooks leave."""
     request_event = BeforeProviderRequestEvent(
-        model=model, session_id=loop.session.id, stream_options=settings.stream_options
+        model=model, session_id=loop.session.id, stream_options=stream_options
     )
 
     def patch_options(result: Any) -> None:  # chained: the next handler sees the patch
@@ -129,6 +129,25 @@ async def make_request(loop: AgentLoop, run: RunState) -> tuple[ProviderRequest,
             )
 
     await loop.hooks.run("before_provider_request", request_event, on_result=patch_options)
+    return request_event.stream_options
+
+
+async def make_request(loop: AgentLoop, run: RunState) -> tuple[ProviderRequest, float | None]:
+    """A model call's first half: the context and request hooks, then the request they
+    made (and the wall-clock deadline). ``stream_reply`` is the second half.
+
+    Two functions the step awaits in turn, so neither what the hooks saw nor a frame
+    joining the two is kept while the reply streams (or waits for a request slot).
+    """
+    settings = loop.settings
+    model = settings.model
+    messages = list(loop.context.messages)
+    # The hook events are made only when a hook listens: most steps of most agents have none.
+    if loop.hooks.has("context"):
+        messages = await _context_hooks(loop, run, messages)
+    stream_options = settings.stream_options
+    if loop.hooks.has("before_provider_request"):
+        stream_options = await _request_hooks(loop, model, stream_options)
     assert loop.signal is not None
     if settings.pending_resources is not None:  # set during this turn's hooks: in it now
         await settings.apply_resources()
@@ -139,10 +158,10 @@ async def make_request(loop: AgentLoop, run: RunState) -> tuple[ProviderRequest,
         model=model,
         context=Context(
             system_prompt=system_prompt,
-            messages=context_event.messages,
+            messages=messages,
             tools=settings.tool_specs(),
         ),
-        stream_options=request_event.stream_options,
+        stream_options=stream_options,
         thinking_level=settings.thinking_level,
         signal=loop.signal,
         session_id=loop.session.id,

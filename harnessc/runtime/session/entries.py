@@ -12,6 +12,7 @@ the model context. Two types written by earlier harnessc versions are still read
 from __future__ import annotations
 
 import gc
+import math
 import time
 import uuid
 from collections.abc import Iterator
@@ -108,10 +109,25 @@ def iso_now() -> str:
     return iso_at(time.time())
 
 
+# The formatted whole second of the last timestamp written: a busy process writes many
+# entries in one second, and formatting a datetime costs more than the rest of a line.
+_second: list[Any] = [None, ""]
+
+
 def iso_at(seconds: float) -> str:
     """``iso_now``'s form of a time in seconds since the epoch."""
-    at = datetime.fromtimestamp(seconds, UTC)
-    return at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond // 1000:03d}Z"
+    fraction, whole = math.modf(seconds)
+    micro = round(fraction * 1e6)  # as datetime.fromtimestamp rounds
+    if micro >= 1_000_000:
+        whole, micro = whole + 1, micro - 1_000_000
+    if micro < 0 or whole < 0:
+        at = datetime.fromtimestamp(seconds, UTC)
+        return at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond // 1000:03d}Z"
+    cached = _second
+    if cached[0] != whole:
+        prefix = datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%S.")
+        cached[0], cached[1] = whole, prefix
+    return f"{cached[1]}{micro // 1000:03d}Z"
 
 
 def iso_to_ms(timestamp: str) -> int:

@@ -15,7 +15,7 @@ target's, so both build the same context and new entries of either land on that 
 
 from __future__ import annotations
 
-import secrets
+import random
 import time
 from collections.abc import Iterable, Sequence
 from types import TracebackType
@@ -68,6 +68,9 @@ __all__ = [
     "no_gc",
 ]
 
+# Entry ids: a generator of the process's own (seeding ``random`` does not repeat them).
+_ids = random.Random()
+
 
 class SessionStorage(Protocol):
     """Where a session's lines go. The JSONL store appends them to a file."""
@@ -81,6 +84,19 @@ class SessionStorage(Protocol):
 
 class Session:
     """The entries of one session, the current leaf, and the model context they build."""
+
+    __slots__ = (
+        "header",
+        "storage",
+        "path",
+        "diagnostics",
+        "_entries",
+        "_by_id",
+        "_leaf_ids",
+        "_markers",
+        "_leaf_id",
+        "__weakref__",
+    )
 
     def __init__(
         self,
@@ -99,8 +115,9 @@ class Session:
         self._by_id: dict[str, SessionEntry] = {}
         # legacy ``leaf`` entries (not tree nodes): id -> parentId, for entries pi appended
         # under one (pi takes it for an ordinary entry on the branch it ends)
-        self._leaf_ids: dict[str, str | None] = {}
-        self._markers: dict[str, None] = {}  # ids of ``harnessc.leaf`` entries
+        # Made at their first entry (most sessions have none of either).
+        self._leaf_ids: dict[str, str | None] | None = None
+        self._markers: dict[str, None] | None = None  # ids of ``harnessc.leaf`` entries
         self._leaf_id: str | None = None
         for entry in entries:
             self._index(entry)
@@ -154,15 +171,16 @@ class Session:
         return self._by_id.get(entry_id)
 
     def children(self, entry_id: str | None) -> list[SessionEntry]:
+        markers = self._markers or {}
         return [
             e
             for e in self._entries
-            if e.parent_id == entry_id and e.type != "leaf" and e.id not in self._markers
+            if e.parent_id == entry_id and e.type != "leaf" and e.id not in markers
         ]
 
     def is_move_record(self, entry: SessionEntry) -> bool:
         """True for the entries that record a tree move (no content of their own)."""
-        return entry.type == "leaf" or entry.id in self._markers
+        return entry.type == "leaf" or (self._markers is not None and entry.id in self._markers)
 
     def branch(self, entry_id: str | None = None) -> list[SessionEntry]:
         """The path from the root to ``entry_id`` (default: the leaf), root first."""
@@ -174,7 +192,7 @@ class Session:
             seen.add(current)
             entry = by_id.get(current)
             if entry is None:
-                if current in self._leaf_ids:  # pi's reading of a legacy leaf entry
+                if self._leaf_ids and current in self._leaf_ids:  # pi's legacy leaf entry
                     current = self._leaf_ids[current]
                     continue
                 break
@@ -221,8 +239,11 @@ class Session:
 
     def new_entry_id(self) -> str:
         while True:
-            candidate = secrets.token_hex(4)
-            if candidate not in self._by_id and candidate not in self._leaf_ids:
+            # Unique within the session, not secret: no system call per entry.
+            candidate = f"{_ids.getrandbits(32):08x}"
+            if candidate not in self._by_id and not (
+                self._leaf_ids and candidate in self._leaf_ids
+            ):
                 return candidate
 
     def append(self, type: str, **fields: Any) -> SessionEntry:
@@ -255,7 +276,7 @@ class Session:
             )
         if entry.type not in ENTRY_TYPES:
             raise ValueError(f"unknown entry type {entry.type!r}")
-        if entry.id in self._by_id or entry.id in self._leaf_ids:
+        if entry.id in self._by_id or (self._leaf_ids and entry.id in self._leaf_ids):
             raise ValueError(f"duplicate entry id {entry.id!r}")
         return self._append_new(entry)
 
@@ -379,6 +400,8 @@ class Session:
     def _index(self, entry: SessionEntry) -> None:
         self._entries.append(entry)
         if entry.type == "leaf":
+            if self._leaf_ids is None:
+                self._leaf_ids = {}
             self._leaf_ids[entry.id] = entry.parent_id
             target = entry.data.get("targetId")
             if target is None:
@@ -389,6 +412,8 @@ class Session:
             return
         self._by_id[entry.id] = entry
         if entry.type == "custom" and entry.data.get("customType") == LEAF_MARKER_TYPE:
+            if self._markers is None:
+                self._markers = {}
             self._markers[entry.id] = None
             self._leaf_id = entry.parent_id if entry.parent_id in self._by_id else None
             return
