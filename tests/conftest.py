@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
@@ -33,7 +34,14 @@ def _wants_pg(config: pytest.Config) -> bool:
     return False
 
 
+def _terminated(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt("SIGTERM")
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    # A terminated run (CI's time limit, `timeout`) ends as an interrupted one does, so
+    # pytest_unconfigure still removes the temporary home and stops PostgreSQL.
+    signal.signal(signal.SIGTERM, _terminated)
     os.environ["HOME"] = _HOME.name
     # the per-user data folder (sessions, logs, the durable database): the temporary home
     os.environ["XDG_DATA_HOME"] = os.path.join(_HOME.name, ".local", "share")
