@@ -193,14 +193,12 @@ class AnthropicWireCache:
         images_ok = "image" in model.input
         variant = (images_ok, model.api)
         kept = self.messages
-        if kept.variant != variant:
-            kept.reset(variant)
 
         def encode(message: WireMessage) -> _Form:
             role, blocks = _message(message, images_ok, model.api)
             return role, tuple(payload_bytes(block) for block in blocks)
 
-        turns = merged_turns(kept.forms(request.context.messages, encode))
+        turns = merged_turns(kept.forms(request.context.messages, encode, variant))
         if cache and turns and turns[-1][0] == "user":
             last = turns[-1][1]  # the block's JSON object, the marker as its last key
             last[-1] = last[-1][:-1] + b', "cache_control": ' + payload_bytes(cache) + b"}"

@@ -182,13 +182,18 @@ class EncodedMessages(Generic[W]):
         self._entries: dict[int, tuple[Message, tuple[Any, ...], W, list[ToolCall]]] = {}
         self.variant: Any = None  # what the forms depend on besides the messages
 
-    def forms(self, messages: list[Message], encode: Callable[[WireMessage], W]) -> list[W]:
+    def forms(
+        self, messages: list[Message], encode: Callable[[WireMessage], W], variant: Any
+    ) -> list[W]:
         """The forms of ``wire_sequence(messages)``, in order: each kept one whose message
-        is unchanged, else ``encode(message)`` (kept for the next request).
+        is unchanged, else ``encode(message)`` (kept for the next request). ``variant``:
+        what the forms depend on besides the messages (a change forgets every kept form).
 
         The same walk as ``wire_sequence``, with each reply's calls taken once per
         message, so an unchanged message costs a lookup and a shape.
         """
+        if variant != self.variant:
+            self.reset(variant)
         entries = self._entries
         out: list[W] = []
         used: list[int] = []

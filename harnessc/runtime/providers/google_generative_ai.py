@@ -145,14 +145,14 @@ class GoogleWireCache:
         images_ok = "image" in model.input
         variant = (images_ok, model.api)
         kept = self.messages
-        if kept.variant != variant:
-            kept.reset(variant)
 
         def encode(message: WireMessage) -> _Form:
             role, parts = _message(message, images_ok, model.api)
             return role, tuple(payload_bytes(part) for part in parts)
 
-        return turns_json(merged_turns(kept.forms(request.context.messages, encode)), "parts")
+        return turns_json(
+            merged_turns(kept.forms(request.context.messages, encode, variant)), "parts"
+        )
 
 
 def google_body(request: ProviderRequest, wire: GoogleWireCache) -> bytes:

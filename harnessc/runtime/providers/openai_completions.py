@@ -227,8 +227,6 @@ class OpenAIWireCache:
         """``openai_messages(request, compat)``, each message UTF-8 JSON."""
         images_ok = "image" in request.model.input
         cache = self.messages
-        if cache.variant is not images_ok:
-            cache.reset(images_ok)
 
         def encode(message: WireMessage) -> _Form:
             mapped, images = _message(message, images_ok)
@@ -240,7 +238,7 @@ class OpenAIWireCache:
         if system is not None:
             out.append(self._system_bytes(system))
         result_images: list[ImageContent] = []
-        for body, images, tool in cache.forms(request.context.messages, encode):
+        for body, images, tool in cache.forms(request.context.messages, encode, images_ok):
             if result_images and not tool:
                 out.append(payload_bytes(_images_message(result_images)))
                 result_images.clear()
