@@ -131,5 +131,5 @@ class DurableSubAgents:
         )
 
     def harness(self, options: AgentHarnessOptions, key: str) -> AgentHarness:
-        inputs = SubAgentInputs(self.steps.clock, f"{self.steps.clock.run_id}/{key}")
+        inputs = SubAgentInputs(self.steps.clock, self._seed(key))
         return DurableHarness(prepare(options, self.steps, inputs), self.steps)
