@@ -63,6 +63,9 @@ class Browser:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             pass_fds=(to_browser_r, from_browser_w),
+            # chromium makes an org.chromium.Chromium.* folder in TMPDIR that it never
+            # removes: inside the profile, it goes with the profile
+            env={**os.environ, "TMPDIR": self.profile},
         )
         os.close(to_browser_r)
         os.close(from_browser_w)
