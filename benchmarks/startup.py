@@ -12,13 +12,13 @@ with a fenced Python block (a heading, bold, a list, code), so a ``--tty`` run l
 uses the Markdown stack; the default reply is plain text.
 
 ``--hide MODULE`` makes ``import MODULE`` fail in the agent process, to measure what a
-clean install costs when this machine has optional packages that httpx/httpcore import
-whenever they are present (trio, rich/click for the httpx command line).
+clean install costs when this machine has optional packages that a library imports
+whenever they are present (rich, for instance).
 
 Every run also times the floor (``--no-floor`` skips it): a bare script that imports
-httpx and streams one chat-completions request (asyncio and ``httpx.AsyncClient``, as
-the runtime sends it) to the same server and prints the text, run alternately with the
-agent; the verdict is the agent's whole run against 1.5x the floor's. Bytecode caching
+aiohttp and streams one chat-completions request (asyncio and ``aiohttp.ClientSession``,
+the runtime's network stack) to the same server and prints the text, run alternately
+with the agent; the verdict is the agent's whole run against 1.5x the floor's. Bytecode caching
 stays on for both (PYTHONDONTWRITEBYTECODE is dropped from their environment).
 """
 
@@ -68,7 +68,7 @@ FLOOR_SCRIPT = textwrap.dedent(
     import os
     import sys
 
-    import httpx
+    import aiohttp
 
 
     async def main() -> None:
@@ -76,9 +76,10 @@ FLOOR_SCRIPT = textwrap.dedent(
         body = {"model": "llama3.2", "stream": True,
                 "messages": [{"role": "user", "content": sys.argv[1]}]}
         text = []
-        async with httpx.AsyncClient() as client:
-            async with client.stream("POST", url, json=body) as response:
-                async for line in response.aiter_lines():
+        async with aiohttp.ClientSession() as client:
+            async with client.post(url, json=body) as response:
+                async for raw in response.content:
+                    line = raw.decode().strip()
                     if line.startswith("data: ") and line != "data: [DONE]":
                         for choice in json.loads(line[6:]).get("choices") or []:
                             text.append((choice.get("delta") or {}).get("content") or "")
@@ -140,6 +141,7 @@ def main() -> None:
         run(command, env, tmp)  # warm caches
         floor_command = [sys.executable, str(Path(tmp) / "floor.py"), "hi"]
         floor: list[float] = []
+        floor_cpu: list[float] = []
         if not options.no_floor:
             Path(tmp, "floor.py").write_text(FLOOR_SCRIPT)
             _run_piped(floor_command, env, tmp)
@@ -148,11 +150,15 @@ def main() -> None:
         cpu: list[float] = []
         for _ in range(options.runs):
             if not options.no_floor:  # alternately, so both see the same machine
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 started = time.monotonic()
                 code, output = _run_piped(floor_command, env, tmp)
                 if code != 0:
                     sys.exit(f"floor run failed ({code}): {output.strip()}")
                 floor.append((time.monotonic() - started) * 1000)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                used = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+                floor_cpu.append(used * 1000)
             arrivals.clear()
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             started = time.monotonic()
@@ -174,10 +180,11 @@ def main() -> None:
     print(f'{name} {how}"hi"{where}{what} against a local server, {options.runs} runs{hidden_note}')
     rows = [("first HTTP request", first), ("whole run", whole), ("CPU of the run", cpu)]
     if floor:
-        rows.append(("floor (httpx only)", floor))
+        rows.append(("floor (aiohttp only)", floor))
+        rows.append(("CPU of the floor", floor_cpu))
     for label, values in rows:
         print(
-            f"  {label:<19} median {statistics.median(values):6.1f} ms"
+            f"  {label:<21} median {statistics.median(values):6.1f} ms"
             f"   min {min(values):6.1f}   max {max(values):6.1f}"
         )
     verdict = "meets" if statistics.median(first) < 250 else "misses"
@@ -186,6 +193,8 @@ def main() -> None:
         ratio = statistics.median(whole) / statistics.median(floor)
         verdict = "meets" if ratio <= 1.5 else "misses"
         print(f"  whole run / floor: {ratio:.2f}x (target 1.5x: {verdict} it)")
+        cpu_ratio = statistics.median(cpu) / statistics.median(floor_cpu)
+        print(f"  CPU of the run / the floor's: {cpu_ratio:.2f}x")
     print(
         f"  load average now: {', '.join(f'{x:.2f}' for x in os.getloadavg())} (wall times need an idle machine)"
     )
