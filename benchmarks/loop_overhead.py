@@ -28,8 +28,12 @@ def import_time() -> tuple[float, list[str]]:
     runs = []
     heavy: list[str] = []
     for _ in range(5):
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-        seconds, mods = out.stdout.splitlines()[:2] if "\n" in out.stdout.strip() else (out.stdout.strip(), "")
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        )
+        seconds, mods = (
+            out.stdout.splitlines()[:2] if "\n" in out.stdout.strip() else (out.stdout.strip(), "")
+        )
         runs.append(float(seconds))
         heavy = [m for m in mods.split(",") if m]
     return statistics.median(runs), heavy
@@ -43,7 +47,9 @@ async def one_run() -> float:
     async def noop(call_id: str, params: Any, signal: Any, on_update: Any, ctx: Any) -> Any:
         return text_result("ok")
 
-    replies: list[Any] = [reply_tool_calls([("noop", {})]) for _ in range(TURNS - 1)] + [reply_text("done")]
+    replies: list[Any] = [reply_tool_calls([("noop", {})]) for _ in range(TURNS - 1)] + [
+        reply_text("done")
+    ]
     provider = ScriptedProvider(replies, chunk_size=64)
     harness = AgentHarness(
         AgentHarnessOptions(
@@ -69,7 +75,9 @@ async def one_run() -> float:
 
 def main() -> None:
     seconds, heavy = import_time()
-    print(f"import harnessc.runtime (cold, median of 5): {seconds * 1000:.1f} ms  (target < 150 ms)")
+    print(
+        f"import harnessc.runtime (cold, median of 5): {seconds * 1000:.1f} ms  (target < 150 ms)"
+    )
     print(f"heavy modules imported by the runtime: {', '.join(heavy) or 'none'}")
     runs = [asyncio.run(one_run()) for _ in range(5)]
     per_turn = statistics.median(runs) / TURNS * 1e6
