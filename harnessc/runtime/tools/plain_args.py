@@ -145,13 +145,13 @@ class _IntNode(_Node):
                 raise Unsure
             return int(value)
         if kind is str:
-            if len(value) > _LONG_STRING:
+            if len(value) > _LONG_STRING or not value.isascii():
                 raise Unsure
             if not _has_digit(value):
                 errors.append((loc, _INT_PARSING))
                 return FAILED
             text = value.strip(_ASCII_SPACE)
-            if not value.isascii() or not _PLAIN_INT.fullmatch(text):
+            if not _PLAIN_INT.fullmatch(text):
                 raise Unsure
             return int(text.split(".", 1)[0])
         if kind in (type(None), list, dict):
@@ -210,7 +210,7 @@ class _BoolNode(_Node):
             errors.append((loc, _BOOL_PARSING))
             return FAILED
         if kind is float:
-            if not math.isfinite(value):
+            if not math.isfinite(value) or abs(value) >= _SAFE_INT:
                 raise Unsure
             if value in (0.0, 1.0):
                 return value == 1.0
@@ -270,13 +270,13 @@ class _LiteralNode(_Node):
         return out
 
     def check(self, value: Any, loc: Loc, errors: Errors) -> Any:
-        if type(value) is str or type(value) is int or type(value) is bool:
-            if value in self.lookup:
-                return self.lookup[value]
-        elif type(value) is float:
-            if math.isfinite(value) and value in self.lookup:
-                return self.lookup[value]
-        elif not _is_json(value):
+        kind = type(value)
+        if kind is int or kind is float:
+            if not math.isfinite(value) or abs(value) >= _SAFE_INT:
+                raise Unsure  # pydantic's range rules for numbers apply first
+        if kind in _JSON_SCALARS and value in self.lookup:
+            return self.lookup[value]
+        if not _is_json(value) or (kind is str and not value.isascii()):
             raise Unsure
         errors.append((loc, self.message))
         return FAILED
@@ -311,7 +311,7 @@ class _ArrayNode(_Node):
         self.kind = kind
 
     def schema(self) -> dict[str, Any]:
-        return {"items": self.item.schema(), "type": "array"}
+        return {"type": "array", "items": self.item.schema()}
 
     def check(self, value: Any, loc: Loc, errors: Errors) -> Any:
         if type(value) is list:
@@ -343,7 +343,7 @@ class _DictNode(_Node):
 
     def schema(self) -> dict[str, Any]:
         inner = self.value.schema()
-        return {"additionalProperties": inner or True, "type": "object"}
+        return {"type": "object", "additionalProperties": inner or True}
 
     def check(self, value: Any, loc: Loc, errors: Errors) -> Any:
         if type(value) is dict:
@@ -461,7 +461,8 @@ def json_default(value: Any) -> Any:
 
 def pydantic_order(value: Any, parent_key: str | None = None) -> Any:
     """Keys sorted as pydantic sorts a schema's: all but those of ``properties`` and
-    ``default`` mappings."""
+    ``default`` mappings (so the schema of a parameter called ``default`` keeps the
+    order the nodes write their keys in, which is pydantic's)."""
     if isinstance(value, dict):
         keys = value if parent_key in ("properties", "default") else sorted(value)
         return {key: pydantic_order(value[key], key) for key in keys}
