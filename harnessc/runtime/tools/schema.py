@@ -11,8 +11,11 @@ many"]`` describes the parameter too. A type pydantic cannot handle is taken as
 (only a recursive type keeps ``$defs``), titles are dropped, and ``X | None`` of a
 simple ``X`` is written ``{"type": [X, "null"]}``.
 
-pydantic (about 60-100 ms) is imported on the first python tool, so an agent without
-one never loads it.
+Parameters all of plain types (str, int, float, bool, None, Any, ``X | None``,
+Literal, lists, ``tuple[X, ...]``, ``Sequence[X]``, ``dict[str, X]``, string notes in
+``Annotated``: see ``plain_args``) are read without pydantic, giving the same schema and
+the same checked arguments. pydantic (about 160 ms and 7-9 MiB) is imported for the
+first python tool with another type, so an agent without one never loads it.
 """
 
 from __future__ import annotations
@@ -27,6 +30,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.tools.docstrings import parse_docstring
+from harnessc.runtime.tools.plain_args import (
+    NOT_JSON,
+    PlainArguments,
+    PlainField,
+    json_default,
+    plain_type,
+    raw_schema,
+)
 
 if TYPE_CHECKING:
     from pydantic import BaseModel, ValidationError
@@ -75,15 +86,29 @@ class FunctionSchema:
     schema: dict[str, Any]
     summary: str
     context_names: tuple[str, ...]
-    model: type[BaseModel]
-    # (parameter name, pydantic field name) of each model argument
-    fields: tuple[tuple[str, str], ...]
-    accepts_any: bool
+    check: Callable[[Mapping[str, Any]], dict[str, Any]]
 
     def arguments(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """The arguments the model sent, validated and converted to the annotated types
         (dataclasses, enums, paths, models...). Arguments it left out are left out, so the
         function's own defaults apply. Raises ValueError naming every bad argument."""
+        return self.check(params)
+
+
+class _PydanticArguments:
+    """The model's arguments through the pydantic model of the parameters."""
+
+    __slots__ = ("model", "fields", "accepts_any")
+
+    def __init__(
+        self, model: type[BaseModel], fields: tuple[tuple[str, str], ...], accepts_any: bool
+    ) -> None:
+        self.model = model
+        # (parameter name, pydantic field name) of each model argument
+        self.fields = fields
+        self.accepts_any = accepts_any
+
+    def __call__(self, params: Mapping[str, Any]) -> dict[str, Any]:
         from pydantic import ValidationError
 
         try:
@@ -167,9 +192,11 @@ def _notes(hint: Any) -> tuple[str, bool]:
     """The bare strings of ``Annotated[X, "..."]`` and whether a Field describes it."""
     if typing.get_origin(hint) is not typing.Annotated:
         return "", False
+    meta = typing.get_args(hint)[1:]
+    if all(isinstance(m, str) for m in meta):
+        return " ".join(meta), False
     from pydantic.fields import FieldInfo
 
-    meta = typing.get_args(hint)[1:]
     described = any(isinstance(m, FieldInfo) and m.description for m in meta)
     return " ".join(m for m in meta if isinstance(m, str)), described
 
@@ -225,17 +252,34 @@ def _usable(hint: Any) -> bool:
     return True
 
 
-def function_schema(func: Callable[..., Any]) -> FunctionSchema:
-    """The schema and the validator of ``func``'s model arguments."""
-    from pydantic import ConfigDict, Field, create_model
+@dataclass(frozen=True, slots=True)
+class _Parameter:
+    """A model argument: ``default`` is ``...`` when it is required."""
 
+    name: str
+    hint: Any
+    default: Any
+    description: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Signature:
+    """What ``func``'s signature, hints and docstring say of its model arguments."""
+
+    parameters: tuple[_Parameter, ...]
+    summary: str
+    context_names: tuple[str, ...]
+    accepts_any: bool
+
+
+def _read_signature(func: Callable[..., Any]) -> _Signature:
     signature = inspect.signature(func)
     hints = _hints(hint_target(func))
     doc = parse_docstring(inspect.getdoc(func))
-    specs: dict[str, tuple[str, Any, Any, str]] = {}
+    parameters: list[_Parameter] = []
     context_names: list[str] = []
     accepts_any = False
-    for index, (name, param) in enumerate(signature.parameters.items()):
+    for name, param in signature.parameters.items():
         if param.kind is param.VAR_KEYWORD:
             accepts_any = True
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
@@ -252,19 +296,73 @@ def function_schema(func: Callable[..., Any]) -> FunctionSchema:
         notes, described = _notes(hint)
         description = "" if described else (doc.params.get(name) or notes)
         default = ... if param.default is param.empty else param.default
-        # Field names of our own: a parameter may be called ``json`` or ``model_config``.
-        specs[f"p{index}"] = (name, hint, default, description)
+        parameters.append(_Parameter(name, hint, default, description))
+    return _Signature(tuple(parameters), doc.summary, tuple(context_names), accepts_any)
+
+
+def function_schema(func: Callable[..., Any]) -> FunctionSchema:
+    """The schema and the validator of ``func``'s model arguments."""
+    found = _read_signature(func)
+    return _plain_schema(found) or _pydantic_schema(found)
+
+
+def _pydantic_function_schema(func: Callable[..., Any]) -> FunctionSchema:
+    """``function_schema`` through pydantic whatever the types (tests compare the two)."""
+    return _pydantic_schema(_read_signature(func))
+
+
+def _plain_schema(found: _Signature) -> FunctionSchema | None:
+    """The schema and check without pydantic, when every parameter has a plain type
+    and a default made of JSON values (None otherwise)."""
+    fields: list[PlainField] = []
+    for parameter in found.parameters:
+        node = plain_type(parameter.hint)
+        required = parameter.default is ...
+        default = None if required else json_default(parameter.default)
+        if node is None or default is NOT_JSON:
+            return None
+        fields.append(PlainField(parameter.name, node, default, parameter.description, required))
+    plain = tuple(fields)
+    return FunctionSchema(
+        schema=_tidy(raw_schema(plain, found.accepts_any)),
+        summary=found.summary,
+        context_names=found.context_names,
+        check=PlainArguments(plain, found.accepts_any, _LaterPydantic(found)),
+    )
+
+
+class _LaterPydantic:
+    """pydantic's check of a signature, built when first asked for."""
+
+    __slots__ = ("found", "check")
+
+    def __init__(self, found: _Signature) -> None:
+        self.found = found
+        self.check: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
+
+    def __call__(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        if self.check is None:
+            self.check = _pydantic_schema(self.found).check
+        return self.check(params)
+
+
+def _pydantic_schema(found: _Signature) -> FunctionSchema:
+    from pydantic import ConfigDict, Field, create_model
+
+    # Field names of our own: a parameter may be called ``json`` or ``model_config``.
+    specs = {f"p{i}": p for i, p in enumerate(found.parameters)}
+    accepts_any = found.accepts_any
 
     def build() -> tuple[type[BaseModel], dict[str, Any]]:
         fields: dict[str, Any] = {}
-        for key, (name, hint, default, description) in specs.items():
+        for key, p in specs.items():
             # (description=None would overwrite one given in Annotated[..., Field()])
             info = (
-                Field(default, alias=name, description=description)
-                if description
-                else Field(default, alias=name)
+                Field(p.default, alias=p.name, description=p.description)
+                if p.description
+                else Field(p.default, alias=p.name)
             )
-            fields[key] = (hint, info)
+            fields[key] = (p.hint, info)
         model = create_model(
             "Arguments",
             __config__=ConfigDict(extra="allow" if accepts_any else "ignore"),
@@ -275,17 +373,19 @@ def function_schema(func: Callable[..., Any]) -> FunctionSchema:
     try:
         model, schema = build()
     except Exception:  # a type pydantic cannot handle: that parameter takes anything
-        for key, (name, hint, default, description) in list(specs.items()):
-            if not _usable(hint):
-                specs[key] = (name, Any, default, description)
+        for key, parameter in list(specs.items()):
+            if not _usable(parameter.hint):
+                specs[key] = _Parameter(
+                    parameter.name, Any, parameter.default, parameter.description
+                )
         model, schema = build()
     return FunctionSchema(
         schema=_tidy(schema),
-        summary=doc.summary,
-        context_names=tuple(context_names),
-        model=model,
-        fields=tuple((spec[0], key) for key, spec in specs.items()),
-        accepts_any=accepts_any,
+        summary=found.summary,
+        context_names=found.context_names,
+        check=_PydanticArguments(
+            model, tuple((p.name, key) for key, p in specs.items()), accepts_any
+        ),
     )
 
 
