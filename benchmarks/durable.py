@@ -448,6 +448,7 @@ def main() -> None:
                 "TEST_API_KEY": "sk-bench",
                 "SIDE_EFFECTS": str(workdir / "side-effects.log"),
                 "PYTHONPATH": str(ROOT),
+                "XDG_DATA_HOME": str(workdir / "data"),  # nothing in the user's data folder
             }
             env.pop("AGENT_SESSIONS", None)  # sessions in memory: the queue is measured
             for concurrency in concurrencies if workers_list else []:

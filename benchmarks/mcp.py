@@ -79,7 +79,12 @@ models:
         path.write_text(spec)
         module = Path(tmp) / "bench.py"
         module.write_text(render(parse_spec(spec.encode(), path), tmp))
-        env = {**os.environ, "BENCH_URL": f"{server.url}/v1", "BENCH_KEY": "k"}
+        env = {
+            **os.environ,
+            "BENCH_URL": f"{server.url}/v1",
+            "BENCH_KEY": "k",
+            "XDG_DATA_HOME": str(Path(tmp) / "data"),  # sessions and MCP logs: not the user's
+        }
         for _ in range(runs):
             server.reset()
             server.enqueue(ScriptedResponse.sse(openai_events(["ok"])))
@@ -102,8 +107,8 @@ async def per_call(calls: int) -> tuple[float, float]:
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
     from harnessc.runtime.core.commands import CommandRegistry
-    from harnessc.runtime.mcp import McpServerConfig, McpToolset
     from harnessc.runtime.core.signal import AbortSignal
+    from harnessc.runtime.mcp import McpServerConfig, McpToolset
 
     class Host:
         def __init__(self) -> None:

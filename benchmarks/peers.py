@@ -379,6 +379,8 @@ def run_once(
         BENCH_BASE_URL=server.base_url(n, run_id),
         OPENAI_API_KEY="sk-bench-dummy",
         OPENAI_AGENTS_DISABLE_TRACING="1",
+        # harnessc's session files go to the run's folder, not the user's data folder
+        XDG_DATA_HOME=str(workdir / "data"),
     )
     child_env.update(fw.env)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:

@@ -231,6 +231,7 @@ def main() -> None:
             BENCH_BASE_URL=f"{model.url}/v1",
             BENCH_API_KEY="sk-bench",
             PYTHONPATH=str(REPO),
+            XDG_DATA_HOME=str(folder / "data"),  # session files: not the user's
         )
         env.pop("HARNESSC_SERVE_TOKEN", None)
         served = Served(module, env, args.n, folder)

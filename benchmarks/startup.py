@@ -123,7 +123,11 @@ def main() -> None:
             return ScriptedResponse.sse(openai_events(reply))
 
         server.set_handler(answer)
-        env = dict(os.environ, HELLO_BASE_URL=f"{server.url}/v1")
+        env = dict(
+            os.environ,
+            HELLO_BASE_URL=f"{server.url}/v1",
+            XDG_DATA_HOME=str(Path(tmp) / "data"),  # session files: not the user's
+        )
         env.pop("PYTHONDONTWRITEBYTECODE", None)  # start-up is timed with bytecode caching
         if options.hide:
             hidden = Path(tmp) / "hidden"

@@ -103,7 +103,12 @@ def main() -> None:
         with peers.ScriptedServer() as add_server:  # type: ignore[attr-defined]
             cases: list[tuple[str, str, list[str], dict[str, str]]] = []
             for name, tree in trees:
-                env = dict(os.environ, PYTHONPATH=tree, HELLO_BASE_URL=f"{hello_server.url}/v1")
+                env = dict(
+                    os.environ,
+                    PYTHONPATH=tree,
+                    HELLO_BASE_URL=f"{hello_server.url}/v1",
+                    XDG_DATA_HOME=str(Path(tmp) / "data"),  # session files: not the user's
+                )
                 env.pop("PYTHONDONTWRITEBYTECODE", None)
                 hello = str(Path(tree) / "generated" / "hello.py")
                 cases.append((name, "hello --help", [python, hello, "--help"], env))
