@@ -38,8 +38,10 @@ from harnessc.runtime.cli.sessions import (
     discard_if_empty,
 )
 from harnessc.runtime.cli.shutdown import close_harness
+from harnessc.runtime.cli.start_up import StartUp
 from harnessc.runtime.core.options import AgentHarnessOptions
 from harnessc.runtime.processes.children import protect_secrets
+from harnessc.runtime.providers.clients import load_network_stack
 from harnessc.runtime.session.repo_protocol import SessionRepo
 from harnessc.runtime.support.data_folder import (
     DataFolder,
@@ -85,7 +87,9 @@ def run_cli(
     (``support.data_folder``). ``session_repo``: where the agent's
     sessions live when that is not JSONL files under ``session_dir`` (the PostgreSQL
     store): ``--sessions``, ``--search``, ``--continue`` and ``--session`` use it unless
-    ``--session-dir`` names a folder of files.
+    ``--session-dir`` names a folder of files. ``argv`` None: the process's own command
+    line (``sys.argv``), so the process is the agent's and its start-up is kept out of
+    the run's garbage collections (``start_up.StartUp``).
     """
     protect_secrets()  # before any child runs: none can read the keys through /proc
     prog = prog or program_name()
@@ -104,9 +108,11 @@ def run_cli(
         agent_name=agent_name,
         session_dir=session_dir,
         session_repo=session_repo,
+        start_up=StartUp(own_process=argv is None),
     )
     try:
-        return cli.main()
+        with cli.start_up:
+            return cli.main()
     except UsageError as exc:
         sys.stderr.write(f"{prog}: error: {exc}\n")
         return EXIT_USAGE
@@ -149,8 +155,10 @@ class CliInvocation:
         agent_name: str,
         session_dir: FolderSetting | None,
         session_repo: SessionRepoSource | None = None,
+        start_up: StartUp | None = None,
     ) -> None:
         self.build_options = build_options
+        self.start_up = start_up or StartUp(own_process=False)
         self.args = args
         self.prog = prog
         self.agent_name = agent_name
@@ -180,6 +188,7 @@ class CliInvocation:
         if args.serve:
             from harnessc.runtime.serve.launch import serve_from_cli
 
+            self.start_up.begin_run()
             return serve_from_cli(self)
         if args.json:
             # Only events go to stdout: anything else printing to it (a hook) goes to stderr.
@@ -198,7 +207,10 @@ class CliInvocation:
         if action == "repl":
             from harnessc.runtime.cli.repl import run_repl
 
+            self.start_up.begin_run()
             return run_repl(self, harness, prompt)
+        load_network_stack()  # the run's first request is next: its import is start-up
+        self.start_up.begin_run()
         return asyncio.run(run_one_shot(self, harness, action, prompt, results))
 
     def listing(self) -> int:

@@ -51,6 +51,7 @@ __all__ = [
     "Proxy",
     "Timeout",
     "environment_proxy",
+    "load_network_stack",
     "origin_of",
 ]
 
@@ -248,6 +249,12 @@ class _Origin:
             context = (self.ssl_context or _ssl_context()) if tls else None
             self.session = _new_session(connections, context)
         return self.session
+
+
+def load_network_stack() -> None:
+    """Import the library requests go through now, not on the first request (a command
+    line about to run an agent does it while its start-up is still under way)."""
+    import aiohttp  # noqa: F401
 
 
 def _new_session(connections: int, context: ssl.SSLContext | None) -> ClientSession:
