@@ -20,7 +20,7 @@ from harnessc.testing import ProtocolServer
 from .clikit import text_reply, tool_reply
 
 AGENT = textwrap.dedent(
-    '''
+    """
     import gc
     import json
     import os
@@ -52,7 +52,7 @@ AGENT = textwrap.dedent(
 
     if __name__ == "__main__":
         raise SystemExit(main())
-    '''
+    """
 )
 
 
