@@ -149,7 +149,7 @@ class AgentHarness:
 
     @property
     def models(self) -> dict[str, Model]:
-        return self._loop.settings.models
+        return dict(self._loop.settings.models)  # a copy: the options' may be shared
 
     @property
     def model(self) -> Model:

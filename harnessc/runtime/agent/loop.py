@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 
 __all__ = ["AgentLoop"]
 
+_NO_BUDGET = Budget()  # no limits (never changed: new limits replace the object)
+
 
 class AgentLoop:
     __slots__ = (
@@ -81,7 +83,8 @@ class AgentLoop:
         self.settings = Settings(options, session, self.bus)
         inputs = options.run_inputs
         self.budget = BudgetTracker(  # without run inputs: time.monotonic, as LIVE reads it
-            options.budget or Budget(), clock=inputs.clock if inputs is not None else time.monotonic
+            options.budget or _NO_BUDGET,
+            clock=inputs.clock if inputs is not None else time.monotonic,
         )
         # What user callbacks receive; None once the harness is closed.
         self.harness: HarnessContext | None = harness

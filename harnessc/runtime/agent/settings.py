@@ -7,7 +7,7 @@ tools are recorded in the session (so a reopened session continues with them).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.agent.bus import EventBus
@@ -36,6 +36,29 @@ __all__ = ["DEFAULT_SYSTEM_PROMPT", "Settings"]
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
 
+# What a harness without its own uses; never changed (a change replaces the object).
+_NO_RESOURCES = AgentHarnessResources()
+_DEFAULT_STREAM_OPTIONS = AgentHarnessStreamOptions()
+_NO_TOOL_CONTEXT = ToolContextSource(None)
+
+# The name maps of the tool tuples many harnesses share (a generated module's
+# ``shared_tools()``), by the tuple's id: (the tuple, kept so that the id stays its own;
+# its tools by name; their names). A harness copies the ones it is given before a change.
+_SHARED_TOOL_MAPS: dict[int, tuple[tuple[AgentTool, ...], dict[str, AgentTool], list[str]]] = {}
+_SHARED_TOOL_MAPS_MAX = 64
+
+
+def _shared_tool_map(tools: tuple[AgentTool, ...]) -> tuple[dict[str, AgentTool], list[str]]:
+    """The tools by name and their names, made once for each shared tuple."""
+    known = _SHARED_TOOL_MAPS.get(id(tools))
+    if known is None or known[0] is not tools:
+        by_name = {tool.name: tool for tool in tools}
+        known = (tools, by_name, list(by_name))
+        if len(_SHARED_TOOL_MAPS) >= _SHARED_TOOL_MAPS_MAX:
+            del _SHARED_TOOL_MAPS[next(iter(_SHARED_TOOL_MAPS))]
+        _SHARED_TOOL_MAPS[id(tools)] = known
+    return known[1], known[2]
+
 
 class Settings:
     __slots__ = (
@@ -54,24 +77,32 @@ class Settings:
         "thinking_level_recorded",
         "fallback_from",
         "output_tool",
+        "shared",
     )
 
     def __init__(self, options: AgentHarnessOptions, session: Session, bus: EventBus) -> None:
         self.session = session
         self.bus = bus
-        self.models: dict[str, Model] = dict(options.models)
-        self.tools: dict[str, AgentTool] = {tool.name: tool for tool in options.tools}
-        self.active_tool_names: list[str] = (
-            list(options.active_tool_names)
-            if options.active_tool_names is not None
-            else list(self.tools)
-        )
+        # The options' models, read only (a switch picks another; none is changed).
+        self.models: Mapping[str, Model] = options.models
+        # A shared tuple of tools (a generated module's) comes with a shared name map
+        # and list of names: ``shared`` says they are not this harness's to change yet.
+        self.shared = isinstance(options.tools, tuple)
+        names: list[str]
+        if isinstance(options.tools, tuple):
+            self.tools, names = _shared_tool_map(options.tools)
+        else:
+            self.tools = {tool.name: tool for tool in options.tools}
+            names = list(self.tools)
+        if options.active_tool_names is not None:
+            names = list(options.active_tool_names)
+        self.active_tool_names: list[str] = names
         self.model = self.resolve_model(options.model)
         self.thinking_level = options.thinking_level or ThinkingLevel.OFF
-        self.resources = options.resources or AgentHarnessResources()
+        self.resources = options.resources or _NO_RESOURCES
         self.pending_resources: AgentHarnessResources | None = None
-        self.stream_options = options.stream_options or AgentHarnessStreamOptions()
-        self.tool_context = options.tool_context or ToolContextSource(None)
+        self.stream_options = options.stream_options or _DEFAULT_STREAM_OPTIONS
+        self.tool_context = options.tool_context or _NO_TOOL_CONTEXT
         # the session holds a model / thinking level record (else record_if_new writes one)
         self.model_recorded = False
         self.thinking_level_recorded = False
@@ -151,7 +182,15 @@ class Settings:
         self.session.append_active_tools_change(self.active_tool_names)
         await self.bus.emit(ToolsUpdateEvent(active_tool_names=list(self.active_tool_names)))
 
+    def _own_tools(self) -> None:
+        """Copy the shared tool map and names before this harness changes them."""
+        if self.shared:
+            self.tools = dict(self.tools)
+            self.active_tool_names = list(self.active_tool_names)
+            self.shared = False
+
     def add_tools(self, tools: Iterable[AgentTool], *, activate: bool = True) -> None:
+        self._own_tools()
         for tool in tools:
             self.tools[tool.name] = tool
             if activate and tool.name not in self.active_tool_names:
@@ -159,6 +198,7 @@ class Settings:
 
     def remove_tools(self, names: Iterable[str]) -> list[str]:
         """Drop tools (their source stopped offering them); the names that were there."""
+        self._own_tools()
         removed = [name for name in names if self.tools.pop(name, None) is not None]
         if removed:
             self.active_tool_names = [n for n in self.active_tool_names if n not in removed]
