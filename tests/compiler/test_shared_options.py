@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harnessc.runtime.agent import AgentHarness
-from harnessc.runtime.resources import ContextFileSettings, load_resources
+from harnessc.runtime.resources import AgentHarnessResources, ContextFileSettings, load_resources
 from harnessc.runtime.session import Session
 from harnessc.runtime.tools import ExternalTool
 
@@ -84,10 +84,14 @@ def test_a_harness_of_shared_tools_adds_and_removes_its_own(tmp_path: Path) -> N
     first.tools = tools
     second = module.build_options(session=Session())
     second.tools = tools
-    one, two = AgentHarness(first), AgentHarness(second)
+    one, two, three = AgentHarness(first), AgentHarness(second), AgentHarness(second)
     assert one.remove_tools(["a"]) == ["a"]
     assert one.tools == {} and one.active_tool_names == []
+    three.add_tools([ExternalTool(name="b", description="b", parameters={"type": "object"})])
+    assert list(three.tools) == ["a", "b"] and three.active_tool_names == ["a", "b"]
     assert list(two.tools) == ["a"] and two.active_tool_names == ["a"]
+    assert [t.name for t in two.tool_specs()] == ["a"]
+    assert [t.name for t in three.tool_specs()] == ["a", "b"]
 
 
 def test_models_follow_the_variables_they_read(
@@ -111,7 +115,7 @@ def test_loaded_resources_are_read_again_when_a_file_changes(tmp_path: Path) -> 
     project.mkdir()
     settings = ContextFileSettings(user=None)
 
-    def load() -> object:
+    def load() -> AgentHarnessResources:
         return load_resources([skills], [templates], context_files=settings, cwd=project)
 
     first = load()

@@ -130,6 +130,7 @@ class _Handler(Record):
 
 
 Reporter = Callable[[str, BaseException, str], Awaitable[None]]
+_NO_HANDLERS: dict[str, list[_Handler]] = {}  # never written
 
 
 class HookRunner:
@@ -138,7 +139,9 @@ class HookRunner:
     __slots__ = ("handlers", "host", "report")
 
     def __init__(self) -> None:
-        self.handlers: dict[str, list[_Handler]] = {}
+        # The first handler replaces the shared empty map (a harness without hooks,
+        # most of a service's, holds none).
+        self.handlers: dict[str, list[_Handler]] = _NO_HANDLERS
         self.host: HarnessContext | None = None
         self.report: Reporter | None = None
 
@@ -151,6 +154,8 @@ class HookRunner:
         if alias is not None and alias[1] is not None:
             event_filter = functools.partial(event_matches, name)
         entry = _Handler(handler, accepts_context(handler), spec, event_filter)
+        if self.handlers is _NO_HANDLERS:
+            self.handlers = {}
         self.handlers.setdefault(canonical, []).append(entry)
 
         def remove() -> None:

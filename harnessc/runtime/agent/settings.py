@@ -41,23 +41,36 @@ _NO_RESOURCES = AgentHarnessResources()
 _DEFAULT_STREAM_OPTIONS = AgentHarnessStreamOptions()
 _NO_TOOL_CONTEXT = ToolContextSource(None)
 
-# The name maps of the tool tuples many harnesses share (a generated module's
-# ``shared_tools()``), by the tuple's id: (the tuple, kept so that the id stays its own;
-# its tools by name; their names). A harness copies the ones it is given before a change.
-_SHARED_TOOL_MAPS: dict[int, tuple[tuple[AgentTool, ...], dict[str, AgentTool], list[str]]] = {}
-_SHARED_TOOL_MAPS_MAX = 64
+
+class _SharedTools:
+    """A shared tuple of tools (a generated module's ``shared_tools()``), by name, their
+    names and what the model is told of each: made once for all the harnesses given it.
+    A harness copies the map and the names before it changes them."""
+
+    __slots__ = ("tools", "by_name", "names", "specs")
+
+    def __init__(self, tools: tuple[AgentTool, ...]) -> None:
+        self.tools = tools  # kept: the tuple's id stays its own while this is known
+        self.by_name = {tool.name: tool for tool in tools}
+        self.names = list(self.by_name)
+        self.specs = {
+            name: ToolSpec(name=t.name, description=t.description, parameters=t.parameters)
+            for name, t in self.by_name.items()
+        }
 
 
-def _shared_tool_map(tools: tuple[AgentTool, ...]) -> tuple[dict[str, AgentTool], list[str]]:
-    """The tools by name and their names, made once for each shared tuple."""
-    known = _SHARED_TOOL_MAPS.get(id(tools))
-    if known is None or known[0] is not tools:
-        by_name = {tool.name: tool for tool in tools}
-        known = (tools, by_name, list(by_name))
-        if len(_SHARED_TOOL_MAPS) >= _SHARED_TOOL_MAPS_MAX:
-            del _SHARED_TOOL_MAPS[next(iter(_SHARED_TOOL_MAPS))]
-        _SHARED_TOOL_MAPS[id(tools)] = known
-    return known[1], known[2]
+_SHARED_TOOLS: dict[int, _SharedTools] = {}  # by the tuple's id
+_SHARED_TOOLS_MAX = 64
+
+
+def _shared_tools(tools: tuple[AgentTool, ...]) -> _SharedTools:
+    known = _SHARED_TOOLS.get(id(tools))
+    if known is None or known.tools is not tools:
+        known = _SharedTools(tools)
+        if len(_SHARED_TOOLS) >= _SHARED_TOOLS_MAX:
+            del _SHARED_TOOLS[next(iter(_SHARED_TOOLS))]
+        _SHARED_TOOLS[id(tools)] = known
+    return known
 
 
 class Settings:
@@ -85,12 +98,14 @@ class Settings:
         self.bus = bus
         # The options' models, read only (a switch picks another; none is changed).
         self.models: Mapping[str, Model] = options.models
-        # A shared tuple of tools (a generated module's) comes with a shared name map
-        # and list of names: ``shared`` says they are not this harness's to change yet.
-        self.shared = isinstance(options.tools, tuple)
+        # A shared tuple of tools (a generated module's) comes with a shared name map,
+        # list of names and tool specs: ``shared`` holds them while this harness has not
+        # changed its tools (None once it has its own).
+        self.shared: _SharedTools | None = None
         names: list[str]
         if isinstance(options.tools, tuple):
-            self.tools, names = _shared_tool_map(options.tools)
+            self.shared = _shared_tools(options.tools)
+            self.tools, names = self.shared.by_name, self.shared.names
         else:
             self.tools = {tool.name: tool for tool in options.tools}
             names = list(self.tools)
@@ -184,10 +199,10 @@ class Settings:
 
     def _own_tools(self) -> None:
         """Copy the shared tool map and names before this harness changes them."""
-        if self.shared:
+        if self.shared is not None:
             self.tools = dict(self.tools)
             self.active_tool_names = list(self.active_tool_names)
-            self.shared = False
+            self.shared = None
 
     def add_tools(self, tools: Iterable[AgentTool], *, activate: bool = True) -> None:
         self._own_tools()
@@ -212,6 +227,9 @@ class Settings:
         return self.tools.get(name)
 
     def tool_specs(self) -> list[ToolSpec]:
+        if self.shared is not None:  # the shared tools' specs (read only, like the tools)
+            specs = self.shared.specs
+            return [specs[name] for name in self.active_tool_names if name in specs]
         return [
             ToolSpec(name=t.name, description=t.description, parameters=t.parameters)
             for name in self.active_tool_names

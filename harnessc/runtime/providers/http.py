@@ -81,6 +81,9 @@ class HttpProvider:
     private pool and closes it in ``aclose``; a shared pool is closed by its owner.
     """
 
+    # Slots: a process may hold a provider for each of a thousand harnesses.
+    __slots__ = ("_owns_clients", "clients")
+
     api: ClassVar[str] = ""
     default_provider: ClassVar[str] = ""
     # What base_url must look like, for the hint of a 404 ("ends with /v1").
