@@ -68,7 +68,7 @@ def _shared_tools(tools: tuple[AgentTool, ...]) -> _SharedTools:
     if known is None or known.tools is not tools:
         known = _SharedTools(tools)
         if len(_SHARED_TOOLS) >= _SHARED_TOOLS_MAX:
-            del _SHARED_TOOLS[next(iter(_SHARED_TOOLS))]
+            _SHARED_TOOLS.pop(next(iter(_SHARED_TOOLS)), None)
         _SHARED_TOOLS[id(tools)] = known
     return known
 
