@@ -77,7 +77,6 @@ class AgentLoop:
         self.hooks = HookRunner()
         self.hooks.host = harness
         self.bus = EventBus(self.hooks)
-        self.hooks.report = self._report
         self.bus.on_pause_request = self._pause_requested
         self.context = ContextWindow(session, self.bus)
         self.settings = Settings(options, session, self.bus)
@@ -118,7 +117,6 @@ class AgentLoop:
         closed harness waits for the cyclic collector instead of being freed at once."""
         self.harness = None
         self.hooks.host = None
-        self.hooks.report = None
         self.bus.on_pause_request = None
 
     def callbacks_harness(self) -> HarnessContext:
@@ -256,6 +254,3 @@ class AgentLoop:
     def _pause_requested(self, reason: str) -> None:
         if self.run is not None:
             self.run.pause_requested = reason
-
-    async def _report(self, source: str, exc: BaseException, message: str) -> None:
-        await self.bus.error(source, exc, message=message)
