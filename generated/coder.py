@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,6 +33,7 @@ from harnessc.runtime.extensions import (
 from harnessc.runtime.resources import ContextFileSettings, load_resources
 from harnessc.runtime.session import JsonlSessionRepo, Session, resolve_folder
 from harnessc.runtime.tools import (
+    AgentTool,
     ExternalTool,
     create_bash_tool,
     create_edit_tool,
@@ -56,6 +58,51 @@ SESSIONS_DIR = Path(".harnessc/sessions")
 SYSTEM_PROMPT = "You are a careful coding agent. Work in small, verified steps.\n"
 
 
+@cache
+def shared_models(openai_base_url: str, anthropic_base_url: str) -> dict[str, Model]:
+    """The spec's models, made once for each value of the variables they read:
+    every harness of the module shares them (a harness switches to another model,
+    it never changes one)."""
+    return {
+        "main": Model(
+            id="gpt-4.1-mini",
+            api="openai-completions",
+            provider="openai",
+            base_url=openai_base_url,
+            api_key_env="OPENAI_API_KEY",
+            context_window=128_000,
+            max_tokens=16_384,
+            cost=ModelCost(input=0.4, output=1.6, cache_read=0.1),
+        ),
+        "careful": Model(
+            id="claude-sonnet-4-5",
+            api="anthropic-messages",
+            provider="anthropic",
+            base_url=anthropic_base_url,
+            api_key_env="ANTHROPIC_API_KEY",
+            context_window=200_000,
+        ),
+    }
+
+
+@cache
+def shared_tools() -> tuple[AgentTool, ...]:
+    """The spec's python and external tools, made once: every harness of the module
+    shares them (they keep no state; a harness keeps its own list of its tools)."""
+    return (
+        python_tool(import_object("tools.project:count_lines", SPEC_DIR)),
+        ExternalTool(
+            name="ask_user",
+            description="Ask the user a question and wait for the answer.",
+            parameters={
+                "type": "object",
+                "properties": {"question": {"type": "string"}},
+                "required": ["question"],
+            },
+        ),
+    )
+
+
 def build_options(
     *,
     session: Session | None = None,
@@ -74,26 +121,10 @@ def build_options(
         )
     return AgentHarnessOptions(
         session=session,
-        models={
-            "main": Model(
-                id="gpt-4.1-mini",
-                api="openai-completions",
-                provider="openai",
-                base_url=env("OPENAI_BASE_URL", "https://api.openai.com/v1"),
-                api_key_env="OPENAI_API_KEY",
-                context_window=128_000,
-                max_tokens=16_384,
-                cost=ModelCost(input=0.4, output=1.6, cache_read=0.1),
-            ),
-            "careful": Model(
-                id="claude-sonnet-4-5",
-                api="anthropic-messages",
-                provider="anthropic",
-                base_url=env("ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
-                api_key_env="ANTHROPIC_API_KEY",
-                context_window=200_000,
-            ),
-        },
+        models=shared_models(
+            env("OPENAI_BASE_URL", "https://api.openai.com/v1"),
+            env("ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
+        ),
         model="main",
         tools=[
             create_bash_tool(timeout_s=120),
@@ -103,16 +134,7 @@ def build_options(
             create_ls_tool(),
             create_grep_tool(),
             create_find_tool(),
-            python_tool(import_object("tools.project:count_lines", SPEC_DIR)),
-            ExternalTool(
-                name="ask_user",
-                description="Ask the user a question and wait for the answer.",
-                parameters={
-                    "type": "object",
-                    "properties": {"question": {"type": "string"}},
-                    "required": ["question"],
-                },
-            ),
+            *shared_tools(),
         ],
         resources=load_resources(
             skills=[SPEC_DIR / "skills"],

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,6 +24,25 @@ SESSIONS_DIR = None  # sessions stay in memory
 SYSTEM_PROMPT = "You are a friendly assistant. Answer in one or two sentences."
 
 
+@cache
+def shared_models(hello_model: str, hello_base_url: str) -> dict[str, Model]:
+    """The spec's models, made once for each value of the variables they read:
+    every harness of the module shares them (a harness switches to another model,
+    it never changes one)."""
+    return {
+        "local": Model(
+            id=hello_model,
+            api="openai-completions",
+            provider="openai",
+            base_url=hello_base_url,
+            context_window=8192,
+            max_tokens=1024,
+            input=("text",),
+            compat={"supports_developer_role": False, "supports_reasoning_effort": False},
+        ),
+    }
+
+
 def build_options(
     *,
     session: Session | None = None,
@@ -38,18 +58,10 @@ def build_options(
         session = Session()
     return AgentHarnessOptions(
         session=session,
-        models={
-            "local": Model(
-                id=env("HELLO_MODEL", "llama3.2"),
-                api="openai-completions",
-                provider="openai",
-                base_url=env("HELLO_BASE_URL", "http://localhost:11434/v1"),
-                context_window=8192,
-                max_tokens=1024,
-                input=("text",),
-                compat={"supports_developer_role": False, "supports_reasoning_effort": False},
-            ),
-        },
+        models=shared_models(
+            env("HELLO_MODEL", "llama3.2"),
+            env("HELLO_BASE_URL", "http://localhost:11434/v1"),
+        ),
         model="local",
         resources=load_resources(context_files=ContextFileSettings(), cwd=cwd),
         system_prompt=SYSTEM_PROMPT,

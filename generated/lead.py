@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -48,6 +49,24 @@ CODE_EXPLORER_PROMPT = (
 )
 
 
+@cache
+def shared_models(openai_base_url: str) -> dict[str, Model]:
+    """The spec's models, made once for each value of the variables they read:
+    every harness of the module shares them (a harness switches to another model,
+    it never changes one)."""
+    return {
+        "main": Model(
+            id="gpt-4.1",
+            api="openai-completions",
+            provider="openai",
+            base_url=openai_base_url,
+            api_key_env="OPENAI_API_KEY",
+            context_window=1_047_576,
+            cost=ModelCost(input=2.0, output=8.0, cache_read=0.5),
+        ),
+    }
+
+
 def build_options(
     *,
     session: Session | None = None,
@@ -66,17 +85,7 @@ def build_options(
         )
     return AgentHarnessOptions(
         session=session,
-        models={
-            "main": Model(
-                id="gpt-4.1",
-                api="openai-completions",
-                provider="openai",
-                base_url=env("OPENAI_BASE_URL", "https://api.openai.com/v1"),
-                api_key_env="OPENAI_API_KEY",
-                context_window=1_047_576,
-                cost=ModelCost(input=2.0, output=8.0, cache_read=0.5),
-            ),
-        },
+        models=shared_models(env("OPENAI_BASE_URL", "https://api.openai.com/v1")),
         model="main",
         tools=[create_read_tool(), create_grep_tool(), create_ls_tool(), create_find_tool()],
         resources=load_resources(context_files=ContextFileSettings(), cwd=cwd),

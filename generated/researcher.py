@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,7 +28,7 @@ from harnessc.runtime.extensions import (
 )
 from harnessc.runtime.resources import ContextFileSettings, load_resources
 from harnessc.runtime.session import JsonlSessionRepo, Session, resolve_folder
-from harnessc.runtime.tools import create_read_tool, import_object, python_tool
+from harnessc.runtime.tools import AgentTool, create_read_tool, import_object, python_tool
 
 if TYPE_CHECKING:
     from harnessc.runtime.providers.transport import HttpClientPool
@@ -43,6 +44,49 @@ SYSTEM_PROMPT = (
     "with the note it comes from as [note-id]. When you learn something new and sourced,\n"
     "save it with add_note. Say plainly when the notes do not answer the question.\n"
 )
+
+
+@cache
+def shared_models(anthropic_base_url: str) -> dict[str, Model]:
+    """The spec's models, made once for each value of the variables they read:
+    every harness of the module shares them (a harness switches to another model,
+    it never changes one)."""
+    return {
+        "sonnet": Model(
+            id="claude-sonnet-4-5",
+            api="anthropic-messages",
+            provider="anthropic",
+            base_url=anthropic_base_url,
+            api_key_env="ANTHROPIC_API_KEY",
+            context_window=200_000,
+            max_tokens=8192,
+            reasoning=True,
+            cost=ModelCost(input=3.0, output=15.0, cache_read=0.3, cache_write=3.75),
+        ),
+        "haiku": Model(
+            id="claude-haiku-4-5",
+            api="anthropic-messages",
+            provider="anthropic",
+            base_url=anthropic_base_url,
+            api_key_env="ANTHROPIC_API_KEY",
+            context_window=200_000,
+            cost=ModelCost(input=1.0, output=5.0),
+        ),
+    }
+
+
+@cache
+def shared_tools() -> tuple[AgentTool, ...]:
+    """The spec's python and external tools, made once: every harness of the module
+    shares them (they keep no state; a harness keeps its own list of its tools)."""
+    return (
+        python_tool(import_object("research.notes:search_notes", SPEC_DIR)),
+        python_tool(
+            import_object("research.notes:add_note", SPEC_DIR),
+            description="Save a sourced note; returns its id.",
+        ),
+        python_tool(import_object("research.notes:list_notes", SPEC_DIR), name="note_index"),
+    )
 
 
 def build_options(
@@ -63,38 +107,9 @@ def build_options(
         )
     return AgentHarnessOptions(
         session=session,
-        models={
-            "sonnet": Model(
-                id="claude-sonnet-4-5",
-                api="anthropic-messages",
-                provider="anthropic",
-                base_url=env("ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
-                api_key_env="ANTHROPIC_API_KEY",
-                context_window=200_000,
-                max_tokens=8192,
-                reasoning=True,
-                cost=ModelCost(input=3.0, output=15.0, cache_read=0.3, cache_write=3.75),
-            ),
-            "haiku": Model(
-                id="claude-haiku-4-5",
-                api="anthropic-messages",
-                provider="anthropic",
-                base_url=env("ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
-                api_key_env="ANTHROPIC_API_KEY",
-                context_window=200_000,
-                cost=ModelCost(input=1.0, output=5.0),
-            ),
-        },
+        models=shared_models(env("ANTHROPIC_BASE_URL", "https://api.anthropic.com")),
         model="sonnet",
-        tools=[
-            create_read_tool(),
-            python_tool(import_object("research.notes:search_notes", SPEC_DIR)),
-            python_tool(
-                import_object("research.notes:add_note", SPEC_DIR),
-                description="Save a sourced note; returns its id.",
-            ),
-            python_tool(import_object("research.notes:list_notes", SPEC_DIR), name="note_index"),
-        ],
+        tools=[create_read_tool(), *shared_tools()],
         resources=load_resources(
             skills=[SPEC_DIR / "research/skills"],
             prompt_templates=[SPEC_DIR / "research/templates"],

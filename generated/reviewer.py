@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,6 +25,7 @@ from harnessc.runtime.extensions import command_hook
 from harnessc.runtime.resources import ContextFileSettings, load_resources
 from harnessc.runtime.session import DataFolder, JsonlSessionRepo, Session, resolve_folder
 from harnessc.runtime.tools import (
+    AgentTool,
     ExternalTool,
     create_bash_tool,
     create_find_tool,
@@ -50,6 +52,58 @@ SYSTEM_PROMPT = (
 )
 
 
+@cache
+def shared_models(google_base_url: str) -> dict[str, Model]:
+    """The spec's models, made once for each value of the variables they read:
+    every harness of the module shares them (a harness switches to another model,
+    it never changes one)."""
+    return {
+        "pro": Model(
+            id="gemini-2.5-pro",
+            api="google-generative-ai",
+            provider="google",
+            base_url=google_base_url,
+            api_key_env="GEMINI_API_KEY",
+            context_window=1_048_576,
+            max_tokens=65_536,
+            reasoning=True,
+            cost=ModelCost(input=1.25, output=10.0, cache_read=0.31),
+        ),
+        "flash": Model(
+            id="gemini-2.5-flash",
+            api="google-generative-ai",
+            provider="google",
+            base_url=google_base_url,
+            api_key_env="GEMINI_API_KEY",
+            context_window=1_048_576,
+        ),
+    }
+
+
+@cache
+def shared_tools() -> tuple[AgentTool, ...]:
+    """The spec's python and external tools, made once: every harness of the module
+    shares them (they keep no state; a harness keeps its own list of its tools)."""
+    return (
+        ExternalTool(
+            name="request_approval",
+            description="Ask a human reviewer to approve or reject a proposed change; the answer comes back as the result.",
+            parameters={
+                "type": "object",
+                "properties": {
+                    "summary": {"type": "string", "description": "What the change does and why."},
+                    "risk": {"type": "string", "enum": ["low", "medium", "high"]},
+                    "diff": {
+                        "type": "string",
+                        "description": "The proposed change as a unified diff.",
+                    },
+                },
+                "required": ["summary", "risk"],
+            },
+        ),
+    )
+
+
 def build_options(
     *,
     session: Session | None = None,
@@ -68,27 +122,9 @@ def build_options(
         )
     return AgentHarnessOptions(
         session=session,
-        models={
-            "pro": Model(
-                id="gemini-2.5-pro",
-                api="google-generative-ai",
-                provider="google",
-                base_url=env("GOOGLE_BASE_URL", "https://generativelanguage.googleapis.com/v1beta"),
-                api_key_env="GEMINI_API_KEY",
-                context_window=1_048_576,
-                max_tokens=65_536,
-                reasoning=True,
-                cost=ModelCost(input=1.25, output=10.0, cache_read=0.31),
-            ),
-            "flash": Model(
-                id="gemini-2.5-flash",
-                api="google-generative-ai",
-                provider="google",
-                base_url=env("GOOGLE_BASE_URL", "https://generativelanguage.googleapis.com/v1beta"),
-                api_key_env="GEMINI_API_KEY",
-                context_window=1_048_576,
-            ),
-        },
+        models=shared_models(
+            env("GOOGLE_BASE_URL", "https://generativelanguage.googleapis.com/v1beta"),
+        ),
         model="pro",
         tools=[
             create_read_tool(),
@@ -96,25 +132,7 @@ def build_options(
             create_grep_tool(),
             create_find_tool(),
             create_bash_tool(timeout_s=30),
-            ExternalTool(
-                name="request_approval",
-                description="Ask a human reviewer to approve or reject a proposed change; the answer comes back as the result.",
-                parameters={
-                    "type": "object",
-                    "properties": {
-                        "summary": {
-                            "type": "string",
-                            "description": "What the change does and why.",
-                        },
-                        "risk": {"type": "string", "enum": ["low", "medium", "high"]},
-                        "diff": {
-                            "type": "string",
-                            "description": "The proposed change as a unified diff.",
-                        },
-                    },
-                    "required": ["summary", "risk"],
-                },
-            ),
+            *shared_tools(),
         ],
         resources=load_resources(context_files=ContextFileSettings(), cwd=cwd),
         system_prompt=SYSTEM_PROMPT,

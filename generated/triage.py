@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -36,6 +37,23 @@ class Output(BaseModel):
     summary: str = Field(max_length=200, description="One sentence.")
 
 
+@cache
+def shared_models(openai_base_url: str) -> dict[str, Model]:
+    """The spec's models, made once for each value of the variables they read:
+    every harness of the module shares them (a harness switches to another model,
+    it never changes one)."""
+    return {
+        "main": Model(
+            id="gpt-4.1-mini",
+            api="openai-completions",
+            provider="openai",
+            base_url=openai_base_url,
+            api_key_env="OPENAI_API_KEY",
+            structured_output=True,
+        ),
+    }
+
+
 def build_options(
     *,
     session: Session | None = None,
@@ -51,16 +69,7 @@ def build_options(
         session = Session()
     return AgentHarnessOptions(
         session=session,
-        models={
-            "main": Model(
-                id="gpt-4.1-mini",
-                api="openai-completions",
-                provider="openai",
-                base_url=env("OPENAI_BASE_URL", "https://api.openai.com/v1"),
-                api_key_env="OPENAI_API_KEY",
-                structured_output=True,
-            ),
-        },
+        models=shared_models(env("OPENAI_BASE_URL", "https://api.openai.com/v1")),
         model="main",
         tools=[create_read_tool(), create_ls_tool()],
         resources=load_resources(context_files=ContextFileSettings(), cwd=cwd),

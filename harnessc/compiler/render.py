@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import keyword
 import os
 import posixpath
 import re
@@ -116,6 +117,12 @@ class _Builder:
     imports: _Imports = field(default_factory=_Imports)
     subagents: list[SubAgentRef] = field(default_factory=list)
     constants: list[str] = field(default_factory=list)  # module-level NAME = "..." lines
+    # While the shared models are built: ``${VAR}`` references become parameters of
+    # ``shared_models`` ((name, default) -> parameter name); None otherwise.
+    env_params: dict[tuple[str, str | None], str] | None = None
+    shared_models: Expr | None = None  # the body of ``shared_models()``
+    model_params: list[str] = field(default_factory=list)  # its parameters
+    shared_tools: list[Expr] = field(default_factory=list)  # the items of ``shared_tools()``
 
     def rt(self, module: str, name: str) -> str:
         self.imports.use(f"{RUNTIME}{module}", name)
@@ -149,6 +156,11 @@ class _Builder:
     def env_part(self, part: str | EnvRef) -> Expr:
         if isinstance(part, str):
             return Lit(part)
+        if self.env_params is not None:
+            key = (part.name, part.default)
+            if key not in self.env_params:
+                self.env_params[key] = _parameter_name(part.name, self.env_params.values())
+            return Code(self.env_params[key])
         args: list[Expr] = [Lit(part.name)]
         if part.default is not None:
             args.append(Lit(part.default))
@@ -175,12 +187,12 @@ class _Builder:
     def fields(self) -> list[tuple[str, Expr]]:
         spec = self.spec
         out: list[tuple[str, Expr]] = [("session", Code("session"))]
-        out.append(("models", DictExpr([(Lit(k), self.model(m)) for k, m in spec.models.items()])))
+        out.append(("models", self.models()))
         out.append(("model", Lit(spec.start_model)))
         if spec.fallback:
             out.append(("fallback", self.fallback()))
         if spec.tools:
-            out.append(("tools", ListExpr([self.tool(t) for t in spec.tools])))
+            out.append(("tools", self.tools()))
         if spec.resources.skills or spec.resources.prompt_templates or spec.context_files:
             out.append(("resources", self.resources()))
         if spec.system_prompt is not None:
@@ -270,6 +282,50 @@ class _Builder:
     def kwargs_call(self, module: str, func: str, model: SpecModel, /, **override: Expr) -> Call:
         """``Name(key=value, ...)`` for the keys the spec sets, in declaration order."""
         return self.call_object(f"{RUNTIME}{module}:{func}", **_set_kwargs(model, override))
+
+    def models(self) -> Expr:
+        """``shared_models(env("VAR"), ...)``: the models, made once per process for each
+        value of the variables they read (``{}`` without any)."""
+        if not self.spec.models:
+            return DictExpr([])
+        self.env_params = {}
+        try:
+            self.shared_models = DictExpr(
+                [(Lit(k), self.model(m)) for k, m in self.spec.models.items()]
+            )
+            params = self.env_params
+        finally:
+            self.env_params = None
+        self.model_params = list(params.values())
+        return Call("shared_models", [self.env_part(EnvRef(*key)) for key in params])
+
+    def tools(self) -> Expr:
+        """The tools, the python and external ones taken from ``shared_tools()`` (made
+        once per process); a built-in tool is made for each harness (some keep state)."""
+        items: list[Expr | tuple[int, int]] = []  # a run of shared tools: (start, end)
+        for entry in self.spec.tools:
+            if entry.python is None and entry.external is None:
+                items.append(self.tool(entry))
+                continue
+            index = len(self.shared_tools)
+            self.shared_tools.append(self.tool(entry))
+            last = items[-1] if items else None
+            if isinstance(last, tuple):
+                items[-1] = (last[0], index + 1)
+            else:
+                items.append((index, index + 1))
+        runs = [item for item in items if isinstance(item, tuple)]
+        if runs and len(items) == 1:
+            return Code("shared_tools()")
+
+        def shown(item: Expr | tuple[int, int]) -> Expr:
+            if not isinstance(item, tuple):
+                return item
+            if len(runs) == 1:
+                return Code("*shared_tools()")
+            return Code(f"*shared_tools()[{item[0]}:{item[1]}]")
+
+        return ListExpr([shown(item) for item in items])
 
     def model(self, m: ModelSpec) -> Call:
         wire = catalog.provider(m.provider)
@@ -596,6 +652,52 @@ def hook_moment(moment: str) -> str:
     return canonical_hook_name(moment)
 
 
+def _parameter_name(variable: str, taken: Iterable[str]) -> str:
+    """A parameter named after an environment variable (``OPENAI_BASE_URL`` ->
+    ``openai_base_url``), unique among ``taken``."""
+    base = re.sub(r"[^0-9a-z_]+", "_", variable.lower()).strip("_") or "value"
+    if base[0].isdigit() or keyword.iskeyword(base) or base in ("env", "cache"):
+        base = f"var_{base}"
+    used = set(taken)
+    name, number = base, 1
+    while name in used:
+        number += 1
+        name = f"{base}_{number}"
+    return name
+
+
+def _shared_models(builder: _Builder) -> str | None:
+    """The module's ``shared_models`` function (None for a spec without models)."""
+    body = builder.shared_models
+    if body is None:
+        return None
+    model = builder.rt("", "Model")
+    params = ", ".join(f"{name}: str" for name in builder.model_params)
+    head = f"def shared_models({params}) -> dict[str, {model}]:"
+    if len(head) > LINE_LENGTH:
+        lines = "".join(f"    {name}: str,\n" for name in builder.model_params)
+        head = f"def shared_models(\n{lines}) -> dict[str, {model}]:"
+    doc = (
+        '    """The spec\'s models, made once for each value of the variables they read:\n'
+        "    every harness of the module shares them (a harness switches to another model,\n"
+        '    it never changes one)."""\n'
+    )
+    return f"@cache\n{head}\n{doc}    return {layout(body, 4, 11)}"
+
+
+def _shared_tools(builder: _Builder) -> str | None:
+    """The module's ``shared_tools`` function (None without python or external tools)."""
+    if not builder.shared_tools:
+        return None
+    tool = builder.rt(".tools", "AgentTool")
+    doc = (
+        '    """The spec\'s python and external tools, made once: every harness of the module\n'
+        '    shares them (they keep no state; a harness keeps its own list of its tools)."""\n'
+    )
+    body = layout(TupleExpr(builder.shared_tools), 4, 11)
+    return f"@cache\ndef shared_tools() -> tuple[{tool}, ...]:\n{doc}    return {body}"
+
+
 def _relative(target: Path, start: Path) -> str:
     try:
         rel = os.path.relpath(target, start)
@@ -630,6 +732,7 @@ def render(loaded: LoadedSpec, out_dir: str | os.PathLike[str]) -> str:
         (name, layout(value, _FIELD_INDENT, _FIELD_INDENT + len(name) + 1, 1))
         for name, value in builder.fields()
     ]
+    shared = [code for code in (_shared_models(builder), _shared_tools(builder)) if code]
     session_lines = builder.session_lines()
     session_url = builder.session_url()
     durable = builder.durable()
@@ -653,6 +756,7 @@ def render(loaded: LoadedSpec, out_dir: str | os.PathLike[str]) -> str:
         else None,
         imports=builder.imports.lines(),
         constants=builder.constants,
+        shared=shared,
         typing_names=", ".join(["TYPE_CHECKING", *typing_names]),
         output_code=output_code,
         session_lines=session_lines,

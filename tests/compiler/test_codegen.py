@@ -283,9 +283,12 @@ def test_env_refs_are_resolved_at_run_time_only(
     )
     out = render(parse(text, tmp_path), tmp_path)
     assert "build-time-value" not in out
-    assert 'id=env("MODEL", "gpt-4.1")' in out
-    assert 'base_url="".join(["https://", env("HOST"), "/v1"])' in out
-    assert '"X-Team": env("TEAM", "core")' in out and '"X-Lit": "cost ${5}"' in out
+    # the models are made once for each value of the variables they read
+    assert "def shared_models(model: str, host: str, team: str) -> dict[str, Model]:" in out
+    assert 'models=shared_models(env("MODEL", "gpt-4.1"), env("HOST"), env("TEAM", "core"))' in out
+    assert "id=model," in out
+    assert 'base_url="".join(["https://", host, "/v1"])' in out
+    assert '"X-Team": team' in out and '"X-Lit": "cost ${5}"' in out
     assert 'SESSIONS_DIR = Path(env("SESSIONS"))' in out
     assert 'ToolContextSource({"root": env("ROOT", "."), "deep": [env("A")]})' in out
 
@@ -297,7 +300,7 @@ def test_api_keys_are_only_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 
 def test_generated_modules_import_only_the_runtime() -> None:
-    allowed = {"__future__", "pathlib", "typing"}  # typing: TYPE_CHECKING only
+    allowed = {"__future__", "functools", "pathlib", "typing"}  # typing: TYPE_CHECKING only
     for path in sorted((REPO / "generated").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
@@ -338,6 +341,7 @@ def test_generated_modules_use_exactly_the_contract_names() -> None:
             "python_tool",
             "import_object",
             "ExternalTool",
+            "AgentTool",  # shared_tools()'s annotation
         },
         "harnessc.runtime.resources": {"load_resources", "ContextFileSettings"},
         "harnessc.runtime.providers.fallback": {"ModelFallback"},
@@ -366,6 +370,7 @@ def test_generated_modules_use_exactly_the_contract_names() -> None:
         "harnessc.runtime.core.output_model": {"BaseModel", "ConfigDict", "Field", "RootModel"},
         "typing": {"TYPE_CHECKING", "Any", "Literal"},
         "pathlib": {"Path"},
+        "functools": {"cache"},  # shared_models() and shared_tools(): made once
         "__future__": {"annotations"},
     }
     used: dict[str, set[str]] = {}

@@ -431,7 +431,7 @@ def test_compaction_inside_a_run_summarises_under_the_runs_signal() -> None:
     assert provider.summary_signals[0] is during[0]  # the run's own signal
 
 
-def test_the_loop_never_calls_up_into_the_facade() -> None:
+def test_the_loop_never_calls_up_into_the_facade(monkeypatch: pytest.MonkeyPatch) -> None:
     """The steps get the provider, the system prompt and compaction from the loop: a
     facade whose own methods refuse still runs, and still compacts at the threshold."""
     provider = _SummaryWatcher()
@@ -440,8 +440,8 @@ def test_the_loop_never_calls_up_into_the_facade() -> None:
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("the loop called up into the facade")
 
-    for name in ("provider_for", "system_prompt", "compact"):
-        setattr(harness, name, refuse)
+    for name in ("provider_for", "system_prompt", "compact"):  # the class: it has slots
+        monkeypatch.setattr(type(harness), name, refuse)
     compacted: list[Any] = []
     harness.on("session_compact", compacted.append)
 

@@ -212,3 +212,42 @@ def test_an_idle_harness_makes_its_queues_and_its_sessions_leaf_maps_on_first_us
         random.seed(7)
         ids.append(Session().append("session_info", name="x").id)
     assert ids[0] != ids[1]
+
+
+def test_an_idle_harness_holds_no_hook_command_or_listener_container_of_its_own() -> None:
+    """Harnesses without hooks, commands or subscribers (most of a service's) share the
+    empty ones; the first handler, command or subscriber makes the harness its own."""
+    options = {"models": {"main": Model(id="m", api="openai-completions")}}
+    one, two = (
+        AgentHarness(AgentHarnessOptions(**options)),
+        AgentHarness(AgentHarnessOptions(**options)),
+    )
+    assert one._loop.hooks.handlers is two._loop.hooks.handlers == {}
+    assert one.commands._commands is two.commands._commands == {}
+    assert one._loop.bus.listeners == two._loop.bus.listeners == ()
+
+    seen: list[str] = []
+    unsubscribe = one.subscribe(lambda event: seen.append(event.type))
+    one.on("turn_start", lambda event: None)
+    one.commands.register("hi", "says hi", lambda args: "hi")
+    assert two._loop.hooks.handlers == {} and "hi" not in two.commands
+    assert two._loop.bus.listeners == () and len(one._loop.bus.listeners) == 1
+    asyncio.run(one.notice("test", "hello"))
+    unsubscribe()
+    asyncio.run(one.notice("test", "again"))
+    assert seen == ["notice"] and one._loop.bus.listeners == ()
+
+
+def test_a_reply_that_spent_nothing_shares_the_empty_cost() -> None:
+    from harnessc.runtime.core.messages import NO_COST, Usage
+    from harnessc.runtime.core.options import ModelCost
+    from harnessc.runtime.providers.builder import finalize_usage
+
+    free, priced = Usage(input=10, output=5), Usage(input=10, output=5)
+    finalize_usage(free, Model(id="m", api="openai-completions"))
+    finalize_usage(priced, Model(id="m", api="x", cost=ModelCost(input=2.0, output=4.0)))
+    assert free.cost is NO_COST and NO_COST.total == 0.0
+    assert priced.cost is not NO_COST and priced.cost.total == (10 * 2.0 + 5 * 4.0) / 1e6
+    assert NO_COST.total == 0.0  # the priced reply did not write into the shared one
+    assert Usage.from_dict(free.to_dict()).cost is NO_COST
+    assert Usage.from_dict(priced.to_dict()).cost == priced.cost

@@ -28,7 +28,9 @@ class EventBus:
     __slots__ = ("listeners", "hooks", "seq", "_pending", "_flusher", "on_pause_request")
 
     def __init__(self, hooks: HookRunner) -> None:
-        self.listeners: list[Callable[[Event], Any]] = []
+        # A tuple, replaced by each change: an idle bus holds none, and an event is
+        # delivered to the listeners of its moment without a copy.
+        self.listeners: tuple[Callable[[Event], Any], ...] = ()
         self.hooks = hooks
         self.seq = 0
         # A list, not a deque: an empty deque costs 600 bytes, and a process may hold
@@ -39,11 +41,13 @@ class EventBus:
         self.on_pause_request: Callable[[str], None] | None = None
 
     def subscribe(self, listener: Callable[[Event], Any]) -> Callable[[], None]:
-        self.listeners.append(listener)
+        self.listeners = (*self.listeners, listener)
 
         def unsubscribe() -> None:
             if listener in self.listeners:
-                self.listeners.remove(listener)
+                kept = list(self.listeners)
+                kept.remove(listener)
+                self.listeners = tuple(kept)
 
         return unsubscribe
 
@@ -87,7 +91,7 @@ class EventBus:
     async def _deliver(self, event: Event) -> list[Any]:
         self.seq += 1
         event.seq = self.seq
-        for listener in list(self.listeners) if self.listeners else ():
+        for listener in self.listeners:
             try:
                 outcome = listener(event)
                 if inspect.isawaitable(outcome):

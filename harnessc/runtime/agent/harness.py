@@ -63,6 +63,20 @@ _OTEL_SWITCHES = (
 class AgentHarness:
     """The agent: options + session + resources + hooks, one run at a time."""
 
+    # Slots: a process may hold a thousand harnesses (an instance dictionary is about
+    # 300 bytes); extensions keep what they add per harness in weak-keyed maps.
+    __slots__ = (
+        "options",
+        "session",
+        "commands",
+        "_loop",
+        "_task",
+        "_idle",
+        "_watcher",
+        "_closers",
+        "__weakref__",
+    )
+
     def __init__(self, options: AgentHarnessOptions) -> None:
         self.options = options
         self.session: Session = options.session if options.session is not None else Session()
@@ -149,7 +163,7 @@ class AgentHarness:
 
     @property
     def models(self) -> dict[str, Model]:
-        return self._loop.settings.models
+        return dict(self._loop.settings.models)  # a copy: the options' may be shared
 
     @property
     def model(self) -> Model:
@@ -278,20 +292,26 @@ class AgentHarness:
                 f"the agent is waiting for external tool results ({ids}); call resume() with them"
             )
         if not isinstance(text, str):
-            return await self._start(self._begin(text, message_text(text), images))
-        prompt_text = text
-        if (command := split_command(text)) is not None:
-            outcome = await self.dispatch_command(*command)
-            if outcome.kind == "reply":
-                return RunResult(status="done", reply=outcome.text)
-            if outcome.kind == "unknown":
-                return RunResult(status="error", reason="unknown_command", reply=outcome.text)
-            prompt_text = outcome.text
-        content: str | list[UserContent] = prompt_text
-        if images:
-            content = [TextContent(prompt_text), *images]
-        message = UserMessage(content=content)
-        return await self._start(self._begin(message, prompt_text, images))
+            body = self._begin(text, message_text(text), images)
+        else:
+            prompt_text = text
+            if (command := split_command(text)) is not None:
+                outcome = await self.dispatch_command(*command)
+                if outcome.kind == "reply":
+                    return RunResult(status="done", reply=outcome.text)
+                if outcome.kind == "unknown":
+                    return RunResult(status="error", reason="unknown_command", reply=outcome.text)
+                prompt_text = outcome.text
+            content: str | list[UserContent] = prompt_text
+            if images:
+                content = [TextContent(prompt_text), *images]
+            message = UserMessage(content=content)
+            body = self._begin(message, prompt_text, images)
+        self._enter()  # the run's body is awaited here: no frame between it and the caller
+        try:
+            return await body
+        finally:
+            await self._leave()
 
     def _begin(
         self, message: Message, text: str, images: Sequence[ImageContent] | None
@@ -335,10 +355,16 @@ class AgentHarness:
                     f"missing: {', '.join(missing)}"
                 )
             assert results is not None
-            return await self._start(driver.resume_tools(self._loop, run, results))
-        if run.state is LoopState.IDLE:
-            return await self._start(driver.resume_paused(self._loop, run))
-        raise RuntimeError(f"cannot resume from state {run.state.value}")
+            body = driver.resume_tools(self._loop, run, results)
+        elif run.state is LoopState.IDLE:
+            body = driver.resume_paused(self._loop, run)
+        else:
+            raise RuntimeError(f"cannot resume from state {run.state.value}")
+        self._enter()
+        try:
+            return await body
+        finally:
+            await self._leave()
 
     def prompt_sync(self, text: str, images: Sequence[ImageContent] | None = None) -> RunResult:
         """``prompt`` for scripts without an event loop."""
@@ -372,28 +398,29 @@ class AgentHarness:
         if self._loop.busy:
             raise HarnessBusyError("the agent is busy with another run; wait for it or abort it")
 
-    async def _start(self, body: Coroutine[Any, Any, RunResult]) -> RunResult:
-        """Run ``body`` on the caller's task (no task of its own: a thousand harnesses of
-        one process each save one). ``abort`` cancels that task while the body runs; the
-        driver turns its own cancellation into the run's ending, and re-raises any other
-        (the caller was cancelled) once the run is recorded as aborted."""
+    def _enter(self) -> None:
+        """A run's body is about to be awaited on the caller's task (no task of its own:
+        a thousand harnesses of one process each save one). ``abort`` cancels that task
+        while the body runs; the driver turns its own cancellation into the run's
+        ending, and re-raises any other (the caller was cancelled) once the run is
+        recorded as aborted. ``_leave`` follows, whatever the body did."""
         loop = self._loop
-        self._loop.busy = True
+        loop.busy = True
         loop.signal = AbortSignal()
         loop.new_messages = []
         loop.budget.start_clock()
         self._task = asyncio.current_task()
-        try:
-            return await body
-        finally:
-            self._task = None
-            loop.budget.stop_clock()
-            self._loop.busy = False
-            idle, self._idle = self._idle, None
-            if idle is not None and not idle.done():
-                idle.set_result(None)
-            if loop.settings.pending_resources is not None:
-                await loop.settings.apply_resources()
+
+    async def _leave(self) -> None:
+        loop = self._loop
+        self._task = None
+        loop.budget.stop_clock()
+        loop.busy = False
+        idle, self._idle = self._idle, None
+        if idle is not None and not idle.done():
+            idle.set_result(None)
+        if loop.settings.pending_resources is not None:
+            await loop.settings.apply_resources()
 
     # -- the model side ---------------------------------------------------------------
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.core.budget import Budget
-from harnessc.runtime.core.events import event_matches
+from harnessc.runtime.core.events import ErrorEvent, event_matches
 from harnessc.runtime.core.hooks import (
     EVENT_ALIASES,
     AfterPlanEvent,
@@ -129,18 +129,20 @@ class _Handler(Record):
         return str(getattr(self.fn, "__qualname__", "handler"))
 
 
-Reporter = Callable[[str, BaseException, str], Awaitable[None]]
+_NO_HANDLERS: dict[str, list[_Handler]] = {}  # never written
 
 
 class HookRunner:
-    """Handlers by canonical moment; ``host`` is what two-argument handlers receive."""
+    """Handlers by canonical moment; ``host`` is what two-argument handlers receive,
+    and where a failed handler is reported (an ``error`` event; none once it is None)."""
 
-    __slots__ = ("handlers", "host", "report")
+    __slots__ = ("handlers", "host")
 
     def __init__(self) -> None:
-        self.handlers: dict[str, list[_Handler]] = {}
+        # The first handler replaces the shared empty map (a harness without hooks,
+        # most of a service's, holds none).
+        self.handlers: dict[str, list[_Handler]] = _NO_HANDLERS
         self.host: HarnessContext | None = None
-        self.report: Reporter | None = None
 
     def add(
         self, name: str, handler: Callable[..., Any], spec: HookSpec | None = None
@@ -151,6 +153,8 @@ class HookRunner:
         if alias is not None and alias[1] is not None:
             event_filter = functools.partial(event_matches, name)
         entry = _Handler(handler, accepts_context(handler), spec, event_filter)
+        if self.handlers is _NO_HANDLERS:
+            self.handlers = {}
         self.handlers.setdefault(canonical, []).append(entry)
 
         def remove() -> None:
@@ -217,5 +221,5 @@ class HookRunner:
         message += describe_exception(exc)
         if fail is not None:
             fail.append(message)
-        if moment != "error" and self.report is not None:
-            await self.report(f"hook:{moment}", exc, message)
+        if moment != "error" and self.host is not None:
+            await self.host.emit(ErrorEvent(source=f"hook:{moment}", message=message))

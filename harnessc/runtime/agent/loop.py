@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 
 __all__ = ["AgentLoop"]
 
+_NO_BUDGET = Budget()  # no limits (never changed: new limits replace the object)
+
 
 class AgentLoop:
     __slots__ = (
@@ -75,13 +77,13 @@ class AgentLoop:
         self.hooks = HookRunner()
         self.hooks.host = harness
         self.bus = EventBus(self.hooks)
-        self.hooks.report = self._report
         self.bus.on_pause_request = self._pause_requested
         self.context = ContextWindow(session, self.bus)
         self.settings = Settings(options, session, self.bus)
         inputs = options.run_inputs
         self.budget = BudgetTracker(  # without run inputs: time.monotonic, as LIVE reads it
-            options.budget or Budget(), clock=inputs.clock if inputs is not None else time.monotonic
+            options.budget or _NO_BUDGET,
+            clock=inputs.clock if inputs is not None else time.monotonic,
         )
         # What user callbacks receive; None once the harness is closed.
         self.harness: HarnessContext | None = harness
@@ -115,7 +117,6 @@ class AgentLoop:
         closed harness waits for the cyclic collector instead of being freed at once."""
         self.harness = None
         self.hooks.host = None
-        self.hooks.report = None
         self.bus.on_pause_request = None
 
     def callbacks_harness(self) -> HarnessContext:
@@ -253,6 +254,3 @@ class AgentLoop:
     def _pause_requested(self, reason: str) -> None:
         if self.run is not None:
             self.run.pause_requested = reason
-
-    async def _report(self, source: str, exc: BaseException, message: str) -> None:
-        await self.bus.error(source, exc, message=message)

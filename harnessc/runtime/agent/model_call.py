@@ -181,56 +181,79 @@ async def make_request(loop: AgentLoop, run: RunState) -> tuple[ProviderRequest,
     return request, deadline
 
 
-async def stream_reply(
+def stream_reply(
     loop: AgentLoop, request: ProviderRequest, deadline: float | None
-) -> AssistantMessage:
+) -> Awaitable[AssistantMessage]:
     """The streamed reply to ``request`` (recorded), or the error reply that ends it.
 
     With model fallback, a request that fails before any reply content streamed, with a
     kind the fallback names, goes to the next model instead (the failed attempt counts
-    in the budget and is not recorded).
+    in the budget and is not recorded). Without it the step awaits the one coroutine
+    that streams and records the reply: no frame of this function waits beside it.
     """
+    if loop.options.fallback is None:
+        return _stream_once(loop, request, deadline, None)
+    return _stream_with_fallback(loop, request, deadline)
+
+
+async def _stream_with_fallback(
+    loop: AgentLoop, request: ProviderRequest, deadline: float | None
+) -> AssistantMessage:
     fallback = loop.options.fallback
-    if fallback is None:
-        final, started, _ = await _stream_once(loop, request, deadline, defer_start=False)
-    else:
-        settings = loop.settings
-        chosen = settings.fallback_from or settings.model_key()
-        picked = fallback.pick(chosen)
-        if picked != settings.model_key():  # back to the chosen one, or past a cooling one
-            _switch_model(loop, picked, chosen)
-            request.model = settings.model
-        while True:
-            final, started, kind = await _stream_once(loop, request, deadline, defer_start=True)
-            current = settings.model_key()
-            following = (
-                fallback.after(chosen, current)
-                if final.stop_reason == "error"
-                and not started
-                and not final.context_overflow
-                and final.error_message != WALL_CLOCK_STOP
-                and fallback.applies_to(kind)
-                else None
+    assert fallback is not None
+    settings = loop.settings
+    chosen = settings.fallback_from or settings.model_key()
+    picked = fallback.pick(chosen)
+    if picked != settings.model_key():  # back to the chosen one, or past a cooling one
+        _switch_model(loop, picked, chosen)
+        request.model = settings.model
+    while True:
+        outcome = _Outcome()
+        final = await _stream_once(loop, request, deadline, outcome)
+        current = settings.model_key()
+        following = (
+            fallback.after(chosen, current)
+            if final.stop_reason == "error"
+            and not outcome.started
+            and not final.context_overflow
+            and final.error_message != WALL_CLOCK_STOP
+            and fallback.applies_to(outcome.kind)
+            else None
+        )
+        if following is None:
+            break
+        budget_gate.count_reply(loop, final)  # at the failed model's prices
+        fallback.failed(current)
+        _switch_model(loop, following, chosen)
+        await loop.bus.emit(
+            ModelFallbackEvent(
+                from_model=current,
+                to_model=following,
+                reason=outcome.kind,
+                error=final.error_message or "",
             )
-            if following is None:
-                break
-            budget_gate.count_reply(loop, final)  # at the failed model's prices
-            fallback.failed(current)
-            _switch_model(loop, following, chosen)
-            await loop.bus.emit(
-                ModelFallbackEvent(
-                    from_model=current,
-                    to_model=following,
-                    reason=kind,
-                    error=final.error_message or "",
-                )
-            )
-            request.model = settings.model  # the same deadline: one budget for all tries
+        )
+        request.model = settings.model  # the same deadline: one budget for all tries
+    await _record(loop, final, outcome.started)
+    return final
+
+
+async def _record(loop: AgentLoop, final: AssistantMessage, started: bool) -> None:
+    """Append the reply to the context (``message_start`` first if not emitted yet)."""
     if not started:
         await loop.bus.emit(MessageStartEvent(message=final))
     _unique_call_ids(final.tool_calls)  # before it is recorded: each result answers one call
     await loop.append(final, started=True)
-    return final
+
+
+class _Outcome:
+    """What a fallback needs to know of one model's failed reply."""
+
+    __slots__ = ("started", "kind")
+
+    def __init__(self) -> None:
+        self.started = False  # message_start was emitted
+        self.kind = ""  # the failure's kind
 
 
 def _switch_model(loop: AgentLoop, key: str, chosen: str) -> None:
@@ -244,13 +267,14 @@ def _switch_model(loop: AgentLoop, key: str, chosen: str) -> None:
 
 
 async def _stream_once(
-    loop: AgentLoop, request: ProviderRequest, deadline: float | None, *, defer_start: bool
-) -> tuple[AssistantMessage, bool, str]:
-    """One model's reply: ``(message, message_start emitted, failure kind)``.
-
-    ``defer_start``: emit ``message_start`` only when the reply's content begins, so a
-    request that fails before it can go to another model unseen.
+    loop: AgentLoop, request: ProviderRequest, deadline: float | None, outcome: _Outcome | None
+) -> AssistantMessage:
+    """One model's reply. Without ``outcome`` (no fallback) it is recorded here; with
+    one, ``message_start`` waits for the reply's content (a request that fails before
+    it can go to another model unseen), and ``outcome`` tells the caller whether it was
+    emitted and the failure's kind; the caller records the reply it keeps.
     """
+    defer_start = outcome is not None
     model = request.model
     try:
         provider = loop.provider_for(model)
@@ -262,7 +286,11 @@ async def _stream_once(
             stop_reason="error",
             error_message=str(exc.args[0]),
         )
-        return unknown, False, "other"
+        if outcome is None:
+            await _record(loop, unknown, False)
+        else:
+            outcome.kind = "other"
+        return unknown
     partial: AssistantMessage | None = None
     final: AssistantMessage | None = None
     started = False
@@ -340,7 +368,11 @@ async def _stream_once(
         final.error_message = (
             final.error_message or "the provider stream ended without a final event"
         )
-    return final, started, kind
+    if outcome is None:
+        await _record(loop, final, started)
+    else:
+        outcome.started, outcome.kind = started, kind
+    return final
 
 
 def _empty(request: ProviderRequest) -> AssistantMessage:

@@ -7,7 +7,7 @@ tools are recorded in the session (so a reopened session continues with them).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.agent.bus import EventBus
@@ -36,6 +36,42 @@ __all__ = ["DEFAULT_SYSTEM_PROMPT", "Settings"]
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
 
+# What a harness without its own uses; never changed (a change replaces the object).
+_NO_RESOURCES = AgentHarnessResources()
+_DEFAULT_STREAM_OPTIONS = AgentHarnessStreamOptions()
+_NO_TOOL_CONTEXT = ToolContextSource(None)
+
+
+class _SharedTools:
+    """A shared tuple of tools (a generated module's ``shared_tools()``), by name, their
+    names and what the model is told of each: made once for all the harnesses given it.
+    A harness copies the map and the names before it changes them."""
+
+    __slots__ = ("tools", "by_name", "names", "specs")
+
+    def __init__(self, tools: tuple[AgentTool, ...]) -> None:
+        self.tools = tools  # kept: the tuple's id stays its own while this is known
+        self.by_name = {tool.name: tool for tool in tools}
+        self.names = list(self.by_name)
+        self.specs = {
+            name: ToolSpec(name=t.name, description=t.description, parameters=t.parameters)
+            for name, t in self.by_name.items()
+        }
+
+
+_SHARED_TOOLS: dict[int, _SharedTools] = {}  # by the tuple's id
+_SHARED_TOOLS_MAX = 64
+
+
+def _shared_tools(tools: tuple[AgentTool, ...]) -> _SharedTools:
+    known = _SHARED_TOOLS.get(id(tools))
+    if known is None or known.tools is not tools:
+        known = _SharedTools(tools)
+        if len(_SHARED_TOOLS) >= _SHARED_TOOLS_MAX:
+            _SHARED_TOOLS.pop(next(iter(_SHARED_TOOLS)), None)
+        _SHARED_TOOLS[id(tools)] = known
+    return known
+
 
 class Settings:
     __slots__ = (
@@ -54,24 +90,34 @@ class Settings:
         "thinking_level_recorded",
         "fallback_from",
         "output_tool",
+        "shared",
     )
 
     def __init__(self, options: AgentHarnessOptions, session: Session, bus: EventBus) -> None:
         self.session = session
         self.bus = bus
-        self.models: dict[str, Model] = dict(options.models)
-        self.tools: dict[str, AgentTool] = {tool.name: tool for tool in options.tools}
-        self.active_tool_names: list[str] = (
-            list(options.active_tool_names)
-            if options.active_tool_names is not None
-            else list(self.tools)
-        )
+        # The options' models, read only (a switch picks another; none is changed).
+        self.models: Mapping[str, Model] = options.models
+        # A shared tuple of tools (a generated module's) comes with a shared name map,
+        # list of names and tool specs: ``shared`` holds them while this harness has not
+        # changed its tools (None once it has its own).
+        self.shared: _SharedTools | None = None
+        names: list[str]
+        if isinstance(options.tools, tuple):
+            self.shared = _shared_tools(options.tools)
+            self.tools, names = self.shared.by_name, self.shared.names
+        else:
+            self.tools = {tool.name: tool for tool in options.tools}
+            names = list(self.tools)
+        if options.active_tool_names is not None:
+            names = list(options.active_tool_names)
+        self.active_tool_names: list[str] = names
         self.model = self.resolve_model(options.model)
         self.thinking_level = options.thinking_level or ThinkingLevel.OFF
-        self.resources = options.resources or AgentHarnessResources()
+        self.resources = options.resources or _NO_RESOURCES
         self.pending_resources: AgentHarnessResources | None = None
-        self.stream_options = options.stream_options or AgentHarnessStreamOptions()
-        self.tool_context = options.tool_context or ToolContextSource(None)
+        self.stream_options = options.stream_options or _DEFAULT_STREAM_OPTIONS
+        self.tool_context = options.tool_context or _NO_TOOL_CONTEXT
         # the session holds a model / thinking level record (else record_if_new writes one)
         self.model_recorded = False
         self.thinking_level_recorded = False
@@ -151,7 +197,15 @@ class Settings:
         self.session.append_active_tools_change(self.active_tool_names)
         await self.bus.emit(ToolsUpdateEvent(active_tool_names=list(self.active_tool_names)))
 
+    def _own_tools(self) -> None:
+        """Copy the shared tool map and names before this harness changes them."""
+        if self.shared is not None:
+            self.tools = dict(self.tools)
+            self.active_tool_names = list(self.active_tool_names)
+            self.shared = None
+
     def add_tools(self, tools: Iterable[AgentTool], *, activate: bool = True) -> None:
+        self._own_tools()
         for tool in tools:
             self.tools[tool.name] = tool
             if activate and tool.name not in self.active_tool_names:
@@ -159,6 +213,7 @@ class Settings:
 
     def remove_tools(self, names: Iterable[str]) -> list[str]:
         """Drop tools (their source stopped offering them); the names that were there."""
+        self._own_tools()
         removed = [name for name in names if self.tools.pop(name, None) is not None]
         if removed:
             self.active_tool_names = [n for n in self.active_tool_names if n not in removed]
@@ -172,6 +227,9 @@ class Settings:
         return self.tools.get(name)
 
     def tool_specs(self) -> list[ToolSpec]:
+        if self.shared is not None:  # the shared tools' specs (read only, like the tools)
+            specs = self.shared.specs
+            return [specs[name] for name in self.active_tool_names if name in specs]
         return [
             ToolSpec(name=t.name, description=t.description, parameters=t.parameters)
             for name in self.active_tool_names

@@ -82,28 +82,35 @@ def split_command(text: str) -> tuple[str, str] | None:
     return name, rest.strip()
 
 
+# The command map of a registry without commands (never written: the first command
+# replaces it), and its loaders: a harness that registers none holds no container.
+_NO_COMMANDS: dict[str, Command] = {}
+
+
 class CommandRegistry:
     __slots__ = ("_commands", "_loaders")
 
     def __init__(self) -> None:
-        self._commands: dict[str, Command] = {}
-        self._loaders: list[Callable[[str], Awaitable[None]]] = []
+        self._commands: dict[str, Command] = _NO_COMMANDS
+        self._loaders: tuple[Callable[[str], Awaitable[None]], ...] = ()
 
     def add_loader(self, loader: Callable[[str], Awaitable[None]]) -> Callable[[], None]:
         """``await loader(name)`` runs when ``/name`` is not registered yet: a source
         that knows its commands only once started (an MCP server's prompts) may
         register it then. Returns a callable that removes the loader."""
-        self._loaders.append(loader)
+        self._loaders = (*self._loaders, loader)
 
         def remove() -> None:
             if loader in self._loaders:
-                self._loaders.remove(loader)
+                kept = list(self._loaders)
+                kept.remove(loader)
+                self._loaders = tuple(kept)
 
         return remove
 
     async def load(self, name: str) -> bool:
         """Whether ``/name`` is registered, after asking the loaders when it is not."""
-        for loader in list(self._loaders):
+        for loader in self._loaders:
             if name in self._commands:
                 break
             await loader(name)
@@ -130,6 +137,8 @@ class CommandRegistry:
             raise DuplicateCommandError(
                 f"command /{name} is registered twice ({existing.source or 'unknown'} and {source or 'unknown'})"
             )
+        if self._commands is _NO_COMMANDS:
+            self._commands = {}
         self._commands[name] = Command(name, description, handler, source)
 
         def unregister() -> None:

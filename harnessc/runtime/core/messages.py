@@ -16,6 +16,7 @@ from harnessc.runtime.support.records import NEW_LIST, Factory, Record
 __all__ = [
     "AssistantContent",
     "AssistantMessage",
+    "NO_COST",
     "Cost",
     "CustomMessage",
     "ImageContent",
@@ -189,6 +190,9 @@ def _amount(value: float) -> float | int:
 
 
 _NEW_COST: Any = Factory(Cost)
+# The cost of a reply that spent nothing (a model without prices, a local one), shared by
+# all of them: a usage's cost is replaced, never changed in place.
+NO_COST = Cost()
 
 
 class Usage(Record):
@@ -214,7 +218,7 @@ class Usage(Record):
         self.cache_read = cache_read
         self.cache_write = cache_write
         self.total_tokens = total_tokens
-        self.cost = Cost() if cost is _NEW_COST else cost
+        self.cost = NO_COST if cost is _NEW_COST else cost
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -232,19 +236,20 @@ class Usage(Record):
             return Usage()
         cost = data.get("cost") if isinstance(data.get("cost"), dict) else {}
         assert isinstance(cost, dict)
+        spent = Cost(
+            input=float(cost.get("input") or 0.0),
+            output=float(cost.get("output") or 0.0),
+            cache_read=float(cost.get("cacheRead") or 0.0),
+            cache_write=float(cost.get("cacheWrite") or 0.0),
+            total=float(cost.get("total") or 0.0),
+        )
         return Usage(
             input=int(data.get("input") or 0),
             output=int(data.get("output") or 0),
             cache_read=int(data.get("cacheRead") or 0),
             cache_write=int(data.get("cacheWrite") or 0),
             total_tokens=int(data.get("totalTokens") or 0),
-            cost=Cost(
-                input=float(cost.get("input") or 0.0),
-                output=float(cost.get("output") or 0.0),
-                cache_read=float(cost.get("cacheRead") or 0.0),
-                cache_write=float(cost.get("cacheWrite") or 0.0),
-                total=float(cost.get("total") or 0.0),
-            ),
+            cost=NO_COST if spent == NO_COST else spent,
         )
 
 

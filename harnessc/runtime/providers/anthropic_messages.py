@@ -402,6 +402,8 @@ class AnthropicStreamState:
 class AnthropicMessagesProvider(HttpProvider):
     """Streams Anthropic messages."""
 
+    __slots__ = ("_wire",)
+
     api = "anthropic-messages"
     default_provider = "anthropic"
     base_url_hint = "is the server root (/v1/messages is added)"

@@ -45,6 +45,9 @@ __all__ = [
 END_GRACE_S = 0.05
 
 
+_NOT_BUILT: dict[str, str] = {}  # the headers of a request not built yet (never written)
+
+
 class Outgoing:
     """What a request sends: built on its first attempt, once it holds a slot.
 
@@ -59,7 +62,7 @@ class Outgoing:
         self.api_key = api_key  # for building; dropped once built
         self.secrets = secrets
         self.url = ""
-        self.headers: dict[str, str] = {}
+        self.headers = _NOT_BUILT  # a request waiting for a slot holds no dict
         self.body = b""
 
 

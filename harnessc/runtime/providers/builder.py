@@ -12,7 +12,9 @@ import sys
 from typing import Any
 
 from harnessc.runtime.core.messages import (
+    NO_COST,
     AssistantMessage,
+    Cost,
     StopReason,
     TextContent,
     ThinkingContent,
@@ -221,15 +223,19 @@ def _dollars(tokens: int, price: float) -> float:
 
 
 def compute_cost(usage: Usage, model: Model) -> None:
-    """Fill ``usage.cost`` from the model's dollars-per-million-token prices."""
+    """Set ``usage.cost`` from the model's dollars-per-million-token prices (the shared
+    ``NO_COST`` when nothing was spent)."""
     price = model.cost
-    cost = usage.cost
-    cost.input = _dollars(usage.input, price.input)
-    cost.output = _dollars(usage.output, price.output)
-    cost.cache_read = _dollars(usage.cache_read, price.cache_read)
-    cost.cache_write = _dollars(usage.cache_write, price.cache_write)
-    total = cost.input + cost.output + cost.cache_read + cost.cache_write
-    cost.total = total if total else 0.0
+    spent = (
+        _dollars(usage.input, price.input),
+        _dollars(usage.output, price.output),
+        _dollars(usage.cache_read, price.cache_read),
+        _dollars(usage.cache_write, price.cache_write),
+    )
+    if not any(spent):
+        usage.cost = NO_COST
+        return
+    usage.cost = Cost(*spent, total=sum(spent))
 
 
 def finalize_usage(usage: Usage, model: Model) -> None:

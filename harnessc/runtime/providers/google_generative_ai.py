@@ -338,6 +338,8 @@ class GoogleStreamState:
 class GoogleGenerativeAIProvider(HttpProvider):
     """Streams Gemini generateContent."""
 
+    __slots__ = ("_wire",)
+
     api = "google-generative-ai"
     default_provider = "google"
     base_url_hint = "ends with /v1beta"

@@ -81,6 +81,9 @@ class HttpProvider:
     private pool and closes it in ``aclose``; a shared pool is closed by its owner.
     """
 
+    # Slots: a process may hold a provider for each of a thousand harnesses.
+    __slots__ = ("_owns_clients", "clients")
+
     api: ClassVar[str] = ""
     default_provider: ClassVar[str] = ""
     # What base_url must look like, for the hint of a 404 ("ends with /v1").
@@ -173,7 +176,6 @@ class HttpProvider:
         """
         model = request.model
         api_key = model.api_key()
-        secrets: list[str | None] = [*secret_values(api_key), *url_secrets(model.base_url)]
         problem = header_value_problem(api_key) if api_key is not None else ""
         if (api_key is None or problem) and model.api_key_env:
             message = (
@@ -185,10 +187,10 @@ class HttpProvider:
             )
             builder = self._builder(model)
             yield AssistantMessageEvent("start", builder.partial)
-            yield error_event(builder, model, ProviderError(message, kind="auth"), secrets)
+            error = ProviderError(message, kind="auth")
+            yield error_event(builder, model, error, _secrets(api_key, model))
             return
-        out = Outgoing(model.base_url or self.default_base_url, api_key, secrets)
-        del api_key, secrets
+        origin = model.base_url or self.default_base_url
         signal = request.signal
         loop = asyncio.get_running_loop()
         clock = RequestClock(loop, request.stream_options.timeout_ms, request.deadline)
@@ -199,14 +201,17 @@ class HttpProvider:
             if not signal.aborted:
                 clock.arm(watch.interrupt)
                 try:
-                    lease = await self.clients.acquire(out.origin, watch.interrupt)
+                    lease = await self.clients.acquire(origin, watch.interrupt)
                 except ProviderError as exc:  # no connection can be made (TLS settings)
                     builder = self._builder(model)
                     yield AssistantMessageEvent("start", builder.partial)
-                    yield error_event(builder, model, exc, out.secrets)
+                    yield error_event(builder, model, exc, _secrets(api_key, model))
                     return
                 finally:
                     clock.disarm()
+            # made once the request holds a slot: a waiting one holds only its key
+            out = Outgoing(origin, api_key, _secrets(api_key, model))
+            del api_key
             attempts = self._attempts(request, out, clock, watch, lease)
             lease = None  # the attempts give it back
             try:
@@ -290,6 +295,11 @@ class HttpProvider:
         finally:
             if lease is not None:  # closed before its first attempt
                 lease.release()
+
+
+def _secrets(api_key: str | None, model: Model) -> list[str | None]:
+    """The values a request's error messages must not show (its key, the URL's)."""
+    return [*secret_values(api_key), *url_secrets(model.base_url)]
 
 
 class _AbortWatch:

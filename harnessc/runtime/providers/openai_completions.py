@@ -467,6 +467,8 @@ class OpenAIStreamState:
 class OpenAICompletionsProvider(HttpProvider):
     """Streams OpenAI chat completions (and OpenAI-compatible servers)."""
 
+    __slots__ = ("_wire",)
+
     api = "openai-completions"
     default_provider = "openai"
     base_url_hint = "ends with /v1"
