@@ -391,6 +391,19 @@ class Session:
         if self.storage is not None:
             self.storage.sync()
 
+    async def sync_off_loop(self) -> None:
+        """``sync`` for the end of a turn on the event loop: a session file's fsync runs
+        on a session sync thread (``file_sync``), grouped with other sessions'; other
+        storages sync in place."""
+        storage = self.storage
+        if storage is None:
+            return
+        off_loop = getattr(storage, "sync_off_loop", None)  # the JSONL store's
+        if off_loop is None:
+            storage.sync()
+        else:
+            await off_loop()
+
     def close(self) -> None:
         if self.storage is not None:
             self.storage.close()

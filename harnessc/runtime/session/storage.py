@@ -318,6 +318,14 @@ class JsonlStorage:
         self._newline = False
         self._dirty = True
 
+    async def sync_off_loop(self) -> None:
+        """``sync`` on a session sync thread (see ``file_sync``), the event loop free
+        meanwhile; with nothing to sync, at once."""
+        if self._fd is not None and (self._dirty or self._new_file):
+            from harnessc.runtime.session.file_sync import sync_off_loop  # with the first turn
+
+            await sync_off_loop(self.sync)
+
     def sync(self) -> None:
         try:
             if self._fd is not None and self._dirty:
