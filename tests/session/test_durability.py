@@ -267,3 +267,37 @@ def test_creating_a_session_leaves_its_fsync_to_the_first_sync(
     reopened = repo.open(s.id)
     assert [e.role for e in reopened.entries()] == ["user"]
     reopened.close()
+
+
+def test_sessions_created_together_share_one_fsync_of_their_folder(
+    repo: JsonlSessionRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder fsync that began after a file was linked makes that file's entry
+    durable: the sessions created before it need none of their own; a session created
+    after it does."""
+    import stat
+
+    folders: list[int] = []
+    files: list[int] = []
+    real = os.fsync
+
+    def counting(fd: int) -> None:
+        (folders if stat.S_ISDIR(os.fstat(fd).st_mode) else files).append(fd)
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", counting)
+    together = [repo.create(cwd="/w") for _ in range(5)]
+    for s in together:
+        s.append_message(user("x"))
+        s.sync()
+    assert (len(files), len(folders)) == (5, 1)
+    later = repo.create(cwd="/w")
+    later.sync()
+    assert (len(files), len(folders)) == (6, 2)
+    elsewhere = repo.create(cwd="/elsewhere")  # another folder: its own fsync
+    elsewhere.close()
+    assert (len(files), len(folders)) == (7, 3)
+    for s in [*together, later]:
+        s.close()
+    assert (len(files), len(folders)) == (7, 3)
+    assert len({os.path.dirname(s.path or "") for s in together}) == 1
