@@ -9,6 +9,7 @@ import os
 import threading
 import weakref
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -136,3 +137,39 @@ def test_a_finished_call_is_not_kept_by_the_thread(tmp_path: Path) -> None:
         return ref
 
     assert asyncio.run(main())() is None
+
+
+def test_a_file_behind_another_storage_is_synced_off_the_loop(repo: JsonlSessionRepo) -> None:
+    """A durable run's session wraps the JSONL store in its own storage: its fsync still
+    leaves the event loop's thread; a session without a file (PostgreSQL) syncs in place."""
+
+    class Wrapper:
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+            self.threads: list[str] = []
+
+        def append(self, line: dict[str, Any]) -> None:
+            self.inner.append(line)
+
+        def sync(self) -> None:
+            self.threads.append(threading.current_thread().name)
+            self.inner.sync()
+
+        def close(self) -> None:
+            self.inner.close()
+
+    on_file = repo.create(cwd="/w")
+    wrapped = Session(header=on_file.header, storage=Wrapper(on_file.storage), path=on_file.path)
+    in_place = Session(storage=Wrapper(repo.create(cwd="/w").storage))
+
+    async def main() -> None:
+        for s in (wrapped, in_place):
+            s.append_message(user("m"))
+            await s.sync_off_loop()
+
+    asyncio.run(main())
+    main_thread = threading.current_thread().name
+    assert wrapped.storage.threads == ["harnessc-session-sync"]  # type: ignore[union-attr]
+    assert in_place.storage.threads == [main_thread]  # type: ignore[union-attr]
+    wrapped.close()
+    in_place.close()
