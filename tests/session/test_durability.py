@@ -12,10 +12,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from harnessc.runtime.core.messages import UserMessage
+from harnessc.runtime.core.messages import AssistantMessage, ToolResultMessage, UserMessage
 from harnessc.runtime.session import (
     JsonlSessionRepo,
     SessionFileError,
@@ -267,3 +268,81 @@ def test_creating_a_session_leaves_its_fsync_to_the_first_sync(
     reopened = repo.open(s.id)
     assert [e.role for e in reopened.entries()] == ["user"]
     reopened.close()
+
+
+def test_sessions_created_together_share_one_fsync_of_their_folder(
+    repo: JsonlSessionRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder fsync that began after a file was linked makes that file's entry
+    durable: the sessions created before it need none of their own; a session created
+    after it does."""
+    import stat
+
+    folders: list[int] = []
+    files: list[int] = []
+    real = os.fsync
+
+    def counting(fd: int) -> None:
+        (folders if stat.S_ISDIR(os.fstat(fd).st_mode) else files).append(fd)
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", counting)
+    together = [repo.create(cwd="/w") for _ in range(5)]
+    for s in together:
+        s.append_message(user("x"))
+        s.sync()
+    assert (len(files), len(folders)) == (5, 1)
+    later = repo.create(cwd="/w")
+    later.sync()
+    assert (len(files), len(folders)) == (6, 2)
+    elsewhere = repo.create(cwd="/elsewhere")  # another folder: its own fsync
+    elsewhere.close()
+    assert (len(files), len(folders)) == (7, 3)
+    for s in [*together, later]:
+        s.close()
+    assert (len(files), len(folders)) == (7, 3)
+    assert len({os.path.dirname(s.path or "") for s in together}) == 1
+
+
+def test_a_run_killed_while_a_tool_runs_loses_no_recorded_step(tmp_path: Path) -> None:
+    """Every entry is written before the run goes on: a process SIGKILLed during its
+    third tool call leaves the two finished steps and the reply that asked for the
+    running call in its session file, which opens without a diagnostic."""
+    from harnessc.testing import ProtocolServer, ScriptedResponse
+    from harnessc.testing.streams import openai_events, openai_tool_call_events
+
+    def script(request: Any) -> ScriptedResponse:
+        done = sum(1 for m in request.json["messages"] if m["role"] == "tool")
+        if done < 4:
+            call = (f"call_{done}", "step", json.dumps({"n": done}))
+            return ScriptedResponse.sse(openai_tool_call_events([call]))
+        return ScriptedResponse.sse(openai_events(["all done"]))
+
+    ran = tmp_path / "ran.txt"
+    root = tmp_path / "sessions"
+    with ProtocolServer() as server:
+        server.set_handler(script)
+        child = subprocess.run(
+            [sys.executable, str(Path(__file__).parent / "_killed_run.py"), str(root)]
+            + [f"{server.url}/v1"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "RAN_FILE": str(ran), "OPENAI_API_KEY": "sk-test"},
+        )
+        requests = len(server.requests)
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    assert ran.read_text().split() == ["0", "1", "2"]
+    assert requests == 3
+    session = JsonlSessionRepo(root).open(child.stdout.strip(), read_only=True)
+    assert session.diagnostics == []
+    messages = [e.message for e in session.entries() if e.type == "message"]
+    assert [m.role for m in messages if m is not None] == [
+        "user",
+        *["assistant", "toolResult"] * 2,
+        "assistant",
+    ]
+    calls = [c.id for m in messages if isinstance(m, AssistantMessage) for c in m.tool_calls]
+    assert calls == ["call_0", "call_1", "call_2"]  # the running call is on file
+    results = [m.text for m in messages if isinstance(m, ToolResultMessage)]
+    assert results == ["step 0 done", "step 1 done"]

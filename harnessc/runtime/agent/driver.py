@@ -41,7 +41,6 @@ from harnessc.runtime.core.messages import (
     UserContent,
 )
 from harnessc.runtime.core.run_inputs import LIVE
-from harnessc.runtime.support.blocking import run_blocking
 from harnessc.runtime.support.records import Record
 
 __all__ = ["abandon", "begin", "drive", "resume_paused", "resume_tools"]
@@ -114,10 +113,7 @@ async def end_turn(loop: AgentLoop, run: RunState) -> None:
     run.turn_open = False
     results = [r.result for r in run.calls if r.result is not None]
     await loop.bus.emit(TurnEndEvent(turn=run.turn, message=run.reply, tool_results=results))
-    if loop.session.path is not None:  # fsync off the loop: other sessions keep running
-        await run_blocking(loop.session.sync)
-    else:
-        loop.session.sync()
+    await loop.session.sync_off_loop()  # other sessions keep running meanwhile
 
 
 # -- the steps ---------------------------------------------------------------------

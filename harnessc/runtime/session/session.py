@@ -391,6 +391,23 @@ class Session:
         if self.storage is not None:
             self.storage.sync()
 
+    async def sync_off_loop(self) -> None:
+        """``sync`` for the end of a turn on the event loop: a session file's fsync runs
+        on a session sync thread (``file_sync``), grouped with other sessions'; a
+        storage without a file (PostgreSQL) syncs in place."""
+        storage = self.storage
+        if storage is None:
+            return
+        off_loop = getattr(storage, "sync_off_loop", None)  # the JSONL store's
+        if off_loop is not None:
+            await off_loop()
+        elif self.path is not None:  # a file behind another storage (a durable run's)
+            from harnessc.runtime.session.file_sync import sync_off_loop
+
+            await sync_off_loop(storage.sync)
+        else:
+            storage.sync()
+
     def close(self) -> None:
         if self.storage is not None:
             self.storage.close()

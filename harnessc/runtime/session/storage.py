@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import os
 import re
 import secrets
@@ -61,6 +62,13 @@ _TEMP_RE = re.compile(r"^\..+\.jsonl\.[A-Za-z0-9_]{8}\.tmp$")
 # is only removed once it is TEMP_MAX_AGE_S old, so a create need not list a folder of
 # thousands of sessions again within that time (an open always cleans).
 _CLEANED_ON_CREATE: dict[str, float] = {}
+# Folder fsyncs shared by the sessions created in a folder: a number is drawn (``next``
+# on a count is atomic) for each new file once it is linked into its folder, and for
+# each fsync of a folder before it starts. A file whose number is below that of a
+# finished fsync of its folder is durable there (it was linked before that fsync
+# began), so sessions created together need one fsync of their folder, not one each.
+_NUMBERS = itertools.count(1)
+_FOLDER_SYNCED: dict[str, int] = {}  # folder -> the number of its latest finished fsync
 _ID_IN_NAME = re.compile(r"_([A-Za-z0-9][A-Za-z0-9_-]*)\.jsonl$")
 
 
@@ -200,7 +208,7 @@ class ReadOnlyStorage:
 class JsonlStorage:
     """Appends lines to a locked session file (see the module docstring)."""
 
-    __slots__ = ("path", "_fd", "_repair_to", "_newline", "_dirty", "_new_file")
+    __slots__ = ("path", "_fd", "_repair_to", "_newline", "_dirty", "_link")
 
     def __init__(self, path: str, fd: int, *, repair_to: int | None = None, newline: bool = False):
         self.path = path
@@ -208,7 +216,7 @@ class JsonlStorage:
         self._repair_to = repair_to  # truncate to this size before the next append
         self._newline = newline  # write a newline before the next append
         self._dirty = False
-        self._new_file = False  # the directory entry still needs an fsync
+        self._link = 0  # the number drawn when linked while its folder still needs an fsync
 
     @staticmethod
     def create(path: str, header: SessionHeader) -> JsonlStorage:
@@ -248,7 +256,8 @@ class JsonlStorage:
                 os.unlink(temp)
             raise
         storage = JsonlStorage(path, fd)
-        storage._new_file = storage._dirty = True
+        storage._dirty = True
+        storage._link = next(_NUMBERS)
         return storage
 
     @staticmethod
@@ -318,6 +327,14 @@ class JsonlStorage:
         self._newline = False
         self._dirty = True
 
+    async def sync_off_loop(self) -> None:
+        """``sync`` on a session sync thread (see ``file_sync``), the event loop free
+        meanwhile; with nothing to sync, at once."""
+        if self._fd is not None and (self._dirty or self._link):
+            from harnessc.runtime.session.file_sync import sync_off_loop  # with the first turn
+
+            await sync_off_loop(self.sync)
+
     def sync(self) -> None:
         try:
             if self._fd is not None and self._dirty:
@@ -325,9 +342,9 @@ class JsonlStorage:
                 self._dirty = False
         except OSError as exc:
             raise write_error(self.path, exc, "sync") from None
-        if self._new_file:  # a new file survives a crash only once its directory does
-            self._new_file = False
-            _fsync_directory(os.path.dirname(self.path) or ".")
+        if self._link:  # a new file survives a crash only once its folder does
+            _sync_folder(os.path.dirname(self.path) or ".", self._link)
+            self._link = 0
 
     def close(self) -> None:
         fd, self._fd = self._fd, None
@@ -336,8 +353,8 @@ class JsonlStorage:
         try:
             if self._dirty:
                 os.fsync(fd)
-            if self._new_file:
-                _fsync_directory(os.path.dirname(self.path) or ".")
+            if self._link:
+                _sync_folder(os.path.dirname(self.path) or ".", self._link)
         except OSError as exc:
             raise write_error(self.path, exc, "sync") from None
         finally:
@@ -389,14 +406,30 @@ def _rewrite(path: str, fd: int, loaded: LoadedSession) -> int:
     return new_fd
 
 
-def _fsync_directory(path: str) -> None:
+def _sync_folder(folder: str, link: int) -> None:
+    """Make the entry of the file linked as number ``link`` durable in ``folder``: an
+    fsync of the folder, unless one that began after the link has finished."""
+    if _FOLDER_SYNCED.get(folder, 0) > link:
+        return
+    number = next(_NUMBERS)
+    if not _fsync_directory(folder):
+        return
+    if number > _FOLDER_SYNCED.get(folder, 0):  # a race may keep a lower one: more fsyncs
+        if len(_FOLDER_SYNCED) >= 1024 and folder not in _FOLDER_SYNCED:
+            _FOLDER_SYNCED.clear()  # bounded: a process may use many folders
+        _FOLDER_SYNCED[folder] = number
+
+
+def _fsync_directory(path: str) -> bool:
+    """fsync a folder; False when that failed (a file system that refuses it)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
-        return
+        return False
     try:
         os.fsync(fd)
     except OSError:
-        pass
+        return False
     finally:
         os.close(fd)
+    return True
