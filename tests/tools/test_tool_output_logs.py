@@ -103,3 +103,22 @@ def test_the_notice_says_how_long_the_log_is_kept(ws, run_tool, txt) -> None:
     page = run_tool(create_read_tool(), {"path": path, "limit": 1}, ctx)
     assert txt(page).startswith("     1\t1")
     os.unlink(path)
+
+
+def test_a_log_folder_another_agents_exit_removed_is_made_again(tmp_path: Path) -> None:
+    """Two agents share the folder; the one exiting removes it when it is empty, and the
+    other, which had made it first, still gets its full-output logs."""
+    root = tmp_path / "logs"
+    staying, leaving = OutputLogs(root), OutputLogs(root)
+    assert staying.folder() == root  # made and remembered before the other agent ran
+    fd, path = leaving.create()
+    os.close(fd)
+    leaving.closed(path)
+    leaving.cleanup()  # the other agent exits: its log goes, then the empty folder
+    assert not root.exists()
+    fd, path = staying.create()
+    os.close(fd)
+    staying.closed(path)
+    assert Path(path).parent == root and Path(path).exists()
+    staying.cleanup()
+    assert not root.exists()

@@ -143,12 +143,21 @@ class OutputLogs:
             used -= size
 
     def create(self) -> tuple[int, str]:
-        """A new log, open for writing: ``(descriptor, path)``. Call :meth:`closed` after."""
+        """A new log, open for writing: ``(descriptor, path)``. Call :meth:`closed` after.
+
+        The folder is shared by the user's agents, and the last one to exit removes it
+        when it is empty: a folder gone since this process made it is made again."""
         folder = self.folder()
         with self._lock:
             self._evict(folder)
             path = str(folder / f"bash-{os.getpid()}-{secrets.token_hex(6)}.log")
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+            try:
+                fd = os.open(path, flags, 0o600)
+            except FileNotFoundError:  # another agent's exit removed the empty folder
+                self._folder = folder = self._make_folder()
+                path = str(folder / os.path.basename(path))
+                fd = os.open(path, flags, 0o600)
             self._own.add(path)
             self._open.add(path)
             if not self._registered:
