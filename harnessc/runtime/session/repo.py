@@ -120,9 +120,9 @@ class JsonlSessionRepo:
         if read_only:
             try:
                 loaded = read_session_file(path)
-            except EmptySessionFileError:  # pi opens an empty file as a new session
+            except EmptySessionFileError as exc:  # pi opens an empty file as a new session
                 header = empty_file_header(path)
-                loaded = LoadedSession(header, [], [f"{path}: empty file, a new session"])
+                loaded = LoadedSession(header, [], [f"{exc}: a new session"])
             storage: Any = ReadOnlyStorage(path)
         else:
             storage, loaded = JsonlStorage.open_locked(path)
