@@ -152,3 +152,22 @@ def test_a_header_cut_short_by_the_file_size_limit_leaves_no_file(
     assert "ERROR cannot create session file " + str(folder) in child.stdout
     assert "ulimit -f" in child.stdout
     assert list(folder.iterdir()) == []
+
+
+def test_create_makes_its_folder_and_makes_it_again_once_removed(tmp_path: Path) -> None:
+    """The folder is not looked up before each create: a create that finds it missing
+    makes it (0700) and creates again."""
+    repo = JsonlSessionRepo(tmp_path / "sessions")
+    first = repo.create(cwd="/w")
+    first.close()
+    assert first.path is not None
+    folder = Path(first.path).parent
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert (repo.root / ".gitignore").is_file()
+    Path(first.path).unlink()
+    folder.rmdir()
+    second = repo.create(cwd="/w")
+    second.close()
+    assert second.path is not None and Path(second.path).parent == folder
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert [m.id for m in repo.list("/w")] == [second.id]
