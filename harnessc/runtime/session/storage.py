@@ -69,9 +69,9 @@ _TEMP_RE = re.compile(r"^\..+\.jsonl\.[A-Za-z0-9_]{8}\.tmp$")
 # thousands of sessions again within that time (an open always cleans).
 _CLEANED_ON_CREATE: dict[str, float] = {}
 # Folder fsyncs shared by the sessions created in a folder: a number is drawn (``next``
-# on a count is atomic) for each new file once it is linked into its folder, and for
+# on a count is atomic) for each new file once its name is in its folder, and for
 # each fsync of a folder before it starts. A file whose number is below that of a
-# finished fsync of its folder is durable there (it was linked before that fsync
+# finished fsync of its folder is durable there (it was created before that fsync
 # began), so sessions created together need one fsync of their folder, not one each.
 _NUMBERS = itertools.count(1)
 _FOLDER_SYNCED: dict[str, int] = {}  # folder -> the number of its latest finished fsync
@@ -223,7 +223,7 @@ class JsonlStorage:
         self._repair_to = repair_to  # truncate to this size before the next append
         self._newline = newline  # write a newline before the next append
         self._dirty = False
-        self._link = 0  # the number drawn when linked while its folder still needs an fsync
+        self._link = 0  # the number drawn when created, while its folder needs an fsync
 
     @staticmethod
     def create(path: str, header: SessionHeader) -> JsonlStorage:
@@ -418,8 +418,8 @@ def _rewrite(path: str, fd: int, loaded: LoadedSession) -> int:
 
 
 def _sync_folder(folder: str, link: int) -> None:
-    """Make the entry of the file linked as number ``link`` durable in ``folder``: an
-    fsync of the folder, unless one that began after the link has finished."""
+    """Make the entry of the file created as number ``link`` durable in ``folder``: an
+    fsync of the folder, unless one that began after its create has finished."""
     if _FOLDER_SYNCED.get(folder, 0) > link:
         return
     number = next(_NUMBERS)
