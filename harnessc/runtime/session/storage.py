@@ -289,7 +289,7 @@ class JsonlStorage:
             data = b"".join(chunks)
             try:
                 loaded = parse_session(data, path)
-            except EmptySessionFileError as exc:
+            except EmptySessionFileError as empty:
                 header = empty_file_header(path)
                 line = encode_line(header.to_dict())
                 try:
@@ -297,7 +297,7 @@ class JsonlStorage:
                     _write_all(fd, line)
                 except OSError as exc:
                     raise write_error(path, exc) from None
-                diagnostic = f"{exc}: opened as a new session"
+                diagnostic = f"{empty}: opened as a new session"
                 loaded = LoadedSession(header, [], [diagnostic], len(line), len(line))
                 return JsonlStorage(path, fd), loaded
             if loaded.migrated_from is not None:
