@@ -14,6 +14,7 @@ import pytest
 from harnessc.runtime.core.messages import UserMessage
 from harnessc.runtime.session import JsonlSessionRepo, SessionIndex
 from harnessc.runtime.session.entries import SessionHeader
+from harnessc.runtime.session.jsonl import SessionFileError
 from harnessc.runtime.session.lock import SessionLockedError
 from harnessc.runtime.session.repo import session_file_name
 from harnessc.runtime.session.storage import JsonlStorage
@@ -84,7 +85,7 @@ def test_a_file_that_is_not_a_torn_header_still_refuses_to_open(tmp_path: Path) 
     for data in (b'{"type":"message","id":"x"', b"notes, not a session", b'{"type":"session"\n'):
         path = folder / NAME
         path.write_bytes(data)
-        with pytest.raises(Exception, match="not a session header"):
+        with pytest.raises(SessionFileError, match="not a session header"):
             repo.open(str(path))
         assert path.read_bytes() == data
 
