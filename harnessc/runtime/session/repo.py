@@ -119,7 +119,8 @@ class JsonlSessionRepo:
         Unless ``read_only``, the file is locked for appending (SessionLockedError
         when another process holds it). A version 1 or 2 file is migrated as pi
         migrates it (and, unless ``read_only``, rewritten in version 3 as pi does); an
-        empty file opens as a new session. Problems in the file are in ``diagnostics``.
+        empty file (or one holding only a torn header) opens as a new session.
+        Problems in the file are in ``diagnostics``.
         """
         path = self.resolve(target)
         if read_only:
