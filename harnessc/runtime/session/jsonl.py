@@ -1,6 +1,8 @@
 """Reading pi session files (one compact JSON object per line), as pi reads them.
 
-Reading is forgiving: a torn last line (a crash mid-write leaves bytes without a
+Reading is forgiving: a file holding nothing, or only the start of a session header
+(a process killed while creating it), is EmptySessionFileError, which an open takes
+for a new session; a torn last line (a crash mid-write leaves bytes without a
 newline) or a corrupt line anywhere is skipped with a diagnostic naming its line
 number; every other parseable line is kept, including those after a corrupt one. An
 entry whose parent was lost in such a line is attached to the entry before it in the
@@ -54,7 +56,9 @@ class SessionFileError(SessionError):
 
 
 class EmptySessionFileError(SessionFileError):
-    """A file holding nothing (or only blank lines): pi opens it as a new session."""
+    """A file holding nothing (or only blank lines), or only the start of a header
+    without its newline (a process killed while creating it): it opens as a new
+    session, as pi opens an empty file."""
 
 
 @dataclass(slots=True)
@@ -71,6 +75,7 @@ class LoadedSession:
 _loads = json.loads
 # a \uD800-\uDFFF escape: the line may hold a lone surrogate once parsed
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_HEADER_START = b'{"type":"session",'  # how every header this package writes begins
 
 
 def parse_session(data: bytes, path: str = "<memory>") -> LoadedSession:
@@ -82,7 +87,7 @@ def parse_session(data: bytes, path: str = "<memory>") -> LoadedSession:
 
 def _parse_session(data: bytes, path: str) -> LoadedSession:
     if not data.strip():
-        raise EmptySessionFileError(f"{path}: empty file, not a session")
+        raise EmptySessionFileError(f"{path}: empty file")
     lines = data.split(b"\n")
     ends_with_newline = data.endswith(b"\n")
     if ends_with_newline:
@@ -97,6 +102,11 @@ def _parse_session(data: bytes, path: str) -> LoadedSession:
             first = without_surrogates(first)
         header = SessionHeader.from_dict(first)
     except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep JSON
+        if len(lines) == 1 and not ends_with_newline and data.startswith(_HEADER_START):
+            # the only line, cut short: a process killed while creating the file
+            raise EmptySessionFileError(
+                f"{path}: holds only a torn session header ({len(data)} bytes)"
+            ) from None
         raise SessionFileError(f"{path}: line 1 is not a session header ({exc})") from None
 
     diagnostics: list[str] = []

@@ -12,6 +12,7 @@ an explicit path may point anywhere. A header's ``parentSession`` is data only.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -80,6 +81,7 @@ class JsonlSessionRepo:
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(os.path.abspath(os.fspath(root)))
+        self._root = str(self.root)
         # (path, reason) of the files the last list() skipped
         self.skipped: list[tuple[str, str]] = []
 
@@ -98,12 +100,15 @@ class JsonlSessionRepo:
         """A new, empty session for ``cwd`` (default: the current directory), locked."""
         cwd = os.path.abspath(cwd) if cwd else os.getcwd()
         header = SessionHeader.new(cwd=cwd, metadata=metadata, parent_session=parent_session)
-        directory = self.root / cwd_slug(cwd)
-        if not directory.is_dir():  # new folders are the owner's alone, out of git
-            make_folder(self.root, DIR_MODE)
-            directory.mkdir(mode=DIR_MODE, exist_ok=True)
-        path = str(directory / session_file_name(header))
-        storage = JsonlStorage.create(path, header)
+        directory = os.path.join(self._root, cwd_slug(cwd))
+        path = os.path.join(directory, session_file_name(header))
+        try:
+            storage = JsonlStorage.create(path, header)
+        except FileNotFoundError:  # no folder yet (found by the create: no stat each time)
+            make_folder(self.root, DIR_MODE)  # new folders are the owner's alone, out of git
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(directory, DIR_MODE)
+            storage = JsonlStorage.create(path, header)
         return Session(header=header, storage=storage, path=path)
 
     def open(
@@ -114,15 +119,16 @@ class JsonlSessionRepo:
         Unless ``read_only``, the file is locked for appending (SessionLockedError
         when another process holds it). A version 1 or 2 file is migrated as pi
         migrates it (and, unless ``read_only``, rewritten in version 3 as pi does); an
-        empty file opens as a new session. Problems in the file are in ``diagnostics``.
+        empty file (or one holding only a torn header) opens as a new session.
+        Problems in the file are in ``diagnostics``.
         """
         path = self.resolve(target)
         if read_only:
             try:
                 loaded = read_session_file(path)
-            except EmptySessionFileError:  # pi opens an empty file as a new session
+            except EmptySessionFileError as exc:  # pi opens an empty file as a new session
                 header = empty_file_header(path)
-                loaded = LoadedSession(header, [], [f"{path}: empty file, a new session"])
+                loaded = LoadedSession(header, [], [f"{exc}: a new session"])
             storage: Any = ReadOnlyStorage(path)
         else:
             storage, loaded = JsonlStorage.open_locked(path)

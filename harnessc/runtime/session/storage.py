@@ -5,12 +5,18 @@ on an ``O_APPEND`` descriptor (no user-space buffer, so a line reaches the OS at
 ``sync`` fsyncs. The first append after opening a file with a torn tail truncates that
 tail (or adds the missing newline), so the file is valid JSONL again.
 
-A file appears whole or not at all: a new session is written to a temporary file
-``.<name>.<8 hex>.tmp`` beside it (mode 0600, locked), then linked to its name (made
-durable by the first ``sync``; an empty file a crash left opens as a new session); a
-migrated v1/v2 file is rewritten the same way and renamed over the old one (pi
-rewrites it on open too). Temporary files a killed process left behind (unlocked and
-older than a minute) are removed when a session of that folder is created or opened.
+A new session file is created under its own name, exclusively (of two processes
+creating one name, one gets FileExistsError), mode 0600, locked before its header is
+written in one ``write``; a header that cannot be written (disk full, ``ulimit -f``)
+is unlinked, so no file is left. Until the header is written the file is empty, as a
+crash right after creating it leaves it: listing and search skip such a file (and one
+holding only a torn header), an open makes it a new session with the id of its name
+(pi's rule for an empty file). The file and its folder entry are made durable by the
+first ``sync``. A migrated v1/v2 file is rewritten whole: written to a temporary file
+``.<name>.<8 hex>.tmp`` beside it (mode 0600, locked), fsynced and renamed over the old
+one (pi rewrites it on open too), so a crash leaves the old file or the new one.
+Temporary files a killed process left behind (unlocked and older than a minute) are
+removed when a session of that folder is created or opened.
 
 A write that fails (disk full, ``ulimit -f``, I/O error) raises SessionWriteError
 naming the file; the entry is not in the session and a partly written line is cut off
@@ -63,13 +69,14 @@ _TEMP_RE = re.compile(r"^\..+\.jsonl\.[A-Za-z0-9_]{8}\.tmp$")
 # thousands of sessions again within that time (an open always cleans).
 _CLEANED_ON_CREATE: dict[str, float] = {}
 # Folder fsyncs shared by the sessions created in a folder: a number is drawn (``next``
-# on a count is atomic) for each new file once it is linked into its folder, and for
+# on a count is atomic) for each new file once its name is in its folder, and for
 # each fsync of a folder before it starts. A file whose number is below that of a
-# finished fsync of its folder is durable there (it was linked before that fsync
+# finished fsync of its folder is durable there (it was created before that fsync
 # began), so sessions created together need one fsync of their folder, not one each.
 _NUMBERS = itertools.count(1)
 _FOLDER_SYNCED: dict[str, int] = {}  # folder -> the number of its latest finished fsync
 _ID_IN_NAME = re.compile(r"_([A-Za-z0-9][A-Za-z0-9_-]*)\.jsonl$")
+_CREATE_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_NOFOLLOW
 
 
 def write_error(path: str, exc: OSError, what: str = "write to") -> SessionWriteError:
@@ -216,14 +223,14 @@ class JsonlStorage:
         self._repair_to = repair_to  # truncate to this size before the next append
         self._newline = newline  # write a newline before the next append
         self._dirty = False
-        self._link = 0  # the number drawn when linked while its folder still needs an fsync
+        self._link = 0  # the number drawn when created, while its folder needs an fsync
 
     @staticmethod
     def create(path: str, header: SessionHeader) -> JsonlStorage:
         """Create a new session file holding ``header``, locked for appending.
 
-        The file appears with its header or not at all (FileExistsError if ``path``
-        exists; SessionWriteError if the disk is full)."""
+        FileExistsError if ``path`` exists; SessionWriteError if the disk is full (no
+        file is left then)."""
         directory = os.path.dirname(path) or "."
         now = time.monotonic()
         if now - _CLEANED_ON_CREATE.get(directory, -TEMP_MAX_AGE_S) >= TEMP_MAX_AGE_S:
@@ -231,30 +238,34 @@ class JsonlStorage:
             if len(_CLEANED_ON_CREATE) >= 1024:  # bounded: a process may use many folders
                 _CLEANED_ON_CREATE.clear()
             _CLEANED_ON_CREATE[directory] = now
+        data = encode_line(header.to_dict())
+        # The name itself, created exclusively: of two processes creating one name, one
+        # gets FileExistsError. Until the header is written the file is empty, which
+        # every reader takes for a file a crash left (listing and search skip it, an
+        # open makes it a new session with the id of its name); the lock is taken
+        # first, so such an open fails rather than writing a header of its own.
+        fd = os.open(path, _CREATE_FLAGS, FILE_MODE)
+        try:
+            lock_exclusive(fd, path)
+        except BaseException:
+            os.close(fd)  # another opener holds it: the file is its now
+            raise
+        try:
+            _write_all(fd, data)
+        except BaseException as exc:
+            # still locked: nobody can take the file between the unlink and the close
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            os.close(fd)
+            if isinstance(exc, OSError):
+                raise write_error(path, exc, "create") from None
+            raise
         # No fsync here: creating a session is a call on the event loop, and a disk
         # busy with other writes can take tens of milliseconds per fsync. The first
         # ``sync`` (the end of the first turn, in a worker thread) makes the file and
-        # its directory entry durable; a crash before it leaves no file or an empty
-        # one, which opens as a new session with the id of its name.
-        fd, temp = _write_temp(path, encode_line(header.to_dict()), sync=False)
-        try:
-            try:
-                os.link(temp, path)
-            except FileExistsError:
-                raise
-            except OSError as exc:  # a file system without hard links
-                if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV):
-                    raise write_error(path, exc, "create") from None
-                if os.path.lexists(path):
-                    raise FileExistsError(errno.EEXIST, "File exists", path) from None
-                os.rename(temp, path)
-            else:
-                os.unlink(temp)
-        except BaseException:
-            os.close(fd)
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-            raise
+        # its directory entry durable; a crash before it leaves no file, an empty one
+        # or one holding the header, each opening as a new session with the id of its
+        # name.
         storage = JsonlStorage(path, fd)
         storage._dirty = True
         storage._link = next(_NUMBERS)
@@ -278,7 +289,7 @@ class JsonlStorage:
             data = b"".join(chunks)
             try:
                 loaded = parse_session(data, path)
-            except EmptySessionFileError:
+            except EmptySessionFileError as empty:
                 header = empty_file_header(path)
                 line = encode_line(header.to_dict())
                 try:
@@ -286,7 +297,7 @@ class JsonlStorage:
                     _write_all(fd, line)
                 except OSError as exc:
                     raise write_error(path, exc) from None
-                diagnostic = f"{path}: empty file, opened as a new session"
+                diagnostic = f"{empty}: opened as a new session"
                 loaded = LoadedSession(header, [], [diagnostic], len(line), len(line))
                 return JsonlStorage(path, fd), loaded
             if loaded.migrated_from is not None:
@@ -407,8 +418,8 @@ def _rewrite(path: str, fd: int, loaded: LoadedSession) -> int:
 
 
 def _sync_folder(folder: str, link: int) -> None:
-    """Make the entry of the file linked as number ``link`` durable in ``folder``: an
-    fsync of the folder, unless one that began after the link has finished."""
+    """Make the entry of the file created as number ``link`` durable in ``folder``: an
+    fsync of the folder, unless one that began after its create has finished."""
     if _FOLDER_SYNCED.get(folder, 0) > link:
         return
     number = next(_NUMBERS)
