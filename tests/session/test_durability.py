@@ -246,18 +246,10 @@ def test_sync_fsyncs_and_close_is_idempotent(repo: JsonlSessionRepo) -> None:
 
 
 def test_creating_a_session_leaves_its_fsync_to_the_first_sync(
-    repo: JsonlSessionRepo, monkeypatch: pytest.MonkeyPatch
+    repo: JsonlSessionRepo, synced: list[int]
 ) -> None:
     """Creating runs on the event loop: no fsync there; the first sync (in a worker
     thread at the end of the turn) makes the file and its folder durable."""
-    synced: list[int] = []
-    real = os.fsync
-
-    def counting(fd: int) -> None:
-        synced.append(fd)
-        real(fd)
-
-    monkeypatch.setattr(os, "fsync", counting)
     s = repo.create(cwd="/w")
     assert synced == []
     s.sync()

@@ -23,17 +23,7 @@ def _sync_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "harnessc-session-sync"]
 
 
-def test_many_sessions_sync_on_a_few_threads(
-    repo: JsonlSessionRepo, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    synced: list[int] = []
-    real = os.fsync
-
-    def counting(fd: int) -> None:
-        synced.append(fd)
-        real(fd)
-
-    monkeypatch.setattr(os, "fsync", counting)
+def test_many_sessions_sync_on_a_few_threads(repo: JsonlSessionRepo, synced: list[int]) -> None:
     sessions = [repo.create(cwd="/w") for _ in range(60)]
 
     async def turn(session: Session, i: int) -> None:
