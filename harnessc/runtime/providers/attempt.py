@@ -149,10 +149,10 @@ async def read_attempt(
         parser: SSEParser | None = None
         # The whole response head (and the interim 1xx answers before it) within timeout_ms:
         # a head trickled a byte at a time never trips a read timeout.
-        head_timer = clock.loop.call_later(clock.idle_s, interrupt.trip, "head")
+        clock.expect_head()
         try:
             item = await queue.get()
-            head_timer.cancel()
+            clock.head_arrived()
             if interrupt.kind:
                 outcome.error = interrupted_error(interrupt.kind, timeout_ms, url, clock, parser)
                 return
@@ -235,14 +235,15 @@ async def read_attempt(
                 f"could not read the provider's reply: {type(exc).__name__}: {exc}"
             )
         finally:
-            head_timer.cancel()
             clock.disarm()
             interrupt.task = interrupt.queue = None
             if not task.done() and outcome.final is not None:
                 await _await_end(task)  # a well-behaved server's end: keep the connection
             if not task.done():
                 task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+                await asyncio.gather(task, return_exceptions=True)
+            elif not task.cancelled():
+                task.exception()  # retrieved: a failure was passed on as an item
     finally:
         clock.disarm()
         if lease is not None:
