@@ -49,7 +49,10 @@ def result_from_value(value: Any) -> ToolResult:
     if value is None:
         return text_result("(no output)")
     try:
-        text = json.dumps(value, indent=2, ensure_ascii=False, default=_to_jsonable)
+        if type(value) is int:  # the common answer: its JSON without the encoder's set-up
+            text = str(value)
+        else:
+            text = json.dumps(value, indent=2, ensure_ascii=False, default=_to_jsonable)
     except (TypeError, ValueError):
         text = str(value)
     return text_result(cap_text(text), value if isinstance(value, dict | list) else None)
