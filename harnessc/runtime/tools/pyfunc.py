@@ -61,11 +61,21 @@ def result_from_value(value: Any) -> ToolResult:
 class _Analysis:
     """What a function's signature, hints and docstring give (read-only once made)."""
 
-    __slots__ = ("parameters", "signature", "is_async")
+    __slots__ = ("parameters", "signature", "is_async", "names", "required")
 
     def __init__(self, func: Callable[..., Any]) -> None:
         self.parameters: FunctionSchema = function_schema(func)
         self.signature = inspect.signature(func)
+        # Keyword arguments that fit (``names`` holding every ``required`` one) bind
+        # without ``Signature.bind``; None: the signature has other kinds of parameter.
+        kinds = {p.kind for p in self.signature.parameters.values()}
+        keyword = {inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY}
+        self.names: frozenset[str] | None = None
+        self.required: frozenset[str] = frozenset()
+        if kinds <= keyword:
+            params = self.signature.parameters.values()
+            self.names = frozenset(p.name for p in params)
+            self.required = frozenset(p.name for p in params if p.default is p.empty)
         target = hint_target(func)
         self.is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(target)
 
@@ -118,7 +128,9 @@ class _Call:
             kwargs = known.parameters.arguments(params or {})
             for key in known.parameters.context_names:
                 kwargs[key] = context
-            known.signature.bind(**kwargs)
+            names = known.names
+            if names is None or not (known.required <= kwargs.keys() <= names):
+                known.signature.bind(**kwargs)  # raises TypeError saying what does not fit
         except (TypeError, ValueError) as exc:
             return error_result(f"{tool_name}: bad arguments: {exc}")
         try:
