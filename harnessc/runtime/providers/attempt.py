@@ -149,10 +149,10 @@ async def read_attempt(
         parser: SSEParser | None = None
         # The whole response head (and the interim 1xx answers before it) within timeout_ms:
         # a head trickled a byte at a time never trips a read timeout.
-        clock.expect_head()
+        head_timer = clock.loop.call_later(clock.idle_s, interrupt.trip, "head")
         try:
             item = await queue.get()
-            clock.head_arrived()
+            head_timer.cancel()
             if interrupt.kind:
                 outcome.error = interrupted_error(interrupt.kind, timeout_ms, url, clock, parser)
                 return
@@ -235,6 +235,7 @@ async def read_attempt(
                 f"could not read the provider's reply: {type(exc).__name__}: {exc}"
             )
         finally:
+            head_timer.cancel()
             clock.disarm()
             interrupt.task = interrupt.queue = None
             if not task.done() and outcome.final is not None:

@@ -57,13 +57,7 @@ class Interrupt:
 
 
 class RequestClock:
-    """Watches one request: the response head, idle time between reply content, its
-    total, its deadline.
-
-    One timer per request at a time: a timer that would fire no later than a new
-    limit is kept (it looks again when it fires), so the limits that move on as the
-    reply goes (the head, then the content) do not make a timer each.
-    """
+    """Watches one request: idle time between reply content, its total, its deadline."""
 
     __slots__ = ("loop", "idle_s", "end", "end_kind", "last", "watching", "_handle", "_target")
 
@@ -78,9 +72,7 @@ class RequestClock:
         if deadline is not None and deadline < self.end:
             self.end, self.end_kind = deadline, "deadline"
         self.last = now
-        # What must come within ``idle_s`` of ``last``: "" nothing, "head" the response
-        # head, "idle" the next piece of reply content.
-        self.watching = ""
+        self.watching = False
         self._handle: asyncio.TimerHandle | None = None
         self._target: Interrupt | None = None
 
@@ -89,27 +81,15 @@ class RequestClock:
         return self.end - self.loop.time()
 
     def arm(self, target: Interrupt) -> None:
-        """Watch a new attempt (the head watch starts with ``expect_head``)."""
+        """Watch a new attempt (the idle watch starts with ``begin_content``)."""
         self._target = target
-        self.watching = ""
-        # Not later than the head could first run out: the head and content watches
-        # that follow keep this timer.
-        self._schedule(min(self.end, self.loop.time() + self.idle_s))
-
-    def expect_head(self) -> None:
-        """The request is on its way: its whole response head must come within ``idle_s``."""
-        self.last = self.loop.time()
-        self.watching = "head"
-        self._schedule(min(self.end, self.last + self.idle_s))
-
-    def head_arrived(self) -> None:
-        """The response head came: nothing is watched until ``begin_content``."""
-        self.watching = ""
+        self.watching = False
+        self._schedule(self.end)
 
     def begin_content(self) -> None:
         """The response head arrived: from now on, reply content must keep coming."""
         self.last = self.loop.time()
-        self.watching = "idle"
+        self.watching = True
         self._schedule(min(self.end, self.last + self.idle_s))
 
     def disarm(self) -> None:
@@ -119,11 +99,8 @@ class RequestClock:
         self._target = None
 
     def _schedule(self, when: float) -> None:
-        handle = self._handle
-        if handle is not None:
-            if handle.when() <= when:  # it fires first and looks again then
-                return
-            handle.cancel()
+        if self._handle is not None:
+            self._handle.cancel()
         self._handle = self.loop.call_at(when, self._fire)
 
     def _fire(self) -> None:
@@ -135,6 +112,6 @@ class RequestClock:
         if now >= self.end:
             target.trip(self.end_kind)
         elif self.watching and now >= self.last + self.idle_s:
-            target.trip(self.watching)
-        else:  # not run out yet: look again when it next could
+            target.trip("idle")
+        else:  # content came meanwhile: look again when it could next run out
             self._schedule(min(self.end, self.last + self.idle_s) if self.watching else self.end)
