@@ -86,6 +86,11 @@ class EventBus:
     async def emit(self, event: Event) -> list[Any]:
         if self._pending or self._flusher is not None:
             await self.flush()
+        if not self.listeners and not self.hooks.has(event.type):
+            # Nobody to tell (most events of a service's sessions): numbered, not delivered.
+            self.seq += 1
+            event.seq = self.seq
+            return []
         return await self._deliver(event)
 
     async def _deliver(self, event: Event) -> list[Any]:

@@ -242,7 +242,9 @@ async def read_attempt(
                 await _await_end(task)  # a well-behaved server's end: keep the connection
             if not task.done():
                 task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+                await asyncio.gather(task, return_exceptions=True)
+            elif not task.cancelled():
+                task.exception()  # retrieved: a failure was passed on as an item
     finally:
         clock.disarm()
         if lease is not None:

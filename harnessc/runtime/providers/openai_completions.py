@@ -32,7 +32,7 @@ from harnessc.runtime.providers.convert import (
 )
 from harnessc.runtime.providers.errors import ProviderError, error_text_from_body
 from harnessc.runtime.providers.http import HttpProvider, HttpRequestSpec, join_url, json_data
-from harnessc.runtime.providers.text import payload_bytes
+from harnessc.runtime.providers.text import json_text, payload_bytes
 from harnessc.runtime.providers.wire import object_or_skip, text_field, token_count
 
 __all__ = [
@@ -121,7 +121,7 @@ def _assistant(message: AssistantMessage) -> dict[str, Any] | None:
         {
             "id": c.id,
             "type": "function",
-            "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)},
+            "function": {"name": c.name, "arguments": json_text(c.arguments)},
         }
         for c in message.content
         if isinstance(c, ToolCall)

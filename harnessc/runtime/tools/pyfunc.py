@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import enum
 import functools
@@ -21,6 +20,7 @@ from harnessc.runtime.core.messages import ImageContent, TextContent
 from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.tools.base import Tool, ToolResult, ToolUpdate, error_result, text_result
 from harnessc.runtime.tools.schema import FunctionSchema, function_schema, hint_target
+from harnessc.runtime.tools.threads import run_in_tool_thread
 from harnessc.runtime.tools.truncate import cap_text
 
 __all__ = ["import_object", "python_tool", "result_from_value"]
@@ -49,7 +49,10 @@ def result_from_value(value: Any) -> ToolResult:
     if value is None:
         return text_result("(no output)")
     try:
-        text = json.dumps(value, indent=2, ensure_ascii=False, default=_to_jsonable)
+        if type(value) is int:  # the common answer: its JSON without the encoder's set-up
+            text = str(value)
+        else:
+            text = json.dumps(value, indent=2, ensure_ascii=False, default=_to_jsonable)
     except (TypeError, ValueError):
         text = str(value)
     return text_result(cap_text(text), value if isinstance(value, dict | list) else None)
@@ -58,11 +61,21 @@ def result_from_value(value: Any) -> ToolResult:
 class _Analysis:
     """What a function's signature, hints and docstring give (read-only once made)."""
 
-    __slots__ = ("parameters", "signature", "is_async")
+    __slots__ = ("parameters", "signature", "is_async", "names", "required")
 
     def __init__(self, func: Callable[..., Any]) -> None:
         self.parameters: FunctionSchema = function_schema(func)
         self.signature = inspect.signature(func)
+        # Keyword arguments that fit (``names`` holding every ``required`` one) bind
+        # without ``Signature.bind``; None: the signature has other kinds of parameter.
+        kinds = {p.kind for p in self.signature.parameters.values()}
+        keyword = {inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY}
+        self.names: frozenset[str] | None = None
+        self.required: frozenset[str] = frozenset()
+        if kinds <= keyword:
+            params = self.signature.parameters.values()
+            self.names = frozenset(p.name for p in params)
+            self.required = frozenset(p.name for p in params if p.default is p.empty)
         target = hint_target(func)
         self.is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(target)
 
@@ -115,14 +128,16 @@ class _Call:
             kwargs = known.parameters.arguments(params or {})
             for key in known.parameters.context_names:
                 kwargs[key] = context
-            known.signature.bind(**kwargs)
+            names = known.names
+            if names is None or not (known.required <= kwargs.keys() <= names):
+                known.signature.bind(**kwargs)  # raises TypeError saying what does not fit
         except (TypeError, ValueError) as exc:
             return error_result(f"{tool_name}: bad arguments: {exc}")
         try:
             if known.is_async:
                 value = await func(**kwargs)
             else:
-                value = await asyncio.to_thread(functools.partial(func, **kwargs))
+                value = await run_in_tool_thread(functools.partial(func, **kwargs))
                 if inspect.isawaitable(value):
                     value = await value
         except Exception as exc:  # the model sees the failure, the run goes on

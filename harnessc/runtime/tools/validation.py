@@ -206,7 +206,22 @@ def _kinds(schema: dict[str, Any]) -> list[str]:
     return [k for k in kind if isinstance(k, str)] if isinstance(kind, list) else []
 
 
+# The types whose values a schema of that type takes as they are (no coercion).
+_EXACT: dict[str, type] = {"string": str, "integer": int, "boolean": bool}
+
+
 def _coerce_value(value: Any, schema: Any, root: dict[str, Any]) -> Any:
+    if type(schema) is dict:
+        kind = schema.get("type")
+        if (
+            type(kind) is str
+            and type(value) is _EXACT.get(kind)
+            and "$ref" not in schema
+            and "anyOf" not in schema
+            and "oneOf" not in schema
+            and "allOf" not in schema
+        ):
+            return value  # already of its plain type (most arguments)
     schema = _resolve(schema, root)
     if not isinstance(schema, dict):
         return value
