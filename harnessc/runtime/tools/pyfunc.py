@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import enum
 import functools
@@ -20,7 +21,6 @@ from harnessc.runtime.core.messages import ImageContent, TextContent
 from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.tools.base import Tool, ToolResult, ToolUpdate, error_result, text_result
 from harnessc.runtime.tools.schema import FunctionSchema, function_schema, hint_target
-from harnessc.runtime.tools.threads import run_in_tool_thread
 from harnessc.runtime.tools.truncate import cap_text
 
 __all__ = ["import_object", "python_tool", "result_from_value"]
@@ -137,7 +137,7 @@ class _Call:
             if known.is_async:
                 value = await func(**kwargs)
             else:
-                value = await run_in_tool_thread(functools.partial(func, **kwargs))
+                value = await asyncio.to_thread(functools.partial(func, **kwargs))
                 if inspect.isawaitable(value):
                     value = await value
         except Exception as exc:  # the model sees the failure, the run goes on
