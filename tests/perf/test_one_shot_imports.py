@@ -96,3 +96,28 @@ def test_a_piped_one_shot_run_loads_only_what_it_uses(tmp_path: Path) -> None:
     assert "harnessc.runtime.providers.openai_completions" in modules  # the probe is real
     harnessc_made = {name for name in made if name.startswith("harnessc.")}
     assert harnessc_made <= DATACLASSES, sorted(harnessc_made - DATACLASSES)
+
+
+# What only a request needs: ``--help`` (and anything else that sends none) loads none of it.
+NETWORK = (
+    "aiohttp",
+    "harnessc.runtime.providers.clients",
+    "harnessc.runtime.providers.transport",
+    "http.client",
+    "urllib.request",
+)
+
+
+def test_help_loads_no_part_of_the_network_stack(tmp_path: Path) -> None:
+    agent = REPO / "generated" / "hello.py"
+    probe = PROBE.replace("sys.argv_path", repr(str(agent))).replace('"hi"]', '"--help"]')
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    done = subprocess.run(
+        [sys.executable, "-c", probe], env=env, cwd=tmp_path, capture_output=True, text=True
+    )
+    assert "usage:" in done.stdout, done.stderr
+    code, modules, _ = json.loads(done.stderr.rsplit("MODULES ", 1)[1])
+    assert code == 0
+    loaded = [m for m in modules if any(m == n or m.startswith(n + ".") for n in NETWORK)]
+    assert loaded == []
+    assert "harnessc.runtime.cli.main" in modules  # the probe is real

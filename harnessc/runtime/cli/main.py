@@ -41,7 +41,6 @@ from harnessc.runtime.cli.shutdown import close_harness
 from harnessc.runtime.cli.start_up import StartUp
 from harnessc.runtime.core.options import AgentHarnessOptions
 from harnessc.runtime.processes.children import protect_secrets
-from harnessc.runtime.providers.clients import load_network_stack
 from harnessc.runtime.session.repo_protocol import SessionRepo
 from harnessc.runtime.support.data_folder import (
     DataFolder,
@@ -209,6 +208,8 @@ class CliInvocation:
 
             self.start_up.begin_run()
             return run_repl(self, harness, prompt)
+        from harnessc.runtime.providers.clients import load_network_stack
+
         load_network_stack()  # the run's first request is next: its import is start-up
         self.start_up.begin_run()
         return asyncio.run(run_one_shot(self, harness, action, prompt, results))
