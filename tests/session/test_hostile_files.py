@@ -158,7 +158,9 @@ def test_file_size_limit_mid_line_leaves_a_valid_session(repo: JsonlSessionRepo)
     assert [m.to_dict()["content"] for m in reopened.context().messages] == ["kept", "y"]
 
 
-def test_full_disk_at_creation_leaves_no_file(repo: JsonlSessionRepo) -> None:
+@pytest.mark.parametrize("fsize", [0, 40], ids=["nothing-written", "header-cut-short"])
+def test_full_disk_at_creation_leaves_no_file(repo: JsonlSessionRepo, fsize: int) -> None:
+    """RLIMIT_FSIZE: the header's write stores nothing, or 40 bytes of it, then fails."""
     folder = repo.root / "--w--"
     folder.mkdir(parents=True)
     child = run_child(
@@ -169,11 +171,12 @@ def test_full_disk_at_creation_leaves_no_file(repo: JsonlSessionRepo) -> None:
         except SessionWriteError as exc:
             print("ERROR", exc)
         """,
-        fsize=0,
+        fsize=fsize,
     )
     assert child.returncode == 0, child.stderr
     assert "ERROR cannot create session file " + str(folder) in child.stdout
-    assert list(folder.iterdir()) == []  # neither a 0-byte .jsonl nor a .tmp
+    assert "ulimit -f" in child.stdout
+    assert list(folder.iterdir()) == []  # no file, whole or partly written
 
 
 def test_an_empty_session_file_opens_by_its_id(repo: JsonlSessionRepo) -> None:
