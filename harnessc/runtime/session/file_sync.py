@@ -11,9 +11,9 @@ sessions in one process, about 0.08 ms less CPU per turn in a benchmark of the s
 writes alone).
 
 A thread starts (up to ``MAX_THREADS``) only when a batch arrives while every thread is
-busy, so a slow disk still gets fsyncs in parallel. As with ``run_blocking``, a
-cancelled waiter still waits for its call to finish before the cancellation is passed
-on: the caller may close the file as soon as it sees it."""
+busy, so a slow disk still gets fsyncs in parallel. A cancelled waiter still waits for
+its call to finish before the cancellation is passed on: the caller may close the file
+as soon as it sees it."""
 
 from __future__ import annotations
 

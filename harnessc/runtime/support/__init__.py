@@ -1,1 +1,1 @@
-"""Small infrastructure the runtime shares: blocking calls off the event loop, lazy package exports, safe YAML."""
+"""Small infrastructure the runtime shares: lazy package exports, safe YAML, records, ``${VAR}`` references, the per-user data folder."""
