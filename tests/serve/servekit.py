@@ -134,16 +134,18 @@ class Served:
         return self.log.read_text()
 
     def wait_up(self, timeout: float = 60) -> None:
-        """Wait until /healthz answers."""
+        """Wait until /healthz answers and the server has said where it serves (it says
+        so once it is listening, so /healthz may answer first)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise AssertionError(f"the server exited: {self.output()}")
             try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return
+                up = httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200
             except httpx.HTTPError:
-                pass
+                up = False
+            if up and "serving " in self.output():
+                return
             time.sleep(0.05)
         raise AssertionError(f"the server did not start: {self.output()}")
 
