@@ -22,8 +22,9 @@ import re
 import types
 import typing
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from harnessc.runtime.support.records import Record
 
 __all__ = [
     "NOT_JSON",
@@ -471,16 +472,25 @@ def pydantic_order(value: Any, parent_key: str | None = None) -> Any:
     return value
 
 
-@dataclass(frozen=True, slots=True)
-class PlainField:
+class PlainField(Record, frozen=True):
     """A model argument: its name, type, schema default (``json_default``) and
     description."""
 
+    __slots__ = ("name", "node", "default", "description", "required")
     name: str
     node: _Node
     default: Any
     description: str
     required: bool
+
+    def __init__(
+        self, name: str, node: _Node, default: Any, description: str, required: bool
+    ) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "node", node)
+        object.__setattr__(self, "default", default)
+        object.__setattr__(self, "description", description)
+        object.__setattr__(self, "required", required)
 
 
 def raw_schema(fields: tuple[PlainField, ...], accepts_any: bool) -> dict[str, Any]:
