@@ -32,7 +32,7 @@ from harnessc.compiler.pyexpr import (
 from harnessc.runtime.core import catalog
 from harnessc.runtime.core.events import EVENT_ALIASES
 from harnessc.runtime.core.hooks import canonical_hook_name
-from harnessc.runtime.core.typed_output import OUTPUT_TOOL
+from harnessc.runtime.options.typed_output import OUTPUT_TOOL
 from harnessc.spec.envref import EnvRef, split_env_refs
 from harnessc.spec.load import LoadedSpec, SubAgentRef
 from harnessc.spec.models import (
@@ -235,7 +235,7 @@ class _Builder:
                     for k, v in rules.items()
                 ]
             )
-            hooks.append(self.call(".tools.permission_gate", "permission_hook", config))
+            hooks.append(self.call(".permissions.gate", "permission_hook", config))
         if hooks:
             out.append(("hooks", ListExpr(hooks)))
         extensions = self.extensions()
@@ -262,7 +262,7 @@ class _Builder:
             kwargs["retries"] = Lit(output.retries)
         if "mode" in output.model_fields_set:
             kwargs["mode"] = Lit(output.mode)
-        return self.call(".core.typed_output", "OutputConfig", **kwargs)
+        return self.call(".options.typed_output", "OutputConfig", **kwargs)
 
     def output_type(self) -> tuple[str | None, list[str]]:
         """The module's ``Output`` (a pydantic model of the schema, or the imported

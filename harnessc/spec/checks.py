@@ -19,7 +19,7 @@ from pathlib import Path as FsPath
 from typing import Any
 
 from harnessc.runtime.core.hooks import canonical_hook_name
-from harnessc.runtime.core.typed_output import OUTPUT_TOOL
+from harnessc.runtime.options.typed_output import OUTPUT_TOOL
 from harnessc.spec.diagnostics import Diagnostic, Severity, did_you_mean
 from harnessc.spec.envref import ENV_FIELDS, malformed_env_ref
 from harnessc.spec.mcp_checks import McpNames, check_mcp
@@ -205,7 +205,7 @@ class _Checker:
         """Each rule names a tool: a built-in (harnessc's or Claude Code's name), one of the
         spec's tools, or an MCP server the spec declares (``mcp__h``, ``mcp__h__*``,
         ``mcp__h__tool``). A Claude Code tool harnessc lacks is a warning."""
-        from harnessc.runtime.tools.permissions import (
+        from harnessc.runtime.permissions.rules import (
             CLAUDE_ONLY_TOOLS,
             claude_only_warning,
             known_rule_tools,

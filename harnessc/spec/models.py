@@ -1215,7 +1215,7 @@ class PermissionsSpec(SpecModel):
     @field_validator("allow", "ask", "deny")
     @classmethod
     def _rules_parse(cls, rules: list[str]) -> list[str]:
-        from harnessc.runtime.tools.permissions import PermissionError_, parse_rule
+        from harnessc.runtime.permissions.rules import PermissionError_, parse_rule
 
         for rule in rules:
             try:

@@ -361,12 +361,12 @@ def test_generated_modules_use_exactly_the_contract_names() -> None:
             "TurnNudgeConfig",
         },
         "harnessc.runtime.mcp": {"McpToolset", "McpServerConfig"},
-        "harnessc.runtime.tools.permission_gate": {"permission_hook"},
+        "harnessc.runtime.permissions.gate": {"permission_hook"},
         "harnessc.runtime.agent.subagents": {"SubAgent", "SubAgents"},
         # build_options(http_clients=...)'s annotation, imported for type checkers only.
         "harnessc.runtime.providers.transport": {"HttpClientPool"},
         # a typed agent (output:): its options, and the names its Output model is made of
-        "harnessc.runtime.core.typed_output": {"OutputConfig"},
+        "harnessc.runtime.options.typed_output": {"OutputConfig"},
         "harnessc.runtime.core.output_model": {"BaseModel", "ConfigDict", "Field", "RootModel"},
         "typing": {"TYPE_CHECKING", "Any", "Literal"},
         "pathlib": {"Path"},

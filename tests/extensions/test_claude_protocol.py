@@ -336,7 +336,7 @@ def test_notification_type_of_a_pause(
     make_harness: Any, script: Any, tmp_path: Path, pause: str, kind: str
 ) -> None:
     from harnessc.runtime.core.hooks import PauseRequest
-    from harnessc.runtime.tools.permission_gate import permission_hook
+    from harnessc.runtime.permissions.gate import permission_hook
 
     from ._ext_support import echo_tool
 

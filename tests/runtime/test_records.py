@@ -20,6 +20,13 @@ import pytest
 from harnessc.runtime.agent import driver, results, run_state, typed_result
 from harnessc.runtime.agent import hooks as hook_runner
 from harnessc.runtime.cli import sessions as cli_sessions
+from harnessc.runtime.compaction import (
+    branch_summary,
+    cut_point,
+    file_ops,
+    summarize,
+    trigger,
+)
 from harnessc.runtime.core import (
     budget,
     catalog,
@@ -35,13 +42,6 @@ from harnessc.runtime.providers import base as provider_base
 from harnessc.runtime.providers import fallback
 from harnessc.runtime.resources import types as resource_types
 from harnessc.runtime.session import context, entries, replay, repo_protocol
-from harnessc.runtime.session.compaction import (
-    branch_summary,
-    cut_point,
-    file_ops,
-    summarize,
-    trigger,
-)
 from harnessc.runtime.support import data_folder
 from harnessc.runtime.support.records import NEW_LIST, Record
 from harnessc.runtime.tools import base as tool_base

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from harnessc.compiler import compile as compile_specs
-from harnessc.runtime.processes.secrets import (
+from harnessc.runtime.support.secrets import (
     is_credential_name,
     register_secret_names,
     scrubbed_environ,

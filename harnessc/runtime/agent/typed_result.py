@@ -16,7 +16,7 @@ from harnessc.runtime.agent.loop import AgentLoop
 from harnessc.runtime.agent.run_state import RunState
 from harnessc.runtime.core.events import ErrorEvent
 from harnessc.runtime.core.messages import TextContent, UserMessage
-from harnessc.runtime.core.typed_output import OUTPUT_INVALID, OUTPUT_TOOL, OutputConfig
+from harnessc.runtime.options.typed_output import OUTPUT_INVALID, OUTPUT_TOOL, OutputConfig
 from harnessc.runtime.providers.base import Context, ResponseSchema
 from harnessc.runtime.support.records import Record
 

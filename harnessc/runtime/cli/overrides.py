@@ -11,7 +11,7 @@ from functools import partial
 from typing import Any
 
 from harnessc.runtime.cli.args import UsageError
-from harnessc.runtime.core.options import AgentHarnessOptions
+from harnessc.runtime.options.harness_options import AgentHarnessOptions
 
 __all__ = ["BASE_URL_VARIABLE", "apply_overrides", "check_model", "override_base_url"]
 

@@ -122,7 +122,7 @@ class RunReport:
         from harnessc.runtime.cli.permission import is_permission_pause
 
         if is_permission_pause(result.reason):
-            from harnessc.runtime.tools.permission_gate import pending_asks
+            from harnessc.runtime.permissions.gate import pending_asks
 
             asks = list(pending_asks(harness.session)) or [c.id for c in result.pending_tool_calls]
             for call_id in asks or ["CALL_ID"]:

@@ -46,7 +46,7 @@ from harnessc.runtime.extensions.claude_tools import (
 )
 
 if TYPE_CHECKING:
-    from harnessc.runtime.extensions.base import HarnessContext
+    from harnessc.runtime.options.harness_context import HarnessContext
 
 __all__ = [
     "CLAUDE_EVENTS",
@@ -208,7 +208,7 @@ def _scrub_headers(value: Any) -> None:
 
 
 def _permission_mode(harness: HarnessContext) -> str:
-    from harnessc.runtime.tools.permission_gate import claude_permission_mode
+    from harnessc.runtime.permissions.gate import claude_permission_mode
 
     return claude_permission_mode(harness)
 

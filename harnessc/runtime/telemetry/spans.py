@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry import metrics, trace
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-from harnessc.runtime.processes.secrets import is_credential_name, registered_secret_names
 from harnessc.runtime.providers.errors import redact
+from harnessc.runtime.support.secrets import is_credential_name, registered_secret_names
 from harnessc.runtime.telemetry.config import TelemetryConfig
 
 if TYPE_CHECKING:
-    from harnessc.runtime.extensions.base import HarnessContext
+    from harnessc.runtime.options.harness_context import HarnessContext
 
 __all__ = ["SESSION_RECORD", "RunTracer"]
 

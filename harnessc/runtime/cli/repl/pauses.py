@@ -47,7 +47,7 @@ async def answer_pause(self: PausedRepl) -> None:
     from harnessc.runtime.cli.permission import answer_asks, is_permission_pause
 
     if is_permission_pause(reason):
-        from harnessc.runtime.tools.permission_gate import describe_call, pending_asks
+        from harnessc.runtime.permissions.gate import describe_call, pending_asks
 
         approve: list[str] = []
         deny: list[str] = []
