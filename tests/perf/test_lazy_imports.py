@@ -94,11 +94,11 @@ def test_unknown_names_raise_attribute_error() -> None:
 
 
 def test_submodules_still_import_through_the_package() -> None:
-    from harnessc.runtime.session import compaction
+    from harnessc.runtime.session import index
     from harnessc.runtime.tools import tasks
 
     assert tasks.__name__ == "harnessc.runtime.tools.tasks"
-    assert compaction.__name__ == "harnessc.runtime.compaction"
+    assert index.__name__ == "harnessc.runtime.session.index"
 
 
 def test_builtin_tools_still_builds_every_tool() -> None:
