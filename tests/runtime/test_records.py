@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from harnessc.runtime.agent import driver, results, run_state, typed_result
+from harnessc.runtime.agent import endings, results, run_state, typed_result
 from harnessc.runtime.agent import hooks as hook_runner
 from harnessc.runtime.cli import sessions as cli_sessions
 from harnessc.runtime.compaction import (
@@ -68,7 +68,7 @@ RECORDS = sorted(
             messages,
             provider_base,
             fallback,
-            driver,
+            endings,
             hook_runner,
             results,
             run_state,

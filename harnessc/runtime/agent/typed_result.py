@@ -1,4 +1,4 @@
-"""The loop's part of a typed result (``AgentHarnessOptions.output``).
+"""The turn's part of a typed result (``AgentHarnessOptions.output``).
 
 ``shape`` asks the model for the answer in the mode the current model gets (the
 final_result tool, the provider's structured output, or the schema in the system
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harnessc.runtime.agent.loop import AgentLoop
+from harnessc.runtime.agent.parts import AgentParts
 from harnessc.runtime.agent.run_state import RunState
 from harnessc.runtime.core.events import ErrorEvent
 from harnessc.runtime.core.messages import TextContent, UserMessage
@@ -49,12 +49,12 @@ class Verdict(Record, frozen=True):
         object.__setattr__(self, "reason", reason)
 
 
-def shape(loop: AgentLoop, context: Context) -> None:
+def shape(agent: AgentParts, context: Context) -> None:
     """Ask for the answer in the request about to be sent (edits ``context``)."""
-    config = loop.options.output
+    config = agent.options.output
     if config is None:
         return
-    mode = config.resolved_mode(loop.settings.model)
+    mode = config.resolved_mode(agent.settings.model)
     if mode == "native":
         schema = config.object_schema()
         context.response_schema = ResponseSchema(
@@ -63,7 +63,7 @@ def shape(loop: AgentLoop, context: Context) -> None:
     elif mode == "prompted":
         context.system_prompt = f"{context.system_prompt}\n\n{config.instructions()}".strip()
     else:
-        tool = loop.settings.output_tool
+        tool = agent.settings.output_tool
         if tool is None:
             return
         if not any(spec.name == OUTPUT_TOOL for spec in context.tools):
@@ -74,10 +74,10 @@ def shape(loop: AgentLoop, context: Context) -> None:
         context.tool_choice = OUTPUT_TOOL if len(context.tools) == 1 else "required"
 
 
-async def judge(loop: AgentLoop, run: RunState) -> Verdict | None:
+async def judge(agent: AgentParts, run: RunState) -> Verdict | None:
     """The verdict on the reply just handled, or None when the run goes on as usual
     (the model called other tools and gave no answer yet)."""
-    config = loop.options.output
+    config = agent.options.output
     if config is None:
         return None
     answers = [r for r in run.calls if r.call.name == OUTPUT_TOOL and r.result is not None]
@@ -91,22 +91,22 @@ async def judge(loop: AgentLoop, run: RunState) -> Verdict | None:
         if not errors:  # a hook refused the call: no answer was given
             refused = " ".join(c.text for c in result.content if isinstance(c, TextContent))
             errors = [f"the {OUTPUT_TOOL} call was refused: {refused or 'no reason given'}"]
-        return await _invalid(loop, run, config, errors, tool_mode=True, told=True)
+        return await _invalid(agent, run, config, errors, tool_mode=True, told=True)
     if run.calls:
         return None
     reply = run.reply
-    mode = config.resolved_mode(loop.settings.model)
+    mode = config.resolved_mode(agent.settings.model)
     if mode == "tool":
         errors = [f"no answer: call the {OUTPUT_TOOL} tool with the answer"]
-        return await _invalid(loop, run, config, errors, tool_mode=True, told=False)
+        return await _invalid(agent, run, config, errors, tool_mode=True, told=False)
     value, errors = config.parse_text(reply.text if reply is not None else "")
     if not errors:
         return Verdict(ok=True, value=value, reason="goal_met")
-    return await _invalid(loop, run, config, errors, tool_mode=False, told=False)
+    return await _invalid(agent, run, config, errors, tool_mode=False, told=False)
 
 
 async def _invalid(
-    loop: AgentLoop,
+    agent: AgentParts,
     run: RunState,
     config: OutputConfig,
     errors: list[str],
@@ -117,12 +117,12 @@ async def _invalid(
     """Another try (the errors sent to the model) or, past ``retries``, the end."""
     if run.output_retries >= config.retries:
         message = "the answer did not validate: " + "; ".join(errors)
-        await loop.bus.emit(ErrorEvent(source="output", message=message, fatal=True))
+        await agent.bus.emit(ErrorEvent(source="output", message=message, fatal=True))
         return Verdict(errors=tuple(errors), reason=OUTPUT_INVALID)
     run.output_retries += 1
     if not told:  # a final_result call already carries the errors in its result
         text = config.retry_text(errors, tool_mode=tool_mode)
-        await loop.append(UserMessage([TextContent(text)]))
+        await agent.append(UserMessage([TextContent(text)]))
     return Verdict(retry=True, errors=tuple(errors))
 
 

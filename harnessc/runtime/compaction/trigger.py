@@ -54,7 +54,7 @@ class CompactionSettings(Record):
 
 class CompactionHost(Protocol):
     """What compaction reads and calls of the agent it compacts (``needs_compaction``,
-    ``compact_harness``): the agent loop satisfies it, and so does the harness."""
+    ``compact_harness``): the agent's parts satisfy it, and so does the harness."""
 
     @property
     def session(self) -> Session: ...

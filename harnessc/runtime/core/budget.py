@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from typing import Any
@@ -156,6 +157,17 @@ class BudgetTracker(Record):
     def elapsed(self) -> float:
         running = 0.0 if self._clock_started is None else self.clock() - self._clock_started
         return self.usage.wall_clock_s + running
+
+    def deadline(self) -> float | None:
+        """When the wall-clock limit runs out, on the running event loop's clock
+        (``loop.time()``); None without a wall-clock limit. Computed once per model call
+        or tool batch, so the provider, the loop's timeout scope and the verdict on a
+        failed reply all read one moment."""
+        limit = self.budget.wall_clock_s
+        if limit is None:
+            return None
+        remaining = max(0.0, limit - self.elapsed())
+        return asyncio.get_running_loop().time() + remaining
 
     def used(self, limit: str) -> float:
         if limit == "wall_clock_s":
