@@ -7,9 +7,10 @@ options ask for a sequential batch). In reading order:
 - ``commit_plan``: the reply's calls after the ``after_plan`` hooks (the end of PLANNING);
 - ``step``: the EXECUTING step: the batch, then the caller's results (``AwaitTools``),
   a pause, or REFLECTING;
-- ``run_batch``: once *before the batch runs* (the budget trims it, the tools' context
-  is resolved: ``_before_batch``), then *for each call* ``_prepare`` ->
-  ``_execute`` -> ``finalize``.
+- ``run_batch``: once *before the batch runs* (the wall clock, the tool-call limit
+  that may cut it, the tools' context with the permission rules), then *for each
+  call* ``_prepare`` -> ``_execute`` -> ``finalize``, side by side
+  (``_side_by_side``) or one by one (``_one_by_one``).
 
 Preparing a call emits ``tool_execution_start``, counts it against ``budget.tool_calls``,
 validates its arguments and runs the ``tool_call`` hooks; the call is then ``prepared``
@@ -109,18 +110,57 @@ async def run_batch(agent: AgentParts, run: RunState) -> str | None:
     todo = run.to_run
     if not todo:
         return None
-    before = await _before_batch(agent, todo)
-    if isinstance(before, str):
-        return before
-    todo, limited, context = before
-    sequential = agent.options.sequential_tools or any(
+    # -- once, before the batch runs -----------------------------------------------
+    if agent.budget.budget.wall_clock_s is not None:
+        # Out of time before the batch starts (a slow hook, a recovered run): its calls
+        # stay planned, unstarted, for the resume; none is stopped before it ran.
+        if (spent := await check(agent, ("wall_clock_s",))) is not None:
+            return spent
+    todo, limited = await _within_call_limit(agent, todo)
+    context = tool_context_with_rules(
+        await agent.settings.tool_context.resolve(),
+        find_gate(agent.options.hooks),
+        agent.settings.session.cwd or os.getcwd(),
+    )
+    # -- each call: prepare in call order -> execute -> finalize in call order -----
+    if _sequential(agent, todo):
+        return await _one_by_one(agent, run, todo, context) or limited
+    return await _side_by_side(agent, run, todo, context) or limited
+
+
+async def _within_call_limit(
+    agent: AgentParts, todo: list[CallRecord]
+) -> tuple[list[CallRecord], str | None]:
+    """The calls the tool-call limit lets run, and its pause reason when it cut some.
+
+    A call counts once, when it starts: a held call was counted when it was held.
+    """
+    fresh = [r for r in todo if not r.started]
+    if agent.budget.budget.tool_calls is None or not fresh:
+        return todo, None
+    limited = await check(agent, ("tool_calls",), pending=len(fresh))
+    if limited is not None:  # the limit as it stands after on_budget_exceeded
+        room = max(0, int(agent.budget.budget.tool_calls or 0) - agent.budget.usage.tool_calls)
+        cut = {r.id for r in fresh[room:]}
+        todo = [r for r in todo if r.id not in cut]
+    return todo, limited
+
+
+def _sequential(agent: AgentParts, todo: list[CallRecord]) -> bool:
+    """True when the options, or a local tool of the batch, ask for one call at a time."""
+    return agent.options.sequential_tools or any(
         (t := agent.settings.active_tool(r.call.name)) is not None
         and t.execution_mode == "sequential"
         and not t.external
         for r in todo
     )
-    if sequential:
-        return await _one_by_one(agent, run, todo, context) or limited
+
+
+async def _side_by_side(
+    agent: AgentParts, run: RunState, todo: list[CallRecord], context: Any
+) -> str | None:
+    """Every call prepared in call order, the prepared ones run side by side, then each
+    finalized in call order; the budget pause reason when the wall clock stopped some."""
     refusals: dict[str, ToolResult] = {}
     for record in todo:
         refused = await _prepare(agent, run, record)
@@ -136,36 +176,8 @@ async def run_batch(agent: AgentParts, run: RunState) -> str | None:
         elif record in prepared and record.status == "held":  # its tool held it
             _hold(run, record)
     if len(outcomes) < len(prepared):
-        return await _out_of_time(agent) or limited
-    return limited
-
-
-async def _before_batch(
-    agent: AgentParts, todo: list[CallRecord]
-) -> str | tuple[list[CallRecord], str | None, Any]:
-    """What happens once before a batch runs: the budget's verdict (a pause reason, or
-    the calls that fit and the tool-call limit's pause reason when it cut some) and the
-    tools' context, with the permission rules."""
-    if agent.budget.budget.wall_clock_s is not None:
-        # Out of time before the batch starts (a slow hook, a recovered run): its calls
-        # stay planned, unstarted, for the resume; none is stopped before it ran.
-        if (spent := await check(agent, ("wall_clock_s",))) is not None:
-            return spent
-    limited: str | None = None
-    # A call counts once, when it starts: a held call was counted when it was held.
-    fresh = [r for r in todo if not r.started]
-    if agent.budget.budget.tool_calls is not None and fresh:
-        limited = await check(agent, ("tool_calls",), pending=len(fresh))
-        if limited is not None:  # the limit as it stands after on_budget_exceeded
-            room = max(0, int(agent.budget.budget.tool_calls or 0) - agent.budget.usage.tool_calls)
-            cut = {r.id for r in fresh[room:]}
-            todo = [r for r in todo if r.id not in cut]
-    context = tool_context_with_rules(
-        await agent.settings.tool_context.resolve(),
-        find_gate(agent.options.hooks),
-        agent.settings.session.cwd or os.getcwd(),
-    )
-    return todo, limited, context
+        return await _out_of_time(agent)
+    return None
 
 
 async def _one_by_one(
