@@ -41,6 +41,7 @@ __all__ = [
     "image_placeholder",
     "merged_turns",
     "message_shape",
+    "turn_list",
     "turns_json",
     "user_parts",
     "wire_messages",
@@ -259,6 +260,11 @@ def merged_turns(forms: Iterable[tuple[str, Sequence[B]]]) -> list[tuple[str, li
         else:
             turns.append((role, list(blocks)))
     return turns
+
+
+def turn_list(forms: Iterable[tuple[str, Sequence[B]]], key: str) -> list[dict[str, Any]]:
+    """``[{"role": role, key: blocks}, ...]`` of ``merged_turns(forms)``."""
+    return [{"role": role, key: blocks} for role, blocks in merged_turns(forms)]
 
 
 class EncodedTurns:

@@ -25,7 +25,7 @@ from harnessc.runtime.providers.convert import (
     EncodedTurns,
     WireMessage,
     image_placeholder,
-    merged_turns,
+    turn_list,
     turns_json,
     wire_sequence,
 )
@@ -95,10 +95,8 @@ def google_contents(request: ProviderRequest) -> list[dict[str, Any]]:
 
 
 def _contents(request: ProviderRequest, history: Iterable[WireMessage]) -> list[dict[str, Any]]:
-    images_ok = "image" in request.model.input
-    api = request.model.api
-    turns = merged_turns(_message(message, images_ok, api) for message in history)
-    return [{"role": role, "parts": parts} for role, parts in turns]
+    images_ok, api = "image" in request.model.input, request.model.api
+    return turn_list((_message(message, images_ok, api) for message in history), "parts")
 
 
 def _message(message: WireMessage, images_ok: bool, api: str) -> tuple[str, list[dict[str, Any]]]:
