@@ -67,7 +67,6 @@ def test_the_generated_agents_imports_stay_lazy() -> None:
     )
     for package, heavy in LAZY.items():
         assert not loaded & set(heavy), package
-    assert "decimal" not in loaded  # only js_number needs it, for unusual floats
     assert "sqlite3" not in loaded  # only the full-text index needs it
 
 

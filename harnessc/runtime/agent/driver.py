@@ -12,6 +12,8 @@ import asyncio
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
+from msgspec import Struct
+
 from harnessc.runtime.agent import budget_gate, endings, model_call, tool_batch, typed_result
 from harnessc.runtime.agent.hooks import coerce
 from harnessc.runtime.agent.loop import AgentLoop
@@ -41,45 +43,26 @@ from harnessc.runtime.core.messages import (
     UserContent,
 )
 from harnessc.runtime.core.run_inputs import LIVE
-from harnessc.runtime.support.records import Record
 
 __all__ = ["abandon", "begin", "drive", "resume_paused", "resume_tools"]
 
 
-class Pause(Record, frozen=True):
-    __slots__ = ("reason",)
+class Pause(Struct, frozen=True):
     reason: str
 
-    def __init__(self, reason: str) -> None:
-        object.__setattr__(self, "reason", reason)
+
+class AwaitTools(Struct, frozen=True):
+    pass
 
 
-class AwaitTools(Record, frozen=True):
-    __slots__ = ()
-
-    def __init__(self) -> None:
-        pass
-
-
-class Finish(Record, frozen=True):
-    __slots__ = ("status", "reason", "output")
+class Finish(Struct, frozen=True):
     status: RunStatus
     reason: str
-    output: Any  # the validated typed result (``output:``)
-
-    def __init__(self, status: RunStatus, reason: str, output: Any = None) -> None:
-        object.__setattr__(self, "status", status)
-        object.__setattr__(self, "reason", reason)
-        object.__setattr__(self, "output", output)
+    output: Any = None  # the validated typed result (``output:``)
 
 
-class Again(Record, frozen=True):
+class Again(Struct, frozen=True):
     """Run the same step once more, in the same state (not a transition)."""
-
-    __slots__ = ()
-
-    def __init__(self) -> None:
-        pass
 
 
 _AGAIN = Again()

@@ -28,13 +28,14 @@ any other moment           the moment's name   the moment's fields under ``harne
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct
 
 from harnessc.runtime.core.events import to_jsonable
 from harnessc.runtime.core.hooks import asks_for_approval
@@ -180,13 +181,13 @@ def _result_text(event: Any) -> str:
 
 
 def _event_fields(event: Any) -> dict[str, Any]:
-    if not dataclasses.is_dataclass(event) or isinstance(event, type):
+    if not isinstance(event, Struct):
         return {}
     out: dict[str, Any] = {}
-    for field in dataclasses.fields(event):
-        if field.name in ("hook", "resources"):
+    for name in event.__struct_fields__:
+        if name in ("hook", "resources"):
             continue
-        out[field.name] = to_jsonable(getattr(event, field.name))
+        out[name] = to_jsonable(getattr(event, name))
     event_type = getattr(event, "type", None)
     if isinstance(event_type, str):
         out["event_type"] = event_type
