@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 from msgspec import Struct, field
 
 from harnessc.runtime.core.messages import AssistantMessage, Message, ToolCall, ToolResultMessage
+from harnessc.runtime.core.moments import MOMENTS
 
 __all__ = [
     "EVENT_ALIASES",
@@ -344,57 +345,13 @@ class SubagentEvent(Event, kw_only=True):
         }
 
 
-EVENT_TYPES: dict[str, type[Event]] = {
-    cls.type: cls
-    for cls in (
-        AgentStartEvent,
-        AgentEndEvent,
-        TurnStartEvent,
-        TurnEndEvent,
-        MessageStartEvent,
-        MessageUpdateEvent,
-        MessageEndEvent,
-        PlanCommitEvent,
-        ToolExecutionStartEvent,
-        ToolExecutionUpdateEvent,
-        ToolExecutionEndEvent,
-        BudgetWarnEvent,
-        AgentPauseEvent,
-        AgentResumeEvent,
-        StateChangeEvent,
-        ErrorEvent,
-        NoticeEvent,
-        RetryEvent,
-        ProviderResponseEvent,
-        SessionCompactEvent,
-        SessionTreeEvent,
-        ModelUpdateEvent,
-        ModelFallbackEvent,
-        ThinkingLevelUpdateEvent,
-        ToolsUpdateEvent,
-        ResourcesUpdateEvent,
-        QueueUpdateEvent,
-        AbortEvent,
-        SubagentEvent,
-    )
-}
+# The event moments of the catalog (core/moments.py), each with its record above.
+_RECORDS: dict[str, type[Event]] = {cls.type: cls for cls in Event.__subclasses__()}
+EVENT_TYPES: dict[str, type[Event]] = {m.name: _RECORDS[m.name] for m in MOMENTS if not m.acting}
 
 # Dotted names (docs/hooks.md) -> (canonical event type, filter or None).
 EVENT_ALIASES: dict[str, tuple[str, Callable[[Any], bool] | None]] = {
-    "session.start": ("agent_start", None),
-    "plan.draft": (
-        "message_end",
-        lambda e: isinstance(getattr(e, "message", None), AssistantMessage),
-    ),
-    "plan.commit": ("plan_commit", None),
-    "step.start": ("turn_start", None),
-    "step.end": ("turn_end", None),
-    "tool.call": ("tool_execution_start", None),
-    "tool.result": ("tool_execution_end", lambda e: not getattr(e, "is_error", False)),
-    "tool.error": ("tool_execution_end", lambda e: bool(getattr(e, "is_error", False))),
-    "budget.warn": ("budget_warn", None),
-    "session.pause": ("agent_pause", None),
-    "session.complete": ("agent_end", None),
+    named.name: (m.name, named.only) for m in MOMENTS for named in m.dotted
 }
 
 

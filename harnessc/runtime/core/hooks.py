@@ -1,4 +1,4 @@
-"""Hook moments, their aliases across the three designs, and the results hooks may return.
+"""Hook moments' names (from the catalog, core/moments.py), and the results hooks may return.
 
 A hook is a handler registered on a moment with ``harness.on(name, handler)`` or
 declared as a ``HookSpec`` in the options. Handlers run in registration order; sync
@@ -22,6 +22,7 @@ from msgspec import Struct
 from harnessc.runtime.core.budget import Budget
 from harnessc.runtime.core.events import EVENT_ALIASES, EVENT_TYPES
 from harnessc.runtime.core.messages import Message, ToolCall, Usage, UserContent
+from harnessc.runtime.core.moments import MOMENTS
 
 __all__ = [
     "ACTING_HOOKS",
@@ -64,47 +65,12 @@ __all__ = [
 
 # Moments where handlers act (their return value changes what the loop does). Each
 # receives its own event type below; none of these is part of the event stream.
-ACTING_HOOKS: tuple[str, ...] = (
-    "before_agent_start",
-    "context",
-    "before_provider_request",
-    "before_provider_payload",
-    "after_provider_response",
-    "after_plan",
-    "tool_call",
-    "tool_result",
-    "before_stop",
-    "on_budget_exceeded",
-    "session_before_compact",
-    "session_before_tree",
-)
+ACTING_HOOKS: tuple[str, ...] = tuple(m.name for m in MOMENTS if m.acting)
 
 # Every other alias (the state machine's topics, older names) -> canonical moment.
-HOOK_ALIASES: dict[str, str] = {
-    "before_plan": "before_agent_start",
-    "before_step": "context",
-    "before_tool_call": "tool_call",
-    "after_tool_call": "tool_result",
-    "after_step": "turn_end",
-    "on_complete": "agent_end",
-    "budget_exceeded": "on_budget_exceeded",
-    "turn_stop": "before_stop",
-    "on_pause": "agent_pause",
-    "on_error": "error",
-}
+HOOK_ALIASES: dict[str, str] = {alias: m.name for m in MOMENTS for alias in m.aliases}
 
-SEED_004_TOPICS: tuple[str, ...] = (
-    "before_plan",
-    "after_plan",
-    "before_tool_call",
-    "after_tool_call",
-    "before_step",
-    "after_step",
-    "on_error",
-    "on_pause",
-    "on_budget_exceeded",
-    "on_complete",
-)
+SEED_004_TOPICS: tuple[str, ...] = tuple(m.seed_004 for m in MOMENTS if m.seed_004)
 
 HOOK_NAMES: frozenset[str] = frozenset(
     set(ACTING_HOOKS) | set(HOOK_ALIASES) | set(EVENT_TYPES) | set(EVENT_ALIASES)
