@@ -18,11 +18,13 @@ prerequisites imported before the clock starts), then, in this process, the time
 build one ``ToolExecutionEndEvent`` (four keyword arguments, the rest defaults) and to
 turn one into JSON bytes (``json.dumps(to_dict())`` for the written form as the runtime
 does; ``msgspec.json.encode`` for a struct; ``json.dumps(asdict())`` for a dataclass).
-It also prints what ``import msgspec`` costs on top of ``import harnessc.runtime``.
+It also prints what ``import msgspec`` costs alone and on top of each tree's
+``import harnessc.runtime``.
 
-Each ``--tree`` (and this one) is then measured as it is: ``import harnessc.runtime`` CPU,
+Each ``--tree``, then this one, is measured as it is: ``import harnessc.runtime`` CPU,
 building its own ``ToolExecutionEndEvent`` and turning it into JSON the way its event log
-does (``json.dumps(event.to_dict())``), with ratios to the first tree. The figures of a
+does (``json.dumps(event.to_dict())``), with ratios to the first tree (the first
+``--tree``: name the tree to compare against there). The figures of a
 whole agent (start-up, memory per session) are benchmarks/startup_trees.py's and
 benchmarks/concurrency.py's.
 """
@@ -49,7 +51,10 @@ def fields(cls):
     try:
         import msgspec
         if issubclass(cls, msgspec.Struct):
-            return [(f.name, f.type if isinstance(f.type, str) else repr(f.type),
+            written = {}
+            for klass in reversed(cls.__mro__):
+                written.update(klass.__dict__.get("__annotations__", {}))
+            return [(f.name, written[f.name],
                      f.default_factory is not msgspec.NODEFAULT and f.default_factory.__name__,
                      f.default) for f in msgspec.structs.fields(cls)]
     except ImportError:
@@ -273,18 +278,20 @@ MSGSPEC_ALONE = (
 )
 
 
-def _msgspec_import(runs: int) -> None:
-    """``import msgspec`` alone, and in a process that has imported the runtime."""
-    env = _env(ROOT)
-    for code in (MSGSPEC_ALONE, MSGSPEC_ON_TOP):
+def _msgspec_import(trees: list[tuple[str, Path]], runs: int) -> None:
+    """``import msgspec`` alone, and in a process that has imported each tree's runtime
+    (a tree whose records are Structs has loaded it already: 0)."""
+    codes = [("alone", MSGSPEC_ALONE, _env(ROOT))] + [
+        (f"after {name}'s runtime", MSGSPEC_ON_TOP, _env(tree)) for name, tree in trees
+    ]
+    for _, code, env in codes:
         _cpu_ms(code, env)
-    alone = [_cpu_ms(MSGSPEC_ALONE, env) for _ in range(runs)]
-    on_top = [_cpu_ms(MSGSPEC_ON_TOP, env) for _ in range(runs)]
-    print(
-        f"\nimport msgspec, CPU: alone {statistics.median(alone):.2f} ms; after "
-        f"import harnessc.runtime {statistics.median(on_top):.2f} ms (a first new module "
-        "is msgspec itself, the rest is what the runtime has not loaded already)"
-    )
+    times: dict[str, list[float]] = {label: [] for label, _, _ in codes}
+    for _ in range(runs):
+        for label, code, env in codes:
+            times[label].append(_cpu_ms(code, env))
+    shown = "; ".join(f"{label} {statistics.median(t):.2f} ms" for label, t in times.items())
+    print(f"\nimport msgspec, CPU: {shown}")
 
 
 RUNTIME_IMPORT = (
@@ -324,9 +331,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--tree", action="append", default=[], metavar="NAME=PATH")
     options = parser.parse_args()
-    trees = [("this tree", ROOT)] + [
+    trees = [
         (name, Path(path).resolve()) for name, _, path in (t.partition("=") for t in options.tree)
-    ]
+    ] + [("this tree", ROOT)]
     started = time.monotonic()
     shapes = json.loads(
         subprocess.run(
@@ -340,7 +347,7 @@ def main() -> None:
     )
     print(f"load average at the start: {os.getloadavg()[0]:.1f}")
     _forms(shapes, options.runs)
-    _msgspec_import(options.runs)
+    _msgspec_import(trees, options.runs)
     _trees(trees, options.runs)
     print(
         f"\nload average at the end: {os.getloadavg()[0]:.1f} ({time.monotonic() - started:.0f} s)"

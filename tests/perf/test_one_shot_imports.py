@@ -52,9 +52,9 @@ NEVER = (
     "yaml",
 )
 
-# Still made with dataclass() in a one-shot run: the typed output's settings (its caches
-# are fields kept out of equality).
-DATACLASSES = {"harnessc.runtime.options.typed_output.OutputConfig"}
+# Made with dataclass() in a one-shot run: none (the typed output's settings are a Struct
+# too, their caches kept beside the fields).
+DATACLASSES: set[str] = set()
 
 PROBE = """
 import dataclasses, json, runpy, sys

@@ -13,7 +13,6 @@ which is also where a generated module imports them from.
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import inspect
 from collections.abc import Callable, Mapping
@@ -186,6 +185,8 @@ class ToolSourceEntry(Struct, frozen=True):
 
 
 def _dataclass_defaults(cls: type) -> dict[str, Any]:
+    import dataclasses  # the config types are dataclasses: loaded with them
+
     out: dict[str, Any] = {}
     for item in dataclasses.fields(cls):  # type: ignore[arg-type]
         if not item.init or item.name.startswith("_"):

@@ -10,7 +10,6 @@ work on them.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable
 from enum import Enum
@@ -77,7 +76,9 @@ def to_jsonable(value: Any) -> Any:
         return [to_jsonable(v) for v in value]
     if isinstance(value, Struct):
         return {name: to_jsonable(getattr(value, name)) for name in value.__struct_fields__}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if hasattr(type(value), "__dataclass_fields__"):
+        import dataclasses  # loaded already, by the module that made the value
+
         return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, Path):
         return str(value)

@@ -8,8 +8,6 @@ a dict with the same keys, or None).
 
 from __future__ import annotations
 
-import dataclasses
-import difflib
 import inspect
 import re
 import types
@@ -90,6 +88,8 @@ def canonical_hook_name(name: str) -> str:
     alias = HOOK_ALIASES.get(name)
     if alias is not None:
         return alias
+    import difflib  # only for the message
+
     close = difflib.get_close_matches(name, sorted(HOOK_NAMES), n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     raise UnknownHookError(
@@ -373,7 +373,9 @@ def _field_names(cls: type[Any]) -> tuple[str, ...] | None:
     """The field names of a record or dataclass type, None for any other type."""
     if issubclass(cls, Struct):
         return cls.__struct_fields__
-    if dataclasses.is_dataclass(cls):
+    if hasattr(cls, "__dataclass_fields__"):
+        import dataclasses  # loaded already, by the module that made the class
+
         return tuple(f.name for f in dataclasses.fields(cls))
     return None
 

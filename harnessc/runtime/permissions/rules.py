@@ -39,7 +39,6 @@ Pure: no I/O besides reading the working folder and the home folder's path.
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import os
 import re
@@ -190,6 +189,8 @@ def check_rule_tools(
         if name in CLAUDE_ONLY_TOOLS:
             warnings.append(claude_only_warning(rule.text, name))
             continue
+        import difflib  # only for the message
+
         close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
         lowered = {k.lower(): k for k in sorted(known)}
         hint = close[0] if close else lowered.get(name.lower())
