@@ -335,16 +335,6 @@ class SubagentEvent(Event, kw_only=True):
     tool_call_id: str = ""
     event: Event | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "type": self.type,
-            "seq": self.seq,
-            "timestamp": self.timestamp,
-            "agent_path": list(self.agent_path),
-            "tool_call_id": self.tool_call_id,
-            "event": self.event.to_dict() if self.event is not None else None,
-        }
-
 
 # The event moments of the catalog (core/moments.py), each with its record above.
 _RECORDS: dict[str, type[Event]] = {cls.type: cls for cls in Event.__subclasses__()}
