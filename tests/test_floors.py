@@ -8,6 +8,7 @@ The table is DESIGN.md's layout, low to high. The graph is drawn from the source
 from __future__ import annotations
 
 import ast
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -157,6 +158,30 @@ def test_the_vocabulary_imports_nothing_above_it(package: str) -> None:
         for where in places
     ]
     assert not above, "\n".join(above)
+
+
+# The libraries outside the standard library each bottom floor may import: msgspec
+# declares the records (``Struct``) the vocabulary is made of; PyYAML reads the YAML the
+# runtime loads (support/yamlsafe.py, imported lazily); pydantic is what the ``Output``
+# model of a typed agent is made of (core/output_model.py, imported only by a generated
+# module with ``output.schema``).
+LIBRARIES: dict[str, set[str]] = {
+    "support": {"msgspec", "yaml"},
+    "core": {"msgspec", "pydantic"},
+}
+
+
+@pytest.mark.parametrize("package", sorted(LIBRARIES))
+def test_the_vocabulary_imports_only_its_libraries(package: str) -> None:
+    wrong = []
+    for path in sorted((RUNTIME / package).rglob("*.py")):
+        for target, line in _imports(path):
+            top = target.split(".")[0]
+            if top in sys.stdlib_module_names or top in ("harnessc", "__future__"):
+                continue
+            if top not in LIBRARIES[package]:
+                wrong.append(f"{path.relative_to(ROOT)}:{line} imports {target}")
+    assert not wrong, "\n".join(wrong)
 
 
 def test_no_package_cycle() -> None:

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable
-from dataclasses import replace
 from typing import Any
+
+from msgspec.structs import replace
 
 from harnessc.runtime.agent.budget_gate import count_reply
 from harnessc.runtime.agent.hooks import coerce
@@ -425,7 +426,7 @@ def _patch_stream_options(
             merged = dict(getattr(options, key) or {})
             merged.update(value)
             changes[key] = merged
-        elif key in AgentHarnessStreamOptions.__dataclass_fields__:
+        elif key in AgentHarnessStreamOptions.__struct_fields__:
             changes[key] = value
     return replace(options, **changes)
 

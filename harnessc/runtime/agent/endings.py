@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from msgspec import Struct
+
 from harnessc.runtime.agent.parts import AgentParts
 from harnessc.runtime.agent.results import RunResult, RunStatus
 from harnessc.runtime.agent.run_state import RunState
@@ -26,7 +28,6 @@ from harnessc.runtime.core.events import (
 )
 from harnessc.runtime.core.loop_states import LoopState
 from harnessc.runtime.core.messages import TextContent, ToolResultMessage
-from harnessc.runtime.support.records import Record
 
 __all__ = [
     "AGAIN",
@@ -45,40 +46,22 @@ __all__ = [
 ]
 
 
-class Pause(Record, frozen=True):
-    __slots__ = ("reason",)
+class Pause(Struct, frozen=True):
     reason: str
 
-    def __init__(self, reason: str) -> None:
-        object.__setattr__(self, "reason", reason)
+
+class AwaitTools(Struct, frozen=True):
+    pass
 
 
-class AwaitTools(Record, frozen=True):
-    __slots__ = ()
-
-    def __init__(self) -> None:
-        pass
-
-
-class Finish(Record, frozen=True):
-    __slots__ = ("status", "reason", "output")
+class Finish(Struct, frozen=True):
     status: RunStatus
     reason: str
-    output: Any  # the validated typed result (``output:``)
-
-    def __init__(self, status: RunStatus, reason: str, output: Any = None) -> None:
-        object.__setattr__(self, "status", status)
-        object.__setattr__(self, "reason", reason)
-        object.__setattr__(self, "output", output)
+    output: Any = None  # the validated typed result (``output:``)
 
 
-class Again(Record, frozen=True):
+class Again(Struct, frozen=True):
     """Run the same stage once more, in the same state (not a transition)."""
-
-    __slots__ = ()
-
-    def __init__(self) -> None:
-        pass
 
 
 AGAIN = Again()

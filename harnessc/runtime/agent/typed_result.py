@@ -12,41 +12,27 @@ from __future__ import annotations
 
 from typing import Any
 
+from msgspec import Struct
+
 from harnessc.runtime.agent.parts import AgentParts
 from harnessc.runtime.agent.run_state import RunState
 from harnessc.runtime.core.events import ErrorEvent
 from harnessc.runtime.core.messages import TextContent, UserMessage
 from harnessc.runtime.options.typed_output import OUTPUT_INVALID, OUTPUT_TOOL, OutputConfig
 from harnessc.runtime.providers.base import Context, ResponseSchema
-from harnessc.runtime.support.records import Record
 
 __all__ = ["Verdict", "judge", "shape"]
 
 
-class Verdict(Record, frozen=True):
+class Verdict(Struct, frozen=True):
     """What the reply means for the run: ``retry`` (ask again), or the run ends (``ok``
     with ``value``, else ``output_invalid`` with ``errors``)."""
 
-    __slots__ = ("retry", "ok", "value", "errors", "reason")
-    retry: bool
-    ok: bool
-    value: Any
-    errors: tuple[str, ...]
-    reason: str
-
-    def __init__(
-        self,
-        retry: bool = False,
-        ok: bool = False,
-        value: Any = None,
-        errors: tuple[str, ...] = (),
-        reason: str = "",
-    ) -> None:
-        object.__setattr__(self, "retry", retry)
-        object.__setattr__(self, "ok", ok)
-        object.__setattr__(self, "value", value)
-        object.__setattr__(self, "errors", errors)
-        object.__setattr__(self, "reason", reason)
+    retry: bool = False
+    ok: bool = False
+    value: Any = None
+    errors: tuple[str, ...] = ()
+    reason: str = ""
 
 
 def shape(agent: AgentParts, context: Context) -> None:

@@ -6,9 +6,10 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable
-from dataclasses import replace
 from functools import partial
 from typing import Any
+
+from msgspec.structs import replace
 
 from harnessc.runtime.cli.args import UsageError
 from harnessc.runtime.options.harness_options import AgentHarnessOptions

@@ -14,11 +14,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO, runtime_checkable
 
+from msgspec import Struct
+
 from harnessc.runtime.cli.args import UsageError
 from harnessc.runtime.cli.output import one_line
 from harnessc.runtime.session.repo_protocol import SessionRepo
 from harnessc.runtime.session.session import Session, SessionError, SessionHeader
-from harnessc.runtime.support.records import Record
 
 if TYPE_CHECKING:
     from harnessc.runtime.session.index import SearchHit
@@ -58,18 +59,12 @@ class SearchableSessionRepo(Protocol):
     def search(self, query: str, limit: int = 20) -> builtins.list[SearchHit]: ...
 
 
-class SessionChoice(Record):
+class SessionChoice(Struct):
     """The session to hand to ``build_options`` (None: let it create one)."""
 
-    __slots__ = ("session", "new", "note")
     session: Session | None
     new: bool  # a fresh session (removed again when the run never starts)
-    note: str | None  # something to tell the user on stderr
-
-    def __init__(self, session: Session | None, new: bool, note: str | None = None) -> None:
-        self.session = session
-        self.new = new
-        self.note = note
+    note: str | None = None  # something to tell the user on stderr
 
 
 def open_repo(root: str | os.PathLike[str] | None) -> JsonlSessionRepo:

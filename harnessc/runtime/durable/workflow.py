@@ -19,12 +19,12 @@ topic, a budget or hook pause on the topic ``resume``. While it waits its state 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 from dbos import DBOS
 
 from harnessc.runtime.agent import AgentHarness
@@ -320,7 +320,7 @@ def _budget(message: Any, current: Any) -> Any:
     raised = {k: v for k, v in message["budget"].items() if k in BUDGET_LIMITS}
     if not raised:
         return None
-    return dataclasses.replace(current if current is not None else Budget(), **raised)
+    return msgspec.structs.replace(current if current is not None else Budget(), **raised)
 
 
 def _approvals(message: Any, harness: AgentHarness) -> dict[str, bool] | None:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from typing import Any, Protocol
+
+from msgspec.structs import replace
 
 from harnessc.runtime.cli.host import ReplHost
 from harnessc.runtime.cli.output import format_number, one_line
