@@ -497,6 +497,21 @@ def dev(spec: str, agent_args: tuple[str, ...], out_dir: str) -> None:
 @click.option("--token-env", metavar="NAME", help="Variable holding the bearer token.")
 @click.option("--max-runs", default=64, show_default=True, help="Runs working at once.")
 @click.option(
+    "--max-connections", default=1024, show_default=True, help="Connections open at once."
+)
+@click.option(
+    "--header-timeout",
+    default=10.0,
+    show_default=True,
+    help="Seconds a client has to send a request's head.",
+)
+@click.option(
+    "--body-timeout",
+    default=30.0,
+    show_default=True,
+    help="Seconds a client has to send a request's body, after its head.",
+)
+@click.option(
     "--worker",
     is_flag=True,
     help="A spec with durable: this process takes runs from the queue too "
@@ -511,6 +526,9 @@ def serve(
     port: int,
     token_env: str | None,
     max_runs: int,
+    max_connections: int,
+    header_timeout: float,
+    body_timeout: float,
     worker: bool,
     out_dir: str,
 ) -> None:
@@ -522,7 +540,8 @@ def serve(
         click.echo(f"harnessc: {spec} has errors; not serving", err=True)
         raise SystemExit(1)
     argv = [*_agent_argv(agent_args), "--serve", "--host", host, "--port", str(port)]
-    argv += ["--max-runs", str(max_runs)]
+    argv += ["--max-runs", str(max_runs), "--max-connections", str(max_connections)]
+    argv += ["--header-timeout", str(header_timeout), "--body-timeout", str(body_timeout)]
     if token_env:
         argv += ["--token-env", token_env]
     from harnessc.runtime.cli import run_cli
