@@ -61,7 +61,22 @@ def pg_database(pg_dsn: str) -> Iterator[str]:
     try:
         yield urlunsplit(parts._replace(path="/" + name))
     finally:
-        _admin(pg_dsn, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        _drop_database(pg_dsn, name)
+
+
+def _drop_database(dsn: str, name: str) -> None:
+    """Drop ``name``; an autovacuum worker in it (a superuser's process FORCE may not end) is waited out."""
+    import time
+
+    import psycopg
+
+    for _attempt in range(50):
+        try:
+            _admin(dsn, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+            return
+        except psycopg.errors.InsufficientPrivilege:
+            time.sleep(0.1)
+    _admin(dsn, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 def make_repo(kind: str, tmp_path: Path, request: Any) -> Any:
