@@ -17,8 +17,10 @@ benchmarks/peers.py; --skip-install uses it as it is). For each number of client
 (--clients, default 100 and 1,000) and each server, after a warm-up:
 
 1. **memory per open run**: the model holds every request for --hold-s; N runs are
-   started and, once the model has seen the first request of all N (or --open-timeout
-   passed), the server's resident memory over its idle memory, divided by the runs open;
+   started and, once the RUN_STARTED of all N arrived (or --open-timeout passed) and
+   one more second, the server's peak resident memory over its idle memory, divided by
+   the runs open (a run waiting for one of its server's model connections is open too:
+   each server keeps its own cap on them, aiohttp's default 100, harnessc's 64);
 2. **load**: N clients, each starting its next run as soon as its last one ended, for
    --duration seconds, then every run in flight is read to its end (at most
    --run-timeout): runs per second (runs finished / the time until the last ended),
@@ -31,8 +33,14 @@ RUN_FINISHED and the run's final text (so all its tool steps were made). Prints 
 target of issue 47 beside its figure, and the load average with every row. Stops every
 process it started and leaves no files (the compiled agent lives in a temporary folder).
 
+``--profile DIR`` (needs py-spy) samples each server during its load phase, keeps the
+raw stacks in DIR and prints where each server's CPU per run goes: by code area
+(harnessc's subpackages, site packages, standard-library modules) and by function. The
+sampler takes CPU itself: take the figures from a run without it.
+
 Usage: python benchmarks/serve_peers.py [--clients 100,1000] [--only bare,harnessc,...]
        [--duration 20] [--latency-ms 50] [--steps 5] [--hold-s 8] [--skip-install]
+       [--profile DIR]
 """
 
 from __future__ import annotations
@@ -42,6 +50,7 @@ import asyncio
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -356,8 +365,11 @@ class Outcome:
     problem: str = ""
 
 
-async def one_run(port: int, path: str, tag: str, timeout: float) -> Outcome:
-    """POST one RunAgentInput and read the event stream to RUN_FINISHED."""
+async def one_run(
+    port: int, path: str, tag: str, timeout: float, started: list[int] | None = None
+) -> Outcome:
+    """POST one RunAgentInput and read the event stream to RUN_FINISHED; ``started[0]``
+    counts the runs whose RUN_STARTED arrived."""
     body = agui_input(tag)
     head = (
         f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n"
@@ -374,6 +386,9 @@ async def one_run(port: int, path: str, tag: str, timeout: float) -> Outcome:
             while chunk := await reader.read(65536):
                 seen += chunk
                 window = seen[-(len(chunk) + 32) :]
+                if started is not None and b"RUN_STARTED" in seen:
+                    started[0] += 1
+                    started = None
                 if b"RUN_FINISHED" in window or b"RUN_ERROR" in window:
                     break
     except TimeoutError:
@@ -430,6 +445,7 @@ class Row:
     peak_mib: float = 0.0
     idle_mib: float = 0.0
     open_runs: int = 0
+    at_model: int = 0  # of them, the runs whose first model request had arrived
     kib_per_open_run: float = float("nan")
     load: str = ""
 
@@ -459,19 +475,20 @@ async def hold(
     row.idle_mib = rss_kib(pid) / 1024
     idle = rss_kib(pid)
     port, path = running.port, running.kind.path
+    started = [0]
+    timeout = args.run_timeout + (args.steps + 1) * args.hold_s
     with Sampler(pid) as sampler:
         tasks = [
-            asyncio.ensure_future(one_run(port, path, f"h{i}", args.run_timeout + 6 * args.hold_s))
-            for i in range(n)
+            asyncio.ensure_future(one_run(port, path, f"h{i}", timeout, started)) for i in range(n)
         ]
         deadline = time.monotonic() + args.open_timeout
-        opened = 0
-        while time.monotonic() < deadline:
-            opened = (await asyncio.to_thread(model.call, "/_bench/stats"))["first"]
-            if opened >= n:
-                break
+        while time.monotonic() < deadline and started[0] < n:
             await asyncio.sleep(0.1)
+        opened = started[0]
+        await asyncio.sleep(1.0)  # the last runs' first requests reach the model
         peak = max(sampler.peak, rss_kib(pid))
+    stats = await asyncio.to_thread(model.call, "/_bench/stats")
+    row.at_model = int(stats["first"])
     row.open_runs = opened
     row.kib_per_open_run = (peak - idle) / opened if opened else float("nan")
     await asyncio.to_thread(model.call, "/_bench/latency", {"s": args.latency_ms / 1000})
@@ -501,11 +518,94 @@ async def load(running: Running, row: Row, n: int, args: argparse.Namespace) -> 
                 if len(row.problems) < 3:
                     row.problems.append(outcome.problem)
 
-    with Sampler(pid) as sampler:
-        await asyncio.gather(*(client(i) for i in range(n)))
+    profiler = None
+    if args.profile:
+        profiler = start_profiler(pid, Path(args.profile) / f"{running.kind.name}-{n}.txt")
+    try:
+        with Sampler(pid) as sampler:
+            await asyncio.gather(*(client(i) for i in range(n)))
+    finally:
+        if profiler is not None:
+            profiler.send_signal(signal.SIGINT)  # py-spy writes its file and ends
+            profiler.wait(timeout=60)
     row.wall = last_end[0] - begin
     row.cpu_per_run_ms = (cpu_s(pid) - cpu0) / row.runs * 1000 if row.runs else float("nan")
     row.peak_mib = sampler.peak / 1024
+
+
+# -- profiles (--profile DIR: py-spy on each server during its load) -------------------
+
+
+def start_profiler(pid: int, out: Path) -> subprocess.Popen[bytes] | None:
+    spy = shutil.which("py-spy")
+    if spy is None:
+        return None
+    out.parent.mkdir(parents=True, exist_ok=True)
+    return subprocess.Popen(
+        [spy, "record", "-p", str(pid), "-r", "200", "--format", "raw", "--nonblocking"]
+        + ["-o", str(out)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+_FRAME = re.compile(r"^(?P<func>.*) \((?P<file>[^():]+)(?::\d+)?\)$")
+
+
+def _area(path: str) -> str:
+    """Where a frame's code lives: harnessc's subpackage, else the top-level package or
+    module (py-spy names files from their folder on sys.path)."""
+    parts = Path(path).parts
+    if len(parts) > 2 and parts[0] == "harnessc":
+        return "/".join(parts[: 3 if parts[1] == "runtime" and len(parts) > 3 else 2])
+    return parts[0].removesuffix(".py") if parts else "?"
+
+
+def summarise_profile(raw: Path, cpu_per_run_ms: float, top: int = 15) -> list[str]:
+    """The functions and code areas with the most samples, as ms of CPU per run (their
+    share of the samples times the server's CPU per run)."""
+    own: dict[str, int] = {}
+    within: dict[str, int] = {}
+    areas: dict[str, int] = {}
+    total = 0
+    for line in raw.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not count.isdigit():
+            continue
+        samples = int(count)
+        total += samples
+        names = []
+        for frame in stack.split(";"):
+            match = _FRAME.match(frame)
+            if match:
+                file = match.group("file")
+                names.append((f"{match.group('func')} ({Path(file).name})", _area(file)))
+        if not names:
+            continue
+        name, area = names[-1]
+        own[name] = own.get(name, 0) + samples
+        areas[area] = areas.get(area, 0) + samples
+        for seen in {n for n, _ in names}:
+            within[seen] = within.get(seen, 0) + samples
+    if not total:
+        return ["  (no samples)"]
+
+    def rows(counts: dict[str, int], limit: int = top) -> list[str]:
+        best = sorted(counts.items(), key=lambda kv: -kv[1])[:limit]
+        return [
+            f"    {c / total * 100:5.1f}%  {c / total * cpu_per_run_ms:6.2f} ms/run  {name}"
+            for name, c in best
+        ]
+
+    return [
+        f"  {total} samples; by where the sampled code lives (own time):",
+        *rows(areas),
+        "  by function, own time:",
+        *rows(own),
+        "  by function, with what it calls (the chain above the event loop's callbacks left out):",
+        *rows({k: v for k, v in within.items() if v < 0.85 * total}, 2 * top),
+    ]
 
 
 def measure(kind: ServerKind, model: ModelProcess, n: int, args: argparse.Namespace) -> Row:
@@ -733,7 +833,15 @@ def main() -> int:
     parser.add_argument("--open-timeout", type=float, default=60.0, help="seconds to open N runs")
     parser.add_argument("--run-timeout", type=float, default=120.0, help="seconds a run may take")
     parser.add_argument("--skip-install", action="store_true", help="use .peers-venv as it is")
+    parser.add_argument(
+        "--profile",
+        default="",
+        metavar="DIR",
+        help="py-spy each server during its load (raw stacks into DIR) and print the top costs",
+    )
     args = parser.parse_args()
+    if args.profile and shutil.which("py-spy") is None:
+        parser.error("--profile needs py-spy on PATH (pip install py-spy)")
     counts = [int(x) for x in args.clients.split(",") if x]
     wanted = [x for x in args.only.split(",") if x] or SERVERS
     peers = prepare_peers(args.skip_install) if {"pydantic-ai", "adk"} & set(wanted) else {}
@@ -759,13 +867,20 @@ def main() -> int:
                     rows.append(row)
                     print(
                         f"    {row.runs} runs, {row.runs_per_s:.1f}/s, "
-                        f"{row.kib_per_open_run:.0f} KiB per open run ({row.open_runs} open), "
+                        f"{row.kib_per_open_run:.0f} KiB per open run ({row.open_runs} open, "
+                        f"{row.at_model} at the model), "
                         f"CPU {row.cpu_per_run_ms:.1f} ms per run; load {row.load}",
                         flush=True,
                     )
         finally:
             model.stop()
     report(rows, args)
+    if args.profile:
+        for row in rows:
+            raw = Path(args.profile) / f"{row.server}-{row.clients}.txt"
+            if raw.exists() and row.runs:
+                print(f"\nprofile of {row.server} at {row.clients} clients ({raw}):")
+                print("\n".join(summarise_profile(raw, row.cpu_per_run_ms)))
     return 0
 
 
