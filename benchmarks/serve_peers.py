@@ -18,9 +18,10 @@ benchmarks/peers.py; --skip-install uses it as it is). For each number of client
 
 1. **memory per open run**: the model holds every request for --hold-s; N runs are
    started and, once the RUN_STARTED of all N arrived (or --open-timeout passed) and
-   one more second, the server's peak resident memory over its idle memory, divided by
-   the runs open (a run waiting for one of its server's model connections is open too:
-   each server keeps its own cap on them, aiohttp's default 100, harnessc's 64);
+   then the model saw the first request of each (or --hold-s more passed), the server's
+   peak resident memory over its idle memory, divided by the runs open (a run waiting
+   for one of its server's model connections is open too: each server has its own cap
+   on them, aiohttp's default 100, harnessc's 64);
 2. **load**: N clients, each starting its next run as soon as its last one ended, for
    --duration seconds, then every run in flight is read to its end (at most
    --run-timeout): runs per second (runs finished / the time until the last ended),
@@ -485,10 +486,15 @@ async def hold(
         while time.monotonic() < deadline and started[0] < n:
             await asyncio.sleep(0.1)
         opened = started[0]
-        await asyncio.sleep(1.0)  # the last runs' first requests reach the model
+        # then until every open run's first request reached the model, or --hold-s (a
+        # server whose model connections are capped keeps the others waiting for one)
+        deadline = time.monotonic() + args.hold_s
+        while time.monotonic() < deadline:
+            row.at_model = int((await asyncio.to_thread(model.call, "/_bench/stats"))["first"])
+            if row.at_model >= opened:
+                break
+            await asyncio.sleep(0.2)
         peak = max(sampler.peak, rss_kib(pid))
-    stats = await asyncio.to_thread(model.call, "/_bench/stats")
-    row.at_model = int(stats["first"])
     row.open_runs = opened
     row.kib_per_open_run = (peak - idle) / opened if opened else float("nan")
     await asyncio.to_thread(model.call, "/_bench/latency", {"s": args.latency_ms / 1000})
