@@ -568,15 +568,37 @@ cli.add_command(sessions)  # harnessc sessions export|import (PostgreSQL <-> JSO
     is_flag=True,
     help="Run against the real models (keys from the environment) and write the cassettes.",
 )
+@click.option(
+    "--base-url",
+    metavar="URL",
+    help="With --record: send every model's requests to URL (default: $HARNESSC_BASE_URL); "
+    "a server on this machine needs no key.",
+)
 @click.option("--junit", "junit_file", type=click.Path(dir_okay=False), help="Write JUnit XML.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Cases run at once (default: CPUs).")
 @_guard
-def test(paths: tuple[str, ...], record: bool, junit_file: str | None, jobs: int | None) -> None:
+def test(
+    paths: tuple[str, ...],
+    record: bool,
+    base_url: str | None,
+    junit_file: str | None,
+    jobs: int | None,
+) -> None:
     """Run the cases of *.tests.yaml files (PATHS: files or folders; default: .) against
     their cassettes; exit 1 when one fails."""
     from harnessc.agenttests import junit_xml, run_tests, table
+    from harnessc.runtime.cli.args import UsageError
+    from harnessc.runtime.cli.overrides import BASE_URL_VARIABLE, check_base_url
 
-    run = run_tests(list(paths), record=record, jobs=jobs)
+    url = base_url or os.environ.get(BASE_URL_VARIABLE) or None
+    where = None
+    if url:
+        where = (url, "--base-url" if base_url else BASE_URL_VARIABLE)
+        try:
+            check_base_url(*where)
+        except UsageError as exc:
+            raise click.UsageError(str(exc)) from None
+    run = run_tests(list(paths), record=record, jobs=jobs, base_url=where)
     for problem in run.problems:
         click.echo(problem, err=True)
     if run.results:

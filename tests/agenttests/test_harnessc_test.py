@@ -252,3 +252,45 @@ def test_a_folder_with_a_tests_file_beside_its_spec_still_builds(tmp_path: Path)
     checked = runner.invoke(cli, ["check", str(agents)])
     assert checked.exit_code == 0, checked.output
     assert "helper.tests.yaml" not in checked.output
+
+
+@pytest.mark.parametrize("how", ["variable", "option"])
+def test_record_goes_to_the_base_url_of_the_command_line_without_a_key(
+    tmp_path: Path, how: str
+) -> None:
+    """The scaffolded demo test, recorded against the demo model as `harnessc new`
+    says: $HARNESSC_BASE_URL (or --base-url) points every model there, and a server on
+    this machine needs no key; the replay then passes offline."""
+    from harnessc.testing.demo import serve
+
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+    repo = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = repo + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+
+    def harnessc(*args: str, **more: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", "from harnessc.cli import main; main()", *args],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env={**env, **more},
+            timeout=120,
+        )
+
+    created = harnessc("new", "demo")
+    assert "harnessc test --record agents/demo.tests.yaml" in created.stdout
+    server = serve(port=0)
+    try:
+        url = f"{server.url}/v1"
+        if how == "variable":
+            recorded = harnessc("test", "--record", "agents/demo.tests.yaml", HARNESSC_BASE_URL=url)
+        else:
+            recorded = harnessc("test", "--record", "--base-url", url, "agents/demo.tests.yaml")
+        assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+        assert "pass (recorded)" in recorded.stdout
+        assert "authorization" not in {k for r in server.requests for k in r.headers}
+    finally:
+        server.stop()
+    replayed = harnessc("test", "agents/demo.tests.yaml")
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert "1 passed" in replayed.stdout
