@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from harnessc.runtime.support.envref import unresolved_names
+
 __all__ = ["Check", "check_model", "doctor"]
 
 DEFAULT_URLS = {
@@ -65,6 +67,16 @@ def check_model(key: str, model: Any, get: Callable[..., Any] | None = None) -> 
         else:
             checks.append(Check("error", f"{label}: {model.api_key_env} is not set"))
     base = model.base_url or DEFAULT_URLS.get(model.api, "")
+    unset = unresolved_names(base)
+    if unset:
+        checks.append(
+            Check(
+                "error",
+                f"{label}: {unset[0]} is not set (base_url reads it); set it or "
+                "check with --base-url URL",
+            )
+        )
+        return checks
     if not base.startswith(("http://", "https://")):
         checks.append(Check("error", f"{label}: base_url {base!r} has no http:// or https://"))
         return checks

@@ -254,3 +254,51 @@ def test_the_demo_fills_a_schema_asked_for_with_response_format() -> None:
                 text += choice.get("delta", {}).get("content") or ""
     value = json.loads(text)
     assert value == {"title": "Hello", "score": 4, "tags": ["Hello"], "kind": "idea", "done": True}
+
+
+UNSET_URL_SPEC = """\
+version: 1
+name: elsewhere
+models:
+  main:
+    provider: openai
+    id: demo
+    base_url: ${ELSEWHERE_BASE_URL}/v1
+    api_key_env: ELSEWHERE_API_KEY
+tools: [ls]
+"""
+
+
+def test_base_url_on_the_command_line_stands_in_for_an_unset_variable_of_the_spec(
+    demo: ProtocolServer, tmp_path: Path
+) -> None:
+    """--base-url (or $HARNESSC_BASE_URL) replaces the spec's base_url, so the variable
+    that base_url reads need not be set; without either, the run names the variable."""
+    spec = tmp_path / "elsewhere.yaml"
+    spec.write_text(UNSET_URL_SPEC)
+    url = f"{demo.url}/v1"
+    given = _harnessc(["run", str(spec), "--base-url", url, "list the files here"], tmp_path)
+    assert given.returncode == 0, given.stderr
+    assert "Here is what `ls` returned" in given.stdout
+    exported = _harnessc(["run", str(spec), "list the files here"], tmp_path, HARNESSC_BASE_URL=url)
+    assert exported.returncode == 0, exported.stderr
+    assert _harnessc(["build", str(spec), "-o", "generated"], tmp_path).returncode == 0
+    module = _python(tmp_path / "generated" / "elsewhere.py", "--base-url", tmp_path)
+    assert module.returncode == 2  # a flag without its value; the module itself builds
+    built = subprocess.run(
+        [sys.executable, str(tmp_path / "generated" / "elsewhere.py"), "--base-url", url, "hi"],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert built.returncode == 0, built.stderr
+    neither = _harnessc(["run", str(spec), "list the files here"], tmp_path)
+    assert neither.returncode == 2
+    assert "ELSEWHERE_BASE_URL is not set" in neither.stderr, neither.stderr
+    assert "--base-url" in neither.stderr
+    doctor = _harnessc(["doctor", str(spec)], tmp_path)
+    assert doctor.returncode == 1
+    assert "ELSEWHERE_BASE_URL is not set" in doctor.stdout, doctor.stdout

@@ -12,6 +12,7 @@ from typing import Any
 
 from harnessc.runtime.cli.args import UsageError
 from harnessc.runtime.core.options import AgentHarnessOptions
+from harnessc.runtime.support.envref import unresolved_names
 
 __all__ = [
     "BASE_URL_VARIABLE",
@@ -92,9 +93,16 @@ def _for_subagents(
 
 
 def check_model(key: str, options: AgentHarnessOptions, current: Any) -> None:
-    """Fail fast, naming the variable, when the model's API key is not set or its
-    base_url (often from the environment) has no scheme."""
+    """Fail fast, naming the variable, when the model's API key is not set, or its
+    base_url reads a variable that is not set or has no scheme."""
     model = options.models.get(key, current)
+    unset = unresolved_names(model.base_url or "")
+    if unset:
+        raise UsageError(
+            f"model {key!r} ({model.id}): environment variable {unset[0]} is not set "
+            f"(its base_url reads it); set it, or point every model at a server with "
+            f"--base-url URL or ${BASE_URL_VARIABLE}"
+        )
     if model.base_url and not model.base_url.startswith(("http://", "https://")):
         raise UsageError(
             f"model {key!r} ({model.id}): base_url {model.base_url!r} has no scheme; "
