@@ -553,8 +553,11 @@ def hook_program_problem(command: str, base: FsPath) -> tuple[Severity, str] | N
     """What is wrong with the program a hook command starts, if anything.
 
     A path (``hooks/guard.sh``, ``$CLAUDE_PROJECT_DIR/.claude/hooks/x.sh``; relative to
-    ``base``) must exist and be executable: an error otherwise. A bare name not on PATH
-    is a warning (the machine that runs the agent may have it).
+    ``base``) must exist and be executable: an error otherwise. A bare name is looked
+    up on PATH, as a shell does: not found there, it is an error when a file of that
+    name is in ``base`` (``block.sh`` for ``./block.sh``: it would never run, and a
+    tool_call hook that cannot run blocks every call), else a warning (the machine that
+    runs the agent may have it).
     """
     try:
         words = shlex.split(command)
@@ -569,9 +572,15 @@ def hook_program_problem(command: str, base: FsPath) -> tuple[Severity, str] | N
     if any(c in word for c in "$`*?["):
         return None  # the shell decides
     if "/" not in word:
-        if shutil.which(word) is None and word not in _SHELL_WORDS:
-            return "warning", f"hook program {word!r} is not on PATH"
-        return None
+        if shutil.which(word) is not None or word in _SHELL_WORDS:
+            return None
+        if _exists(base / word, file=True):
+            # run as a shell runs it: through PATH, so the file beside it never would
+            return "error", (
+                f"hook program {word!r} is not on PATH (a bare name is looked up there, "
+                f"as a shell does); for the {word} beside the spec write ./{word}"
+            )
+        return "warning", f"hook program {word!r} is not on PATH"
     problem = path_problem(word)
     if problem is not None:
         return "error", f"hook program {problem}"
