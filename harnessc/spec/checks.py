@@ -26,6 +26,7 @@ from harnessc.spec.mcp_checks import McpNames, check_mcp
 from harnessc.spec.models import BUILTIN_TOOLS, PROVIDER_NAMES
 from harnessc.spec.pathnames import exists_quietly as _exists
 from harnessc.spec.pathnames import path_problem, runtime_modules
+from harnessc.spec.schema_checks import output_schema_problems
 from harnessc.spec.yamlsource import KeyPath, YamlSource
 
 __all__ = ["check_spec", "hook_program_problem", "tool_names"]
@@ -466,8 +467,13 @@ class _Checker:
             self.check_import(target, ("output", "type"))
         schema = output.get("schema")
         if isinstance(schema, dict):
-            for where, message in output_schema_problems(schema):
-                self.report(("output", "schema", *where), "error", message)
+            for problem in output_schema_problems(schema):
+                self.report(
+                    ("output", "schema", *problem.where),
+                    problem.severity,
+                    problem.message,
+                    key=problem.at_key,
+                )
         if OUTPUT_TOOL in names:
             self.report(
                 names[OUTPUT_TOOL],
@@ -536,17 +542,6 @@ class _Checker:
                     f"{bad!r} is not an environment reference (use ${{NAME}} or "
                     f"${{NAME:-default}}; write $${{ for a literal '${{')",
                 )
-
-
-def output_schema_problems(schema: dict[str, Any]) -> list[tuple[KeyPath, str]]:
-    """Where ``schema`` breaks the JSON Schema meta-schema (draft 2020-12), with why."""
-    from jsonschema import Draft202012Validator
-
-    problems: list[tuple[KeyPath, str]] = []
-    for error in Draft202012Validator(Draft202012Validator.META_SCHEMA).iter_errors(schema):
-        where = tuple(error.absolute_path)
-        problems.append((where, f"not a valid JSON Schema: {error.message}"))
-    return problems[:5]
 
 
 def hook_program_problem(command: str, base: FsPath) -> tuple[Severity, str] | None:
