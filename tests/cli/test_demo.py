@@ -302,3 +302,21 @@ def test_base_url_on_the_command_line_stands_in_for_an_unset_variable_of_the_spe
     doctor = _harnessc(["doctor", str(spec)], tmp_path)
     assert doctor.returncode == 1
     assert "ELSEWHERE_BASE_URL is not set" in doctor.stdout, doctor.stdout
+
+
+def test_the_notes_example_finds_its_sample_note_without_warnings(
+    demo: ProtocolServer, tmp_path: Path
+) -> None:
+    """The README's MCP line, as a newcomer runs it with the demo model: the sample
+    query finds the sample note, and nothing on stderr but the call and the usage."""
+    pytest.importorskip("mcp")
+    repo = Path(__file__).resolve().parents[2]
+    done = _harnessc(
+        ["run", str(repo / "agents" / "notes.yaml"), 'call mcp__notes__search {"query": "kiwi"}'],
+        tmp_path,
+        HARNESSC_BASE_URL=f"{demo.url}/v1",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "fruit.md" in done.stdout, done.stdout
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert [line.split()[0] for line in lines] == ["[mcp__notes__search]", "[usage]"], lines
