@@ -320,3 +320,24 @@ def test_the_notes_example_finds_its_sample_note_without_warnings(
     assert "fruit.md" in done.stdout, done.stdout
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert [line.split()[0] for line in lines] == ["[mcp__notes__search]", "[usage]"], lines
+
+
+def test_doctor_redacts_a_key_in_the_base_url_query_and_probes_the_right_url(
+    demo: ProtocolServer, tmp_path: Path
+) -> None:
+    """A key held in base_url's query string (`?key=${VAR}`, as some gateways take it) is
+    never printed, and the probe asks {path}/models?key=..., not ...?key=.../models."""
+    secret = "sk-doctor-QUERY-SECRET-9876"
+    spec = tmp_path / "gateway.yaml"
+    spec.write_text(
+        "version: 1\nname: gateway\nmodels:\n  main:\n    provider: openai\n    id: demo\n"
+        f"    base_url: {demo.url}/v1?key=${{GATEWAY_KEY}}\n    api_key_env: GATEWAY_KEY\n"
+    )
+    before = len(demo.requests)
+    done = _harnessc(["doctor", str(spec)], tmp_path, GATEWAY_KEY=secret)
+    assert secret not in done.stdout + done.stderr
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"{demo.url}/v1?key=[redacted] answers" in done.stdout, done.stdout
+    assert "the endpoint lists demo" in done.stdout
+    [probe] = [r for r in demo.requests[before:] if r.method == "GET"]
+    assert probe.path == f"/v1/models?key={secret}"
