@@ -76,6 +76,10 @@ async def _run_case(
     limit: asyncio.Semaphore,
 ) -> CaseResult:
     label = _shown(test_file.path)
+    try:
+        cassette = test_file.cassette_path(case)
+    except TestFileError as exc:
+        return CaseResult(file=label, name=case.name, mismatch=Mismatch(str(exc)))
     async with limit:
         workspace = Path(tempfile.mkdtemp(prefix="case-", dir=scratch))
         for rel, content in case.files.items():
@@ -85,7 +89,7 @@ async def _run_case(
         job = {
             "module": str(module),
             "prompt": case.prompt,
-            "cassette": str(test_file.cassette_path(case)),
+            "cassette": str(cassette),
             "answers": case.answers,
             "approvals": case.approvals,
             "record": record,

@@ -294,3 +294,67 @@ def test_record_goes_to_the_base_url_of_the_command_line_without_a_key(
     replayed = harnessc("test", "agents/demo.tests.yaml")
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
     assert "1 passed" in replayed.stdout
+
+
+@pytest.mark.parametrize(
+    ("where", "value"),
+    [
+        ("expect.files", "{/etc/hostname: x}"),
+        ("expect.files", "{../outside.txt: x}"),
+        ("expect.files", "{'a/../../outside.txt': null}"),
+        ("cassette", "/etc/hostname"),
+        ("cassette", "../outside.jsonl"),
+        ("cassette", "cassettes/../../outside.jsonl"),
+    ],
+)
+def test_paths_in_a_tests_file_stay_inside_its_folder(
+    tmp_path: Path, where: str, value: str
+) -> None:
+    """A tests file from a pull request cannot make `harnessc test` read (and print in
+    its diff and JUnit file) a file outside the case's workspace, nor take or write a
+    cassette outside the tests file's folder."""
+    from harnessc.agenttests import load_test_file
+    from harnessc.agenttests.cases import TestFileError
+
+    cassette = value if where == "cassette" else "c.jsonl"
+    expect = f"\n    expect: {{files: {value}}}" if where == "expect.files" else ""
+    path = tmp_path / "a.tests.yaml"
+    path.write_text(
+        f"agent: a.yaml\ncases:\n  - name: n\n    prompt: p\n    cassette: {cassette}{expect}\n"
+    )
+    with pytest.raises(TestFileError, match="inside"):
+        load_test_file(path)
+
+
+def test_expected_files_are_not_read_through_a_link_out_of_the_workspace(tmp_path: Path) -> None:
+    from harnessc.agenttests.cases import Expect
+    from harnessc.agenttests.expect import first_mismatch
+
+    secret = tmp_path / "credentials"
+    secret.write_text("aws_secret=SHOULD-NOT-BE-SHOWN")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "copy.txt").symlink_to(secret)
+    outcome = {"status": "done", "tools_called": [], "turns": 1}
+    mismatch = first_mismatch(Expect(files={"copy.txt": "x"}), outcome, workspace)
+    assert mismatch is not None
+    assert "outside the workspace" in mismatch.message
+    assert "SHOULD-NOT-BE-SHOWN" not in mismatch.message + mismatch.diff
+
+
+def test_a_cassette_link_out_of_the_folder_fails_its_case(tmp_path: Path) -> None:
+    from harnessc.agenttests import load_test_file
+    from harnessc.agenttests.cases import TestFileError
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    folder = tmp_path / "tests"
+    folder.mkdir()
+    (folder / "cassettes").symlink_to(outside)
+    path = folder / "a.tests.yaml"
+    path.write_text(
+        "agent: a.yaml\ncases:\n  - name: n\n    prompt: p\n    cassette: cassettes/c.jsonl\n"
+    )
+    loaded = load_test_file(path)
+    with pytest.raises(TestFileError, match="leads outside the tests file's folder"):
+        loaded.cassette_path(loaded.cases[0])
