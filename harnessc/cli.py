@@ -469,7 +469,8 @@ def _check_agent_args(command: str, spec: str, args: Sequence[str]) -> None:
 @_agent_command
 def run(spec: str, agent_args: tuple[str, ...], out_dir: str) -> None:
     """Compile SPEC (a file, or NAME for agents/NAME.yaml) in memory and run the agent's
-    command line with AGENT_ARGS (after --)."""
+    command line with AGENT_ARGS (after SPEC, or after --). The agent's own flags (-i,
+    --continue, --base-url, --max-turns ...): harnessc run NAME --help."""
     spec = _find_spec(spec)
     _check_agent_args("run", spec, agent_args)
     live = LiveAgent(spec, out_dir)
@@ -482,7 +483,7 @@ def run(spec: str, agent_args: tuple[str, ...], out_dir: str) -> None:
 @_agent_command
 def dev(spec: str, agent_args: tuple[str, ...], out_dir: str) -> None:
     """Run SPEC (or NAME) interactively; resources hot-reload and the spec recompiles
-    between turns."""
+    between turns. The agent's own flags: harnessc dev NAME --help."""
     spec = _find_spec(spec)
     _check_agent_args("dev", spec, agent_args)
     argv = _agent_argv(agent_args)
@@ -515,7 +516,8 @@ def serve(
     out_dir: str,
 ) -> None:
     """Serve SPEC (or NAME) over HTTP: native API, OpenAI-compatible, AG-UI, A2A and a dev
-    page (pip install 'harnessc[serve]'); the agent's own flags (--base-url...) after --."""
+    page (pip install 'harnessc[serve]'); the agent's own flags (--base-url...) after --
+    (harnessc serve NAME -- --help lists them)."""
     spec = _find_spec(spec)
     live = LiveAgent(spec, out_dir)
     if not live.load():
