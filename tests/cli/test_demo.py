@@ -341,3 +341,26 @@ def test_doctor_redacts_a_key_in_the_base_url_query_and_probes_the_right_url(
     assert "the endpoint lists demo" in done.stdout
     [probe] = [r for r in demo.requests[before:] if r.method == "GET"]
     assert probe.path == f"/v1/models?key={secret}"
+
+
+def test_a_sub_agent_whose_base_url_variable_is_unset_says_so(
+    demo: ProtocolServer, tmp_path: Path
+) -> None:
+    (tmp_path / "sub.yaml").write_text(
+        UNSET_URL_SPEC.replace("name: elsewhere", "name: sub").replace(
+            "    api_key_env: ELSEWHERE_API_KEY\n", ""
+        )
+    )
+    (tmp_path / "top.yaml").write_text(
+        "version: 1\nname: top\nmodels:\n"
+        f"  main: {{provider: openai, id: demo, base_url: '{demo.url}/v1'}}\n"
+        "agents:\n  sub: {spec: sub.yaml, description: Lists files.}\n"
+    )
+    prompt = "ask the sub agent to list the files here"
+    done = _harnessc(["run", str(tmp_path / "top.yaml"), prompt], tmp_path)
+    assert "environment variable ELSEWHERE_BASE_URL is not set" in done.stderr, done.stderr
+    given = _harnessc(
+        ["run", str(tmp_path / "top.yaml"), "--base-url", f"{demo.url}/v1", prompt], tmp_path
+    )
+    assert given.returncode == 0, given.stderr
+    assert "> top > sub: list the files here" in given.stderr and "error" not in given.stderr
