@@ -469,7 +469,8 @@ def _check_agent_args(command: str, spec: str, args: Sequence[str]) -> None:
 @_agent_command
 def run(spec: str, agent_args: tuple[str, ...], out_dir: str) -> None:
     """Compile SPEC (a file, or NAME for agents/NAME.yaml) in memory and run the agent's
-    command line with AGENT_ARGS (after --)."""
+    command line with AGENT_ARGS (after SPEC, or after --). The agent's own flags (-i,
+    --continue, --base-url, --max-turns ...): harnessc run NAME --help."""
     spec = _find_spec(spec)
     _check_agent_args("run", spec, agent_args)
     live = LiveAgent(spec, out_dir)
@@ -482,7 +483,7 @@ def run(spec: str, agent_args: tuple[str, ...], out_dir: str) -> None:
 @_agent_command
 def dev(spec: str, agent_args: tuple[str, ...], out_dir: str) -> None:
     """Run SPEC (or NAME) interactively; resources hot-reload and the spec recompiles
-    between turns."""
+    between turns. The agent's own flags: harnessc dev NAME --help."""
     spec = _find_spec(spec)
     _check_agent_args("dev", spec, agent_args)
     argv = _agent_argv(agent_args)
@@ -533,7 +534,8 @@ def serve(
     out_dir: str,
 ) -> None:
     """Serve SPEC (or NAME) over HTTP: native API, OpenAI-compatible, AG-UI, A2A and a dev
-    page (pip install 'harnessc[serve]'); the agent's own flags (--base-url...) after --."""
+    page (pip install 'harnessc[serve]'); the agent's own flags (--base-url...) after --
+    (harnessc serve NAME -- --help lists them)."""
     spec = _find_spec(spec)
     live = LiveAgent(spec, out_dir)
     if not live.load():
@@ -587,15 +589,37 @@ cli.add_command(sessions)  # harnessc sessions export|import (PostgreSQL <-> JSO
     is_flag=True,
     help="Run against the real models (keys from the environment) and write the cassettes.",
 )
+@click.option(
+    "--base-url",
+    metavar="URL",
+    help="With --record: send every model's requests to URL (default: $HARNESSC_BASE_URL); "
+    "a server on this machine needs no key.",
+)
 @click.option("--junit", "junit_file", type=click.Path(dir_okay=False), help="Write JUnit XML.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Cases run at once (default: CPUs).")
 @_guard
-def test(paths: tuple[str, ...], record: bool, junit_file: str | None, jobs: int | None) -> None:
+def test(
+    paths: tuple[str, ...],
+    record: bool,
+    base_url: str | None,
+    junit_file: str | None,
+    jobs: int | None,
+) -> None:
     """Run the cases of *.tests.yaml files (PATHS: files or folders; default: .) against
     their cassettes; exit 1 when one fails."""
     from harnessc.agenttests import junit_xml, run_tests, table
+    from harnessc.runtime.cli.args import UsageError
+    from harnessc.runtime.cli.overrides import BASE_URL_VARIABLE, check_base_url
 
-    run = run_tests(list(paths), record=record, jobs=jobs)
+    url = base_url or os.environ.get(BASE_URL_VARIABLE) or None
+    where = None
+    if url:
+        where = (url, "--base-url" if base_url else BASE_URL_VARIABLE)
+        try:
+            check_base_url(*where)
+        except UsageError as exc:
+            raise click.UsageError(str(exc)) from None
+    run = run_tests(list(paths), record=record, jobs=jobs, base_url=where)
     for problem in run.problems:
         click.echo(problem, err=True)
     if run.results:

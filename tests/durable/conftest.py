@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from tests.pgtest import drop_database
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -61,22 +63,7 @@ def pg_database(pg_dsn: str) -> Iterator[str]:
     try:
         yield urlunsplit(parts._replace(path="/" + name))
     finally:
-        _drop_database(pg_dsn, name)
-
-
-def _drop_database(dsn: str, name: str) -> None:
-    """Drop ``name``; an autovacuum worker in it (a superuser's process FORCE may not end) is waited out."""
-    import time
-
-    import psycopg
-
-    for _attempt in range(50):
-        try:
-            _admin(dsn, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-            return
-        except psycopg.errors.InsufficientPrivilege:
-            time.sleep(0.1)
-    _admin(dsn, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        drop_database(pg_dsn, name)  # whatever is still connected (autovacuum, DBOS's pools)
 
 
 def make_repo(kind: str, tmp_path: Path, request: Any) -> Any:
