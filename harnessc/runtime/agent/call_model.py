@@ -344,7 +344,7 @@ async def _stream_with_fallback(
     picked = fallback.pick(chosen)
     if picked != settings.model_key():  # back to the chosen one, or past a cooling one
         _switch_model(agent, picked, chosen)
-        request.model = settings.model
+        _retarget(agent, request)
     while True:
         outcome = _Outcome()
         final = await _stream_once(agent, request, deadline, outcome)
@@ -371,9 +371,19 @@ async def _stream_with_fallback(
                 error=final.error_message or "",
             )
         )
-        request.model = settings.model  # the same deadline: one budget for all tries
+        _retarget(agent, request)  # the same deadline: one budget for all tries
     await _record(agent, final, outcome.started)
     return final
+
+
+def _retarget(agent: AgentParts, request: ProviderRequest) -> None:
+    """Send ``request`` to the model now in use, asking for a typed result in that
+    model's own mode (native, tool or prompted)."""
+    request.model = agent.settings.model
+    if agent.options.output is not None:
+        from harnessc.runtime.agent.typed_result import shape
+
+        shape(agent, request.context)
 
 
 class _Outcome:

@@ -18,10 +18,11 @@ from harnessc.runtime.agent.parts import AgentParts
 from harnessc.runtime.agent.run_state import RunState
 from harnessc.runtime.core.events import ErrorEvent
 from harnessc.runtime.core.messages import TextContent, UserMessage
+from harnessc.runtime.core.model_options import Model
 from harnessc.runtime.options.typed_output import OUTPUT_INVALID, OUTPUT_TOOL, OutputConfig
 from harnessc.runtime.providers.base import Context, ResponseSchema
 
-__all__ = ["Verdict", "judge", "shape"]
+__all__ = ["Verdict", "answering_model", "judge", "shape"]
 
 
 class Verdict(Struct, frozen=True):
@@ -36,10 +37,13 @@ class Verdict(Struct, frozen=True):
 
 
 def shape(agent: AgentParts, context: Context) -> None:
-    """Ask for the answer in the request about to be sent (edits ``context``)."""
+    """Ask for the answer in the request about to be sent to the current model (edits
+    ``context``); a request shaped for another model first loses that model's shape, so
+    a request moved to a fallback model asks in the fallback's own mode."""
     config = agent.options.output
     if config is None:
         return
+    _unshape(config, context)
     mode = config.resolved_mode(agent.settings.model)
     if mode == "native":
         schema = config.object_schema()
@@ -58,6 +62,32 @@ def shape(agent: AgentParts, context: Context) -> None:
             context.tools.append(ToolSpec(tool.name, tool.description, tool.parameters))
         # the answer must come as a tool call: final_result itself when it is the only tool
         context.tool_choice = OUTPUT_TOOL if len(context.tools) == 1 else "required"
+
+
+def _unshape(config: OutputConfig, context: Context) -> None:
+    """Take out what ``shape`` put in (the request of another model)."""
+    context.response_schema = None
+    if any(spec.name == OUTPUT_TOOL for spec in context.tools):
+        context.tools = [spec for spec in context.tools if spec.name != OUTPUT_TOOL]
+        context.tool_choice = None
+    added = config.instructions()
+    if context.system_prompt == added:
+        context.system_prompt = ""
+    else:
+        context.system_prompt = context.system_prompt.removesuffix(f"\n\n{added}")
+
+
+def answering_model(agent: AgentParts, run: RunState) -> Model:
+    """The model that wrote the reply just handled (with model fallback, not
+    necessarily the chosen one); the current model when the reply names none of them."""
+    current = agent.settings.model
+    reply = run.reply
+    if reply is None or (reply.model == current.id and reply.api == current.api):
+        return current
+    for model in agent.settings.models.values():
+        if model.id == reply.model and model.api == reply.api:
+            return model
+    return current
 
 
 async def judge(agent: AgentParts, run: RunState) -> Verdict | None:
@@ -81,7 +111,7 @@ async def judge(agent: AgentParts, run: RunState) -> Verdict | None:
     if run.calls:
         return None
     reply = run.reply
-    mode = config.resolved_mode(agent.settings.model)
+    mode = config.resolved_mode(answering_model(agent, run))
     if mode == "tool":
         errors = [f"no answer: call the {OUTPUT_TOOL} tool with the answer"]
         return await _invalid(agent, run, config, errors, tool_mode=True, told=False)

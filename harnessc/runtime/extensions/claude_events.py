@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CLAUDE_EVENTS",
+    "CLAUDE_EVENTS_WITHOUT_MOMENT",
     "EXTRA_KEY",
     "PERMISSION_MODE",
     "StopContinuations",
@@ -53,6 +54,34 @@ PERMISSION_MODE = "bypassPermissions"
 
 # Claude Code event -> the harnessc moment its hooks run at.
 CLAUDE_EVENTS: dict[str, str] = {event.name: m.name for m in MOMENTS for event in m.claude}
+
+# Claude Code's other hook events: harnessc has no moment for them (their hooks are
+# skipped with a warning). Any name in neither table is a mistake (refused).
+CLAUDE_EVENTS_WITHOUT_MOMENT: frozenset[str] = frozenset(
+    {
+        "ConfigChange",
+        "CwdChanged",
+        "Elicitation",
+        "ElicitationResult",
+        "FileChanged",
+        "InstructionsLoaded",
+        "PermissionDenied",
+        "PermissionRequest",
+        "PostCompact",
+        "PostToolBatch",
+        "SessionEnd",
+        "Setup",
+        "StopFailure",
+        "SubagentStart",
+        "SubagentStop",
+        "TaskCompleted",
+        "TaskCreated",
+        "TeammateIdle",
+        "UserPromptExpansion",
+        "WorktreeCreate",
+        "WorktreeRemove",
+    }
+)
 
 _LITERAL = re.compile(r"[A-Za-z0-9_|,\s]*")
 
