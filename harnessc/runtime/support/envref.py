@@ -11,15 +11,15 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 __all__ = ["EnvRef", "expand_env", "malformed_env_ref", "split_env_refs", "unresolved_names"]
 
 _TOKEN = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
-@dataclass(slots=True, frozen=True)
-class EnvRef:
+class EnvRef(Struct, frozen=True):
     name: str
     default: str | None = None
 
