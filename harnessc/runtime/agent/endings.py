@@ -159,14 +159,7 @@ async def aborted(agent: AgentParts, run: RunState) -> RunResult:
     signal = agent.signal
     reason = signal.reason if signal is not None and signal.aborted else "aborted"
     await agent.bus.emit(AbortEvent(reason=reason))
-    if run.state not in (LoopState.IDLE, LoopState.DONE):
-        run.machine.transition(LoopState.IDLE)
-    messages = list(agent.new_messages)
-    await agent.bus.emit(
-        AgentEndEvent(run_id=run.run_id, status="aborted", reason=reason, messages=messages)
-    )
-    _close(agent, run, LoopState.IDLE)
-    return RunResult(status="aborted", reason=reason, messages=messages)
+    return await _stopped(agent, run, "aborted", reason)
 
 
 async def crashed(agent: AgentParts, run: RunState, exc: Exception) -> RunResult:
@@ -184,14 +177,19 @@ async def crashed(agent: AgentParts, run: RunState, exc: Exception) -> RunResult
         await abort_unfinished(agent, run, f"No result provided: {message}")
     except Exception:
         pass
+    return await _stopped(agent, run, "error", message)
+
+
+async def _stopped(agent: AgentParts, run: RunState, status: RunStatus, reason: str) -> RunResult:
+    """The end of a run stopped short (aborted, crashed): back to IDLE, ``agent_end``."""
     if run.state not in (LoopState.IDLE, LoopState.DONE):
         run.machine.transition(LoopState.IDLE)
     messages = list(agent.new_messages)
     await agent.bus.emit(
-        AgentEndEvent(run_id=run.run_id, status="error", reason=message, messages=messages)
+        AgentEndEvent(run_id=run.run_id, status=status, reason=reason, messages=messages)
     )
     _close(agent, run, LoopState.IDLE)
-    return RunResult(status="error", reason=message, messages=messages)
+    return RunResult(status=status, reason=reason, messages=messages)
 
 
 async def abort_unfinished(agent: AgentParts, run: RunState, text: str) -> None:
