@@ -739,6 +739,7 @@ def render(loaded: LoadedSpec, out_dir: str | os.PathLike[str]) -> str:
     builder = _Builder(spec, subagents=list(loaded.subagents))
     for name in ("AgentHarnessOptions", "run_cli"):
         builder.rt("", name)
+    builder.rt(".providers", "shared_http_clients")
     fields = [
         (name, layout(value, _FIELD_INDENT, _FIELD_INDENT + len(name) + 1, 1))
         for name, value in builder.fields()

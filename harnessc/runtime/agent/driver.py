@@ -42,6 +42,7 @@ from harnessc.runtime.core.messages import (
 )
 from harnessc.runtime.core.run_inputs import LIVE
 from harnessc.runtime.support.records import Record
+from harnessc.runtime.support.start_gate import admit
 
 __all__ = ["abandon", "begin", "drive", "resume_paused", "resume_tools"]
 
@@ -357,6 +358,7 @@ async def _open(
     loop: AgentLoop, run: RunState, message: Message, prompt_text: str, images: list[UserContent]
 ) -> str | None:
     """A new run's start: its hooks and events, the first turn, the prompt's entries."""
+    await admit()  # runs started together begin a few per turn of the event loop
     await loop.bus.flush()
     run.machine.transition(LoopState.PLANNING)
     settings = loop.settings
