@@ -30,6 +30,7 @@ decodes in bounded pieces). The environment's proxies (``HTTPS_PROXY``,
 from __future__ import annotations
 
 import asyncio
+import atexit
 import functools
 import ipaddress
 import os
@@ -438,6 +439,13 @@ class HttpClientPool:
 _shared: HttpClientPool | None = None
 
 
+def _drop_shared() -> None:
+    # At exit, before the modules its connections use are torn down: an origin's
+    # sessions close quietly while aiohttp is still whole.
+    global _shared
+    _shared = None
+
+
 def shared_http_clients() -> HttpClientPool:
     """The HttpClientPool the harnesses of a process share unless told otherwise (a
     generated module's ``build_options`` gives it): an adaptive cap per origin, one
@@ -447,4 +455,5 @@ def shared_http_clients() -> HttpClientPool:
     global _shared
     if _shared is None:
         _shared = HttpClientPool(max_concurrent=None)
+        atexit.register(_drop_shared)
     return _shared
