@@ -2,9 +2,9 @@
 
 ``HttpClientPool`` keeps one aiohttp client session per event loop and origin (scheme,
 host, port) and caps the requests in flight per origin: at ``max_concurrent`` when one
-is given, else at a cap that follows the event loop (``AdaptiveCap``: it starts at 32,
-grows by one each time a waiting request gets its slot while the loop is prompt, and
-shrinks by one each time it gets it late, between 8 and 1,024). The harnesses of a
+is given, else at a cap that follows the event loop (``_Origin.adapt``: it starts at
+64, grows by one each time a waiting request gets its slot while the loop is prompt,
+and shrinks by one each time it gets it late, between 32 and 1,024). The harnesses of a
 process share one pool unless told otherwise (``shared_http_clients``, what a
 generated module's ``build_options`` gives). A request over the cap waits for a slot in a first-come queue before anything of
 it is built: a waiting request holds one future, not its encoded body, so a thousand
@@ -66,7 +66,7 @@ __all__ = [
 DEFAULT_MAX_CONCURRENT = 64
 # The adaptive cap: where it starts, its bounds, and the lateness of a granted slot's
 # wake-up (the event loop's lag) under which it grows and over which it shrinks.
-ADAPTIVE_CAP = (32, 8, 1024)
+ADAPTIVE_CAP = (64, 32, 1024)
 _PROMPT_S = 0.010
 _LATE_S = 0.030
 # An idle keep-alive connection is closed after this long.
