@@ -6,8 +6,8 @@ the revision to speak and, for some scenarios, ``MCP_CONFORMANCE_CONTEXT`` (a JS
 object: pre-registered client credentials, a signing key). This program connects to
 the server the way an agent's toolset does (``ServerConnection`` of
 ``harnessc.runtime.mcp``, with the server's ``auth`` built from the context as a spec
-would declare it), lists its tools and calls them as a model would, then closes the
-connection. It exits 1 with the error on stderr when the start-up or a call fails.
+would declare it), lists its tools and calls them as a model would (the calls a scenario's context
+names, else each tool in turn), then closes the connection. It exits 1 with the error on stderr when the start-up or a call fails.
 
 The person at the other end is ``SuiteUser``: the suite's authorization servers answer
 an authorization request at once with the redirect (no login page), so the user
@@ -122,13 +122,12 @@ def _auth(scenario: str, context: dict[str, Any]) -> Any:
 
 
 def _protocol_version(requested: str | None) -> str:
-    from harnessc.runtime.mcp.config import PROTOCOL_VERSIONS
-
-    if not requested:
-        return "auto"
-    if requested in PROTOCOL_VERSIONS:
-        return requested
-    return "2025-11-25" if requested < "2026" else "auto"
+    """The revisions through 2025-11-25 speak the initialize handshake (pinned); the
+    stateless 2026-07-28 one is what ``auto`` (the default) negotiates with
+    ``server/discover``, retrying at a version the server names."""
+    if requested and requested < "2026":
+        return "2025-11-25"
+    return "auto"
 
 
 async def run(url: str, scenario: str, context: dict[str, Any], version: str | None) -> int:
@@ -162,7 +161,7 @@ async def run(url: str, scenario: str, context: dict[str, Any], version: str | N
                 f"protocol {connection.protocol_version}; tools: {', '.join(tools) or 'none'}",
                 file=sys.stderr,
             )
-            for name, arguments in _calls(scenario, tools):
+            for name, arguments in _calls(scenario, tools, context):
                 outcome = await connection.call(name, arguments, _TIMEOUT_S, call_id=name)
                 if outcome.error is not None:
                     print(f"error: {outcome.error}", file=sys.stderr)
@@ -173,14 +172,20 @@ async def run(url: str, scenario: str, context: dict[str, Any], version: str | N
     return 0
 
 
-def _calls(scenario: str, tools: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """What a model would call in the scenario."""
+def _calls(
+    scenario: str, tools: dict[str, Any], context: dict[str, Any]
+) -> list[tuple[str, dict[str, Any]]]:
+    """What a model would call in the scenario: the calls the scenario names, else
+    each tool in turn."""
+    named = context.get("toolCalls")
+    if isinstance(named, list):
+        return [(str(c["name"]), dict(c.get("arguments") or {})) for c in named]
     if scenario == "json-schema-ref-no-deref":
         return []  # the scenario's server answers nothing but the listing
     if scenario == "json-schema-2020-12-preservation":
         focal = tools["json_schema_2020_12_tool"]
         return [("json_schema_echo", {"schema": focal.input_schema})]
-    return [(name, _arguments(tool)) for name, tool in tools.items()][:1]
+    return [(name, _arguments(tool)) for name, tool in tools.items()]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -352,7 +352,10 @@ class ServerConnection:
         return streams[0], streams[1]
 
     async def _watch(self, stack: contextlib.AsyncExitStack, read: Any) -> Any:
-        """A read stream that marks the connection closed the moment the server's ends."""
+        """A read stream that marks the connection closed the moment the server's ends.
+
+        A result without ``resultType`` is a complete one (2026-07-28: "clients MUST
+        assume complete"); the SDK's validation wants the field, so it is filled in."""
         send, receive = anyio.create_memory_object_stream[Any](0)
         group = await stack.enter_async_context(anyio.create_task_group())
 
@@ -360,6 +363,9 @@ class ServerConnection:
             try:
                 async with send:
                     async for item in read:
+                        result = getattr(getattr(item, "message", None), "result", None)
+                        if isinstance(result, dict) and "resultType" not in result:
+                            result["resultType"] = "complete"
                         await send.send(item)
             except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
                 pass
@@ -566,7 +572,10 @@ class ServerConnection:
     def _asking(self) -> CallState | None:
         """The operation a server's question belongs to: the one it came in (the
         stateless revision), else the latest call in flight."""
-        return current() or (self._in_flight[-1] if self._in_flight else None)
+        state = current()
+        if state is not None and state in self._in_flight:
+            return state
+        return self._in_flight[-1] if self._in_flight else state
 
     async def _on_elicit(self, context: Any, params: Any) -> Any:
         state = self._asking()

@@ -162,10 +162,16 @@ class _Seams:
         request: httpx2.Request = await super()._refresh_token()  # type: ignore[misc]
         return request
 
-    def _hx_refresh_first(self) -> bool:
-        """A token that looked valid was refused: refresh it before asking for a login."""
+    def _hx_refresh_first(self, sent: str | None) -> bool:
+        """The token ``sent`` was refused (revoked, or expired on the way): refresh it
+        before asking for a login."""
+        tokens = self.context.current_tokens
         return bool(
-            self._initialized and self.context.can_refresh_token() and self.context.is_token_valid()
+            sent
+            and self._initialized
+            and self.context.can_refresh_token()
+            and tokens is not None
+            and sent == f"Bearer {tokens.access_token}"
         )
 
     def _hx_reason(self) -> str:
@@ -183,16 +189,19 @@ class _Seams:
         inner = super().async_auth_flow  # type: ignore[misc]
         flow = inner(request)
         refreshed = False
+        first = True
         try:
             outgoing = await flow.__anext__()
             while True:
-                if outgoing is request:
+                sent = request.headers.get("authorization") if outgoing is request else None
+                if outgoing is request and first:
+                    first = False
                     self._hx_had_token = self.context.current_tokens is not None
                 response = yield outgoing
                 if outgoing is request:
                     status = response.status_code
                     self._hx_challenge = response if status in (401, 403) else None
-                    if status == 401 and not refreshed and self._hx_refresh_first():
+                    if status == 401 and not refreshed and self._hx_refresh_first(sent):
                         refreshed = True
                         await flow.aclose()
                         self.context.token_expiry_time = 1.0  # expired: the SDK refreshes it
