@@ -462,9 +462,15 @@ class ServerConnection:
                     _methods.validate_server_result(
                         "tools/list", version, {**envelope, "tools": [item]}
                     )
-                tools.append(types.Tool.model_validate(item, by_name=False))
+                tool = types.Tool.model_validate(item, by_name=False)
             except (ValidationError, ValueError, TypeError) as exc:
                 skipped.append((label, _invalid(exc)))
+                continue
+            header = _bad_header(tool, version)
+            if header is not None:  # 2026-07-28: a client MUST leave such a tool out
+                skipped.append((label, f"its input schema has an invalid x-mcp-header: {header}"))
+                continue
+            tools.append(tool)
         absorb = getattr(session, "_absorb_tool_listing", None)
         if absorb is not None:  # the SDK keeps the output schemas to check results with
             absorb(types.ListToolsResult(tools=tools), complete=True)
@@ -645,6 +651,16 @@ class ServerConnection:
             await self.start()
         assert self._client is not None
         return await self._client.get_prompt(prompt, arguments)
+
+
+def _bad_header(tool: Any, version: str) -> str | None:
+    """Why the tool's ``x-mcp-header`` annotations are invalid (the 2026-07-28 revision
+    mirrors them into HTTP headers), or None."""
+    if version not in MODERN_PROTOCOL_VERSIONS:
+        return None
+    from mcp.shared.inbound import find_invalid_x_mcp_header
+
+    return find_invalid_x_mcp_header(tool.input_schema)
 
 
 def _mode(protocol_version: str) -> str:
