@@ -530,3 +530,163 @@ def test_the_terminal_login_catches_the_redirect_on_its_loopback_server(
     assert "mcp server 'notes' needs a login (first use: no token yet)" in shown
     assert opened[0] in shown
     assert "Login answer received." in shown
+
+
+# -- through an agent's run ----------------------------------------------------------------
+
+
+def test_an_agent_run_meets_a_login_and_a_question_and_no_token_is_kept_anywhere(
+    server: OAuthMcpServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data_home: Path
+) -> None:
+    """An agent whose MCP server needs a login: the run's first tool call meets it (the
+    toolset's user logs in), the next asks a question (the same user answers), a long
+    call reports progress; a tool that echoes its bearer token back shows it redacted,
+    and no token is in the session file, the logs or the events."""
+    from harnessc.runtime.agent import AgentHarness
+    from harnessc.runtime.core.messages import ToolResultMessage
+    from harnessc.runtime.core.options import AgentHarnessOptions, Model
+    from harnessc.runtime.mcp import McpToolset
+    from harnessc.runtime.providers.scripted import (
+        ScriptedProvider,
+        reply_text,
+        reply_tool_calls,
+    )
+    from harnessc.runtime.session import JsonlSessionRepo
+
+    monkeypatch.chdir(tmp_path)
+    user = User([ElicitationAnswer("accept", {"name": "Tom"})])
+    toolset = McpToolset(
+        [McpServerConfig(name="notes", url=server.url, timeout_s=15)],
+        user=user,
+        log_dir=tmp_path / "logs",
+    )
+    provider = ScriptedProvider(
+        [
+            reply_tool_calls([("mcp__notes__whoami", {}, "c1")]),
+            reply_tool_calls([("mcp__notes__ask", {}, "c2")]),
+            reply_tool_calls([("mcp__notes__echo_token", {}, "c3")]),
+            reply_text("done"),
+        ]
+    )
+    session = JsonlSessionRepo(tmp_path / "sessions").create(cwd=str(tmp_path))
+    options = AgentHarnessOptions(
+        session=session,
+        models={"m": Model(id="m", api="openai-completions", base_url="http://127.0.0.1:9")},
+        model="m",
+        extensions=[toolset],
+    )
+    options.provider = provider
+    harness = AgentHarness(options)
+    events: list[str] = []
+    harness.subscribe(lambda event: events.append(repr(event)))
+    try:
+        harness.prompt_sync("go")
+    finally:
+        toolset.close()
+    results = {
+        m.tool_name: "".join(c.text for c in m.content)
+        for m in harness.messages
+        if isinstance(m, ToolResultMessage)
+    }
+    assert results["mcp__notes__whoami"].endswith(" mcp")
+    assert results["mcp__notes__ask"] == "pet Tom with 4 legs, a cat"
+    assert results["mcp__notes__echo_token"] == "your token is [redacted]"
+    assert user.logins[0].call_id is None  # at the start of the run, listing the tools
+    assert user.questions[0].call_id == "c2"
+    tokens = server.state.tokens()
+    assert tokens
+    written = "".join(
+        p.read_text(errors="replace") for p in (tmp_path / "sessions").rglob("*") if p.is_file()
+    )
+    written += "".join(
+        p.read_text(errors="replace") for p in (tmp_path / "logs").rglob("*") if p.is_file()
+    )
+    assert "whoami" in written  # the session was written
+    for token in tokens:
+        assert token not in written
+        assert not any(token in event for event in events)
+    (file,) = list(token_folder().glob("*.json"))
+    assert stat.S_IMODE(file.stat().st_mode) == 0o600
+
+
+# -- configuration -------------------------------------------------------------------------
+
+
+def test_the_oauth_object_of_a_claude_code_mcp_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harnessc.runtime.mcp import McpConfigError, load_mcp_json
+
+    monkeypatch.setenv("DESK_SECRET", "desk-secret-from-env")
+    file = tmp_path / ".mcp.json"
+    file.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "desk": {
+                        "type": "http",
+                        "url": "https://desk.example.com/mcp",
+                        "oauth": {
+                            "clientId": "desk-app",
+                            "clientSecret": "${DESK_SECRET}",
+                            "callbackPort": 8080,
+                            "scopes": "read write",
+                        },
+                    },
+                    "plain": {"type": "http", "url": "https://plain.example.com/mcp"},
+                    "keyed": {
+                        "url": "https://keyed.example.com/mcp",
+                        "headers": {"Authorization": "Bearer abc"},
+                    },
+                }
+            }
+        )
+    )
+    desk, plain, keyed = load_mcp_json(file)
+    assert desk.oauth() == McpOAuth(
+        client_id="desk-app",
+        client_secret="desk-secret-from-env",
+        callback_port=8080,
+        scopes=["read", "write"],
+    )
+    assert "desk-secret-from-env" not in repr(desk)
+    assert plain.oauth() == McpOAuth()  # a 401 gets the default login, as in Claude Code
+    assert keyed.oauth() is None  # its own Authorization header: no login
+    file.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "x": {
+                        "url": "https://x.example.com/mcp",
+                        "oauth": {"authServerMetadataUrl": "https://as.example.com/meta"},
+                    }
+                }
+            }
+        )
+    )
+    with pytest.raises(McpConfigError, match="authServerMetadataUrl is not supported"):
+        load_mcp_json(file)
+
+
+@pytest.mark.parametrize(
+    ("auth", "problem"),
+    [
+        (McpOAuth(grant="password"), "auth.grant 'password' is not one of"),
+        (McpOAuth(grant="client_credentials"), "needs a client_id"),
+        (McpOAuth(grant="client_credentials", client_id="a"), "needs a client_secret or a"),
+        (McpOAuth(client_secret="s"), "client_secret needs the client_id"),
+        (McpOAuth(callback_port=0), "callback_port must be a port"),
+        (McpOAuth(client_metadata_url="http://x/doc.json"), "must be an https:// URL"),
+        (McpOAuth(scopes=["two words"]), "scope names without spaces"),
+        (McpOAuth(private_key="k"), "private_key applies only to client_credentials"),
+    ],
+)
+def test_a_bad_oauth_setting_names_the_key(auth: McpOAuth, problem: str) -> None:
+    from harnessc.runtime.mcp import McpConfigError
+
+    config = McpServerConfig(name="notes", url="https://x.example.com/mcp", auth=auth)
+    with pytest.raises(McpConfigError, match=problem):
+        config.validate()
+    stdio = McpServerConfig(name="notes", command="x", auth=McpOAuth())
+    with pytest.raises(McpConfigError, match="auth applies only to servers with 'url'"):
+        stdio.validate()
