@@ -544,8 +544,9 @@ def test_an_agent_run_meets_a_login_and_a_question_and_no_token_is_kept_anywhere
     and no token is in the session file, the logs or the events."""
     from harnessc.runtime.agent import AgentHarness
     from harnessc.runtime.core.messages import ToolResultMessage
-    from harnessc.runtime.core.options import AgentHarnessOptions, Model
+    from harnessc.runtime.core.model_options import Model
     from harnessc.runtime.mcp import McpToolset
+    from harnessc.runtime.options.harness_options import AgentHarnessOptions
     from harnessc.runtime.providers.scripted import (
         ScriptedProvider,
         reply_text,

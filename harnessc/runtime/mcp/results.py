@@ -17,7 +17,7 @@ from urllib.parse import unquote
 
 from harnessc.runtime.core.messages import ImageContent, TextContent
 from harnessc.runtime.mcp.images import check_image
-from harnessc.runtime.processes.secrets import registered_secret_values
+from harnessc.runtime.support.secrets import registered_secret_values
 from harnessc.runtime.tools.base import ToolResult
 from harnessc.runtime.tools.truncate import MAX_BYTES, cap_text
 

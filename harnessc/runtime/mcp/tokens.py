@@ -12,7 +12,7 @@ A file holds the tokens (with the moment the access token expires, so a token re
 back after a restart is refreshed before it is sent), and the client registration
 made with the server's authorization server (dynamic registration or a client ID
 metadata document). Every token, refresh token and client secret read or written is
-registered as a secret value (``processes.secrets``): the runtime's redaction then
+registered as a secret value (``support.secrets``): the runtime's redaction then
 removes it from tool results, traces and logs.
 
 ``TokenFile`` is the SDK's ``TokenStorage`` (duck-typed: this module never imports the
@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from harnessc.runtime.processes.secrets import register_secret_values
 from harnessc.runtime.support.data_folder import data_home, make_folder
+from harnessc.runtime.support.secrets import register_secret_values
 
 __all__ = ["TOKEN_FOLDER", "TokenFile", "token_folder"]
 
