@@ -31,6 +31,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -172,6 +173,7 @@ class Outcome:
     failed_checks: list[str] = field(default_factory=list)
     note: str = ""  # the client's last error line, a timeout, a skip
     client_stderr: str = ""
+    seconds: float = 0.0  # the run's wall time (the suite's start to its exit)
 
 
 def run_scenario(
@@ -197,7 +199,9 @@ def run_scenario(
         ]
         if revision is not None:
             args += ["--spec-version", revision, "--force"]
+        started = time.monotonic()
         done = _conformance(args, timeout=timeout_ms / 1000 + 120)
+        seconds = time.monotonic() - started
         checks: list[dict[str, object]] = []
         client_stderr = ""
         for path in Path(out_dir).rglob("checks.json"):
@@ -227,6 +231,7 @@ def run_scenario(
         failed,
         note,
         client_stderr[-4000:],
+        round(seconds, 2),
     )
 
 

@@ -691,3 +691,89 @@ def test_a_bad_oauth_setting_names_the_key(auth: McpOAuth, problem: str) -> None
     stdio = McpServerConfig(name="notes", command="x", auth=McpOAuth())
     with pytest.raises(McpConfigError, match="auth applies only to servers with 'url'"):
         stdio.validate()
+
+
+# -- a login is a pause ----------------------------------------------------------------------
+
+
+def test_a_login_and_a_question_in_a_call_pause_the_run_and_the_answers_resume_it(
+    server: OAuthMcpServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run with no person at hand (``PausingUser``): a revoked token whose refresh is
+    refused too meets a login in the call, and the run pauses at that call with the
+    authorization URL, the server's call left open; a resume without an answer pauses
+    again; the redirect as the answer and a resume finish the call. A question in a
+    later call pauses the same way. The toolset stays: nothing is disabled."""
+    from harnessc.runtime.agent import AgentHarness
+    from harnessc.runtime.core.messages import ToolResultMessage
+    from harnessc.runtime.core.model_options import Model
+    from harnessc.runtime.mcp import McpToolset, PausingUser
+    from harnessc.runtime.options.harness_options import AgentHarnessOptions
+    from harnessc.runtime.providers.scripted import (
+        ScriptedProvider,
+        reply_text,
+        reply_tool_calls,
+    )
+    from harnessc.runtime.session import JsonlSessionRepo
+
+    monkeypatch.chdir(tmp_path)
+    first = User()
+    toolset = McpToolset(
+        [McpServerConfig(name="notes", url=server.url, timeout_s=15)],
+        user=first,
+        log_dir=tmp_path / "logs",
+    )
+    provider = ScriptedProvider(
+        [
+            reply_tool_calls([("mcp__notes__whoami", {}, "c1")]),
+            reply_tool_calls([("mcp__notes__ask", {}, "c2")]),
+            reply_text("done"),
+        ]
+    )
+    session = JsonlSessionRepo(tmp_path / "sessions").create(cwd=str(tmp_path))
+    options = AgentHarnessOptions(
+        session=session,
+        models={"m": Model(id="m", api="openai-completions", base_url="http://127.0.0.1:9")},
+        model="m",
+        extensions=[toolset],
+    )
+    options.provider = provider
+    harness = AgentHarness(options)
+    pausing = PausingUser()
+    try:
+        asyncio.run(toolset.start())  # logged in at start-up, by the first user
+        assert len(first.logins) == 1
+        server.state.revoke_all()
+        toolset.user = pausing
+        paused = harness.prompt_sync("go")
+        assert paused.status == "paused"
+        reason = paused.reason
+        (request,) = pausing.pending().values()
+        assert isinstance(request, LoginRequest)
+        assert request.call_id == "c1"
+        assert "mcp server 'notes' needs a login" in reason
+        assert request.url in reason
+        again = harness.resume_sync()  # no answer yet: paused again, same login
+        assert (again.status, again.reason) == ("paused", reason)
+        with pytest.raises(TypeError, match="waits for a LoginAnswer"):
+            pausing.answer("c1", ElicitationAnswer("cancel"))
+        pausing.answer("c1", asyncio.run(first.login(request)))
+        asked = harness.resume_sync()
+        (question,) = pausing.pending().values()
+        assert isinstance(question, ElicitationRequest)
+        assert question.call_id == "c2"
+        assert asked.status == "paused"
+        assert "mcp server 'notes' asks:" in asked.reason
+        pausing.answer("c2", ElicitationAnswer("accept", {"name": "Rex", "legs": 3}))
+        assert harness.resume_sync().status == "done"
+    finally:
+        toolset.close()
+    results = {
+        m.tool_call_id: "".join(c.text for c in m.content)
+        for m in harness.messages
+        if isinstance(m, ToolResultMessage)
+    }
+    assert results["c1"].endswith(" mcp")
+    assert results["c2"] == "pet Rex with 3 legs, a cat"
+    assert not pausing.pending()
+    assert server.state.count("refresh_token") == 1  # refreshed once, refused, then a login

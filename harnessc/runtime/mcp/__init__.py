@@ -17,6 +17,7 @@ from harnessc.runtime.mcp.config import (
     load_mcp_json,
     tool_prefix,
 )
+from harnessc.runtime.mcp.pausing_user import PausingUser
 from harnessc.runtime.mcp.toolset import (
     INSTALL_HINT,
     McpToolset,
@@ -45,6 +46,7 @@ __all__ = [
     "McpOAuth",
     "McpServerConfig",
     "McpUser",
+    "PausingUser",
     "UserNeeded",
     "default_user",
     "McpToolset",

@@ -20,6 +20,7 @@ sets its own (``toolset.user = ...``). Its methods run on the agent's loop.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import importlib.util
 import os
 import shlex
@@ -35,11 +36,12 @@ from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.mcp.config import McpConfigError, McpServerConfig, load_mcp_json
 from harnessc.runtime.mcp.env import child_env, child_environ
 from harnessc.runtime.mcp.loop import mcp_loop, run_in_mcp_loop
+from harnessc.runtime.mcp.pausing_user import PausingUser
 from harnessc.runtime.mcp.user import McpUser
 from harnessc.runtime.mcp.user_bridge import UserBridge
 from harnessc.runtime.options.harness_context import HarnessContext
 from harnessc.runtime.support.data_folder import DataFolder, resolve_folder
-from harnessc.runtime.tools.base import Tool, ToolResult, ToolUpdate, error_result
+from harnessc.runtime.tools.base import HoldCall, Tool, ToolResult, ToolUpdate, error_result
 
 __all__ = ["INSTALL_HINT", "McpToolset", "McpUnavailableError", "sdk_available"]
 
@@ -97,6 +99,9 @@ class McpToolset:
         self._owners: dict[str, tuple[str, str]] = {}  # agent tool name -> (server, tool)
         self._said_down: set[str] = set()
         self._bridge = UserBridge(user)
+        # Calls held for a login or a question (PausingUser), open at the server, by the
+        # tool call id: the held call's next run waits on it.
+        self._parked: dict[str, concurrent.futures.Future[Any]] = {}
         self.roots = [os.fspath(r) for r in roots] if roots is not None else None
         self._remove_closer = mcp_loop().on_shutdown(self._close_all)
 
@@ -359,20 +364,35 @@ class McpToolset:
                 update = _progress_update(value, total, message, server.name, remote)
                 loop.call_soon_threadsafe(on_update, update)
 
-            future = mcp_loop().submit(
-                connection.call(
-                    remote, dict(params), timeout, call_id=tool_call_id, progress=progress
+            future = self._parked.pop(tool_call_id, None)
+            if future is None:
+                future = mcp_loop().submit(
+                    connection.call(
+                        remote, dict(params), timeout, call_id=tool_call_id, progress=progress
+                    )
                 )
-            )
-            call = asyncio.wrap_future(future)
+            call = _watch(future, loop)
             aborted = asyncio.ensure_future(signal.wait())
+            pausing = bridge.user if isinstance(bridge.user, PausingUser) else None
+            waiting = {call, aborted}
+            wanted = None
+            if pausing is not None:
+                wanted = asyncio.wrap_future(pausing.wanted(tool_call_id))
+                waiting.add(wanted)
             try:
-                done, _ = await asyncio.wait({call, aborted}, return_when=asyncio.FIRST_COMPLETED)
+                done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
             except asyncio.CancelledError:
                 future.cancel()
                 raise
             finally:
                 aborted.cancel()
+                if wanted is not None and not wanted.done():
+                    wanted.cancel()
+            if call not in done and wanted is not None and wanted in done:
+                self._parked[tool_call_id] = future  # open at the server until the resume
+                raise HoldCall(wanted.result())
+            if pausing is not None:
+                pausing.drop(tool_call_id)
             if call not in done:
                 future.cancel()
                 return error_result(f"{name} was cancelled: the run was aborted")
@@ -420,6 +440,9 @@ class McpToolset:
 
     async def _close_all(self) -> None:
         """Stop every server; the connections stay (a later call or run starts them)."""
+        parked, self._parked = list(self._parked.values()), {}
+        for future in parked:
+            future.cancel()
         connections = list(self._connections.values())
         await asyncio.gather(*(c.close() for c in connections), return_exceptions=True)
 
@@ -460,6 +483,35 @@ async def _spawn_ahead(servers: list[McpServerConfig], environ: dict[str, str]) 
 
 
 _PERSON_S = 900.0  # how long the loop lets a call wait on a person's answer
+
+
+def _watch(
+    future: concurrent.futures.Future[Any], loop: asyncio.AbstractEventLoop
+) -> asyncio.Future[Any]:
+    """A future of ``loop`` done when ``future`` is; unlike ``asyncio.wrap_future`` it
+    does not cancel ``future`` when cancelled, and is left alone once ``loop`` closed
+    (a held call outlives the run's loop)."""
+    mirror: asyncio.Future[Any] = loop.create_future()
+
+    def copy(done: concurrent.futures.Future[Any]) -> None:
+        if mirror.done():
+            return
+        if done.cancelled():
+            mirror.cancel()
+        elif done.exception() is not None:
+            mirror.set_exception(done.exception())  # type: ignore[arg-type]
+        else:
+            mirror.set_result(done.result())
+
+    def arrived(done: concurrent.futures.Future[Any]) -> None:
+        if not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(copy, done)
+            except RuntimeError:  # closed meanwhile
+                pass
+
+    future.add_done_callback(arrived)
+    return mirror
 
 
 def _progress_update(

@@ -2,7 +2,8 @@
 
 The SDK calls back (a login in the auth flow, an elicitation request) on the MCP loop.
 ``UserBridge`` runs the user's method on the agent's loop (the loop of the start-up or
-the tool call that is waiting; the toolset sets it), stops the clocks of the
+the tool call that is waiting; the toolset sets it; a user with ``runs_anywhere`` runs
+where it is asked, on the MCP loop), stops the clocks of the
 connection's operations while it waits (``UserWaits``), and cancels the question when
 the operation is cancelled. ``fill_answer`` turns a form answer into the content sent
 back: the schema's defaults for what the user left out, checked against the schema.
@@ -55,7 +56,14 @@ class UserBridge:
         try:
             loop = self.agent_loop
             here = asyncio.get_running_loop()
-            if loop is None or loop is here or loop.is_closed() or not loop.is_running():
+            anywhere = getattr(self.user, "runs_anywhere", False)
+            if (
+                anywhere
+                or loop is None
+                or loop is here
+                or loop.is_closed()
+                or not loop.is_running()
+            ):
                 return await make()
             future = asyncio.run_coroutine_threadsafe(make(), loop)
             try:
