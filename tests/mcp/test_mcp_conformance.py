@@ -53,6 +53,8 @@ def test_the_client_scenarios_pass(group: str) -> None:
         p
         for p in suite.plan()
         if (p.revision == group) or (group == "other" and p.revision is None)
+        # an unsupported extension fails alike at each revision: run at the newest only
+        if not (p.scenario in UNSUPPORTED and p.revision not in (None, suite.REVISIONS[-1]))
     ]
     assert planned, f"no scenario planned for {group}"
     outcomes = suite.measure(planned, jobs=2)
