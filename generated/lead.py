@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from harnessc.runtime import AgentHarnessOptions, Budget, Model, ModelCost, env, run_cli
 from harnessc.runtime.agent.subagents import SubAgent, SubAgents
 from harnessc.runtime.permissions.gate import permission_hook
+from harnessc.runtime.providers import shared_http_clients
 from harnessc.runtime.resources import ContextFileSettings, load_resources
 from harnessc.runtime.session import DataFolder, JsonlSessionRepo, Session, resolve_folder
 from harnessc.runtime.tools import (
@@ -75,8 +76,9 @@ def build_options(
 ) -> AgentHarnessOptions:
     """The spec's harness options; a new session unless one is given.
 
-    ``http_clients``: an HttpClientPool shared by many harnesses of one process (one
-    connection pool and one cap on requests in flight per base URL; its owner closes it).
+    ``http_clients``: the HttpClientPool the harness sends through; by default the one
+    the harnesses of the process share (one set of connections per event loop and base
+    URL, with a cap on requests in flight that follows the loop).
     """
     if session is None:
         session = JsonlSessionRepo(resolve_folder(SESSIONS_DIR, cwd)).create(
@@ -113,7 +115,7 @@ def build_options(
                 build=build_options,
             ),
         ],
-        http_clients=http_clients,
+        http_clients=http_clients if http_clients is not None else shared_http_clients(),
     )
 
 

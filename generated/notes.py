@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from harnessc.runtime import AgentHarnessOptions, Model, env, run_cli
 from harnessc.runtime.extensions import command_hook
 from harnessc.runtime.mcp import McpServerConfig, McpToolset
+from harnessc.runtime.providers import shared_http_clients
 from harnessc.runtime.resources import ContextFileSettings, load_resources
 from harnessc.runtime.session import Session
 from harnessc.runtime.tools import create_read_tool
@@ -51,8 +52,9 @@ def build_options(
 ) -> AgentHarnessOptions:
     """The spec's harness options; a new session unless one is given.
 
-    ``http_clients``: an HttpClientPool shared by many harnesses of one process (one
-    connection pool and one cap on requests in flight per base URL; its owner closes it).
+    ``http_clients``: the HttpClientPool the harness sends through; by default the one
+    the harnesses of the process share (one set of connections per event loop and base
+    URL, with a cap on requests in flight that follows the loop).
     """
     if session is None:
         session = Session()
@@ -86,7 +88,7 @@ def build_options(
                 ],
             ),
         ],
-        http_clients=http_clients,
+        http_clients=http_clients if http_clients is not None else shared_http_clients(),
     )
 
 

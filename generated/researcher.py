@@ -26,6 +26,7 @@ from harnessc.runtime.extensions import (
     SessionIndexConfig,
     SessionIndexExtension,
 )
+from harnessc.runtime.providers import shared_http_clients
 from harnessc.runtime.resources import ContextFileSettings, load_resources
 from harnessc.runtime.session import JsonlSessionRepo, Session, resolve_folder
 from harnessc.runtime.tools import AgentTool, create_read_tool, import_object, python_tool
@@ -97,8 +98,9 @@ def build_options(
 ) -> AgentHarnessOptions:
     """The spec's harness options; a new session unless one is given.
 
-    ``http_clients``: an HttpClientPool shared by many harnesses of one process (one
-    connection pool and one cap on requests in flight per base URL; its owner closes it).
+    ``http_clients``: the HttpClientPool the harness sends through; by default the one
+    the harnesses of the process share (one set of connections per event loop and base
+    URL, with a cap on requests in flight that follows the loop).
     """
     if session is None:
         session = JsonlSessionRepo(resolve_folder(SESSIONS_DIR, cwd)).create(
@@ -125,7 +127,7 @@ def build_options(
             CompactionExtension(CompactionConfig(keep_recent_tokens=30_000, trigger_ratio=0.8)),
             SessionIndexExtension(SessionIndexConfig()),
         ],
-        http_clients=http_clients,
+        http_clients=http_clients if http_clients is not None else shared_http_clients(),
     )
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Literal
 from harnessc.runtime import AgentHarnessOptions, Model, env, run_cli
 from harnessc.runtime.core.output_model import BaseModel, ConfigDict, Field
 from harnessc.runtime.options.typed_output import OutputConfig
+from harnessc.runtime.providers import shared_http_clients
 from harnessc.runtime.resources import ContextFileSettings, load_resources
 from harnessc.runtime.session import Session
 from harnessc.runtime.tools import create_ls_tool, create_read_tool
@@ -62,8 +63,9 @@ def build_options(
 ) -> AgentHarnessOptions:
     """The spec's harness options; a new session unless one is given.
 
-    ``http_clients``: an HttpClientPool shared by many harnesses of one process (one
-    connection pool and one cap on requests in flight per base URL; its owner closes it).
+    ``http_clients``: the HttpClientPool the harness sends through; by default the one
+    the harnesses of the process share (one set of connections per event loop and base
+    URL, with a cap on requests in flight that follows the loop).
     """
     if session is None:
         session = Session()
@@ -95,7 +97,7 @@ def build_options(
             },
             retries=2,
         ),
-        http_clients=http_clients,
+        http_clients=http_clients if http_clients is not None else shared_http_clients(),
     )
 
 

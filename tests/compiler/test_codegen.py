@@ -365,11 +365,13 @@ def test_generated_modules_use_exactly_the_contract_names() -> None:
             "TurnNudgeExtension",
             "TurnNudgeConfig",
         },
-        "harnessc.runtime.mcp": {"McpToolset", "McpServerConfig"},
+        "harnessc.runtime.mcp": {"McpToolset", "McpServerConfig", "McpOAuth"},
         "harnessc.runtime.permissions.gate": {"permission_hook"},
         "harnessc.runtime.agent.subagents": {"SubAgent", "SubAgents"},
         # build_options(http_clients=...)'s annotation, imported for type checkers only.
         "harnessc.runtime.providers.transport": {"HttpClientPool"},
+        # build_options()'s default: the HttpClientPool the process's harnesses share
+        "harnessc.runtime.providers": {"shared_http_clients"},
         # a typed agent (output:): its options, and the names its Output model is made of
         "harnessc.runtime.options.typed_output": {"OutputConfig"},
         "harnessc.runtime.core.output_model": {"BaseModel", "ConfigDict", "Field", "RootModel"},

@@ -37,6 +37,7 @@ from harnessc.runtime.core.messages import (
     UserContent,
 )
 from harnessc.runtime.core.run_inputs import LIVE
+from harnessc.runtime.support.start_gate import admit
 
 __all__ = ["abandon", "begin", "drive", "resume_paused", "resume_tools"]
 
@@ -88,6 +89,7 @@ async def _open(
     agent: AgentParts, run: RunState, message: Message, prompt_text: str, images: list[UserContent]
 ) -> str | None:
     """A new run's start: its hooks and events, the first turn, the prompt's entries."""
+    await admit()  # runs started together begin a few per turn of the event loop
     await agent.bus.flush()
     run.machine.transition(LoopState.PLANNING)
     settings = agent.settings

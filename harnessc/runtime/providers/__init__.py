@@ -9,6 +9,7 @@ have no harness (it shares one HttpClientPool, per event loop and origin).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from harnessc.runtime.providers.base import (
     AssistantMessageEvent,
@@ -18,6 +19,9 @@ from harnessc.runtime.providers.base import (
     ProviderRetry,
     ToolSpec,
 )
+
+if TYPE_CHECKING:
+    from harnessc.runtime.providers.clients import HttpClientPool
 
 __all__ = [
     "AssistantMessageEvent",
@@ -29,6 +33,7 @@ __all__ = [
     "get_provider",
     "register_provider",
     "registered_factories",
+    "shared_http_clients",
 ]
 
 _default_pool = None
@@ -53,7 +58,17 @@ def get_provider(api: str) -> Provider:
     A harness uses its own pool instead; closing it never closes these."""
     global _default_pool
     if _default_pool is None:
-        from harnessc.runtime.providers.pool import ProviderPool, shared_http_clients
+        from harnessc.runtime.providers.pool import ProviderPool
 
         _default_pool = ProviderPool(shared_http_clients())
     return _default_pool.get(api)
+
+
+def shared_http_clients() -> HttpClientPool:
+    """The HttpClientPool the harnesses of a process share by default (a generated
+    module's ``build_options`` gives it unless told otherwise): one set of keep-alive
+    connections per event loop and origin, its cap on requests in flight adapting to
+    the loop (``providers.clients``). Imports the HTTP stack's modules on first call."""
+    from harnessc.runtime.providers.clients import shared_http_clients as shared
+
+    return shared()

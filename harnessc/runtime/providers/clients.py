@@ -1,8 +1,12 @@
 """The connections providers send on, and the cap on requests in flight per origin.
 
 ``HttpClientPool`` keeps one aiohttp client session per event loop and origin (scheme,
-host, port) and caps the requests in flight per origin (``max_concurrent``, default
-64). A request over the cap waits for a slot in a first-come queue before anything of
+host, port) and caps the requests in flight per origin: at ``max_concurrent`` when one
+is given, else at a cap that follows the event loop (``_Origin.adapt``: it starts at
+64, grows by one each time a waiting request gets its slot while the loop is prompt,
+and shrinks by one each time it gets it late, between 32 and 1,024). The harnesses of a
+process share one pool unless told otherwise (``shared_http_clients``, what a
+generated module's ``build_options`` gives). A request over the cap waits for a slot in a first-come queue before anything of
 it is built: a waiting request holds one future, not its encoded body, so a thousand
 harnesses sharing one pool cost little while most of them wait. The wait ends early
 when the request's ``Interrupt`` trips (an abort, the request's total limit, the run's
@@ -26,11 +30,13 @@ decodes in bounded pieces). The environment's proxies (``HTTPS_PROXY``,
 from __future__ import annotations
 
 import asyncio
+import atexit
 import functools
 import ipaddress
 import os
 import ssl
 import urllib.request
+import weakref
 from collections import deque
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
@@ -43,6 +49,7 @@ if TYPE_CHECKING:
     from harnessc.runtime.providers.clock import Interrupt
 
 __all__ = [
+    "ADAPTIVE_CAP",
     "DEFAULT_MAX_CONCURRENT",
     "DEFAULT_TIMEOUT",
     "KEEPALIVE_EXPIRY_S",
@@ -53,9 +60,15 @@ __all__ = [
     "environment_proxy",
     "load_network_stack",
     "origin_of",
+    "shared_http_clients",
 ]
 
 DEFAULT_MAX_CONCURRENT = 64
+# The adaptive cap: where it starts, its bounds, and the lateness of a granted slot's
+# wake-up (the event loop's lag) under which it grows and over which it shrinks.
+ADAPTIVE_CAP = (64, 32, 1024)
+_PROMPT_S = 0.010
+_LATE_S = 0.030
 # An idle keep-alive connection is closed after this long.
 KEEPALIVE_EXPIRY_S = 5.0
 
@@ -198,10 +211,27 @@ def _bypassed(host: str, port: int | None, proxies: dict[str, str]) -> bool:
 class _Origin:
     """One origin on one loop: its free slots, the requests waiting, its session."""
 
-    __slots__ = ("free", "waiters", "session", "url", "proxy", "refused", "ssl_context")
+    __slots__ = (
+        "free",
+        "cap",
+        "adaptive",
+        "granted_at",
+        "waiters",
+        "session",
+        "url",
+        "proxy",
+        "refused",
+        "ssl_context",
+    )
 
-    def __init__(self, max_concurrent: int, url: str, ssl_context: ssl.SSLContext | None) -> None:
-        self.free = max_concurrent
+    def __init__(
+        self, max_concurrent: int | None, url: str, ssl_context: ssl.SSLContext | None
+    ) -> None:
+        self.adaptive = max_concurrent is None
+        self.cap = ADAPTIVE_CAP[0] if max_concurrent is None else max_concurrent
+        # Slots not in use; below zero when an adaptive cap came down while they were.
+        self.free = self.cap
+        self.granted_at = 0.0  # the loop's time when a waiting request was last handed one
         # A waiter's result: True when it is handed a slot, False when interrupted.
         self.waiters: deque[asyncio.Future[bool]] = deque()
         self.session: ClientSession | None = None
@@ -227,13 +257,34 @@ class _Origin:
 
     def hand_on(self) -> None:
         """A slot came free: to the first request still waiting, else back to the pool."""
+        if self.free < 0:  # the cap came down while it was in use: it goes
+            self.free += 1
+            return
         waiters = self.waiters
         while waiters:
             waiter = waiters.popleft()
             if not waiter.done():
                 waiter.set_result(True)
+                self.granted_at = waiter.get_loop().time()
                 return
         self.free += 1
+
+    def adapt(self, late_s: float) -> None:
+        """An adaptive cap follows how late a waiting request woke up with its slot
+        (the loop's lag): one more slot when it was prompt, one fewer when it was late.
+        Requests in flight beyond what the loop's CPU serves add no throughput, only
+        replies that wait on the loop together; below that, more go at once."""
+        low, high = ADAPTIVE_CAP[1], ADAPTIVE_CAP[2]
+        if late_s < _PROMPT_S:
+            if self.cap < high:
+                self.cap += 1
+                self.free += 1
+                if self.free > 0 and self.waiters:
+                    self.free -= 1
+                    self.hand_on()
+        elif late_s > _LATE_S and self.cap > low:
+            self.cap -= 1
+            self.free -= 1
 
     def open(self, connections: int) -> ClientSession:
         """The origin's session (made on first use); a ProviderError when the origin
@@ -292,22 +343,29 @@ class Lease:
 
 
 class HttpClientPool:
-    """Client sessions by event loop and origin, with a cap on concurrent requests."""
+    """Client sessions by event loop and origin, with a cap on concurrent requests:
+    ``max_concurrent`` per origin, or with ``None`` an adaptive one (``_Origin.adapt``)."""
 
     __slots__ = ("max_concurrent", "ssl_context", "_loops")
 
     def __init__(
         self,
-        max_concurrent: int = DEFAULT_MAX_CONCURRENT,
+        max_concurrent: int | None = DEFAULT_MAX_CONCURRENT,
         ssl_context: ssl.SSLContext | None = None,
     ):
-        if max_concurrent < 1:
+        if max_concurrent is not None and max_concurrent < 1:
             raise ValueError("max_concurrent must be at least 1")
         self.max_concurrent = max_concurrent
         # The TLS context of https origins (and TLS proxies): by default one trusting
         # certifi's roots, or SSL_CERT_FILE / SSL_CERT_DIR when set.
         self.ssl_context = ssl_context
-        self._loops: dict[asyncio.AbstractEventLoop, dict[str, _Origin]] = {}
+        # By loop, weakly: a finished loop's sessions close when the loop is dropped.
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _Origin]]
+        self._loops = weakref.WeakKeyDictionary()
+
+    @property
+    def _connections(self) -> int:
+        return self.max_concurrent if self.max_concurrent is not None else ADAPTIVE_CAP[2]
 
     def _entry(self, url: str) -> _Origin:
         loop = asyncio.get_running_loop()
@@ -324,15 +382,19 @@ class HttpClientPool:
 
     def connection_pool(self, url: str) -> ClientSession:
         """The client session of ``url``'s origin on the running loop."""
-        return self._entry(url).open(self.max_concurrent)
+        return self._entry(url).open(self._connections)
 
     def waiting(self, url: str) -> int:
         """How many requests to ``url``'s origin wait for a slot on the running loop."""
         return sum(1 for w in self._entry(url).waiters if not w.done())
 
+    def cap(self, url: str) -> int:
+        """The cap on requests in flight to ``url``'s origin on the running loop."""
+        return self._entry(url).cap
+
     async def acquire(self, url: str, interrupt: Interrupt | None = None) -> Lease | None:
-        """One of the origin's ``max_concurrent`` slots, waiting in turn for it; None
-        when ``interrupt`` trips first."""
+        """One of the origin's slots, waiting in turn for it; None when ``interrupt``
+        trips first."""
         entry = self._entry(url)
         waiters = entry.waiters
         while waiters and waiters[0].done():
@@ -340,7 +402,8 @@ class HttpClientPool:
         if entry.free > 0 and not waiters:
             entry.free -= 1
         else:
-            waiter: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+            loop = asyncio.get_running_loop()
+            waiter: asyncio.Future[bool] = loop.create_future()
             waiters.append(waiter)
             if interrupt is not None:
                 interrupt.waiter = waiter
@@ -355,8 +418,10 @@ class HttpClientPool:
                     interrupt.waiter = None
             if not granted:
                 return None
+            if entry.adaptive:
+                entry.adapt(loop.time() - entry.granted_at)
         try:
-            session = entry.open(self.max_concurrent)
+            session = entry.open(self._connections)
         except BaseException:
             entry.hand_on()  # nothing to send on (the TLS settings or the proxy are unusable)
             raise
@@ -369,3 +434,26 @@ class HttpClientPool:
         for entry in origins.values():
             if entry.session is not None:
                 await entry.session.close()
+
+
+_shared: HttpClientPool | None = None
+
+
+def _drop_shared() -> None:
+    # At exit, before the modules its connections use are torn down: an origin's
+    # sessions close quietly while aiohttp is still whole.
+    global _shared
+    _shared = None
+
+
+def shared_http_clients() -> HttpClientPool:
+    """The HttpClientPool the harnesses of a process share unless told otherwise (a
+    generated module's ``build_options`` gives it): an adaptive cap per origin, one
+    set of keep-alive connections per event loop. Closing a harness never closes it;
+    a finished loop's connections close when the loop is dropped, or with
+    ``await shared_http_clients().aclose()`` on the loop."""
+    global _shared
+    if _shared is None:
+        _shared = HttpClientPool(max_concurrent=None)
+        atexit.register(_drop_shared)
+    return _shared

@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 from harnessc.runtime.providers import registry
 from harnessc.runtime.providers.base import Provider
+from harnessc.runtime.providers.clients import shared_http_clients
 from harnessc.runtime.providers.registry import PROVIDER_FACTORIES
 from harnessc.runtime.providers.transport import HttpClientPool
 
@@ -90,19 +91,6 @@ class ProviderPool:
 
 def _registered() -> dict[str, ProviderFactory]:
     return registry.REGISTERED  # read at every get: register_provider may add to it
-
-
-_shared: HttpClientPool | None = None
-
-
-def shared_http_clients() -> HttpClientPool:
-    """The process-wide HttpClientPool (64 requests in flight per origin) for pools
-    that should share connections; nothing closes it but ``await ....aclose()`` on
-    each event loop that used it (a finished loop's entries are dropped)."""
-    global _shared
-    if _shared is None:
-        _shared = HttpClientPool()
-    return _shared
 
 
 # One pool per owner (a harness), without touching the owner's attributes.

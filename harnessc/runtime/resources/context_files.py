@@ -9,6 +9,7 @@ cannot be read becomes a warning diagnostic and the run goes on without it.
 
 from __future__ import annotations
 
+import functools
 import os
 
 from harnessc.runtime.resources.types import (
@@ -51,10 +52,15 @@ def _user_path(settings: ContextFileSettings) -> str | None:
 
 def context_candidates(settings: ContextFileSettings, cwd: str) -> list[str]:
     """Every path whose appearance, change or removal changes the loaded files."""
-    paths = [p for p in [_user_path(settings)] if p is not None]
+    return list(_candidates(settings, cwd, os.environ.get("HOME")))
+
+
+@functools.lru_cache(maxsize=64)  # every session of a service asks for the same ones
+def _candidates(settings: ContextFileSettings, cwd: str, home: str | None) -> tuple[str, ...]:
+    paths = [p for p in [_user_path(settings)] if p is not None]  # ~ reads HOME
     for folder in _folders(cwd):
         paths.extend(os.path.join(folder, name) for name in settings.names)
-    return paths
+    return tuple(paths)
 
 
 def _chosen(settings: ContextFileSettings, cwd: str) -> list[str]:
@@ -115,7 +121,7 @@ def load_context_files(
 def context_signature(settings: ContextFileSettings, cwd: str) -> tuple[object, ...]:
     """Stat facts of every candidate path: a change means the files must be read again."""
     out: list[object] = []
-    for path in context_candidates(settings, cwd):
+    for path in _candidates(settings, cwd, os.environ.get("HOME")):
         try:
             st = os.stat(path)
         except OSError:

@@ -65,7 +65,7 @@ async def _serve(cli: CliHost, config: ServeConfig) -> int:
     from harnessc.runtime.serve.runs import RunRegistry
     from harnessc.runtime.serve.state import ServeState
 
-    clients = HttpClientPool()
+    clients = HttpClientPool(max_concurrent=None)  # the cap follows the loop
     source = AgentSource(cli, clients)
     durable = source.durable_config()
     try:
