@@ -572,7 +572,7 @@ def _pending(child: AgentHarness, path: tuple[str, ...]) -> list[dict[str, Any]]
             out.append({"call": record.call.to_dict(), "kind": "tool", "path": " > ".join(path)})
         elif not awaiting and record.status == "held":
             out.append(
-                {"call": record.call.to_dict(), "kind": "approval", "path": " > ".join(path)}
+                {"call": record.shown.to_dict(), "kind": "approval", "path": " > ".join(path)}
             )
     return out
 

@@ -78,7 +78,9 @@ class PermissionGate:
             return None
         if decision.outcome == "deny":
             return ToolCallResult(block=True, reason=f"{label}: {decision.reason}")
-        answered = recorded_answer(getattr(harness, "session", None), tool, args)
+        answered = recorded_answer(
+            getattr(harness, "session", None), tool, args, event.tool_call_id
+        )
         if answered == "allow":
             return None
         if answered == "deny":
@@ -208,8 +210,11 @@ def record_answer(
     )
 
 
-def recorded_answer(session: Any, tool: str, args: Mapping[str, Any]) -> str | None:
-    """The latest recorded answer for exactly this call (tool and arguments), if any."""
+def recorded_answer(
+    session: Any, tool: str, args: Mapping[str, Any], call_id: str | None = None
+) -> str | None:
+    """The latest recorded answer for exactly this call (tool and arguments; with
+    ``call_id``, to that call only: an answer is given to the one call it was shown)."""
     if session is None:
         return None
     found: str | None = None
@@ -217,6 +222,8 @@ def recorded_answer(session: Any, tool: str, args: Mapping[str, Any]) -> str | N
         if entry.type != "custom" or entry.data.get("customType") != PERMISSION_ENTRY:
             continue
         data = entry.data.get("data")
+        if call_id is not None and isinstance(data, dict) and data.get("callId") != call_id:
+            continue
         if isinstance(data, dict) and data.get("tool") == tool and data.get("args") == dict(args):
             if data.get("decision") in ("allow", "deny"):
                 found = str(data.get("decision"))
