@@ -4,6 +4,7 @@ question are a new question, never a silent run."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -11,7 +12,7 @@ from pathlib import Path
 
 from harnessc.testing import ProtocolServer
 
-from .clikit import text_reply, tool_reply
+from .clikit import Agent, Terminal, text_reply, tool_reply
 
 SPEC = """\
 version: 1
@@ -88,3 +89,33 @@ def test_a_call_a_hook_rewrote_after_the_question_is_asked_again(
     assert approved.returncode == 0, approved.stderr
     assert (tmp_path / "pwned_hook").exists()
     assert len(server.requests) == 2
+
+
+def test_always_on_a_python_tool_stores_and_prints_the_exact_call(
+    agent: Agent, server: ProtocolServer, terminals: list[Terminal]
+) -> None:
+    """ "Always" remembers the narrowest rule covering the shown call (a python tool:
+    exactly its arguments) and prints it; other arguments are asked about again."""
+    rules = json.dumps({"default": "ask"})
+    term = Terminal(agent, "-i", env={"AGENT_PERMISSIONS": rules, "NO_COLOR": "1"})
+    terminals.append(term)
+    term.expect_prompt()
+    server.enqueue(tool_reply(("c1", "slow", {"seconds": 0})), text_reply("slept once"))
+    term.sendline("sleep")
+    term.expect("allow? [y]es / [n]o / [a]lways")
+    term.sendline("a")
+    term.expect('always allowed for this session: slow({"seconds": 0})')
+    term.expect("slept once")
+    term.expect_prompt()
+    server.enqueue(tool_reply(("c2", "slow", {"seconds": 0})), text_reply("slept twice"))
+    term.sendline("sleep again")  # the same call: no question
+    term.expect("slept twice")
+    assert "allow?" not in term.expect_prompt()
+    server.enqueue(tool_reply(("c3", "slow", {"seconds": 0.01})), text_reply("asked"))
+    term.sendline("sleep longer")  # other arguments: asked again
+    term.expect("allow? [y]es / [n]o / [a]lways")
+    term.sendline("n")
+    term.expect("asked")
+    term.expect_prompt()
+    term.eof()
+    assert term.wait() == 0

@@ -95,8 +95,12 @@ class PermissionGate:
         answer = (await self.asker(tool, args, decision)).strip().lower()
         if answer in ("a", "always"):
             # the same file, however the next call spells it
-            for call in [{"path": _literal_rule(t)} for t in targets] or [args]:
-                self.remembered.append(remembered_rule(tool, call))
+            calls = [{"path": _literal_rule(t)} for t in targets] or [args]
+            kept = [remembered_rule(tool, call) for call in calls]
+            self.remembered.extend(kept)
+            notice = getattr(harness, "notice", None)
+            if notice is not None:  # the user sees what "always" allowed
+                await notice("permissions", f"always allowed for this session: {kept[0].text}")
             return None
         if answer in ("y", "yes"):
             return None
