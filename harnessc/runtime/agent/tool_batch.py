@@ -166,13 +166,15 @@ async def _prepare(loop: AgentLoop, run: RunState, record: CallRecord) -> ToolRe
         if isinstance(result, PauseRequest):
             if approved:
                 continue  # the caller approved this very call at resume
-            return _hold_for_question(run, record, result.reason, shown, event.input)
+            _hold_for_question(run, record, result.reason, shown, event.input)
+            return None
         result = coerce(result, ToolCallResult)
         if result.block:
             return error_result(f"Tool call blocked: {result.reason or 'blocked by a hook'}")
     if record.approval == "allow" and not approved:  # changed after the question: ask again
         reason = f"{PERMISSION_PAUSE}{call.name}; call {call.id}"
-        return _hold_for_question(run, record, reason, shown, event.input)
+        _hold_for_question(run, record, reason, shown, event.input)
+        return None
     if failures:  # fail closed: a tool_call hook that raised blocks the call
         return error_result(f"Tool call blocked: {failures[0]}")
     if event.input is not args:  # a rewritten input meets the schema too
@@ -204,7 +206,6 @@ def _hold_for_question(
     record.args = dict(now)
     record.status = "held"  # prepared again when the run resumes
     run.pause_requested = reason
-    return None
 
 
 async def _execute(loop: AgentLoop, record: CallRecord, context: Any) -> tuple[ToolResult, float]:
