@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from harnessc.runtime.agent.handover_caps import HandOverCaps, Slots
 from harnessc.runtime.agent.harness import AgentHarness
 from harnessc.runtime.agent.results import RunResult
+from harnessc.runtime.agent.usage_tree import TREE_DETAILS, usage_of_run
 from harnessc.runtime.core.budget import BUDGET_LIMITS, Budget, BudgetUsage
 from harnessc.runtime.core.events import Event, SubagentEvent, to_jsonable
 from harnessc.runtime.core.loop_states import LoopState
@@ -284,6 +285,7 @@ class SubAgents:
             "session": child.session.path,
             "session_id": child.session.id,
             **child.budget.usage.to_dict(),
+            TREE_DETAILS: usage_of_run(result.messages, path),  # by agent path, for the parent
         }
         if live is not None:
             await live.harness.close()
