@@ -76,6 +76,8 @@ class PermissionGate:
         label = _label(tool, args)
         if decision.outcome == "allow":
             return None
+        if decision.outcome == "ask":  # an MCP tool is asked about with its server's words
+            decision = _with_annotations(decision, harness, tool)
         if decision.outcome == "deny":
             return ToolCallResult(block=True, reason=f"{label}: {decision.reason}")
         answered = recorded_answer(
@@ -313,3 +315,29 @@ def claude_permission_mode(harness: HarnessContext) -> str:
     options = getattr(harness, "options", None)
     gate = find_gate(getattr(options, "hooks", ()) or ())
     return _CLAUDE_MODES.get(gate.mode, "default") if gate is not None else "bypassPermissions"
+
+
+def _with_annotations(decision: Decision, harness: Any, tool: str) -> Decision:
+    """``decision`` with what the tool's MCP server says about it (its annotations)."""
+    tools = getattr(harness, "tools", None)
+    found = tools.get(tool) if isinstance(tools, Mapping) else None
+    hints = getattr(found, "annotations", None)
+    if not isinstance(hints, Mapping) or not hints:
+        return decision
+    said = [f'"{hints["title"]}"'] if isinstance(hints.get("title"), str) else []
+    for key, yes, no in _HINT_WORDS:
+        value = hints.get(key)
+        if isinstance(value, bool):
+            said.append(yes if value else no)
+    if not said:
+        return decision
+    server = getattr(found, "label", "").split(":")[0] or "its server"
+    return Decision(decision.outcome, f"{decision.reason}; {server} says: {', '.join(said)}")
+
+
+_HINT_WORDS = (
+    ("readOnlyHint", "read-only", "may change things"),
+    ("destructiveHint", "destructive", "not destructive"),
+    ("idempotentHint", "idempotent", "not idempotent"),
+    ("openWorldHint", "reaches the outside world", "closed world"),
+)

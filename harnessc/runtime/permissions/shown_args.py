@@ -5,29 +5,23 @@ A call held for approval keeps the arguments its question showed (the input afte
 the input the hooks give then is the same. Arguments changed after the question (by a
 hook, a new process, anything) are a new question, never a silent run.
 
-``fingerprint`` names a call's tool and arguments in a short stable text: the same for
-equal arguments whatever their key order, different for any change of a value.
+Two calls are the same when their tool and arguments are equal as canonical JSON (keys
+sorted): key order does not matter, any change of a value does.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["changed_note", "fingerprint", "same_call"]
+__all__ = ["changed_note", "same_call"]
 
 
 def _canonical(tool: str, args: Mapping[str, Any]) -> str:
     return json.dumps(
         [tool, dict(args)], sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
     )
-
-
-def fingerprint(tool: str, args: Mapping[str, Any]) -> str:
-    """A short hex digest of the call's tool and arguments (key order does not matter)."""
-    return hashlib.sha256(_canonical(tool, args).encode()).hexdigest()[:16]
 
 
 def same_call(tool: str, shown: Mapping[str, Any] | None, now: Mapping[str, Any]) -> bool:
