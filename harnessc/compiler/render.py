@@ -39,6 +39,7 @@ from harnessc.spec.models import (
     AgentSpec,
     ContextFilesSpec,
     HookHandlerSpec,
+    McpAuthSpec,
     McpSpec,
     ModelSpec,
     SpecModel,
@@ -576,6 +577,8 @@ class _Builder:
                     kwargs[key] = ListExpr([self.env_str(v) for v in value])
                 elif key in ("env", "headers"):
                     kwargs[key] = DictExpr([(Lit(k), self.env_str(v)) for k, v in value.items()])
+                elif key == "auth":
+                    kwargs[key] = self.mcp_auth(value) if value is not False else Lit(False)
                 else:
                     kwargs[key] = from_json(value)
             if server.command is not None:
@@ -587,6 +590,24 @@ class _Builder:
         return self.call_object(
             source.factory, ListExpr(servers), from_file=from_file, activate=activate
         )
+
+    def mcp_auth(self, auth: McpAuthSpec) -> Expr:
+        """``McpOAuth(...)``: the login of an HTTP server; its secrets are ``env()`` reads."""
+        kwargs: dict[str, Expr | None] = {}
+        for key in type(auth).model_fields:
+            if key not in auth.model_fields_set:
+                continue
+            value = getattr(auth, key)
+            if value is None:
+                continue
+            if key == "scopes":
+                kwargs[key] = ListExpr([self.env_str(v) for v in auth.scope_list or []])
+            elif isinstance(value, str) and key != "grant":
+                kwargs[key] = self.env_str(value)
+            else:
+                kwargs[key] = from_json(value)
+        module = catalog.split_path(catalog.tool_source("mcp").config)[0]
+        return self.call_object(f"{module}:McpOAuth", **kwargs)
 
     def session_lines(self) -> list[str]:
         """Body of ``if session is None:`` in build_options."""

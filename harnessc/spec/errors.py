@@ -175,7 +175,10 @@ def translate_errors(
     models: dict[int, type[SpecModel]] = context.get("models", {})
     out: list[Diagnostic] = []
     seen: set[tuple[int, int, str]] = set()
-    for err in exc.errors(include_url=False):
+    errors = exc.errors(include_url=False)
+    for err in errors:
+        if _other_branch_explains(err, errors):
+            continue
         diagnostic = _one(source, err, models)
         if diagnostic is None:
             continue
@@ -184,3 +187,20 @@ def translate_errors(
             seen.add(ident)
             out.append(diagnostic)
     return out
+
+
+def _other_branch_explains(err: Any, errors: list[Any]) -> bool:
+    """A mapping given to a union of a model and a literal (``auth: false`` or a table):
+    the literal branch's "not one of" is noise when the model branch says what is wrong."""
+    loc = tuple(err["loc"])
+    if err["type"] != "literal_error" or not isinstance(err.get("input"), dict) or not loc:
+        return False
+    if not (isinstance(loc[-1], str) and loc[-1].startswith("literal[")):
+        return False
+    stem = loc[:-1]
+    return any(
+        other is not err
+        and tuple(other["loc"])[: len(stem)] == stem
+        and len(other["loc"]) > len(stem)
+        for other in errors
+    )

@@ -929,7 +929,7 @@ def _source_default(source: str, key: str) -> Any:
 _MCP_SERVER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 _MCP_PREFIX = re.compile(r"^[A-Za-z0-9_-]{0,48}$")
 _MCP_STDIO_ONLY = ("args", "env", "cwd")
-_MCP_HTTP_ONLY = ("headers",)
+_MCP_HTTP_ONLY = ("headers", "auth")
 
 
 def _check_mcp_url(value: str) -> str:
@@ -963,6 +963,86 @@ McpUrl = Annotated[
 ]
 
 
+def _env_only(value: str) -> str:
+    """A secret: one ``${NAME}`` reference, never the secret itself."""
+    from harnessc.spec.envref import EnvRef, split_env_refs
+
+    parts = split_env_refs(value)
+    if len(parts) != 1 or not isinstance(parts[0], EnvRef) or parts[0].default is not None:
+        raise _custom(
+            "env_secret",
+            "a secret is never written in the spec: name the environment variable that "
+            "holds it, e.g. ${NOTES_CLIENT_SECRET}",
+        )
+    return value
+
+
+EnvSecret = Annotated[
+    str,
+    Field(min_length=1),
+    AfterValidator(_env_only),
+    WithJsonSchema({"type": "string", "pattern": r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$"}),
+]
+
+
+def _check_https_url(value: str) -> str:
+    if "${" not in value and not re.fullmatch(r"https://[^/\s]+/\S+", value):
+        raise _custom(
+            "mcp_auth_url",
+            f"invalid url {value!r}: an https:// URL with a path "
+            "(e.g. https://example.com/harnessc/client.json)",
+        )
+    return value
+
+
+class McpAuthSpec(SpecModel):
+    """How the agent logs in to an HTTP MCP server that needs authorization (the MCP authorization specification, OAuth 2.1); the names follow Claude Code's oauth object. Without auth, a server that answers 401 gets this login with the defaults (dynamic registration, PKCE); auth: false turns it off."""
+
+    grant: Literal["authorization_code", "client_credentials"] = "authorization_code"
+    """authorization_code: a person logs in in a browser (PKCE; the run asks whoever is at the terminal); client_credentials: the agent's own credentials (client_id with client_secret or private_key), no person."""
+    client_id: NonEmptyStr | None = None
+    """A client registered with the authorization server beforehand (may hold ${VAR}); default: harnessc registers itself (dynamic client registration) or uses client_metadata_url."""
+    client_secret: EnvSecret | None = None
+    """The registered client's secret, as ${VAR} (never the secret itself)."""
+    scopes: list[NonBlankStr] | NonBlankStr | None = None
+    """Scopes asked for on top of what the server's challenge names (a list, or one space-separated string as in .mcp.json)."""
+    callback_port: Annotated[int, Field(gt=0, lt=65536)] | None = None
+    """Port of the login's redirect, http://localhost:PORT/callback (the one registered for client_id); default: one chosen at the first login and kept."""
+    client_metadata_url: Annotated[str, AfterValidator(_check_https_url)] | None = None
+    """A client ID metadata document (https URL) used as the client id where the authorization server supports it, instead of registering."""
+    token_endpoint_auth_method: (
+        Literal["client_secret_basic", "client_secret_post", "none", "private_key_jwt"] | None
+    ) = None
+    """How the client authenticates at the token endpoint; default: what the registration or the server's metadata says."""
+    private_key: EnvSecret | None = None
+    """client_credentials with private_key_jwt: a PEM private key, as ${VAR}, that signs the client's assertion."""
+    signing_algorithm: NonEmptyStr | None = None
+    """The private_key's JWT algorithm (RS256 by default; ES256, ...)."""
+    issuer: NonEmptyStr | None = None
+    """The authorization server the client's credentials belong to (its issuer URL): they are sent to no other."""
+
+    @model_validator(mode="after")
+    def _credentials(self) -> McpAuthSpec:
+        if self.grant == "client_credentials":
+            if self.client_id is None:
+                raise _custom("mcp_auth", "grant: client_credentials needs a client_id")
+            if self.client_secret is None and self.private_key is None:
+                raise _custom(
+                    "mcp_auth", "grant: client_credentials needs a client_secret or a private_key"
+                )
+        elif self.private_key is not None:
+            raise _custom("mcp_auth", "private_key applies only to grant: client_credentials")
+        if self.client_secret is not None and self.client_id is None:
+            raise _custom("mcp_auth", "client_secret needs the client_id it belongs to")
+        return self
+
+    @property
+    def scope_list(self) -> list[str] | None:
+        if self.scopes is None:
+            return None
+        return self.scopes.split() if isinstance(self.scopes, str) else list(self.scopes)
+
+
 class McpServerSpec(SpecModel):
     """One MCP server: ``command`` starts a child process (stdio), ``url`` opens a streamable-HTTP session."""
 
@@ -988,6 +1068,10 @@ class McpServerSpec(SpecModel):
     """Seconds a call may take, and the start-up (connect, initialize, list) too."""
     required: bool = _source_default("mcp", "required")
     """false: a server that cannot start is a warning and the agent goes on without it."""
+    auth: McpAuthSpec | Literal[False] | None = None
+    """The OAuth login of an HTTP server (url): its client and grant. Default: a server that answers 401 gets the login with dynamic registration (none when headers hold an Authorization); false: never. Tokens are kept per user, owner-only (docs/mcp.md)."""
+    protocol_version: Literal["auto", "2025-11-25", "2026-07-28"] = "auto"
+    """The MCP revision to speak: auto (the newest both sides support: server/discover, else the initialize handshake), 2025-11-25 (the handshake), 2026-07-28 (stateless requests)."""
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerSpec:

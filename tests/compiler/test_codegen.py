@@ -365,7 +365,7 @@ def test_generated_modules_use_exactly_the_contract_names() -> None:
             "TurnNudgeExtension",
             "TurnNudgeConfig",
         },
-        "harnessc.runtime.mcp": {"McpToolset", "McpServerConfig"},
+        "harnessc.runtime.mcp": {"McpToolset", "McpServerConfig", "McpOAuth"},
         "harnessc.runtime.permissions.gate": {"permission_hook"},
         "harnessc.runtime.agent.subagents": {"SubAgent", "SubAgents"},
         # build_options(http_clients=...)'s annotation, imported for type checkers only.

@@ -131,7 +131,7 @@ async def grow(ctx: Context) -> str:
         return "extra!"
 
     app.add_tool(extra)
-    await ctx.session.send_tool_list_changed()
+    await _tools_changed(ctx)
     return "grown"
 
 
@@ -139,8 +139,18 @@ async def grow(ctx: Context) -> str:
 async def shrink(ctx: Context) -> str:
     """Removes the tool 'extra' again and tells the client its tool list changed."""
     app.remove_tool("extra")
-    await ctx.session.send_tool_list_changed()
+    await _tools_changed(ctx)
     return "shrunk"
+
+
+async def _tools_changed(ctx: Context) -> None:
+    """Tell the client its tool list changed, in either protocol revision: a
+    ``subscriptions/listen`` event (2026-07-28) and the session notification."""
+    await ctx.notify_tools_changed()
+    try:
+        await ctx.session.send_tool_list_changed()
+    except Exception:  # no session to notify in the stateless revision
+        pass
 
 
 @app.prompt()

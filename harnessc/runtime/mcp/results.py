@@ -4,6 +4,9 @@ Works on the SDK's objects by their attributes, so this module imports no SDK co
 Text is capped like every tool output (``cap_text``); images are checked
 (``images.py``) and pass as image content, or become a note; structured content becomes the result's details (and its JSON is the text
 when a server sends nothing else); audio and binary resources are described, not sent.
+The OAuth tokens of the agent's MCP servers (registered secret values) are redacted
+from the text and the structured content, so a server that echoes one back does not
+put it in the session.
 """
 
 from __future__ import annotations
@@ -14,10 +17,34 @@ from urllib.parse import unquote
 
 from harnessc.runtime.core.messages import ImageContent, TextContent
 from harnessc.runtime.mcp.images import check_image
+from harnessc.runtime.support.secrets import registered_secret_values
 from harnessc.runtime.tools.base import ToolResult
 from harnessc.runtime.tools.truncate import MAX_BYTES, cap_text
 
-__all__ = ["schema_problem", "to_tool_result"]
+__all__ = ["redact_secrets", "schema_problem", "to_tool_result"]
+
+
+def redact_secrets(value: Any) -> Any:
+    """``value`` (a text, or JSON data) with every registered secret value redacted."""
+    secrets = registered_secret_values()
+    if not secrets:
+        return value
+    return _redact(value, secrets, 0)
+
+
+def _redact(value: Any, secrets: frozenset[str], depth: int) -> Any:
+    if isinstance(value, str):
+        for secret in sorted(secrets, key=len, reverse=True):
+            if secret in value:
+                value = value.replace(secret, "[redacted]")
+        return value
+    if depth > 64:
+        return value
+    if isinstance(value, dict):
+        return {k: _redact(v, secrets, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact(v, secrets, depth + 1) for v in value]
+    return value
 
 
 def to_tool_result(result: Any, *, server: str, tool: str) -> ToolResult:
@@ -45,7 +72,8 @@ def to_tool_result(result: Any, *, server: str, tool: str) -> ToolResult:
                 texts.append(f"[resource {resource.uri} ({mime}) not shown]")
         elif kind == "resource_link":
             texts.append(f"[resource link: {block.uri}]")
-    structured = getattr(result, "structured_content", None)
+    structured = redact_secrets(getattr(result, "structured_content", None))
+    texts = [redact_secrets(text) for text in texts]
     if not texts and not images and structured is not None:
         texts.append(json.dumps(structured, ensure_ascii=False, sort_keys=True))
     is_error = bool(getattr(result, "is_error", False))

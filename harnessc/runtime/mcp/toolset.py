@@ -10,11 +10,17 @@ each model call, servers that sent ``tools/list_changed`` are listed again.
 
 A required server that fails to start ends the run with an error naming it (fail
 closed); ``required: false`` makes it a warning and the run goes on without it.
+
+``user`` is who answers a server's login or question (``user.py``): by default the
+terminal when there is one, else no one (the call fails saying what to do); a door
+sets its own (``toolset.user = ...``). Its methods run on the agent's loop.
+``roots``: the folders offered to servers that ask (default: the working directory).
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import importlib.util
 import os
 import shlex
@@ -25,14 +31,19 @@ from typing import Any
 
 from harnessc.runtime.core.commands import CommandOutcome
 from harnessc.runtime.core.hooks import FailRun
+from harnessc.runtime.core.messages import TextContent
 from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.mcp.config import McpConfigError, McpServerConfig, load_mcp_json
 from harnessc.runtime.mcp.env import child_env, child_environ
 from harnessc.runtime.mcp.loop import mcp_loop, run_in_mcp_loop
+from harnessc.runtime.mcp.pausing_user import PausingUser
+from harnessc.runtime.mcp.user import McpUser
+from harnessc.runtime.mcp.user_bridge import UserBridge
 from harnessc.runtime.options.harness_context import HarnessContext
 from harnessc.runtime.support.data_folder import DataFolder, resolve_folder
 from harnessc.runtime.tools.base import (
     ExecutionMode,
+    HoldCall,
     Tool,
     ToolExecute,
     ToolResult,
@@ -65,6 +76,8 @@ class McpToolset:
         from_file: str | os.PathLike[str] | None = None,
         log_dir: str | os.PathLike[str] | None = None,
         activate: bool = True,
+        user: McpUser | None = None,
+        roots: Sequence[str | os.PathLike[str]] | None = None,
     ) -> None:
         """``activate=False`` when the spec lists ``active_tools`` (they name the MCP tools)."""
         if not sdk_available():
@@ -93,7 +106,34 @@ class McpToolset:
         self._registered: dict[str, set[str]] = {}
         self._owners: dict[str, tuple[str, str]] = {}  # agent tool name -> (server, tool)
         self._said_down: set[str] = set()
+        self._bridge = UserBridge(user)
+        # Calls held for a login or a question (PausingUser), open at the server, by the
+        # tool call id: the held call's next run waits on it.
+        self._parked: dict[str, concurrent.futures.Future[Any]] = {}
+        self.roots = [os.fspath(r) for r in roots] if roots is not None else None
         self._remove_closer = mcp_loop().on_shutdown(self._close_all)
+
+    @property
+    def user(self) -> McpUser | None:
+        """Who answers the servers' logins and questions (None: the default, chosen at
+        the first one)."""
+        return self._bridge.user
+
+    @user.setter
+    def user(self, user: McpUser | None) -> None:
+        self._bridge.user = user
+
+    def _roots(self) -> list[str]:
+        return list(self.roots) if self.roots is not None else [os.getcwd()]
+
+    def _problem(self, message: str) -> None:
+        """A note from the MCP loop (a token file not used): said on the agent's loop."""
+        if message in self.problems:
+            return
+        self.problems.append(message)
+        loop = self._bridge.agent_loop
+        if loop is not None and loop.is_running():
+            asyncio.run_coroutine_threadsafe(self._notice(message), loop)
 
     @property
     def command_names(self) -> tuple[str, ...]:
@@ -138,6 +178,7 @@ class McpToolset:
             for s in self.servers
             if not getattr(self._connections.get(s.name), "alive", False)
         ]
+        self._bridge.agent_loop = asyncio.get_running_loop()
         if starting and self._harness is not None:  # the terminal shows it as its status line
             await self._harness.notice(
                 "mcp", f"starting MCP servers: {', '.join(starting)}…", "progress"
@@ -183,7 +224,13 @@ class McpToolset:
             raise
         for server in new:  # kept even when they fail: shutdown reaches every child
             self._connections[server.name] = ServerConnection(
-                server, environ=environ, log_dir=log_dir, process=spawned.get(server.name)
+                server,
+                environ=environ,
+                log_dir=log_dir,
+                process=spawned.get(server.name),
+                user=self._bridge,
+                roots=self._roots,
+                problem=self._problem,
             )
         waiting = [(n, c) for n, c in self._connections.items() if not c.alive]
         outcomes = await asyncio.gather(*(c.start() for _, c in waiting), return_exceptions=True)
@@ -307,6 +354,7 @@ class McpToolset:
 
         remote = listed.name
         timeout = server.timeout_s
+        bridge = self._bridge
 
         async def run(
             tool_call_id: str,
@@ -317,16 +365,42 @@ class McpToolset:
         ) -> ToolResult:
             if signal.aborted:
                 return error_result(f"{name} was not called: the run was aborted")
-            future = mcp_loop().submit(connection.call(remote, dict(params), timeout))
-            call = asyncio.wrap_future(future)
+            loop = asyncio.get_running_loop()
+            bridge.agent_loop = loop
+
+            def progress(value: float, total: float | None, message: str | None) -> None:
+                update = _progress_update(value, total, message, server.name, remote)
+                loop.call_soon_threadsafe(on_update, update)
+
+            future = self._parked.pop(tool_call_id, None)
+            if future is None:
+                future = mcp_loop().submit(
+                    connection.call(
+                        remote, dict(params), timeout, call_id=tool_call_id, progress=progress
+                    )
+                )
+            call = _watch(future, loop)
             aborted = asyncio.ensure_future(signal.wait())
+            pausing = bridge.user if isinstance(bridge.user, PausingUser) else None
+            waiting = {call, aborted}
+            wanted = None
+            if pausing is not None:
+                wanted = asyncio.wrap_future(pausing.wanted(tool_call_id))
+                waiting.add(wanted)
             try:
-                done, _ = await asyncio.wait({call, aborted}, return_when=asyncio.FIRST_COMPLETED)
+                done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
             except asyncio.CancelledError:
                 future.cancel()
                 raise
             finally:
                 aborted.cancel()
+                if wanted is not None and not wanted.done():
+                    wanted.cancel()
+            if call not in done and wanted is not None and wanted in done:
+                self._parked[tool_call_id] = future  # open at the server until the resume
+                raise HoldCall(wanted.result())
+            if pausing is not None:
+                pausing.drop(tool_call_id)
             if call not in done:
                 future.cancel()
                 return error_result(f"{name} was cancelled: the run was aborted")
@@ -344,7 +418,9 @@ class McpToolset:
             parameters=dict(listed.input_schema),
             run=run,
             label=f"{server.name}: {remote}",
-            timeout_s=server.timeout_s + 5.0,  # the server's own deadline ends a call first
+            # the server's own deadline ends a call first; it stops while a person is asked
+            # (a login, a question), which the loop's limit allows for
+            timeout_s=server.timeout_s + 5.0 + _PERSON_S,
             annotations=_hints(listed),
         )
 
@@ -373,6 +449,9 @@ class McpToolset:
 
     async def _close_all(self) -> None:
         """Stop every server; the connections stay (a later call or run starts them)."""
+        parked, self._parked = list(self._parked.values()), {}
+        for future in parked:
+            future.cancel()
         connections = list(self._connections.values())
         await asyncio.gather(*(c.close() for c in connections), return_exceptions=True)
 
@@ -410,6 +489,48 @@ async def _spawn_ahead(servers: list[McpServerConfig], environ: dict[str, str]) 
             await asyncio.gather(*(discard(p) for p in spawned.values()), return_exceptions=True)
             raise
     return spawned
+
+
+_PERSON_S = 900.0  # how long the loop lets a call wait on a person's answer
+
+
+def _watch(
+    future: concurrent.futures.Future[Any], loop: asyncio.AbstractEventLoop
+) -> asyncio.Future[Any]:
+    """A future of ``loop`` done when ``future`` is; unlike ``asyncio.wrap_future`` it
+    does not cancel ``future`` when cancelled, and is left alone once ``loop`` closed
+    (a held call outlives the run's loop)."""
+    mirror: asyncio.Future[Any] = loop.create_future()
+
+    def copy(done: concurrent.futures.Future[Any]) -> None:
+        if mirror.done():
+            return
+        if done.cancelled():
+            mirror.cancel()
+        elif done.exception() is not None:
+            mirror.set_exception(done.exception())  # type: ignore[arg-type]
+        else:
+            mirror.set_result(done.result())
+
+    def arrived(done: concurrent.futures.Future[Any]) -> None:
+        if not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(copy, done)
+            except RuntimeError:  # closed meanwhile
+                pass
+
+    future.add_done_callback(arrived)
+    return mirror
+
+
+def _progress_update(
+    value: float, total: float | None, message: str | None, server: str, tool: str
+) -> ToolResult:
+    """A progress notification of a call as a partial result of the tool."""
+    amount = f"{value:g}/{total:g}" if total else f"{value:g}"
+    text = f"{amount} {message}" if message else amount
+    details = {"server": server, "tool": tool, "progress": value, "total": total}
+    return ToolResult(content=[TextContent(text)], details=details)
 
 
 class McpStartFailed(FailRun):

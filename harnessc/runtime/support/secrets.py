@@ -21,6 +21,11 @@ copy of the agent's environment with these variables removed:
 
 ``passthrough`` names (the spec's ``tool_context.env_passthrough``, or the
 ``HARNESSC_ENV_PASSTHROUGH`` variable: comma-separated) are kept even when they match.
+
+Secrets that live in no variable (the OAuth tokens of MCP servers) are registered by
+value (:func:`register_secret_values`): the redaction of tool results, traces and logs
+removes every registered value (:func:`registered_secret_values`), and a child's
+environment loses any variable holding one.
 """
 
 from __future__ import annotations
@@ -35,7 +40,9 @@ __all__ = [
     "PASSTHROUGH_ENV",
     "is_credential_name",
     "register_secret_names",
+    "register_secret_values",
     "registered_secret_names",
+    "registered_secret_values",
     "scrubbed_environ",
 ]
 
@@ -60,6 +67,7 @@ _NEVER_SECRET = frozenset({"PWD", "OLDPWD"})
 _MIN_COPY_LEN = 8
 
 _REGISTERED: set[str] = set()
+_VALUES: set[str] = set()
 _LOCK = threading.Lock()
 
 
@@ -72,6 +80,18 @@ def register_secret_names(names: Iterable[str | None]) -> None:
 def registered_secret_names() -> frozenset[str]:
     with _LOCK:
         return frozenset(_REGISTERED)
+
+
+def register_secret_values(values: Iterable[str | None]) -> None:
+    """Remember ``values`` (tokens) as secrets: redacted wherever the runtime redacts.
+    Values shorter than 8 characters are not taken (they would redact ordinary words)."""
+    with _LOCK:
+        _VALUES.update(v for v in values if v and len(v) >= _MIN_COPY_LEN)
+
+
+def registered_secret_values() -> frozenset[str]:
+    with _LOCK:
+        return frozenset(_VALUES)
 
 
 def is_credential_name(name: str) -> bool:
@@ -100,7 +120,7 @@ def scrubbed_environ(
     keep = set(passthrough) | _passthrough_from(source)
     secrets = set(secret_names) | registered_secret_names()
     out: dict[str, str] = {}
-    removed_values: set[str] = set()
+    removed_values: set[str] = set(registered_secret_values())
     for name, value in source.items():
         if name not in keep and (name in secrets or is_credential_name(name)):
             if len(value) >= _MIN_COPY_LEN:

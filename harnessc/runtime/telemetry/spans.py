@@ -21,7 +21,11 @@ from opentelemetry import metrics, trace
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from harnessc.runtime.providers.errors import redact
-from harnessc.runtime.support.secrets import is_credential_name, registered_secret_names
+from harnessc.runtime.support.secrets import (
+    is_credential_name,
+    registered_secret_names,
+    registered_secret_values,
+)
 from harnessc.runtime.telemetry.config import TelemetryConfig, exporter_header_secrets
 
 if TYPE_CHECKING:
@@ -102,6 +106,7 @@ class RunTracer:
         names = set(registered_secret_names())
         names.update(n for n in os.environ if is_credential_name(n))
         values = [os.environ.get(n, "") for n in names]
+        values += registered_secret_values()  # tokens of MCP servers
         values += exporter_header_secrets()  # the exporter's own credential
         for model in self.harness.models.values():
             key = model.api_key()
