@@ -537,6 +537,10 @@ class _Builder:
             "SubAgents",
             ListExpr(items),
             max_depth=Lit(self.spec.max_depth or 1),
+            max_parallel=Lit(self.spec.max_parallel) if self.spec.max_parallel else None,
+            max_parallel_tree=(
+                Lit(self.spec.max_parallel_tree) if self.spec.max_parallel_tree else None
+            ),
             agent=Code("AGENT_NAME"),
             build=Code("build_options"),
         )

@@ -150,6 +150,14 @@ def _load_subagents(loaded: LoadedSpec, spec: AgentSpec, within: tuple[Path, ...
                 f"sub-agent {ref.name!r} nests {ref.levels} levels deep, over max_depth "
                 f"{limit} (set max_depth: {ref.levels} to allow it)",
             )
+    deepest = max((ref.levels for ref in loaded.subagents), default=0)
+    if spec.max_parallel_tree is not None and spec.max_parallel_tree < deepest:
+        # a hand-over holds its place while its own hand-overs run
+        report(
+            ("max_parallel_tree",),
+            f"max_parallel_tree {spec.max_parallel_tree} is below the tree's depth {deepest}: "
+            f"the deepest hand-over could never start (set max_parallel_tree: {deepest} or more)",
+        )
 
 
 def _shown(path: Path, base: Path, base_shown: str) -> str:

@@ -1370,6 +1370,10 @@ class AgentSpec(SpecModel):
     """Sub-agents this agent may hand work to with its task tool (Claude Code's Agent tool); each runs with its own context, under this run's budget and pause."""
     max_depth: PosInt | None = None
     """How deep sub-agents may nest (default 1: sub-agents cannot delegate further)."""
+    max_parallel: PosInt | None = None
+    """Most hand-overs of this agent running at once; the rest wait, in the order the model asked for them. Default: no limit."""
+    max_parallel_tree: PosInt | None = None
+    """Most hand-overs running at once in this agent's whole tree (nested ones included; read from the top agent's spec, at least the tree's depth); the rest wait, in order. Default: no limit."""
     budget: BudgetSpec | None = None
     """Hard limits of one run (hitting one pauses the run); default: unlimited."""
     permissions: PermissionsSpec | None = None

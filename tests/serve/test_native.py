@@ -32,6 +32,11 @@ def test_a_run_streams_its_events_and_ends_done(server: Served) -> None:
         assert status["status"] == "done"
         assert status["text"] == "echo: hello there"
         assert status["pending_tool_calls"] == []
+        # what the run used: in its result and its agent_end, the total the agents' sum
+        usage = status["usage"]
+        assert usage == events[-1][1]["usage"]
+        assert usage["total"]["turns"] == 1 and usage["total"]["input_tokens"] > 0
+        assert usage["total"] == next(iter(usage["agents"].values()))
         # the same session goes on, with its history
         again = client.post(
             "/v1/runs", json={"prompt": "second", "session_id": started.json()["session_id"]}

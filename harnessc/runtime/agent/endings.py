@@ -12,6 +12,7 @@ from harnessc.runtime.agent import tool_batch
 from harnessc.runtime.agent.loop import AgentLoop
 from harnessc.runtime.agent.results import RunResult, RunStatus
 from harnessc.runtime.agent.run_state import RunState
+from harnessc.runtime.agent.usage_tree import agent_path_of, usage_of_run
 from harnessc.runtime.core.events import (
     AbortEvent,
     AgentEndEvent,
@@ -21,7 +22,7 @@ from harnessc.runtime.core.events import (
 )
 from harnessc.runtime.core.loop_states import LoopState
 
-__all__ = ["aborted", "await_tools", "crashed", "finish", "pause", "record_pause"]
+__all__ = ["aborted", "await_tools", "crashed", "finish", "pause", "record_pause", "tree_usage"]
 
 
 def record_pause(loop: AgentLoop, run: RunState, reason: str) -> None:
@@ -40,6 +41,12 @@ def record_pause(loop: AgentLoop, run: RunState, reason: str) -> None:
         run=data,
     )
     loop.session.sync()
+
+
+def tree_usage(loop: AgentLoop, messages: list[Any]) -> dict[str, Any]:
+    """What the run's tree of agents used since the prompt (or the resume), by path."""
+    own = agent_path_of(loop.options.extensions, loop.session.header.metadata)
+    return usage_of_run(messages, own)
 
 
 def _sync_budget(loop: AgentLoop, run: RunState) -> None:
@@ -101,7 +108,12 @@ async def finish(
     shown = config.to_json(output) if config is not None and status == "done" else None
     await loop.bus.emit(
         AgentEndEvent(
-            run_id=run.run_id, status=status, reason=reason, messages=messages, output=shown
+            run_id=run.run_id,
+            status=status,
+            reason=reason,
+            messages=messages,
+            output=shown,
+            usage=tree_usage(loop, messages),
         )
     )
     _close(loop, run, LoopState.DONE)
@@ -118,7 +130,13 @@ async def aborted(loop: AgentLoop, run: RunState) -> RunResult:
         run.machine.transition(LoopState.IDLE)
     messages = list(loop.new_messages)
     await loop.bus.emit(
-        AgentEndEvent(run_id=run.run_id, status="aborted", reason=reason, messages=messages)
+        AgentEndEvent(
+            run_id=run.run_id,
+            status="aborted",
+            reason=reason,
+            messages=messages,
+            usage=tree_usage(loop, messages),
+        )
     )
     _close(loop, run, LoopState.IDLE)
     return RunResult(status="aborted", reason=reason, messages=messages)
@@ -143,7 +161,13 @@ async def crashed(loop: AgentLoop, run: RunState, exc: Exception) -> RunResult:
         run.machine.transition(LoopState.IDLE)
     messages = list(loop.new_messages)
     await loop.bus.emit(
-        AgentEndEvent(run_id=run.run_id, status="error", reason=message, messages=messages)
+        AgentEndEvent(
+            run_id=run.run_id,
+            status="error",
+            reason=message,
+            messages=messages,
+            usage=tree_usage(loop, messages),
+        )
     )
     _close(loop, run, LoopState.IDLE)
     return RunResult(status="error", reason=message, messages=messages)

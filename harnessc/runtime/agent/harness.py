@@ -144,7 +144,7 @@ class AgentHarness:
         run = self._loop.run
         if run is None or self._loop.busy:
             return []
-        return [r.call for r in run.held]
+        return [r.shown for r in run.held]
 
     @property
     def paused_reason(self) -> str | None:

@@ -36,8 +36,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
+from harnessc.runtime.agent.handover_caps import HandOverCaps, Slots
 from harnessc.runtime.agent.harness import AgentHarness
 from harnessc.runtime.agent.results import RunResult
+from harnessc.runtime.agent.usage_tree import TREE_DETAILS, usage_of_run
 from harnessc.runtime.core.budget import BUDGET_LIMITS, Budget, BudgetUsage
 from harnessc.runtime.core.events import Event, SubagentEvent, to_jsonable
 from harnessc.runtime.core.loop_states import LoopState
@@ -125,10 +127,14 @@ class SubAgents:
     # top agent's as well (--base-url / $HARNESSC_BASE_URL points every model at a server).
     adjust: Callable[[AgentHarnessOptions], None] | None = None
     runtime: SubAgentRuntime | None = None  # None: plain sessions and harnesses
+    max_parallel: int | None = None  # this agent's hand-overs running at once
+    max_parallel_tree: int | None = None  # the tree's (the top agent's setting holds)
+    tree_slots: Slots | None = None  # the tree's places, shared by its agents (set below)
     name: str = "subagents"
     _host: AgentHarness | None = field(default=None, init=False, repr=False)
     _live: dict[str, _Live] = field(default_factory=dict, init=False, repr=False)
     _clients: Any = field(default=None, init=False, repr=False)  # an HttpClientPool
+    _caps: HandOverCaps | None = field(default=None, init=False, repr=False)
 
     @property
     def command_names(self) -> tuple[str, ...]:
@@ -144,6 +150,8 @@ class SubAgents:
         if not isinstance(harness, AgentHarness):
             raise TypeError("sub-agents need an AgentHarness")
         self._host = harness
+        self._caps = HandOverCaps.make(self.max_parallel, self.tree_slots, self.max_parallel_tree)
+        self.tree_slots = self._caps.tree
         harness.add_tools([_HandOver(self)])
         harness.on_close(self._close)
 
@@ -174,6 +182,22 @@ class SubAgents:
         return next((a for a in self.agents if a.name == name), None)
 
     async def hand_over(
+        self, call_id: str, params: dict[str, Any], signal: AbortSignal, on_update: ToolUpdate
+    ) -> ToolResult:
+        """Run (or resume) the hand-over once it has a place under the caps."""
+        caps = self._caps
+        if caps is None:
+            return await self._hand_over(call_id, params, signal, on_update)
+
+        def waiting() -> None:
+            running = caps.tree.running if caps.tree.full else caps.agent.running
+            text = f"waiting to start: {running} hand-overs are running (max_parallel)"
+            on_update(ToolResult([TextContent(text)]))
+
+        async with caps.place(waiting):
+            return await self._hand_over(call_id, params, signal, on_update)
+
+    async def _hand_over(
         self, call_id: str, params: dict[str, Any], signal: AbortSignal, on_update: ToolUpdate
     ) -> ToolResult:
         host = self._host
@@ -261,6 +285,7 @@ class SubAgents:
             "session": child.session.path,
             "session_id": child.session.id,
             **child.budget.usage.to_dict(),
+            TREE_DETAILS: usage_of_run(result.messages, path),  # by agent path, for the parent
         }
         if live is not None:
             await live.harness.close()
@@ -315,6 +340,7 @@ class SubAgents:
                     asker=asker,
                     remembered=remembered,
                     adjust=self.adjust,
+                    tree_slots=self.tree_slots,
                 )
             extensions.append(ext)
         options.extensions = extensions
@@ -572,7 +598,7 @@ def _pending(child: AgentHarness, path: tuple[str, ...]) -> list[dict[str, Any]]
             out.append({"call": record.call.to_dict(), "kind": "tool", "path": " > ".join(path)})
         elif not awaiting and record.status == "held":
             out.append(
-                {"call": record.call.to_dict(), "kind": "approval", "path": " > ".join(path)}
+                {"call": record.shown.to_dict(), "kind": "approval", "path": " > ".join(path)}
             )
     return out
 

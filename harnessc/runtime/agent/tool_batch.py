@@ -31,6 +31,7 @@ from harnessc.runtime.core.events import (
     describe_exception,
 )
 from harnessc.runtime.core.hooks import (
+    PERMISSION_PAUSE,
     AfterPlanEvent,
     AfterPlanResult,
     PauseRequest,
@@ -41,6 +42,7 @@ from harnessc.runtime.core.hooks import (
 )
 from harnessc.runtime.core.messages import TextContent, ToolResultMessage
 from harnessc.runtime.permissions.gate import find_gate, tool_context_with_rules
+from harnessc.runtime.permissions.shown_args import changed_note, same_call
 from harnessc.runtime.tools.base import HoldCall, ToolResult
 from harnessc.runtime.tools.validation import validate_arguments
 
@@ -154,18 +156,25 @@ async def _prepare(loop: AgentLoop, run: RunState, record: CallRecord) -> ToolRe
 
     if record.approval == "deny":
         return error_result("Tool call denied by the user.")
-    for result in await loop.hooks.run(
+    shown = record.args  # a held call: the arguments its question showed
+    results = await loop.hooks.run(
         "tool_call", event, tool_name=call.name, fail=failures, on_result=chain_input
-    ):
+    )
+    # an approval answers the call as it was shown: the same arguments after every hook
+    approved = record.approval == "allow" and same_call(call.name, shown, event.input)
+    for result in results:
         if isinstance(result, PauseRequest):
-            if record.approval == "allow":
+            if approved:
                 continue  # the caller approved this very call at resume
-            run.pause_requested = result.reason
-            record.status = "held"  # prepared again when the run resumes
+            _hold_for_question(run, record, result.reason, shown, event.input)
             return None
         result = coerce(result, ToolCallResult)
         if result.block:
             return error_result(f"Tool call blocked: {result.reason or 'blocked by a hook'}")
+    if record.approval == "allow" and not approved:  # changed after the question: ask again
+        reason = f"{PERMISSION_PAUSE}{call.name}; call {call.id}"
+        _hold_for_question(run, record, reason, shown, event.input)
+        return None
     if failures:  # fail closed: a tool_call hook that raised blocks the call
         return error_result(f"Tool call blocked: {failures[0]}")
     if event.input is not args:  # a rewritten input meets the schema too
@@ -179,6 +188,24 @@ async def _prepare(loop: AgentLoop, run: RunState, record: CallRecord) -> ToolRe
     record.args = args
     record.status = "awaiting" if tool.external else "prepared"
     return None
+
+
+def _hold_for_question(
+    run: RunState,
+    record: CallRecord,
+    reason: str,
+    shown: dict[str, Any] | None,
+    now: dict[str, Any],
+) -> None:
+    """Hold a call for a question about ``now``, the arguments that would run (kept in
+    ``record.args``: an approval answers exactly them); the run pauses on ``reason``. An
+    approval given for other arguments (``shown``) is void: this is a new question."""
+    if record.approval == "allow" and shown is not None:
+        reason = f"{reason} ({changed_note(record.call.name, shown, now)})"
+    record.approval = None
+    record.args = dict(now)
+    record.status = "held"  # prepared again when the run resumes
+    run.pause_requested = reason
 
 
 async def _execute(loop: AgentLoop, record: CallRecord, context: Any) -> tuple[ToolResult, float]:

@@ -96,4 +96,6 @@ async def run_one_shot(
     if isinstance(printer, TextPrinter) and result.reply is None:
         summary.stop()
         printer.line(f"[usage] {summary.line()}")
+        for line in summary.breakdown():  # each agent of the tree, when sub-agents ran
+            printer.line(f"[usage]   {line}")
     return code

@@ -10,6 +10,7 @@ import math
 import time
 from typing import Any
 
+from harnessc.runtime.agent.usage_tree import UsageTree
 from harnessc.runtime.cli.output import format_duration
 from harnessc.runtime.core.events import Event
 from harnessc.runtime.core.messages import AssistantMessage
@@ -35,6 +36,9 @@ def format_cost(dollars: float) -> str:
     return f"${dollars:.{digits}f}".rstrip("0")
 
 
+_COUNTED = ("turn_start", "tool_execution_end", "message_end")
+
+
 def _tokens(count: int) -> str:
     return f"{count / 1000:.1f}k" if count >= 10_000 else f"{count:,}"
 
@@ -50,6 +54,7 @@ class RunSummary:
         "priced",
         "seconds",
         "tool_calls",
+        "tree",
         "turns",
         "_since",
     )
@@ -65,6 +70,7 @@ class RunSummary:
         self.turns = self.tool_calls = 0
         self.seconds = 0.0
         self._since: float | None = None
+        self.tree = UsageTree()
 
     def start(self) -> None:
         """A run starts now: its time counts from here, as its wall-clock budget does (MCP
@@ -74,6 +80,12 @@ class RunSummary:
 
     def __call__(self, event: Event) -> None:
         kind = event.type
+        self.tree(event)
+        while kind == "subagent":  # a sub-agent's turns, calls and tokens are the run's too
+            inner: Any = getattr(event, "event", None)
+            if inner is None or inner.type not in ("subagent", *_COUNTED):
+                return
+            event, kind = inner, inner.type
         if kind in ("agent_start", "agent_resume", "turn_start"):
             self.start()  # a run the caller did not announce
         if kind == "turn_start":
@@ -103,6 +115,24 @@ class RunSummary:
             return ""
         cost = f"  {format_cost(self.cost)}" if self.priced or self.cost else ""
         return f"  {_tokens(tokens)} tokens{cost}"
+
+    def breakdown(self) -> list[str]:
+        """One line per agent of the tree (``lead > reviewer: 3 turns, ...``), when
+        sub-agents ran; else none."""
+        if len(self.tree.agents) < 2:
+            return []
+        out = []
+        for path, usage in sorted(self.tree.agents.items()):
+            parts = [
+                f"{usage.turns} turn{'s' if usage.turns != 1 else ''}",
+                f"{usage.tool_calls} tool call{'s' if usage.tool_calls != 1 else ''}",
+            ]
+            cached = f" ({_tokens(usage.cache_read)} cached)" if usage.cache_read else ""
+            parts.append(f"{_tokens(usage.input)} tokens in{cached} / {_tokens(usage.output)} out")
+            if self.priced or usage.cost_usd:
+                parts.append(format_cost(usage.cost_usd))
+            out.append(f"{self.tree.label(path)}: {', '.join(parts)}")
+        return out
 
     def line(self) -> str:
         """``2 turns, 3 tool calls, 1,204 tokens in (800 cached) / 56 out, $0.0012, 4.2s``."""

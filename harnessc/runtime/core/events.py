@@ -130,12 +130,15 @@ class AgentStartEvent(Event):
 
 class AgentEndEvent(Event):
     type: ClassVar[str] = "agent_end"
-    __slots__ = ("run_id", "status", "reason", "messages", "output")
+    __slots__ = ("run_id", "status", "reason", "messages", "output", "usage")
     run_id: str
     status: str
     reason: str
     messages: list[Message]
     output: Any  # the typed result as JSON (``output:``), when the run gave one
+    # what the run's tree of agents used, in total and by agent path (the harness's
+    # usage tree fills it in before the event reaches a subscriber)
+    usage: dict[str, Any] | None
 
     def __init__(
         self,
@@ -147,6 +150,7 @@ class AgentEndEvent(Event):
         reason: str = "",
         messages: list[Message] = NEW_LIST,
         output: Any = None,
+        usage: dict[str, Any] | None = None,
     ) -> None:
         self.seq = seq
         self.timestamp = time.time() if timestamp is NOW else timestamp
@@ -155,11 +159,14 @@ class AgentEndEvent(Event):
         self.reason = reason
         self.messages = [] if messages is NEW_LIST else messages
         self.output = output
+        self.usage = usage
 
     def to_dict(self) -> dict[str, Any]:
         out = Event.to_dict(self)
         if self.output is None:
             del out["output"]
+        if self.usage is None:
+            del out["usage"]
         return out
 
 

@@ -41,9 +41,17 @@ from harnessc.runtime.mcp.user import McpUser
 from harnessc.runtime.mcp.user_bridge import UserBridge
 from harnessc.runtime.options.harness_context import HarnessContext
 from harnessc.runtime.support.data_folder import DataFolder, resolve_folder
-from harnessc.runtime.tools.base import HoldCall, Tool, ToolResult, ToolUpdate, error_result
+from harnessc.runtime.tools.base import (
+    ExecutionMode,
+    HoldCall,
+    Tool,
+    ToolExecute,
+    ToolResult,
+    ToolUpdate,
+    error_result,
+)
 
-__all__ = ["INSTALL_HINT", "McpToolset", "McpUnavailableError", "sdk_available"]
+__all__ = ["INSTALL_HINT", "McpTool", "McpToolset", "McpUnavailableError", "sdk_available"]
 
 INSTALL_HINT = "pip install 'harnessc[mcp]'"
 
@@ -404,7 +412,7 @@ class McpToolset:
         description = (
             listed.description or getattr(listed, "title", None) or f"{remote} ({server.name})"
         )
-        return Tool(
+        return McpTool(
             name=name,
             description=description,
             parameters=dict(listed.input_schema),
@@ -413,6 +421,7 @@ class McpToolset:
             # the server's own deadline ends a call first; it stops while a person is asked
             # (a login, a question), which the loop's limit allows for
             timeout_s=server.timeout_s + 5.0 + _PERSON_S,
+            annotations=_hints(listed),
         )
 
     def _register_prompts(self, server: McpServerConfig, connection: Any) -> None:
@@ -548,3 +557,61 @@ def _prompt_handler(connection: Any, prompt: str, arguments: list[str]) -> Any:
         return CommandOutcome("prompt", "\n\n".join(parts))  # sent to the model
 
     return handler
+
+
+class McpTool(Tool):
+    """An MCP server's tool: a ``Tool`` with what the server says about it
+    (``readOnlyHint``, ``destructiveHint``, ``idempotentHint``, ``openWorldHint``,
+    ``title``), shown when a call of it is asked about."""
+
+    __slots__ = ("annotations",)
+    annotations: dict[str, Any] | None
+
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        parameters: dict[str, Any],
+        run: ToolExecute,
+        label: str = "",
+        execution_mode: ExecutionMode = "parallel",
+        external: bool = False,
+        timeout_s: float | None = None,
+        read_only: bool = False,
+        annotations: dict[str, Any] | None = None,
+    ) -> None:
+        Tool.__init__(
+            self,
+            name,
+            description,
+            parameters,
+            run,
+            label,
+            execution_mode,
+            external,
+            timeout_s,
+            read_only,
+        )
+        self.annotations = annotations
+
+
+_HINTS = {
+    "title": "title",
+    "read_only_hint": "readOnlyHint",
+    "destructive_hint": "destructiveHint",
+    "idempotent_hint": "idempotentHint",
+    "open_world_hint": "openWorldHint",
+}
+
+
+def _hints(listed: Any) -> dict[str, Any] | None:
+    """The server's annotations of a listed tool, by their MCP names (None: none given)."""
+    annotations = getattr(listed, "annotations", None)
+    if annotations is None:
+        return None
+    out = {
+        wire: value
+        for attr, wire in _HINTS.items()
+        if isinstance(value := getattr(annotations, attr, None), str | bool)
+    }
+    return out or None

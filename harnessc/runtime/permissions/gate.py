@@ -76,9 +76,13 @@ class PermissionGate:
         label = _label(tool, args)
         if decision.outcome == "allow":
             return None
+        if decision.outcome == "ask":  # an MCP tool is asked about with its server's words
+            decision = _with_annotations(decision, harness, tool)
         if decision.outcome == "deny":
             return ToolCallResult(block=True, reason=f"{label}: {decision.reason}")
-        answered = recorded_answer(getattr(harness, "session", None), tool, args)
+        answered = recorded_answer(
+            getattr(harness, "session", None), tool, args, event.tool_call_id
+        )
         if answered == "allow":
             return None
         if answered == "deny":
@@ -93,8 +97,12 @@ class PermissionGate:
         answer = (await self.asker(tool, args, decision)).strip().lower()
         if answer in ("a", "always"):
             # the same file, however the next call spells it
-            for call in [{"path": _literal_rule(t)} for t in targets] or [args]:
-                self.remembered.append(remembered_rule(tool, call))
+            calls = [{"path": _literal_rule(t)} for t in targets] or [args]
+            kept = [remembered_rule(tool, call) for call in calls]
+            self.remembered.extend(kept)
+            notice = getattr(harness, "notice", None)
+            if notice is not None:  # the user sees what "always" allowed
+                await notice("permissions", f"always allowed for this session: {kept[0].text}")
             return None
         if answer in ("y", "yes"):
             return None
@@ -208,8 +216,11 @@ def record_answer(
     )
 
 
-def recorded_answer(session: Any, tool: str, args: Mapping[str, Any]) -> str | None:
-    """The latest recorded answer for exactly this call (tool and arguments), if any."""
+def recorded_answer(
+    session: Any, tool: str, args: Mapping[str, Any], call_id: str | None = None
+) -> str | None:
+    """The latest recorded answer for exactly this call (tool and arguments; with
+    ``call_id``, to that call only: an answer is given to the one call it was shown)."""
     if session is None:
         return None
     found: str | None = None
@@ -217,6 +228,8 @@ def recorded_answer(session: Any, tool: str, args: Mapping[str, Any]) -> str | N
         if entry.type != "custom" or entry.data.get("customType") != PERMISSION_ENTRY:
             continue
         data = entry.data.get("data")
+        if call_id is not None and isinstance(data, dict) and data.get("callId") != call_id:
+            continue
         if isinstance(data, dict) and data.get("tool") == tool and data.get("args") == dict(args):
             if data.get("decision") in ("allow", "deny"):
                 found = str(data.get("decision"))
@@ -302,3 +315,29 @@ def claude_permission_mode(harness: HarnessContext) -> str:
     options = getattr(harness, "options", None)
     gate = find_gate(getattr(options, "hooks", ()) or ())
     return _CLAUDE_MODES.get(gate.mode, "default") if gate is not None else "bypassPermissions"
+
+
+def _with_annotations(decision: Decision, harness: Any, tool: str) -> Decision:
+    """``decision`` with what the tool's MCP server says about it (its annotations)."""
+    tools = getattr(harness, "tools", None)
+    found = tools.get(tool) if isinstance(tools, Mapping) else None
+    hints = getattr(found, "annotations", None)
+    if not isinstance(hints, Mapping) or not hints:
+        return decision
+    said = [f'"{hints["title"]}"'] if isinstance(hints.get("title"), str) else []
+    for key, yes, no in _HINT_WORDS:
+        value = hints.get(key)
+        if isinstance(value, bool):
+            said.append(yes if value else no)
+    if not said:
+        return decision
+    server = getattr(found, "label", "").split(":")[0] or "its server"
+    return Decision(decision.outcome, f"{decision.reason}; {server} says: {', '.join(said)}")
+
+
+_HINT_WORDS = (
+    ("readOnlyHint", "read-only", "may change things"),
+    ("destructiveHint", "destructive", "not destructive"),
+    ("idempotentHint", "idempotent", "not idempotent"),
+    ("openWorldHint", "reaches the outside world", "closed world"),
+)

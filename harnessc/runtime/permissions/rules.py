@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import json
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -62,6 +63,7 @@ __all__ = [
     "check_rule_tools",
     "claude_only_warning",
     "decide",
+    "exact_arguments",
     "known_rule_tools",
     "normalize_mode",
     "parse_rule",
@@ -138,8 +140,10 @@ class Rule(Record, frozen=True):
         if tool not in _COVERS.get(self.tool, {self.tool}) and not _on_server(self.tool, tool):
             return False
         spec = self.specifier
-        if spec is None or spec in ("*", "**"):
+        if spec is None or (spec in ("*", "**") and not self.literal):
             return True
+        if self.literal and tool != "bash":  # an "always" answer: exactly these arguments
+            return exact_arguments(args) == spec
         if tool == "bash":
             return _bash_names(spec, str(args.get("command") or ""), literal=self.literal)
         if tool == "task":  # Agent(reviewer): the sub-agent handed to
@@ -336,15 +340,22 @@ def _any_match(rules: Sequence[Rule], tool: str, args: Mapping[str, Any], cwd: s
 
 
 def remembered_rule(tool: str, args: Mapping[str, Any]) -> Rule:
-    """The rule "always" remembers for this call: the exact command, the exact path, or
-    the tool (for a tool without either)."""
+    """The narrowest rule "always" remembers for this call: the exact command, the exact
+    path, or (any other tool: python, MCP, a hand-over) exactly these arguments."""
     if tool == "bash":
         command = str(args.get("command", "")).strip()
         return Rule(f"Bash({command})", "bash", command or None, literal=True)
     if tool in _PATH_TOOLS:
         path = call_path(args)
         return Rule(f"{tool}({path})", tool, os.path.abspath(path))
-    return Rule(tool, tool, None)
+    exact = exact_arguments(args)
+    return Rule(f"{tool}({exact})", tool, exact, literal=True)
+
+
+def exact_arguments(args: Mapping[str, Any]) -> str:
+    """A call's arguments as one canonical JSON text (keys sorted): what an exact rule
+    of a tool other than bash and the file tools names."""
+    return json.dumps(dict(args), sort_keys=True, ensure_ascii=False, default=str)
 
 
 # -- commands ------------------------------------------------------------------------

@@ -98,6 +98,13 @@ def openapi_document(agent_name: str, description: str) -> dict[str, Any]:
                             "items": {"$ref": "#/components/schemas/PendingCall"},
                         },
                         "events": {"type": "integer"},
+                        "usage": {
+                            "type": ["object", "null"],
+                            "description": "what the run's tree of agents used once it "
+                            "ended: total, and agents by agent path (turns, tool_calls, "
+                            "input_tokens, output_tokens, cache_read_tokens, "
+                            "cache_write_tokens, cost_usd)",
+                        },
                     },
                 },
                 "Resume": {

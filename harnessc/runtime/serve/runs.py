@@ -68,6 +68,7 @@ class Run:
     harness: AgentHarness | None = None  # open while working or paused
     task: asyncio.Task[None] | None = None
     awaiting: bool = False  # paused at a tool pull point (results answer it)
+    usage: dict[str, Any] | None = None  # the tree's usage, from the run's agent_end
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -81,6 +82,8 @@ class Run:
 
     def add(self, event: Event) -> None:
         self.events.append(encode_event(event))
+        if event.type == "agent_end":
+            self.usage = getattr(event, "usage", None)
         self._notify()
 
     def _notify(self) -> None:
@@ -109,6 +112,7 @@ class Run:
                 {"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.pending
             ],
             "events": len(self.events),
+            "usage": self.usage,
         }
 
 

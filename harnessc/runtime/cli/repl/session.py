@@ -319,6 +319,8 @@ class Repl:
         if result.reply is None and self.run_summary.turns:
             self.run_summary.stop()
             self.note(f"[usage] {self.run_summary.line()}")
+            for line in self.run_summary.breakdown():  # each agent, when sub-agents ran
+                self.note(f"[usage]   {line}")
         if result.reply is not None:
             self.say(result.reply)
         elif result.status == "error":
