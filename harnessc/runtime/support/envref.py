@@ -11,15 +11,16 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["EnvRef", "expand_env", "malformed_env_ref", "split_env_refs", "unresolved_names"]
 
 _TOKEN = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
-@dataclass(slots=True, frozen=True)
-class EnvRef:
+class EnvRef(NamedTuple):
+    """A ``${name}`` or ``${name:-default}`` reference (a tuple: no dataclass built at start-up)."""
+
     name: str
     default: str | None = None
 
