@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from harnessc.runtime.providers.fallback import ModelFallback
     from harnessc.runtime.providers.transport import HttpClientPool
     from harnessc.runtime.resources.types import AgentHarnessResources
+    from harnessc.runtime.sandbox.policy import SandboxPolicy
     from harnessc.runtime.session.session import Session
     from harnessc.runtime.tools.base import AgentTool
 
@@ -103,6 +104,7 @@ class AgentHarnessOptions(Record):
         "run_inputs",
         "fallback",
         "output",
+        "sandbox",
     )
     session: Session | None
     models: Mapping[str, Model]
@@ -138,6 +140,9 @@ class AgentHarnessOptions(Record):
     fallback: ModelFallback | None
     # The typed result (``output:``): RunResult.output holds the validated answer.
     output: OutputConfig | None
+    # The boundary of every program the agent runs for the model (bash, command hooks,
+    # stdio MCP servers); None: no sandbox (a hand-built harness; specs always say).
+    sandbox: SandboxPolicy | None
 
     def __init__(
         self,
@@ -164,6 +169,7 @@ class AgentHarnessOptions(Record):
         run_inputs: RunInputs | None = None,
         fallback: ModelFallback | None = None,
         output: OutputConfig | None = None,
+        sandbox: SandboxPolicy | None = None,
     ) -> None:
         self.session = session
         self.models = {} if models is NEW_DICT else models
@@ -188,6 +194,7 @@ class AgentHarnessOptions(Record):
         self.run_inputs = run_inputs
         self.fallback = fallback
         self.output = output
+        self.sandbox = sandbox
 
 
 def env(name: str, default: str | None = None) -> str:

@@ -101,10 +101,15 @@ class ServerConnection:
         environ: Mapping[str, str],
         log_dir: Path,
         process: Any = None,
+        sandbox: Any = None,
+        workspace: str | None = None,
     ) -> None:
         """``process``: the stdio child, already started by ``stdio.spawn`` (the first
-        start uses it; it is stopped if no start does)."""
+        start uses it; it is stopped if no start does). ``sandbox``: the SandboxPolicy a
+        stdio server runs in (for ``workspace``)."""
         self.config = config
+        self.sandbox = sandbox
+        self.workspace = workspace
         self.environ = dict(environ)
         self.log_path = log_dir / f"mcp-{config.name}.log"
         self.tools: list[Any] = []
@@ -234,6 +239,8 @@ class ServerConnection:
                     cwd=config.resolved_cwd(),
                     log=log,
                     process=process,
+                    sandbox=self.sandbox,
+                    workspace=self.workspace,
                 )
             )
         else:

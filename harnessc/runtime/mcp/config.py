@@ -50,6 +50,8 @@ class McpServerConfig:
     prefix: str | None = None
     timeout_s: float = DEFAULT_TIMEOUT_S
     required: bool = True
+    # Why this stdio server runs outside the agent's sandbox (None: it runs inside).
+    unsandboxed: str | None = None
     base_dir: str | os.PathLike[str] | None = None
     """The spec's folder: ``cwd``, a relative ``command`` path and relative paths in
     ``args`` resolve against it."""

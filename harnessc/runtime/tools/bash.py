@@ -21,6 +21,7 @@ from typing import IO, Any
 from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.processes.children import supervised
 from harnessc.runtime.processes.secrets import scrubbed_environ
+from harnessc.runtime.sandbox.spawn import SandboxUnavailable, current_policy, sandboxed
 from harnessc.runtime.tools.base import Tool, ToolResult, ToolUpdate, error_result, text_result
 from harnessc.runtime.tools.outputlog import OutputLogs, output_logs
 from harnessc.runtime.tools.paths import allow_read, context_value, tool_env
@@ -269,8 +270,15 @@ def create_bash_tool(timeout_s: float | None = None, *, kill_grace_s: float = 1.
         if isinstance(extra_env, Mapping):
             env.update({str(k): str(v) for k, v in extra_env.items()})
         shell = shutil.which("bash") or "/bin/sh"
+        workspace = tool_env(context).workspace or cwd
+        try:  # the run's sandbox (the loop binds it): nothing in the call changes it
+            argv, boxed_env = sandboxed(
+                [shell, "-c", command], current_policy(), workspace=str(workspace), env=env
+            )
+        except SandboxUnavailable as exc:
+            return error_result(f"Command not run: {exc}")
         return await _run_command(
-            shell, command, str(cwd), env, timeout, kill_grace_s, signal, on_update
+            argv, str(cwd), boxed_env or env, timeout, kill_grace_s, signal, on_update
         )
 
     # The loop's limit of a call leaves bash its own timeout and the kill's grace first.
@@ -286,8 +294,7 @@ def create_bash_tool(timeout_s: float | None = None, *, kill_grace_s: float = 1.
 
 
 async def _run_command(
-    shell: str,
-    command: str,
+    argv: list[str],
     cwd: str,
     env: dict[str, str],
     timeout: float | None,
@@ -298,7 +305,7 @@ async def _run_command(
     started = time.monotonic()
     try:
         process = await asyncio.create_subprocess_exec(
-            *supervised([shell, "-c", command], env),
+            *supervised(argv, env),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
@@ -307,7 +314,7 @@ async def _run_command(
             start_new_session=True,
         )
     except OSError as exc:
-        return error_result(f"Could not start {shell}: {exc}")
+        return error_result(f"Could not start {argv[0]}: {exc}")
     assert process.stdout is not None
     sink = OutputSink()
     reader = asyncio.create_task(_pump(process.stdout, sink, on_update))
