@@ -28,6 +28,7 @@ from harnessc.runtime.extensions import (
     TurnNudgeExtension,
 )
 from harnessc.runtime.resources import ContextFileSettings, load_resources
+from harnessc.runtime.sandbox import SandboxPolicy
 from harnessc.runtime.session import DataFolder, JsonlSessionRepo, Session, resolve_folder
 from harnessc.runtime.tools import (
     create_bash_tool,
@@ -130,6 +131,7 @@ def build_options(
             ),
         ],
         sequential_tools=True,
+        sandbox=SandboxPolicy(mode="auto"),
         http_clients=http_clients,
     )
 

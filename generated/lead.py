@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from harnessc.runtime import AgentHarnessOptions, Budget, Model, ModelCost, env, run_cli
 from harnessc.runtime.agent.subagents import SubAgent, SubAgents
 from harnessc.runtime.resources import ContextFileSettings, load_resources
+from harnessc.runtime.sandbox import SandboxPolicy
 from harnessc.runtime.session import DataFolder, JsonlSessionRepo, Session, resolve_folder
 from harnessc.runtime.tools import (
     create_find_tool,
@@ -113,6 +114,7 @@ def build_options(
                 build=build_options,
             ),
         ],
+        sandbox=SandboxPolicy(mode="auto"),
         http_clients=http_clients,
     )
 

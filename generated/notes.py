@@ -13,6 +13,7 @@ from harnessc.runtime import AgentHarnessOptions, Model, env, run_cli
 from harnessc.runtime.extensions import command_hook
 from harnessc.runtime.mcp import McpServerConfig, McpToolset
 from harnessc.runtime.resources import ContextFileSettings, load_resources
+from harnessc.runtime.sandbox import SandboxPolicy
 from harnessc.runtime.session import Session
 from harnessc.runtime.tools import create_read_tool
 
@@ -92,6 +93,7 @@ def build_options(
                 ],
             ),
         ],
+        sandbox=SandboxPolicy(mode="auto"),
         http_clients=http_clients,
     )
 

@@ -27,6 +27,7 @@ from harnessc.runtime.extensions import (
     SessionIndexExtension,
 )
 from harnessc.runtime.resources import ContextFileSettings, load_resources
+from harnessc.runtime.sandbox import SandboxPolicy
 from harnessc.runtime.session import JsonlSessionRepo, Session, resolve_folder
 from harnessc.runtime.tools import AgentTool, create_read_tool, import_object, python_tool
 
@@ -125,6 +126,7 @@ def build_options(
             CompactionExtension(CompactionConfig(keep_recent_tokens=30_000, trigger_ratio=0.8)),
             SessionIndexExtension(SessionIndexConfig()),
         ],
+        sandbox=SandboxPolicy(mode="auto"),
         http_clients=http_clients,
     )
 

@@ -23,6 +23,7 @@ from harnessc.runtime import (
 )
 from harnessc.runtime.extensions import command_hook
 from harnessc.runtime.resources import ContextFileSettings, load_resources
+from harnessc.runtime.sandbox import SandboxPolicy
 from harnessc.runtime.session import DataFolder, JsonlSessionRepo, Session, resolve_folder
 from harnessc.runtime.tools import (
     AgentTool,
@@ -157,6 +158,7 @@ def build_options(
             ),
             command_hook("agent_end", "reviewer/notify.sh", timeout_s=15, spec_dir=SPEC_DIR),
         ],
+        sandbox=SandboxPolicy(mode="auto"),
         http_clients=http_clients,
     )
 

@@ -13,6 +13,7 @@ from harnessc.runtime import AgentHarnessOptions, Model, env, run_cli
 from harnessc.runtime.core.output_model import BaseModel, ConfigDict, Field
 from harnessc.runtime.core.typed_output import OutputConfig
 from harnessc.runtime.resources import ContextFileSettings, load_resources
+from harnessc.runtime.sandbox import SandboxPolicy
 from harnessc.runtime.session import Session
 from harnessc.runtime.tools import create_ls_tool, create_read_tool
 
@@ -95,6 +96,7 @@ def build_options(
             },
             retries=2,
         ),
+        sandbox=SandboxPolicy(mode="auto"),
         http_clients=http_clients,
     )
 

@@ -263,6 +263,11 @@ def check(specs: tuple[str, ...]) -> None:
         else:
             parts = [_plural(n, w) for n, w in ((err, "error"), (warn, "warning")) if n]
             click.echo(f"{item.display_path}: {', '.join(parts)}")
+        if item.spec is not None:
+            from harnessc.spec.sandbox import sandbox_lines
+
+            for line in sandbox_lines(item.spec):
+                click.echo(f"  {line}")
     raise SystemExit(1 if errors else 0)
 
 

@@ -20,6 +20,7 @@ from pydantic import (
     AliasChoices,
     AliasGenerator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Discriminator,
     Field,
@@ -39,7 +40,7 @@ from pydantic_core import CoreSchema, PydanticCustomError
 
 from harnessc.runtime.core import catalog
 from harnessc.runtime.core.hooks import HOOK_NAMES, canonical_hook_name
-from harnessc.runtime.core.options import DEFAULT_TOOL_TIMEOUT_S
+from harnessc.runtime.core.options import DEFAULT_TOOL_TIMEOUT_S, MAX_SUBAGENT_DEPTH
 from harnessc.spec.diagnostics import did_you_mean
 
 __all__ = [
@@ -912,7 +913,7 @@ def _source_default(source: str, key: str) -> Any:
 
 _MCP_SERVER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 _MCP_PREFIX = re.compile(r"^[A-Za-z0-9_-]{0,48}$")
-_MCP_STDIO_ONLY = ("args", "env", "cwd")
+_MCP_STDIO_ONLY = ("args", "env", "cwd", "unsandboxed")
 _MCP_HTTP_ONLY = ("headers",)
 
 
@@ -972,6 +973,8 @@ class McpServerSpec(SpecModel):
     """Seconds a call may take, and the start-up (connect, initialize, list) too."""
     required: bool = _source_default("mcp", "required")
     """false: a server that cannot start is a warning and the agent goes on without it."""
+    unsandboxed: NonBlankStr | None = None
+    """Why this stdio server runs outside the agent's sandbox, with the agent's own access (harnessc check prints it); default: it runs inside."""
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerSpec:
@@ -1194,6 +1197,82 @@ def _hooks_schema(schema: dict[str, Any]) -> None:
 PermissionRule = Annotated[str, Field(min_length=1, examples=["Bash(git status)", "Read(**)"])]
 
 
+class SandboxFilesystemSpec(SpecModel):
+    """What programs may write and may not read, besides the defaults."""
+
+    writable: list[NonEmptyStr] = Field(default_factory=list)
+    """Paths writable besides the workspace and a private /tmp: ~/x (home), /x, ./x (workspace). Edit/Write allow rules add theirs."""
+    unreadable: list[NonEmptyStr] = Field(default_factory=list)
+    """Paths no program may open, as Read rules name them (./.env, ~/.config/app, *.pem at any depth). Credential files (~/.ssh, ~/.aws, ...) and harnessc's data folder always are; Read deny rules add theirs."""
+
+
+class SandboxNetworkSpec(SpecModel):
+    """The hosts programs may reach (through the sandbox's proxy); none: no network."""
+
+    allow: list[NonEmptyStr] = Field(default_factory=list)
+    """Hosts, e.g. pypi.org, *.github.com, localhost:8080; WebFetch(domain:HOST) allow rules add theirs."""
+
+
+class SandboxSpec(SpecModel):
+    """The kernel-enforced boundary of every program the agent runs for the model (bash, command hooks, stdio MCP servers)."""
+
+    mode: Literal["on", "auto", "off"] = "on"
+    """on: required (the agent does not start where it cannot be enforced); auto: where it can; off: none."""
+    filesystem: SandboxFilesystemSpec = Field(default_factory=SandboxFilesystemSpec)
+    """Writable and unreadable paths."""
+    network: SandboxNetworkSpec = Field(default_factory=SandboxNetworkSpec)
+    """Hosts programs may reach."""
+
+
+def _check_depth(value: int) -> int:
+    if value > MAX_SUBAGENT_DEPTH:
+        raise _custom(
+            "max_depth",
+            f"max_depth {value} is over the ceiling of {MAX_SUBAGENT_DEPTH}: each level is a "
+            "whole agent running inside its parent's tool call; nest at most "
+            f"{MAX_SUBAGENT_DEPTH} levels",
+        )
+    return value
+
+
+MaxDepth = Annotated[
+    int,
+    Field(gt=0),
+    AfterValidator(_check_depth),
+    WithJsonSchema({"type": "integer", "exclusiveMinimum": 0, "maximum": MAX_SUBAGENT_DEPTH}),
+]
+
+
+def _sandbox_switch(value: Any) -> Any:
+    """``sandbox: on`` / ``off`` / ``auto`` (YAML may read on and off as booleans) as a
+    section with that mode."""
+    if isinstance(value, bool):
+        return {"mode": "on" if value else "off"}
+    if isinstance(value, str):
+        if value not in ("on", "auto", "off"):
+            raise _custom(
+                "sandbox",
+                f"sandbox must be on, off, auto or a section (mode, filesystem, network), "
+                f"not {value!r}",
+            )
+        return {"mode": value}
+    return value
+
+
+SandboxSetting = Annotated[SandboxSpec, BeforeValidator(_sandbox_switch)]
+
+
+def _sandbox_schema(schema: dict[str, Any]) -> None:
+    """``sandbox:`` takes a section, a mode alone, or a boolean (on / off)."""
+    options = schema.pop("anyOf", [])
+    schema["anyOf"] = [
+        *(o for o in options if o.get("type") != "null"),
+        {"enum": ["on", "auto", "off"]},
+        {"type": "boolean"},
+        {"type": "null"},
+    ]
+
+
 class PermissionsSpec(SpecModel):
     """Permission rules for tool calls, as Claude Code writes them: Tool(specifier).
 
@@ -1268,12 +1347,14 @@ class AgentSpec(SpecModel):
     """Built-in extensions to install; an empty value (``turn_nudge: {}``) installs one with its defaults."""
     agents: AgentsSpec | None = None
     """Sub-agents this agent may hand work to with its task tool (Claude Code's Agent tool); each runs with its own context, under this run's budget and pause."""
-    max_depth: PosInt | None = None
-    """How deep sub-agents may nest (default 1: sub-agents cannot delegate further)."""
+    max_depth: MaxDepth | None = None
+    """How deep sub-agents may nest (default 1: sub-agents cannot delegate further; at most 10)."""
     budget: BudgetSpec | None = None
     """Hard limits of one run (hitting one pauses the run); default: unlimited."""
     permissions: PermissionsSpec | None = None
     """Which tool calls run, are asked about, or are refused (Claude Code's Tool(specifier) rules)."""
+    sandbox: SandboxSetting | None = Field(default=None, json_schema_extra=_sandbox_schema)
+    """The kernel-enforced boundary of bash, command hooks and stdio MCP servers: on, off, or a section (filesystem, network); default: on where this machine can enforce it."""
     session: SessionSpec = Field(default_factory=SessionSpec)
     """Where sessions are kept."""
     durable: DurableSpec | None = None
@@ -1329,6 +1410,11 @@ class AgentSpec(SpecModel):
     @property
     def module(self) -> str:
         return module_name(self.name)
+
+    @property
+    def sandbox_settings(self) -> SandboxSpec:
+        """``sandbox:`` as a section: omitted is ``auto``, ``on`` / ``off`` a mode alone."""
+        return self.sandbox if self.sandbox is not None else SandboxSpec(mode="auto")
 
     @property
     def start_model(self) -> str:

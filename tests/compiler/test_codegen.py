@@ -363,6 +363,7 @@ def test_generated_modules_use_exactly_the_contract_names() -> None:
         "harnessc.runtime.mcp": {"McpToolset", "McpServerConfig"},
         "harnessc.runtime.tools.permission_gate": {"permission_hook"},
         "harnessc.runtime.agent.subagents": {"SubAgent", "SubAgents"},
+        "harnessc.runtime.sandbox": {"SandboxPolicy"},  # every spec says what its sandbox is
         # build_options(http_clients=...)'s annotation, imported for type checkers only.
         "harnessc.runtime.providers.transport": {"HttpClientPool"},
         # a typed agent (output:): its options, and the names its Output model is made of

@@ -77,6 +77,9 @@ class ToolContextSource(Record):
 
 
 DEFAULT_TOOL_TIMEOUT_S = 180.0  # as pi's tool calls
+# The deepest sub-agents nest (``max_depth``'s ceiling): each level is a whole agent
+# running inside its parent's tool call.
+MAX_SUBAGENT_DEPTH = 10
 
 
 class AgentHarnessOptions(Record):

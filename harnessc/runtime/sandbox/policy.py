@@ -126,7 +126,8 @@ class SandboxPolicy(Record, frozen=True):
         return [
             f"sandbox: {self.mode} ({required})",
             "  writable: the workspace, a private /tmp" + "".join(f", {p}" for p in self.writable),
-            "  unreadable: " + ", ".join((*DEFAULT_UNREADABLE, *self.unreadable)),
+            "  unreadable: "
+            + ", ".join((*DEFAULT_UNREADABLE, "harnessc's data folder", *self.unreadable)),
             f"  network: {net}" + (" (through the sandbox's proxy)" if self.network else ""),
         ]
 

@@ -36,6 +36,7 @@ __all__ = [
     "record_answer",
     "recorded_answer",
     "tool_context_with_rules",
+    "with_parent_rules",
 ]
 
 
@@ -188,6 +189,35 @@ def permission_hook(config: Mapping[str, Any] | None, mode: str = "default") -> 
 
     gate = PermissionGate(PermissionRules.from_config(config), mode)
     return HookSpec(moment="tool_call", handler=gate, name="permissions")
+
+
+def with_parent_rules(hooks: Sequence[Any], parent: PermissionGate) -> list[Any]:
+    """A sub-agent's hooks with its parent's deny and ask rules (and the stricter of the
+    two defaults) added to its own: a sub-agent may add rules, never lift one of its
+    parent's. Its gate is a new one (an agent without rules gets one)."""
+    from harnessc.runtime.core.hooks import HookSpec
+
+    gate = find_gate(hooks)
+    own = gate.rules if gate is not None else PermissionRules(default="allow")
+
+    def merged(mine: list[Rule], theirs: list[Rule]) -> list[Rule]:
+        texts = {rule.text for rule in mine}
+        return [*mine, *(rule for rule in theirs if rule.text not in texts)]
+
+    default = max(own.default, parent.rules.default, key=_STRICTNESS.__getitem__)
+    rules = PermissionRules(
+        list(own.allow),
+        merged(own.ask, parent.rules.ask),
+        merged(own.deny, parent.rules.deny),
+        default,
+    )
+    mine = PermissionGate(rules, gate.mode if gate is not None else "default")
+    if gate is not None:
+        mine.asker, mine.remembered = gate.asker, gate.remembered
+    spec = HookSpec(moment="tool_call", handler=mine, name="permissions")
+    if gate is None:
+        return [*hooks, spec]
+    return [spec if getattr(h, "handler", None) is gate else h for h in hooks]
 
 
 def find_gate(hooks: Iterable[Any]) -> PermissionGate | None:
