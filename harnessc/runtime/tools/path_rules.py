@@ -23,7 +23,10 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["call_path", "path_matches"]
+__all__ = ["call_path", "other_names", "path_matches"]
+
+# Entries a search for a file's other names (hard links) looks at, at most.
+_LINK_SEARCH_MAX = 100_000
 
 
 def call_path(args: Mapping[str, Any]) -> str:
@@ -59,6 +62,45 @@ def path_matches(spec: str, path: str, cwd: str) -> bool:
         return True
     # a folder-only pattern (``build/``) names a folder given without its final slash
     return pattern.endswith("/") and os.path.isdir(target) and regex.match(rel + "/") is not None
+
+
+def other_names(path: str, root: str) -> list[str]:
+    """The other names of the file at ``path`` below ``root`` (its hard links): a rule
+    naming one of its names names the file, however it is opened. Empty for a file with
+    one name (the usual case: nothing is searched)."""
+    import stat
+
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return []
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink < 2:
+        return []
+    identity = (info.st_dev, info.st_ino)
+    real = os.path.realpath(path)
+    found: list[str] = []
+    seen = 0
+    stack = [root]
+    while stack and len(found) < info.st_nlink:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            seen += 1
+            if seen > _LINK_SEARCH_MAX:
+                return found
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                elif entry.is_file(follow_symlinks=False):
+                    mine = entry.stat(follow_symlinks=False)
+                    if (mine.st_dev, mine.st_ino) == identity and entry.path != real:
+                        found.append(entry.path)
+            except OSError:
+                continue
+    return found
 
 
 def _below(target: str, root: str) -> str | None:

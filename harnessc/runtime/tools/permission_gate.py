@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harnessc.runtime.tools.path_rules import call_path
+from harnessc.runtime.tools.path_rules import call_path, other_names
 from harnessc.runtime.tools.paths import PATH_FILTER, PathError, call_targets
 from harnessc.runtime.tools.permissions import (
     _COVERS,
@@ -156,7 +156,8 @@ class RulesFilter:
         )
 
         def visible(path: str, real: str) -> bool:
-            for target in (path, real) if real != path else (path,):
+            names = [path, real] if real != path else [path]
+            for target in [*names, *other_names(real, cwd)]:
                 call = {"path": target}
                 if any(rule.matches(tool, call, cwd) for rule in deny):
                     return False
@@ -279,7 +280,16 @@ def _call_targets(tool: str, args: Mapping[str, Any], context: Any) -> list[str]
         literal, real = call_targets(call_path(args), context)
     except PathError:  # the tool refuses such a path itself
         return []
-    return [str(literal), str(real)]
+    # a hard link is the file under another name: every name of it is decided
+    links = other_names(str(real), _workspace_of(context, str(real)))
+    return [str(literal), str(real), *links]
+
+
+def _workspace_of(context: Any, fallback: str) -> str:
+    from harnessc.runtime.tools.paths import tool_env
+
+    env = tool_env(context)
+    return str(env.workspace or env.base or os.path.dirname(fallback))
 
 
 def _carries_filter(context: Any) -> bool:
