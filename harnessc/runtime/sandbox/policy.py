@@ -109,8 +109,8 @@ class SandboxPolicy(Record, frozen=True):
     def widens(self, parent: SandboxPolicy) -> list[str]:
         """What this policy allows beyond ``parent``'s (for ``harnessc check``)."""
         found: list[str] = []
-        if _STRENGTH[self.mode] < _STRENGTH[parent.mode]:
-            found.append(f"sandbox {self.mode} under a parent with sandbox {parent.mode}")
+        if self.mode == "off" and parent.mode != "off":
+            found.append(f"sandbox off under a parent with sandbox {parent.mode}")
         found += [f"writable {p}" for p in self.writable if not _under_any(p, parent.writable)]
         found += [f"network {h}" for h in self.network if not host_allowed(h, parent.network)]
         missing = [p for p in parent.unreadable if p not in self.unreadable]

@@ -193,9 +193,9 @@ def permission_hook(config: Mapping[str, Any] | None, mode: str = "default") -> 
 
 
 def with_parent_rules(hooks: Sequence[Any], parent: PermissionGate) -> list[Any]:
-    """A sub-agent's hooks with its parent's deny and ask rules (and the stricter of the
-    two defaults) added to its own: a sub-agent may add rules, never lift one of its
-    parent's. Its gate is a new one (an agent without rules gets one)."""
+    """A sub-agent's hooks with its parent's deny and ask rules added to its own: a
+    sub-agent may add rules, never lift one of its parent's (its default stays its own).
+    Its gate is a new one (an agent without rules gets one)."""
     from harnessc.runtime.core.hooks import HookSpec
 
     gate = find_gate(hooks)
@@ -205,12 +205,11 @@ def with_parent_rules(hooks: Sequence[Any], parent: PermissionGate) -> list[Any]
         texts = {rule.text for rule in mine}
         return [*mine, *(rule for rule in theirs if rule.text not in texts)]
 
-    default = max(own.default, parent.rules.default, key=_STRICTNESS.__getitem__)
     rules = PermissionRules(
         list(own.allow),
         merged(own.ask, parent.rules.ask),
         merged(own.deny, parent.rules.deny),
-        default,
+        own.default,
     )
     mine = PermissionGate(rules, gate.mode if gate is not None else "default")
     if gate is not None:
