@@ -9,7 +9,7 @@ at it while a test runs.
 
 The servers: "allowed" is the host a policy names, "outside" is everything else; each
 counts the requests it was sent. Every test here skips, saying why, where this machine
-cannot make a sandbox.
+cannot make a sandbox (and fails under CI, which installs bubblewrap).
 """
 
 from __future__ import annotations
@@ -43,6 +43,8 @@ def _enforced() -> str | None:
 def _needs_a_sandbox() -> None:
     reason = _enforced()
     if reason is not None:
+        if os.environ.get("CI"):  # CI's machine can: .ci/run installs bubblewrap
+            pytest.fail(f"CI must enforce the sandbox, but: {reason}")
         pytest.skip(f"this machine cannot make a sandbox: {reason}")
 
 
