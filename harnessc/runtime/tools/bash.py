@@ -1,7 +1,9 @@
 """The ``bash`` tool: one command in its own process group, output streamed and capped.
 
 The command runs with stdin from /dev/null under the supervisor of ``children.py``, in
-its own process group that dies with the agent; on timeout, abort or task cancellation
+the sandbox of the run it serves (``sandbox.spawn``: the policy the loop binds around
+the call, which nothing in the call can change; a required sandbox this machine cannot
+enforce refuses the command), in its own process group that dies with the agent; on timeout, abort or task cancellation
 the whole group gets SIGTERM, then SIGKILL after a grace period. Output is never held
 whole in memory: once it passes the caps it is streamed to a temp file and only a
 bounded tail is kept for the model.
