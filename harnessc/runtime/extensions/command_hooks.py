@@ -176,9 +176,11 @@ async def run_hook_command(
     sandbox: SandboxPolicy | None = None,
     workspace: str | None = None,
     writable: tuple[str, ...] = (),
+    readable: tuple[str, ...] = (),
 ) -> CommandRun:
     """Run ``command`` via the shell in a new process group, inside ``sandbox`` (for
-    ``workspace``, default ``cwd``; ``writable``: paths this run may also write).
+    ``workspace``, default ``cwd``; ``writable``: paths this run may also write,
+    ``readable``: paths it must see, such as the spec's folder).
 
     The result is the shell's exit: output still arriving is read for a short grace
     period (``OUTPUT_GRACE_S``), then the group is killed, background children
@@ -191,6 +193,7 @@ async def run_hook_command(
         cwd=cwd,
         env=env,
         writable=writable,
+        readable=readable,
     )
     env = boxed_env if boxed_env is not None else env
     process = await asyncio.create_subprocess_exec(
@@ -328,6 +331,7 @@ class CommandHook:
                 sandbox=getattr(getattr(harness, "options", None), "sandbox", None),
                 workspace=payload["cwd"],
                 writable=(os.path.dirname(env_file.path),) if env_file is not None else (),
+                readable=tuple(p for p in (self.spec_dir, self.cwd) if p),
             )
         except SandboxUnavailable as exc:  # fail closed: as a hook that could not start
             raise HookProtocolError(f"{self.label} could not start: {exc}") from None

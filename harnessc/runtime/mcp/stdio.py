@@ -148,14 +148,18 @@ async def spawn(
     Needs neither the MCP SDK nor its import time: a caller may start the child first
     and import the SDK while the server boots. Raises ``FileNotFoundError`` when
     ``command`` is not found."""
-    if find_program(command, env=env, cwd=cwd) is None:
+    program = find_program(command, env=env, cwd=cwd)
+    if program is None:
         raise FileNotFoundError(errno.ENOENT, "no such program (not on PATH)", command)
+    named = [p for p in (program, *args) if p and os.path.isabs(p) and os.path.exists(p)]
     argv, boxed_env = sandboxed(
         [command, *args],
         sandbox,
         workspace=workspace or cwd or os.getcwd(),
         cwd=cwd,
         env=env,
+        # the spec's program and the files its arguments name, wherever they are
+        readable=tuple(os.path.dirname(p) if os.path.isfile(p) else p for p in named),
     )
     env = boxed_env if boxed_env is not None else env
     return await anyio.open_process(

@@ -5,7 +5,10 @@ The view it builds, in this order (a later mount covers an earlier one):
 - the whole filesystem read-only; a fresh ``/dev`` (null, zero, random, tty, pts, shm)
   and ``/proc`` (of the sandbox's own PID namespace: no other process is visible);
 - empty private ``/tmp`` and ``/run`` (writable, gone when the process ends: the host's
-  unix sockets there, a database's, a terminal multiplexer's, are out of reach);
+  unix sockets there, a database's, a terminal multiplexer's, are out of reach); what
+  the process needs from them (harnessc's and Python's own files, a hook's or an MCP
+  server's program and folder, as harnessc names them, never as a command line does)
+  shown read-only;
 - the workspace and the writable paths, read-write;
 - every unreadable file covered by an empty file of mode 000, every unreadable folder by
   an empty folder of mode 000 (with no capability left, not even root opens them; a mount
@@ -49,6 +52,8 @@ def bwrap_argv(
         out += ["--tmpfs", "/run"]
     if os.path.isdir("/var/run") and not os.path.islink("/var/run"):
         out += ["--tmpfs", "/var/run"]
+    for path in layout.readable:
+        out += ["--ro-bind", path, path]
     for path in layout.writable:
         out += ["--bind", path, path]
     for path in layout.masked_dirs:

@@ -34,13 +34,23 @@ class SandboxLayoutError(RuntimeError):
 class Layout(Record, frozen=True):
     """What the sandbox of one process mounts."""
 
-    __slots__ = ("workspace", "cwd", "writable", "masked_files", "masked_dirs", "hosts")
+    __slots__ = (
+        "workspace",
+        "cwd",
+        "writable",
+        "masked_files",
+        "masked_dirs",
+        "hosts",
+        "readable",
+    )
     workspace: str
     cwd: str
     writable: tuple[str, ...]  # real paths, the workspace first
     masked_files: tuple[str, ...]
     masked_dirs: tuple[str, ...]
     hosts: tuple[str, ...]
+    # real paths under a folder the sandbox empties (/tmp, /run) that it shows read-only
+    readable: tuple[str, ...]
 
     def __init__(
         self,
@@ -50,6 +60,7 @@ class Layout(Record, frozen=True):
         masked_files: tuple[str, ...],
         masked_dirs: tuple[str, ...],
         hosts: tuple[str, ...],
+        readable: tuple[str, ...] = (),
     ) -> None:
         object.__setattr__(self, "workspace", workspace)
         object.__setattr__(self, "cwd", cwd)
@@ -57,11 +68,24 @@ class Layout(Record, frozen=True):
         object.__setattr__(self, "masked_files", masked_files)
         object.__setattr__(self, "masked_dirs", masked_dirs)
         object.__setattr__(self, "hosts", hosts)
+        object.__setattr__(self, "readable", readable)
 
 
-def resolve_layout(policy: SandboxPolicy, workspace: str, cwd: str | None = None) -> Layout:
+# Folders the sandbox replaces with empty private ones: what a process needs from them
+# (its program, its working directory) is shown read-only, and only that.
+HIDDEN = ("/tmp", "/run", "/var/run")
+
+
+def resolve_layout(
+    policy: SandboxPolicy,
+    workspace: str,
+    cwd: str | None = None,
+    readable: tuple[str, ...] = (),
+) -> Layout:
     """The mounts for a process started in ``cwd`` (default: the workspace) of
-    ``workspace`` under ``policy``. SandboxLayoutError when a search is too large."""
+    ``workspace`` under ``policy``; ``readable``: paths the process needs that may lie in
+    a folder the sandbox empties (its program, its working directory). SandboxLayoutError
+    when a search is too large."""
     ws = os.path.realpath(workspace)
     home = os.path.expanduser("~")
     writable = [ws]
@@ -85,13 +109,25 @@ def resolve_layout(policy: SandboxPolicy, workspace: str, cwd: str | None = None
     files = sorted(
         p for p, is_dir in found.items() if not is_dir and not any(_inside(p, d) for d in kept_dirs)
     )
+    real_cwd = os.path.realpath(cwd) if cwd else ws
+    shown: list[str] = []
+    for raw in (*readable, real_cwd):
+        path = os.path.realpath(raw)
+        if (
+            any(_inside(path, hidden) for hidden in HIDDEN)
+            and not any(_inside(path, w) for w in writable)
+            and os.path.exists(path)
+            and path not in shown
+        ):
+            shown.append(path)
     return Layout(
         ws,
-        os.path.realpath(cwd) if cwd else ws,
+        real_cwd,
         tuple(writable),
         tuple(files),
         tuple(kept_dirs),
         policy.network,
+        tuple(shown),
     )
 
 

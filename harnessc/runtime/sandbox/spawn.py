@@ -97,12 +97,15 @@ def sandboxed(
     cwd: str | None = None,
     env: Mapping[str, str] | None = None,
     writable: Sequence[str] = (),
+    readable: Sequence[str] = (),
 ) -> tuple[list[str], dict[str, str] | None]:
     """``argv`` run inside ``policy``'s sandbox for ``workspace``, and the environment
     to start it with (``env`` plus the proxy's variables when hosts are allowed; None
     stays None); ``writable``: paths harnessc itself gives this one process (a hook's
-    ``CLAUDE_ENV_FILE`` folder). Unchanged when there is no policy, it is off, or it is ``auto`` on a
-    machine that cannot enforce it; SandboxUnavailable when it is ``on`` there, or when
+    ``CLAUDE_ENV_FILE`` folder); ``readable``: paths it must see wherever they are (a
+    hook's or MCP server's program and folder; harnessc's and Python's own are added).
+    Unchanged when there is no policy, it is off, or it is ``auto`` on a machine that
+    cannot enforce it; SandboxUnavailable when it is ``on`` there, or when
     its unreadable paths cannot be resolved (fail closed)."""
     out_env = dict(env) if env is not None else None
     if policy is None or not policy.enabled:
@@ -117,7 +120,7 @@ def sandboxed(
             policy = SandboxPolicy(
                 policy.mode, (*policy.writable, *writable), policy.unreadable, policy.network
             )
-        layout = resolve_layout(policy, workspace, cwd)
+        layout = resolve_layout(policy, workspace, cwd, (*_own_files(), *readable))
     except SandboxLayoutError as exc:
         raise SandboxUnavailable(str(exc)) from None
     folder = _runtime_folder()
@@ -137,6 +140,18 @@ def sandboxed(
         proxy_socket=socket_path,
     )
     return wrapped, out_env
+
+
+def _own_files() -> tuple[str, ...]:
+    """harnessc's package and the Python running it (the bridge runs there), and the
+    operator's PYTHONPATH: read-only in the sandbox even when they lie in /tmp."""
+    import sys
+    from pathlib import Path
+
+    found = [str(Path(__file__).resolve().parents[3]), sys.prefix, sys.base_prefix]
+    found.append(os.path.dirname(os.path.realpath(sys.executable or "/")))
+    found += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return tuple(found)
 
 
 _FOLDER: str | None = None
