@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Literal
 
 from harnessc.runtime import AgentHarnessOptions, Model, env, run_cli
 from harnessc.runtime.core.output_model import BaseModel, ConfigDict, Field
-from harnessc.runtime.core.typed_output import OutputConfig
+from harnessc.runtime.options.typed_output import OutputConfig
 from harnessc.runtime.resources import ContextFileSettings, load_resources
 from harnessc.runtime.sandbox import SandboxPolicy
 from harnessc.runtime.session import Session

@@ -59,7 +59,7 @@ def subagent_widening(
     parent it lacks (for a tool it has: ``child_tools``), a wider sandbox. Each holds for
     it anyway at run time (it inherits the parent's rules and sandbox and may only narrow
     them); check says so."""
-    from harnessc.runtime.tools.permissions import PermissionError_, parse_rule
+    from harnessc.runtime.permissions.rules import PermissionError_, parse_rule
 
     found: list[str] = []
     tools = set(child_tools) | ({"task"} if child.agents is not None else set())

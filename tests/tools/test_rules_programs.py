@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from harnessc.runtime.tools.permissions import PermissionRules, decide
+from harnessc.runtime.permissions.rules import PermissionRules, decide
 
 CWD = "/work/project"
 NO_RM = {"deny": ["Bash(rm *)", "Bash(rm:*)"]}

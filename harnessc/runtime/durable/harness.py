@@ -23,9 +23,9 @@ from typing import Any
 
 from harnessc.runtime.agent import AgentHarness
 from harnessc.runtime.agent.subagents import SubAgents
-from harnessc.runtime.core.options import AgentHarnessOptions
 from harnessc.runtime.durable.session import DurableSession, ReplayStorage, RunClock
 from harnessc.runtime.durable.steps import DurableProvider, DurableTool, EventSink
+from harnessc.runtime.options.harness_options import AgentHarnessOptions
 from harnessc.runtime.session.entries import SessionHeader
 from harnessc.runtime.session.session import Session
 from harnessc.runtime.tools.base import AgentTool

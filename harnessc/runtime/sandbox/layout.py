@@ -184,7 +184,7 @@ def _matches(raw: str, workspace: str, home: str) -> Iterator[str]:
 
 
 def _search(pattern: str, root: str, workspace: str) -> Iterator[str]:
-    from harnessc.runtime.tools.path_rules import path_matches
+    from harnessc.runtime.support.path_patterns import path_matches
 
     for path in _walk(root, pattern):
         if path_matches(pattern, path, workspace):

@@ -55,9 +55,9 @@ class ToolResult(Record):
 
 def redacted(result: ToolResult) -> ToolResult:
     """``result`` with the agent's own credentials taken out of its text (the value of
-    every registered secret: ``processes.secrets.redact``); the same object when none
+    every registered secret: ``support.secrets.redact``); the same object when none
     appears."""
-    from harnessc.runtime.processes.secrets import redact
+    from harnessc.runtime.support.secrets import redact
 
     changed = False
     content: list[UserContent] = []
