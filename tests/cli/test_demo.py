@@ -15,6 +15,7 @@ import pytest
 
 from harnessc.testing import ProtocolServer
 from harnessc.testing.demo import DemoModel, serve
+from tests.sandboxing import require_sandbox
 
 
 @pytest.fixture(scope="module")
@@ -260,10 +261,7 @@ def test_the_scaffolds_sandbox_blocks_cat_env_and_the_network(
     demo: ProtocolServer, tmp_path: Path
 ) -> None:
     """The rules let ``cat`` and ``curl`` run; the sandbox keeps .env and the network."""
-    from harnessc.runtime.sandbox import probe
-
-    if not probe().available:
-        pytest.skip(f"this machine cannot make a sandbox: {probe().reason}")
+    require_sandbox()
     (tmp_path / ".env").write_text("DEMO_TOKEN=dotenv-value-do-not-show\n")
     assert _harnessc(["new", "demo"], tmp_path).returncode == 0
     url = f"{demo.url}/v1"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harnessc.runtime.sandbox import probe
 from harnessc.testing import ProtocolServer
+from tests.sandboxing import require_sandbox
 
 from .durakit import DurableAgent, make_agent, scripted
 
@@ -20,8 +20,7 @@ SECRET = "durable-dotenv-SECRET-5151"
 
 @pytest.fixture
 def agent(tmp_path: Path) -> Iterator[DurableAgent]:
-    if not probe().available:
-        pytest.skip(f"this machine cannot make a sandbox: {probe().reason}")
+    require_sandbox()
     with ProtocolServer() as server:
         server.set_handler(scripted)
         made = make_agent(tmp_path, server, "sqlite:///.harnessc/durable.sqlite")

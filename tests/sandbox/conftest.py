@@ -27,25 +27,17 @@ from pathlib import Path
 
 import pytest
 
-from harnessc.runtime.sandbox import SandboxPolicy, probe
+from harnessc.runtime.sandbox import SandboxPolicy
+from tests.sandboxing import require_sandbox
 
 SECRET = "sk-live-0123456789abcdefSECRET"
 SSH_KEY = "-----BEGIN OPENSSH PRIVATE KEY----- sandbox-test-key"
 SESSION_TEXT = '{"type":"session","secret":"recorded-conversation"}'
 
 
-def _enforced() -> str | None:
-    found = probe()
-    return None if found.available else found.reason
-
-
 @pytest.fixture(autouse=True)
 def _needs_a_sandbox() -> None:
-    reason = _enforced()
-    if reason is not None:
-        if os.environ.get("CI"):  # CI's machine can: .ci/run installs bubblewrap
-            pytest.fail(f"CI must enforce the sandbox, but: {reason}")
-        pytest.skip(f"this machine cannot make a sandbox: {reason}")
+    require_sandbox()
 
 
 class Counter(http.server.BaseHTTPRequestHandler):

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from harnessc.runtime.sandbox import probe
 from harnessc.testing import ProtocolServer
+from tests.sandboxing import require_sandbox
 
 from .servekit import compile_agent
 
@@ -66,8 +66,7 @@ def outside() -> Iterator[list[str]]:
 def test_a_served_agents_bash_runs_in_the_sandbox(
     tmp_path: Path, model_server: ProtocolServer, outside: list[str]
 ) -> None:
-    if not probe().available:
-        pytest.skip(f"this machine cannot make a sandbox: {probe().reason}")
+    require_sandbox()
     port = int(outside.pop(0).split()[1])
     kit = compile_agent(tmp_path, model_server.url, SPEC)
     (kit.workdir / ".env").write_text(f"TOKEN={SECRET}\n")

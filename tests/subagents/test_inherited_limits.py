@@ -17,8 +17,9 @@ from harnessc.runtime import AgentHarness, AgentHarnessOptions, Model, ToolResul
 from harnessc.runtime.agent.subagents import SubAgent, SubAgents
 from harnessc.runtime.core.options import MAX_SUBAGENT_DEPTH
 from harnessc.runtime.providers.scripted import ScriptedProvider, reply_text, reply_tool_calls
-from harnessc.runtime.sandbox import SandboxPolicy, probe
+from harnessc.runtime.sandbox import SandboxPolicy
 from harnessc.runtime.session import JsonlSessionRepo
+from tests.sandboxing import require_sandbox
 
 from .kit import MODEL, Tree, task, text_reply, tool_reply, tool_texts
 
@@ -91,10 +92,7 @@ def test_check_says_when_a_sub_agent_has_more_than_its_parent(tree: Tree) -> Non
 
 
 def test_a_sub_agent_runs_inside_its_parents_sandbox(tree: Tree) -> None:
-    if not probe().available:
-        import pytest
-
-        pytest.skip(f"this machine cannot make a sandbox: {probe().reason}")
+    require_sandbox()
     home = Path(os.environ["HOME"])
     marker = home / f"pwned-{os.getpid()}"
     tree.write("lead.yaml", LEAD.replace("MODE", "on"))
