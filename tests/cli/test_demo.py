@@ -276,6 +276,19 @@ def test_the_scaffolds_sandbox_blocks_cat_env_and_the_network(
     )
     assert fetch.returncode == 0, fetch.stderr
     assert "Failed to connect" in fetch.stdout and "gpt-4.1-mini" not in fetch.stdout
+    # the interactive door: the same call typed at the prompt
+    typed = subprocess.run(
+        [sys.executable, "-c", "from harnessc.cli import main; main()", "run", "demo", "-i"],
+        cwd=tmp_path,
+        env=_env(HARNESSC_BASE_URL=url),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        input="run cat .env\n",
+    )
+    assert typed.returncode == 0, typed.stderr
+    assert "cat: .env: Permission denied" in typed.stdout + typed.stderr, typed.stdout
+    assert "dotenv-value" not in typed.stdout + typed.stderr
     checked = _harnessc(["doctor", "demo"], tmp_path, HARNESSC_BASE_URL=url)
     assert re.search(r"ok +sandbox on: enforced by bubblewrap", checked.stdout), checked.stdout
 
