@@ -29,6 +29,7 @@ from harnessc.runtime.extensions import (
 )
 from harnessc.runtime.providers import shared_http_clients
 from harnessc.runtime.resources import ContextFileSettings, load_resources
+from harnessc.runtime.sandbox import SandboxPolicy
 from harnessc.runtime.session import DataFolder, JsonlSessionRepo, Session, resolve_folder
 from harnessc.runtime.tools import (
     create_bash_tool,
@@ -132,6 +133,7 @@ def build_options(
             ),
         ],
         sequential_tools=True,
+        sandbox=SandboxPolicy(mode="auto"),
         http_clients=http_clients if http_clients is not None else shared_http_clients(),
     )
 

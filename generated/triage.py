@@ -14,6 +14,7 @@ from harnessc.runtime.core.output_model import BaseModel, ConfigDict, Field
 from harnessc.runtime.options.typed_output import OutputConfig
 from harnessc.runtime.providers import shared_http_clients
 from harnessc.runtime.resources import ContextFileSettings, load_resources
+from harnessc.runtime.sandbox import SandboxPolicy
 from harnessc.runtime.session import Session
 from harnessc.runtime.tools import create_ls_tool, create_read_tool
 
@@ -97,6 +98,7 @@ def build_options(
             },
             retries=2,
         ),
+        sandbox=SandboxPolicy(mode="auto"),
         http_clients=http_clients if http_clients is not None else shared_http_clients(),
     )
 

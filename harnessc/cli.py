@@ -263,6 +263,11 @@ def check(specs: tuple[str, ...]) -> None:
         else:
             parts = [_plural(n, w) for n, w in ((err, "error"), (warn, "warning")) if n]
             click.echo(f"{item.display_path}: {', '.join(parts)}")
+        if item.spec is not None:
+            from harnessc.spec.sandbox import sandbox_lines
+
+            for line in sandbox_lines(item.spec):
+                click.echo(f"  {line}")
     raise SystemExit(1 if errors else 0)
 
 
@@ -638,7 +643,8 @@ def test(
 def doctor_command(spec: str, base_url: str | None, out_dir: str) -> None:
     """Check each model of SPEC (its key variable, that its endpoint answers, its model id),
     each MCP server (it starts, initializes and lists its tools within its timeout) and,
-    with durable:, its database, schema, queue and live workers; say where sessions go."""
+    with durable:, its database, schema, queue and live workers; say where sessions go and
+    whether this machine can enforce the sandbox (and exactly why not)."""
     from harnessc.doctor import doctor
     from harnessc.doctor_mcp import doctor_mcp
     from harnessc.runtime.cli.args import UsageError
@@ -661,6 +667,7 @@ def doctor_command(spec: str, base_url: str | None, out_dir: str) -> None:
 
     def checks() -> list[tuple[str, str]]:
         found = _sessions_check(live.session_dir, os.getcwd())
+        found += _sandbox_check(options.sandbox)
         if durable is not None:
             from harnessc.runtime.durable.health import durable_checks
 
@@ -669,6 +676,25 @@ def doctor_command(spec: str, base_url: str | None, out_dir: str) -> None:
 
     models = doctor(dict(options.models), click.echo, checks)
     raise SystemExit(max(models, doctor_mcp(options.extensions or (), click.echo)))
+
+
+def _sandbox_check(policy: Any) -> list[tuple[str, str]]:
+    """Whether this machine can enforce the agent's sandbox, and exactly why not."""
+    from harnessc.runtime.sandbox import probe
+
+    if policy is None or not policy.enabled:
+        return [("warning", "sandbox: off: bash, hooks and MCP servers run with your rights")]
+    found = probe()
+    if found.available:
+        return [("ok", f"sandbox {policy.mode}: {found.reason}")]
+    if policy.mode == "on":
+        return [("error", f"sandbox on: this machine cannot enforce it: {found.reason}")]
+    return [
+        (
+            "warning",
+            f"sandbox auto: programs will run WITHOUT a sandbox here: {found.reason}",
+        )
+    ]
 
 
 def _sessions_check(setting: Any, cwd: str) -> list[tuple[str, str]]:

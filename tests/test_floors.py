@@ -25,10 +25,12 @@ FLOORS: dict[str, set[str]] = {
     "providers": {"support", "core"},
     "session": {"support", "core"},
     "resources": {"support", "core"},
-    "tools": {"support", "core", "processes"},
+    # the kernel-enforced boundary of the programs the agent starts (bash, hooks, MCP
+    # servers): below the tools that start them, beside the process supervisor
     "sandbox": {"support", "core", "processes"},
+    "tools": {"support", "core", "processes", "sandbox"},
     "checkpoints": {"support", "core", "session"},
-    "options": {"support", "core", "providers", "session", "resources", "tools"},
+    "options": {"support", "core", "providers", "session", "resources", "tools", "sandbox"},
     "permissions": {"support", "core", "processes", "tools", "sandbox", "options"},
     "compaction": {"support", "core", "providers", "session", "options"},
     "mcp": {"support", "core", "processes", "sandbox", "tools", "options"},

@@ -45,6 +45,7 @@ from harnessc.spec.models import (
     SpecModel,
     ToolEntry,
 )
+from harnessc.spec.sandbox import sandbox_policy
 
 __all__ = ["CompileError", "compile", "hook_moment", "output_name", "render"]
 
@@ -259,7 +260,19 @@ class _Builder:
             out.append(("tool_timeout_s", Lit(spec.tool_timeout_s)))
         if spec.output is not None:
             out.append(("output", self.output_config()))
+        out.append(("sandbox", self.sandbox()))
         return out
+
+    def sandbox(self) -> Call:
+        """``SandboxPolicy(mode, writable=..., unreadable=..., network=...)``: the spec's
+        ``sandbox:`` with what its permission rules add (``sandbox_policy``)."""
+        policy = sandbox_policy(self.spec)
+        kwargs: dict[str, Expr | None] = {"mode": Lit(policy.mode)}
+        for key in ("writable", "unreadable", "network"):
+            values = getattr(policy, key)
+            if values:
+                kwargs[key] = ListExpr([Lit(v) for v in values])
+        return self.call(".sandbox", "SandboxPolicy", **kwargs)
 
     def output_config(self) -> Call:
         """``OutputConfig(...)``: the typed result, its type being the module's ``Output``."""

@@ -14,6 +14,7 @@ from harnessc.spec.checks import check_spec, tool_names
 from harnessc.spec.diagnostics import Diagnostic, has_errors
 from harnessc.spec.errors import translate_errors
 from harnessc.spec.models import AgentSpec
+from harnessc.spec.sandbox import subagent_widening
 from harnessc.spec.subagents import (
     DEFAULT_MAX_DEPTH,
     ClaudeAgentFile,
@@ -136,6 +137,25 @@ def _load_subagents(loaded: LoadedSpec, spec: AgentSpec, within: tuple[Path, ...
         if child.spec is None:
             report(entry.at, f"sub-agent {entry.name!r}: {shown} has errors")
             continue
+        child_data = child.source.data if child.source is not None else {}
+        child_tools = [
+            name
+            for name, _ in tool_names(
+                child_data.get("tools") or [] if isinstance(child_data, dict) else []
+            )
+        ]
+        for item in subagent_widening(spec, child.spec, child_tools):
+            mark = source.mark(entry.at)
+            loaded.diagnostics.append(
+                Diagnostic(
+                    loaded.display_path,
+                    mark.line,
+                    mark.col,
+                    "warning",
+                    f"sub-agent {entry.name!r} has more than its parent: {item} "
+                    "(it runs with the parent's limits all the same)",
+                )
+            )
         text = entry.description or child.spec.description
         if not text:
             report(entry.at, f"sub-agent {entry.name!r} needs a description (here or in its spec)")

@@ -20,6 +20,7 @@ from pydantic import (
     AliasChoices,
     AliasGenerator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Discriminator,
     Field,
@@ -39,7 +40,7 @@ from pydantic_core import CoreSchema, PydanticCustomError
 
 from harnessc.runtime.core import catalog
 from harnessc.runtime.core.hooks import HOOK_NAMES, canonical_hook_name
-from harnessc.runtime.core.options import DEFAULT_TOOL_TIMEOUT_S
+from harnessc.runtime.core.options import DEFAULT_TOOL_TIMEOUT_S, MAX_SUBAGENT_DEPTH
 from harnessc.spec.diagnostics import did_you_mean
 
 __all__ = [
@@ -928,7 +929,7 @@ def _source_default(source: str, key: str) -> Any:
 
 _MCP_SERVER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 _MCP_PREFIX = re.compile(r"^[A-Za-z0-9_-]{0,48}$")
-_MCP_STDIO_ONLY = ("args", "env", "cwd")
+_MCP_STDIO_ONLY = ("args", "env", "cwd", "unsandboxed")
 _MCP_HTTP_ONLY = ("headers", "auth")
 
 
@@ -1072,6 +1073,8 @@ class McpServerSpec(SpecModel):
     """The OAuth login of an HTTP server (url): its client and grant. Default: a server that answers 401 gets the login with dynamic registration (none when headers hold an Authorization); false: never. Tokens are kept per user, owner-only (docs/mcp.md)."""
     protocol_version: Literal["auto", "2025-11-25", "2026-07-28"] = "auto"
     """The MCP revision to speak: auto (the newest both sides support: server/discover, else the initialize handshake), 2025-11-25 (the handshake), 2026-07-28 (stateless requests)."""
+    unsandboxed: NonBlankStr | None = None
+    """Why this stdio server runs outside the agent's sandbox, with the agent's own access (harnessc check prints it); default: it runs inside."""
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerSpec:
@@ -1294,6 +1297,82 @@ def _hooks_schema(schema: dict[str, Any]) -> None:
 PermissionRule = Annotated[str, Field(min_length=1, examples=["Bash(git status)", "Read(**)"])]
 
 
+class SandboxFilesystemSpec(SpecModel):
+    """What programs may write and may not read, besides the defaults."""
+
+    writable: list[NonEmptyStr] = Field(default_factory=list)
+    """Paths writable besides the workspace and a private /tmp: ~/x (home), /x, ./x (workspace). Edit/Write allow rules add theirs."""
+    unreadable: list[NonEmptyStr] = Field(default_factory=list)
+    """Paths no program may open, as Read rules name them (./.env, ~/.config/app, *.pem at any depth). Credential files (~/.ssh, ~/.aws, ...) and harnessc's data folder always are; Read deny rules add theirs."""
+
+
+class SandboxNetworkSpec(SpecModel):
+    """The hosts programs may reach (through the sandbox's proxy); none: no network."""
+
+    allow: list[NonEmptyStr] = Field(default_factory=list)
+    """Hosts, e.g. pypi.org, *.github.com, localhost:8080; WebFetch(domain:HOST) allow rules add theirs."""
+
+
+class SandboxSpec(SpecModel):
+    """The kernel-enforced boundary of every program the agent runs for the model (bash, command hooks, stdio MCP servers)."""
+
+    mode: Literal["on", "auto", "off"] = "on"
+    """on: required (the agent does not start where it cannot be enforced); auto: where it can; off: none."""
+    filesystem: SandboxFilesystemSpec = Field(default_factory=SandboxFilesystemSpec)
+    """Writable and unreadable paths."""
+    network: SandboxNetworkSpec = Field(default_factory=SandboxNetworkSpec)
+    """Hosts programs may reach."""
+
+
+def _check_depth(value: int) -> int:
+    if value > MAX_SUBAGENT_DEPTH:
+        raise _custom(
+            "max_depth",
+            f"max_depth {value} is over the ceiling of {MAX_SUBAGENT_DEPTH}: each level is a "
+            "whole agent running inside its parent's tool call; nest at most "
+            f"{MAX_SUBAGENT_DEPTH} levels",
+        )
+    return value
+
+
+MaxDepth = Annotated[
+    int,
+    Field(gt=0),
+    AfterValidator(_check_depth),
+    WithJsonSchema({"type": "integer", "exclusiveMinimum": 0, "maximum": MAX_SUBAGENT_DEPTH}),
+]
+
+
+def _sandbox_switch(value: Any) -> Any:
+    """``sandbox: on`` / ``off`` / ``auto`` (YAML may read on and off as booleans) as a
+    section with that mode."""
+    if isinstance(value, bool):
+        return {"mode": "on" if value else "off"}
+    if isinstance(value, str):
+        if value not in ("on", "auto", "off"):
+            raise _custom(
+                "sandbox",
+                f"sandbox must be on, off, auto or a section (mode, filesystem, network), "
+                f"not {value!r}",
+            )
+        return {"mode": value}
+    return value
+
+
+SandboxSetting = Annotated[SandboxSpec, BeforeValidator(_sandbox_switch)]
+
+
+def _sandbox_schema(schema: dict[str, Any]) -> None:
+    """``sandbox:`` takes a section, a mode alone, or a boolean (on / off)."""
+    options = schema.pop("anyOf", [])
+    schema["anyOf"] = [
+        *(o for o in options if o.get("type") != "null"),
+        {"enum": ["on", "auto", "off"]},
+        {"type": "boolean"},
+        {"type": "null"},
+    ]
+
+
 class PermissionsSpec(SpecModel):
     """Permission rules for tool calls, as Claude Code writes them: Tool(specifier).
 
@@ -1368,8 +1447,8 @@ class AgentSpec(SpecModel):
     """Built-in extensions to install; an empty value (``turn_nudge: {}``) installs one with its defaults."""
     agents: AgentsSpec | None = None
     """Sub-agents this agent may hand work to with its task tool (Claude Code's Agent tool); each runs with its own context, under this run's budget and pause."""
-    max_depth: PosInt | None = None
-    """How deep sub-agents may nest (default 1: sub-agents cannot delegate further)."""
+    max_depth: MaxDepth | None = None
+    """How deep sub-agents may nest (default 1: sub-agents cannot delegate further; at most 10)."""
     max_parallel: PosInt | None = None
     """Most hand-overs of this agent running at once; the rest wait, in the order the model asked for them. Default: no limit."""
     max_parallel_tree: PosInt | None = None
@@ -1378,6 +1457,8 @@ class AgentSpec(SpecModel):
     """Hard limits of one run (hitting one pauses the run); default: unlimited."""
     permissions: PermissionsSpec | None = None
     """Which tool calls run, are asked about, or are refused (Claude Code's Tool(specifier) rules)."""
+    sandbox: SandboxSetting | None = Field(default=None, json_schema_extra=_sandbox_schema)
+    """The kernel-enforced boundary of bash, command hooks and stdio MCP servers: on, off, or a section (filesystem, network); default: on where this machine can enforce it."""
     session: SessionSpec = Field(default_factory=SessionSpec)
     """Where sessions are kept."""
     durable: DurableSpec | None = None
@@ -1433,6 +1514,11 @@ class AgentSpec(SpecModel):
     @property
     def module(self) -> str:
         return module_name(self.name)
+
+    @property
+    def sandbox_settings(self) -> SandboxSpec:
+        """``sandbox:`` as a section: omitted is ``auto``, ``on`` / ``off`` a mode alone."""
+        return self.sandbox if self.sandbox is not None else SandboxSpec(mode="auto")
 
     @property
     def start_model(self) -> str:

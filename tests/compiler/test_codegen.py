@@ -368,6 +368,7 @@ def test_generated_modules_use_exactly_the_contract_names() -> None:
         "harnessc.runtime.mcp": {"McpToolset", "McpServerConfig", "McpOAuth"},
         "harnessc.runtime.permissions.gate": {"permission_hook"},
         "harnessc.runtime.agent.subagents": {"SubAgent", "SubAgents"},
+        "harnessc.runtime.sandbox": {"SandboxPolicy"},  # every spec says what its sandbox is
         # build_options(http_clients=...)'s annotation, imported for type checkers only.
         "harnessc.runtime.providers.transport": {"HttpClientPool"},
         # build_options()'s default: the HttpClientPool the process's harnesses share

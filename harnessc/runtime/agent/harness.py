@@ -42,6 +42,7 @@ from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.options.harness_options import AgentHarnessOptions
 from harnessc.runtime.providers.base import Provider, ToolSpec
 from harnessc.runtime.resources.types import AgentHarnessResources
+from harnessc.runtime.sandbox.spawn import check_at_start
 from harnessc.runtime.session.session import Session
 from harnessc.runtime.tools.base import AgentTool
 
@@ -78,6 +79,7 @@ class AgentHarness:
     )
 
     def __init__(self, options: AgentHarnessOptions) -> None:
+        check_at_start(options.sandbox)  # a required sandbox this machine lacks: no start
         self.options = options
         self.session: Session = options.session if options.session is not None else Session()
         self.commands = CommandRegistry()

@@ -44,9 +44,15 @@ from harnessc.runtime.core.budget import BUDGET_LIMITS, Budget, BudgetUsage
 from harnessc.runtime.core.events import Event, SubagentEvent, to_jsonable
 from harnessc.runtime.core.loop_states import LoopState
 from harnessc.runtime.core.messages import TextContent
+from harnessc.runtime.core.options import MAX_SUBAGENT_DEPTH
 from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.options.harness_options import AgentHarnessOptions
-from harnessc.runtime.permissions.gate import find_gate, pending_asks, record_answer
+from harnessc.runtime.permissions.gate import (
+    find_gate,
+    pending_asks,
+    record_answer,
+    with_parent_rules,
+)
 from harnessc.runtime.permissions.rules import HANDOVER_TOOL
 from harnessc.runtime.session.entries import SessionHeader
 from harnessc.runtime.session.session import Session
@@ -208,6 +214,12 @@ class SubAgents:
             known = ", ".join(a.name for a in self.agents)
             return _error(f"No sub-agent {name!r}; the sub-agents are: {known}")
         path = (*self.agent_path, agent.name)
+        if len(path) - 1 > MAX_SUBAGENT_DEPTH:
+            return _error(
+                f"Sub-agent {name!r} not started: sub-agents nest at most "
+                f"{MAX_SUBAGENT_DEPTH} levels (the ceiling of max_depth), and "
+                f"{' > '.join(path[:-1])} is {len(path) - 2} levels deep already"
+            )
         record = host.run_state.record(call_id) if host.run_state is not None else None
         answers = (record.answers if record is not None else None) or {}
         nested = (record.nested if record is not None else None) or {}
@@ -261,6 +273,11 @@ class SubAgents:
         before = dataclasses.replace(child.budget.usage)
         try:
             result: RunResult = await start()
+        except RecursionError:  # never an internal error: the tree says where it stopped
+            return _error(
+                f"Sub-agent {agent.name} stopped: the agent tree {' > '.join(path)} is "
+                "nested too deep for this process"
+            )
         finally:
             stop()
             unsubscribe()
@@ -328,6 +345,7 @@ class SubAgents:
         mode = self._mode_for(agent)
         if mode is not None:
             options.hooks = _with_mode(options.hooks, mode)
+        self._inherit(options)
         extensions = []
         asker, remembered = self._questions()
         for ext in options.extensions:
@@ -351,6 +369,18 @@ class SubAgents:
             gate.asker = _PathAsker(asker, " > ".join(path))
             gate.remembered = remembered
         return options
+
+    def _inherit(self, options: AgentHarnessOptions) -> None:
+        """The parent's limits hold below it: its deny and ask rules join the sub-agent's
+        own, and its sandbox bounds the sub-agent's (which may only narrow it)."""
+        host = self._host
+        assert host is not None
+        parent = host.options
+        if parent.sandbox is not None:
+            options.sandbox = parent.sandbox.narrowed(options.sandbox)
+        gate = find_gate(parent.hooks)
+        if gate is not None:
+            options.hooks = with_parent_rules(options.hooks, gate)
 
     def _mode_for(self, agent: SubAgent) -> str | None:
         """The permission mode this agent's mode imposes on a sub-agent, or None (it

@@ -43,7 +43,8 @@ from harnessc.runtime.core.hooks import (
 from harnessc.runtime.core.messages import TextContent, ToolResultMessage
 from harnessc.runtime.permissions.gate import find_gate, tool_context_with_rules
 from harnessc.runtime.permissions.shown_args import changed_note, same_call
-from harnessc.runtime.tools.base import HoldCall, ToolResult
+from harnessc.runtime.sandbox.spawn import using as using_sandbox
+from harnessc.runtime.tools.base import HoldCall, ToolResult, redacted
 from harnessc.runtime.tools.validation import validate_arguments
 
 __all__ = [
@@ -220,7 +221,7 @@ async def _execute(loop: AgentLoop, record: CallRecord, context: Any) -> tuple[T
     def on_update(partial: ToolResult) -> None:
         bus.emit_soon(
             ToolExecutionUpdateEvent(
-                tool_call_id=call.id, tool_name=call.name, partial_result=partial
+                tool_call_id=call.id, tool_name=call.name, partial_result=redacted(partial)
             ),
             now=True,
         )
@@ -229,7 +230,10 @@ async def _execute(loop: AgentLoop, record: CallRecord, context: Any) -> tuple[T
     scope = asyncio.timeout(limit) if limit else budget_gate.until(None)
     try:
         async with scope:
-            result = await tool.execute(call.id, record.args or {}, loop.signal, on_update, context)
+            with using_sandbox(loop.options.sandbox):  # the programs it runs stay inside
+                result = await tool.execute(
+                    call.id, record.args or {}, loop.signal, on_update, context
+                )
     except TimeoutError as exc:
         if scope.expired():  # the loop's limit on one call (the tool did not end by itself)
             result = error_result(
@@ -253,7 +257,8 @@ async def _execute(loop: AgentLoop, record: CallRecord, context: Any) -> tuple[T
         result = error_result(
             f"Tool {call.name} returned {type(result).__name__}, not a ToolResult"
         )
-    return result, time.perf_counter() - started
+    # the agent's own keys never reach the session, a model or a cassette
+    return redacted(result), time.perf_counter() - started
 
 
 def _run_cancelled(loop: AgentLoop) -> bool:

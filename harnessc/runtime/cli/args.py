@@ -166,6 +166,13 @@ def build_parser(prog: str, agent_name: str) -> argparse.ArgumentParser:
     )
 
     overrides.add_argument(
+        "--sandbox",
+        metavar="MODE",
+        choices=("on", "auto", "off"),
+        help="the sandbox of bash, command hooks and MCP servers: on (required), auto (where "
+        "this machine can), off (none); default: the spec's",
+    )
+    overrides.add_argument(
         "--permission-mode",
         metavar="MODE",
         choices=("default", "accept-edits", "plan", "read-only", "bypass"),

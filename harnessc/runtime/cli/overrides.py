@@ -20,6 +20,7 @@ __all__ = [
     "check_base_url",
     "check_model",
     "override_base_url",
+    "override_sandbox",
     "override_tree_base_url",
 ]
 
@@ -52,8 +53,17 @@ def override_base_url(options: AgentHarnessOptions, base_url: str, source: str) 
     options.models = models
 
 
+def override_sandbox(options: AgentHarnessOptions, mode: str) -> None:
+    """The operator's ``--sandbox MODE``: the spec's policy with that mode."""
+    from harnessc.runtime.sandbox.policy import SandboxPolicy
+
+    policy = options.sandbox if options.sandbox is not None else SandboxPolicy("off")
+    options.sandbox = policy.with_mode(mode)  # type: ignore[arg-type]
+
+
 def apply_overrides(options: AgentHarnessOptions, args: argparse.Namespace) -> None:
-    """--model (checked), --base-url / $HARNESSC_BASE_URL, --max-turns, --replay."""
+    """--model (checked), --base-url / $HARNESSC_BASE_URL, --max-turns, --replay,
+    --sandbox."""
     if args.model is not None and args.model not in options.models:
         known = ", ".join(options.models) or "none"
         raise UsageError(f"--model: unknown model {args.model!r}; known: {known}")
@@ -61,6 +71,10 @@ def apply_overrides(options: AgentHarnessOptions, args: argparse.Namespace) -> N
     if base_url:
         source = "--base-url" if args.base_url else BASE_URL_VARIABLE
         override_tree_base_url(options, base_url, source)
+    sandbox = getattr(args, "sandbox", None)
+    if sandbox is not None:  # the whole tree: a sub-agent only narrows its parent's
+        override_sandbox(options, sandbox)
+        _for_subagents(options, partial(override_sandbox, mode=sandbox))
     if args.max_turns is not None:
         from harnessc.runtime.core.budget import Budget
 
@@ -89,7 +103,21 @@ def _for_subagents(
 
     for extension in options.extensions:
         if isinstance(extension, SubAgents):
-            extension.adjust = adjust
+            extension.adjust = _both(extension.adjust, adjust)
+
+
+def _both(
+    first: Callable[[AgentHarnessOptions], None] | None,
+    then: Callable[[AgentHarnessOptions], None],
+) -> Callable[[AgentHarnessOptions], None]:
+    if first is None:
+        return then
+
+    def adjust(options: AgentHarnessOptions) -> None:
+        first(options)
+        then(options)
+
+    return adjust
 
 
 def check_model(key: str, options: AgentHarnessOptions, current: Any) -> None:

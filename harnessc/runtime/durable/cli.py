@@ -46,6 +46,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--deny", metavar="CALL_ID", action="append", default=[])
     p.add_argument("--cancel", action="store_true")
     p.add_argument("--base-url", metavar="URL")
+    p.add_argument("--sandbox", choices=("on", "auto", "off"))
     p.add_argument("--json", action="store_true")
     p.add_argument("--cwd", metavar="DIR")
     p.add_argument("--drain-s", type=float, default=_DRAIN_S)
@@ -260,6 +261,8 @@ def _preflight(agent: Any, known: argparse.Namespace, cwd: str) -> Any:
         agent.base_url = (known.base_url, "--base-url")
     elif os.environ.get(BASE_URL_VARIABLE):
         agent.base_url = (os.environ[BASE_URL_VARIABLE], BASE_URL_VARIABLE)
+    if known.sandbox:  # the operator's, for every run this process executes
+        agent.sandbox = known.sandbox
     try:
         options = agent.build_options(session=Session(), cwd=cwd)
     except KeyError:
@@ -268,6 +271,16 @@ def _preflight(agent: Any, known: argparse.Namespace, cwd: str) -> Any:
         raise UsageError(f"cannot build the agent: {type(exc).__name__}: {exc}") from None
     if agent.base_url is not None:
         override_base_url(options, *agent.base_url)
+    if agent.sandbox is not None:
+        from harnessc.runtime.cli.overrides import override_sandbox
+
+        override_sandbox(options, agent.sandbox)
+    from harnessc.runtime.sandbox.spawn import SandboxUnavailable, require
+
+    try:  # a worker that could not run a required sandbox takes no run
+        require(options.sandbox)
+    except SandboxUnavailable as exc:
+        raise UsageError(str(exc)) from None
     model = options.model
     if isinstance(model, str) or model is None:
         key = model if isinstance(model, str) else next(iter(options.models), "")
@@ -356,6 +369,8 @@ def _serve_and_work(
     args = [*serve_args, "--cwd", cwd]
     if known.base_url:
         args += ["--base-url", known.base_url]
+    if known.sandbox:
+        args += ["--sandbox", known.sandbox]
     working = _Working(config, agent, known, cwd)
     try:
         code = run_cli(

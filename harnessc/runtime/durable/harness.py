@@ -41,6 +41,7 @@ class RunSteps:
     sink: EventSink
     clock: RunClock
     base_url: tuple[str, str] | None = None
+    sandbox: str | None = None  # the operator's --sandbox mode (None: the spec's)
 
 
 @dataclass(slots=True, frozen=True)
@@ -67,6 +68,10 @@ def prepare(options: AgentHarnessOptions, steps: RunSteps, inputs: Any) -> Agent
         from harnessc.runtime.cli.overrides import override_base_url
 
         override_base_url(options, *steps.base_url)
+    if steps.sandbox is not None:
+        from harnessc.runtime.cli.overrides import override_sandbox
+
+        override_sandbox(options, steps.sandbox)
     if not isinstance(options.provider, DurableProvider):  # a Claude file's: the parent's
         options.provider = DurableProvider(
             options.provider, lambda model: get_provider(model.api), steps.sink, steps.clock

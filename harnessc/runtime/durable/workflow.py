@@ -64,6 +64,8 @@ class DurableAgent:
     session_repo: Callable[[], Any] | None = None  # e.g. the PostgreSQL store
     # the server every model is pointed at (--base-url / $HARNESSC_BASE_URL), and which
     base_url: tuple[str, str] | None = None
+    # the operator's --sandbox mode for every run (None: the spec's)
+    sandbox: str | None = None
 
     def repo(self, cwd: str) -> Any:
         if self.session_repo is not None:
@@ -222,7 +224,7 @@ async def durable_run(request: dict[str, Any]) -> dict[str, Any]:
     session = await asyncio.to_thread(_session, begin, run_id, clock)  # may wait for its lock
     try:
         _context(session, request)
-        steps = RunSteps(sink, clock, _agent().base_url)
+        steps = RunSteps(sink, clock, _agent().base_url, _agent().sandbox)
         harness = await _harness(session, request, steps)
         result = await harness.prompt(request["prompt"])
         while result.status in ("awaiting_tool", "paused"):

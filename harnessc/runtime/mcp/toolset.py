@@ -215,7 +215,8 @@ class McpToolset:
         environ = child_environ(os.environ)
         log_dir = resolve_folder(self.log_dir or DataFolder("logs"))
         new = [s for s in self.servers if s.name not in self._connections]
-        spawned = await _spawn_ahead(new, environ)
+        sandbox, workspace = self._sandbox()
+        spawned = await _spawn_ahead(new, environ, sandbox, workspace)
         try:
             # the SDK's import takes seconds: the stdio servers boot meanwhile
             from harnessc.runtime.mcp.client import ServerConnection
@@ -231,6 +232,8 @@ class McpToolset:
                 user=self._bridge,
                 roots=self._roots,
                 problem=self._problem,
+                sandbox=None if server.unsandboxed else sandbox,
+                workspace=workspace,
             )
         waiting = [(n, c) for n, c in self._connections.items() if not c.alive]
         outcomes = await asyncio.gather(*(c.start() for _, c in waiting), return_exceptions=True)
@@ -240,6 +243,14 @@ class McpToolset:
                 errors[name] = str(outcome) or type(outcome).__name__
                 await connection.close()
         return errors
+
+    def _sandbox(self) -> tuple[Any, str]:
+        """The agent's sandbox policy and workspace (its session's working directory)."""
+        harness = self._harness
+        options = getattr(harness, "options", None)
+        session = getattr(harness, "session", None)
+        cwd = getattr(session, "cwd", None) or os.getcwd()
+        return getattr(options, "sandbox", None), os.path.abspath(cwd)
 
     async def refresh(self) -> None:
         """List again the servers that announced a changed tool or prompt list."""
@@ -466,10 +477,14 @@ class McpToolset:
         self._started = False
 
 
-async def _spawn_ahead(servers: list[McpServerConfig], environ: dict[str, str]) -> dict[str, Any]:
+async def _spawn_ahead(
+    servers: list[McpServerConfig], environ: dict[str, str], sandbox: Any, workspace: str
+) -> dict[str, Any]:
     """The stdio children of ``servers``, started before the SDK is imported (a child
-    that cannot be started is left to its connection, which reports why)."""
+    that cannot be started is left to its connection, which reports why), each in
+    ``sandbox`` unless the spec let it out (``unsandboxed``)."""
     from harnessc.runtime.mcp.stdio import discard, spawn
+    from harnessc.runtime.sandbox.spawn import SandboxUnavailable
 
     spawned: dict[str, Any] = {}
     for server in servers:
@@ -482,8 +497,10 @@ async def _spawn_ahead(servers: list[McpServerConfig], environ: dict[str, str]) 
                 server.resolved_args(),
                 env=child_env(server, environ),
                 cwd=server.resolved_cwd(),
+                sandbox=None if server.unsandboxed else sandbox,
+                workspace=workspace,
             )
-        except OSError:
+        except (OSError, SandboxUnavailable):
             continue
         except BaseException:
             await asyncio.gather(*(discard(p) for p in spawned.values()), return_exceptions=True)

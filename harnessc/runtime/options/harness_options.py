@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from harnessc.runtime.providers.fallback import ModelFallback
     from harnessc.runtime.providers.transport import HttpClientPool
     from harnessc.runtime.resources.types import AgentHarnessResources
+    from harnessc.runtime.sandbox.policy import SandboxPolicy
     from harnessc.runtime.session.session import Session
     from harnessc.runtime.tools.base import AgentTool
 
@@ -57,6 +58,7 @@ class AgentHarnessOptions(Record):
         "run_inputs",
         "fallback",
         "output",
+        "sandbox",
     )
     session: Session | None
     models: Mapping[str, Model]
@@ -92,6 +94,9 @@ class AgentHarnessOptions(Record):
     fallback: ModelFallback | None
     # The typed result (``output:``): RunResult.output holds the validated answer.
     output: OutputConfig | None
+    # The boundary of every program the agent runs for the model (bash, command hooks,
+    # stdio MCP servers); None: no sandbox (a hand-built harness; specs always say).
+    sandbox: SandboxPolicy | None
 
     def __init__(
         self,
@@ -118,6 +123,7 @@ class AgentHarnessOptions(Record):
         run_inputs: RunInputs | None = None,
         fallback: ModelFallback | None = None,
         output: OutputConfig | None = None,
+        sandbox: SandboxPolicy | None = None,
     ) -> None:
         self.session = session
         self.models = {} if models is NEW_DICT else models
@@ -142,3 +148,4 @@ class AgentHarnessOptions(Record):
         self.run_inputs = run_inputs
         self.fallback = fallback
         self.output = output
+        self.sandbox = sandbox

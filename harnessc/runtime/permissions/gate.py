@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harnessc.runtime.permissions.path_rules import call_path
+from harnessc.runtime.permissions.path_rules import call_path, other_names
 from harnessc.runtime.permissions.rules import (
     _COVERS,
     _PATH_TOOLS,
@@ -36,6 +36,7 @@ __all__ = [
     "record_answer",
     "recorded_answer",
     "tool_context_with_rules",
+    "with_parent_rules",
 ]
 
 
@@ -163,7 +164,8 @@ class RulesFilter:
         )
 
         def visible(path: str, real: str) -> bool:
-            for target in (path, real) if real != path else (path,):
+            names = [path, real] if real != path else [path]
+            for target in [*names, *other_names(real, cwd)]:
                 call = {"path": target}
                 if any(rule.matches(tool, call, cwd) for rule in deny):
                     return False
@@ -196,6 +198,34 @@ def permission_hook(config: Mapping[str, Any] | None, mode: str = "default") -> 
 
     gate = PermissionGate(PermissionRules.from_config(config), mode)
     return HookSpec(moment="tool_call", handler=gate, name="permissions")
+
+
+def with_parent_rules(hooks: Sequence[Any], parent: PermissionGate) -> list[Any]:
+    """A sub-agent's hooks with its parent's deny and ask rules added to its own: a
+    sub-agent may add rules, never lift one of its parent's (its default stays its own).
+    Its gate is a new one (an agent without rules gets one)."""
+    from harnessc.runtime.core.hooks import HookSpec
+
+    gate = find_gate(hooks)
+    own = gate.rules if gate is not None else PermissionRules(default="allow")
+
+    def merged(mine: list[Rule], theirs: list[Rule]) -> list[Rule]:
+        texts = {rule.text for rule in mine}
+        return [*mine, *(rule for rule in theirs if rule.text not in texts)]
+
+    rules = PermissionRules(
+        list(own.allow),
+        merged(own.ask, parent.rules.ask),
+        merged(own.deny, parent.rules.deny),
+        own.default,
+    )
+    mine = PermissionGate(rules, gate.mode if gate is not None else "default")
+    if gate is not None:
+        mine.asker, mine.remembered = gate.asker, gate.remembered
+    spec = HookSpec(moment="tool_call", handler=mine, name="permissions")
+    if gate is None:
+        return [*hooks, spec]
+    return [spec if getattr(h, "handler", None) is gate else h for h in hooks]
 
 
 def find_gate(hooks: Iterable[Any]) -> PermissionGate | None:
@@ -262,7 +292,16 @@ def _call_targets(tool: str, args: Mapping[str, Any], context: Any) -> list[str]
         literal, real = call_targets(call_path(args), context)
     except PathError:  # the tool refuses such a path itself
         return []
-    return [str(literal), str(real)]
+    # a hard link is the file under another name: every name of it is decided
+    links = other_names(str(real), _workspace_of(context, str(real)))
+    return [str(literal), str(real), *links]
+
+
+def _workspace_of(context: Any, fallback: str) -> str:
+    from harnessc.runtime.tools.paths import tool_env
+
+    env = tool_env(context)
+    return str(env.workspace or env.base or os.path.dirname(fallback))
 
 
 def _carries_filter(context: Any) -> bool:

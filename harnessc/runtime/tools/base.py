@@ -22,6 +22,7 @@ __all__ = [
     "ToolUpdate",
     "clean_result",
     "error_result",
+    "redacted",
     "text_result",
     "threaded",
 ]
@@ -50,6 +51,37 @@ class ToolResult(Record):
         self.details = details
         self.is_error = is_error
         self.terminate = terminate
+
+
+def redacted(result: ToolResult) -> ToolResult:
+    """``result`` with the agent's own credentials taken out of its text (the value of
+    every registered secret: ``support.secrets.redact``); the same object when none
+    appears."""
+    from harnessc.runtime.support.secrets import redact
+
+    changed = False
+    content: list[UserContent] = []
+    for part in result.content:
+        if isinstance(part, TextContent):
+            text = redact(part.text)
+            if text != part.text:
+                part = TextContent(text, part.text_signature)
+                changed = True
+        content.append(part)
+    details = result.details
+    if details is not None:
+        import json
+
+        try:
+            raw = json.dumps(details, ensure_ascii=False)
+        except (TypeError, ValueError):
+            raw = None
+        if raw is not None and redact(raw) != raw:
+            details = json.loads(redact(raw))
+            changed = True
+    if not changed:
+        return result
+    return ToolResult(content, details, result.is_error, result.terminate)
 
 
 class HoldCall(Exception):  # noqa: N818 - a signal to the loop, not an error
