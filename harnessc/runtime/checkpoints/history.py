@@ -8,15 +8,18 @@ that message's id, ``tools``: the batch's tool names), an ``after`` checkpoint w
 batch ended, a ``leave`` checkpoint where a rewind left, a ``rewind`` checkpoint where
 it arrived (``rewind``: the journal's id).
 
-The files of an entry are those of the first checkpoint that follows it: on the
-current branch when the entry is on it, else on the branch of the latest entry below
-it; an entry followed by none has the files of the last checkpoint before it.
+The files of an entry are those of the first checkpoint taken below it (the files as
+they were when the conversation was first there; a ``rewind`` checkpoint does not
+count: it records what a rewind made of them); an entry with none below it has the
+files of the last checkpoint on its path.
 
-A path changed outside the agent since a checkpoint when it differs between a
-checkpoint and the next one taken before a batch or a rewind (``before``, ``leave``:
-what happened in between was not the agent's), or between the last checkpoint and the
-workspace now. Between a ``before`` and its ``after``, and before a ``rewind``, the
-changes are the agent's (a rewind's kept paths excepted).
+A path changed outside the agent since a checkpoint when, in the order the session's
+checkpoints were taken (the files have one history, however the conversation
+branches), it differs between one checkpoint and the next one taken before a batch or
+a rewind (``before``, ``leave``: what happened in between was not the agent's), or
+between the last checkpoint and the workspace now. Between a ``before`` and its
+``after``, and before a ``rewind``, the changes are the agent's (a rewind's kept paths
+excepted).
 """
 
 from __future__ import annotations
@@ -129,21 +132,6 @@ def all_points(session: Session) -> list[Point]:
     return out
 
 
-def _latest_below(session: Session, entry_id: str) -> str:
-    """The most recently appended entry at or below ``entry_id``."""
-    entries = session.entries()
-    for entry in reversed(entries):
-        current: str | None = entry.id
-        seen: set[str] = set()
-        while current is not None and current not in seen:
-            if current == entry_id:
-                return entry.id
-            seen.add(current)
-            found = session.get_entry(current)
-            current = found.parent_id if found is not None else None
-    return entry_id
-
-
 def files_at(session: Session, entry_id: str) -> Point | None:
     """The checkpoint holding the files of entry ``entry_id`` (see the module
     docstring); None when the session has none for it."""
@@ -153,15 +141,19 @@ def files_at(session: Session, entry_id: str) -> Point | None:
     own = checkpoint_of(entry)
     if own is not None:
         return own
-    on_branch = [e.id for e in session.branch()]
-    end = session.leaf_id if entry_id in on_branch else _latest_below(session, entry_id)
-    path = session.branch(end)
-    ids = [e.id for e in path]
-    if entry_id in ids:
-        for later in path[ids.index(entry_id) + 1 :]:
-            point = checkpoint_of(later)
-            if point is not None:
-                return point
+    entries = session.entries()
+    below = {entry_id}
+    seen_self = False
+    for later in entries:
+        if not seen_self:
+            seen_self = later.id == entry_id
+            continue
+        if later.parent_id not in below:
+            continue
+        below.add(later.id)
+        point = checkpoint_of(later)
+        if point is not None and point.checkpoint.phase != "rewind":
+            return point
     earlier = points(session, entry_id)
     return earlier[-1] if earlier else None
 
@@ -172,31 +164,30 @@ def outside_changes(
     reader: TreeReader,
 ) -> Callable[[Checkpoint], set[str]]:
     """The paths changed outside the agent since ``target``, given the workspace now
-    (a function of the current checkpoint, as ``Workspace.plan`` takes it)."""
-    branch = points(session)
+    (a function of the current checkpoint, as ``Workspace.plan`` takes it).
+
+    The files have one history, whatever branches the conversation has: the session's
+    checkpoints of the workspace in the order they were taken (file order), from
+    ``target`` on."""
     workspace = target.checkpoint.workspace
-    branch = [p for p in branch if p.checkpoint.workspace == workspace]
-    ids = [p.checkpoint.id for p in branch]
-    if target.checkpoint.id in ids:
-        start = ids.index(target.checkpoint.id)
-    else:  # on another branch: from the last checkpoint both branches share
-        shared = {p.checkpoint.id for p in points(session, target.entry.id)}
-        start = max((i for i, p in enumerate(branch) if p.checkpoint.id in shared), default=0)
-    sequence = branch[start:]
+    timeline = [p for p in all_points(session) if p.checkpoint.workspace == workspace]
+    ids = [p.checkpoint.id for p in timeline]
+    start = ids.index(target.checkpoint.id) if target.checkpoint.id in ids else 0
+    sequence = timeline[start:]
 
     def compute(current: Checkpoint) -> set[str]:
         out: set[str] = set()
         for before, after in zip(sequence, sequence[1:], strict=False):
             if after.checkpoint.phase in _OUTSIDE_BEFORE:
                 out.update(
-                    p
-                    for p, _, _ in changed_paths(
+                    path
+                    for path, _, _ in changed_paths(
                         reader, before.checkpoint.tree, after.checkpoint.tree
                     )
                 )
             out.update(after.checkpoint.kept)
         last = sequence[-1].checkpoint.tree if sequence else target.checkpoint.tree
-        out.update(p for p, _, _ in changed_paths(reader, last, current.tree))
+        out.update(path for path, _, _ in changed_paths(reader, last, current.tree))
         return out
 
     return compute
