@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -106,8 +107,9 @@ def median_ms(run: Callable[[], object], repeat: int) -> tuple[float, float]:
 
 
 def _cpu() -> float:
-    own = os.times()
-    return own.user + own.system + own.children_user + own.children_system
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def few_changes(root: Path, turn: int) -> None:

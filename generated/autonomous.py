@@ -19,6 +19,7 @@ from harnessc.runtime import (
     env,
     run_cli,
 )
+from harnessc.runtime.core.checkpoint_settings import CheckpointSettings
 from harnessc.runtime.extensions import (
     CompactionConfig,
     CompactionExtension,
@@ -130,6 +131,7 @@ def build_options(
             ),
         ],
         sequential_tools=True,
+        checkpoints=CheckpointSettings(),
         http_clients=http_clients,
     )
 

@@ -21,6 +21,7 @@ from harnessc.runtime import (
     env,
     run_cli,
 )
+from harnessc.runtime.core.checkpoint_settings import CheckpointSettings
 from harnessc.runtime.extensions import (
     CompactionConfig,
     CompactionExtension,
@@ -174,6 +175,7 @@ def build_options(
             CompactionExtension(CompactionConfig(reserve_tokens=16_384, keep_recent_tokens=20_000)),
             SessionIndexExtension(SessionIndexConfig()),
         ],
+        checkpoints=CheckpointSettings(),
         http_clients=http_clients,
     )
 

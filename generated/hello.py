@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harnessc.runtime import AgentHarnessOptions, Model, env, run_cli
+from harnessc.runtime.core.checkpoint_settings import CheckpointSettings
 from harnessc.runtime.resources import ContextFileSettings, load_resources
 from harnessc.runtime.session import Session
 
@@ -65,6 +66,7 @@ def build_options(
         model="local",
         resources=load_resources(context_files=ContextFileSettings(), cwd=cwd),
         system_prompt=SYSTEM_PROMPT,
+        checkpoints=CheckpointSettings(),
         http_clients=http_clients,
     )
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from harnessc.runtime import AgentHarnessOptions, Budget, Model, ModelCost, env, run_cli
 from harnessc.runtime.agent.subagents import SubAgent, SubAgents
+from harnessc.runtime.core.checkpoint_settings import CheckpointSettings
 from harnessc.runtime.resources import ContextFileSettings, load_resources
 from harnessc.runtime.session import DataFolder, JsonlSessionRepo, Session, resolve_folder
 from harnessc.runtime.tools import (
@@ -113,6 +114,7 @@ def build_options(
                 build=build_options,
             ),
         ],
+        checkpoints=CheckpointSettings(),
         http_clients=http_clients,
     )
 

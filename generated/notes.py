@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harnessc.runtime import AgentHarnessOptions, Model, env, run_cli
+from harnessc.runtime.core.checkpoint_settings import CheckpointSettings
 from harnessc.runtime.extensions import command_hook
 from harnessc.runtime.mcp import McpServerConfig, McpToolset
 from harnessc.runtime.resources import ContextFileSettings, load_resources
@@ -92,6 +93,7 @@ def build_options(
                 ],
             ),
         ],
+        checkpoints=CheckpointSettings(),
         http_clients=http_clients,
     )
 

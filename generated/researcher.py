@@ -20,6 +20,7 @@ from harnessc.runtime import (
     env,
     run_cli,
 )
+from harnessc.runtime.core.checkpoint_settings import CheckpointSettings
 from harnessc.runtime.extensions import (
     CompactionConfig,
     CompactionExtension,
@@ -125,6 +126,7 @@ def build_options(
             CompactionExtension(CompactionConfig(keep_recent_tokens=30_000, trigger_ratio=0.8)),
             SessionIndexExtension(SessionIndexConfig()),
         ],
+        checkpoints=CheckpointSettings(),
         http_clients=http_clients,
     )
 

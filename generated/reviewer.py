@@ -21,6 +21,7 @@ from harnessc.runtime import (
     env,
     run_cli,
 )
+from harnessc.runtime.core.checkpoint_settings import CheckpointSettings
 from harnessc.runtime.extensions import command_hook
 from harnessc.runtime.resources import ContextFileSettings, load_resources
 from harnessc.runtime.session import DataFolder, JsonlSessionRepo, Session, resolve_folder
@@ -157,6 +158,7 @@ def build_options(
             ),
             command_hook("agent_end", "reviewer/notify.sh", timeout_s=15, spec_dir=SPEC_DIR),
         ],
+        checkpoints=CheckpointSettings(),
         http_clients=http_clients,
     )
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from harnessc.runtime import AgentHarnessOptions, Model, env, run_cli
+from harnessc.runtime.core.checkpoint_settings import CheckpointSettings
 from harnessc.runtime.core.output_model import BaseModel, ConfigDict, Field
 from harnessc.runtime.core.typed_output import OutputConfig
 from harnessc.runtime.resources import ContextFileSettings, load_resources
@@ -95,6 +96,7 @@ def build_options(
             },
             retries=2,
         ),
+        checkpoints=CheckpointSettings(),
         http_clients=http_clients,
     )
 

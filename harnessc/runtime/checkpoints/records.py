@@ -1,14 +1,19 @@
-"""The records of checkpoints: the settings an agent gives, and one checkpoint taken."""
+"""The records of checkpoints: one checkpoint taken (and the settings, from ``core``)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from harnessc.runtime.support.data_folder import DataFolder, FolderSetting
+from harnessc.runtime.core.checkpoint_settings import (
+    DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MAX_FILES,
+    STORE_FOLDER,
+    CheckpointSettings,
+)
 from harnessc.runtime.support.records import NEW_LIST, Record
 
 __all__ = [
+    "DEFAULT_MAX_FILES",
     "DEFAULT_MAX_FILE_BYTES",
     "PHASES",
     "STORE_FOLDER",
@@ -16,36 +21,10 @@ __all__ = [
     "CheckpointSettings",
 ]
 
-DEFAULT_MAX_FILE_BYTES = 16 * 1024 * 1024
 # When a checkpoint is taken: before a tool batch that may change files, after it, when
 # a rewind is about to change files (the state it leaves), after a rewind (the state
 # it made).
 PHASES = ("before", "after", "leave", "rewind")
-STORE_FOLDER = DataFolder("checkpoints")  # the store's default place
-
-
-class CheckpointSettings(Record):
-    """``checkpoints:`` of a spec: whether the workspace is checkpointed around tool
-    batches, what is left out besides ``.gitignore``'s names, the size over which a
-    file is left out, and the folder of the store (default: the project's data folder)."""
-
-    __slots__ = ("enabled", "exclude", "max_file_bytes", "folder")
-    enabled: bool
-    exclude: Sequence[str]
-    max_file_bytes: int
-    folder: FolderSetting
-
-    def __init__(
-        self,
-        enabled: bool = True,
-        exclude: Sequence[str] = (),
-        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-        folder: FolderSetting = STORE_FOLDER,
-    ) -> None:
-        self.enabled = enabled
-        self.exclude = exclude
-        self.max_file_bytes = max_file_bytes
-        self.folder = folder
 
 
 class Checkpoint(Record):

@@ -18,6 +18,7 @@ left as it is unless ``force``.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Callable
 from typing import Any, Literal
@@ -47,6 +48,7 @@ __all__ = [
     "RewindError",
     "RewindPoint",
     "RewindReport",
+    "RewindRequest",
     "finish_recovered",
     "plan_rewind",
     "recent_points",
@@ -59,6 +61,49 @@ MODES: tuple[str, ...] = ("conversation", "files", "both")
 Move = Callable[[str], Any]  # the conversation's move to an entry (may be async)
 
 
+class RewindRequest(Record, frozen=True):
+    """What a door asks for (a served request's JSON body: ``entry_id``, ``mode``,
+    ``force``, ``dry_run``)."""
+
+    __slots__ = ("entry_id", "mode", "force", "dry_run")
+    entry_id: str
+    mode: str
+    force: bool
+    dry_run: bool
+
+    def __init__(
+        self, entry_id: str, mode: str, force: bool = False, dry_run: bool = False
+    ) -> None:
+        object.__setattr__(self, "entry_id", entry_id)
+        object.__setattr__(self, "mode", mode)
+        object.__setattr__(self, "force", force)
+        object.__setattr__(self, "dry_run", dry_run)
+
+    @staticmethod
+    def from_json(body: Any) -> RewindRequest:
+        """The request a JSON body describes; ValueError naming what is wrong. ``mode``
+        is required (a non-interactive rewind says what moves)."""
+        if not isinstance(body, dict):
+            raise ValueError("the body must be a JSON object")
+        unknown = sorted(set(body) - {"entry_id", "mode", "force", "dry_run"})
+        if unknown:
+            raise ValueError(
+                f"unknown fields {', '.join(unknown)} (known: entry_id, mode, force, dry_run)"
+            )
+        entry_id = body.get("entry_id")
+        if not isinstance(entry_id, str) or not entry_id:
+            raise ValueError("'entry_id' must be the id of an entry of the session")
+        mode = body.get("mode")
+        if mode not in MODES:
+            raise ValueError(f"'mode' must be one of {', '.join(MODES)} (what moves)")
+        for key in ("force", "dry_run"):
+            if not isinstance(body.get(key, False), bool):
+                raise ValueError(f"'{key}' must be true or false")
+        return RewindRequest(
+            entry_id, str(mode), bool(body.get("force")), bool(body.get("dry_run"))
+        )
+
+
 class RewindError(Exception):
     """A rewind that cannot be done (no such entry, no checkpoint for its files, a
     checkpoint whose objects are missing); nothing was changed."""
@@ -67,7 +112,7 @@ class RewindError(Exception):
 class RewindReport(Record):
     """What a rewind did or would do."""
 
-    __slots__ = ("entry_id", "mode", "point", "plan", "outcome", "moved", "done", "note")
+    __slots__ = ("entry_id", "mode", "point", "plan", "outcome", "moved", "done", "note", "diff")
     entry_id: str
     mode: str
     point: Point | None  # the checkpoint of the entry's files
@@ -76,6 +121,7 @@ class RewindReport(Record):
     moved: bool  # the conversation moved
     done: bool  # False: a dry run, or cancelled
     note: str
+    diff: str  # the plan's unified diff (text files), from the workspace to the checkpoint
 
     def __init__(
         self,
@@ -87,6 +133,7 @@ class RewindReport(Record):
         moved: bool = False,
         done: bool = False,
         note: str = "",
+        diff: str = "",
     ) -> None:
         self.entry_id = entry_id
         self.mode = mode
@@ -96,6 +143,7 @@ class RewindReport(Record):
         self.moved = moved
         self.done = done
         self.note = note
+        self.diff = diff
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -107,6 +155,7 @@ class RewindReport(Record):
             "moved": self.moved,
             "done": self.done,
             "note": self.note,
+            "diff": self.diff,
         }
 
 
@@ -165,8 +214,10 @@ async def rewind(
         return RewindReport(entry_id, mode, moved=moved, done=moved, note=_moved_note(moved))
     if workspace is None:
         raise RewindError("checkpoints are off for this agent: its files cannot be rewound")
-    point, plan = plan_rewind(session, workspace, entry_id)
+    point, plan = await asyncio.to_thread(plan_rewind, session, workspace, entry_id)
     report = RewindReport(entry_id, mode, point, plan)
+    if plan.changes:
+        report.diff = plan.text_diff(workspace.store.objects)
     if dry_run:
         report.note = "dry run: nothing changed"
         return report

@@ -24,7 +24,12 @@ from harnessc.runtime.checkpoints.statcache import CacheEntry, StatCache
 from harnessc.runtime.checkpoints.trees import DIR, FILE, LINK, Node, encode_tree
 from harnessc.runtime.support.records import NEW_LIST, Record
 
-__all__ = ["FolderMemo", "ScanResult", "Skip", "scan_workspace"]
+__all__ = ["FolderMemo", "ScanResult", "Skip", "WorkspaceTooLarge", "scan_workspace"]
+
+
+class WorkspaceTooLarge(ValueError):
+    """The workspace has more files than a checkpoint takes (``max_files``)."""
+
 
 _BY_NAME = attrgetter("name")  # any fixed order does: trees are compared by name
 _O_READ = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
@@ -108,11 +113,18 @@ class _Walk:
         "seen",
         "now",
         "unsure",
+        "max_files",
     )
 
     def __init__(
-        self, store: ObjectStore, cache: StatCache, memos: dict[str, FolderMemo], limit: int
+        self,
+        store: ObjectStore,
+        cache: StatCache,
+        memos: dict[str, FolderMemo],
+        limit: int,
+        max_files: int,
     ) -> None:
+        self.max_files = max_files
         self.store = store
         self.cache = cache
         self.memos = memos
@@ -168,8 +180,15 @@ class _Walk:
                 self.seen[row[0]] = row[1]
             self.files += memo.files
             self.bytes += memo.bytes
-            return memo.tree
-        return self._record(memo, key, stats, rel)
+            tree = memo.tree
+        else:
+            tree = self._record(memo, key, stats, rel)
+        if self.files > self.max_files:
+            raise WorkspaceTooLarge(
+                f"the workspace has more than {self.max_files} files to record; "
+                "checkpoints.exclude can leave some out (or raise checkpoints.max_files)"
+            )
+        return tree
 
     def _sort_out(
         self, listing: tuple[tuple[str, bool], ...], rel: str, rules: IgnoreRules
@@ -327,13 +346,14 @@ def scan_workspace(
     rules: IgnoreRules,
     max_file_bytes: int,
     memos: dict[str, FolderMemo] | None = None,
+    max_files: int = 1 << 62,
 ) -> ScanResult:
     """Scan ``root`` into ``store``; the cache then holds exactly the files seen.
 
     ``memos``: the folders of the previous scan by this process (kept by the caller,
     updated here), so that an unchanged folder costs its listing and ``lstat`` calls."""
     started = time.perf_counter()
-    walk = _Walk(store, cache, {} if memos is None else memos, max_file_bytes)
+    walk = _Walk(store, cache, {} if memos is None else memos, max_file_bytes, max_files)
     tree = walk.folder(root, "", rules)
     if walk.seen != cache.entries:
         cache.entries = walk.seen

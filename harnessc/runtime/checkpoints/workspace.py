@@ -25,6 +25,7 @@ from typing import Any
 
 from harnessc.runtime.checkpoints.crash import crash_point
 from harnessc.runtime.checkpoints.ignore import IgnoreRules
+from harnessc.runtime.checkpoints.objects import ObjectStore
 from harnessc.runtime.checkpoints.records import Checkpoint, CheckpointSettings
 from harnessc.runtime.checkpoints.restore import (
     Change,
@@ -37,7 +38,7 @@ from harnessc.runtime.checkpoints.restore import (
 from harnessc.runtime.checkpoints.scan import FolderMemo, ScanResult, Skip, scan_workspace
 from harnessc.runtime.checkpoints.statcache import StatCache
 from harnessc.runtime.checkpoints.store import CheckpointStore, locked
-from harnessc.runtime.checkpoints.trees import FILE, LINK, TreeReader, changed_paths
+from harnessc.runtime.checkpoints.trees import FILE, LINK, Node, TreeReader, changed_paths
 from harnessc.runtime.session.entries import iso_now
 from harnessc.runtime.support.records import NEW_LIST, Record
 
@@ -143,6 +144,37 @@ class RestorePlan(Record):
             parts.append(f"{len(self.conflicts)} conflict(s) kept unless forced")
         return ", ".join(parts)
 
+    def text_diff(self, objects: ObjectStore, max_lines: int = 400) -> str:
+        """A unified diff from the workspace now to the checkpoint (text files; a
+        binary file is one line), cut at ``max_lines``."""
+        import difflib
+
+        out: list[str] = []
+        for change in sorted(self.changes, key=lambda c: c.path):
+            old, new = change.old, change.new
+            if (old is None or old.kind != FILE) and (new is None or new.kind != FILE):
+                continue
+            before = _text(objects, old)
+            after = _text(objects, new)
+            if before is None or after is None:
+                out.append(f"Binary file {change.path} differs")
+                continue
+            out.extend(
+                line.rstrip("\n")
+                for line in difflib.unified_diff(
+                    before,
+                    after,
+                    f"a/{change.path}" if old is not None else "/dev/null",
+                    f"b/{change.path}" if new is not None else "/dev/null",
+                    n=2,
+                )
+            )
+            if len(out) > max_lines:
+                break
+        if len(out) > max_lines:
+            out = [*out[:max_lines], f"... (the diff goes on: {len(out) - max_lines}+ lines)"]
+        return "\n".join(out)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "workspace": self.workspace,
@@ -190,6 +222,19 @@ class RestoreOutcome(Record):
             "kept": [{"path": c.path, "reason": c.reason} for c in self.kept],
             "checkpoint": self.checkpoint.to_dict(),
         }
+
+
+def _text(objects: ObjectStore, node: Node | None) -> list[str] | None:
+    """The lines of a file node's content; [] for none; None when it is not text."""
+    if node is None or node.kind != FILE:
+        return []
+    data = objects.get(node.oid)
+    if b"\0" in data[:8192]:
+        return None
+    try:
+        return data.decode("utf-8").splitlines(keepends=True)
+    except UnicodeDecodeError:
+        return None
 
 
 def new_checkpoint_id() -> str:
@@ -364,6 +409,7 @@ class Workspace:
             rules,
             self.settings.max_file_bytes,
             self.memos,
+            self.settings.max_files,
         )
         return self.last_scan
 

@@ -23,6 +23,7 @@ from harnessc.runtime.support.records import NEW_DICT, Record
 
 if TYPE_CHECKING:
     from harnessc.runtime.core.budget import Budget
+    from harnessc.runtime.core.checkpoint_settings import CheckpointSettings
     from harnessc.runtime.core.hooks import HookSpec
     from harnessc.runtime.core.run_inputs import RunInputs
     from harnessc.runtime.core.typed_output import OutputConfig
@@ -103,6 +104,7 @@ class AgentHarnessOptions(Record):
         "run_inputs",
         "fallback",
         "output",
+        "checkpoints",
     )
     session: Session | None
     models: Mapping[str, Model]
@@ -138,6 +140,9 @@ class AgentHarnessOptions(Record):
     fallback: ModelFallback | None
     # The typed result (``output:``): RunResult.output holds the validated answer.
     output: OutputConfig | None
+    # Workspace checkpoints around tool batches that may change files (``checkpoints:``;
+    # None: none are taken).
+    checkpoints: CheckpointSettings | None
 
     def __init__(
         self,
@@ -164,6 +169,7 @@ class AgentHarnessOptions(Record):
         run_inputs: RunInputs | None = None,
         fallback: ModelFallback | None = None,
         output: OutputConfig | None = None,
+        checkpoints: CheckpointSettings | None = None,
     ) -> None:
         self.session = session
         self.models = {} if models is NEW_DICT else models
@@ -188,6 +194,7 @@ class AgentHarnessOptions(Record):
         self.run_inputs = run_inputs
         self.fallback = fallback
         self.output = output
+        self.checkpoints = checkpoints
 
 
 def env(name: str, default: str | None = None) -> str:

@@ -25,7 +25,13 @@ from harnessc.runtime.core.messages import AssistantMessage, TextContent
 from harnessc.runtime.durable.session import RunClock
 from harnessc.runtime.providers.base import AssistantMessageEvent, Provider, ProviderRequest
 from harnessc.runtime.session.session import iso_now
-from harnessc.runtime.tools.base import AgentTool, ToolResult, ToolUpdate
+from harnessc.runtime.tools.base import (
+    READ_ONLY_TOOLS,
+    AgentTool,
+    ToolResult,
+    ToolUpdate,
+    is_read_only,
+)
 
 __all__ = [
     "INTERRUPTED",
@@ -33,6 +39,7 @@ __all__ = [
     "DurableProvider",
     "DurableTool",
     "EventSink",
+    "checkpoint_runner",
     "flush_events",
     "is_read_only",
     "output_events",
@@ -42,9 +49,8 @@ __all__ = [
 ]
 
 EVENTS_STEP = "events"
-# The built-in tools that only read: a recovered run runs them again when its worker
-# stopped while they ran (as any tool whose ``read_only`` attribute is true).
-READ_ONLY_TOOLS = frozenset({"read", "ls", "grep", "find"})
+# READ_ONLY_TOOLS, is_read_only (tools.base): a recovered run may simply run such a
+# call again when its worker stopped while it ran.
 INTERRUPTED = (
     "The worker running this durable run stopped while this call ran, before its result "
     "was recorded. The call was not run again: it may have done all, part or none of its "
@@ -110,12 +116,6 @@ def set_call_marker(marker: Callable[[str, str], bool] | None) -> None:
     _MARKER[:] = [marker] if marker is not None else []
 
 
-def is_read_only(tool: Any) -> bool:
-    """A tool a recovered run may simply run again: a read-only built-in, or a tool
-    whose ``read_only`` attribute is true."""
-    return tool.name in READ_ONLY_TOOLS or bool(getattr(tool, "read_only", False))
-
-
 async def _step(name: str, sink: EventSink, clock: RunClock, work: Callable[[], Any]) -> Any:
     from dbos import DBOS
 
@@ -132,6 +132,17 @@ async def _step(name: str, sink: EventSink, clock: RunClock, work: Callable[[], 
     value, finished, _ = await DBOS.run_step_async({"name": name, "retries_allowed": False}, body)
     clock.tick(finished)
     return value
+
+
+def checkpoint_runner(sink: EventSink, clock: RunClock) -> Callable[[Callable[[], Any]], Any]:
+    """How a durable run takes a workspace checkpoint: as a step of its own, before the
+    tool batch it guards, so a recovered run gets the recorded checkpoint back and never
+    takes a second one (``agent.checkpoints.use_runner``)."""
+
+    async def run(work: Callable[[], Any]) -> Any:
+        return await _step("checkpoint", sink, clock, lambda: asyncio.to_thread(work))
+
+    return run
 
 
 class DurableProvider:
