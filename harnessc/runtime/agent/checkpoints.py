@@ -88,7 +88,7 @@ def attach(loop: AgentLoop) -> None:
     for recovery in recoveries:
         notes.append(recovery.message)
         try:
-            done = finish_recovered(loop.session, recovery)
+            done = finish_recovered(loop.session, recovery, found.workspace(loop.session))
         except Exception as exc:
             notes.append(f"the rewind could not be finished in the session: {exc}")
             continue

@@ -341,10 +341,13 @@ def recent_points(session: Session, workspace: Workspace, limit: int = 10) -> li
     return out
 
 
-def finish_recovered(session: Session, recovery: Recovery) -> str | None:
+def finish_recovered(
+    session: Session, recovery: Recovery, workspace: Workspace | None = None
+) -> str | None:
     """Finish in ``session`` a rewind of it that a killed process left, after its files
     were finished (``Workspace.recover``): the conversation moved when the rewind was of
-    both, and the rewind recorded. A note of what was done, None when nothing was to do."""
+    both, and the rewind recorded (the checkpoint its journal holds, else one of the
+    workspace taken now). A note of what was done, None when nothing was to do."""
     journal = recovery.journal
     if recovery.what != "rewind" or journal.get("session") != session.id:
         return None
@@ -358,6 +361,13 @@ def finish_recovered(session: Session, recovery: Recovery) -> str | None:
             session.move_to(entry_id)
             notes.append(f"the conversation moved to {entry_id}")
     after = Checkpoint.from_dict(journal.get("after"))
+    if after is None and workspace is not None:
+        in_memory = session.path is None and session.storage is None
+        after = workspace.take(
+            "rewind", session_id=session.id, session_path=session.path, in_memory=in_memory
+        )
+        if recovery.outcome is not None:
+            after.kept = [k.path for k in recovery.outcome.kept]
     if after is not None:
         session.append_custom(CHECKPOINT_TYPE, entry_data(after, rewind=journal_id))
         notes.append("the rewind is recorded in the session")
