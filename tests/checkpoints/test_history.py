@@ -132,3 +132,40 @@ def test_no_checkpoint_no_file_rewind(workspace: Workspace) -> None:
         asyncio.run(rewind(session, workspace, entry.id, mode="files"))
     with pytest.raises(RewindError, match="mode must be one of"):
         asyncio.run(rewind(session, workspace, entry.id, mode="everything"))
+
+
+def test_a_fork_keeps_its_checkpoints_when_its_parent_goes(tmp_path: Path) -> None:
+    from harnessc.runtime import AgentHarness, AgentHarnessOptions, Model
+    from harnessc.runtime.checkpoints import CheckpointStore
+    from harnessc.runtime.core.checkpoint_settings import CheckpointSettings
+    from harnessc.runtime.session.repo import JsonlSessionRepo
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("start\n")
+    settings = CheckpointSettings(folder=str(tmp_path / "store"))
+    store = CheckpointStore(tmp_path / "store")
+    workspace = Workspace(store, ws, settings)
+    repo = JsonlSessionRepo(tmp_path / "sessions")
+    session = repo.create(cwd=str(ws))
+    first = _turn(session, workspace, "one", {"a.txt": "one\n"})
+    target = session.get_entry(first).parent_id  # type: ignore[union-attr]
+    assert target is not None
+    forked = repo.fork(session)
+    original = session.path
+    session.close()
+    repo.delete(original)  # type: ignore[arg-type]
+    harness = AgentHarness(
+        AgentHarnessOptions(
+            session=forked,
+            models={"m": Model(id="m", api="openai-completions")},
+            checkpoints=settings,
+        )
+    )
+    assert {c.id for c in store.refs(forked.id).checkpoints} == {
+        p.checkpoint.id for p in points(forked)
+    }
+    store.collect()  # the parent's file is gone: its own list goes, the fork's stays
+    report = asyncio.run(harness.rewind(target, mode="files"))
+    assert report.done and (ws / "a.txt").read_text() == "start\n"
+    asyncio.run(harness.close())

@@ -74,7 +74,10 @@ def attach(loop: AgentLoop) -> None:
     found = batch_checkpoints(loop)
     if found is None:
         return
-    folder = found.workspace(loop.session).folder
+    session = loop.session
+    if session.header.parent_session is not None:  # a fork: its copied checkpoints
+        _adopt(found, loop)
+    folder = found.workspace(session).folder
     if not (os.path.exists(folder / "journal") or os.path.exists(folder / "busy")):
         return  # the common case: two stat calls, nothing created
     from harnessc.runtime.checkpoints.rewind import finish_recovered
@@ -94,6 +97,21 @@ def attach(loop: AgentLoop) -> None:
             continue
         if done:
             notes.append(f"in this session: {done}")
+
+
+def _adopt(found: BatchCheckpoints, loop: AgentLoop) -> None:
+    """List a forked session's copied checkpoints as its own in the store, so they stay
+    while it does (whatever becomes of the session it was forked from)."""
+    from harnessc.runtime.checkpoints.history import all_points
+
+    session = loop.session
+    copied = [p.checkpoint for p in all_points(session)]
+    if not copied:
+        return
+    try:
+        found.workspace(session).store.adopt(session.id, copied, session.path)
+    except OSError as exc:
+        found.pending.append(f"the forked session's checkpoints could not be listed: {exc}")
 
 
 def close(loop: AgentLoop) -> None:

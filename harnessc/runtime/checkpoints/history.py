@@ -36,6 +36,7 @@ from harnessc.runtime.support.records import NEW_LIST, Record
 __all__ = [
     "CHECKPOINT_TYPE",
     "Point",
+    "all_points",
     "checkpoint_of",
     "entry_data",
     "files_at",

@@ -170,6 +170,7 @@ class CheckpointStore:
     ) -> int:
         """List in the session's file the checkpoints it names but the store does not
         list for it (a forked session, which copied its entries); how many were added."""
+        self.ensure()
         known = {c.id for c in self.refs(session_id).checkpoints}
         added = 0
         for checkpoint in checkpoints:
