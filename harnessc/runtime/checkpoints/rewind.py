@@ -228,17 +228,22 @@ async def rewind(
         if not answer:
             report.note = "cancelled: nothing changed"
             return report
-    if plan.empty and mode == "files":
+    if plan.empty:  # nothing to restore: no journal, no checkpoint entries
+        if mode == "both":
+            report.moved = await _move(mover, entry_id)
+            if not report.moved:
+                report.note = "cancelled by a session_before_tree hook: nothing changed"
+                return report
         report.done = True
-        report.note = "the files are already as the checkpoint has them"
+        report.note = "the files are already as the checkpoint has them" + (
+            "; the conversation moved" if report.moved else ""
+        )
         return report
     session_path = session.path
     in_memory = session.path is None and session.storage is None
-    if not plan.empty:  # where the rewind leaves from, so that moving back restores it
-        workspace.store.record(
-            session.id, plan.current, session_path=session_path, in_memory=in_memory
-        )
-        session.append_custom(CHECKPOINT_TYPE, entry_data(plan.current))
+    # where the rewind leaves from, so that moving back restores it
+    workspace.store.record(session.id, plan.current, session_path=session_path, in_memory=in_memory)
+    session.append_custom(CHECKPOINT_TYPE, entry_data(plan.current))
     about = {"session": session.id, "entry": entry_id, "mode": mode}
     try:
         with workspace.restore(
