@@ -53,3 +53,23 @@ def test_a_bad_value_names_its_place(tmp_path: Path) -> None:
     loaded = parse_spec((BASE + "checkpoints:\n  exclud: [x]\n").encode(), tmp_path / "b.yaml")
     assert loaded.spec is None
     assert any("exclude" in d.format() for d in loaded.diagnostics)  # did you mean
+
+
+def test_an_agents_start_imports_no_checkpoint_machinery() -> None:
+    """Checkpoints are on by default: an agent's start checks for a cut-short rewind with
+    two stat calls and imports the store only when a tool batch may change files."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from harnessc.runtime import AgentHarness, AgentHarnessOptions, Model\n"
+        "from harnessc.runtime.core.checkpoint_settings import CheckpointSettings\n"
+        "AgentHarness(AgentHarnessOptions(models={'m': Model(id='m', api='openai-completions')},"
+        " checkpoints=CheckpointSettings()))\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith('harnessc.runtime.checkpoints'))\n"
+        "assert loaded == ['harnessc.runtime.checkpoints', 'harnessc.runtime.checkpoints.layout'], loaded\n"
+        "assert 'pathspec' not in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

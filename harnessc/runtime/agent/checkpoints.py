@@ -70,28 +70,36 @@ def workspace(loop: AgentLoop) -> Workspace | None:
 def attach(loop: AgentLoop) -> None:
     """At the harness's start: when the store shows a checkpoint or a rewind of the
     workspace cut short by a killed process, finish it (and a rewind of this very
-    session in the session too: the conversation moved, the rewind recorded)."""
-    found = batch_checkpoints(loop)
-    if found is None:
+    session in the session too: the conversation moved, the rewind recorded). A forked
+    session's copied checkpoints are listed as its own."""
+    settings = loop.options.checkpoints
+    if settings is None or not settings.enabled:
         return
+    from harnessc.runtime.checkpoints.layout import cut_short
+
     session = loop.session
-    if session.header.parent_session is not None:  # a fork: its copied checkpoints
+    fork = session.header.parent_session is not None
+    short = cut_short(settings, session.cwd or os.getcwd())
+    if not (fork or short):
+        return  # the common case: two stat calls, nothing created or imported
+    found = batch_checkpoints(loop)
+    assert found is not None
+    if fork:
         _adopt(found, loop)
-    folder = found.workspace(session).folder
-    if not (os.path.exists(folder / "journal") or os.path.exists(folder / "busy")):
-        return  # the common case: two stat calls, nothing created
+    if not short:
+        return
     from harnessc.runtime.checkpoints.rewind import finish_recovered
 
     notes = found.pending
     try:
-        recoveries = found.recover(loop.session)
+        recoveries = found.recover(session)
     except Exception as exc:  # the store is unreadable: say so, the agent still starts
         notes.append(f"the workspace's checkpoint store could not be checked: {exc}")
         return
     for recovery in recoveries:
         notes.append(recovery.message)
         try:
-            done = finish_recovered(loop.session, recovery, found.workspace(loop.session))
+            done = finish_recovered(session, recovery, found.workspace(session))
         except Exception as exc:
             notes.append(f"the rewind could not be finished in the session: {exc}")
             continue

@@ -30,16 +30,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from harnessc.runtime.checkpoints.layout import WORKSPACES, workspace_dir
 from harnessc.runtime.checkpoints.objects import ObjectStore
 from harnessc.runtime.checkpoints.records import Checkpoint
 from harnessc.runtime.checkpoints.trees import DIR, TreeReader
-from harnessc.runtime.support.data_folder import make_folder, project_key
+from harnessc.runtime.support.data_folder import make_folder
 from harnessc.runtime.support.records import Record
 
 __all__ = ["CheckpointStore", "CollectReport", "SessionRefs", "locked"]
 
 _SESSIONS = "sessions"
-_WORKSPACES = "workspaces"
 
 
 @contextlib.contextmanager
@@ -116,7 +116,7 @@ class CheckpointStore:
             make_folder(self.root)
 
     def workspace_dir(self, workspace: str) -> Path:
-        return self.root / _WORKSPACES / project_key(workspace)
+        return workspace_dir(self.root, workspace)
 
     def refs_path(self, session_id: str) -> Path:
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in session_id)
@@ -274,7 +274,7 @@ class CheckpointStore:
         """Add what the workspaces' stat caches and journals name."""
         from harnessc.runtime.checkpoints.statcache import StatCache
 
-        folder = self.root / _WORKSPACES
+        folder = self.root / WORKSPACES
         try:
             keys = os.listdir(folder)
         except FileNotFoundError:

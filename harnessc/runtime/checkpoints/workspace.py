@@ -25,6 +25,7 @@ from typing import Any
 
 from harnessc.runtime.checkpoints.crash import crash_point
 from harnessc.runtime.checkpoints.ignore import IgnoreRules
+from harnessc.runtime.checkpoints.layout import BUSY, JOURNAL
 from harnessc.runtime.checkpoints.objects import ObjectStore
 from harnessc.runtime.checkpoints.records import Checkpoint, CheckpointSettings
 from harnessc.runtime.checkpoints.restore import (
@@ -316,8 +317,8 @@ class Workspace:
         return notes
 
     def _recover_locked(self) -> None:
-        journal_path = self.folder / "journal"
-        busy_path = self.folder / "busy"
+        journal_path = self.folder / JOURNAL
+        busy_path = self.folder / BUSY
         if journal_path.exists():
             self._notes.append(self._finish_journal(journal_path))
             with contextlib.suppress(FileNotFoundError):
