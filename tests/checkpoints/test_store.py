@@ -145,6 +145,9 @@ def test_an_ignored_file_in_the_way_is_a_conflict(workspace: Workspace) -> None:
     with workspace.restore(plan) as outcome:
         assert [k.path for k in outcome.kept] == ["notes.txt"]
     assert (ws / "notes.txt").read_text() == "the user's own, ignored now\n"
+    with workspace.restore(workspace.plan(c1), force=True) as outcome:
+        assert not outcome.kept
+    assert (ws / "notes.txt").read_text() == "recorded\n"
 
 
 def test_an_unchanged_workspace_costs_a_stat_walk(workspace: Workspace, trusted_now: None) -> None:

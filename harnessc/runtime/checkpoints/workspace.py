@@ -35,6 +35,7 @@ from harnessc.runtime.checkpoints.restore import (
     apply_changes,
     describe_change,
     leftover_temporaries,
+    state_at,
 )
 from harnessc.runtime.checkpoints.scan import FolderMemo, ScanResult, Skip, scan_workspace
 from harnessc.runtime.checkpoints.statcache import StatCache
@@ -545,7 +546,15 @@ class Workspace:
         Every object the changes need is read and checked first: a checkpoint missing
         an object is refused before any file is touched (LookupError, ValueError)."""
         conflicted = {c.path for c in plan.conflicts}
-        changes = plan.changes if force else [c for c in plan.changes if c.path not in conflicted]
+        if force:  # a forced conflict replaces whatever is there (an ignored file too)
+            changes = [
+                Change(c.path, state_at(os.path.join(self.root, c.path)), c.new)
+                if c.path in conflicted and c.old is None
+                else c
+                for c in plan.changes
+            ]
+        else:
+            changes = [c for c in plan.changes if c.path not in conflicted]
         kept = [] if force else list(plan.conflicts)
         journal_id = new_checkpoint_id()
         with self._hold():
