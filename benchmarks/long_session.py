@@ -78,9 +78,9 @@ def pad(a: int, b: int) -> str:
 
 async def _run(args: argparse.Namespace, url: str, stats: dict[str, Any]) -> list[str]:
     from harnessc.runtime import AgentHarness, AgentHarnessOptions, Model
+    from harnessc.runtime.compaction.trigger import CompactionSettings
     from harnessc.runtime.providers.http import HttpProvider
     from harnessc.runtime.session import JsonlSessionRepo, Session
-    from harnessc.runtime.session.compaction.trigger import CompactionSettings
     from harnessc.runtime.tools import python_tool
 
     prepare = HttpProvider.prepare

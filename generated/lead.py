@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from harnessc.runtime import AgentHarnessOptions, Budget, Model, ModelCost, env, run_cli
 from harnessc.runtime.agent.subagents import SubAgent, SubAgents
 from harnessc.runtime.core.checkpoint_settings import CheckpointSettings
+from harnessc.runtime.permissions.gate import permission_hook
 from harnessc.runtime.resources import ContextFileSettings, load_resources
 from harnessc.runtime.session import DataFolder, JsonlSessionRepo, Session, resolve_folder
 from harnessc.runtime.tools import (
@@ -20,7 +21,6 @@ from harnessc.runtime.tools import (
     create_ls_tool,
     create_read_tool,
 )
-from harnessc.runtime.tools.permission_gate import permission_hook
 
 if TYPE_CHECKING:
     from harnessc.runtime.providers.transport import HttpClientPool

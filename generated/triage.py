@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Literal
 from harnessc.runtime import AgentHarnessOptions, Model, env, run_cli
 from harnessc.runtime.core.checkpoint_settings import CheckpointSettings
 from harnessc.runtime.core.output_model import BaseModel, ConfigDict, Field
-from harnessc.runtime.core.typed_output import OutputConfig
+from harnessc.runtime.options.typed_output import OutputConfig
 from harnessc.runtime.resources import ContextFileSettings, load_resources
 from harnessc.runtime.session import Session
 from harnessc.runtime.tools import create_ls_tool, create_read_tool

@@ -32,7 +32,7 @@ from harnessc.compiler.pyexpr import (
 from harnessc.runtime.core import catalog
 from harnessc.runtime.core.events import EVENT_ALIASES
 from harnessc.runtime.core.hooks import canonical_hook_name
-from harnessc.runtime.core.typed_output import OUTPUT_TOOL
+from harnessc.runtime.options.typed_output import OUTPUT_TOOL
 from harnessc.spec.envref import EnvRef, split_env_refs
 from harnessc.spec.load import LoadedSpec, SubAgentRef
 from harnessc.spec.models import (
@@ -145,9 +145,20 @@ class _Builder:
             [(k, v) for k, v in kwargs.items() if v is not None],
         )
 
-    def env_str(self, text: str) -> Expr:
-        """A spec string whose ``${VAR}`` references resolve when the agent runs."""
-        parts = [self.env_part(part) for part in split_env_refs(text)]
+    def env_str(self, text: str, *, unset_as_written: bool = False) -> Expr:
+        """A spec string whose ``${VAR}`` references resolve when the agent runs.
+        ``unset_as_written``: a reference without a default stays as written while its
+        variable is unset (a model's base_url: ``--base-url`` may stand in for it, and the
+        run names the variable when nothing does)."""
+        refs = split_env_refs(text)
+        if unset_as_written:
+            refs = [
+                EnvRef(p.name, f"${{{p.name}}}")
+                if isinstance(p, EnvRef) and p.default is None
+                else p
+                for p in refs
+            ]
+        parts = [self.env_part(part) for part in refs]
         if not parts:
             return Lit("")
         if len(parts) == 1:
@@ -236,7 +247,7 @@ class _Builder:
                     for k, v in rules.items()
                 ]
             )
-            hooks.append(self.call(".tools.permission_gate", "permission_hook", config))
+            hooks.append(self.call(".permissions.gate", "permission_hook", config))
         if hooks:
             out.append(("hooks", ListExpr(hooks)))
         extensions = self.extensions()
@@ -279,7 +290,7 @@ class _Builder:
             kwargs["retries"] = Lit(output.retries)
         if "mode" in output.model_fields_set:
             kwargs["mode"] = Lit(output.mode)
-        return self.call(".core.typed_output", "OutputConfig", **kwargs)
+        return self.call(".options.typed_output", "OutputConfig", **kwargs)
 
     def output_type(self) -> tuple[str | None, list[str]]:
         """The module's ``Output`` (a pydantic model of the schema, or the imported
@@ -352,7 +363,7 @@ class _Builder:
             "api": Lit(wire.api),
             "provider": Lit(m.provider),
             "name": Lit(m.name) if m.name is not None else None,
-            "base_url": self.env_str(base_url),
+            "base_url": self.env_str(base_url, unset_as_written=True),
             "api_key_env": Lit(m.api_key_env) if m.api_key_env else None,
         }
         for key in ("context_window", "max_tokens", "reasoning", "structured_output"):

@@ -13,7 +13,7 @@ from harnessc.runtime.core.budget import Budget
 from harnessc.runtime.core.event_log import EventLog
 from harnessc.runtime.core.events import Event
 from harnessc.runtime.core.hooks import FailRun, HookSpec, PauseRequest
-from harnessc.runtime.core.loop import LoopState
+from harnessc.runtime.core.loop_states import LoopState
 from harnessc.runtime.core.messages import (
     AssistantMessage,
     ImageContent,
@@ -24,7 +24,6 @@ from harnessc.runtime.core.messages import (
     UserMessage,
 )
 from harnessc.runtime.core.options import (
-    AgentHarnessOptions,
     AgentHarnessStreamOptions,
     Model,
     ModelCost,
@@ -34,6 +33,7 @@ from harnessc.runtime.core.options import (
     ToolContextSource,
     env,
 )
+from harnessc.runtime.options.harness_options import AgentHarnessOptions
 from harnessc.runtime.resources.types import AgentHarnessResources
 from harnessc.runtime.session.session import Session
 from harnessc.runtime.tools.base import ExternalTool, Tool, ToolResult

@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from harnessc.runtime.core import catalog
-from harnessc.runtime.tools.permissions import CLAUDE_ONLY_TOOLS
+from harnessc.runtime.permissions.rules import CLAUDE_ONLY_TOOLS
 from harnessc.spec.diagnostics import Diagnostic, did_you_mean
 from harnessc.spec.yamlsource import YamlSource
 

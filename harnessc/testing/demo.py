@@ -38,7 +38,7 @@ import signal
 import threading
 from typing import Any
 
-from harnessc.runtime.core.typed_output import OUTPUT_TOOL
+from harnessc.runtime.options.typed_output import OUTPUT_TOOL
 from harnessc.testing.protocol_server import ProtocolServer, RecordedRequest, ScriptedResponse
 from harnessc.testing.streams import openai_events, openai_tool_call_events, split_text
 

@@ -39,7 +39,7 @@ AGENT_SOURCE = textwrap.dedent(
     from harnessc.runtime import AgentHarnessOptions, Budget, Model, env, run_cli
     from harnessc.runtime.resources import load_resources
     from harnessc.runtime.session import JsonlSessionRepo, Session
-    from harnessc.runtime.session.compaction import CompactionSettings
+    from harnessc.runtime.compaction import CompactionSettings
     from harnessc.runtime.tools import ExternalTool, Tool, text_result
 
     SESSIONS_DIR = os.environ["AGENT_SESSIONS"]
@@ -82,7 +82,7 @@ AGENT_SOURCE = textwrap.dedent(
             import json
 
             from harnessc.runtime.tools import create_bash_tool
-            from harnessc.runtime.tools.permission_gate import permission_hook
+            from harnessc.runtime.permissions.gate import permission_hook
 
             hooks.append(permission_hook(json.loads(os.environ["AGENT_PERMISSIONS"])))
             extra_tools.append(create_bash_tool())

@@ -120,7 +120,7 @@ def test_a_specs_permissions_compile_into_a_tool_call_hook(project: Path) -> Non
     )
     assert invoke("build", "agents/hello.yaml").exit_code == 0
     module = (project / "generated" / "hello.py").read_text()
-    assert "from harnessc.runtime.tools.permission_gate import permission_hook" in module
+    assert "from harnessc.runtime.permissions.gate import permission_hook" in module
     assert '"deny": ["Bash(rm -rf *)"]' in module and '"default": "ask"' in module
     spec.write_text(spec.read_text().replace("Bash(git status)", "Bash()"))
     result = invoke("check", "agents/hello.yaml")

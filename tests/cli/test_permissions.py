@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harnessc.runtime.tools.permissions import (
+from harnessc.runtime.permissions.rules import (
     PermissionError_,
     PermissionRules,
     decide,
@@ -101,7 +101,7 @@ def test_bad_rules_are_named() -> None:
 def test_hooks_see_the_mode_as_claude_code_names_it() -> None:
     from types import SimpleNamespace
 
-    from harnessc.runtime.tools.permission_gate import claude_permission_mode, permission_hook
+    from harnessc.runtime.permissions.gate import claude_permission_mode, permission_hook
 
     hook = permission_hook({"ask": ["Bash(*)"]}, "accept-edits")
     harness = SimpleNamespace(options=SimpleNamespace(hooks=[hook]))
@@ -126,7 +126,7 @@ def test_server_wide_mcp_rules_name_every_tool_of_the_server() -> None:
 
 
 def test_rules_naming_no_tool_are_refused_with_a_did_you_mean() -> None:
-    from harnessc.runtime.tools.permissions import check_rule_tools
+    from harnessc.runtime.permissions.rules import check_rule_tools
 
     def check(*rules: str, tools: tuple[str, ...] = ("mine",)) -> list[str]:
         return check_rule_tools(

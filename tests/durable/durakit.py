@@ -62,7 +62,7 @@ AGENT_SOURCE = textwrap.dedent(
                 limits[name] = int(os.environ["BUDGET_" + name.upper()])
         hooks, extensions = [], []
         if os.environ.get("ASK_TOOLS"):  # a permission rule: these tools are asked for
-            from harnessc.runtime.tools.permission_gate import permission_hook
+            from harnessc.runtime.permissions.gate import permission_hook
 
             hooks.append(permission_hook({"ask": os.environ["ASK_TOOLS"].split(",")}))
         if os.environ.get("TICKETS_SERVER"):  # a real stdio MCP server

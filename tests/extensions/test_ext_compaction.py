@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from harnessc.runtime.compaction import SUMMARY_SYSTEM_PROMPT
 from harnessc.runtime.core.commands import DuplicateCommandError
 from harnessc.runtime.core.messages import (
     AssistantMessage,
@@ -28,7 +29,6 @@ from harnessc.runtime.extensions.compaction import (
 )
 from harnessc.runtime.providers.base import Context
 from harnessc.runtime.providers.scripted import ScriptedProvider, reply_text, reply_tool_calls
-from harnessc.runtime.session.compaction import SUMMARY_SYSTEM_PROMPT
 from harnessc.runtime.tools.base import Tool, ToolResult, text_result
 
 from ._ext_support import errors, events_of

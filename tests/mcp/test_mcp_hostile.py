@@ -23,9 +23,10 @@ import pytest
 
 from harnessc.runtime.agent import AgentHarness
 from harnessc.runtime.core.messages import ToolResultMessage
-from harnessc.runtime.core.options import AgentHarnessOptions, Model
+from harnessc.runtime.core.options import Model
 from harnessc.runtime.mcp import McpServerConfig, McpToolset, load_mcp_json
 from harnessc.runtime.mcp.images import check_image, image_size
+from harnessc.runtime.options.harness_options import AgentHarnessOptions
 from harnessc.runtime.providers.scripted import ScriptedProvider, reply_text, reply_tool_calls
 from harnessc.runtime.session import Session
 from harnessc.runtime.support.data_folder import DataFolder, resolve_folder

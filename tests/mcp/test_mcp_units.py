@@ -20,12 +20,13 @@ from harnessc.runtime.agent import AgentHarness
 from harnessc.runtime.cli.output import TextPrinter
 from harnessc.runtime.core import catalog
 from harnessc.runtime.core.messages import ToolResultMessage
-from harnessc.runtime.core.options import AgentHarnessOptions, Model
+from harnessc.runtime.core.options import Model
 from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.mcp import McpConfigError, McpServerConfig, McpToolset, load_mcp_json
 from harnessc.runtime.mcp import toolset as toolset_module
 from harnessc.runtime.mcp.env import child_environ
 from harnessc.runtime.mcp.results import schema_problem, to_tool_result
+from harnessc.runtime.options.harness_options import AgentHarnessOptions
 from harnessc.runtime.providers.scripted import ScriptedProvider, reply_text, reply_tool_calls
 from harnessc.runtime.session import Session
 from harnessc.spec import parse_spec

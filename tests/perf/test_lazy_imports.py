@@ -25,16 +25,16 @@ LAZY = {
     "harnessc.runtime.session": [
         "harnessc.runtime.session.index",
         "harnessc.runtime.session.replay",
-        "harnessc.runtime.session.tree",
+        "harnessc.runtime.agent.tree_moves",
     ],
     # a run asks ``trigger`` whether to compact; the rest loads to compact
-    "harnessc.runtime.session.compaction": [
-        "harnessc.runtime.session.compaction.apply",
-        "harnessc.runtime.session.compaction.branch_summary",
-        "harnessc.runtime.session.compaction.cut_point",
-        "harnessc.runtime.session.compaction.file_ops",
-        "harnessc.runtime.session.compaction.prompts",
-        "harnessc.runtime.session.compaction.summarize",
+    "harnessc.runtime.compaction": [
+        "harnessc.runtime.compaction.apply",
+        "harnessc.runtime.compaction.branch_summary",
+        "harnessc.runtime.compaction.cut_point",
+        "harnessc.runtime.compaction.file_ops",
+        "harnessc.runtime.compaction.prompts",
+        "harnessc.runtime.compaction.summarize",
     ],
     "harnessc.runtime.tools": [
         "harnessc.runtime.tools.bash",
@@ -94,11 +94,11 @@ def test_unknown_names_raise_attribute_error() -> None:
 
 
 def test_submodules_still_import_through_the_package() -> None:
-    from harnessc.runtime.session import compaction
+    from harnessc.runtime.session import index
     from harnessc.runtime.tools import tasks
 
     assert tasks.__name__ == "harnessc.runtime.tools.tasks"
-    assert compaction.__name__ == "harnessc.runtime.session.compaction"
+    assert index.__name__ == "harnessc.runtime.session.index"
 
 
 def test_builtin_tools_still_builds_every_tool() -> None:

@@ -30,7 +30,7 @@ NEVER = (
     "harnessc.runtime.extensions",
     "harnessc.runtime.session.index",
     "harnessc.runtime.session.jsonl",
-    "harnessc.runtime.session.tree",
+    "harnessc.runtime.agent.tree_moves",
     # context files are read at every start; skills and templates only when the spec has some
     "harnessc.runtime.resources.frontmatter",
     "harnessc.runtime.resources.skills",
@@ -53,7 +53,7 @@ NEVER = (
 
 # Still made with dataclass() in a one-shot run: the typed output's settings (its caches
 # are fields kept out of equality).
-DATACLASSES = {"harnessc.runtime.core.typed_output.OutputConfig"}
+DATACLASSES = {"harnessc.runtime.options.typed_output.OutputConfig"}
 
 PROBE = """
 import dataclasses, json, runpy, sys

@@ -51,11 +51,11 @@ from harnessc.runtime import (
 )
 from harnessc.runtime.core.hooks import ToolCallResult
 from harnessc.runtime.core.messages import AssistantMessage, Cost, TextContent, ToolCall
+from harnessc.runtime.permissions.gate import permission_hook
 from harnessc.runtime.providers.base import Context
 from harnessc.runtime.providers.scripted import ScriptedProvider
 from harnessc.runtime.session import JsonlSessionRepo
 from harnessc.runtime.tools.base import ExternalTool, Tool, text_result
-from harnessc.runtime.tools.permission_gate import permission_hook
 from harnessc.runtime.tools.pyfunc import python_tool
 
 HERE = Path(__file__).resolve().parent

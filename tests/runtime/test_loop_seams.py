@@ -404,7 +404,7 @@ class _SummaryWatcher:
 
 def _compacting_harness(provider: _SummaryWatcher, **options: Any) -> AgentHarness:
     from harnessc.runtime import Model
-    from harnessc.runtime.session.compaction.trigger import CompactionSettings
+    from harnessc.runtime.compaction.trigger import CompactionSettings
 
     model = Model(id="scripted-1", api="scripted", provider="test", context_window=1000)
     harness = AgentHarness(
@@ -575,7 +575,7 @@ def test_resuming_after_the_final_reply_continues_with_a_queued_message(
 
 
 def test_a_self_transition_is_illegal_like_any_other(make_harness: Any, kit: Any) -> None:
-    from harnessc.runtime.core.loop import IllegalTransitionError, LoopState
+    from harnessc.runtime.core.loop_states import IllegalTransitionError, LoopState
 
     harness, log = make_harness(
         [reply_tool_calls([("ask_user", {"question": "ok?"})])], tools=[kit.ask_tool()]

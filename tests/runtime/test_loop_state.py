@@ -6,7 +6,12 @@ import itertools
 
 import pytest
 
-from harnessc.runtime.core.loop import TRANSITIONS, IllegalTransitionError, LoopState, StateMachine
+from harnessc.runtime.core.loop_states import (
+    TRANSITIONS,
+    IllegalTransitionError,
+    LoopState,
+    StateMachine,
+)
 
 LEGAL = {
     (LoopState.IDLE, LoopState.PLANNING),

@@ -20,6 +20,13 @@ import pytest
 from harnessc.runtime.agent import driver, results, run_state, typed_result
 from harnessc.runtime.agent import hooks as hook_runner
 from harnessc.runtime.cli import sessions as cli_sessions
+from harnessc.runtime.compaction import (
+    branch_summary,
+    cut_point,
+    file_ops,
+    summarize,
+    trigger,
+)
 from harnessc.runtime.core import (
     budget,
     catalog,
@@ -31,22 +38,18 @@ from harnessc.runtime.core import (
     options,
 )
 from harnessc.runtime.core.messages import AssistantMessage, TextContent, ToolCall
+from harnessc.runtime.options import harness_options
+from harnessc.runtime.permissions import rules as permissions
+from harnessc.runtime.permissions import shell_rules
 from harnessc.runtime.providers import base as provider_base
 from harnessc.runtime.providers import fallback
 from harnessc.runtime.resources import types as resource_types
 from harnessc.runtime.session import context, entries, replay, repo_protocol
-from harnessc.runtime.session.compaction import (
-    branch_summary,
-    cut_point,
-    file_ops,
-    summarize,
-    trigger,
-)
 from harnessc.runtime.support import data_folder
 from harnessc.runtime.support.records import NEW_LIST, Record
 from harnessc.runtime.tools import base as tool_base
 from harnessc.runtime.tools import paths as tool_paths
-from harnessc.runtime.tools import permissions, shell_rules, tasks
+from harnessc.runtime.tools import tasks
 
 RECORDS = sorted(
     (
@@ -55,6 +58,7 @@ RECORDS = sorted(
             events,
             model_options,
             options,
+            harness_options,
             hooks,
             budget,
             catalog,

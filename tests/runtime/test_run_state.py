@@ -12,7 +12,7 @@ from harnessc.runtime.agent.context import ContextWindow
 from harnessc.runtime.agent.hooks import HookRunner
 from harnessc.runtime.agent.run_state import CallRecord, RunState
 from harnessc.runtime.core.budget import Budget, BudgetUsage
-from harnessc.runtime.core.loop import LoopState, StateMachine
+from harnessc.runtime.core.loop_states import LoopState, StateMachine
 from harnessc.runtime.core.message_size import estimate_context_tokens
 from harnessc.runtime.core.messages import (
     AssistantMessage,

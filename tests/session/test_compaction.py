@@ -6,6 +6,23 @@ import asyncio
 
 import pytest
 
+from harnessc.runtime.compaction import (
+    BRANCH_SUMMARY_SYSTEM_PROMPT,
+    SUMMARY_SYSTEM_PROMPT,
+    CompactionError,
+    CompactionSettings,
+    NothingToCompactError,
+    apply_compaction,
+    build_summary_prompt,
+    compact,
+    estimate_context_tokens,
+    estimate_tokens,
+    generate_branch_summary,
+    prepare_branch_summary,
+    prepare_compaction,
+    serialize_conversation,
+    should_compact,
+)
 from harnessc.runtime.core.messages import (
     AssistantMessage,
     CustomMessage,
@@ -20,26 +37,7 @@ from harnessc.runtime.core.messages import (
 from harnessc.runtime.core.options import Model
 from harnessc.runtime.providers.base import Context
 from harnessc.runtime.providers.scripted import ScriptedProvider
-from harnessc.runtime.session import (
-    CompactionError,
-    CompactionSettings,
-    NothingToCompactError,
-    Session,
-    apply_compaction,
-    build_summary_prompt,
-    compact,
-    estimate_context_tokens,
-    estimate_tokens,
-    generate_branch_summary,
-    prepare_branch_summary,
-    prepare_compaction,
-    serialize_conversation,
-    should_compact,
-)
-from harnessc.runtime.session.compaction import (
-    BRANCH_SUMMARY_SYSTEM_PROMPT,
-    SUMMARY_SYSTEM_PROMPT,
-)
+from harnessc.runtime.session import Session
 from harnessc.runtime.session.session import COMPACTION_SUMMARY_PREFIX
 
 from ._helpers import call, reply, result, user

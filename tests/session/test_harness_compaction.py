@@ -6,16 +6,17 @@ import asyncio
 from typing import Any
 
 from harnessc.runtime import AgentHarness, AgentHarnessOptions, EventLog, Model
+from harnessc.runtime.agent.tree_moves import navigate_tree
+from harnessc.runtime.compaction import (
+    BRANCH_SUMMARY_SYSTEM_PROMPT,
+    SUMMARY_SYSTEM_PROMPT,
+    CompactionSettings,
+)
 from harnessc.runtime.core.hooks import SessionBeforeCompactResult
 from harnessc.runtime.core.messages import AssistantMessage, CustomMessage, Usage
 from harnessc.runtime.providers.base import Context
 from harnessc.runtime.providers.scripted import ScriptedProvider, reply_text
-from harnessc.runtime.session import (
-    CompactionSettings,
-    JsonlSessionRepo,
-    navigate_tree,
-)
-from harnessc.runtime.session.compaction import BRANCH_SUMMARY_SYSTEM_PROMPT, SUMMARY_SYSTEM_PROMPT
+from harnessc.runtime.session import JsonlSessionRepo
 from harnessc.runtime.session.session import BRANCH_SUMMARY_PREFIX, COMPACTION_SUMMARY_PREFIX
 
 WINDOW = 4000

@@ -96,7 +96,7 @@ def test_protect_secrets_blanks_credentials_in_the_startup_environment() -> None
         """\
         import ctypes, os, subprocess, sys
         from harnessc.runtime.processes.children import protect_secrets
-        from harnessc.runtime.processes.secrets import register_secret_names
+        from harnessc.runtime.support.secrets import register_secret_names
         assert protect_secrets()
         register_secret_names(["PLAINNAME"])  # a model's api_key_env, known later
         assert protect_secrets()

@@ -16,10 +16,10 @@ import pytest
 
 from harnessc.runtime import AgentHarness, AgentHarnessOptions, Model, ToolResultMessage
 from harnessc.runtime.core.options import ToolContextSource
+from harnessc.runtime.permissions.gate import permission_hook
 from harnessc.runtime.providers.scripted import ScriptedProvider, reply_text, reply_tool_calls
 from harnessc.runtime.session import JsonlSessionRepo
 from harnessc.runtime.tools import builtin_tools
-from harnessc.runtime.tools.permission_gate import permission_hook
 
 MODELS = {"main": Model(id="scripted-1", api="scripted", provider="test")}
 SECRET = "SECRET_TOKEN=hunter2-do-not-leak"

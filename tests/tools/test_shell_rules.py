@@ -14,12 +14,12 @@ import pytest
 
 from harnessc.runtime import AgentHarness, AgentHarnessOptions, Model, ToolResultMessage
 from harnessc.runtime.core.options import ToolContextSource
+from harnessc.runtime.permissions.gate import permission_hook
+from harnessc.runtime.permissions.rules import PermissionRules, decide, remembered_rule
+from harnessc.runtime.permissions.shell_rules import analyse
 from harnessc.runtime.providers.scripted import ScriptedProvider, reply_text, reply_tool_calls
 from harnessc.runtime.session import JsonlSessionRepo
 from harnessc.runtime.tools.bash import create_bash_tool
-from harnessc.runtime.tools.permission_gate import permission_hook
-from harnessc.runtime.tools.permissions import PermissionRules, decide, remembered_rule
-from harnessc.runtime.tools.shell_rules import analyse
 
 CWD = "/work/project"
 NO_RM = {"deny": ["Bash(rm *)", "Bash(rm:*)"]}
@@ -401,7 +401,7 @@ def test_without_the_parser_every_bash_call_asks(tmp_path: Path) -> None:
 
     script = (
         "import sys; sys.modules['tree_sitter_bash'] = None\n"
-        "from harnessc.runtime.tools.permissions import PermissionRules, decide\n"
+        "from harnessc.runtime.permissions.rules import PermissionRules, decide\n"
         "rules = PermissionRules.from_config({'allow': ['Bash(ls *)']})\n"
         "d = decide(rules, 'bash', {'command': 'ls'}, cwd='/')\n"
         "print(d.outcome, d.reason)\n"

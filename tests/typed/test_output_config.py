@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harnessc.runtime.agent.typed_result import strict_allowed
-from harnessc.runtime.core.typed_output import OutputConfig, extract_json
+from harnessc.runtime.options.typed_output import OutputConfig, extract_json
 
 
 def test_a_schema_that_is_not_an_object_travels_wrapped() -> None:

@@ -19,7 +19,7 @@ from harnessc.runtime.core.hooks import PauseRequest
 
 if TYPE_CHECKING:
     from harnessc.runtime.agent.hooks import HookRunner
-    from harnessc.runtime.core.loop import LoopState
+    from harnessc.runtime.core.loop_states import LoopState
 
 __all__ = ["EventBus"]
 

@@ -3,7 +3,9 @@ one after it, both recorded in the session beside the reply they belong to.
 
 ``BatchGuard`` is what the tool batch holds: ``before(records)`` takes the checkpoint
 the first time a call that may change files is about to run (a batch of read-only calls
-takes none), ``after()`` the one that closes the batch. A checkpoint that cannot be
+takes none: a tool only reads when ``tools.base.is_read_only`` says so, the built-in
+``read``, ``ls``, ``grep`` and ``find`` or a tool whose ``read_only`` is true),
+``after()`` the one that closes the batch. A checkpoint that cannot be
 taken (a full disk, a workspace over ``max_files``) is a warning notice, never a reason
 not to run the batch. ``attach`` (the harness's start) finishes what a process killed
 during a checkpoint or a rewind left in the workspace; its reports become notices at the
@@ -18,13 +20,14 @@ from typing import TYPE_CHECKING, Any
 from harnessc.runtime.agent.loop import AgentLoop
 from harnessc.runtime.agent.run_state import CallRecord, RunState
 from harnessc.runtime.core.events import NoticeEvent
+from harnessc.runtime.tools.base import is_read_only
 
 if TYPE_CHECKING:
     from harnessc.runtime.checkpoints.batch import BatchCheckpoints, Runner
     from harnessc.runtime.checkpoints.records import Checkpoint
     from harnessc.runtime.checkpoints.rewind import RewindPoint, RewindReport
     from harnessc.runtime.checkpoints.workspace import Workspace
-    from harnessc.runtime.extensions.base import HarnessContext
+    from harnessc.runtime.options.harness_context import HarnessContext
 
 __all__ = [
     "BatchGuard",
@@ -158,12 +161,10 @@ class BatchGuard:
         found = batch_checkpoints(loop)
         if found is None or found.failed is not None:
             return
-        from harnessc.runtime.checkpoints.batch import may_change_files
-
         names = []
         for record in records:
             tool = loop.settings.active_tool(record.call.name)
-            if tool is not None and not tool.external and may_change_files(tool):
+            if tool is not None and not tool.external and not is_read_only(tool):
                 names.append(record.call.name)
         if not names:
             return

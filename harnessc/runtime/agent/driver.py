@@ -32,7 +32,7 @@ from harnessc.runtime.core.hooks import (
     PauseRequest,
     StopDecision,
 )
-from harnessc.runtime.core.loop import LoopState
+from harnessc.runtime.core.loop_states import LoopState
 from harnessc.runtime.core.messages import (
     AssistantMessage,
     Message,

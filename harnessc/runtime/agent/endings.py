@@ -19,7 +19,7 @@ from harnessc.runtime.core.events import (
     ErrorEvent,
     describe_exception,
 )
-from harnessc.runtime.core.loop import LoopState
+from harnessc.runtime.core.loop_states import LoopState
 
 __all__ = ["aborted", "await_tools", "crashed", "finish", "pause", "record_pause"]
 

@@ -22,7 +22,7 @@ from harnessc.runtime.agent.settings import DEFAULT_SYSTEM_PROMPT
 from harnessc.runtime.core.budget import Budget, BudgetTracker
 from harnessc.runtime.core.commands import CommandOutcome, CommandRegistry, split_command
 from harnessc.runtime.core.events import Event, NoticeEvent
-from harnessc.runtime.core.loop import LoopState
+from harnessc.runtime.core.loop_states import LoopState
 from harnessc.runtime.core.messages import (
     ImageContent,
     Message,
@@ -33,21 +33,21 @@ from harnessc.runtime.core.messages import (
     message_text,
 )
 from harnessc.runtime.core.options import (
-    AgentHarnessOptions,
     AgentHarnessStreamOptions,
     Model,
     ThinkingLevel,
     ToolContextSource,
 )
 from harnessc.runtime.core.signal import AbortSignal
+from harnessc.runtime.options.harness_options import AgentHarnessOptions
 from harnessc.runtime.providers.base import Provider, ToolSpec
 from harnessc.runtime.resources.types import AgentHarnessResources
 from harnessc.runtime.session.session import Session
 from harnessc.runtime.tools.base import AgentTool
 
 if TYPE_CHECKING:
-    from harnessc.runtime.extensions.base import CompactionPipeline, HarnessContext
-    from harnessc.runtime.session.compaction.trigger import CompactionSettings
+    from harnessc.runtime.compaction.trigger import CompactionSettings
+    from harnessc.runtime.options.harness_context import CompactionPipeline, HarnessContext
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "AgentHarness"]
 
@@ -476,7 +476,7 @@ class AgentHarness:
     ) -> Any:
         """Compact the session (summary of old entries); returns the outcome or None.
 
-        The compaction machinery lives in ``harnessc.runtime.session.compaction``; an
+        The compaction machinery lives in ``harnessc.runtime.compaction``; an
         extension may replace it through ``self.compactor``.
         """
         if reason == "manual" and self._loop.busy:  # the loop compacts by itself mid-run

@@ -52,7 +52,7 @@ from harnessc.runtime.core.messages import UserMessage
 from harnessc.runtime.support.records import Record
 
 if TYPE_CHECKING:
-    from harnessc.runtime.extensions.base import HarnessContext
+    from harnessc.runtime.options.harness_context import HarnessContext
 
 __all__ = ["HOOK_REGISTRY", "HookMoment", "HookRunner", "coerce"]
 

@@ -22,23 +22,19 @@ from harnessc.runtime.agent.run_state import RunState
 from harnessc.runtime.agent.settings import Settings
 from harnessc.runtime.core.budget import Budget, BudgetTracker
 from harnessc.runtime.core.events import Event, QueueUpdateEvent
-from harnessc.runtime.core.loop import LoopState
+from harnessc.runtime.core.loop_states import LoopState
 from harnessc.runtime.core.messages import Message, UserMessage, message_text
-from harnessc.runtime.core.options import (
-    AgentHarnessOptions,
-    AgentHarnessStreamOptions,
-    Model,
-    QueueMode,
-)
+from harnessc.runtime.core.options import AgentHarnessStreamOptions, Model, QueueMode
 from harnessc.runtime.core.signal import AbortSignal
+from harnessc.runtime.options.harness_options import AgentHarnessOptions
 from harnessc.runtime.providers.base import Provider
 from harnessc.runtime.session.session import Session
 
 if TYPE_CHECKING:
     from harnessc.runtime.checkpoints.batch import BatchCheckpoints
-    from harnessc.runtime.extensions.base import CompactionPipeline, HarnessContext
+    from harnessc.runtime.compaction.trigger import CompactionSettings
+    from harnessc.runtime.options.harness_context import CompactionPipeline, HarnessContext
     from harnessc.runtime.providers.pool import ProviderPool
-    from harnessc.runtime.session.compaction.trigger import CompactionSettings
 
 __all__ = ["AgentLoop"]
 
@@ -165,7 +161,7 @@ class AgentLoop:
         """Compact the session: the extension's ``compactor`` (it gets the harness), else
         the session summary (``compact_harness`` on this loop); the outcome or None."""
         if self.compactor is None:
-            from harnessc.runtime.session.compaction.apply import compact_harness
+            from harnessc.runtime.compaction.apply import compact_harness
 
             return await compact_harness(
                 self, custom_instructions=custom_instructions, reason=reason
@@ -177,7 +173,7 @@ class AgentLoop:
             result = await result
         return result
 
-    # -- what compaction reads (``session.compaction.CompactionHost``) ------------
+    # -- what compaction reads (``compaction.CompactionHost``) ------------
 
     @property
     def model(self) -> Model:

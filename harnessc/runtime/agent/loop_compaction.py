@@ -23,7 +23,7 @@ async def auto_compact(loop: AgentLoop) -> str | None:
     """
     if loop.compaction_pipeline is not None:
         return None
-    from harnessc.runtime.session.compaction.trigger import needs_compaction
+    from harnessc.runtime.compaction.trigger import needs_compaction
 
     if not needs_compaction(loop):
         return None

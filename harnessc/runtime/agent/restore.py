@@ -13,7 +13,7 @@ from typing import Any
 from harnessc.runtime.agent.loop import AgentLoop
 from harnessc.runtime.agent.run_state import CallRecord, RunState
 from harnessc.runtime.core.budget import BUDGET_LIMITS, Budget, BudgetUsage
-from harnessc.runtime.core.loop import LoopState, StateMachine
+from harnessc.runtime.core.loop_states import LoopState, StateMachine
 from harnessc.runtime.core.messages import AssistantMessage, ToolResultMessage
 
 __all__ = ["from_session", "open_pause"]

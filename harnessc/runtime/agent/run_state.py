@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from harnessc.runtime.core.budget import BUDGET_LIMITS, NO_WARNINGS, Budget, BudgetUsage
-from harnessc.runtime.core.loop import LoopState, StateMachine
+from harnessc.runtime.core.loop_states import LoopState, StateMachine
 from harnessc.runtime.core.messages import (
     AssistantMessage,
     ToolCall,

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 from harnessc.runtime.agent import endings, restore
 from harnessc.runtime.agent.loop import AgentLoop
 from harnessc.runtime.agent.run_state import RunState
-from harnessc.runtime.core.loop import LoopState
+from harnessc.runtime.core.loop_states import LoopState
 
 if TYPE_CHECKING:
-    from harnessc.runtime.extensions.base import HarnessContext
+    from harnessc.runtime.options.harness_context import HarnessContext
 
 __all__ = ["navigate_tree", "reopen", "settle"]
 
@@ -29,7 +29,7 @@ async def navigate_tree(
     """Move the leaf to ``target_id``; a paused run is left on the old branch, and a
     pause still open on the new branch (a move back onto it) is the paused run again,
     exactly as a process opening the session after the move would find it."""
-    from harnessc.runtime.session.tree import navigate_tree as move
+    from harnessc.runtime.agent.tree_moves import navigate_tree as move
 
     paused = loop.run if target_id != harness.session.leaf_id else None
     if paused is not None:

@@ -18,19 +18,19 @@ from harnessc.runtime.core.events import (
     ToolsUpdateEvent,
 )
 from harnessc.runtime.core.options import (
-    AgentHarnessOptions,
     AgentHarnessStreamOptions,
     Model,
     ThinkingLevel,
     ToolContextSource,
 )
+from harnessc.runtime.options.harness_options import AgentHarnessOptions
 from harnessc.runtime.providers.base import ToolSpec
 from harnessc.runtime.resources.types import AgentHarnessResources
 from harnessc.runtime.session.session import Session
 from harnessc.runtime.tools.base import AgentTool
 
 if TYPE_CHECKING:
-    from harnessc.runtime.extensions.base import HarnessContext
+    from harnessc.runtime.options.harness_context import HarnessContext
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "Settings"]
 
@@ -126,7 +126,7 @@ class Settings:
         # The typed result's final_result tool (``output:``): callable whatever is active.
         self.output_tool: AgentTool | None = None
         if options.output is not None:
-            from harnessc.runtime.core.typed_output import output_tool
+            from harnessc.runtime.options.typed_output import output_tool
 
             self.output_tool = output_tool(options.output)
 

@@ -40,20 +40,20 @@ from harnessc.runtime.agent.harness import AgentHarness
 from harnessc.runtime.agent.results import RunResult
 from harnessc.runtime.core.budget import BUDGET_LIMITS, Budget, BudgetUsage
 from harnessc.runtime.core.events import Event, SubagentEvent, to_jsonable
-from harnessc.runtime.core.loop import LoopState
+from harnessc.runtime.core.loop_states import LoopState
 from harnessc.runtime.core.messages import TextContent
-from harnessc.runtime.core.options import AgentHarnessOptions
 from harnessc.runtime.core.signal import AbortSignal
+from harnessc.runtime.options.harness_options import AgentHarnessOptions
+from harnessc.runtime.permissions.gate import find_gate, pending_asks, record_answer
+from harnessc.runtime.permissions.rules import HANDOVER_TOOL
 from harnessc.runtime.session.entries import SessionHeader
 from harnessc.runtime.session.session import Session
 from harnessc.runtime.session.storage import JsonlStorage
 from harnessc.runtime.telemetry.extension import trace_subagent
 from harnessc.runtime.tools.base import ExecutionMode, HoldCall, ToolResult, ToolUpdate
-from harnessc.runtime.tools.permission_gate import find_gate, pending_asks, record_answer
-from harnessc.runtime.tools.permissions import HANDOVER_TOOL
 
 if TYPE_CHECKING:
-    from harnessc.runtime.extensions.base import HarnessContext
+    from harnessc.runtime.options.harness_context import HarnessContext
 
 __all__ = [
     "HANDOVER_TOOL",
@@ -388,6 +388,9 @@ class SubAgents:
         key = agent.model or host.model_key()
         options.model = key if key in options.models else host.model
         options.budget = None
+        # the parent's typed result is the parent's answer: a Claude Code file has no
+        # output of its own, so it answers in text (handed back as the call's result)
+        options.output = None
         if agent.permission_mode is not None:
             options.hooks = _with_mode(options.hooks, agent.permission_mode)
         return options
@@ -539,8 +542,8 @@ def _with_mode(hooks: Sequence[Any], mode: str) -> list[Any]:
     """The parent's hooks with its permission rules in a Claude Code file's
     ``permissionMode`` (a gate with no rules when the parent has none)."""
     from harnessc.runtime.core.hooks import HookSpec
-    from harnessc.runtime.tools.permission_gate import PermissionGate
-    from harnessc.runtime.tools.permissions import PermissionRules
+    from harnessc.runtime.permissions.gate import PermissionGate
+    from harnessc.runtime.permissions.rules import PermissionRules
 
     gate = find_gate(hooks)
     mine = PermissionGate(

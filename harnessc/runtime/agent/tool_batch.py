@@ -41,8 +41,8 @@ from harnessc.runtime.core.hooks import (
     ToolResultPatch,
 )
 from harnessc.runtime.core.messages import TextContent, ToolResultMessage
+from harnessc.runtime.permissions.gate import find_gate, tool_context_with_rules
 from harnessc.runtime.tools.base import HoldCall, ToolResult
-from harnessc.runtime.tools.permission_gate import find_gate, tool_context_with_rules
 from harnessc.runtime.tools.validation import validate_arguments
 
 __all__ = [

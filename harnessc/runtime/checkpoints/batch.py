@@ -5,9 +5,6 @@ session's working directory) on first use, finishes what a killed process left t
 (``notes``: the reports for the agent's start), and takes each checkpoint off the event
 loop (``runner``: a thread by default; a durable run makes it a recorded step, so a
 recovered run gets the recorded checkpoint back instead of taking a second one).
-
-A tool may change files unless it only reads: the built-in ``read``, ``ls``, ``grep``
-and ``find``, and any tool whose ``read_only`` attribute is true (``is_read_only``).
 """
 
 from __future__ import annotations
@@ -24,16 +21,11 @@ from harnessc.runtime.checkpoints.workspace import Recovery, Workspace
 from harnessc.runtime.core.checkpoint_settings import CheckpointSettings
 from harnessc.runtime.session.session import Session
 from harnessc.runtime.support.data_folder import resolve_folder
-from harnessc.runtime.tools.base import is_read_only
 
-__all__ = ["BatchCheckpoints", "Runner", "may_change_files", "open_workspace"]
+__all__ = ["BatchCheckpoints", "Runner", "open_workspace"]
 
 # Runs a checkpoint's work (a function returning the checkpoint as a dict) off the loop.
 Runner = Callable[[Callable[[], dict[str, Any]]], Awaitable[dict[str, Any]]]
-
-
-def may_change_files(tool: Any) -> bool:
-    return not is_read_only(tool)
 
 
 def open_workspace(settings: CheckpointSettings, cwd: str) -> Workspace:

@@ -19,10 +19,10 @@ if TYPE_CHECKING:
     from harnessc.runtime.cli.output import TextPrinter
     from harnessc.runtime.cli.sessions import SessionChoice
     from harnessc.runtime.cli.summary import RunSummary
-    from harnessc.runtime.core.options import AgentHarnessOptions
+    from harnessc.runtime.options.harness_options import AgentHarnessOptions
+    from harnessc.runtime.permissions.gate import PermissionGate
     from harnessc.runtime.session.repo import SessionRepo
     from harnessc.runtime.session.session import Session
-    from harnessc.runtime.tools.permission_gate import PermissionGate
 
 __all__ = ["BuildOptions", "CliHost", "ReplHost"]
 

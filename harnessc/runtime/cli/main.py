@@ -39,7 +39,7 @@ from harnessc.runtime.cli.sessions import (
 )
 from harnessc.runtime.cli.shutdown import close_harness
 from harnessc.runtime.cli.start_up import StartUp
-from harnessc.runtime.core.options import AgentHarnessOptions
+from harnessc.runtime.options.harness_options import AgentHarnessOptions
 from harnessc.runtime.processes.children import protect_secrets
 from harnessc.runtime.session.repo_protocol import SessionRepo
 from harnessc.runtime.support.data_folder import (
@@ -50,7 +50,7 @@ from harnessc.runtime.support.data_folder import (
 )
 
 if TYPE_CHECKING:
-    from harnessc.runtime.tools.permission_gate import PermissionGate
+    from harnessc.runtime.permissions.gate import PermissionGate
 
 __all__ = [
     "EXIT_ABORTED",

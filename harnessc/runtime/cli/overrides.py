@@ -11,11 +11,26 @@ from functools import partial
 from typing import Any
 
 from harnessc.runtime.cli.args import UsageError
-from harnessc.runtime.core.options import AgentHarnessOptions
+from harnessc.runtime.options.harness_options import AgentHarnessOptions
+from harnessc.runtime.support.envref import unresolved_names
 
-__all__ = ["BASE_URL_VARIABLE", "apply_overrides", "check_model", "override_base_url"]
+__all__ = [
+    "BASE_URL_VARIABLE",
+    "apply_overrides",
+    "check_base_url",
+    "check_model",
+    "override_base_url",
+    "override_tree_base_url",
+]
 
 BASE_URL_VARIABLE = "HARNESSC_BASE_URL"
+
+
+def check_base_url(base_url: str, source: str) -> None:
+    """UsageError, naming ``source`` (``--base-url``, the variable), for a URL without
+    http:// or https://."""
+    if not base_url.startswith(("http://", "https://")):
+        raise UsageError(f"{source}: {base_url!r} has no scheme; write http://{base_url}")
 
 
 def override_base_url(options: AgentHarnessOptions, base_url: str, source: str) -> None:
@@ -23,8 +38,7 @@ def override_base_url(options: AgentHarnessOptions, base_url: str, source: str) 
     needs no key on a server of this machine (a local model server, the demo)."""
     from urllib.parse import urlsplit
 
-    if not base_url.startswith(("http://", "https://")):
-        raise UsageError(f"{source}: {base_url!r} has no scheme; write http://{base_url}")
+    check_base_url(base_url, source)
     local = (urlsplit(base_url).hostname or "") in ("localhost", "127.0.0.1", "::1")
     models = dict(options.models)
     for key, model in models.items():
@@ -46,8 +60,7 @@ def apply_overrides(options: AgentHarnessOptions, args: argparse.Namespace) -> N
     base_url = args.base_url or os.environ.get(BASE_URL_VARIABLE) or None
     if base_url:
         source = "--base-url" if args.base_url else BASE_URL_VARIABLE
-        override_base_url(options, base_url, source)
-        _for_subagents(options, partial(override_base_url, base_url=base_url, source=source))
+        override_tree_base_url(options, base_url, source)
     if args.max_turns is not None:
         from harnessc.runtime.core.budget import Budget
 
@@ -59,6 +72,12 @@ def apply_overrides(options: AgentHarnessOptions, args: argparse.Namespace) -> N
             options.provider = ReplayProvider.from_session_file(args.replay)
         except OSError as exc:
             raise UsageError(f"--replay: cannot read {args.replay}: {exc.strerror}") from None
+
+
+def override_tree_base_url(options: AgentHarnessOptions, base_url: str, source: str) -> None:
+    """``override_base_url`` for the agent and every sub-agent it hands work to."""
+    override_base_url(options, base_url, source)
+    _for_subagents(options, partial(override_base_url, base_url=base_url, source=source))
 
 
 def _for_subagents(
@@ -74,9 +93,16 @@ def _for_subagents(
 
 
 def check_model(key: str, options: AgentHarnessOptions, current: Any) -> None:
-    """Fail fast, naming the variable, when the model's API key is not set or its
-    base_url (often from the environment) has no scheme."""
+    """Fail fast, naming the variable, when the model's API key is not set, or its
+    base_url reads a variable that is not set or has no scheme."""
     model = options.models.get(key, current)
+    unset = unresolved_names(model.base_url or "")
+    if unset:
+        raise UsageError(
+            f"model {key!r} ({model.id}): environment variable {unset[0]} is not set "
+            f"(its base_url reads it); set it, or point every model at a server with "
+            f"--base-url URL or ${BASE_URL_VARIABLE}"
+        )
     if model.base_url and not model.base_url.startswith(("http://", "https://")):
         raise UsageError(
             f"model {key!r} ({model.id}): base_url {model.base_url!r} has no scheme; "

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.cli.args import UsageError
 from harnessc.runtime.core.hooks import PERMISSION_PAUSE
-from harnessc.runtime.tools.permission_gate import (
+from harnessc.runtime.permissions.gate import (
     PermissionGate,
     describe_call,
     find_gate,
@@ -16,7 +16,7 @@ from harnessc.runtime.tools.permission_gate import (
     permission_hook,
     record_answer,
 )
-from harnessc.runtime.tools.permissions import PermissionError_, check_rule_tools
+from harnessc.runtime.permissions.rules import PermissionError_, check_rule_tools
 
 if TYPE_CHECKING:
     from harnessc.runtime.agent.harness import AgentHarness
@@ -44,7 +44,7 @@ def install_gate(
     if gate is not None:
         tools = [str(getattr(tool, "name", "")) for tool in options.tools]
         if getattr(options, "output", None) is not None:  # the typed result's final_result
-            from harnessc.runtime.core.typed_output import OUTPUT_TOOL
+            from harnessc.runtime.options.typed_output import OUTPUT_TOOL
 
             tools.append(OUTPUT_TOOL)
         try:

@@ -122,9 +122,11 @@ class RunReport:
         from harnessc.runtime.cli.permission import is_permission_pause
 
         if is_permission_pause(result.reason):
-            from harnessc.runtime.tools.permission_gate import pending_asks
+            from harnessc.runtime.permissions.gate import pending_asks
 
-            asks = list(pending_asks(harness.session)) or [c.id for c in result.pending_tool_calls]
+            # only the calls this pause holds: an ask a hook blocked afterwards was never held
+            held = [c.id for c in result.pending_tool_calls]
+            asks = [i for i in pending_asks(harness.session) if i in held] or held
             for call_id in asks or ["CALL_ID"]:
                 lines.append(
                     f"continue with: {self.prog} {target} --approve {call_id}  "

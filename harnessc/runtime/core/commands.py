@@ -207,7 +207,7 @@ class CommandRegistry:
         """Resolve ``/name args``: a skill, a registered command, a template, or unknown."""
         text = f"/{name} {args}".strip()
         if name.startswith(SKILL_PREFIX):
-            expanded = _expand("expand_skill_command", text, getattr(resources, "skills", ()))
+            expanded = _expand(resources, "expand_skill_command", text)
             if expanded is not None:
                 return CommandOutcome("prompt", expanded, name)
             skills = getattr(resources, "skills", ()) or ()
@@ -222,9 +222,7 @@ class CommandRegistry:
             if isinstance(result, CommandOutcome) and result.kind in ("prompt", "reply"):
                 return CommandOutcome(result.kind, result.text, name)
             return CommandOutcome("reply", "" if result is None else str(result), name)
-        expanded = _expand(
-            "expand_prompt_template", text, getattr(resources, "prompt_templates", ())
-        )
+        expanded = _expand(resources, "expand_prompt_template", text)
         if expanded is not None:
             return CommandOutcome("prompt", expanded, name)
         if await self.load(name):
@@ -232,16 +230,13 @@ class CommandRegistry:
         return CommandOutcome("unknown", self.unknown_message(name, resources), name)
 
 
-def _expand(function: str, text: str, items: Iterable[Any] | None) -> str | None:
-    """Call the resources part's expander (imported lazily; absent -> None)."""
-    try:
-        from harnessc.runtime import resources as resources_module
-    except ImportError:
-        return None
-    expander = getattr(resources_module, function, None)
+def _expand(resources: Any, method: str, text: str) -> str | None:
+    """The resources' own expansion of ``text`` (``AgentHarnessResources`` has both
+    methods); None when there are no resources or nothing of theirs matches."""
+    expander = getattr(resources, method, None)
     if expander is None:
         return None
-    result = expander(text, list(items or ()))
+    result = expander(text)
     return None if result is None else str(result)
 
 

@@ -11,8 +11,8 @@ import os
 from enum import StrEnum
 from typing import Any
 
-from harnessc.runtime.processes.secrets import register_secret_names
 from harnessc.runtime.support.records import NEW_DICT, Factory, Record
+from harnessc.runtime.support.secrets import register_secret_names
 
 __all__ = [
     "THINKING_BUDGETS",

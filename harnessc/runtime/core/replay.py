@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harnessc.runtime.core.events import Event
-from harnessc.runtime.core.loop import IllegalTransitionError, LoopState, StateMachine
+from harnessc.runtime.core.loop_states import IllegalTransitionError, LoopState, StateMachine
 
 __all__ = ["ReplayError", "ReplayState", "replay_events"]
 

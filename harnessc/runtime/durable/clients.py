@@ -1,5 +1,6 @@
 """The client verbs of a durable agent: ``--submit``, ``--runs``, ``--follow`` and
-``--run RUN`` with ``--resume-with``, ``--approve`` / ``--deny`` or ``--cancel``. They
+``--run RUN`` with ``--resume-with``, ``--approve`` / ``--deny`` or ``--cancel`` (RUN: a
+run id, or its first characters when they name one run). They
 use DBOS's client API only: nothing here starts an executor, so no client can recover
 (and run a second time) a run it looks at. ``DurableRuns`` is the same from Python."""
 
@@ -39,6 +40,7 @@ def _client(config: DurableConfig, cwd: str, *, create: bool = False) -> Any:
 
 _STATUS = {"ENQUEUED": "queued", "SUCCESS": "done", "ERROR": "failed", "CANCELLED": "cancelled"}
 _WAITING = ("awaiting_tool", "paused")
+_SHOWN_MATCHES = 5  # runs named when a run id prefix names several
 
 
 class SessionInUse(DurableError):
@@ -146,6 +148,29 @@ class DurableRuns:
 
         state = self.client.get_event(run_id, STATE_EVENT, timeout_seconds=0)
         return state if isinstance(state, dict) else {}
+
+    def full_id(self, given: str) -> str:
+        """The run ``given`` names: a run id, or the first characters of exactly one run's
+        id (as session commands take a session id prefix); DurableError otherwise."""
+        from harnessc.runtime.durable.workflow import WORKFLOW_NAME
+
+        quiet = {"load_input": False, "load_output": False}
+        if given and self.client.list_workflows(workflow_ids=[given], **quiet):
+            return given
+        found = (
+            self.client.list_workflows(
+                workflow_id_prefix=given, name=WORKFLOW_NAME, limit=_SHOWN_MATCHES + 1, **quiet
+            )
+            if given
+            else []
+        )
+        ids = [str(status.workflow_id) for status in found]
+        if len(ids) == 1:
+            return ids[0]
+        if not ids:
+            raise DurableError(f"no run {given}")
+        shown = ", ".join(ids[:_SHOWN_MATCHES]) + (", ..." if len(ids) > _SHOWN_MATCHES else "")
+        raise DurableError(f"run id prefix {given!r} names several runs ({shown}): give more of it")
 
     def status(self, run_id: str) -> Any:
         found = self.client.list_workflows(workflow_ids=[run_id], load_input=False)
@@ -364,7 +389,7 @@ def follow(
     as_json: bool,
 ) -> int:
     with DurableRuns(config, cwd) as runs:
-        runs.status(run_id)  # an unknown run: said at once
+        run_id = runs.full_id(run_id)  # an unknown run: said at once
         client = runs.client
         show = Show(out, err, as_json=as_json)
         pump(
@@ -500,6 +525,7 @@ def resume(
         if not isinstance(answers, dict):
             raise DurableError("--resume-with takes a JSON object: call id -> result")
     with DurableRuns(config, cwd) as runs:
+        run_id = runs.full_id(run_id)
         if cancel:
             runs.cancel(run_id)
             out.write(f"cancelled {run_id}\n")

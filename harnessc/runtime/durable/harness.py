@@ -23,7 +23,6 @@ from typing import Any
 
 from harnessc.runtime.agent import AgentHarness, checkpoints
 from harnessc.runtime.agent.subagents import SubAgents
-from harnessc.runtime.core.options import AgentHarnessOptions
 from harnessc.runtime.durable.session import DurableSession, ReplayStorage, RunClock
 from harnessc.runtime.durable.steps import (
     DurableProvider,
@@ -31,6 +30,7 @@ from harnessc.runtime.durable.steps import (
     EventSink,
     checkpoint_runner,
 )
+from harnessc.runtime.options.harness_options import AgentHarnessOptions
 from harnessc.runtime.session.entries import SessionHeader
 from harnessc.runtime.session.session import Session
 from harnessc.runtime.tools.base import AgentTool

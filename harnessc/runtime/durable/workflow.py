@@ -288,7 +288,7 @@ def pause_state(result: Any, harness: AgentHarness) -> dict[str, Any]:
     calls (external ones, or those a pause held; a sub-agent's with its agent path),
     the permission asks among them, and for a budget pause the limit's use."""
     from harnessc.runtime.cli.pause import budget_limit
-    from harnessc.runtime.tools.permission_gate import pending_asks
+    from harnessc.runtime.permissions.gate import pending_asks
 
     nested = _nested(harness)
     pending = result.pending_tool_calls

@@ -12,7 +12,7 @@ Claude Code hook protocol), ``block_rule`` (block tool calls by regex);
 ``claude_settings_hooks`` (the command hooks of a Claude Code settings file).
 """
 
-from harnessc.runtime.extensions.base import Extension, ExtensionConfigError
+from harnessc.runtime.extensions.base import ExtensionConfigError
 from harnessc.runtime.extensions.block_rules import block_rule
 from harnessc.runtime.extensions.claude_settings import claude_settings_hooks
 from harnessc.runtime.extensions.command_hooks import command_hook
@@ -22,6 +22,7 @@ from harnessc.runtime.extensions.registry import build_extension
 from harnessc.runtime.extensions.session_index import SessionIndexConfig, SessionIndexExtension
 from harnessc.runtime.extensions.turn_continue import TurnContinueConfig, TurnContinueExtension
 from harnessc.runtime.extensions.turn_nudge import TurnNudgeConfig, TurnNudgeExtension
+from harnessc.runtime.options.harness_context import Extension
 
 __all__ = [
     "CompactionConfig",

@@ -50,7 +50,7 @@ from harnessc.runtime.extensions.claude_tools import ToolMappingError, harnessc_
 from harnessc.runtime.extensions.protocol import HookProtocolError, block_result
 
 if TYPE_CHECKING:
-    from harnessc.runtime.extensions.base import HarnessContext
+    from harnessc.runtime.options.harness_context import HarnessContext
 
 __all__ = [
     "CANNOT_RUN_CODES",

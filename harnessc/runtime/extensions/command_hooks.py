@@ -63,10 +63,10 @@ from harnessc.runtime.extensions.session_env import (
     session_env,
 )
 from harnessc.runtime.processes.children import supervised
-from harnessc.runtime.processes.secrets import scrubbed_environ
+from harnessc.runtime.support.secrets import scrubbed_environ
 
 if TYPE_CHECKING:
-    from harnessc.runtime.extensions.base import HarnessContext
+    from harnessc.runtime.options.harness_context import HarnessContext
 
 __all__ = [
     "DEFAULT_COMMAND_TIMEOUT_S",
@@ -266,7 +266,7 @@ class CommandHook:
         return f"CommandHook({self.moment!r}, {self.command!r}, timeout_s={self.timeout_s})"
 
     def _env(self, payload: dict[str, Any], cwd: str) -> dict[str, str]:
-        env = scrubbed_environ()  # no API keys or other credentials (runtime/processes/secrets.py)
+        env = scrubbed_environ()  # no API keys or other credentials (runtime/support/secrets.py)
         env["HARNESSC_HOOK_EVENT"] = self.moment
         env["HARNESSC_SESSION_ID"] = str(payload.get("session_id") or "")
         env["HARNESSC_PROJECT_DIR"] = cwd

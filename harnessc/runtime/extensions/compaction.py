@@ -31,7 +31,7 @@ from typing import Any
 from harnessc.runtime.core.events import ErrorEvent
 from harnessc.runtime.core.hooks import ContextEvent, ContextResult
 from harnessc.runtime.core.messages import Message
-from harnessc.runtime.extensions.base import HarnessContext, decode_config
+from harnessc.runtime.extensions.base import decode_config
 from harnessc.runtime.extensions.compaction_pipeline import (
     NAME,
     REGROWTH,
@@ -46,6 +46,7 @@ from harnessc.runtime.extensions.compaction_pipeline import (
     estimate_chars,
     run_pipeline,
 )
+from harnessc.runtime.options.harness_context import HarnessContext
 
 __all__ = [
     "CompactionConfig",
@@ -102,7 +103,7 @@ class CompactionExtension:
         return ("compact",) if self.config.contribute_commands else ()
 
     def install(self, harness: HarnessContext) -> None:
-        from harnessc.runtime.session.compaction import CompactionSettings
+        from harnessc.runtime.compaction import CompactionSettings
 
         c = self.config
         self._harness = harness

@@ -18,11 +18,8 @@ from harnessc.runtime.core.messages import (
     TextContent,
     ToolResultMessage,
 )
-from harnessc.runtime.extensions.base import (
-    ExtensionConfigError,
-    HarnessContext,
-    require_non_negative,
-)
+from harnessc.runtime.extensions.base import ExtensionConfigError, require_non_negative
+from harnessc.runtime.options.harness_context import HarnessContext
 
 __all__ = [
     "NAME",

@@ -22,7 +22,7 @@ from harnessc.runtime.core.hooks import HookSpec, accepts_context, canonical_hoo
 from harnessc.runtime.extensions.protocol import HookProtocolError, HookTimeoutError, check_result
 
 if TYPE_CHECKING:
-    from harnessc.runtime.extensions.base import HarnessContext
+    from harnessc.runtime.options.harness_context import HarnessContext
 
 __all__ = ["DEFAULT_PYTHON_HOOK_TIMEOUT_S", "HookTimeoutError", "PythonHook", "python_hook"]
 

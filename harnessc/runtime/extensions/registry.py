@@ -13,7 +13,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from harnessc.runtime.core import catalog
-from harnessc.runtime.extensions.base import Extension, ExtensionConfigError
+from harnessc.runtime.extensions.base import ExtensionConfigError
+from harnessc.runtime.options.harness_context import Extension
 
 __all__ = [
     "EXTENSION_ALIASES",

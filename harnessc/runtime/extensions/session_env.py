@@ -14,7 +14,7 @@ exports before it; a credential expands to nothing). A line that needs more of t
 shell (``$(...)``, backticks, ``;``, redirections, other commands) is ignored with a
 warning; blank lines and comments are skipped. Credentials stay out: an exported name
 that looks like a credential, or a value equal to a scrubbed secret, is not applied
-(``harnessc.runtime.processes.secrets``).
+(``harnessc.runtime.support.secrets``).
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.core.options import ToolContextSource
-from harnessc.runtime.processes.secrets import scrubbed_environ
+from harnessc.runtime.support.secrets import scrubbed_environ
 
 if TYPE_CHECKING:
-    from harnessc.runtime.extensions.base import HarnessContext
+    from harnessc.runtime.options.harness_context import HarnessContext
 
 __all__ = [
     "ENV_FILE_VARIABLE",

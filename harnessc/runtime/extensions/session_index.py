@@ -25,7 +25,7 @@ from harnessc.runtime.core.events import ErrorEvent
 from harnessc.runtime.extensions.base import ExtensionConfigError, decode_config
 
 if TYPE_CHECKING:
-    from harnessc.runtime.extensions.base import HarnessContext
+    from harnessc.runtime.options.harness_context import HarnessContext
 
 __all__ = ["SessionIndexConfig", "SessionIndexExtension"]
 

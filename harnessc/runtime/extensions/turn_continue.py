@@ -34,7 +34,7 @@ from harnessc.runtime.extensions.base import (
 )
 
 if TYPE_CHECKING:
-    from harnessc.runtime.extensions.base import HarnessContext
+    from harnessc.runtime.options.harness_context import HarnessContext
 
 __all__ = [
     "DEFAULT_CONTINUE_PROMPT",

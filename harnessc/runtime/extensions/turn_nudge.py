@@ -30,7 +30,7 @@ from harnessc.runtime.extensions.base import (
 from harnessc.runtime.extensions.config_names import canonical_config
 
 if TYPE_CHECKING:
-    from harnessc.runtime.extensions.base import HarnessContext
+    from harnessc.runtime.options.harness_context import HarnessContext
 
 __all__ = [
     "DEFAULT_NUDGE_LIMIT_MESSAGE",

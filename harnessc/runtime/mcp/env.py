@@ -2,7 +2,7 @@
 
 A server declared in a spec is someone else's code; like bash it must not inherit the
 API keys of the agent. The scrub is the one of every child process
-(``harnessc.runtime.processes.secrets.scrubbed_environ``: credential-like names, the models'
+(``harnessc.runtime.support.secrets.scrubbed_environ``: credential-like names, the models'
 ``api_key_env`` variables and copies of their values); exported shell functions
 (values starting ``()``) are dropped too. A spec passes what a server needs in ``env:``.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from harnessc.runtime.mcp.config import McpServerConfig
-from harnessc.runtime.processes.secrets import scrubbed_environ
+from harnessc.runtime.support.secrets import scrubbed_environ
 
 __all__ = ["child_env", "child_environ"]
 

@@ -26,10 +26,10 @@ from typing import Any
 from harnessc.runtime.core.commands import CommandOutcome
 from harnessc.runtime.core.hooks import FailRun
 from harnessc.runtime.core.signal import AbortSignal
-from harnessc.runtime.extensions.base import HarnessContext
 from harnessc.runtime.mcp.config import McpConfigError, McpServerConfig, load_mcp_json
 from harnessc.runtime.mcp.env import child_env, child_environ
 from harnessc.runtime.mcp.loop import mcp_loop, run_in_mcp_loop
+from harnessc.runtime.options.harness_context import HarnessContext
 from harnessc.runtime.support.data_folder import DataFolder, resolve_folder
 from harnessc.runtime.tools.base import Tool, ToolResult, ToolUpdate, error_result
 

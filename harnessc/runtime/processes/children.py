@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harnessc.runtime.processes.secrets import scrubbed_environ
+from harnessc.runtime.support.secrets import scrubbed_environ
 
 __all__ = ["SUPERVISOR", "protect_secrets", "supervised"]
 

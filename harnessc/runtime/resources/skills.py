@@ -12,7 +12,7 @@ from typing import Any
 
 from harnessc.runtime.resources.frontmatter import parse_frontmatter
 from harnessc.runtime.resources.types import ResourceDiagnostic, Skill
-from harnessc.runtime.tools.paths import allow_read_tree
+from harnessc.runtime.support.readable import allow_read_tree
 
 __all__ = [
     "MAX_COMPATIBILITY_LENGTH",

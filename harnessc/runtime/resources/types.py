@@ -156,3 +156,15 @@ class AgentHarnessResources(Record):
         self.context_files = [] if context_files is NEW_LIST else context_files
         self.context_settings = context_settings
         self.cwd = cwd
+
+    def expand_skill_command(self, text: str) -> str | None:
+        """``/skill:name args`` -> the skill's prompt; None when it names no skill here."""
+        from harnessc.runtime.resources.skills import expand_skill_command
+
+        return expand_skill_command(text, self.skills)
+
+    def expand_prompt_template(self, text: str) -> str | None:
+        """``/name args`` -> the template's prompt; None when it names no template here."""
+        from harnessc.runtime.resources.templates import expand_prompt_template
+
+        return expand_prompt_template(text, self.prompt_templates)

@@ -6,6 +6,8 @@ harnesses.py  harnesses built from an agent  runs.py      runs, their events, an
 durable_runs.py  a durable agent's runs: submitted to its DBOS queue, followed in its records
 bodies.py     JSON bodies and API errors     limits.py    every body bounded (size, depth)
 auth.py       the bearer token               errors.py    failures as JSON errors
+guard.py      Host / Origin (no token), JSON bodies only
+connections.py  request deadlines, the connection bound, the count of those cut off
 native.py     /healthz, /v1/runs, /v1/sessions  openapi.py  the OpenAPI document
 openai_compat.py  /v1/chat/completions, /v1/models
 agui.py       /agui (AG-UI events)           a2a.py       the A2A agent card and endpoint

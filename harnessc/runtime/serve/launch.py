@@ -39,6 +39,9 @@ def serve_from_cli(cli: CliHost) -> int:
             port=args.port,
             token=read_token(args.token_env),
             max_runs=args.max_runs,
+            header_timeout_s=args.header_timeout,
+            body_timeout_s=args.body_timeout,
+            max_connections=args.max_connections,
         )
         check_config(config)
     except ServeSetupError as exc:
@@ -53,6 +56,11 @@ async def _serve(cli: CliHost, config: ServeConfig) -> int:
     from harnessc.runtime.cli.args import UsageError
     from harnessc.runtime.providers.clients import HttpClientPool
     from harnessc.runtime.serve.app import build_app
+    from harnessc.runtime.serve.connections import (
+        ConnectionLimits,
+        guarded_protocol,
+        usable_connections,
+    )
     from harnessc.runtime.serve.harnesses import AgentSource
     from harnessc.runtime.serve.runs import RunRegistry
     from harnessc.runtime.serve.state import ServeState
@@ -78,11 +86,17 @@ async def _serve(cli: CliHost, config: ServeConfig) -> int:
         return EXIT_USAGE
     state = ServeState(config=config, source=source, runs=runs)
     app = build_app(state, clients)
+    limits = ConnectionLimits(
+        header_timeout_s=config.header_timeout_s,
+        body_timeout_s=config.body_timeout_s,
+        max_connections=usable_connections(config.max_connections),
+    )
     server = _DrainingServer(
         uvicorn.Config(
             app,
             host=config.host,
             port=config.port,
+            http=guarded_protocol(limits),
             log_level="warning",
             access_log=False,
             lifespan="on",
@@ -91,11 +105,12 @@ async def _serve(cli: CliHost, config: ServeConfig) -> int:
         runs,
         config.drain_s,
     )
-    announce = asyncio.create_task(_announce(server, state, cli))
+    announce = asyncio.create_task(_announce(server, state, cli, limits))
     try:
         await server.serve()
     finally:
         announce.cancel()
+        limits.report()
     return EXIT_DONE
 
 
@@ -119,7 +134,7 @@ async def _durable_runs(source: Any, durable: Any, config: ServeConfig) -> Any:
     return registry
 
 
-async def _announce(server: Any, state: Any, cli: CliHost) -> None:
+async def _announce(server: Any, state: Any, cli: CliHost, limits: Any) -> None:
     while not server.started:
         await asyncio.sleep(0.02)
     host, port = server.servers[0].sockets[0].getsockname()[:2]
@@ -131,6 +146,8 @@ async def _announce(server: Any, state: Any, cli: CliHost) -> None:
         who = f"this process (worker {worker}) and" if worker else "the agent's"
         store = f"durable runs: {who} --worker processes run them; {store}"
     guard = "token required" if state.config.token else "no token (loopback only)"
+    if limits.max_connections < state.config.max_connections:
+        guard += f"; at most {limits.max_connections} connections (the open-file limit)"
     cli.err.write(
         f"serving {state.source.agent_name} at {state.base_url} ({store}, {guard}); "
         "Ctrl-C or SIGTERM stops it\n"

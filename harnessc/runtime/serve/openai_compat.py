@@ -52,25 +52,42 @@ def _text(content: Any, where: str) -> str:
             if isinstance(part, dict) and part.get("type") == "text":
                 text = part.get("text")
                 if not isinstance(text, str):
-                    raise ApiError(400, f"{where}: a text part needs 'text' as a string")
+                    raise ApiError(
+                        400,
+                        f"{where}: a text part needs 'text' as a string",
+                        param=f"{where}.content",
+                        code="invalid_type",
+                    )
                 parts.append(text)
         return "".join(parts)
-    raise ApiError(400, f"{where}: 'content' must be a string or a list of parts")
+    raise ApiError(
+        400,
+        f"{where}: 'content' must be a string or a list of parts",
+        param=f"{where}.content",
+        code="invalid_type",
+    )
 
 
 def conversation(messages: list[Any]) -> tuple[str, list[Message]]:
     """The last user message's text, and the user / assistant messages before it."""
     if not messages:
-        raise ApiError(400, "'messages' is empty")
+        raise ApiError(400, "'messages' is empty", param="messages", code="empty_array")
     history: list[Message] = []
     last_user = -1
     for index, item in enumerate(messages):
         if not isinstance(item, dict) or not isinstance(item.get("role"), str):
-            raise ApiError(400, f"messages[{index}] must be an object with a 'role'")
+            raise ApiError(
+                400,
+                f"messages[{index}] must be an object with a 'role'",
+                param=f"messages[{index}]",
+                code="invalid_type",
+            )
         if item["role"] == "user":
             last_user = index
     if last_user < 0:
-        raise ApiError(400, "'messages' has no user message")
+        raise ApiError(
+            400, "'messages' has no user message", param="messages", code="invalid_value"
+        )
     for index, item in enumerate(messages[:last_user]):
         text = _text(item.get("content"), f"messages[{index}]")
         if item["role"] == "user":
@@ -111,9 +128,14 @@ async def chat_completions(request: Request) -> Response:
             404,
             f"no model {model!r}: this server serves {state.source.agent_name!r}",
             "model_not_found",
+            param="model",
         )
     prompt, history = conversation(required(body, "messages", list))
-    check_prompt(state, prompt)
+    try:
+        check_prompt(state, prompt)
+    except ApiError as exc:  # the prompt is the last user message
+        exc.param = exc.param or "messages"
+        raise
     stream = optional(body, "stream", bool) or False
     session_id = _session(state, request, body)
     if (
@@ -198,8 +220,8 @@ async def _chunks(run: Run, completion_id: str, model: str) -> AsyncIterator[str
                     sent += piece
             held = []
     if run.status == "error":
-        error = {"error": {"type": "agent_error", "message": f"the agent failed: {run.reason}"}}
-        yield f"data: {json.dumps(error)}\n\n"
+        error = ApiError(502, f"the agent failed: {run.reason}", "agent_error")
+        yield f"data: {json.dumps(error.body())}\n\n"
     else:
         tail = _reply(run)
         if tail != sent:  # a pause or an abort: say so after what was sent

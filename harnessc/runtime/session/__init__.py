@@ -1,4 +1,5 @@
-"""Sessions: the entry tree, the JSONL store, compaction, full-text index and replay."""
+"""Sessions: the entry tree, the JSONL and PostgreSQL stores, the full-text index and replay.
+Compaction (a model call) is ``runtime/compaction/``; tree moves are the agent's."""
 
 from __future__ import annotations
 
@@ -7,33 +8,6 @@ from typing import TYPE_CHECKING
 from harnessc.runtime.support.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from harnessc.runtime.session.compaction import (
-        BranchSummaryPreparation,
-        BranchSummaryResult,
-        CompactionError,
-        CompactionPreparation,
-        CompactionResult,
-        CompactionSettings,
-        CutPoint,
-        FileOperations,
-        NothingToCompactError,
-        apply_compaction,
-        build_branch_summary_prompt,
-        build_summary_prompt,
-        build_turn_prefix_prompt,
-        compact,
-        compact_harness,
-        estimate_context_tokens,
-        estimate_tokens,
-        find_cut_point,
-        generate_branch_summary,
-        generate_summary,
-        needs_compaction,
-        prepare_branch_summary,
-        prepare_compaction,
-        serialize_conversation,
-        should_compact,
-    )
     from harnessc.runtime.session.index import (
         RefreshStats,
         SearchHit,
@@ -69,37 +43,11 @@ if TYPE_CHECKING:
         SessionWriteError,
         build_context,
     )
-    from harnessc.runtime.session.tree import TreeNavigation, navigate_tree
     from harnessc.runtime.support.data_folder import DataFolder, resolve_folder
 
 # Public name -> the module defining it; imported on first use so that importing
 # this package stays cheap for a one-shot agent run.
 _EXPORTS: dict[str, str] = {
-    "BranchSummaryPreparation": "harnessc.runtime.session.compaction",
-    "BranchSummaryResult": "harnessc.runtime.session.compaction",
-    "CompactionError": "harnessc.runtime.session.compaction",
-    "CompactionPreparation": "harnessc.runtime.session.compaction",
-    "CompactionResult": "harnessc.runtime.session.compaction",
-    "CompactionSettings": "harnessc.runtime.session.compaction",
-    "CutPoint": "harnessc.runtime.session.compaction",
-    "FileOperations": "harnessc.runtime.session.compaction",
-    "NothingToCompactError": "harnessc.runtime.session.compaction",
-    "apply_compaction": "harnessc.runtime.session.compaction",
-    "build_branch_summary_prompt": "harnessc.runtime.session.compaction",
-    "build_summary_prompt": "harnessc.runtime.session.compaction",
-    "build_turn_prefix_prompt": "harnessc.runtime.session.compaction",
-    "compact": "harnessc.runtime.session.compaction",
-    "compact_harness": "harnessc.runtime.session.compaction",
-    "estimate_context_tokens": "harnessc.runtime.session.compaction",
-    "estimate_tokens": "harnessc.runtime.session.compaction",
-    "find_cut_point": "harnessc.runtime.session.compaction",
-    "generate_branch_summary": "harnessc.runtime.session.compaction",
-    "generate_summary": "harnessc.runtime.session.compaction",
-    "needs_compaction": "harnessc.runtime.session.compaction",
-    "prepare_branch_summary": "harnessc.runtime.session.compaction",
-    "prepare_compaction": "harnessc.runtime.session.compaction",
-    "serialize_conversation": "harnessc.runtime.session.compaction",
-    "should_compact": "harnessc.runtime.session.compaction",
     "RefreshStats": "harnessc.runtime.session.index",
     "SearchHit": "harnessc.runtime.session.index",
     "SearchQueryError": "harnessc.runtime.session.index",
@@ -128,24 +76,13 @@ _EXPORTS: dict[str, str] = {
     "SessionReadOnlyError": "harnessc.runtime.session.session",
     "SessionWriteError": "harnessc.runtime.session.session",
     "build_context": "harnessc.runtime.session.session",
-    "TreeNavigation": "harnessc.runtime.session.tree",
-    "navigate_tree": "harnessc.runtime.session.tree",
     "DataFolder": "harnessc.runtime.support.data_folder",
     "resolve_folder": "harnessc.runtime.support.data_folder",
 }
 
 __all__ = [
-    "BranchSummaryPreparation",
-    "BranchSummaryResult",
-    "CompactionError",
-    "CompactionPreparation",
-    "CompactionResult",
-    "CompactionSettings",
-    "CutPoint",
     "DataFolder",
-    "FileOperations",
     "JsonlSessionRepo",
-    "NothingToCompactError",
     "PauseState",
     "PendingToolCall",
     "RefreshStats",
@@ -165,33 +102,15 @@ __all__ = [
     "SessionReadOnlyError",
     "SessionRepo",
     "SessionWriteError",
-    "TreeNavigation",
-    "apply_compaction",
-    "build_branch_summary_prompt",
     "build_context",
-    "build_summary_prompt",
-    "build_turn_prefix_prompt",
-    "compact",
-    "compact_harness",
     "cwd_slug",
     "encode_line",
-    "estimate_context_tokens",
-    "estimate_tokens",
-    "find_cut_point",
-    "generate_branch_summary",
-    "generate_summary",
     "literal_query",
-    "navigate_tree",
-    "needs_compaction",
     "pending_state",
-    "prepare_branch_summary",
-    "prepare_compaction",
     "record_pause",
     "record_resume",
     "replay_state",
     "resolve_folder",
-    "serialize_conversation",
-    "should_compact",
 ]
 
 

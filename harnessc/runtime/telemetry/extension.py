@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from harnessc.runtime.telemetry.config import TelemetryConfig, resolve_config, telemetry_requested
 
 if TYPE_CHECKING:
-    from harnessc.runtime.extensions.base import HarnessContext
+    from harnessc.runtime.options.harness_context import HarnessContext
     from harnessc.runtime.telemetry.spans import RunTracer
 
 __all__ = ["TelemetryExtension", "install_telemetry", "trace_subagent"]

@@ -20,10 +20,11 @@ from typing import IO, Any
 
 from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.processes.children import supervised
-from harnessc.runtime.processes.secrets import scrubbed_environ
+from harnessc.runtime.support.readable import allow_read
+from harnessc.runtime.support.secrets import scrubbed_environ
 from harnessc.runtime.tools.base import Tool, ToolResult, ToolUpdate, error_result, text_result
 from harnessc.runtime.tools.outputlog import OutputLogs, output_logs
-from harnessc.runtime.tools.paths import allow_read, context_value, tool_env
+from harnessc.runtime.tools.paths import context_value, tool_env
 from harnessc.runtime.tools.truncate import MAX_BYTES, MAX_LINES, format_size, truncate_tail
 
 __all__ = ["OutputSink", "create_bash_tool", "kill_process_group", "wait_exit"]

@@ -2,29 +2,26 @@
 
 The workspace is the tool context's ``workspace`` (relative to its ``cwd``), else the
 agent's working directory; ``allow_outside_workspace: true`` lifts the confinement.
-Read-only tools may also open files registered with :func:`allow_read` (bash's
-full-output logs) and folders registered with :func:`allow_read_tree` (skills).
+Read-only tools may also open what ``support/readable.py`` registers (bash's
+full-output logs, the folders of skills).
 """
 
 from __future__ import annotations
 
 import os
-import threading
 import unicodedata
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import unquote
 
+from harnessc.runtime.support.readable import readable
 from harnessc.runtime.support.records import Record
 from harnessc.runtime.tools.clean import unescape_bytes
 
 __all__ = [
     "PATH_FILTER",
     "PathError",
-    "allow_read",
-    "allow_read_tree",
     "PathFilter",
     "ToolEnv",
     "call_targets",
@@ -123,35 +120,6 @@ def is_inside(path: str | Path, root: str | Path) -> bool:
 
 _INVISIBLE = {"Cc", "Cf", "Co", "Cs", "Zl", "Zp"}
 
-# Files outside any workspace that tools may still read: the full-output files bash
-# saves in the temp folder (the notice tells the model to read them).
-_READABLE: OrderedDict[str, None] = OrderedDict()
-_READABLE_MAX = 512
-_READABLE_LOCK = threading.Lock()
-_READABLE_TREES: set[str] = set()
-
-
-def allow_read(path: str | Path) -> None:
-    """Let read-only tools open ``path`` even when it lies outside the workspace."""
-    with _READABLE_LOCK:
-        _READABLE[os.path.realpath(path)] = None
-        while len(_READABLE) > _READABLE_MAX:
-            _READABLE.popitem(last=False)
-
-
-def allow_read_tree(folder: str | Path) -> None:
-    """Let read-only tools open anything below ``folder`` (a skill's folder, say)."""
-    with _READABLE_LOCK:
-        _READABLE_TREES.add(os.path.realpath(folder))
-
-
-def _readable(path: Path) -> bool:
-    with _READABLE_LOCK:
-        if str(path) in _READABLE:
-            return True
-        trees = list(_READABLE_TREES)
-    return any(is_inside(path, tree) for tree in trees)
-
 
 def _variants(raw: str) -> list[str]:
     """Other readings of ``raw`` that a shell, URL parser or normaliser might produce."""
@@ -238,7 +206,7 @@ def resolve_path(
     env = tool_env(context)
     raw = _spelling(path, env, default)
     target = _resolve_one(raw, env.base)
-    if not env.confined or (read_only and _readable(target)):
+    if not env.confined or (read_only and readable(target)):
         return target
     assert env.workspace is not None
     # (a byte that is not UTF-8, U+DC80..U+DCFF, is a name's raw byte, never a separator)

@@ -150,7 +150,7 @@ async def _status(repl: ReplHost, args: str) -> None:
 
 def _context_tokens(messages: list[Any]) -> int:
     try:
-        from harnessc.runtime.session.compaction import estimate_context_tokens
+        from harnessc.runtime.compaction import estimate_context_tokens
     except ImportError:
         return sum(len(json.dumps(m.to_dict())) for m in messages) // 4
     return int(estimate_context_tokens(messages))

@@ -47,11 +47,16 @@ async def answer_pause(self: PausedRepl) -> None:
     from harnessc.runtime.cli.permission import answer_asks, is_permission_pause
 
     if is_permission_pause(reason):
-        from harnessc.runtime.tools.permission_gate import describe_call, pending_asks
+        from harnessc.runtime.permissions.gate import describe_call, pending_asks
 
         approve: list[str] = []
         deny: list[str] = []
-        asks = {i: (str(h["tool"]), h["args"]) for i, h in pending_asks(harness.session).items()}
+        held = {c.id for c in pending}  # an ask a hook blocked afterwards was never held
+        asks = {
+            i: (str(h["tool"]), h["args"])
+            for i, h in pending_asks(harness.session).items()
+            if i in held
+        }
         if not asks:  # a sub-agent's ask: the calls it holds, answered by their ids
             asks = {c.id: (c.name, c.arguments) for c in pending}
         for call_id, (tool, args) in asks.items():

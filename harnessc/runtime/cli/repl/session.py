@@ -339,7 +339,7 @@ class Repl:
             return await self._ask_permission(tool, args, decision)
 
     async def _ask_permission(self, tool: str, args: Any, decision: Any) -> str:
-        from harnessc.runtime.tools.permission_gate import describe_call
+        from harnessc.runtime.permissions.gate import describe_call
 
         self.printer.close()  # the spinner stops while we ask
         self.note(f"[permission] {describe_call(tool, args)}: {decision.reason}")

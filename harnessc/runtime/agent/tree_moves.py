@@ -7,15 +7,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from harnessc.runtime.core.signal import AbortSignal
-from harnessc.runtime.session.compaction import (
+from harnessc.runtime.compaction import (
     generate_branch_summary,
     prepare_branch_summary,
 )
+from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.session.session import Session, SessionEntry
 
 if TYPE_CHECKING:  # the typed seam; no import at run time (no cycle)
-    from harnessc.runtime.extensions.base import HarnessContext
+    from harnessc.runtime.options.harness_context import HarnessContext
 
 __all__ = ["TreeNavigation", "navigate_tree"]
 

@@ -6,20 +6,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harnessc.runtime.core.options import AgentHarnessStreamOptions, Model
-from harnessc.runtime.core.signal import AbortSignal
-from harnessc.runtime.providers.base import Provider
-from harnessc.runtime.session.compaction.cut_point import (
+from harnessc.runtime.compaction.cut_point import (
     CompactionPreparation,
     prepare_compaction,
 )
-from harnessc.runtime.session.compaction.summarize import CompactionResult, generate_summary
-from harnessc.runtime.session.compaction.trigger import (
+from harnessc.runtime.compaction.summarize import CompactionResult, generate_summary
+from harnessc.runtime.compaction.trigger import (
     CompactionError,
     CompactionHost,
     CompactionSettings,
     NothingToCompactError,
 )
+from harnessc.runtime.core.options import AgentHarnessStreamOptions, Model
+from harnessc.runtime.core.signal import AbortSignal
+from harnessc.runtime.providers.base import Provider
 from harnessc.runtime.session.session import Session
 
 __all__ = ["apply_compaction", "compact", "compact_harness"]

@@ -9,9 +9,8 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harnessc.runtime.tools.path_rules import call_path
-from harnessc.runtime.tools.paths import PATH_FILTER, PathError, call_targets
-from harnessc.runtime.tools.permissions import (
+from harnessc.runtime.permissions.path_rules import call_path
+from harnessc.runtime.permissions.rules import (
     _COVERS,
     _PATH_TOOLS,
     Decision,
@@ -21,9 +20,10 @@ from harnessc.runtime.tools.permissions import (
     normalize_mode,
     remembered_rule,
 )
+from harnessc.runtime.tools.paths import PATH_FILTER, PathError, call_targets
 
 if TYPE_CHECKING:
-    from harnessc.runtime.extensions.base import HarnessContext
+    from harnessc.runtime.options.harness_context import HarnessContext
 
 __all__ = [
     "PERMISSION_ENTRY",

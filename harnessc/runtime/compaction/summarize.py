@@ -5,17 +5,17 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from harnessc.runtime.core.messages import AssistantMessage, TextContent, UserMessage
-from harnessc.runtime.core.options import AgentHarnessStreamOptions, Model, ThinkingLevel
-from harnessc.runtime.core.signal import AbortSignal
-from harnessc.runtime.providers.base import Context, Provider, ProviderRequest
-from harnessc.runtime.session.compaction.cut_point import CompactionPreparation
-from harnessc.runtime.session.compaction.prompts import (
+from harnessc.runtime.compaction.cut_point import CompactionPreparation
+from harnessc.runtime.compaction.prompts import (
     SUMMARY_SYSTEM_PROMPT,
     build_summary_prompt,
     build_turn_prefix_prompt,
 )
-from harnessc.runtime.session.compaction.trigger import CompactionError
+from harnessc.runtime.compaction.trigger import CompactionError
+from harnessc.runtime.core.messages import AssistantMessage, TextContent, UserMessage
+from harnessc.runtime.core.options import AgentHarnessStreamOptions, Model, ThinkingLevel
+from harnessc.runtime.core.signal import AbortSignal
+from harnessc.runtime.providers.base import Context, Provider, ProviderRequest
 from harnessc.runtime.session.session import SessionEntry
 from harnessc.runtime.support.records import Record
 

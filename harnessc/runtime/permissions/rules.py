@@ -47,9 +47,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from harnessc.runtime.core import catalog
+from harnessc.runtime.permissions.path_rules import call_path, path_matches
+from harnessc.runtime.permissions.shell_rules import Command, analyse, command_matches, text_matches
 from harnessc.runtime.support.records import NEW_LIST, Record
-from harnessc.runtime.tools.path_rules import call_path, path_matches
-from harnessc.runtime.tools.shell_rules import Command, analyse, command_matches, text_matches
 
 __all__ = [
     "CLAUDE_ONLY_TOOLS",

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from harnessc.runtime.compaction.file_ops import FileOperations
+from harnessc.runtime.compaction.prompts import (
+    BRANCH_SUMMARY_SYSTEM_PROMPT,
+    build_branch_summary_prompt,
+)
+from harnessc.runtime.compaction.summarize import complete_summary
 from harnessc.runtime.core.message_size import estimate_tokens
 from harnessc.runtime.core.messages import CustomMessage, Message
 from harnessc.runtime.core.options import AgentHarnessStreamOptions, Model
 from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.providers.base import Provider
-from harnessc.runtime.session.compaction.file_ops import FileOperations
-from harnessc.runtime.session.compaction.prompts import (
-    BRANCH_SUMMARY_SYSTEM_PROMPT,
-    build_branch_summary_prompt,
-)
-from harnessc.runtime.session.compaction.summarize import complete_summary
 from harnessc.runtime.session.session import Session, SessionEntry, entry_message
 from harnessc.runtime.support.records import Record
 

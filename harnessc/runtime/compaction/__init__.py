@@ -14,7 +14,7 @@ One module per concern:
   supply the compaction);
 - ``branch_summary``: the summary of the branch the leaf leaves on a tree move.
 
-Every public name stays importable from ``harnessc.runtime.session.compaction``; its
+Every public name stays importable from ``harnessc.runtime.compaction``; its
 module is imported on the first use of the name (a run that never compacts loads
 ``trigger`` only).
 """
@@ -26,22 +26,21 @@ from typing import TYPE_CHECKING
 from harnessc.runtime.support.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from harnessc.runtime.core.message_size import estimate_context_tokens, estimate_tokens
-    from harnessc.runtime.session.compaction.apply import apply_compaction, compact, compact_harness
-    from harnessc.runtime.session.compaction.branch_summary import (
+    from harnessc.runtime.compaction.apply import apply_compaction, compact, compact_harness
+    from harnessc.runtime.compaction.branch_summary import (
         BranchSummaryPreparation,
         BranchSummaryResult,
         generate_branch_summary,
         prepare_branch_summary,
     )
-    from harnessc.runtime.session.compaction.cut_point import (
+    from harnessc.runtime.compaction.cut_point import (
         CompactionPreparation,
         CutPoint,
         find_cut_point,
         prepare_compaction,
     )
-    from harnessc.runtime.session.compaction.file_ops import FileOperations
-    from harnessc.runtime.session.compaction.prompts import (
+    from harnessc.runtime.compaction.file_ops import FileOperations
+    from harnessc.runtime.compaction.prompts import (
         BRANCH_SUMMARY_SYSTEM_PROMPT,
         SUMMARY_SYSTEM_PROMPT,
         TOOL_RESULT_MAX_CHARS,
@@ -50,8 +49,8 @@ if TYPE_CHECKING:
         build_turn_prefix_prompt,
         serialize_conversation,
     )
-    from harnessc.runtime.session.compaction.summarize import CompactionResult, generate_summary
-    from harnessc.runtime.session.compaction.trigger import (
+    from harnessc.runtime.compaction.summarize import CompactionResult, generate_summary
+    from harnessc.runtime.compaction.trigger import (
         CompactionError,
         CompactionHost,
         CompactionSettings,
@@ -59,37 +58,38 @@ if TYPE_CHECKING:
         needs_compaction,
         should_compact,
     )
+    from harnessc.runtime.core.message_size import estimate_context_tokens, estimate_tokens
 
 _EXPORTS: dict[str, str] = {
     "estimate_context_tokens": "harnessc.runtime.core.message_size",
     "estimate_tokens": "harnessc.runtime.core.message_size",
-    "apply_compaction": "harnessc.runtime.session.compaction.apply",
-    "compact": "harnessc.runtime.session.compaction.apply",
-    "compact_harness": "harnessc.runtime.session.compaction.apply",
-    "BranchSummaryPreparation": "harnessc.runtime.session.compaction.branch_summary",
-    "BranchSummaryResult": "harnessc.runtime.session.compaction.branch_summary",
-    "generate_branch_summary": "harnessc.runtime.session.compaction.branch_summary",
-    "prepare_branch_summary": "harnessc.runtime.session.compaction.branch_summary",
-    "CompactionPreparation": "harnessc.runtime.session.compaction.cut_point",
-    "CutPoint": "harnessc.runtime.session.compaction.cut_point",
-    "find_cut_point": "harnessc.runtime.session.compaction.cut_point",
-    "prepare_compaction": "harnessc.runtime.session.compaction.cut_point",
-    "FileOperations": "harnessc.runtime.session.compaction.file_ops",
-    "BRANCH_SUMMARY_SYSTEM_PROMPT": "harnessc.runtime.session.compaction.prompts",
-    "SUMMARY_SYSTEM_PROMPT": "harnessc.runtime.session.compaction.prompts",
-    "TOOL_RESULT_MAX_CHARS": "harnessc.runtime.session.compaction.prompts",
-    "build_branch_summary_prompt": "harnessc.runtime.session.compaction.prompts",
-    "build_summary_prompt": "harnessc.runtime.session.compaction.prompts",
-    "build_turn_prefix_prompt": "harnessc.runtime.session.compaction.prompts",
-    "serialize_conversation": "harnessc.runtime.session.compaction.prompts",
-    "CompactionResult": "harnessc.runtime.session.compaction.summarize",
-    "generate_summary": "harnessc.runtime.session.compaction.summarize",
-    "CompactionError": "harnessc.runtime.session.compaction.trigger",
-    "CompactionHost": "harnessc.runtime.session.compaction.trigger",
-    "CompactionSettings": "harnessc.runtime.session.compaction.trigger",
-    "NothingToCompactError": "harnessc.runtime.session.compaction.trigger",
-    "needs_compaction": "harnessc.runtime.session.compaction.trigger",
-    "should_compact": "harnessc.runtime.session.compaction.trigger",
+    "apply_compaction": "harnessc.runtime.compaction.apply",
+    "compact": "harnessc.runtime.compaction.apply",
+    "compact_harness": "harnessc.runtime.compaction.apply",
+    "BranchSummaryPreparation": "harnessc.runtime.compaction.branch_summary",
+    "BranchSummaryResult": "harnessc.runtime.compaction.branch_summary",
+    "generate_branch_summary": "harnessc.runtime.compaction.branch_summary",
+    "prepare_branch_summary": "harnessc.runtime.compaction.branch_summary",
+    "CompactionPreparation": "harnessc.runtime.compaction.cut_point",
+    "CutPoint": "harnessc.runtime.compaction.cut_point",
+    "find_cut_point": "harnessc.runtime.compaction.cut_point",
+    "prepare_compaction": "harnessc.runtime.compaction.cut_point",
+    "FileOperations": "harnessc.runtime.compaction.file_ops",
+    "BRANCH_SUMMARY_SYSTEM_PROMPT": "harnessc.runtime.compaction.prompts",
+    "SUMMARY_SYSTEM_PROMPT": "harnessc.runtime.compaction.prompts",
+    "TOOL_RESULT_MAX_CHARS": "harnessc.runtime.compaction.prompts",
+    "build_branch_summary_prompt": "harnessc.runtime.compaction.prompts",
+    "build_summary_prompt": "harnessc.runtime.compaction.prompts",
+    "build_turn_prefix_prompt": "harnessc.runtime.compaction.prompts",
+    "serialize_conversation": "harnessc.runtime.compaction.prompts",
+    "CompactionResult": "harnessc.runtime.compaction.summarize",
+    "generate_summary": "harnessc.runtime.compaction.summarize",
+    "CompactionError": "harnessc.runtime.compaction.trigger",
+    "CompactionHost": "harnessc.runtime.compaction.trigger",
+    "CompactionSettings": "harnessc.runtime.compaction.trigger",
+    "NothingToCompactError": "harnessc.runtime.compaction.trigger",
+    "needs_compaction": "harnessc.runtime.compaction.trigger",
+    "should_compact": "harnessc.runtime.compaction.trigger",
 }
 
 __all__ = [

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from harnessc.runtime.compaction.file_ops import FileOperations
+from harnessc.runtime.compaction.trigger import CompactionSettings
 from harnessc.runtime.core.message_size import estimate_context_tokens, estimate_tokens
 from harnessc.runtime.core.messages import Message
-from harnessc.runtime.session.compaction.file_ops import FileOperations
-from harnessc.runtime.session.compaction.trigger import CompactionSettings
 from harnessc.runtime.session.session import (
     Session,
     SessionEntry,
