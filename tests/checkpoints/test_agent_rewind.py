@@ -250,3 +250,56 @@ def test_checkpoints_off_take_none(agent: AgentKit) -> None:
     assert os.path.exists(agent.ws / "x.txt")
     asyncio.run(harness.close())
     Path(agent.ws / "x.txt").unlink()
+
+
+def test_a_rewind_while_a_permission_ask_holds_the_run(agent: AgentKit) -> None:
+    """Paused at an ask: a rewind of the files leaves the run paused (the answer then runs
+    the held call on the rewound files); a rewind of both leaves the pause on the old
+    branch, and a process opening the session afterwards finds no paused run."""
+    from .agentkit import MODEL
+
+    agent.script.plays[("LEAD", "held")] = [
+        calls(
+            ("write", {"path": "one.txt", "content": "1\n"}),
+            ("bash", {"command": "cat one.txt > copy.txt || echo none > copy.txt"}),
+        ),
+        text("held done"),
+    ]
+    agent.build(SOLO.format(model=MODEL).replace("tool_calls: 2", "tool_calls: 20"))
+    before = tree_state(agent.ws)
+    harness = agent.harness()
+
+    async def files_then_resume() -> Any:
+        first = await harness.prompt("held")
+        assert first.status == "paused" and (agent.ws / "one.txt").exists()
+        users = _user_entries(harness.session)
+        report = await harness.rewind(users["held"], mode="files")
+        assert report.done and tree_state(agent.ws) == before
+        [held] = harness.held_tool_calls  # still paused, on the same branch
+        return await harness.resume(approvals={held.id: True})
+
+    assert asyncio.run(files_then_resume()).status == "done"
+    assert (agent.ws / "copy.txt").read_text() == "none\n"  # one.txt was rewound away
+    asyncio.run(harness.close())
+    for name in ("copy.txt",):
+        (agent.ws / name).unlink()
+
+    again = agent.harness()
+
+    async def both_while_paused() -> None:
+        first = await again.prompt("held")
+        assert first.status == "paused" and (agent.ws / "one.txt").exists()
+        users = _user_entries(again.session)
+        report = await again.rewind(users["held"], mode="both", force=True)
+        assert report.done and report.moved
+        assert again.held_tool_calls == []
+
+    asyncio.run(both_while_paused())
+    assert tree_state(agent.ws) == before
+    path = again.session.path
+    assert path is not None
+    asyncio.run(again.close())
+    reopened = agent.harness(agent.repo.open(path))
+    assert reopened.held_tool_calls == []
+    assert _last_user(reopened) == "held"
+    asyncio.run(reopened.close())

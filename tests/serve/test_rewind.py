@@ -69,6 +69,24 @@ def test_a_session_and_its_files_are_rewound_over_http(server: Served) -> None:
         messages = client.get(f"/v1/sessions/{session_id}").json()["messages"]
         assert messages[-1]["role"] == "user" and "printf two" in messages[-1]["content"]
 
+        # while a run of the session waits for its permission answer, the conversation
+        # stays (the answer continues that branch); the files may move
+        body = {"prompt": "call bash " + json.dumps({"command": "printf three > rw/f.txt"})}
+        held = client.post("/v1/runs", json={**body, "session_id": session_id}).json()
+        [call] = wait_status(client, held["run_id"], "paused")["pending_tool_calls"]
+        refused = client.post(
+            f"/v1/sessions/{session_id}/rewind", json={"entry_id": target, "mode": "both"}
+        )
+        assert refused.status_code == 409 and "has a paused run" in refused.text
+        files = client.post(
+            f"/v1/sessions/{session_id}/rewind",
+            json={"entry_id": target, "mode": "files", "dry_run": True},
+        )
+        assert files.status_code == 200, files.text
+        client.post(f"/v1/runs/{held['run_id']}/resume", json={"approvals": {call["id"]: True}})
+        wait_status(client, held["run_id"], "done")
+        assert (work / "rw" / "f.txt").read_text() == "three"
+
         # while a run of the session works, no rewind
         slow = client.post("/v1/runs", json={"prompt": "slow", "session_id": session_id})
         assert slow.status_code == 201

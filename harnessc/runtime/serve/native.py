@@ -15,7 +15,7 @@ from starlette.routing import Route
 from harnessc.runtime.core.budget import BUDGET_LIMITS, Budget
 from harnessc.runtime.serve.bodies import ApiError, optional, read_json, required
 from harnessc.runtime.serve.errors import guarded, serve_state
-from harnessc.runtime.serve.runs import Run, follow
+from harnessc.runtime.serve.runs import PAUSED, Run, follow
 from harnessc.runtime.serve.state import ServeState
 
 __all__ = ["event_stream", "native_routes"]
@@ -238,7 +238,8 @@ async def rewind_session(request: Request) -> Response:
     """POST /v1/sessions/{id}/rewind: the session (and its files) back to an entry,
     ``{"entry_id", "mode": "both" | "conversation" | "files", "force", "dry_run"}``; the
     answer holds the plan (every change, the conflicts kept unless ``force``, the diff)
-    and what was done. 409 while a run of the session is working."""
+    and what was done. 409 while a run of the session is working, and for a move of the
+    conversation while one is paused (its answer would continue on the old branch)."""
     from harnessc.runtime.checkpoints.rewind import RewindError, RewindRequest
 
     state = serve_state(request)
@@ -247,6 +248,14 @@ async def rewind_session(request: Request) -> Response:
         asked = RewindRequest.from_json(await read_json(request, state.config))
     except ValueError as exc:
         raise ApiError(400, str(exc)) from None
+    latest = state.runs.by_session.get(session_id)
+    if asked.mode != "files" and latest is not None and latest.status in PAUSED:
+        raise ApiError(
+            409,
+            f"session {session_id} has a paused run ({latest.id}): answer or abort it "
+            "first, or rewind with mode 'files'",
+            "conflict",
+        )
     async with _idle_harness(state, session_id) as harness:
         try:
             report = await harness.rewind(
