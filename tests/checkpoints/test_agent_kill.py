@@ -144,6 +144,8 @@ def test_killed_during_a_rewind_the_next_start_finishes_it(agent: Agent, point: 
 
     killed = agent.run("--continue", "--rewind", target, "--rewind-mode", "both", crash=point)
     assert killed.returncode == -signal.SIGKILL, killed.stderr
+    # the changes and the diff were shown before the kill, before any file was touched
+    assert "[rewind] files:" in killed.stderr and "-two" in killed.stderr
     again = agent.run("--continue", "after")
     assert again.returncode == 0, again.stderr
     assert "it was finished now" in again.stderr

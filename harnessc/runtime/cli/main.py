@@ -222,29 +222,35 @@ class CliInvocation:
         return asyncio.run(run_one_shot(self, harness, action, prompt, results))
 
     def rewind(self, harness: AgentHarness) -> int:
-        """--rewind: the move, the diff and the outcome on stderr."""
+        """--rewind: the changes and the diff on stderr before any file is touched (a dry
+        run first), then the move and its outcome."""
         from harnessc.runtime.checkpoints.rewind import RewindError
 
         args = self.args
-        try:
-            report = asyncio.run(
-                harness.rewind(
-                    args.rewind,
-                    mode=args.rewind_mode or "both",
-                    force=args.rewind_force,
-                    dry_run=args.rewind_dry_run,
-                )
+        mode = args.rewind_mode or "both"
+
+        async def preview_then_rewind() -> Any:
+            if mode != "conversation":
+                shown = await harness.rewind(args.rewind, mode=mode, dry_run=True)
+                plan = shown.plan
+                if plan is not None:
+                    self.err.write(f"[rewind] files: {plan.summary()}\n")
+                    for line in plan.lines():
+                        self.err.write(f"[rewind]   {line}\n")
+                    if shown.diff:
+                        self.err.write(shown.diff + "\n")
+                self.err.flush()
+                if args.rewind_dry_run:
+                    return shown
+            return await harness.rewind(
+                args.rewind, mode=mode, force=args.rewind_force, dry_run=args.rewind_dry_run
             )
+
+        try:
+            report = asyncio.run(preview_then_rewind())
         except (RewindError, KeyError) as exc:
             self.err.write(f"{self.prog}: --rewind: {_describe(exc)}\n")
             return EXIT_ERROR
-        plan = report.plan
-        if plan is not None:
-            self.err.write(f"[rewind] files: {plan.summary()}\n")
-            for line in plan.lines():
-                self.err.write(f"[rewind]   {line}\n")
-            if report.diff:
-                self.err.write(report.diff + "\n")
         for kept in report.outcome.kept if report.outcome is not None else []:
             self.err.write(f"[rewind] kept {kept.path}: {kept.reason}\n")
         self.err.write(f"[rewind] {report.note}\n")
