@@ -65,5 +65,18 @@ def test_rewind_asks_what_moves_and_tree_takes_a_mode(
     term.expect("move [b]oth")
     term.sendline("n")
     assert "nothing changed" in term.expect_prompt()
+
+    # /fork to an entry asks too; "both" forks and brings that entry's files back
+    server.enqueue(tool_reply(("c3", "bash", {"command": "printf h > h.txt"})), text_reply("h"))
+    term.sendline("fourth")
+    term.expect("h")
+    term.expect_prompt()
+    term.sendline(f"/fork {first}")
+    asked = term.expect("fork with [b]oth the conversation and the files")
+    assert "D h.txt" in asked and (agent.workdir / "h.txt").exists()
+    term.sendline("b")
+    forked = term.expect_prompt()
+    assert "new session" in forked and "-h" in forked  # the diff, shown before the move
+    assert not (agent.workdir / "h.txt").exists()
     term.eof()
     assert term.wait() == 0

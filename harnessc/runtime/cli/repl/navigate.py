@@ -25,6 +25,10 @@ async def fork_command(repl: ReplHost, args: str) -> None:
     if not session.path and session.storage is None:
         repl.say("this session is in memory only (--no-session): nothing to fork")
         return
+    if mode == "both" and args and session.get_entry(args) is not None:
+        # the files first, by this session's checkpoints: a fork copies the branch only
+        # up to the entry, without the checkpoints taken after it that hold its files
+        await rewind_to(repl, args, mode="files", force=force)
     from harnessc.runtime.cli.args import UsageError
     from harnessc.runtime.cli.sessions import fork_session, open_repo
 
@@ -40,11 +44,6 @@ async def fork_command(repl: ReplHost, args: str) -> None:
     old = session.id
     await repl.switch_session(forked)
     repl.say(f"forked {old[:8]} -> new session {forked.id[:8]} ({forked.path or 'stored'})")
-    if mode == "both" and args:
-        # the new session's last entry is the fork point: its files come back
-        leaf = repl.harness.session.leaf_id
-        if leaf is not None:
-            await rewind_to(repl, leaf, mode="files", force=force)
 
 
 async def _fork_files_question(repl: ReplHost, entry_id: str) -> str | None:
