@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -195,6 +196,16 @@ def rewind_cmd(
         workspace = _workspace(session, store_path)
         for note in workspace.recover():
             click.echo(f"[checkpoints] {note.message}", err=True)
+        shown: list[bool] = []
+
+        def show_first(plan: Any) -> bool:
+            # the changes and the diff before any file is touched
+            if not as_json:
+                diff = plan.text_diff(workspace.store.objects) if plan.changes else ""
+                _show_plan(plan, diff)
+                shown.append(True)
+            return True
+
         try:
             report = asyncio.run(
                 rewind(
@@ -204,6 +215,7 @@ def rewind_cmd(
                     mode=mode or "files",
                     force=force,
                     dry_run=dry_run,
+                    confirm=show_first,
                 )
             )
         except RewindError as exc:
@@ -214,15 +226,19 @@ def rewind_cmd(
     if as_json:
         click.echo(json.dumps(report.to_dict()))
         return
-    if report.plan is not None:
-        click.echo(f"files: {report.plan.summary()}")
-        for line in report.plan.lines():
-            click.echo(f"  {line}")
-        if report.diff:
-            click.echo(report.diff)
+    if report.plan is not None and not shown:
+        _show_plan(report.plan, report.diff)
     for kept in report.outcome.kept if report.outcome is not None else []:
         click.echo(f"kept {kept.path}: {kept.reason}", err=True)
     click.echo(report.note)
+
+
+def _show_plan(plan: Any, diff: str | None) -> None:
+    click.echo(f"files: {plan.summary()}")
+    for line in plan.lines():
+        click.echo(f"  {line}")
+    if diff:
+        click.echo(diff)
 
 
 @sessions.command("delete")

@@ -206,3 +206,26 @@ def test_rewind_flags_and_the_sessions_command(agent: Agent) -> None:
     )
     assert forced.returncode == 0, forced.stderr
     assert tree_state(agent.ws) == first
+
+    # the changes and the diff are printed before any file is touched: killed at its
+    # first change, the command has shown them; its next run finishes the rewind
+    (agent.ws / "b.txt").write_text("edited again\n")
+    killed = subprocess.run(
+        [*command, "--mode", "files", "--force"],
+        cwd=agent.ws,
+        env={**env, ENV: "rewind:op:1"},
+        capture_output=True,
+        text=True,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert "files:" in killed.stdout and "-edited again" in killed.stdout
+    finished = subprocess.run(
+        [*command, "--mode", "files", "--force"],
+        cwd=agent.ws,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert finished.returncode == 0, finished.stderr
+    assert "[checkpoints]" in finished.stderr
+    assert tree_state(agent.ws) == first
