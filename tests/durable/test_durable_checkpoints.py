@@ -94,8 +94,13 @@ def test_a_recovered_run_takes_no_second_checkpoint(
         assert (tree.work / "notes.txt").read_text() == "changed\n"
         prompt = next(e.id for e in session.entries() if e.role == "user")
         workspace = Workspace(store, tree.work)
-        report = asyncio.run(rewind(session, workspace, prompt, mode="files"))
-        assert report.done
-        assert (tree.work / "notes.txt").read_text() == "before the run\n"
+        shown = asyncio.run(rewind(session, workspace, prompt, mode="files", dry_run=True))
+        assert shown.plan is not None and shown.plan.lines() == ["M notes.txt"]
+        workspace.close()
     finally:
         session.close()
+    # the durable agent's own command line rewinds the session and its files
+    done = tree.run("--session", session.id, "--rewind", prompt, "--rewind-mode", "both")
+    assert done.returncode == 0, done.stderr
+    assert "-changed" in done.stderr and "+before the run" in done.stderr
+    assert (tree.work / "notes.txt").read_text() == "before the run\n"
