@@ -241,16 +241,27 @@ def _show_plan(plan: Any, diff: str | None) -> None:
         click.echo(diff)
 
 
+_DB_URL_HELP = "Sessions in PostgreSQL at this URL (instead of JSONL files)."
+
+
 @sessions.command("delete")
 @click.argument("session_ids", nargs=-1, required=True)
 @click.option("--dir", "directory", default=None, help=_DIR_HELP)
+@click.option("--url", default=None, help=_DB_URL_HELP)
+@click.option("--schema", default="harnessc", show_default=True, help=_SCHEMA_HELP)
 @click.option("--store", "store_path", default=None, help=_STORE_HELP)
-def delete_cmd(session_ids: tuple[str, ...], directory: str | None, store_path: str | None) -> None:
-    """Delete sessions (JSONL files) with their checkpoints; objects nothing else names
-    are removed."""
+def delete_cmd(
+    session_ids: tuple[str, ...],
+    directory: str | None,
+    url: str | None,
+    schema: str,
+    store_path: str | None,
+) -> None:
+    """Delete sessions (JSONL files, or in PostgreSQL with --url) with their
+    checkpoints; objects nothing else names are removed."""
     from harnessc.runtime.session.session import SessionError
 
-    repo = _jsonl_repo(directory)
+    repo = _repo(url, schema) if url else _jsonl_repo(directory)
     store = _store(store_path)
     failed = 0
     for target in session_ids:
@@ -266,6 +277,8 @@ def delete_cmd(session_ids: tuple[str, ...], directory: str | None, store_path: 
             continue
         store.forget_session(sid)
         click.echo(f"deleted {sid}")
+    if url:
+        repo.close()
     report = store.collect()
     click.echo(f"checkpoints: {report.objects} object(s) removed, {report.bytes} bytes freed")
     if failed:
@@ -274,10 +287,26 @@ def delete_cmd(session_ids: tuple[str, ...], directory: str | None, store_path: 
 
 @sessions.command("gc")
 @click.option("--store", "store_path", default=None, help=_STORE_HELP)
-def gc_cmd(store_path: str | None) -> None:
+@click.option("--url", default=None, help="Also drop those of sessions gone from PostgreSQL here.")
+@click.option("--schema", default="harnessc", show_default=True, help=_SCHEMA_HELP)
+def gc_cmd(store_path: str | None, url: str | None, schema: str) -> None:
     """Drop the checkpoints of sessions that no longer exist and remove every object
-    nothing names."""
-    report = _store(store_path).collect()
+    nothing names. A session kept in PostgreSQL counts as gone only with --url, when
+    that database no longer holds it."""
+    alive = None
+    if url:
+        repo = _repo(url, schema)
+        try:
+            stored = {meta.id for meta in repo.list()}
+        finally:
+            repo.close()
+
+        def alive(refs: Any) -> bool | None:  # a database's session: there or gone
+            if refs.session_path is None and refs.pid is None:
+                return refs.session_id in stored
+            return None
+
+    report = _store(store_path).collect(alive)
     for sid in report.sessions:
         click.echo(f"dropped the checkpoints of {sid} (its session is gone)")
     click.echo(
