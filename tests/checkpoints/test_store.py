@@ -126,6 +126,11 @@ def test_gitignore_spec_exclude_and_size_limit_leave_out_and_say_so(
     assert "build/out.o" not in {s.path for s in workspace.skipped(later)}
     plan = workspace.plan(checkpoint)
     assert not any(c.path.startswith("build") for c in plan.changes)
+    # the plan says what it leaves out, and why (the terminal, the API, the command)
+    assert "~ big.dat: over the size limit (2000 > 1000 bytes); not rewound" in plan.lines()
+    assert "6 path(s) left out, not rewound" in plan.summary()
+    shown = {e["path"]: e["reason"] for e in plan.to_dict()["left_out"]}
+    assert shown == reasons
     with workspace.restore(plan):
         pass
     assert (ws / "build" / "more.o").read_text() == "more"

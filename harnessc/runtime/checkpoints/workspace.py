@@ -42,7 +42,7 @@ from harnessc.runtime.checkpoints.statcache import StatCache
 from harnessc.runtime.checkpoints.store import CheckpointStore, locked
 from harnessc.runtime.checkpoints.trees import FILE, LINK, Node, TreeReader, changed_paths
 from harnessc.runtime.session.entries import iso_now
-from harnessc.runtime.support.records import NEW_LIST, Record
+from harnessc.runtime.support.records import NEW_DICT, NEW_LIST, Record
 
 __all__ = ["Recovery", "RestoreOutcome", "RestorePlan", "Workspace"]
 
@@ -81,7 +81,8 @@ class RestorePlan(Record):
     current: Checkpoint
     changes: list[Change]
     conflicts: list[Conflict]
-    left_out: list[str]  # paths the target left out: never removed by the restore
+    # paths the target left out, with why: never removed nor written by the restore
+    left_out: dict[str, str]
 
     def __init__(
         self,
@@ -90,14 +91,14 @@ class RestorePlan(Record):
         current: Checkpoint,
         changes: list[Change],
         conflicts: list[Conflict] = NEW_LIST,
-        left_out: list[str] = NEW_LIST,
+        left_out: dict[str, str] = NEW_DICT,
     ) -> None:
         self.workspace = workspace
         self.target = target
         self.current = current
         self.changes = changes
         self.conflicts = [] if conflicts is NEW_LIST else conflicts
-        self.left_out = [] if left_out is NEW_LIST else left_out
+        self.left_out = {} if left_out is NEW_DICT else left_out
 
     @property
     def empty(self) -> bool:
@@ -133,7 +134,16 @@ class RestorePlan(Record):
                 out.append(describe_change(change))
         for conflict in self.conflicts:
             out.append(f"! {conflict.path}: {conflict.reason}")
+        if self.changes:
+            out.extend(self.left_out_lines())
         return out
+
+    def left_out_lines(self, limit: int = 20) -> list[str]:
+        """What the checkpoint left out (not rewound), ``~ path: why``, at most ``limit``."""
+        shown = [f"~ {path}: {why}; not rewound" for path, why in sorted(self.left_out.items())]
+        if len(shown) > limit:
+            shown = [*shown[:limit], f"~ ... and {len(shown) - limit} more left out"]
+        return shown
 
     def summary(self) -> str:
         counts: dict[str, int] = {}
@@ -144,6 +154,8 @@ class RestorePlan(Record):
         parts = [f"{n} {kind}" for kind, n in sorted(counts.items())]
         if self.conflicts:
             parts.append(f"{len(self.conflicts)} conflict(s) kept unless forced")
+        if self.left_out:
+            parts.append(f"{len(self.left_out)} path(s) left out, not rewound")
         return ", ".join(parts)
 
     def text_diff(self, objects: ObjectStore, max_lines: int = 400) -> str:
@@ -187,6 +199,7 @@ class RestorePlan(Record):
             ],
             "renames": self.renames(),
             "conflicts": [{"path": c.path, "reason": c.reason} for c in self.conflicts],
+            "left_out": [{"path": p, "reason": r} for p, r in sorted(self.left_out.items())],
             "summary": self.summary(),
         }
 
@@ -503,7 +516,7 @@ class Workspace:
 
     def _plan(self, target: Checkpoint, current: Checkpoint, outside: set[str]) -> RestorePlan:
         reader = TreeReader(self.store.objects)
-        left_out = [s.path for s in self.skipped(target)]
+        left_out = {s.path: s.reason for s in self.skipped(target)}
         folders = tuple(p for p in left_out if p.endswith("/"))
         files = {p for p in left_out if not p.endswith("/")}
         changes: list[Change] = []
