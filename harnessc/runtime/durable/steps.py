@@ -49,6 +49,7 @@ __all__ = [
 ]
 
 EVENTS_STEP = "events"
+CHECKPOINT_STEP = "checkpoint"  # a workspace checkpoint; records the events before it
 # READ_ONLY_TOOLS, is_read_only (tools.base): a recovered run may simply run such a
 # call again when its worker stopped while it ran.
 INTERRUPTED = (
@@ -76,7 +77,8 @@ def step_events(name: str, output: Any) -> list[dict[str, Any]]:
     """The events a step of a run recorded (``DBOSClient.list_workflow_steps`` rows)."""
     if name == EVENTS_STEP and isinstance(output, list):
         return output
-    if (name == "model_call" or name.startswith("tool:")) and isinstance(output, list | tuple):
+    carries = name in ("model_call", CHECKPOINT_STEP) or name.startswith("tool:")
+    if carries and isinstance(output, list | tuple):
         if len(output) == 3 and isinstance(output[2], list):
             return output[2]
     return []
@@ -140,7 +142,7 @@ def checkpoint_runner(sink: EventSink, clock: RunClock) -> Callable[[Callable[[]
     takes a second one (``agent.checkpoints.use_runner``)."""
 
     async def run(work: Callable[[], Any]) -> Any:
-        return await _step("checkpoint", sink, clock, lambda: asyncio.to_thread(work))
+        return await _step(CHECKPOINT_STEP, sink, clock, lambda: asyncio.to_thread(work))
 
     return run
 
