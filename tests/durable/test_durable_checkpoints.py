@@ -95,7 +95,7 @@ def test_a_recovered_run_takes_no_second_checkpoint(
         prompt = next(e.id for e in session.entries() if e.role == "user")
         workspace = Workspace(store, tree.work)
         shown = asyncio.run(rewind(session, workspace, prompt, mode="files", dry_run=True))
-        assert shown.plan is not None and shown.plan.lines() == ["M notes.txt"]
+        assert shown.plan is not None and [c.path for c in shown.plan.changes] == ["notes.txt"]
         workspace.close()
     finally:
         session.close()
