@@ -19,6 +19,7 @@ from harnessc.runtime import (
     env,
     run_cli,
 )
+from harnessc.runtime.core.checkpoint_settings import CheckpointSettings
 from harnessc.runtime.extensions import (
     CompactionConfig,
     CompactionExtension,
@@ -134,6 +135,7 @@ def build_options(
         ],
         sequential_tools=True,
         sandbox=SandboxPolicy(mode="auto"),
+        checkpoints=CheckpointSettings(),
         http_clients=http_clients if http_clients is not None else shared_http_clients(),
     )
 

@@ -21,6 +21,7 @@ from harnessc.runtime import (
     env,
     run_cli,
 )
+from harnessc.runtime.core.checkpoint_settings import CheckpointSettings
 from harnessc.runtime.extensions import (
     CompactionConfig,
     CompactionExtension,
@@ -178,6 +179,7 @@ def build_options(
             SessionIndexExtension(SessionIndexConfig()),
         ],
         sandbox=SandboxPolicy(mode="auto", unreadable=["./.harnessc/sessions"]),
+        checkpoints=CheckpointSettings(),
         http_clients=http_clients if http_clients is not None else shared_http_clients(),
     )
 

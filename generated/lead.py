@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from harnessc.runtime import AgentHarnessOptions, Budget, Model, ModelCost, env, run_cli
 from harnessc.runtime.agent.subagents import SubAgent, SubAgents
+from harnessc.runtime.core.checkpoint_settings import CheckpointSettings
 from harnessc.runtime.permissions.gate import permission_hook
 from harnessc.runtime.providers import shared_http_clients
 from harnessc.runtime.resources import ContextFileSettings, load_resources
@@ -117,6 +118,7 @@ def build_options(
             ),
         ],
         sandbox=SandboxPolicy(mode="auto"),
+        checkpoints=CheckpointSettings(),
         http_clients=http_clients if http_clients is not None else shared_http_clients(),
     )
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harnessc.runtime import AgentHarnessOptions, Model, env, run_cli
+from harnessc.runtime.core.checkpoint_settings import CheckpointSettings
 from harnessc.runtime.extensions import command_hook
 from harnessc.runtime.mcp import McpServerConfig, McpToolset
 from harnessc.runtime.providers import shared_http_clients
@@ -90,6 +91,7 @@ def build_options(
             ),
         ],
         sandbox=SandboxPolicy(mode="auto"),
+        checkpoints=CheckpointSettings(),
         http_clients=http_clients if http_clients is not None else shared_http_clients(),
     )
 

@@ -20,6 +20,7 @@ from harnessc.runtime import (
     env,
     run_cli,
 )
+from harnessc.runtime.core.checkpoint_settings import CheckpointSettings
 from harnessc.runtime.extensions import (
     CompactionConfig,
     CompactionExtension,
@@ -129,6 +130,7 @@ def build_options(
             SessionIndexExtension(SessionIndexConfig()),
         ],
         sandbox=SandboxPolicy(mode="auto"),
+        checkpoints=CheckpointSettings(),
         http_clients=http_clients if http_clients is not None else shared_http_clients(),
     )
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from harnessc.runtime import AgentHarnessOptions, Model, env, run_cli
+from harnessc.runtime.core.checkpoint_settings import CheckpointSettings
 from harnessc.runtime.core.output_model import BaseModel, ConfigDict, Field
 from harnessc.runtime.options.typed_output import OutputConfig
 from harnessc.runtime.providers import shared_http_clients
@@ -99,6 +100,7 @@ def build_options(
             retries=2,
         ),
         sandbox=SandboxPolicy(mode="auto"),
+        checkpoints=CheckpointSettings(),
         http_clients=http_clients if http_clients is not None else shared_http_clients(),
     )
 

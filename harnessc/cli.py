@@ -584,7 +584,7 @@ def serve(
     raise SystemExit(code)
 
 
-cli.add_command(sessions)  # harnessc sessions export|import (PostgreSQL <-> JSONL)
+cli.add_command(sessions)  # export|import (PostgreSQL <-> JSONL), rewind, checkpoints, delete, gc
 
 
 @cli.command("test")

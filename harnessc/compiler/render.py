@@ -37,6 +37,7 @@ from harnessc.spec.envref import EnvRef, split_env_refs
 from harnessc.spec.load import LoadedSpec, SubAgentRef
 from harnessc.spec.models import (
     AgentSpec,
+    CheckpointsSpec,
     ContextFilesSpec,
     HookHandlerSpec,
     McpAuthSpec,
@@ -261,7 +262,23 @@ class _Builder:
         if spec.output is not None:
             out.append(("output", self.output_config()))
         out.append(("sandbox", self.sandbox()))
+        if spec.checkpoints is not False:
+            out.append(("checkpoints", self.checkpoints()))
         return out
+
+    def checkpoints(self) -> Call:
+        """``CheckpointSettings(...)`` with the keys the spec sets."""
+        setting = self.spec.checkpoints
+        kwargs: dict[str, Expr | None] = {}
+        if isinstance(setting, CheckpointsSpec):
+            if setting.exclude:
+                kwargs["exclude"] = ListExpr([Lit(p) for p in setting.exclude])
+            for key in ("max_file_bytes", "max_files"):
+                if key in setting.model_fields_set:
+                    kwargs[key] = Lit(getattr(setting, key))
+            if setting.dir is not None:
+                kwargs["folder"] = Call("Path", [self.env_str(setting.dir)])
+        return self.call(".core.checkpoint_settings", "CheckpointSettings", **kwargs)
 
     def sandbox(self) -> Call:
         """``SandboxPolicy(mode, writable=..., unreadable=..., network=...)``: the spec's

@@ -709,6 +709,25 @@ class ContextFilesSpec(SpecModel):
         return value
 
 
+class CheckpointsSpec(SpecModel):
+    """Checkpoints of the workspace before and after each tool batch that may change files, so a move in the session tree can rewind the files too (docs/sessions.md)."""
+
+    exclude: list[NonEmptyStr] = Field(default_factory=list)
+    """gitignore patterns (rooted at the workspace) of what is never checkpointed, besides what .gitignore files name."""
+    max_file_bytes: PosInt = 16 * 1024 * 1024
+    """A larger file is left out of checkpoints (and listed as left out)."""
+    max_files: PosInt = 100_000
+    """A workspace with more files to record is not checkpointed (a notice says so)."""
+    dir: NonEmptyStr | None = None
+    """The checkpoint store's folder, relative to the agent's working directory (created with a .gitignore); may hold ${VAR} references. Default: the project's folder in the per-user data folder, like the sessions'."""
+
+
+CheckpointsSetting = Annotated[
+    Annotated[CheckpointsSpec, Tag("settings")] | Annotated[bool, Tag("switch")],
+    Discriminator(lambda value: "switch" if isinstance(value, bool) else "settings"),
+]
+
+
 class TelemetrySpec(SpecModel):
     exporter: Literal["otlp", "console", "none"] | None = None
     """otlp (HTTP/protobuf to endpoint), console (stderr) or none; default: OTEL_TRACES_EXPORTER, else otlp."""
@@ -1479,6 +1498,8 @@ class AgentSpec(SpecModel):
     """Seconds one tool call may run before the agent loop ends it with an error result (the model sees it; the run goes on). A python tool's own timeout_s wins."""
     output: OutputSpec | None = None
     """The typed result: RunResult.output holds the validated value; the command line prints it as JSON."""
+    checkpoints: CheckpointsSetting = True
+    """Checkpoints of the workspace around tool batches that may change it (rewind with /rewind, /tree, --rewind); false: none."""
 
     _claude_settings: str | None = PrivateAttr(default=None)
 

@@ -375,6 +375,8 @@ def test_generated_modules_use_exactly_the_contract_names() -> None:
         "harnessc.runtime.providers": {"shared_http_clients"},
         # a typed agent (output:): its options, and the names its Output model is made of
         "harnessc.runtime.options.typed_output": {"OutputConfig"},
+        # workspace checkpoints (checkpoints:, on by default)
+        "harnessc.runtime.core.checkpoint_settings": {"CheckpointSettings"},
         "harnessc.runtime.core.output_model": {"BaseModel", "ConfigDict", "Field", "RootModel"},
         "typing": {"TYPE_CHECKING", "Any", "Literal"},
         "pathlib": {"Path"},

@@ -14,7 +14,7 @@ import os
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from harnessc.runtime.agent import driver, restore, session_moves
+from harnessc.runtime.agent import checkpoints, driver, restore, session_moves
 from harnessc.runtime.agent.loop import AgentLoop
 from harnessc.runtime.agent.results import HarnessBusyError, RunResult
 from harnessc.runtime.agent.run_state import RunState
@@ -90,6 +90,8 @@ class AgentHarness:
         self._closers: list[Callable[[], Awaitable[None]]] | None = None  # by on_close
         for spec in options.hooks:
             self._loop.hooks.add(spec.moment, spec.handler, spec)
+        if options.checkpoints is not None:  # a rewind cut short is finished first
+            checkpoints.attach(self._loop)
         restore.from_session(self._loop)
         context: HarnessContext = self  # the typed seam extensions see (checked by mypy)
         for extension in options.extensions:
@@ -507,6 +509,44 @@ class AgentHarness:
             label=label,
         )
 
+    # -- workspace checkpoints ------------------------------------------------------
+
+    async def rewind(
+        self,
+        entry_id: str,
+        *,
+        mode: str = "both",
+        force: bool = False,
+        dry_run: bool = False,
+        summarize: bool = False,
+        confirm: Callable[[Any], Any] | None = None,
+    ) -> Any:
+        """Move to ``entry_id`` taking the conversation, the files or both along
+        (``mode``); a ``RewindReport`` (``checkpoints.rewind``). ``confirm(plan)`` sees
+        the changes before anything changes; ``dry_run`` only plans; ``force`` also
+        overwrites files changed outside the agent since the checkpoint."""
+        self._check_idle()
+        return await checkpoints.rewind(
+            self,
+            self._loop,
+            entry_id,
+            mode=mode,
+            force=force,
+            dry_run=dry_run,
+            summarize=summarize,
+            confirm=confirm,
+        )
+
+    def rewind_points(self, limit: int = 10) -> list[Any]:
+        """The latest checkpoints before tool batches on this branch, newest first, each
+        with what restoring it would change now (``RewindPoint``)."""
+        return checkpoints.rewind_points(self._loop, limit)
+
+    def checkpoint_notes(self) -> list[str]:
+        """What the start found of a checkpoint or rewind cut short by a killed process
+        (each note once; the first tool batch shows those not taken here)."""
+        return checkpoints.take_notes(self._loop)
+
     # -- the rest -----------------------------------------------------------------------
 
     def snapshot(self) -> dict[str, Any]:
@@ -551,6 +591,7 @@ class AgentHarness:
         pool, self._loop.pool = self._loop.pool, None
         if pool is not None:  # this harness's clients only
             await pool.aclose()
+        checkpoints.close(self._loop)
         self.session.close()
         if not self._loop.busy:  # closed while a run goes on: its end still needs the harness
             self._loop.detach()

@@ -340,6 +340,8 @@ class SubAgents:
             self._share_mcp(options)
         else:
             options = self._claude_options(agent, session)
+        # the parent's checkpoints before and after the hand-over cover what it changes
+        options.checkpoints = None
         if self.adjust is not None:
             self.adjust(options)
         mode = self._mode_for(agent)

@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 from harnessc.runtime.agent import budget_gate
+from harnessc.runtime.agent.checkpoints import BatchGuard
 from harnessc.runtime.agent.hooks import coerce
 from harnessc.runtime.agent.loop import AgentLoop
 from harnessc.runtime.agent.model_call import short_json
@@ -369,7 +370,17 @@ async def finalize(
 
 
 async def run_batch(loop: AgentLoop, run: RunState) -> str | None:
-    """Run the planned calls; returns a budget pause reason when a limit cut the batch."""
+    """Run the planned calls; returns a budget pause reason when a limit cut the batch.
+
+    The workspace is checkpointed before the first call that may change files runs
+    and again when the batch ends (``checkpoints``)."""
+    guard = BatchGuard(loop, run)
+    reason = await _run_batch(loop, run, guard)
+    await guard.after()
+    return reason
+
+
+async def _run_batch(loop: AgentLoop, run: RunState, guard: BatchGuard) -> str | None:
     todo = run.to_run
     if not todo:
         return None
@@ -410,6 +421,7 @@ async def run_batch(loop: AgentLoop, run: RunState) -> str | None:
             elif record.status == "held":  # nothing after a held call runs before it
                 break
             elif record.status == "prepared":
+                await guard.before([record])
                 outcomes = await _execute_all(loop, [record], context, budget_gate.deadline(loop))
                 if record.status == "held":  # its tool held it: the calls after it wait
                     _hold(run, record)
@@ -424,6 +436,7 @@ async def run_batch(loop: AgentLoop, run: RunState) -> str | None:
         if refused is not None:
             refusals[record.id] = refused
     prepared = [r for r in todo if r.status == "prepared"]
+    await guard.before(prepared)
     outcomes = await _execute_all(loop, prepared, context, budget_gate.deadline(loop))
     for record in todo:
         if record.id in refusals:

@@ -75,6 +75,9 @@ class ReplHost(Protocol):
     def note(self, text: str) -> None:
         """A short line on stderr."""
 
+    async def ask(self, question: str) -> str | None:
+        """Ask the user; None on Ctrl-C or Ctrl-D."""
+
     async def run(self, start: Callable[[], Awaitable[RunResult]]) -> RunResult | None:
         """Run until done or paused."""
 

@@ -198,6 +198,13 @@ class CliInvocation:
         self.resume_results = results
         answers = bool(self.args.approve or self.args.deny)
         harness = self.make_harness(required_session=results is not None or answers)
+        for note in harness.checkpoint_notes():  # a checkpoint or rewind a kill cut short
+            self.err.write(f"[checkpoints] {note}\n")
+        if args.rewind:
+            code = self.rewind(harness)
+            if code != EXIT_DONE or (prompt is None and not args.interactive):
+                asyncio.run(close_harness(harness))
+                return code
         try:
             action = choose_action(self, harness, prompt, results)
         except UsageError:
@@ -213,6 +220,41 @@ class CliInvocation:
         load_network_stack()  # the run's first request is next: its import is start-up
         self.start_up.begin_run()
         return asyncio.run(run_one_shot(self, harness, action, prompt, results))
+
+    def rewind(self, harness: AgentHarness) -> int:
+        """--rewind: the changes and the diff on stderr before any file is touched (a dry
+        run first), then the move and its outcome."""
+        from harnessc.runtime.checkpoints.rewind import RewindError
+
+        args = self.args
+        mode = args.rewind_mode or "both"
+
+        async def preview_then_rewind() -> Any:
+            if mode != "conversation":
+                shown = await harness.rewind(args.rewind, mode=mode, dry_run=True)
+                plan = shown.plan
+                if plan is not None:
+                    self.err.write(f"[rewind] files: {plan.summary()}\n")
+                    for line in plan.lines():
+                        self.err.write(f"[rewind]   {line}\n")
+                    if shown.diff:
+                        self.err.write(shown.diff + "\n")
+                self.err.flush()
+                if args.rewind_dry_run:
+                    return shown
+            return await harness.rewind(
+                args.rewind, mode=mode, force=args.rewind_force, dry_run=args.rewind_dry_run
+            )
+
+        try:
+            report = asyncio.run(preview_then_rewind())
+        except (RewindError, KeyError) as exc:
+            self.err.write(f"{self.prog}: --rewind: {_describe(exc)}\n")
+            return EXIT_ERROR
+        for kept in report.outcome.kept if report.outcome is not None else []:
+            self.err.write(f"[rewind] kept {kept.path}: {kept.reason}\n")
+        self.err.write(f"[rewind] {report.note}\n")
+        return EXIT_DONE
 
     def listing(self) -> int:
         """--sessions / --search: print and exit."""

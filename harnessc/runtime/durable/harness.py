@@ -21,10 +21,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from harnessc.runtime.agent import AgentHarness
+from harnessc.runtime.agent import AgentHarness, checkpoints
 from harnessc.runtime.agent.subagents import SubAgents
 from harnessc.runtime.durable.session import DurableSession, ReplayStorage, RunClock
-from harnessc.runtime.durable.steps import DurableProvider, DurableTool, EventSink
+from harnessc.runtime.durable.steps import (
+    DurableProvider,
+    DurableTool,
+    EventSink,
+    checkpoint_runner,
+)
 from harnessc.runtime.options.harness_options import AgentHarnessOptions
 from harnessc.runtime.session.entries import SessionHeader
 from harnessc.runtime.session.session import Session
@@ -91,6 +96,8 @@ class DurableHarness(AgentHarness):
             if isinstance(extension, SubAgents):
                 extension.runtime = DurableSubAgents(steps)
         super().__init__(options)
+        # a workspace checkpoint is a step of the run, recorded with the batch it guards
+        checkpoints.use_runner(self._loop, checkpoint_runner(steps.sink, steps.clock))
 
     def _step(self, tool: AgentTool) -> AgentTool:
         if tool.external or isinstance(tool, DurableTool) or getattr(tool, "steps_inside", False):

@@ -19,6 +19,7 @@ from harnessc.runtime.support.records import NEW_DICT, Record
 
 if TYPE_CHECKING:
     from harnessc.runtime.core.budget import Budget
+    from harnessc.runtime.core.checkpoint_settings import CheckpointSettings
     from harnessc.runtime.core.hooks import HookSpec
     from harnessc.runtime.core.run_inputs import RunInputs
     from harnessc.runtime.options.typed_output import OutputConfig
@@ -59,6 +60,7 @@ class AgentHarnessOptions(Record):
         "fallback",
         "output",
         "sandbox",
+        "checkpoints",
     )
     session: Session | None
     models: Mapping[str, Model]
@@ -97,6 +99,9 @@ class AgentHarnessOptions(Record):
     # The boundary of every program the agent runs for the model (bash, command hooks,
     # stdio MCP servers); None: no sandbox (a hand-built harness; specs always say).
     sandbox: SandboxPolicy | None
+    # Workspace checkpoints around tool batches that may change files (``checkpoints:``;
+    # None: none are taken).
+    checkpoints: CheckpointSettings | None
 
     def __init__(
         self,
@@ -124,6 +129,7 @@ class AgentHarnessOptions(Record):
         fallback: ModelFallback | None = None,
         output: OutputConfig | None = None,
         sandbox: SandboxPolicy | None = None,
+        checkpoints: CheckpointSettings | None = None,
     ) -> None:
         self.session = session
         self.models = {} if models is NEW_DICT else models
@@ -149,3 +155,4 @@ class AgentHarnessOptions(Record):
         self.fallback = fallback
         self.output = output
         self.sandbox = sandbox
+        self.checkpoints = checkpoints

@@ -1,8 +1,10 @@
-"""The native API: /healthz, runs (start, status, events, resume, abort) and sessions."""
+"""The native API: /healthz, runs (start, status, events, resume, abort) and sessions
+(list, show, rewind, checkpoints)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -13,7 +15,7 @@ from starlette.routing import Route
 from harnessc.runtime.core.budget import BUDGET_LIMITS, Budget
 from harnessc.runtime.serve.bodies import ApiError, optional, read_json, required
 from harnessc.runtime.serve.errors import guarded, serve_state
-from harnessc.runtime.serve.runs import Run, follow
+from harnessc.runtime.serve.runs import PAUSED, Run, follow
 from harnessc.runtime.serve.state import ServeState
 
 __all__ = ["event_stream", "native_routes"]
@@ -231,6 +233,68 @@ async def show_session(request: Request) -> Response:
     )
 
 
+@guarded
+async def rewind_session(request: Request) -> Response:
+    """POST /v1/sessions/{id}/rewind: the session (and its files) back to an entry,
+    ``{"entry_id", "mode": "both" | "conversation" | "files", "force", "dry_run"}``; the
+    answer holds the plan (every change, the conflicts kept unless ``force``, the diff)
+    and what was done. 409 while a run of the session is working, and for a move of the
+    conversation while one is paused (its answer would continue on the old branch)."""
+    from harnessc.runtime.checkpoints.rewind import RewindError, RewindRequest
+
+    state = serve_state(request)
+    session_id = request.path_params["session_id"]
+    try:
+        asked = RewindRequest.from_json(await read_json(request, state.config))
+    except ValueError as exc:
+        raise ApiError(400, str(exc)) from None
+    latest = state.runs.by_session.get(session_id)
+    if asked.mode != "files" and latest is not None and latest.status in PAUSED:
+        raise ApiError(
+            409,
+            f"session {session_id} has a paused run ({latest.id}): answer or abort it "
+            "first, or rewind with mode 'files'",
+            "conflict",
+        )
+    async with _idle_harness(state, session_id) as harness:
+        try:
+            report = await harness.rewind(
+                asked.entry_id, mode=asked.mode, force=asked.force, dry_run=asked.dry_run
+            )
+        except RewindError as exc:
+            raise ApiError(400, str(exc)) from None
+        return JSONResponse({"session_id": session_id, **report.to_dict()})
+
+
+@guarded
+async def session_checkpoints(request: Request) -> Response:
+    """GET /v1/sessions/{id}/checkpoints: recent checkpoints and what each would change."""
+    state = serve_state(request)
+    async with _idle_harness(state, request.path_params["session_id"]) as harness:
+        points = await asyncio.to_thread(harness.rewind_points, 20)
+        return JSONResponse({"checkpoints": [p.to_dict() for p in points]})
+
+
+@contextlib.asynccontextmanager
+async def _idle_harness(state: ServeState, session_id: str) -> AsyncIterator[Any]:
+    """The harness of the session's latest run when it is open and idle, else one built
+    on the stored session for the request (closed after it)."""
+    latest = state.runs.by_session.get(session_id)
+    if latest is not None and latest.working:
+        raise ApiError(
+            409, f"session {session_id} has a run working: rewind when it ends", "conflict"
+        )
+    if latest is not None and latest.harness is not None:
+        yield latest.harness
+        return
+    session = await asyncio.to_thread(state.source.open_session, session_id)
+    harness = state.source.harness(session)
+    try:
+        yield harness
+    finally:
+        await harness.close()
+
+
 def native_routes() -> list[Route]:
     return [
         Route("/healthz", healthz, methods=["GET"]),
@@ -241,4 +305,6 @@ def native_routes() -> list[Route]:
         Route("/v1/runs/{run_id}/abort", abort_run, methods=["POST"]),
         Route("/v1/sessions", list_sessions, methods=["GET"]),
         Route("/v1/sessions/{session_id}", show_session, methods=["GET"]),
+        Route("/v1/sessions/{session_id}/rewind", rewind_session, methods=["POST"]),
+        Route("/v1/sessions/{session_id}/checkpoints", session_checkpoints, methods=["GET"]),
     ]

@@ -21,6 +21,7 @@ def _json(schema: str, description: str = "OK") -> dict[str, Any]:
     }
 
 
+_SESSION_ID = {"name": "session_id", "in": "path", "required": True, "schema": {"type": "string"}}
 _RUN_ID = {"name": "run_id", "in": "path", "required": True, "schema": {"type": "string"}}
 _ERRORS = {"401": _error("no or a wrong bearer token"), "404": _error("no such run")}
 
@@ -217,6 +218,43 @@ def openapi_document(agent_name: str, description: str) -> dict[str, Any]:
                         "200": {"description": "the session"},
                         "404": _error("no such session"),
                     },
+                }
+            },
+            "/v1/sessions/{session_id}/rewind": {
+                "post": {
+                    "summary": "Move the session to an entry with the conversation, the files or both",
+                    "parameters": [_SESSION_ID],
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "required": ["entry_id", "mode"],
+                                    "properties": {
+                                        "entry_id": {"type": "string"},
+                                        "mode": {
+                                            "type": "string",
+                                            "enum": ["both", "conversation", "files"],
+                                        },
+                                        "force": {"type": "boolean"},
+                                        "dry_run": {"type": "boolean"},
+                                    },
+                                }
+                            }
+                        },
+                    },
+                    "responses": {
+                        "200": {"description": "the plan (changes, conflicts, diff) and outcome"},
+                        **_ERRORS,
+                    },
+                }
+            },
+            "/v1/sessions/{session_id}/checkpoints": {
+                "get": {
+                    "summary": "Recent checkpoints and what restoring each would change",
+                    "parameters": [_SESSION_ID],
+                    "responses": {"200": {"description": "the checkpoints"}, **_ERRORS},
                 }
             },
             "/v1/chat/completions": {

@@ -12,6 +12,7 @@ from harnessc.runtime.support.records import NEW_LIST, Factory, Record
 from harnessc.runtime.tools.clean import clean_result_value, clean_text
 
 __all__ = [
+    "READ_ONLY_TOOLS",
     "AgentTool",
     "ExecutionMode",
     "ExternalTool",
@@ -22,10 +23,23 @@ __all__ = [
     "ToolUpdate",
     "clean_result",
     "error_result",
+    "is_read_only",
     "redacted",
     "text_result",
     "threaded",
 ]
+
+# The built-in tools that only read. A tool whose ``read_only`` attribute is true only
+# reads too: a recovered durable run runs such a call again, and no workspace
+# checkpoint is taken for a batch of them.
+READ_ONLY_TOOLS = frozenset({"read", "ls", "grep", "find"})
+
+
+def is_read_only(tool: Any) -> bool:
+    """A tool that only reads: a read-only built-in, or one whose ``read_only``
+    attribute is true."""
+    return tool.name in READ_ONLY_TOOLS or bool(getattr(tool, "read_only", False))
+
 
 ExecutionMode = Literal["parallel", "sequential"]
 
