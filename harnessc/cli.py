@@ -525,7 +525,7 @@ def serve(
     argv += ["--max-runs", str(max_runs)]
     if token_env:
         argv += ["--token-env", token_env]
-    from harnessc.runtime.cli import run_cli
+    from harnessc.runtime import run_cli
 
     module = live.module
     assert module is not None
@@ -534,7 +534,7 @@ def serve(
         if durable is None:
             click.echo(f"harnessc: --worker serves a spec with durable:, {spec} has none", err=True)
             raise SystemExit(2)
-        from harnessc.runtime.durable import run_durable_cli
+        from harnessc.runtime import run_durable_cli
 
         raise SystemExit(
             run_durable_cli(
@@ -598,8 +598,8 @@ def doctor_command(spec: str, base_url: str | None, out_dir: str) -> None:
     with durable:, its database, schema, queue and live workers; say where sessions go."""
     from harnessc.doctor import doctor
     from harnessc.doctor_mcp import doctor_mcp
-    from harnessc.runtime.cli.args import UsageError
-    from harnessc.runtime.cli.overrides import BASE_URL_VARIABLE, override_base_url
+    from harnessc.runtime.runs.errors import SetupError
+    from harnessc.runtime.runs.overrides import BASE_URL_VARIABLE, override_base_url
     from harnessc.runtime.session import Session
 
     spec = _find_spec(spec)
@@ -612,7 +612,7 @@ def doctor_command(spec: str, base_url: str | None, out_dir: str) -> None:
     if url:
         try:
             override_base_url(options, url, "--base-url" if base_url else BASE_URL_VARIABLE)
-        except UsageError as exc:
+        except SetupError as exc:
             raise click.UsageError(str(exc)) from None
     durable = getattr(live.module, "durable_config", None)
 

@@ -55,6 +55,9 @@ class PermissionGate:
         self.mode = normalize_mode(mode)
         self.remembered: list[Rule] = []  # "always" answers of this process
         self.asker: Asker | None = None
+        # the tools of the caller (external tools a client brought, as an AG-UI front
+        # end's): an ``ask`` does not hold them, the caller answers them; a deny rule does
+        self.client_tools: frozenset[str] = frozenset()
 
     def set_mode(self, mode: str) -> None:
         self.mode = normalize_mode(mode)
@@ -78,7 +81,11 @@ class PermissionGate:
             return None
         if decision.outcome == "deny":
             return ToolCallResult(block=True, reason=f"{label}: {decision.reason}")
-        answered = recorded_answer(getattr(harness, "session", None), tool, args)
+        if tool in self.client_tools:
+            # the caller's own tool (an AG-UI front end's): its answer is the caller's
+            # decision, so the caller is not asked first
+            return None
+        answered = recorded_answer(getattr(harness, "session", None), tool, args, cwd)
         if answered == "allow":
             return None
         if answered == "deny":
@@ -201,15 +208,17 @@ def find_gate(hooks: Iterable[Any]) -> PermissionGate | None:
 def record_answer(
     session: Any, tool: str, args: Mapping[str, Any], decision: str, call_id: str
 ) -> None:
-    """Remember the user's answer to an ask in the session (``--approve`` / ``--deny``)."""
+    """Remember the user's answer to an ask in the session (``--approve`` / ``--deny``;
+    ``always``: allow, and allow what the same rule as the interactive "always" names)."""
     session.append_custom(
         PERMISSION_ENTRY,
         {"tool": tool, "args": dict(args), "decision": decision, "callId": call_id},
     )
 
 
-def recorded_answer(session: Any, tool: str, args: Mapping[str, Any]) -> str | None:
-    """The latest recorded answer for exactly this call (tool and arguments), if any."""
+def recorded_answer(session: Any, tool: str, args: Mapping[str, Any], cwd: str = "") -> str | None:
+    """The latest recorded answer for exactly this call (tool and arguments), if any; an
+    ``always`` answer allows every call its remembered rule names."""
     if session is None:
         return None
     found: str | None = None
@@ -217,9 +226,17 @@ def recorded_answer(session: Any, tool: str, args: Mapping[str, Any]) -> str | N
         if entry.type != "custom" or entry.data.get("customType") != PERMISSION_ENTRY:
             continue
         data = entry.data.get("data")
-        if isinstance(data, dict) and data.get("tool") == tool and data.get("args") == dict(args):
-            if data.get("decision") in ("allow", "deny"):
-                found = str(data.get("decision"))
+        if not isinstance(data, dict):
+            continue
+        decision = data.get("decision")
+        if decision == "always":
+            held = data.get("args")
+            rule = remembered_rule(str(data.get("tool")), held if isinstance(held, dict) else {})
+            if rule.matches(tool, args, cwd or os.getcwd()):
+                found = "allow"
+        elif data.get("tool") == tool and data.get("args") == dict(args):
+            if decision in ("allow", "deny"):
+                found = str(decision)
     return found
 
 

@@ -18,6 +18,8 @@ _DENIED = json.dumps(
         "error": {
             "type": "unauthorized",
             "message": "a valid 'Authorization: Bearer <token>' is required",
+            "param": None,
+            "code": "unauthorized",
         }
     }
 ).encode()

@@ -1,5 +1,7 @@
 """Request bodies: bounded in size and depth, decoded as JSON, checked field by field;
-every problem an ``ApiError`` the client reads as ``{"error": {"type", "message"}}``."""
+every problem an ``ApiError`` the client reads as ``{"error": {"type", "message",
+"param", "code"}}`` (OpenAI's error object: ``param`` names the field at fault or is
+null, ``code`` is a short machine-readable name)."""
 
 from __future__ import annotations
 
@@ -19,16 +21,31 @@ class ApiError(Exception):
     """An HTTP error with a JSON body naming the problem."""
 
     def __init__(
-        self, status: int, message: str, kind: str = "invalid_request", headers: Any = None
+        self,
+        status: int,
+        message: str,
+        kind: str = "invalid_request",
+        headers: Any = None,
+        *,
+        param: str | None = None,
+        code: str | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.kind = kind
         self.headers: dict[str, str] = dict(headers or {})
+        self.param = param
+        self.code = code
 
     def body(self) -> dict[str, Any]:
-        return {"error": {"type": self.kind, "message": self.message}}
+        error = {
+            "type": self.kind,
+            "message": self.message,
+            "param": self.param,
+            "code": self.code or self.kind,
+        }
+        return {"error": error}
 
 
 async def read_json(request: Request, config: ServeConfig) -> dict[str, Any]:
@@ -103,7 +120,7 @@ _TYPES: dict[type, str] = {str: "a string", dict: "an object", list: "an array",
 
 def required(body: Mapping[str, Any], key: str, kind: type) -> Any:
     if key not in body or body[key] is None:
-        raise ApiError(400, f"'{key}' is required")
+        raise ApiError(400, f"'{key}' is required", param=key, code="missing_field")
     return _typed(body, key, kind)
 
 
@@ -117,5 +134,7 @@ def _typed(body: Mapping[str, Any], key: str, kind: type) -> Any:
     value = body[key]
     if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
         expected = _TYPES.get(kind, kind.__name__)
-        raise ApiError(400, f"'{key}' must be {expected}, not {_kind(value)}")
+        raise ApiError(
+            400, f"'{key}' must be {expected}, not {_kind(value)}", param=key, code="invalid_type"
+        )
     return value
