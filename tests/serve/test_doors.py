@@ -21,6 +21,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -79,10 +80,7 @@ def doors(tmp_path_factory: pytest.TempPathFactory, model: ProtocolServer) -> It
             tmp_path_factory.mktemp("durable"), model.url, DOORS_SPEC + DURABLE
         ),
     }
-    parent_root = tmp_path_factory.mktemp("lead")
-    (parent_root / "spec").mkdir()
-    (parent_root / "spec" / "judge.yaml").write_text(JUDGE_SPEC)
-    kits["handover"] = compile_agent(parent_root, model.url, PARENT_SPEC)
+    kits["handover"] = _parent(tmp_path_factory.mktemp("lead"), model.url)
     worker = None
     try:
         durable = kits["durable"]
@@ -104,6 +102,25 @@ def doors(tmp_path_factory: pytest.TempPathFactory, model: ProtocolServer) -> It
                 if served.process.poll() is None:
                     served.process.kill()
                     served.process.wait(10)
+
+
+def _parent(root: Path, url: str) -> AgentKit:
+    """The parent agent ``lead`` and its sub-agent ``judge`` (the typed agent), compiled
+    together as ``harnessc build`` compiles them."""
+    from harnessc.compiler import compile as compile_specs
+    from harnessc.compiler.write import write_outputs
+    from harnessc.spec import load_spec
+
+    (root / "spec").mkdir()
+    (root / "spec" / "judge.yaml").write_text(JUDGE_SPEC)
+    kit = compile_agent(root, url, PARENT_SPEC)  # the folders and the environment
+    spec_dir = kit.module.parent.parent / "spec"
+    (spec_dir / "lead.yaml").write_text(PARENT_SPEC)
+    loaded = load_spec(spec_dir / "lead.yaml")
+    assert loaded.ok, [d.format() for d in loaded.diagnostics]
+    write_outputs(compile_specs([loaded], kit.module.parent), kit.module.parent)
+    kit.module = kit.module.parent / "lead.py"
+    return kit
 
 
 def _prompt(name: str) -> str:
@@ -331,7 +348,7 @@ def handover_door(kit: AgentKit, name: str) -> Outcome:
     out = Outcome()
     first = _cli(kit, f"delegate {_prompt(name)}")
     assert first.returncode == 3, first.stderr
-    assert "--approve" in first.stderr and "(in judge" in first.stderr, first.stderr
+    assert "--approve" in first.stderr and "(in lead > judge)" in first.stderr, first.stderr
     out.pauses.append("approval")
     second = _cli(kit, "--json", *_hint(first.stderr))
     assert second.returncode == 0, second.stderr
@@ -452,3 +469,65 @@ def _a2a_run(server: Served, task_id: str) -> str:
 
     task = asyncio.run(get())
     return str(MessageToDict(task.status.message.metadata)["harnessc"]["run_id"])
+
+
+# -- plain and durable agree (issue 40 item 7) ----------------------------------------
+
+_PNG = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII="
+)
+
+
+@pytest.mark.parametrize("kind", ["plain", "durable"])
+def test_a_resume_with_tool_results_keeps_its_budget(doors: Doors, kind: str) -> None:
+    """The agent's budget is one turn: the answer to its external call raises it, and the
+    run goes on to its value instead of pausing on the budget."""
+    server = doors.plain if kind == "plain" else doors.durable
+    with server.client(timeout=120) as client:
+        prompt = 'call ask_human {"question": "which?"}'
+        run_id = client.post("/v1/runs", json={"prompt": prompt}).json()["run_id"]
+        [call] = _wait(client, run_id, "awaiting_tool")["pending_tool_calls"]
+        answer = {"results": {call["id"]: "this one"}, "budget": {"turns": 3}}
+        resumed = client.post(f"/v1/runs/{run_id}/resume", json=answer)
+        assert resumed.status_code == 200, resumed.text
+        done = _wait(client, run_id, "done")
+    assert done["output"] == VALUE
+
+
+@pytest.mark.parametrize("kind", ["plain", "durable"])
+def test_an_awaiting_run_is_aborted_alike(doors: Doors, kind: str) -> None:
+    """Abort of a run waiting for tool results: aborted, with the reason, in both."""
+    server = doors.plain if kind == "plain" else doors.durable
+    with server.client(timeout=120) as client:
+        prompt = 'call ask_human {"question": "abort?"}'
+        run_id = client.post("/v1/runs", json={"prompt": prompt}).json()["run_id"]
+        _wait(client, run_id, "awaiting_tool")
+        aborted = client.post(f"/v1/runs/{run_id}/abort")
+        assert aborted.status_code == 200, aborted.text
+        status = _wait(client, run_id, "aborted")
+        assert status["reason"] == "aborted over HTTP"
+        assert client.post(f"/v1/runs/{run_id}/abort").status_code == 409  # it ended
+
+
+@pytest.mark.parametrize("kind", ["plain", "durable"])
+def test_the_prompts_images_reach_the_model(doors: Doors, model: ProtocolServer, kind: str) -> None:
+    server = doors.plain if kind == "plain" else doors.durable
+    prompt = f"verdict on this picture ({kind})"
+    with server.client(timeout=120) as client:
+        body = {"prompt": prompt, "images": [{"data": _PNG, "mime_type": "image/png"}]}
+        run_id = client.post("/v1/runs", json=body).json()["run_id"]
+        assert _wait(client, run_id, "done")["output"] == VALUE
+    from .typedkit import saw
+
+    last = saw(model.requests, prompt)[-1]
+    urls = [p["image_url"]["url"] for p in last["content"] if p.get("type") == "image_url"]
+    assert urls == [f"data:image/png;base64,{_PNG}"]
+
+
+@pytest.mark.parametrize("kind", ["plain", "durable"])
+def test_a_one_shot_run_prints_the_typed_value(doors: Doors, kind: str) -> None:
+    """Issue 40 item 2: the durable one-shot prints the value as the plain one does."""
+    done = _cli(doors.kits[kind], f"verdict one-shot {kind}")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == VALUE  # the value alone on stdout
+    assert "[usage]" in done.stderr
