@@ -207,15 +207,21 @@ class DurableRuns:
             raise DurableError(f"run {run_id} is not waiting ({self._label(run_id)})")
         self.client.send(run_id, {"abort": reason}, topic=RESUME_TOPIC)
 
-    def cancel(self, run_id: str) -> None:
-        """End a queued or running run (it is ``cancelled``; a worker holding it lets it
-        go at its next step); a waiting one is aborted as ``abort`` does."""
+    def cancel(self, run_id: str, take_s: float = 10.0) -> None:
+        """End a run. A waiting one is aborted as ``abort`` does (its worker ends it,
+        ``aborted``, recorded in its session); when no worker takes that within
+        ``take_s``, and for a queued or running run, its workflow is cancelled
+        (``cancelled``; a worker holding it lets it go at its next step)."""
         status = self.status(run_id)
         if status.status in ("SUCCESS", "ERROR", "CANCELLED"):
             raise DurableError(f"run {run_id} has ended ({self._label(run_id)})")
         if self.pause(run_id) is not None:
             self.abort(run_id, "cancelled")
-            return
+            deadline = time.monotonic() + take_s
+            while time.monotonic() < deadline:
+                time.sleep(0.1)
+                if self.pause(run_id) is None:
+                    return  # a worker took it
         self.cancel_workflow(run_id)
 
     def cancel_workflow(self, run_id: str) -> None:

@@ -121,6 +121,9 @@ class DurableRunControl:
     def latest(self, session_id: str) -> Run | None:
         return self.by_session.get(session_id)
 
+    def known_sessions(self) -> list[str]:
+        return list(self.by_session)
+
     async def get(self, run_id: str) -> Run:
         run = self.runs.get(run_id)
         if run is None:

@@ -115,6 +115,9 @@ class RunControl(Protocol):
     def latest(self, session_id: str) -> Run | None:
         """The latest run of a session that this process knows."""
 
+    def known_sessions(self) -> list[str]:
+        """The sessions this process knows runs of (with sessions in memory: all there are)."""
+
     def events(
         self, run: Run, after: int = 0, keep_alive_s: float = KEEP_ALIVE_S
     ) -> AsyncIterator[tuple[int, str] | None]:

@@ -81,6 +81,8 @@ async def _start(state: ServeState, given: Any) -> tuple[Run, int]:
         ):
             session_id = given.thread_id
         latest = runs.latest(session_id) if session_id else None
+        if session_id is not None and latest is None and not state.source.stored:
+            session_id = None  # a thread in memory forgotten past kept_runs: it starts again
     elif given.thread_id in state.thread_runs:  # a durable run in memory: its latest run
         latest = await runs.get(state.thread_runs[given.thread_id])
     if latest is not None:  # as it stands now (a durable run's is in its database)

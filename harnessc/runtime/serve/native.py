@@ -193,7 +193,7 @@ async def list_sessions(request: Request) -> Response:
         if query:
             raise ApiError(400, "this agent keeps its sessions in memory: they cannot be searched")
         rows: list[dict[str, Any]] = []
-        for sid in state.threads.values() if state.runs.durable else _memory_sessions(state):
+        for sid in state.runs.known_sessions():
             latest = state.runs.latest(sid)
             rows.append(
                 {
@@ -227,11 +227,6 @@ async def list_sessions(request: Request) -> Response:
             }
         )
     return JSONResponse({"sessions": rows})
-
-
-def _memory_sessions(state: ServeState) -> list[str]:
-    by_session = getattr(state.runs, "by_session", {})
-    return list(by_session)
 
 
 def _search(repo: Any, query: str) -> list[dict[str, Any]]:
