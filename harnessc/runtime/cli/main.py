@@ -33,7 +33,6 @@ from harnessc.runtime.cli.args import (
     program_name,
 )
 from harnessc.runtime.cli.host import BuildOptions
-from harnessc.runtime.cli.one_shot import run_one_shot
 from harnessc.runtime.cli.sessions import (
     SessionChoice,
     choose_session,
@@ -219,6 +218,7 @@ class CliInvocation:
 
             self.start_up.begin_run()
             return run_repl(self, harness, prompt)
+        from harnessc.runtime.cli.one_shot import run_one_shot
         from harnessc.runtime.providers.clients import load_network_stack
 
         load_network_stack()  # the run's first request is next: its import is start-up
