@@ -27,9 +27,16 @@ in-memory sessions (``harnessc-mem``). openai-agents runs
 shared OpenAIProvider; they live in benchmarks/.peers-venv (benchmarks/peers.py
 installs them; see benchmarks/peers/README.md) and are skipped when missing.
 
+``--default-path`` measures instead what a user gets without the recipe (issue 47):
+each harnessc harness built from ``build_options(session=Session())`` (no shared pool:
+its own connections), no ``gc.freeze()`` in any child, all sessions started by one
+``gather``; the peers run as above without the freeze. It prints issue 47's targets
+beside each N's figures: >= 5x the best peer's steps/s, <= 20 KiB per session, lag p99
+<= 100 ms, peak RSS <= 70 MiB (the targets are for N = 1,000).
+
 Usage: python benchmarks/concurrency.py [--n 10,100,1000] [--only harnessc,pydantic-ai]
        [--steps 5] [--latency-ms 50] [--max-concurrent 32] [--no-gc-freeze] [--stagger]
-       [--profile FILE]
+       [--default-path] [--profile FILE]
 """
 
 from __future__ import annotations
@@ -53,6 +60,8 @@ REPO = ROOT.parent
 PEERS_DIR = ROOT / "peers"
 PEERS_PYTHON = ROOT / ".peers-venv" / "bin" / "python"
 FRAMEWORKS = ["harnessc", "harnessc-mem", "openai-agents", "pydantic-ai"]
+# --default-path: the way a user writes it without the service recipe
+DEFAULT_PATH = ["harnessc-default", "openai-agents", "pydantic-ai"]
 TICK_S = 0.005
 _TAG = re.compile(r"session-(\d+)\b")
 
@@ -141,7 +150,7 @@ class Ticker:
         return lags[min(len(lags) - 1, int(len(lags) * 0.99))], lags[-1]
 
 
-def _harnessc_runner(url: str, workdir: Path, memory: bool, max_concurrent: int) -> Any:
+def _harnessc_runner(url: str, workdir: Path, variant: str, max_concurrent: int) -> Any:
     import importlib.util
 
     os.environ["BENCH_BASE_URL"] = url
@@ -159,11 +168,15 @@ def _harnessc_runner(url: str, workdir: Path, memory: bool, max_concurrent: int)
     state: dict[str, Any] = {}
 
     async def run(prompt: str) -> str:
-        clients = state.get("clients")
-        if clients is None:
-            clients = state["clients"] = HttpClientPool(max_concurrent=max_concurrent)
-        session = Session() if memory else repo.create(cwd=str(workdir))
-        options = module.build_options(session=session, http_clients=clients)
+        if variant == "harnessc-default":  # no recipe: the module's defaults
+            options = module.build_options(session=Session())
+        else:
+            clients = state.get("clients")
+            if clients is None:
+                clients = state["clients"] = HttpClientPool(max_concurrent=max_concurrent)
+            memory = variant == "harnessc-mem"
+            session = Session() if memory else repo.create(cwd=str(workdir))
+            options = module.build_options(session=session, http_clients=clients)
         harness = AgentHarness(options)
         try:
             result = await harness.prompt(prompt)
@@ -240,7 +253,7 @@ async def _child_main(args: argparse.Namespace) -> dict[str, Any]:
     name, n = args.framework, args.n
     with tempfile.TemporaryDirectory() as tmp:
         if name.startswith("harnessc"):
-            run = _harnessc_runner(args.url, Path(tmp), name == "harnessc-mem", args.max_concurrent)
+            run = _harnessc_runner(args.url, Path(tmp), name, args.max_concurrent)
         elif name == "openai-agents":
             run = _openai_agents_runner(args.url)
         else:
@@ -335,9 +348,18 @@ def main() -> int:
     parser.add_argument("--no-gc-freeze", action="store_true", help="skip gc.freeze()")
     parser.add_argument("--stagger", action="store_true", help="start one session per turn")
     parser.add_argument("--profile", default="", help="write harnessc's cProfile to FILE.N")
+    parser.add_argument(
+        "--default-path",
+        action="store_true",
+        help="no recipe: build_options(session=Session()), own connections, no gc.freeze()",
+    )
     args = parser.parse_args()
     counts = [int(x) for x in args.n.split(",") if x]
-    wanted = [x for x in args.only.split(",") if x] or FRAMEWORKS
+    if args.default_path:
+        args.no_gc_freeze = True
+    wanted = [x for x in args.only.split(",") if x] or (
+        DEFAULT_PATH if args.default_path else FRAMEWORKS
+    )
     if not _compile_agent():
         print("harnessc build of benchmarks/peers/add_agent.yaml failed")
         return 1
@@ -356,17 +378,23 @@ def main() -> int:
     # the children's path; a harnessc child puts this work tree first itself.
     env = dict(os.environ, OPENAI_API_KEY="sk-bench-dummy", OPENAI_AGENTS_DISABLE_TRACING="1")
     env.pop("OPENAI_BASE_URL", None)
+    pool = (
+        "harnessc-default: build_options(session=Session()), its own connections"
+        if args.default_path
+        else f"harnessc max_concurrent {args.max_concurrent}"
+    )
     print(
         f"{args.steps} tool steps + 1 answer per session, {args.latency_ms:.0f} ms latency, "
-        f"harnessc max_concurrent {args.max_concurrent}, "
+        f"{pool}, "
         f"gc.freeze() {'off' if args.no_gc_freeze else 'on'}, "
         f"{'staggered starts' if args.stagger else 'all started at once'}"
     )
     header = (
-        f"{'framework':<14} {'N':>5} {'wall s':>7} {'steps/s':>8} {'lag p99 ms':>10} "
+        f"{'framework':<16} {'N':>5} {'wall s':>7} {'steps/s':>8} {'lag p99 ms':>10} "
         f"{'max ms':>7} {'peak MiB':>8} {'KiB/sess':>8} {'CPU ms/step':>11}  load"
     )
     print(header)
+    figures: dict[tuple[str, int], dict[str, float]] = {}
     with ProtocolServer() as server:
         server.set_handler(_handler(args.steps, args.latency_ms / 1000))
         url = f"{server.url}/v1"
@@ -386,7 +414,7 @@ def main() -> int:
                 server.set_handler(_handler(args.steps, args.latency_ms / 1000))
                 if done.returncode != 0:
                     tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-                    print(f"{name:<14} {n:>5} failed: {' | '.join(tail)}")
+                    print(f"{name:<16} {n:>5} failed: {' | '.join(tail)}")
                     continue
                 r = json.loads(done.stdout.strip().splitlines()[-1])
                 steps = n * (args.steps + 1)
@@ -395,13 +423,50 @@ def main() -> int:
                 if r["n_failed"] or r["n_wrong"]:
                     bad = f"  FAILED {r['n_failed']} WRONG {r['n_wrong']} {r['failures'][:1]}"
                 print(
-                    f"{name:<14} {n:>5} {r['wall']:>7.2f} {steps / r['wall']:>8.0f} "
+                    f"{name:<16} {n:>5} {r['wall']:>7.2f} {steps / r['wall']:>8.0f} "
                     f"{r['lag_p99'] * 1000:>10.1f} {r['lag_max'] * 1000:>7.0f} "
                     f"{r['peak_kib'] / 1024:>8.1f} "
                     f"{per_session:>8.1f} {r['cpu'] / steps * 1000:>11.2f}  {load}{bad}",
                     flush=True,
                 )
+                if not (r["n_failed"] or r["n_wrong"]):
+                    figures[(name, n)] = {
+                        "steps_s": steps / r["wall"],
+                        "kib": per_session,
+                        "lag_ms": r["lag_p99"] * 1000,
+                        "peak_mib": r["peak_kib"] / 1024,
+                    }
+            if args.default_path:
+                _default_path_targets(figures, n)
     return 0
+
+
+def _default_path_targets(figures: dict[tuple[str, int], dict[str, float]], n: int) -> None:
+    """Issue 47's targets for the default path beside this N's figures."""
+    ours = figures.get(("harnessc-default", n))
+    if ours is None:
+        return
+    peers = [(name, f) for (name, m), f in figures.items() if m == n and name in DEFAULT_PATH[1:]]
+
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "NOT MET"
+
+    print(f"  targets at N = {n} (issue 47's are for N = 1000):")
+    if peers:
+        best_name, best = max(peers, key=lambda p: p[1]["steps_s"])
+        ratio = ours["steps_s"] / best["steps_s"]
+        print(
+            f"    steps/s {ours['steps_s']:.0f} against the best peer's ({best_name}) "
+            f"{best['steps_s']:.0f}: {ratio:.2f}x (target >= 5x: {verdict(ratio >= 5)})"
+        )
+    print(f"    KiB per session {ours['kib']:.1f} (target <= 20: {verdict(ours['kib'] <= 20)})")
+    print(
+        f"    event-loop lag p99 {ours['lag_ms']:.0f} ms (target <= 100: "
+        f"{verdict(ours['lag_ms'] <= 100)})"
+    )
+    print(
+        f"    peak RSS {ours['peak_mib']:.1f} MiB (target <= 70: {verdict(ours['peak_mib'] <= 70)})"
+    )
 
 
 if __name__ == "__main__":

@@ -469,7 +469,8 @@ def _check_agent_args(command: str, spec: str, args: Sequence[str]) -> None:
 @_agent_command
 def run(spec: str, agent_args: tuple[str, ...], out_dir: str) -> None:
     """Compile SPEC (a file, or NAME for agents/NAME.yaml) in memory and run the agent's
-    command line with AGENT_ARGS (after --)."""
+    command line with AGENT_ARGS (after SPEC, or after --). The agent's own flags (-i,
+    --continue, --base-url, --max-turns ...): harnessc run NAME --help."""
     spec = _find_spec(spec)
     _check_agent_args("run", spec, agent_args)
     live = LiveAgent(spec, out_dir)
@@ -482,7 +483,7 @@ def run(spec: str, agent_args: tuple[str, ...], out_dir: str) -> None:
 @_agent_command
 def dev(spec: str, agent_args: tuple[str, ...], out_dir: str) -> None:
     """Run SPEC (or NAME) interactively; resources hot-reload and the spec recompiles
-    between turns."""
+    between turns. The agent's own flags: harnessc dev NAME --help."""
     spec = _find_spec(spec)
     _check_agent_args("dev", spec, agent_args)
     argv = _agent_argv(agent_args)
@@ -496,6 +497,21 @@ def dev(spec: str, agent_args: tuple[str, ...], out_dir: str) -> None:
 @click.option("--port", default=8000, show_default=True, help="Port (0: any free one).")
 @click.option("--token-env", metavar="NAME", help="Variable holding the bearer token.")
 @click.option("--max-runs", default=64, show_default=True, help="Runs working at once.")
+@click.option(
+    "--max-connections", default=1024, show_default=True, help="Connections open at once."
+)
+@click.option(
+    "--header-timeout",
+    default=10.0,
+    show_default=True,
+    help="Seconds a client has to send a request's head.",
+)
+@click.option(
+    "--body-timeout",
+    default=30.0,
+    show_default=True,
+    help="Seconds a client has to send a request's body, after its head.",
+)
 @click.option(
     "--worker",
     is_flag=True,
@@ -511,18 +527,23 @@ def serve(
     port: int,
     token_env: str | None,
     max_runs: int,
+    max_connections: int,
+    header_timeout: float,
+    body_timeout: float,
     worker: bool,
     out_dir: str,
 ) -> None:
     """Serve SPEC (or NAME) over HTTP: native API, OpenAI-compatible, AG-UI, A2A and a dev
-    page (pip install 'harnessc[serve]'); the agent's own flags (--base-url...) after --."""
+    page (pip install 'harnessc[serve]'); the agent's own flags (--base-url...) after --
+    (harnessc serve NAME -- --help lists them)."""
     spec = _find_spec(spec)
     live = LiveAgent(spec, out_dir)
     if not live.load():
         click.echo(f"harnessc: {spec} has errors; not serving", err=True)
         raise SystemExit(1)
     argv = [*_agent_argv(agent_args), "--serve", "--host", host, "--port", str(port)]
-    argv += ["--max-runs", str(max_runs)]
+    argv += ["--max-runs", str(max_runs), "--max-connections", str(max_connections)]
+    argv += ["--header-timeout", str(header_timeout), "--body-timeout", str(body_timeout)]
     if token_env:
         argv += ["--token-env", token_env]
     from harnessc.runtime import run_cli
@@ -568,15 +589,37 @@ cli.add_command(sessions)  # harnessc sessions export|import (PostgreSQL <-> JSO
     is_flag=True,
     help="Run against the real models (keys from the environment) and write the cassettes.",
 )
+@click.option(
+    "--base-url",
+    metavar="URL",
+    help="With --record: send every model's requests to URL (default: $HARNESSC_BASE_URL); "
+    "a server on this machine needs no key.",
+)
 @click.option("--junit", "junit_file", type=click.Path(dir_okay=False), help="Write JUnit XML.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Cases run at once (default: CPUs).")
 @_guard
-def test(paths: tuple[str, ...], record: bool, junit_file: str | None, jobs: int | None) -> None:
+def test(
+    paths: tuple[str, ...],
+    record: bool,
+    base_url: str | None,
+    junit_file: str | None,
+    jobs: int | None,
+) -> None:
     """Run the cases of *.tests.yaml files (PATHS: files or folders; default: .) against
     their cassettes; exit 1 when one fails."""
     from harnessc.agenttests import junit_xml, run_tests, table
+    from harnessc.runtime.runs.errors import SetupError
+    from harnessc.runtime.runs.overrides import BASE_URL_VARIABLE, check_base_url
 
-    run = run_tests(list(paths), record=record, jobs=jobs)
+    url = base_url or os.environ.get(BASE_URL_VARIABLE) or None
+    where = None
+    if url:
+        where = (url, "--base-url" if base_url else BASE_URL_VARIABLE)
+        try:
+            check_base_url(*where)
+        except SetupError as exc:
+            raise click.UsageError(str(exc)) from None
+    run = run_tests(list(paths), record=record, jobs=jobs, base_url=where)
     for problem in run.problems:
         click.echo(problem, err=True)
     if run.results:

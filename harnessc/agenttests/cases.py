@@ -5,7 +5,7 @@ cases:
   - name: approves a small fix
     prompt: review the plan in plan.md
     files: {plan.md: "rename a variable"}   # laid in a fresh workspace
-    cassette: cassettes/approves.jsonl      # recorded model replies
+    cassette: cassettes/approves.jsonl      # recorded model replies (inside this folder)
     answers: {ask_user: "yes"}              # results of external tools, by tool name
     approvals: {write: allow}               # answers to permission asks, by tool name
     expect:
@@ -15,6 +15,8 @@ cases:
       final_text_matches: "(?i)approve"
       max_turns: 3
       files: {plan.md: "rename a variable"} # the workspace after the run
+Paths (``files``, ``expect.files``, ``cassette``) are relative and stay inside the
+workspace or this file's folder: a tests file never reads or writes anything else.
 """
 
 from __future__ import annotations
@@ -42,6 +44,15 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
+def _relative_inside(path: str, where: str) -> str:
+    """``path`` when it is relative and stays inside (no ``..``); ValueError otherwise:
+    a tests file never names a file outside its case's workspace or its own folder."""
+    parts = Path(path).parts
+    if Path(path).is_absolute() or ".." in parts or not parts:
+        raise ValueError(f"{path!r} must be a relative path inside {where}")
+    return path
+
+
 class Expect(_Model):
     """What must hold after the run; every key is optional."""
 
@@ -59,6 +70,13 @@ class Expect(_Model):
     """The most model replies the run may take."""
     files: dict[str, str | None] | None = None
     """The workspace after the run: path -> content (None: the file must not exist)."""
+
+    @field_validator("files")
+    @classmethod
+    def _inside(cls, value: dict[str, str | None] | None) -> dict[str, str | None] | None:
+        for path in value or {}:
+            _relative_inside(path, "the workspace")
+        return value
 
     @field_validator("final_text_matches")
     @classmethod
@@ -86,10 +104,13 @@ class Case(_Model):
     @classmethod
     def _inside(cls, value: dict[str, str]) -> dict[str, str]:
         for path in value:
-            parts = Path(path).parts
-            if Path(path).is_absolute() or ".." in parts or not parts:
-                raise ValueError(f"file {path!r} must be a relative path inside the workspace")
+            _relative_inside(path, "the workspace")
         return value
+
+    @field_validator("cassette")
+    @classmethod
+    def _cassette_inside(cls, value: str) -> str:
+        return _relative_inside(value, "the tests file's folder")
 
 
 class TestFile(_Model):
@@ -114,7 +135,16 @@ class TestFile(_Model):
         return (self.path.parent / self.agent).resolve()
 
     def cassette_path(self, case: Case) -> Path:
-        return (self.path.parent / case.cassette).resolve()
+        """The case's cassette; TestFileError when a link leads it out of the tests
+        file's folder (the path itself is checked when the file is read)."""
+        folder = self.path.parent.resolve()
+        path = (folder / case.cassette).resolve()
+        if not path.is_relative_to(folder):
+            raise TestFileError(
+                f"{self.path}: cases: {case.name}: cassette {case.cassette!r} leads outside "
+                "the tests file's folder"
+            )
+        return path
 
 
 def load_test_file(path: Path) -> TestFile:

@@ -4,7 +4,8 @@ outcome (JSON on stdout).
 
 The agent is the compiled module of the spec; its session is kept in memory, its model
 replies come from the cassette (or, recording, from the real models, and are written
-into it). Pauses are answered as the case says: external tools by ``answers``,
+into it; ``base_url`` points every model of the tree at one server, as ``--base-url`` does
+for a run). Pauses are answered as the case says: external tools by ``answers``,
 permission asks by ``approvals``; a pause the case does not answer ends the run there.
 """
 
@@ -71,6 +72,11 @@ async def run_job(job: dict[str, Any]) -> dict[str, Any]:
             return {"error": f"cannot read the cassette: {exc}"}
     provider = CassetteProvider(cassette, workspace, live=live, source=str(cassette_path))
     options = module.build_options(session=Session())
+    base_url = job.get("base_url")
+    if live is not None and base_url:
+        from harnessc.runtime.runs.overrides import override_tree_base_url
+
+        override_tree_base_url(options, base_url[0], base_url[1])
     options.provider = provider
     harness = AgentHarness(options)
     messages: list[Message] = []

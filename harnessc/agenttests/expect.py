@@ -97,8 +97,11 @@ def first_mismatch(expect: Expect, outcome: dict[str, Any], workspace: Path) -> 
     turns = int(outcome.get("turns") or 0)
     if expect.max_turns is not None and turns > expect.max_turns:
         return Mismatch(f"the run took {turns} turns, at most {expect.max_turns} expected")
+    root = workspace.resolve()
     for rel, content in (expect.files or {}).items():
         path = workspace / rel
+        if not path.resolve().is_relative_to(root):  # a link the run made: never read it
+            return Mismatch(f"{rel} leads outside the workspace")
         if content is None:
             if path.exists():
                 return Mismatch(f"{rel} exists, expected it not to")

@@ -3,7 +3,9 @@
 Each spec is compiled once (into a temporary folder); each case gets a fresh temporary
 workspace with its files and runs in its own process (``child.py``) against its
 cassette: no network, no key. ``record=True`` runs the cases against the real models
-instead and writes their cassettes.
+instead and writes their cassettes; ``base_url`` (``--base-url``, ``$HARNESSC_BASE_URL``)
+sends every model's requests to one server then, without a key when it is on this
+machine.
 """
 
 from __future__ import annotations
@@ -70,9 +72,14 @@ async def _run_case(
     scratch: Path,
     *,
     record: bool,
+    base_url: tuple[str, str] | None,
     limit: asyncio.Semaphore,
 ) -> CaseResult:
     label = _shown(test_file.path)
+    try:
+        cassette = test_file.cassette_path(case)
+    except TestFileError as exc:
+        return CaseResult(file=label, name=case.name, mismatch=Mismatch(str(exc)))
     async with limit:
         workspace = Path(tempfile.mkdtemp(prefix="case-", dir=scratch))
         for rel, content in case.files.items():
@@ -82,10 +89,11 @@ async def _run_case(
         job = {
             "module": str(module),
             "prompt": case.prompt,
-            "cassette": str(test_file.cassette_path(case)),
+            "cassette": str(cassette),
             "answers": case.answers,
             "approvals": case.approvals,
             "record": record,
+            "base_url": base_url,
             "agent": test_file.agent,
             "case": case.name,
         }
@@ -145,7 +153,12 @@ async def _child(job: dict[str, Any], workspace: Path) -> dict[str, Any]:
 
 
 async def _run_all(
-    files: Sequence[TestFile], scratch: Path, *, record: bool, jobs: int
+    files: Sequence[TestFile],
+    scratch: Path,
+    *,
+    record: bool,
+    base_url: tuple[str, str] | None,
+    jobs: int,
 ) -> tuple[list[CaseResult], list[str]]:
     limit = asyncio.Semaphore(max(1, jobs))
     problems: list[str] = []
@@ -163,15 +176,28 @@ async def _run_all(
                 continue
         for case in test_file.cases:
             tasks.append(
-                _run_case(test_file, case, modules[spec], scratch, record=record, limit=limit)
+                _run_case(
+                    test_file,
+                    case,
+                    modules[spec],
+                    scratch,
+                    record=record,
+                    base_url=base_url,
+                    limit=limit,
+                )
             )
     return list(await asyncio.gather(*tasks)), problems
 
 
 def run_tests(
-    targets: Sequence[str | os.PathLike[str]], *, record: bool = False, jobs: int | None = None
+    targets: Sequence[str | os.PathLike[str]],
+    *,
+    record: bool = False,
+    jobs: int | None = None,
+    base_url: tuple[str, str] | None = None,
 ) -> TestRun:
-    """Run every case of the tests files named (or found below the folders named)."""
+    """Run every case of the tests files named (or found below the folders named).
+    ``base_url``: (URL, where it was given) for every model while recording."""
     problems: list[str] = []
     files: list[TestFile] = []
     paths = discover(targets or ["."])
@@ -184,6 +210,12 @@ def run_tests(
             problems.append(str(exc))
     with tempfile.TemporaryDirectory(prefix="harnessc-test-") as scratch:
         results, more = asyncio.run(
-            _run_all(files, Path(scratch), record=record, jobs=jobs or os.cpu_count() or 2)
+            _run_all(
+                files,
+                Path(scratch),
+                record=record,
+                base_url=base_url,
+                jobs=jobs or os.cpu_count() or 2,
+            )
         )
     return TestRun(results, problems + more)

@@ -144,9 +144,20 @@ class _Builder:
             [(k, v) for k, v in kwargs.items() if v is not None],
         )
 
-    def env_str(self, text: str) -> Expr:
-        """A spec string whose ``${VAR}`` references resolve when the agent runs."""
-        parts = [self.env_part(part) for part in split_env_refs(text)]
+    def env_str(self, text: str, *, unset_as_written: bool = False) -> Expr:
+        """A spec string whose ``${VAR}`` references resolve when the agent runs.
+        ``unset_as_written``: a reference without a default stays as written while its
+        variable is unset (a model's base_url: ``--base-url`` may stand in for it, and the
+        run names the variable when nothing does)."""
+        refs = split_env_refs(text)
+        if unset_as_written:
+            refs = [
+                EnvRef(p.name, f"${{{p.name}}}")
+                if isinstance(p, EnvRef) and p.default is None
+                else p
+                for p in refs
+            ]
+        parts = [self.env_part(part) for part in refs]
         if not parts:
             return Lit("")
         if len(parts) == 1:
@@ -335,7 +346,7 @@ class _Builder:
             "api": Lit(wire.api),
             "provider": Lit(m.provider),
             "name": Lit(m.name) if m.name is not None else None,
-            "base_url": self.env_str(base_url),
+            "base_url": self.env_str(base_url, unset_as_written=True),
             "api_key_env": Lit(m.api_key_env) if m.api_key_env else None,
         }
         for key in ("context_window", "max_tokens", "reasoning", "structured_output"):

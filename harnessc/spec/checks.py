@@ -26,6 +26,7 @@ from harnessc.spec.mcp_checks import McpNames, check_mcp
 from harnessc.spec.models import BUILTIN_TOOLS, PROVIDER_NAMES
 from harnessc.spec.pathnames import exists_quietly as _exists
 from harnessc.spec.pathnames import path_problem, runtime_modules
+from harnessc.spec.schema_checks import output_schema_problems
 from harnessc.spec.yamlsource import KeyPath, YamlSource
 
 __all__ = ["check_spec", "hook_program_problem", "tool_names"]
@@ -466,8 +467,13 @@ class _Checker:
             self.check_import(target, ("output", "type"))
         schema = output.get("schema")
         if isinstance(schema, dict):
-            for where, message in output_schema_problems(schema):
-                self.report(("output", "schema", *where), "error", message)
+            for problem in output_schema_problems(schema):
+                self.report(
+                    ("output", "schema", *problem.where),
+                    problem.severity,
+                    problem.message,
+                    key=problem.at_key,
+                )
         if OUTPUT_TOOL in names:
             self.report(
                 names[OUTPUT_TOOL],
@@ -538,23 +544,15 @@ class _Checker:
                 )
 
 
-def output_schema_problems(schema: dict[str, Any]) -> list[tuple[KeyPath, str]]:
-    """Where ``schema`` breaks the JSON Schema meta-schema (draft 2020-12), with why."""
-    from jsonschema import Draft202012Validator
-
-    problems: list[tuple[KeyPath, str]] = []
-    for error in Draft202012Validator(Draft202012Validator.META_SCHEMA).iter_errors(schema):
-        where = tuple(error.absolute_path)
-        problems.append((where, f"not a valid JSON Schema: {error.message}"))
-    return problems[:5]
-
-
 def hook_program_problem(command: str, base: FsPath) -> tuple[Severity, str] | None:
     """What is wrong with the program a hook command starts, if anything.
 
     A path (``hooks/guard.sh``, ``$CLAUDE_PROJECT_DIR/.claude/hooks/x.sh``; relative to
-    ``base``) must exist and be executable: an error otherwise. A bare name not on PATH
-    is a warning (the machine that runs the agent may have it).
+    ``base``) must exist and be executable: an error otherwise. A bare name is looked
+    up on PATH, as a shell does: not found there, it is an error when a file of that
+    name is in ``base`` (``block.sh`` for ``./block.sh``: it would never run, and a
+    tool_call hook that cannot run blocks every call), else a warning (the machine that
+    runs the agent may have it).
     """
     try:
         words = shlex.split(command)
@@ -569,9 +567,15 @@ def hook_program_problem(command: str, base: FsPath) -> tuple[Severity, str] | N
     if any(c in word for c in "$`*?["):
         return None  # the shell decides
     if "/" not in word:
-        if shutil.which(word) is None and word not in _SHELL_WORDS:
-            return "warning", f"hook program {word!r} is not on PATH"
-        return None
+        if shutil.which(word) is not None or word in _SHELL_WORDS:
+            return None
+        if _exists(base / word, file=True):
+            # run as a shell runs it: through PATH, so the file beside it never would
+            return "error", (
+                f"hook program {word!r} is not on PATH (a bare name is looked up there, "
+                f"as a shell does); for the {word} beside the spec write ./{word}"
+            )
+        return "warning", f"hook program {word!r} is not on PATH"
     problem = path_problem(word)
     if problem is not None:
         return "error", f"hook program {problem}"

@@ -279,11 +279,27 @@ def _check_hook_moment(value: str) -> str:
     try:
         canonical_hook_name(value)
     except ValueError:
-        raise _custom(
-            "hook_moment",
-            f"unknown hook moment {value!r}{did_you_mean(value, HOOK_NAMES)}",
-        ) from None
+        raise _custom("hook_moment", _unknown_moment(value)) from None
     return value
+
+
+def _unknown_moment(value: str) -> str:
+    """The message for an unknown moment; a Claude Code event name gets the moment its
+    hooks run at (the habit of a settings file)."""
+    from harnessc.runtime.extensions.claude_events import (
+        CLAUDE_EVENTS,
+        CLAUDE_EVENTS_WITHOUT_MOMENT,
+    )
+
+    text = f"unknown hook moment {value!r}"
+    if value in CLAUDE_EVENTS:
+        return (
+            f"{text}; did you mean {CLAUDE_EVENTS[value]!r}? ({value} is Claude Code's "
+            "name for it; a Claude Code settings file goes under hooks.claude_settings)"
+        )
+    if value in CLAUDE_EVENTS_WITHOUT_MOMENT:
+        return f"{text}: {value} is a Claude Code event harnessc has no moment for"
+    return text + did_you_mean(value, HOOK_NAMES)
 
 
 AgentName = Annotated[

@@ -252,3 +252,109 @@ def test_a_folder_with_a_tests_file_beside_its_spec_still_builds(tmp_path: Path)
     checked = runner.invoke(cli, ["check", str(agents)])
     assert checked.exit_code == 0, checked.output
     assert "helper.tests.yaml" not in checked.output
+
+
+@pytest.mark.parametrize("how", ["variable", "option"])
+def test_record_goes_to_the_base_url_of_the_command_line_without_a_key(
+    tmp_path: Path, how: str
+) -> None:
+    """The scaffolded demo test, recorded against the demo model as `harnessc new`
+    says: $HARNESSC_BASE_URL (or --base-url) points every model there, and a server on
+    this machine needs no key; the replay then passes offline."""
+    from harnessc.testing.demo import serve
+
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+    repo = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = repo + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+
+    def harnessc(*args: str, **more: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", "from harnessc.cli import main; main()", *args],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env={**env, **more},
+            timeout=120,
+        )
+
+    created = harnessc("new", "demo")
+    assert "harnessc test --record agents/demo.tests.yaml" in created.stdout
+    server = serve(port=0)
+    try:
+        url = f"{server.url}/v1"
+        if how == "variable":
+            recorded = harnessc("test", "--record", "agents/demo.tests.yaml", HARNESSC_BASE_URL=url)
+        else:
+            recorded = harnessc("test", "--record", "--base-url", url, "agents/demo.tests.yaml")
+        assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+        assert "pass (recorded)" in recorded.stdout
+        assert "authorization" not in {k for r in server.requests for k in r.headers}
+    finally:
+        server.stop()
+    replayed = harnessc("test", "agents/demo.tests.yaml")
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert "1 passed" in replayed.stdout
+
+
+@pytest.mark.parametrize(
+    ("where", "value"),
+    [
+        ("expect.files", "{/etc/hostname: x}"),
+        ("expect.files", "{../outside.txt: x}"),
+        ("expect.files", "{'a/../../outside.txt': null}"),
+        ("cassette", "/etc/hostname"),
+        ("cassette", "../outside.jsonl"),
+        ("cassette", "cassettes/../../outside.jsonl"),
+    ],
+)
+def test_paths_in_a_tests_file_stay_inside_its_folder(
+    tmp_path: Path, where: str, value: str
+) -> None:
+    """A tests file from a pull request cannot make `harnessc test` read (and print in
+    its diff and JUnit file) a file outside the case's workspace, nor take or write a
+    cassette outside the tests file's folder."""
+    from harnessc.agenttests import load_test_file
+    from harnessc.agenttests.cases import TestFileError
+
+    cassette = value if where == "cassette" else "c.jsonl"
+    expect = f"\n    expect: {{files: {value}}}" if where == "expect.files" else ""
+    path = tmp_path / "a.tests.yaml"
+    path.write_text(
+        f"agent: a.yaml\ncases:\n  - name: n\n    prompt: p\n    cassette: {cassette}{expect}\n"
+    )
+    with pytest.raises(TestFileError, match="inside"):
+        load_test_file(path)
+
+
+def test_expected_files_are_not_read_through_a_link_out_of_the_workspace(tmp_path: Path) -> None:
+    from harnessc.agenttests.cases import Expect
+    from harnessc.agenttests.expect import first_mismatch
+
+    secret = tmp_path / "credentials"
+    secret.write_text("aws_secret=SHOULD-NOT-BE-SHOWN")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "copy.txt").symlink_to(secret)
+    outcome = {"status": "done", "tools_called": [], "turns": 1}
+    mismatch = first_mismatch(Expect(files={"copy.txt": "x"}), outcome, workspace)
+    assert mismatch is not None
+    assert "outside the workspace" in mismatch.message
+    assert "SHOULD-NOT-BE-SHOWN" not in mismatch.message + mismatch.diff
+
+
+def test_a_cassette_link_out_of_the_folder_fails_its_case(tmp_path: Path) -> None:
+    from harnessc.agenttests import load_test_file
+    from harnessc.agenttests.cases import TestFileError
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    folder = tmp_path / "tests"
+    folder.mkdir()
+    (folder / "cassettes").symlink_to(outside)
+    path = folder / "a.tests.yaml"
+    path.write_text(
+        "agent: a.yaml\ncases:\n  - name: n\n    prompt: p\n    cassette: cassettes/c.jsonl\n"
+    )
+    loaded = load_test_file(path)
+    with pytest.raises(TestFileError, match="leads outside the tests file's folder"):
+        loaded.cassette_path(loaded.cases[0])

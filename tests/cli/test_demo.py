@@ -254,3 +254,113 @@ def test_the_demo_fills_a_schema_asked_for_with_response_format() -> None:
                 text += choice.get("delta", {}).get("content") or ""
     value = json.loads(text)
     assert value == {"title": "Hello", "score": 4, "tags": ["Hello"], "kind": "idea", "done": True}
+
+
+UNSET_URL_SPEC = """\
+version: 1
+name: elsewhere
+models:
+  main:
+    provider: openai
+    id: demo
+    base_url: ${ELSEWHERE_BASE_URL}/v1
+    api_key_env: ELSEWHERE_API_KEY
+tools: [ls]
+"""
+
+
+def test_base_url_on_the_command_line_stands_in_for_an_unset_variable_of_the_spec(
+    demo: ProtocolServer, tmp_path: Path
+) -> None:
+    """--base-url (or $HARNESSC_BASE_URL) replaces the spec's base_url, so the variable
+    that base_url reads need not be set; without either, the run names the variable."""
+    spec = tmp_path / "elsewhere.yaml"
+    spec.write_text(UNSET_URL_SPEC)
+    url = f"{demo.url}/v1"
+    given = _harnessc(["run", str(spec), "--base-url", url, "list the files here"], tmp_path)
+    assert given.returncode == 0, given.stderr
+    assert "Here is what `ls` returned" in given.stdout
+    exported = _harnessc(["run", str(spec), "list the files here"], tmp_path, HARNESSC_BASE_URL=url)
+    assert exported.returncode == 0, exported.stderr
+    assert _harnessc(["build", str(spec), "-o", "generated"], tmp_path).returncode == 0
+    module = _python(tmp_path / "generated" / "elsewhere.py", "--base-url", tmp_path)
+    assert module.returncode == 2  # a flag without its value; the module itself builds
+    built = subprocess.run(
+        [sys.executable, str(tmp_path / "generated" / "elsewhere.py"), "--base-url", url, "hi"],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert built.returncode == 0, built.stderr
+    neither = _harnessc(["run", str(spec), "list the files here"], tmp_path)
+    assert neither.returncode == 2
+    assert "ELSEWHERE_BASE_URL is not set" in neither.stderr, neither.stderr
+    assert "--base-url" in neither.stderr
+    doctor = _harnessc(["doctor", str(spec)], tmp_path)
+    assert doctor.returncode == 1
+    assert "ELSEWHERE_BASE_URL is not set" in doctor.stdout, doctor.stdout
+
+
+def test_the_notes_example_finds_its_sample_note_without_warnings(
+    demo: ProtocolServer, tmp_path: Path
+) -> None:
+    """The README's MCP line, as a newcomer runs it with the demo model: the sample
+    query finds the sample note, and nothing on stderr but the call and the usage."""
+    pytest.importorskip("mcp")
+    repo = Path(__file__).resolve().parents[2]
+    done = _harnessc(
+        ["run", str(repo / "agents" / "notes.yaml"), 'call mcp__notes__search {"query": "kiwi"}'],
+        tmp_path,
+        HARNESSC_BASE_URL=f"{demo.url}/v1",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "fruit.md" in done.stdout, done.stdout
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert [line.split()[0] for line in lines] == ["[mcp__notes__search]", "[usage]"], lines
+
+
+def test_doctor_redacts_a_key_in_the_base_url_query_and_probes_the_right_url(
+    demo: ProtocolServer, tmp_path: Path
+) -> None:
+    """A key held in base_url's query string (`?key=${VAR}`, as some gateways take it) is
+    never printed, and the probe asks {path}/models?key=..., not ...?key=.../models."""
+    secret = "sk-doctor-QUERY-SECRET-9876"
+    spec = tmp_path / "gateway.yaml"
+    spec.write_text(
+        "version: 1\nname: gateway\nmodels:\n  main:\n    provider: openai\n    id: demo\n"
+        f"    base_url: {demo.url}/v1?key=${{GATEWAY_KEY}}\n    api_key_env: GATEWAY_KEY\n"
+    )
+    before = len(demo.requests)
+    done = _harnessc(["doctor", str(spec)], tmp_path, GATEWAY_KEY=secret)
+    assert secret not in done.stdout + done.stderr
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"{demo.url}/v1?key=[redacted] answers" in done.stdout, done.stdout
+    assert "the endpoint lists demo" in done.stdout
+    [probe] = [r for r in demo.requests[before:] if r.method == "GET"]
+    assert probe.path == f"/v1/models?key={secret}"
+
+
+def test_a_sub_agent_whose_base_url_variable_is_unset_says_so(
+    demo: ProtocolServer, tmp_path: Path
+) -> None:
+    (tmp_path / "sub.yaml").write_text(
+        UNSET_URL_SPEC.replace("name: elsewhere", "name: sub").replace(
+            "    api_key_env: ELSEWHERE_API_KEY\n", ""
+        )
+    )
+    (tmp_path / "top.yaml").write_text(
+        "version: 1\nname: top\nmodels:\n"
+        f"  main: {{provider: openai, id: demo, base_url: '{demo.url}/v1'}}\n"
+        "agents:\n  sub: {spec: sub.yaml, description: Lists files.}\n"
+    )
+    prompt = "ask the sub agent to list the files here"
+    done = _harnessc(["run", str(tmp_path / "top.yaml"), prompt], tmp_path)
+    assert "environment variable ELSEWHERE_BASE_URL is not set" in done.stderr, done.stderr
+    given = _harnessc(
+        ["run", str(tmp_path / "top.yaml"), "--base-url", f"{demo.url}/v1", prompt], tmp_path
+    )
+    assert given.returncode == 0, given.stderr
+    assert "> top > sub: list the files here" in given.stderr and "error" not in given.stderr

@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 from harnessc.testing import ProtocolServer
 
@@ -170,3 +173,105 @@ def test_a_claude_code_tool_harnessc_lacks_is_a_warning(
     assert "[warning] permission rule 'WebFetch(domain:example.com)' names Claude Code's" in (
         done.stderr
     )
+
+
+BLOCKING_SPEC = """\
+version: 1
+name: guarded
+models:
+  main: {provider: openai, id: test-model, base_url: "${TEST_BASE_URL}"}
+tools: [bash]
+permissions: {allow: ["Bash(echo *)"], default: ask}
+hooks:
+  tool_call:
+    - matcher: bash
+      command: ./no-rm.sh
+session: {dir: sessions}
+"""
+NO_RM = """\
+#!/bin/sh
+if grep -q '"rm '; then echo "no rm here" >&2; exit 2; fi
+exit 0
+"""
+
+
+class Guarded:
+    """The spec above in tmp_path, run with ``harnessc run`` against the test server."""
+
+    def __init__(self, server: ProtocolServer, root: Path) -> None:
+        import os
+
+        self.root = root
+        (root / "guarded.yaml").write_text(BLOCKING_SPEC)
+        hook = root / "no-rm.sh"
+        hook.write_text(NO_RM)
+        hook.chmod(0o755)
+        env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+        env["TEST_BASE_URL"] = f"{server.url}/v1"
+        self.env = env
+
+    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", "from harnessc.cli import main; main()", *args],
+            capture_output=True,
+            text=True,
+            cwd=self.root,
+            env=self.env,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+
+    def block_then_hold(self, server: ProtocolServer) -> subprocess.CompletedProcess[str]:
+        """A call the hook blocks (asked first under default: ask), then one held."""
+        server.reset()
+        server.enqueue(tool_reply(("c1", "bash", {"command": "rm notes"})), text_reply("no"))
+        first = self.run("run", "guarded.yaml", "remove the notes")
+        assert first.returncode == 0, first.stderr
+        assert "no rm here" in first.stderr
+        server.enqueue(tool_reply(("c2", "bash", {"command": "touch made"})))
+        held = self.run("run", "guarded.yaml", "--continue", "make a file")
+        assert held.returncode == 3, held.stderr
+        return held
+
+
+def test_a_call_a_hook_blocked_is_not_offered_for_approval_later(
+    server: ProtocolServer, tmp_path: Path
+) -> None:
+    """Under default: ask, a call a command hook blocks was never held: the next pause
+    names only the call it holds, and the line it prints continues the run."""
+    project = Guarded(server, tmp_path)
+    held = project.block_then_hold(server)
+    hints = [line for line in held.stderr.splitlines() if line.startswith("continue with:")]
+    assert len(hints) == 1 and "--approve c2" in hints[0], held.stderr
+    assert "c1" not in held.stderr
+    server.enqueue(text_reply("made"))
+    pasted = hints[0].removeprefix("continue with: harnessc run ").split("  (or")[0].split()
+    approved = project.run("run", *pasted)
+    assert approved.returncode == 0, approved.stderr
+    assert (tmp_path / "made").exists()
+
+
+def test_the_terminal_asks_only_about_the_call_the_pause_holds(
+    server: ProtocolServer, tmp_path: Path, terminals: list[Terminal]
+) -> None:
+    project = Guarded(server, tmp_path)
+    project.block_then_hold(server)
+    built = project.run("build", "guarded.yaml", "-o", "generated")
+    assert built.returncode == 0, built.stderr
+    module = Agent(
+        path=tmp_path / "generated" / "guarded.py",
+        sessions=tmp_path / "sessions",
+        workdir=tmp_path,
+        env={**project.env, "NO_COLOR": "1"},
+    )
+    term = Terminal(module, "--continue", "-i")
+    terminals.append(term)
+    asked = term.expect("was held: allow it? [y/N]")
+    assert "(c2)" in asked and "(c1)" not in asked
+    server.enqueue(text_reply("made"))
+    term.sendline("y")
+    term.expect("made")
+    term.expect_prompt()
+    term.eof()
+    assert term.wait() == 0
+    assert (tmp_path / "made").exists()

@@ -60,7 +60,7 @@ def _module(source: str, tmp: Path, name: str) -> ModuleType:
 def test_a_schema_that_is_not_json_schema_is_an_error_at_its_line(tmp_path: Path) -> None:
     text = HEAD + "output:\n  schema:\n    type: objekt\n    required: 3\n"
     messages = _messages(text, tmp_path)
-    assert any(":8:11: error: not a valid JSON Schema" in m for m in messages), messages
+    assert any(":8:11: error: 'objekt' is not a JSON Schema type" in m for m in messages), messages
     assert any(":9:15: error: not a valid JSON Schema" in m for m in messages), messages
 
 
@@ -142,3 +142,93 @@ def test_the_module_exports_the_imported_type(tmp_path: Path) -> None:
     assert module.Output.__name__ == "Verdict"
     options = module.build_options(session=module.Session())
     assert options.output.type is module.Output and options.output.mode == "prompted"
+
+
+def _located(text: str, tmp: Path) -> list[tuple[int, int, str, str]]:
+    loaded = parse_spec(text.encode(), tmp / "verdicts.yaml")
+    return [(d.line, d.col, d.severity, d.message) for d in loaded.diagnostics]
+
+
+def test_a_mistyped_type_gets_the_type_it_probably_means(tmp_path: Path) -> None:
+    text = HEAD + (
+        "output:\n  schema:\n    type: object\n    properties:\n"
+        "      summary: {type: strng}\n      tags: {type: [arry, 'null']}\n"
+    )
+    found = _located(text, tmp_path)
+    assert (
+        10,
+        23,
+        "error",
+        "'strng' is not a JSON Schema type (array, boolean, integer, null, number, object, "
+        "string); did you mean 'string'?",
+    ) in found, found
+    assert any(
+        line == 11
+        and s == "error"
+        and "'arry' is not a JSON Schema type" in m
+        and "did you mean 'array'?" in m
+        for line, _, s, m in found
+    ), found
+    assert not any("not valid under any of the given schemas" in m for *_, m in found), found
+
+
+def test_required_names_a_property_the_schema_does_not_have(tmp_path: Path) -> None:
+    text = HEAD + (
+        "output:\n  schema:\n    type: object\n    properties:\n"
+        "      summary: {type: string}\n    required: [summary, sumary]\n"
+    )
+    found = _located(text, tmp_path)
+    assert (
+        11,
+        25,
+        "error",
+        "required names 'sumary', which is not among the properties (summary); "
+        "did you mean 'summary'?",
+    ) in found, found
+
+
+def test_a_ref_cycle_with_no_way_out_is_an_error_at_check(tmp_path: Path) -> None:
+    """No finite answer matches: every run would fail validation, so check says so."""
+    pure = HEAD + (
+        "output:\n  schema:\n    $defs:\n"
+        "      a: {$ref: '#/$defs/b'}\n      b: {$ref: '#/$defs/a'}\n"
+        "    type: object\n    properties:\n      x: {$ref: '#/$defs/a'}\n"
+    )
+    found = _located(pure, tmp_path)
+    cycles = [(line, m) for line, _, s, m in found if s == "error" and "no way out" in m]
+    assert cycles and all(line in (9, 10) for line, _ in cycles), found
+    required = HEAD + (
+        "output:\n  schema:\n    type: object\n    properties:\n"
+        "      next: {$ref: '#'}\n    required: [next]\n"
+    )
+    found = _located(required, tmp_path)
+    assert any(line == 10 and s == "error" and "no way out" in m for line, _, s, m in found), found
+    missing = (
+        HEAD
+        + "output:\n  schema:\n    type: object\n    properties:\n"
+        + ("      x: {$ref: '#/$defs/nothing'}\n")
+    )
+    found = _located(missing, tmp_path)
+    assert any(
+        line == 10 and s == "error" and "'#/$defs/nothing' points at nothing" in m
+        for line, _, s, m in found
+    ), found
+
+
+def test_a_recursive_schema_with_a_way_out_and_unknown_keywords_pass(tmp_path: Path) -> None:
+    tree = HEAD + (
+        "output:\n  schema:\n    type: object\n    title: A tree\n    x-note: mine\n"
+        "    properties:\n      name: {type: string}\n"
+        "      children: {type: array, items: {$ref: '#'}}\n"
+        "    required: [name, children]\n"
+    )
+    assert _located(tree, tmp_path) == []
+    typo = HEAD + "output:\n  schema:\n    type: object\n    propertes: {a: {type: string}}\n"
+    found = _located(typo, tmp_path)
+    assert (
+        9,
+        5,
+        "warning",
+        "unknown JSON Schema keyword 'propertes' (ignored by validation); "
+        "did you mean 'properties'?",
+    ) in found, found

@@ -80,3 +80,11 @@ def test_bad_spec_diagnostics(spec: Path, snapshot: SnapshotAssertion, in_repo: 
     assert result.exception is None or isinstance(result.exception, SystemExit)
     record = {"exit_code": result.exit_code, "stderr": result.stderr, "stdout": result.stdout}
     assert record == snapshot
+
+
+def test_the_examples_build_without_a_warning(in_repo: Path) -> None:
+    """`harnessc build` of this repository says nothing a newcomer cannot act on: every
+    example spec (and the Claude Code files they use) checks clean."""
+    result = CliRunner().invoke(cli, ["build", "--check"])
+    assert result.exit_code == 0, result.output
+    assert "warning" not in result.output, result.output

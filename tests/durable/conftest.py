@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from tests.pgtest import drop_database
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -61,7 +63,7 @@ def pg_database(pg_dsn: str) -> Iterator[str]:
     try:
         yield urlunsplit(parts._replace(path="/" + name))
     finally:
-        _admin(pg_dsn, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        drop_database(pg_dsn, name)  # whatever is still connected (autovacuum, DBOS's pools)
 
 
 def make_repo(kind: str, tmp_path: Path, request: Any) -> Any:

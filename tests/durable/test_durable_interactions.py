@@ -186,6 +186,8 @@ def test_a_killed_worker_changes_nothing_on_postgresql(
     server: Server,
     pg_dsn: str,
 ) -> None:
+    from tests.pgtest import drop_database
+
     from .conftest import _admin
 
     names = ["t_" + os.urandom(6).hex() for _ in range(2)]
@@ -196,4 +198,4 @@ def test_a_killed_worker_changes_nothing_on_postgresql(
         _check(scenario, (f"{base}/{names[0]}", f"{base}/{names[1]}"), tmp_path, server)
     finally:
         for name in names:
-            _admin(pg_dsn, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+            drop_database(pg_dsn, name)

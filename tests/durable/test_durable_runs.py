@@ -461,3 +461,32 @@ def test_a_run_records_one_step_per_model_call_and_tool_and_its_last_events_in_i
     finally:
         client.destroy()
     assert names == ["begin", *["model_call", "tool:work"] * 2, "model_call"]
+
+
+def test_follow_and_run_take_a_unique_run_id_prefix(sqlite_agent: DurableAgent) -> None:
+    """As session commands take a session id prefix: --follow and --run take the first
+    characters of a run id that name one run; a prefix naming several is refused with
+    the runs it names."""
+    ids = [submit(sqlite_agent, f"steps 1 p{i}") for i in range(17)]
+    # 17 ids, 16 hex digits: two share their first character
+    first = Counter(run_id[0] for run_id in ids)
+    shared = next(c for c, n in first.items() if n > 1)
+    code, _, err = sqlite_agent.client("--follow", shared)
+    assert code == 2 and f"run id prefix {shared!r} names" in err, err
+    assert sum(run_id in err for run_id in ids) >= 2
+
+    def shortest(run_id: str) -> str:
+        return next(
+            run_id[:n] for n in range(4, 37) if sum(r.startswith(run_id[:n]) for r in ids) == 1
+        )
+
+    target, done = ids[0], ids[1]
+    code, _, err = sqlite_agent.client("--run", shortest(target), "--cancel")
+    assert code == 0, err
+    sqlite_agent.worker("w1")
+    wait_for(lambda: f"{done}  done" in sqlite_agent.client("--runs")[1], what="a run done")
+    code, out, err = sqlite_agent.client("--follow", shortest(done))
+    assert code == 0, err
+    assert out.splitlines()[-1] == "finished 1 p1"
+    runs = sqlite_agent.client("--runs")[1]
+    assert f"{target}  cancelled" in runs

@@ -365,3 +365,64 @@ def test_notification_type_of_a_pause(
     assert event["hook_event_name"] == "Notification"
     assert event["notification_type"] == kind
     assert event["message"] == result.reason
+
+
+def test_a_mistyped_settings_event_is_refused_with_a_suggestion(tmp_path: Path) -> None:
+    """A misspelt event name would silently drop its guard: refused as the spec refuses
+    an unknown key, with the event it probably means. Events Claude Code has and harnessc
+    has no moment for are still skipped with a warning."""
+    guard = [{"matcher": "Bash", "hooks": [{"type": "command", "command": "true"}]}]
+    path = _settings(tmp_path, {"PreTooluse": guard})
+    with pytest.raises(
+        ClaudeSettingsError, match=r"unknown event 'PreTooluse'; did you mean 'PreToolUse'\?"
+    ):
+        claude_settings_hooks(path)
+    found = _diagnostics(tmp_path, "  claude_settings: .claude/settings.json\n")
+    assert any(
+        s == "error" and "unknown event 'PreTooluse'; did you mean 'PreToolUse'?" in m
+        for s, m in found
+    ), found
+    _settings(tmp_path, {"Frobnicate": guard})
+    with pytest.raises(ClaudeSettingsError, match="unknown event 'Frobnicate'"):
+        claude_settings_hooks(path)
+    _settings(tmp_path, {"PreToolUse": guard, "SessionEnd": guard, "PermissionRequest": guard})
+    assert [s.moment for s in claude_settings_hooks(path)] == ["tool_call"]
+
+
+def test_a_claude_code_event_name_in_the_spec_suggests_the_moment(tmp_path: Path) -> None:
+    found = _diagnostics(
+        tmp_path,
+        "  PreToolUse:\n    - command: 'true'\n  SessionEnd:\n    - command: 'true'\n",
+    )
+    assert any(
+        s == "error"
+        and "unknown hook moment 'PreToolUse'; did you mean 'tool_call'?" in m
+        and "Claude Code" in m
+        for s, m in found
+    ), found
+    assert any(
+        s == "error" and "'SessionEnd'" in m and "harnessc has no moment for" in m for s, m in found
+    ), found
+
+
+def test_a_bare_hook_program_beside_the_spec_is_an_error_naming_the_fix(tmp_path: Path) -> None:
+    """``command: block.sh`` goes through PATH, as a shell runs it (and Claude Code runs
+    it): a block.sh beside the spec would never run, and a tool_call hook that cannot
+    run blocks every call. So check says so, with the path to write."""
+    script = tmp_path / "block.sh"
+    script.write_text("#!/bin/sh\nexit 0\n")
+    script.chmod(0o755)
+    found = _diagnostics(tmp_path, "  tool_call:\n    - command: block.sh --strict\n")
+    assert (
+        "error",
+        "hook program 'block.sh' is not on PATH (a bare name is looked up there, as a "
+        "shell does); for the block.sh beside the spec write ./block.sh",
+    ) in found, found
+    hooks = {"PreToolUse": [{"hooks": [{"type": "command", "command": "block.sh"}]}]}
+    (tmp_path / ".claude").mkdir(exist_ok=True)
+    (tmp_path / ".claude" / "block.sh").write_text("#!/bin/sh\nexit 0\n")
+    _settings(tmp_path, hooks)
+    found = _diagnostics(tmp_path, "  claude_settings: .claude/settings.json\n")
+    assert any(s == "error" and "write ./block.sh" in m for s, m in found), found
+    ok = _diagnostics(tmp_path, "  tool_call:\n    - command: ./block.sh --strict\n")
+    assert not [m for s, m in ok if s == "error"], ok

@@ -127,6 +127,23 @@ def test_url_user_info_never_reaches_messages(
     assert redact("see http://u:p@h:1/x", []) == "see http://[redacted]@h:1/x"
 
 
+def test_one_url_redaction_hides_user_info_and_query_values() -> None:
+    """Every URL shown (errors, doctor, the PostgreSQL and durable messages) goes through
+    one redaction: a key may be in the query string as well as in the user info."""
+    from harnessc.runtime.session.postgres_storage import redact_url as storage_redact
+
+    assert storage_redact is redact_url
+    assert (
+        redact_url("https://gw.example/v1?key=sk-123&api-version=2024-06-01&token=t")
+        == "https://gw.example/v1?key=[redacted]&api-version=2024-06-01&token=[redacted]"
+    )
+    assert (
+        redact_url("cannot reach postgresql://me:pw@db:5432/app?sslmode=require, retrying")
+        == "cannot reach postgresql://[redacted]@db:5432/app?sslmode=require, retrying"
+    )
+    assert redact_url("no url here: key=1") == "no url here: key=1"
+
+
 # -- item 13 and issue 17 item 7: the server's message and what to check --------------
 
 

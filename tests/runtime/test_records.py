@@ -38,6 +38,9 @@ from harnessc.runtime.core import (
     options,
 )
 from harnessc.runtime.core.messages import AssistantMessage, TextContent, ToolCall
+from harnessc.runtime.options import harness_options
+from harnessc.runtime.permissions import rules as permissions
+from harnessc.runtime.permissions import shell_rules
 from harnessc.runtime.providers import base as provider_base
 from harnessc.runtime.providers import fallback
 from harnessc.runtime.resources import types as resource_types
@@ -46,7 +49,7 @@ from harnessc.runtime.support import data_folder
 from harnessc.runtime.support.records import NEW_LIST, Record
 from harnessc.runtime.tools import base as tool_base
 from harnessc.runtime.tools import paths as tool_paths
-from harnessc.runtime.tools import permissions, shell_rules, tasks
+from harnessc.runtime.tools import tasks
 
 RECORDS = sorted(
     (
@@ -55,6 +58,7 @@ RECORDS = sorted(
             events,
             model_options,
             options,
+            harness_options,
             hooks,
             budget,
             catalog,

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from .browser import Browser, find_chromium
-from .servekit import Served
+from .servekit import AgentKit, Served
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +48,20 @@ def test_the_page_is_public_and_static(server: Served) -> None:
     assert httpx.get(f"{server.url}/dev.js").status_code == 200
 
 
-def test_the_dev_page_runs_answers_and_approves(server: Served, browser: Browser) -> None:
+@pytest.fixture(scope="module", params=["token", "no token"])
+def page_server(request: pytest.FixtureRequest, kit: AgentKit) -> Iterator[Served]:
+    """A server with a token, and one without (its Host and Origin checks let its own
+    page through, as http://127.0.0.1:PORT)."""
+    if request.param == "token":
+        yield request.getfixturevalue("server")
+        return
+    served = kit.serve(token=None)
+    yield served
+    served.stop()
+
+
+def test_the_dev_page_runs_answers_and_approves(page_server: Served, browser: Browser) -> None:
+    server = page_server
     browser.open(f"{server.url}/")
     browser.wait_for("document.getElementById('agent').textContent === 'helper'")
     _type(browser, "#token", server.token or "")

@@ -66,8 +66,9 @@ def _database(kind: str) -> Iterator[str]:
     try:
         yield urlunsplit(urlsplit(dsn)._replace(path="/" + name))
     finally:
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        from tests.pgtest import drop_database
+
+        drop_database(dsn, name)
 
 
 class Workers:

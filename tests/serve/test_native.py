@@ -166,11 +166,15 @@ def test_bad_requests_get_json_errors_naming_the_problem(server: Served) -> None
             assert answer.status_code == code, (body[:40], answer.text)
             assert words in answer.json()["error"]["message"], answer.text
             assert "Traceback" not in answer.text and API_KEY not in answer.text
+        as_json = {"Content-Type": "application/json"}
         for path in ("/a2a", "/agui", "/v1/chat/completions"):  # every endpoint is bounded
-            big = client.post(path, content=b'{"a": "' + b"x" * 1_100_000 + b'"}')
+            big = client.post(path, content=b'{"a": "' + b"x" * 1_100_000 + b'"}', headers=as_json)
             assert big.status_code == 413, (path, big.text)
-            deep = client.post(path, content=b"[" * 100 + b"]" * 100)
+            deep = client.post(path, content=b"[" * 100 + b"]" * 100, headers=as_json)
             assert deep.status_code == 400 and "deeper" in deep.text, (path, deep.text)
+            # and takes JSON only
+            plain = client.post(path, content=b"{}", headers={"Content-Type": "text/plain"})
+            assert plain.status_code == 415, (path, plain.text)
         assert client.get("/no/such/path").status_code == 404
         assert client.delete("/v1/runs").status_code == 405
         assert client.post("/v1/runs/none/resume", json={}).status_code == 404

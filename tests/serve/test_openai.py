@@ -99,3 +99,49 @@ def test_without_a_token_any_authorization_is_accepted(kit: AgentKit) -> None:
         assert reply.choices[0].message.content == "echo: open"
     finally:
         assert served.stop() == 0
+
+
+def test_errors_carry_openai_s_code_and_param(server: Served) -> None:
+    """The official client's exceptions expose ``code`` and ``param`` as for OpenAI's API."""
+    client = _client(server).with_options(max_retries=0)
+    user = [{"role": "user", "content": "x"}]
+    with pytest.raises(openai.NotFoundError) as caught:
+        client.chat.completions.create(model="gpt-4o", messages=user)
+    assert (caught.value.code, caught.value.param) == ("model_not_found", "model")
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(model="helper", messages=[])
+    assert (caught.value.code, caught.value.param) == ("empty_array", "messages")
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(model="helper", messages="hello")  # type: ignore[arg-type]
+    assert (caught.value.code, caught.value.param) == ("invalid_type", "messages")
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.post("/chat/completions", body={"model": "helper"}, cast_to=object)
+    assert (caught.value.code, caught.value.param) == ("missing_required_parameter", "messages")
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(
+            model="helper", messages=[{"role": "assistant", "content": "no question"}]
+        )
+    assert (caught.value.code, caught.value.param) == ("invalid_value", "messages")
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(
+            model="helper",
+            messages=[{"role": "user", "content": 7}],  # type: ignore[list-item, typeddict-item]
+        )
+    assert (caught.value.code, caught.value.param) == ("invalid_type", "messages[0].content")
+    with pytest.raises(openai.APIStatusError) as failed:
+        client.chat.completions.create(
+            model="helper", messages=[{"role": "user", "content": "fail"}]
+        )
+    assert failed.value.status_code == 502 and failed.value.code == "agent_error"
+    wrong = openai.OpenAI(base_url=f"{server.url}/v1", api_key="not-the-token", max_retries=0)
+    with pytest.raises(openai.AuthenticationError) as denied:
+        wrong.models.list()
+    assert (denied.value.code, denied.value.param) == ("invalid_api_key", None)
+    # a streamed run that fails: the error in the stream carries its code too
+    with pytest.raises(openai.APIError) as streamed:
+        list(
+            client.chat.completions.create(
+                model="helper", messages=[{"role": "user", "content": "fail"}], stream=True
+            )
+        )
+    assert streamed.value.code == "agent_error"

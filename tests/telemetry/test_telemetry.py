@@ -25,6 +25,7 @@ from harnessc.runtime.core.options import AgentHarnessStreamOptions
 from harnessc.runtime.providers.fallback import ModelFallback
 from harnessc.runtime.session import Session
 from harnessc.runtime.telemetry import TelemetryConfig, TelemetryExtension, resolve_config
+from harnessc.runtime.telemetry.config import exporter_header_secrets
 from harnessc.runtime.tools import python_tool
 from harnessc.testing import ProtocolServer, ScriptedResponse
 from harnessc.testing.streams import openai_events, openai_tool_call_events
@@ -535,3 +536,38 @@ def test_a_sub_agent_resumed_after_a_pause_is_nested_in_the_resumed_run():
         assert handover.parent.span_id == run.context.span_id
     assert helpers[0].attributes["harnessc.run.status"] == "paused"
     assert helpers[1].attributes["harnessc.run.status"] == "done"
+
+
+def test_the_otlp_headers_token_never_reaches_a_span(monkeypatch):
+    """OTEL_EXPORTER_OTLP_HEADERS holds the exporter's credential (percent-encoded, as
+    the specification writes it): with content capture on, a prompt or a tool argument
+    quoting it is redacted like a model's key."""
+    token = "otlp-TOKEN-abc123456"
+    trace_key = "trace-KEY-998877"
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", f"Authorization=Bearer%20{token},x-team=core")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_HEADERS", f"x-api-key={trace_key}")
+    otel = Otel(capture_content=True)
+    with ProtocolServer() as server:
+        server.enqueue(
+            ScriptedResponse.sse(
+                openai_tool_call_events(
+                    [("c1", "explode", json.dumps({"reason": f"{token} and {trace_key}"}))]
+                )
+            ),
+            ScriptedResponse.sse(openai_events([f"echo {token}"])),
+        )
+        harness = _harness(otel, {"m": _model(server)})
+        asyncio.run(_run(harness, f"the exporter uses Bearer {token} and {trace_key}"))
+    spans = otel.finished()
+    assert spans
+    for span in spans:
+        shown = repr(dict(span.attributes)) + repr(span.status.description)
+        assert token not in shown and trace_key not in shown, shown
+    run = next(s for s in spans if s.name == "invoke_agent tester")
+    assert "the exporter uses [redacted] and [redacted]" in run.attributes["gen_ai.input.messages"]
+    assert exporter_header_secrets() == [
+        f"Bearer%20{token}",
+        f"Bearer {token}",
+        token,
+        trace_key,
+    ]  # x-team=core is a setting: "core" stays readable

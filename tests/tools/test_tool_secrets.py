@@ -56,7 +56,16 @@ def test_scrub_removes_patterns_registered_names_and_copies() -> None:
 
 @pytest.mark.parametrize(
     "name",
-    ["ANTHROPIC_API_KEY", "HF_TOKEN", "npm_token", "SENTRY_DSN", "AZURE_CLIENT_ID", "X_SECRET"],
+    [
+        "ANTHROPIC_API_KEY",
+        "HF_TOKEN",
+        "npm_token",
+        "SENTRY_DSN",
+        "AZURE_CLIENT_ID",
+        "X_SECRET",
+        "OTEL_EXPORTER_OTLP_HEADERS",  # the exporter's credential (issue 43, item 10)
+        "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+    ],
 )
 def test_credential_names(name: str) -> None:
     assert is_credential_name(name)

@@ -206,7 +206,7 @@ async def _stream_with_fallback(
     picked = fallback.pick(chosen)
     if picked != settings.model_key():  # back to the chosen one, or past a cooling one
         _switch_model(loop, picked, chosen)
-        request.model = settings.model
+        _retarget(loop, request)
     while True:
         outcome = _Outcome()
         final = await _stream_once(loop, request, deadline, outcome)
@@ -233,9 +233,19 @@ async def _stream_with_fallback(
                 error=final.error_message or "",
             )
         )
-        request.model = settings.model  # the same deadline: one budget for all tries
+        _retarget(loop, request)  # the same deadline: one budget for all tries
     await _record(loop, final, outcome.started)
     return final
+
+
+def _retarget(loop: AgentLoop, request: ProviderRequest) -> None:
+    """Send ``request`` to the model now in use, asking for a typed result in that
+    model's own mode (native, tool or prompted)."""
+    request.model = loop.settings.model
+    if loop.options.output is not None:
+        from harnessc.runtime.agent.typed_result import shape
+
+        shape(loop, request.context)
 
 
 async def _record(loop: AgentLoop, final: AssistantMessage, started: bool) -> None:

@@ -386,6 +386,9 @@ class SubAgents:
         key = agent.model or host.model_key()
         options.model = key if key in options.models else host.model
         options.budget = None
+        # the parent's typed result is the parent's answer: a Claude Code file has no
+        # output of its own, so it answers in text (handed back as the call's result)
+        options.output = None
         if agent.permission_mode is not None:
             options.hooks = _with_mode(options.hooks, agent.permission_mode)
         return options

@@ -16,11 +16,12 @@ from harnessc.runtime.agent.loop import AgentLoop
 from harnessc.runtime.agent.run_state import RunState
 from harnessc.runtime.core.events import ErrorEvent
 from harnessc.runtime.core.messages import TextContent, UserMessage
+from harnessc.runtime.core.model_options import Model
 from harnessc.runtime.options.typed_output import OUTPUT_INVALID, OUTPUT_TOOL, OutputConfig
 from harnessc.runtime.providers.base import Context, ResponseSchema
 from harnessc.runtime.support.records import Record
 
-__all__ = ["Verdict", "judge", "shape"]
+__all__ = ["Verdict", "answering_model", "judge", "shape"]
 
 
 class Verdict(Record, frozen=True):
@@ -50,10 +51,13 @@ class Verdict(Record, frozen=True):
 
 
 def shape(loop: AgentLoop, context: Context) -> None:
-    """Ask for the answer in the request about to be sent (edits ``context``)."""
+    """Ask for the answer in the request about to be sent to the current model (edits
+    ``context``); a request shaped for another model first loses that model's shape, so
+    a request moved to a fallback model asks in the fallback's own mode."""
     config = loop.options.output
     if config is None:
         return
+    _unshape(config, context)
     mode = config.resolved_mode(loop.settings.model)
     if mode == "native":
         schema = config.object_schema()
@@ -72,6 +76,32 @@ def shape(loop: AgentLoop, context: Context) -> None:
             context.tools.append(ToolSpec(tool.name, tool.description, tool.parameters))
         # the answer must come as a tool call: final_result itself when it is the only tool
         context.tool_choice = OUTPUT_TOOL if len(context.tools) == 1 else "required"
+
+
+def _unshape(config: OutputConfig, context: Context) -> None:
+    """Take out what ``shape`` put in (the request of another model)."""
+    context.response_schema = None
+    if any(spec.name == OUTPUT_TOOL for spec in context.tools):
+        context.tools = [spec for spec in context.tools if spec.name != OUTPUT_TOOL]
+        context.tool_choice = None
+    added = config.instructions()
+    if context.system_prompt == added:
+        context.system_prompt = ""
+    else:
+        context.system_prompt = context.system_prompt.removesuffix(f"\n\n{added}")
+
+
+def answering_model(loop: AgentLoop, run: RunState) -> Model:
+    """The model that wrote the reply just handled (with model fallback, not
+    necessarily the chosen one); the current model when the reply names none of them."""
+    current = loop.settings.model
+    reply = run.reply
+    if reply is None or (reply.model == current.id and reply.api == current.api):
+        return current
+    for model in loop.settings.models.values():
+        if model.id == reply.model and model.api == reply.api:
+            return model
+    return current
 
 
 async def judge(loop: AgentLoop, run: RunState) -> Verdict | None:
@@ -95,7 +125,7 @@ async def judge(loop: AgentLoop, run: RunState) -> Verdict | None:
     if run.calls:
         return None
     reply = run.reply
-    mode = config.resolved_mode(loop.settings.model)
+    mode = config.resolved_mode(answering_model(loop, run))
     if mode == "tool":
         errors = [f"no answer: call the {OUTPUT_TOOL} tool with the answer"]
         return await _invalid(loop, run, config, errors, tool_mode=True, told=False)

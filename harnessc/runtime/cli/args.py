@@ -215,7 +215,38 @@ def build_parser(prog: str, agent_name: str) -> argparse.ArgumentParser:
     serving.add_argument(
         "--max-runs", metavar="N", type=_positive_int, default=64, help="runs working at once"
     )
+    serving.add_argument(
+        "--max-connections",
+        metavar="N",
+        type=_positive_int,
+        default=1024,
+        help="connections open at once",
+    )
+    serving.add_argument(
+        "--header-timeout",
+        metavar="S",
+        type=_positive_float,
+        default=10.0,
+        help="seconds a client has to send a request's head",
+    )
+    serving.add_argument(
+        "--body-timeout",
+        metavar="S",
+        type=_positive_float,
+        default=30.0,
+        help="seconds a client has to send a request's body, after its head",
+    )
     return parser
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be more than 0 (got {text})")
+    return value
 
 
 def _positive_int(text: str) -> int:

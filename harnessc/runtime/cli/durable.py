@@ -92,7 +92,9 @@ def help_parser(prog: str, agent_name: str) -> argparse.ArgumentParser:
         help=f"seconds running runs get to finish on SIGTERM (default {_DRAIN_S:g})",
     )
     group.add_argument(
-        "--follow", metavar="RUN_ID", help="show a run's events (--json: as JSON) until it stops"
+        "--follow",
+        metavar="RUN_ID",
+        help="show a run's events (--json: as JSON) until it stops; RUN_ID or its first characters",
     )
     group.add_argument(
         "--runs",

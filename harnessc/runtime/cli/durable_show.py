@@ -107,7 +107,7 @@ def follow(
 ) -> int:
     """``--follow RUN``: its events until it ends or waits, then how it stands."""
     with DurableRuns(config, cwd) as runs:
-        runs.status(run_id)  # an unknown run: said at once
+        run_id = runs.full_id(run_id)  # an unknown run: said at once
         show = Show(out, err, as_json=as_json)
         run = asyncio.run(_follow(runs, source, run_id, show))
         show.close()
@@ -219,6 +219,7 @@ def resume(
         if not isinstance(answers, dict):
             raise DurableError("--resume-with takes a JSON object: call id -> result")
     with DurableRuns(config, cwd) as runs:
+        run_id = runs.full_id(run_id)
         if cancel:
             runs.cancel(run_id)
             out.write(f"cancelled {run_id}\n")

@@ -1,7 +1,8 @@
 """The durable runs of an agent from any process: ``DurableRuns`` submits, reads and
 answers them with DBOS's client API only (nothing here starts an executor, so no client
 can recover, and run a second time, a run it looks at). The command line's durable
-verbs (``--submit``, ``--runs``, ``--follow``, ``--run``) and every server use it."""
+verbs (``--submit``, ``--runs``, ``--follow``, ``--run``; a run named by its id or the
+first characters of one run's id) and every server use it."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ def _client(config: DurableConfig, cwd: str, *, create: bool = False) -> Any:
 _STATUS = {"ENQUEUED": "queued", "SUCCESS": "done", "ERROR": "failed", "CANCELLED": "cancelled"}
 WAITING = ("awaiting_tool", "paused")
 _WAITING = WAITING
+_SHOWN_MATCHES = 5  # runs named when a run id prefix names several
 
 
 class SessionInUse(DurableError):
@@ -145,6 +147,29 @@ class DurableRuns:
 
         state = self.client.get_event(run_id, STATE_EVENT, timeout_seconds=0)
         return state if isinstance(state, dict) else {}
+
+    def full_id(self, given: str) -> str:
+        """The run ``given`` names: a run id, or the first characters of exactly one run's
+        id (as session commands take a session id prefix); DurableError otherwise."""
+        from harnessc.runtime.durable.workflow import WORKFLOW_NAME
+
+        quiet = {"load_input": False, "load_output": False}
+        if given and self.client.list_workflows(workflow_ids=[given], **quiet):
+            return given
+        found = (
+            self.client.list_workflows(
+                workflow_id_prefix=given, name=WORKFLOW_NAME, limit=_SHOWN_MATCHES + 1, **quiet
+            )
+            if given
+            else []
+        )
+        ids = [str(status.workflow_id) for status in found]
+        if len(ids) == 1:
+            return ids[0]
+        if not ids:
+            raise DurableError(f"no run {given}")
+        shown = ", ".join(ids[:_SHOWN_MATCHES]) + (", ..." if len(ids) > _SHOWN_MATCHES else "")
+        raise DurableError(f"run id prefix {given!r} names several runs ({shown}): give more of it")
 
     def status(self, run_id: str) -> Any:
         found = self.client.list_workflows(workflow_ids=[run_id], load_input=False)

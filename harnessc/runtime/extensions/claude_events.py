@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CLAUDE_EVENTS",
+    "CLAUDE_EVENTS_WITHOUT_MOMENT",
     "EXTRA_KEY",
     "PERMISSION_MODE",
     "StopContinuations",
@@ -74,6 +75,34 @@ CLAUDE_EVENTS: dict[str, str] = {
     "PreCompact": "session_before_compact",
     "Notification": "agent_pause",
 }
+
+# Claude Code's other hook events: harnessc has no moment for them (their hooks are
+# skipped with a warning). Any name in neither table is a mistake (refused).
+CLAUDE_EVENTS_WITHOUT_MOMENT: frozenset[str] = frozenset(
+    {
+        "ConfigChange",
+        "CwdChanged",
+        "Elicitation",
+        "ElicitationResult",
+        "FileChanged",
+        "InstructionsLoaded",
+        "PermissionDenied",
+        "PermissionRequest",
+        "PostCompact",
+        "PostToolBatch",
+        "SessionEnd",
+        "Setup",
+        "StopFailure",
+        "SubagentStart",
+        "SubagentStop",
+        "TaskCompleted",
+        "TaskCreated",
+        "TeammateIdle",
+        "UserPromptExpansion",
+        "WorktreeCreate",
+        "WorktreeRemove",
+    }
+)
 
 _MOMENT_EVENTS: dict[str, str] = {
     "tool_call": "PreToolUse",

@@ -9,10 +9,12 @@ resolve against the project folder (the folder holding ``.claude/``). Other keys
 file (permissions, env, ...) are ignored.
 
 Refused (ClaudeSettingsError, so the agent does not start without a guard it was given):
-a file that is missing or not JSON, a malformed ``hooks`` table, and hook types other
-than ``command`` (``prompt``, ``agent``, ``http``, ``mcp_tool``). Events harnessc has no
-moment for (``SessionEnd``, ``SubagentStop``, ``PermissionRequest``, ...) are listed by
-``unsupported_events`` (``harnessc check`` warns) and skipped.
+a file that is missing or not JSON, a malformed ``hooks`` table, an event name Claude
+Code does not have (``PreTooluse``: named with the event it probably means), and hook
+types other than ``command`` (``prompt``, ``agent``, ``http``, ``mcp_tool``). Claude Code
+events harnessc has no moment for (``SessionEnd``, ``SubagentStop``,
+``PermissionRequest``, ...) are listed by ``unsupported_events`` (``harnessc check``
+warns) and skipped.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from harnessc.runtime.core.hooks import HookSpec
-from harnessc.runtime.extensions.claude_events import CLAUDE_EVENTS
+from harnessc.runtime.extensions.claude_events import CLAUDE_EVENTS, CLAUDE_EVENTS_WITHOUT_MOMENT
+from harnessc.runtime.support.suggest import did_you_mean
 
 __all__ = [
     "DEFAULT_SETTINGS_TIMEOUT_S",
@@ -94,6 +97,14 @@ def read_claude_settings(path: str | os.PathLike[str]) -> list[ClaudeHookEntry]:
         raise _fail(file, "'hooks' must be an object of event names")
     out: list[ClaudeHookEntry] = []
     for event, groups in table.items():
+        if event not in CLAUDE_EVENTS and event not in CLAUDE_EVENTS_WITHOUT_MOMENT:
+            known = [*CLAUDE_EVENTS, *CLAUDE_EVENTS_WITHOUT_MOMENT]
+            hint = did_you_mean(str(event), known) or f" (harnessc runs {', '.join(CLAUDE_EVENTS)})"
+            raise _fail(
+                file,
+                f"hooks: unknown event {event!r}{hint} (refused rather than skipped: it "
+                "may be a guard)",
+            )
         if not isinstance(groups, list):
             raise _fail(file, f"hooks.{event} must be a list of matcher groups")
         for i, group in enumerate(groups):

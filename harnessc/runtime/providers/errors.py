@@ -9,6 +9,8 @@ import re
 from collections.abc import Iterable, Mapping
 from urllib.parse import quote, quote_plus
 
+from harnessc.runtime.support.urls import redact_url
+
 __all__ = [
     "MAX_ERROR_CHARS",
     "SECRET_HEADERS",
@@ -150,11 +152,6 @@ def redact(text: str, secrets: Iterable[str | None]) -> str:
     if "@" in text:
         text = _USERINFO.sub(_REDACTED + "@", text)
     return text
-
-
-def redact_url(url: str) -> str:
-    """``url`` without the user name and password it may carry."""
-    return _USERINFO.sub(_REDACTED + "@", url) if "@" in url else url
 
 
 def url_secrets(url: str | None) -> list[str]:

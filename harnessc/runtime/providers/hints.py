@@ -25,6 +25,7 @@ from harnessc.runtime.providers.errors import (
     reported_error,
 )
 from harnessc.runtime.providers.retry import is_retryable_status, parse_retry_after_ms
+from harnessc.runtime.support.envref import unresolved_names
 
 if TYPE_CHECKING:
     from harnessc.runtime.providers.sse import SSEParser
@@ -96,6 +97,13 @@ def describe_transport_error(
     import aiohttp
 
     at = where(url)
+    unset = unresolved_names(url)
+    if unset:  # kept as written: its variable was unset when the agent started
+        return (
+            f"environment variable {unset[0]} is not set (base_url reads it: {at}); set it, "
+            "or send every model to one server with --base-url URL or $HARNESSC_BASE_URL",
+            False,
+        )
     causes = list(_causes(exc))
     if proxy:
         reached = _proxy_unreachable(exc, causes, timeout_ms)

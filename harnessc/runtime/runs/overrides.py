@@ -17,6 +17,7 @@ from typing import Any
 
 from harnessc.runtime.options.harness_options import AgentHarnessOptions
 from harnessc.runtime.runs.errors import SetupError
+from harnessc.runtime.support.envref import unresolved_names
 from harnessc.runtime.support.records import Record
 
 __all__ = [
@@ -24,9 +25,11 @@ __all__ = [
     "Overrides",
     "apply_overrides",
     "base_url_from",
+    "check_base_url",
     "check_model",
     "install_gate",
     "override_base_url",
+    "override_tree_base_url",
 ]
 
 BASE_URL_VARIABLE = "HARNESSC_BASE_URL"
@@ -70,13 +73,19 @@ def base_url_from(given: str | None) -> tuple[str, str] | None:
     return None
 
 
+def check_base_url(base_url: str, source: str) -> None:
+    """SetupError, naming ``source`` (``--base-url``, the variable), for a URL without
+    http:// or https://."""
+    if not base_url.startswith(("http://", "https://")):
+        raise SetupError(f"{source}: {base_url!r} has no scheme; write http://{base_url}")
+
+
 def override_base_url(options: AgentHarnessOptions, base_url: str, source: str) -> None:
     """Point every model of the agent at ``base_url``. A model whose key variable is unset
     needs no key on a server of this machine (a local model server, the demo)."""
     from urllib.parse import urlsplit
 
-    if not base_url.startswith(("http://", "https://")):
-        raise SetupError(f"{source}: {base_url!r} has no scheme; write http://{base_url}")
+    check_base_url(base_url, source)
     local = (urlsplit(base_url).hostname or "") in ("localhost", "127.0.0.1", "::1")
     models = dict(options.models)
     for key, model in models.items():
@@ -100,11 +109,7 @@ def apply_overrides(
         known = ", ".join(options.models) or "none"
         raise SetupError(f"--model: unknown model {overrides.model!r}; known: {known}")
     if overrides.base_url:
-        source = overrides.base_url_source
-        override_base_url(options, overrides.base_url, source)
-        _for_subagents(
-            options, partial(override_base_url, base_url=overrides.base_url, source=source)
-        )
+        override_tree_base_url(options, overrides.base_url, overrides.base_url_source)
     if overrides.max_turns is not None:
         from harnessc.runtime.core.budget import Budget
 
@@ -117,6 +122,12 @@ def apply_overrides(
         except OSError as exc:
             raise SetupError(f"--replay: cannot read {overrides.replay}: {exc.strerror}") from None
     return install_gate(options, overrides.permission_mode, warn)
+
+
+def override_tree_base_url(options: AgentHarnessOptions, base_url: str, source: str) -> None:
+    """``override_base_url`` for the agent and every sub-agent it hands work to."""
+    override_base_url(options, base_url, source)
+    _for_subagents(options, partial(override_base_url, base_url=base_url, source=source))
 
 
 def _for_subagents(
@@ -177,9 +188,16 @@ def _mcp_prefixes(options: Any) -> list[str]:
 
 
 def check_model(key: str, options: AgentHarnessOptions, current: Any) -> None:
-    """Fail fast, naming the variable, when the model's API key is not set or its
-    base_url (often from the environment) has no scheme."""
+    """Fail fast, naming the variable, when the model's API key is not set, or its
+    base_url reads a variable that is not set or has no scheme."""
     model = options.models.get(key, current)
+    unset = unresolved_names(model.base_url or "")
+    if unset:
+        raise SetupError(
+            f"model {key!r} ({model.id}): environment variable {unset[0]} is not set "
+            f"(its base_url reads it); set it, or point every model at a server with "
+            f"--base-url URL or ${BASE_URL_VARIABLE}"
+        )
     if model.base_url and not model.base_url.startswith(("http://", "https://")):
         raise SetupError(
             f"model {key!r} ({model.id}): base_url {model.base_url!r} has no scheme; "

@@ -7,6 +7,8 @@ config.py     flags, token, limits, checks   state.py     what every endpoint sh
 images.py     a prompt's images, checked
 bodies.py     JSON bodies and API errors     limits.py    every body bounded (size, depth)
 auth.py       the bearer token               errors.py    failures as JSON errors
+guard.py      Host / Origin (no token), JSON bodies only
+connections.py  request deadlines, the connection bound, the count of those cut off
 native.py     /healthz, /v1/runs, /v1/sessions  openapi.py  the OpenAPI document
 openai_compat.py  /v1/chat/completions, /v1/models
 agui.py       /agui (AG-UI events)           a2a.py       the A2A agent card and endpoint

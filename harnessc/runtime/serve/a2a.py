@@ -1,5 +1,7 @@
 """A2A with the a2a-sdk's (1.x) server classes: the agent card at
-``/.well-known/agent-card.json`` and the JSON-RPC endpoint at ``/a2a``.
+``/.well-known/agent-card.json`` and the JSON-RPC endpoint at ``/a2a`` (``/a2a/`` too),
+speaking A2A 1.0 and, through the sdk's compatibility layer on the same endpoint, 0.3
+(the card lists an interface of each version, and carries 0.3's own fields).
 
 A context id names a session; a task is one run. The result comes back as an artifact
 and the completing status message: a text part with the final text, or for an agent
@@ -27,9 +29,13 @@ from harnessc.runtime.serve.state import ServeState
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
 
-__all__ = ["A2A_PATH", "LazyA2A", "a2a_routes"]
+__all__ = ["A2A_PATH", "CARD_CACHE_CONTROL", "PROTOCOL_VERSIONS", "LazyA2A", "a2a_routes"]
 
 A2A_PATH = "/a2a"
+# The card changes when the server restarts (its address, its skills): clients keep it
+# a minute, then revalidate it against its ETag (a 304 when it is the same).
+CARD_CACHE_CONTROL = "public, max-age=60"
+PROTOCOL_VERSIONS = ("1.0", "0.3")
 _YES = {"y", "yes", "approve", "approved", "allow", "ok"}
 
 
@@ -70,8 +76,9 @@ def agent_card(state: ServeState) -> Any:
             a2a.AgentInterface(
                 url=f"{state.base_url}{A2A_PATH}",
                 protocol_binding="JSONRPC",
-                protocol_version="1.0",
+                protocol_version=version,
             )
+            for version in PROTOCOL_VERSIONS
         ],
         capabilities=a2a.AgentCapabilities(streaming=True),
         default_input_modes=["text/plain"],
@@ -256,8 +263,10 @@ def a2a_routes(state: ServeState) -> list[BaseRoute]:
         agent_card=card,
     )
     routes: list[BaseRoute] = [
-        *create_agent_card_routes(card, card_modifier=current_card),
-        *create_jsonrpc_routes(handler, A2A_PATH),
+        *create_agent_card_routes(
+            card, card_modifier=current_card, cache_control=CARD_CACHE_CONTROL
+        ),
+        *create_jsonrpc_routes(handler, A2A_PATH, enable_v0_3_compat=True),
     ]
     return routes
 
@@ -276,6 +285,9 @@ class LazyA2A:
         return [
             Route("/.well-known/agent-card.json", self, methods=["GET", "HEAD"]),
             Route(A2A_PATH, self, methods=["POST"]),
+            # the card's URL with a slash (clients join paths so): the same endpoint,
+            # not a redirect (a 307 has no JSON-RPC body)
+            Route(f"{A2A_PATH}/", self, methods=["POST"]),
         ]
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -283,4 +295,6 @@ class LazyA2A:
             from starlette.applications import Starlette
 
             self.app = Starlette(routes=a2a_routes(self.state))
+        if scope.get("path") == f"{A2A_PATH}/":
+            scope = {**scope, "path": A2A_PATH, "raw_path": A2A_PATH.encode()}
         await self.app(scope, receive, send)

@@ -1,5 +1,7 @@
-"""The ASGI application: every endpoint, JSON errors for unknown paths and failures, the
-token gate in front, and a lifespan that drains the runs and closes the shared clients."""
+"""The ASGI application: every endpoint, JSON errors for unknown paths and failures, in
+front the Host and Origin checks of a server without a token, the token gate, JSON
+bodies only and the body bounds, and a lifespan that drains the runs and closes the
+shared clients."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from harnessc.runtime.serve.auth import TokenGate
 from harnessc.runtime.serve.bodies import ApiError
 from harnessc.runtime.serve.devpage import devpage_routes
 from harnessc.runtime.serve.errors import api_error, error_response, serve_state
+from harnessc.runtime.serve.guard import JsonOnly, LoopbackGuard
 from harnessc.runtime.serve.limits import BodyLimit
 from harnessc.runtime.serve.native import native_routes
 from harnessc.runtime.serve.openai_compat import openai_routes
@@ -77,7 +80,11 @@ def build_app(state: ServeState, clients: Any = None) -> Any:
         lifespan=lifespan,
     )
     app.state.serve = state
-    return TokenGate(BodyLimit(app, state.config), state.config.token)
+    config = state.config
+    guarded = TokenGate(JsonOnly(BodyLimit(app, config)), config.token)
+    if config.token is None:  # any page the user opens can reach a loopback server
+        return LoopbackGuard(guarded, config.host)
+    return guarded
 
 
 def _has_a2a() -> bool:

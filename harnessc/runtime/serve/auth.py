@@ -19,7 +19,7 @@ _DENIED = json.dumps(
             "type": "unauthorized",
             "message": "a valid 'Authorization: Bearer <token>' is required",
             "param": None,
-            "code": "unauthorized",
+            "code": "invalid_api_key",  # OpenAI's code for it
         }
     }
 ).encode()

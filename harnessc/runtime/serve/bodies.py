@@ -1,7 +1,7 @@
 """Request bodies: bounded in size and depth, decoded as JSON, checked field by field;
 every problem an ``ApiError`` the client reads as ``{"error": {"type", "message",
-"param", "code"}}`` (OpenAI's error object: ``param`` names the field at fault or is
-null, ``code`` is a short machine-readable name)."""
+"param", "code"}}`` (OpenAI's shape: ``param`` names the field at fault, ``code`` the
+problem, with OpenAI's codes where OpenAI has one)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ __all__ = ["ApiError", "optional", "read_json", "required", "too_deep"]
 
 
 class ApiError(Exception):
-    """An HTTP error with a JSON body naming the problem."""
+    """An HTTP error with a JSON body naming the problem: ``kind`` (its type), the
+    field at fault (``param``) and a machine-readable ``code`` (default: the kind)."""
 
     def __init__(
         self,
@@ -36,16 +37,17 @@ class ApiError(Exception):
         self.kind = kind
         self.headers: dict[str, str] = dict(headers or {})
         self.param = param
-        self.code = code
+        self.code = code or kind
 
     def body(self) -> dict[str, Any]:
-        error = {
-            "type": self.kind,
-            "message": self.message,
-            "param": self.param,
-            "code": self.code or self.kind,
+        return {
+            "error": {
+                "type": self.kind,
+                "message": self.message,
+                "param": self.param,
+                "code": self.code,
+            }
         }
-        return {"error": error}
 
 
 async def read_json(request: Request, config: ServeConfig) -> dict[str, Any]:
@@ -63,15 +65,17 @@ async def read_json(request: Request, config: ServeConfig) -> dict[str, Any]:
         if len(data) > config.max_body_bytes:
             raise _too_large(config)
     if not data.strip():
-        raise ApiError(400, "the request body is empty; send a JSON object")
+        raise ApiError(400, "the request body is empty; send a JSON object", code="empty_body")
     if too_deep(bytes(data), config.max_json_depth):
         raise ApiError(400, f"the JSON body nests deeper than {config.max_json_depth} levels")
     try:
         value = json.loads(data)
     except (ValueError, RecursionError) as exc:
-        raise ApiError(400, f"the body is not valid JSON: {exc}") from None
+        raise ApiError(400, f"the body is not valid JSON: {exc}", code="invalid_json") from None
     if not isinstance(value, dict):
-        raise ApiError(400, f"the body must be a JSON object, not {_kind(value)}")
+        raise ApiError(
+            400, f"the body must be a JSON object, not {_kind(value)}", code="invalid_type"
+        )
     return value
 
 
@@ -120,7 +124,7 @@ _TYPES: dict[type, str] = {str: "a string", dict: "an object", list: "an array",
 
 def required(body: Mapping[str, Any], key: str, kind: type) -> Any:
     if key not in body or body[key] is None:
-        raise ApiError(400, f"'{key}' is required", param=key, code="missing_field")
+        raise ApiError(400, f"'{key}' is required", param=key, code="missing_required_parameter")
     return _typed(body, key, kind)
 
 

@@ -44,6 +44,11 @@ class ServeConfig:
     max_json_depth: int = 32
     drain_s: float = 10.0  # SIGTERM: how long running runs get to reach a pause
     kept_runs: int = 1_000  # finished runs kept for their status and events
+    # a request's head must arrive within header_timeout_s of the connection (or of the
+    # previous response), its body within body_timeout_s of the head
+    header_timeout_s: float = 10.0
+    body_timeout_s: float = 30.0
+    max_connections: int = 1_024  # open at once (a request's head awaited, or served)
 
 
 def check_extra() -> None:
@@ -86,5 +91,15 @@ def check_config(config: ServeConfig) -> None:
         )
     if config.max_runs < 1:
         raise ServeSetupError(f"--max-runs must be at least 1 (got {config.max_runs})")
+    for flag, seconds in (
+        ("--header-timeout", config.header_timeout_s),
+        ("--body-timeout", config.body_timeout_s),
+    ):
+        if not seconds > 0:
+            raise ServeSetupError(f"{flag} must be more than 0 seconds (got {seconds:g})")
+    if config.max_connections < 1:
+        raise ServeSetupError(
+            f"--max-connections must be at least 1 (got {config.max_connections})"
+        )
     if not 0 <= config.port <= 65535:
         raise ServeSetupError(f"--port must be 0-65535 (got {config.port})")

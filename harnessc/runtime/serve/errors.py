@@ -43,7 +43,13 @@ def api_error(exc: Exception) -> ApiError:
     if isinstance(exc, UnknownSession):
         return ApiError(404, f"no session {exc.args[0]}", "not_found")
     if isinstance(exc, Overloaded):
-        return ApiError(429, str(exc), "overloaded", {"Retry-After": str(RETRY_AFTER_S)})
+        return ApiError(
+            429,
+            str(exc),
+            "overloaded",
+            {"Retry-After": str(RETRY_AFTER_S)},
+            code="rate_limit_exceeded",
+        )
     if isinstance(exc, Conflict | SessionBusy | HarnessBusyError):
         return ApiError(409, str(exc), "conflict")
     if isinstance(exc, SetupError):

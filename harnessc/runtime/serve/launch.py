@@ -39,6 +39,9 @@ def serve_agent(source: AgentSource, args: Any, err: TextIO, prog: str) -> int:
             port=args.port,
             token=read_token(args.token_env),
             max_runs=args.max_runs,
+            header_timeout_s=args.header_timeout,
+            body_timeout_s=args.body_timeout,
+            max_connections=args.max_connections,
         )
         check_config(config)
     except ServeSetupError as exc:
@@ -54,6 +57,11 @@ async def _serve(source: AgentSource, config: ServeConfig, err: TextIO, prog: st
     from harnessc.runtime.runs.errors import SetupError
     from harnessc.runtime.runs.plain import PlainRuns
     from harnessc.runtime.serve.app import build_app
+    from harnessc.runtime.serve.connections import (
+        ConnectionLimits,
+        guarded_protocol,
+        usable_connections,
+    )
     from harnessc.runtime.serve.state import ServeState
 
     clients = HttpClientPool()
@@ -78,11 +86,17 @@ async def _serve(source: AgentSource, config: ServeConfig, err: TextIO, prog: st
         return EXIT_USAGE
     state = ServeState(config=config, runs=runs)
     app = build_app(state, clients)
+    limits = ConnectionLimits(
+        header_timeout_s=config.header_timeout_s,
+        body_timeout_s=config.body_timeout_s,
+        max_connections=usable_connections(config.max_connections),
+    )
     server = _DrainingServer(
         uvicorn.Config(
             app,
             host=config.host,
             port=config.port,
+            http=guarded_protocol(limits),
             log_level="warning",
             access_log=False,
             lifespan="on",
@@ -91,11 +105,12 @@ async def _serve(source: AgentSource, config: ServeConfig, err: TextIO, prog: st
         runs,
         config.drain_s,
     )
-    announce = asyncio.create_task(_announce(server, state, err))
+    announce = asyncio.create_task(_announce(server, state, err, limits))
     try:
         await server.serve()
     finally:
         announce.cancel()
+        limits.report()
     return EXIT_DONE
 
 
@@ -119,7 +134,7 @@ async def _durable_runs(source: AgentSource, durable: Any, config: ServeConfig) 
     return runs
 
 
-async def _announce(server: Any, state: Any, err: TextIO) -> None:
+async def _announce(server: Any, state: Any, err: TextIO, limits: Any) -> None:
     while not server.started:
         await asyncio.sleep(0.02)
     host, port = server.servers[0].sockets[0].getsockname()[:2]
@@ -131,6 +146,8 @@ async def _announce(server: Any, state: Any, err: TextIO) -> None:
         who = f"this process (worker {worker}) and" if worker else "the agent's"
         store = f"durable runs: {who} --worker processes run them; {store}"
     guard = "token required" if state.config.token else "no token (loopback only)"
+    if limits.max_connections < state.config.max_connections:
+        guard += f"; at most {limits.max_connections} connections (the open-file limit)"
     err.write(
         f"serving {state.source.agent_name} at {state.base_url} ({store}, {guard}); "
         "Ctrl-C or SIGTERM stops it\n"

@@ -71,35 +71,50 @@ def _text(content: Any, where: str, images: list[ImageContent] | None = None) ->
                 text = part.get("text")
                 if not isinstance(text, str):
                     raise ApiError(
-                        400, f"{where}: a text part needs 'text' as a string", param="messages"
+                        400,
+                        f"{where}: a text part needs 'text' as a string",
+                        param=f"{where}.content",
+                        code="invalid_type",
                     )
                 parts.append(text)
             elif part.get("type") == "image_url" and images is not None:
                 url = part.get("image_url")
                 url = url.get("url") if isinstance(url, dict) else url
                 if len(images) >= MAX_IMAGES:
-                    raise ApiError(400, f"{where}: more than {MAX_IMAGES} images")
+                    raise ApiError(
+                        400, f"{where}: more than {MAX_IMAGES} images", param=f"{where}.content"
+                    )
                 images.append(data_url_image(url, f"{where}.content[{index}]"))
         return "".join(parts)
-    raise ApiError(400, f"{where}: 'content' must be a string or a list of parts", param="messages")
+    raise ApiError(
+        400,
+        f"{where}: 'content' must be a string or a list of parts",
+        param=f"{where}.content",
+        code="invalid_type",
+    )
 
 
 def conversation(messages: list[Any]) -> tuple[str, list[Message], list[ImageContent]]:
     """The last user message's text and images, and the user / assistant messages
     before it."""
     if not messages:
-        raise ApiError(400, "'messages' is empty", param="messages")
+        raise ApiError(400, "'messages' is empty", param="messages", code="empty_array")
     history: list[Message] = []
     last_user = -1
     for index, item in enumerate(messages):
         if not isinstance(item, dict) or not isinstance(item.get("role"), str):
             raise ApiError(
-                400, f"messages[{index}] must be an object with a 'role'", param="messages"
+                400,
+                f"messages[{index}] must be an object with a 'role'",
+                param=f"messages[{index}]",
+                code="invalid_type",
             )
         if item["role"] == "user":
             last_user = index
     if last_user < 0:
-        raise ApiError(400, "'messages' has no user message", param="messages")
+        raise ApiError(
+            400, "'messages' has no user message", param="messages", code="invalid_value"
+        )
     for index, item in enumerate(messages[:last_user]):
         text = _text(item.get("content"), f"messages[{index}]")
         if item["role"] == "user":
@@ -138,7 +153,11 @@ async def chat_completions(request: Request) -> Response:
             param="model",
         )
     prompt, history, images = conversation(required(body, "messages", list))
-    check_prompt(state, prompt)
+    try:
+        check_prompt(state, prompt)
+    except ApiError as exc:  # the prompt is the last user message
+        exc.param = exc.param or "messages"
+        raise
     stream = optional(body, "stream", bool) or False
     options = optional(body, "stream_options", dict) or {}
     include_usage = options.get("include_usage") is True
@@ -260,15 +279,8 @@ async def _chunks(
                 final = [p for p in held if p] or [t for t in [_message_text(parts)] if t]
             held = []
     if run.status == "error":
-        error = {
-            "error": {
-                "type": "agent_error",
-                "message": f"the agent failed: {run.reason}",
-                "param": None,
-                "code": "agent_error",
-            }
-        }
-        yield f"data: {json.dumps(error)}\n\n"
+        error = ApiError(502, f"the agent failed: {run.reason}", "agent_error")
+        yield f"data: {json.dumps(error.body())}\n\n"
     else:
         reply = reply_text(run)
         pieces = final if "".join(final) == reply else [reply]

@@ -40,8 +40,11 @@ def openapi_document(agent_name: str, description: str) -> dict[str, Any]:
                             "properties": {
                                 "type": {"type": "string"},
                                 "message": {"type": "string"},
-                                "param": {"type": ["string", "null"]},
-                                "code": {"type": ["string", "null"]},
+                                "param": {
+                                    "type": ["string", "null"],
+                                    "description": "the field at fault",
+                                },
+                                "code": {"type": "string", "description": "the problem"},
                             },
                         }
                     },
@@ -200,6 +203,7 @@ def openapi_document(agent_name: str, description: str) -> dict[str, Any]:
                         "401": _error("no or a wrong bearer token"),
                         "409": _error("the session has a run working or paused"),
                         "413": _error("the body is too large"),
+                        "415": _error("the body is not JSON"),
                         "429": _error("too many runs working (see Retry-After)"),
                     },
                 }

@@ -3,19 +3,14 @@ appends a session's entries (see ``harnessc.runtime.session.postgres``)."""
 
 from __future__ import annotations
 
-import re
 import time
 from typing import Any
 
 from harnessc.runtime.session.jsonl import encode_line
 from harnessc.runtime.session.session import SessionError, SessionReadOnlyError
+from harnessc.runtime.support.urls import redact_url
 
 __all__ = ["PostgresStorage", "ReadOnlyRows", "connect", "entry_line", "redact_url", "schema_ddl"]
-
-
-def redact_url(url: str) -> str:
-    """``url`` without its password (for messages)."""
-    return re.sub(r"(://[^:/@]+):[^@/]*@", r"\1:***@", url)
 
 
 def schema_ddl(schema: str) -> str:

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["EnvRef", "expand_env", "malformed_env_ref", "split_env_refs"]
+__all__ = ["EnvRef", "expand_env", "malformed_env_ref", "split_env_refs", "unresolved_names"]
 
 _TOKEN = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -46,6 +46,12 @@ def split_env_refs(text: str) -> list[str | EnvRef]:
         pos = match.end()
     literal(text[pos:])
     return parts
+
+
+def unresolved_names(text: str) -> list[str]:
+    """The variables of the references still written in ``text`` (a value kept as
+    written because its variable was unset when the agent started)."""
+    return [part.name for part in split_env_refs(text) if isinstance(part, EnvRef)]
 
 
 def malformed_env_ref(text: str) -> str | None:

@@ -13,8 +13,9 @@ copy of the agent's environment with these variables removed:
   ``PASSPHRASE``, ``TOKEN``, ``CREDENTIAL``, ``PRIVATE_KEY`` or ``CONNECTION_STRING``;
   names starting with ``AWS_``, ``AZURE_``, ``GOOGLE_APPLICATION_CREDENTIALS``,
   ``DOCKER_AUTH`` or ``VAULT_``;
-  and the exact names ``PGPASSWORD``, ``DATABASE_URL``, ``REDIS_URL``, ``NETRC``,
-  ``GITHUB_PAT``;
+  the exact names ``PGPASSWORD``, ``DATABASE_URL``, ``REDIS_URL``, ``NETRC``,
+  ``GITHUB_PAT``; and the OpenTelemetry exporter's headers
+  (``OTEL_EXPORTER_OTLP_HEADERS`` and its ``_TRACES`` / ``_METRICS`` / ``_LOGS`` forms);
 - every other variable whose value equals the value of a removed one (a copy of a key
   under a harmless name).
 
@@ -48,6 +49,7 @@ CREDENTIAL_NAME = re.compile(
     | CONNECTION_STRING
     | ^(?:AWS_|AZURE_|GOOGLE_APPLICATION_CREDENTIALS|DOCKER_AUTH|VAULT_)
     | ^(?:PGPASSWORD|DATABASE_URL|REDIS_URL|NETRC|GITHUB_PAT)$
+    | ^OTEL_EXPORTER_OTLP(?:_TRACES|_METRICS|_LOGS)?_HEADERS$
     """,
     re.IGNORECASE | re.VERBOSE,
 )

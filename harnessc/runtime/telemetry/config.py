@@ -15,6 +15,7 @@ __all__ = [
     "DEFAULT_OTLP_ENDPOINT",
     "Exporter",
     "TelemetryConfig",
+    "exporter_header_secrets",
     "resolve_config",
     "telemetry_requested",
 ]
@@ -22,6 +23,11 @@ __all__ = [
 Exporter = Literal["otlp", "console", "none"]
 DEFAULT_OTLP_ENDPOINT = "http://localhost:4318"  # OTLP over HTTP, the protocol's default
 _EXPORTERS = ("otlp", "console", "none")
+_MIN_HEADER_SECRET = 8
+# the exporter's headers (``key=value,...``, values percent-encoded): its credentials
+HEADER_VARIABLES = tuple(
+    f"OTEL_EXPORTER_OTLP{part}_HEADERS" for part in ("", "_TRACES", "_METRICS", "_LOGS")
+)
 
 
 @dataclass(slots=True)
@@ -97,3 +103,27 @@ def resolve_config(
         agent_name=agent_name if config.agent_name == "agent" else config.agent_name,
     )
     return resolved if resolved.enabled else None
+
+
+def exporter_header_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The values of the OTLP exporter's headers (``OTEL_EXPORTER_OTLP_HEADERS`` and its
+    per-signal forms), as written and decoded, and the credential after a scheme
+    (``Bearer xyz`` -> ``xyz``), eight characters or longer: never to be shown on a
+    span."""
+    from urllib.parse import unquote
+
+    env = os.environ if environ is None else environ
+    found: list[str] = []
+    for variable in HEADER_VARIABLES:
+        raw = env.get(variable, "")
+        for pair in raw.split(","):
+            _, equals, value = pair.partition("=")
+            if not equals:
+                continue
+            for text in (value.strip(), unquote(value).strip()):
+                found.append(text)
+                scheme, space, credential = text.partition(" ")
+                if space and credential.strip():
+                    found.append(credential.strip())
+    # a short value (x-team=core) is a setting, not a key: redacting it would blank a word
+    return [v for v in dict.fromkeys(found) if len(v) >= _MIN_HEADER_SECRET]

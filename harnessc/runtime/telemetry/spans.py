@@ -22,7 +22,7 @@ from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode,
 
 from harnessc.runtime.providers.errors import redact
 from harnessc.runtime.support.secrets import is_credential_name, registered_secret_names
-from harnessc.runtime.telemetry.config import TelemetryConfig
+from harnessc.runtime.telemetry.config import TelemetryConfig, exporter_header_secrets
 
 if TYPE_CHECKING:
     from harnessc.runtime.options.harness_context import HarnessContext
@@ -102,6 +102,7 @@ class RunTracer:
         names = set(registered_secret_names())
         names.update(n for n in os.environ if is_credential_name(n))
         values = [os.environ.get(n, "") for n in names]
+        values += exporter_header_secrets()  # the exporter's own credential
         for model in self.harness.models.values():
             key = model.api_key()
             if key:
