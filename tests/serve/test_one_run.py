@@ -199,7 +199,10 @@ def test_openai_errors_have_a_code_and_a_param(typed: Served) -> None:
     assert empty.value.param == "messages" and empty.value.code
     with typed.client() as http:
         body = http.post("/v1/chat/completions", json={"model": "helper"}).json()
-    assert body["error"]["param"] == "messages" and body["error"]["code"] == "missing_required_parameter"
+    assert (
+        body["error"]["param"] == "messages"
+        and body["error"]["code"] == "missing_required_parameter"
+    )
 
 
 # -- 5: the stream says the final text once ------------------------------------------
