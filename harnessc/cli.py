@@ -551,7 +551,7 @@ def serve(
     argv += ["--header-timeout", str(header_timeout), "--body-timeout", str(body_timeout)]
     if token_env:
         argv += ["--token-env", token_env]
-    from harnessc.runtime.cli import run_cli
+    from harnessc.runtime import run_cli
 
     module = live.module
     assert module is not None
@@ -560,7 +560,7 @@ def serve(
         if durable is None:
             click.echo(f"harnessc: --worker serves a spec with durable:, {spec} has none", err=True)
             raise SystemExit(2)
-        from harnessc.runtime.durable import run_durable_cli
+        from harnessc.runtime import run_durable_cli
 
         raise SystemExit(
             run_durable_cli(
@@ -613,8 +613,8 @@ def test(
     """Run the cases of *.tests.yaml files (PATHS: files or folders; default: .) against
     their cassettes; exit 1 when one fails."""
     from harnessc.agenttests import junit_xml, run_tests, table
-    from harnessc.runtime.cli.args import UsageError
-    from harnessc.runtime.cli.overrides import BASE_URL_VARIABLE, check_base_url
+    from harnessc.runtime.runs.errors import SetupError
+    from harnessc.runtime.runs.overrides import BASE_URL_VARIABLE, check_base_url
 
     url = base_url or os.environ.get(BASE_URL_VARIABLE) or None
     where = None
@@ -622,7 +622,7 @@ def test(
         where = (url, "--base-url" if base_url else BASE_URL_VARIABLE)
         try:
             check_base_url(*where)
-        except UsageError as exc:
+        except SetupError as exc:
             raise click.UsageError(str(exc)) from None
     run = run_tests(list(paths), record=record, jobs=jobs, base_url=where)
     for problem in run.problems:
@@ -647,8 +647,8 @@ def doctor_command(spec: str, base_url: str | None, out_dir: str) -> None:
     whether this machine can enforce the sandbox (and exactly why not)."""
     from harnessc.doctor import doctor
     from harnessc.doctor_mcp import doctor_mcp
-    from harnessc.runtime.cli.args import UsageError
-    from harnessc.runtime.cli.overrides import BASE_URL_VARIABLE, override_base_url
+    from harnessc.runtime.runs.errors import SetupError
+    from harnessc.runtime.runs.overrides import BASE_URL_VARIABLE, override_base_url
     from harnessc.runtime.session import Session
 
     spec = _find_spec(spec)
@@ -661,7 +661,7 @@ def doctor_command(spec: str, base_url: str | None, out_dir: str) -> None:
     if url:
         try:
             override_base_url(options, url, "--base-url" if base_url else BASE_URL_VARIABLE)
-        except UsageError as exc:
+        except SetupError as exc:
             raise click.UsageError(str(exc)) from None
     durable = getattr(live.module, "durable_config", None)
 

@@ -676,7 +676,7 @@ class _Builder:
         spec = self.spec.durable
         if spec is None:
             return None
-        self.rt(".durable", "run_durable_cli")
+        self.rt("", "run_durable_cli")
         config = self.call(
             ".durable",
             "DurableConfig",

@@ -32,7 +32,8 @@ AGENT_SOURCE = textwrap.dedent(
     import sys
 
     from harnessc.runtime import AgentHarnessOptions, Model, env
-    from harnessc.runtime.durable import DurableConfig, run_durable_cli
+    from harnessc.runtime import run_durable_cli
+    from harnessc.runtime.durable import DurableConfig
     from harnessc.runtime.session import Session
     from harnessc.runtime.tools import ExternalTool, Tool, text_result
 
@@ -231,7 +232,8 @@ class DurableAgent:
         here, and no interpreter start-up per call."""
         import io
 
-        from harnessc.runtime.durable import DurableConfig, run_durable_cli
+        from harnessc.runtime import run_durable_cli
+        from harnessc.runtime.durable import DurableConfig
 
         out, err = io.StringIO(), io.StringIO()
         config = DurableConfig(database_url=self.env["DURABLE_URL"], queue="dtest")

@@ -44,7 +44,7 @@ from harnessc.runtime.core.run_inputs import LIVE
 from harnessc.runtime.support.records import Record
 from harnessc.runtime.support.start_gate import admit
 
-__all__ = ["abandon", "begin", "drive", "resume_paused", "resume_tools"]
+__all__ = ["abandon", "abort_paused", "begin", "drive", "resume_paused", "resume_tools"]
 
 
 class Pause(Record, frozen=True):
@@ -409,6 +409,18 @@ async def abandon(loop: AgentLoop, previous: RunState) -> None:
             )
     await tool_batch.commit(loop, previous)
     loop.run = None
+
+
+async def abort_paused(loop: AgentLoop, run: RunState, reason: str) -> RunResult:
+    """End a paused run as aborted, as ``abort`` ends a working one: every call without
+    a result gets an error one (recorded, so the session goes on), then ``agent_end``."""
+    _replay().record_resume(loop.session, run_id=run.run_id, aborted=reason)
+    run.pause_reason = None
+    run.pause_requested = None
+    await tool_batch.abort_unfinished(
+        loop, run, f"No result provided: the run was aborted ({reason})."
+    )
+    return await endings.aborted(loop, run, reason)
 
 
 def resume_tools(

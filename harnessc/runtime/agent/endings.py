@@ -120,11 +120,14 @@ async def finish(
     return RunResult(status=status, reason=reason, messages=messages, output=output)
 
 
-async def aborted(loop: AgentLoop, run: RunState) -> RunResult:
-    """After an abort: every call left without a result gets an error result (no hooks)."""
+async def aborted(loop: AgentLoop, run: RunState, why: str | None = None) -> RunResult:
+    """After an abort: every call left without a result gets an error result (no hooks).
+    ``why``: the reason of an abort of a paused run (else the signal's)."""
     await tool_batch.abort_unfinished(loop, run, "No result provided: the run was aborted.")
     signal = loop.signal
     reason = signal.reason if signal is not None and signal.aborted else "aborted"
+    if why is not None:
+        reason = why
     await loop.bus.emit(AbortEvent(reason=reason))
     if run.state not in (LoopState.IDLE, LoopState.DONE):
         run.machine.transition(LoopState.IDLE)

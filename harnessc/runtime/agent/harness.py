@@ -370,6 +370,21 @@ class AgentHarness:
         finally:
             await self._leave()
 
+    async def abort_paused(self, reason: str = "aborted") -> RunResult:
+        """End a paused run (a pull point, a budget or hook pause) as ``aborted``: its
+        unanswered calls get error results, recorded in the session, so a new prompt goes
+        on from there. RuntimeError when nothing is paused."""
+        self._check_idle()
+        run = self._loop.run
+        if run is None or self.paused_reason is None:
+            raise RuntimeError("nothing to abort: the agent is not paused")
+        body = driver.abort_paused(self._loop, run, reason)
+        self._enter()
+        try:
+            return await body
+        finally:
+            await self._leave()
+
     def prompt_sync(self, text: str, images: Sequence[ImageContent] | None = None) -> RunResult:
         """``prompt`` for scripts without an event loop."""
         return asyncio.run(self.prompt(text, images))

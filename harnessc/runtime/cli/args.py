@@ -7,6 +7,7 @@ import os
 import sys
 
 from harnessc.runtime.core.options import ThinkingLevel
+from harnessc.runtime.runs.errors import SetupError
 
 __all__ = [
     "EXIT_ABORTED",
@@ -28,8 +29,9 @@ EXIT_PAUSED = 3
 EXIT_ABORTED = 130  # Ctrl-C in one-shot mode (the shell convention 128 + SIGINT)
 
 
-class UsageError(Exception):
-    """A usage or configuration problem: printed as ``PROG: error: ...``, exit code 2."""
+# A usage or configuration problem: printed as ``PROG: error: ...``, exit code 2. The
+# run-control layer's SetupError (an unknown model, a missing API key...) is the same.
+UsageError = SetupError
 
 
 def program_name(argv0: str | None = None) -> str:

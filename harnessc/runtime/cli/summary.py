@@ -1,7 +1,8 @@
 """The one-line summary of a run: tokens in/out/cached, cost, turns, tool calls, time.
 
-``RunSummary`` is a harness subscriber; ``line()`` gives the text printed on stderr
-after a run (and by ``/status`` for the whole interactive session).
+``RunSummary`` is a harness subscriber (the counting is the run-control layer's
+``RunUsage``); ``line()`` gives the text printed on stderr after a run (and by
+``/status`` for the whole interactive session).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 from harnessc.runtime.agent.usage_tree import UsageTree
 from harnessc.runtime.cli.output import format_duration
 from harnessc.runtime.core.events import Event
-from harnessc.runtime.core.messages import AssistantMessage
+from harnessc.runtime.runs.usage import RunUsage
 
 __all__ = ["RunSummary", "format_cost", "model_is_priced"]
 
@@ -36,7 +37,6 @@ def format_cost(dollars: float) -> str:
     return f"${dollars:.{digits}f}".rstrip("0")
 
 
-_COUNTED = ("turn_start", "tool_execution_end", "message_end")
 
 
 def _tokens(count: int) -> str:
@@ -46,18 +46,7 @@ def _tokens(count: int) -> str:
 class RunSummary:
     """Counts what the runs since ``reset()`` used (``priced``: show the cost)."""
 
-    __slots__ = (
-        "cache_read",
-        "cost",
-        "input",
-        "output",
-        "priced",
-        "seconds",
-        "tool_calls",
-        "tree",
-        "turns",
-        "_since",
-    )
+    __slots__ = ("priced", "seconds", "tree", "usage", "_since")
 
     def __init__(self, *, priced: bool = False) -> None:
         self.priced = priced
@@ -65,12 +54,34 @@ class RunSummary:
         self.reset()
 
     def reset(self) -> None:
-        self.input = self.output = self.cache_read = 0
-        self.cost = 0.0
-        self.turns = self.tool_calls = 0
+        self.usage = RunUsage()
         self.seconds = 0.0
         self._since: float | None = None
         self.tree = UsageTree()
+
+    @property
+    def input(self) -> int:
+        return self.usage.input
+
+    @property
+    def output(self) -> int:
+        return self.usage.output
+
+    @property
+    def cache_read(self) -> int:
+        return self.usage.cache_read
+
+    @property
+    def cost(self) -> float:
+        return self.usage.cost
+
+    @property
+    def turns(self) -> int:
+        return self.usage.turns
+
+    @property
+    def tool_calls(self) -> int:
+        return self.usage.tool_calls
 
     def start(self) -> None:
         """A run starts now: its time counts from here, as its wall-clock budget does (MCP
@@ -81,26 +92,10 @@ class RunSummary:
     def __call__(self, event: Event) -> None:
         kind = event.type
         self.tree(event)
-        while kind == "subagent":  # a sub-agent's turns, calls and tokens are the run's too
-            inner: Any = getattr(event, "event", None)
-            if inner is None or inner.type not in ("subagent", *_COUNTED):
-                return
-            event, kind = inner, inner.type
         if kind in ("agent_start", "agent_resume", "turn_start"):
             self.start()  # a run the caller did not announce
-        if kind == "turn_start":
-            self.turns += 1
-        elif kind == "tool_execution_end":
-            self.tool_calls += 1
-        elif kind == "message_end":
-            message: Any = getattr(event, "message", None)
-            if isinstance(message, AssistantMessage) and message.usage is not None:
-                usage = message.usage
-                self.input += usage.input
-                self.output += usage.output
-                self.cache_read += usage.cache_read
-                self.cost += usage.cost.total
-        elif kind in ("agent_end", "agent_pause"):
+        self.usage.count(event)
+        if kind in ("agent_end", "agent_pause"):
             self.stop()
 
     def stop(self) -> None:

@@ -70,11 +70,11 @@ def prepare(options: AgentHarnessOptions, steps: RunSteps, inputs: Any) -> Agent
     from harnessc.runtime.providers import get_provider
 
     if steps.base_url is not None:
-        from harnessc.runtime.cli.overrides import override_base_url
+        from harnessc.runtime.runs.overrides import override_base_url
 
         override_base_url(options, *steps.base_url)
     if steps.sandbox is not None:
-        from harnessc.runtime.cli.overrides import override_sandbox
+        from harnessc.runtime.runs.overrides import override_sandbox
 
         override_sandbox(options, steps.sandbox)
     if not isinstance(options.provider, DurableProvider):  # a Claude file's: the parent's
@@ -132,7 +132,7 @@ class DurableSubAgents:
         from harnessc.runtime.session.storage import JsonlStorage
 
         if os.path.exists(file):  # an earlier execution of the run made it
-            storage, loaded = JsonlStorage.open_locked(file)
+            storage, loaded = _open_locked(file)
             replay = ReplayStorage(storage, {e.id for e in loaded.entries})
             return DurableSession(
                 header=loaded.header, entries=[], storage=replay, path=file, seed=seed, clock=clock
@@ -145,3 +145,19 @@ class DurableSubAgents:
     def harness(self, options: AgentHarnessOptions, key: str) -> AgentHarness:
         inputs = SubAgentInputs(self.steps.clock, self._seed(key))
         return DurableHarness(prepare(options, self.steps, inputs), self.steps)
+
+
+def _open_locked(file: str) -> Any:
+    """A sub-agent's session file opened for appending, waiting while another process
+    holds it (a worker stalled past its lease: it ends once it finds so, and its lock
+    goes with it), as the run's own session is waited for."""
+    import time
+
+    from harnessc.runtime.session.lock import SessionLockedError
+    from harnessc.runtime.session.storage import JsonlStorage
+
+    while True:
+        try:
+            return JsonlStorage.open_locked(file)
+        except SessionLockedError:
+            time.sleep(0.2)

@@ -56,6 +56,9 @@ class PermissionGate:
         self.mode = normalize_mode(mode)
         self.remembered: list[Rule] = []  # "always" answers of this process
         self.asker: Asker | None = None
+        # the tools of the caller (external tools a client brought, as an AG-UI front
+        # end's): an ``ask`` does not hold them, the caller answers them; a deny rule does
+        self.client_tools: frozenset[str] = frozenset()
 
     def set_mode(self, mode: str) -> None:
         self.mode = normalize_mode(mode)
@@ -81,8 +84,12 @@ class PermissionGate:
             decision = _with_annotations(decision, harness, tool)
         if decision.outcome == "deny":
             return ToolCallResult(block=True, reason=f"{label}: {decision.reason}")
+        if tool in self.client_tools:
+            # the caller's own tool (an AG-UI front end's): its answer is the caller's
+            # decision, so the caller is not asked first
+            return None
         answered = recorded_answer(
-            getattr(harness, "session", None), tool, args, event.tool_call_id
+            getattr(harness, "session", None), tool, args, cwd, event.tool_call_id
         )
         if answered == "allow":
             return None
@@ -239,7 +246,8 @@ def find_gate(hooks: Iterable[Any]) -> PermissionGate | None:
 def record_answer(
     session: Any, tool: str, args: Mapping[str, Any], decision: str, call_id: str
 ) -> None:
-    """Remember the user's answer to an ask in the session (``--approve`` / ``--deny``)."""
+    """Remember the user's answer to an ask in the session (``--approve`` / ``--deny``;
+    ``always``: allow, and allow what the same rule as the interactive "always" names)."""
     session.append_custom(
         PERMISSION_ENTRY,
         {"tool": tool, "args": dict(args), "decision": decision, "callId": call_id},
@@ -247,10 +255,15 @@ def record_answer(
 
 
 def recorded_answer(
-    session: Any, tool: str, args: Mapping[str, Any], call_id: str | None = None
+    session: Any,
+    tool: str,
+    args: Mapping[str, Any],
+    cwd: str = "",
+    call_id: str | None = None,
 ) -> str | None:
     """The latest recorded answer for exactly this call (tool and arguments; with
-    ``call_id``, to that call only: an answer is given to the one call it was shown)."""
+    ``call_id``, to that call only: an answer is given to the one call it was shown);
+    an ``always`` answer allows every call its remembered rule names."""
     if session is None:
         return None
     found: str | None = None
@@ -258,11 +271,19 @@ def recorded_answer(
         if entry.type != "custom" or entry.data.get("customType") != PERMISSION_ENTRY:
             continue
         data = entry.data.get("data")
-        if call_id is not None and isinstance(data, dict) and data.get("callId") != call_id:
+        if not isinstance(data, dict):
             continue
-        if isinstance(data, dict) and data.get("tool") == tool and data.get("args") == dict(args):
-            if data.get("decision") in ("allow", "deny"):
-                found = str(data.get("decision"))
+        decision = data.get("decision")
+        if decision == "always":
+            held = data.get("args")
+            rule = remembered_rule(str(data.get("tool")), held if isinstance(held, dict) else {})
+            if rule.matches(tool, args, cwd or os.getcwd()):
+                found = "allow"
+        elif call_id is not None and data.get("callId") != call_id:
+            continue
+        elif data.get("tool") == tool and data.get("args") == dict(args):
+            if decision in ("allow", "deny"):
+                found = str(decision)
     return found
 
 

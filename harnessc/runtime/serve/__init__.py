@@ -1,9 +1,10 @@
 """Serving an agent over HTTP: the native run API, OpenAI-compatible chat completions,
-AG-UI, A2A and a small dev page, behind an optional bearer token.
+AG-UI, A2A and a small dev page, behind an optional bearer token. Every endpoint is a
+translation of the run-control layer (``harnessc.runtime.runs``: plain runs, or a
+durable agent's ``durable.control``).
 
 config.py     flags, token, limits, checks   state.py     what every endpoint shares
-harnesses.py  harnesses built from an agent  runs.py      runs, their events, answers, draining
-durable_runs.py  a durable agent's runs: submitted to its DBOS queue, followed in its records
+images.py     a prompt's images, checked
 bodies.py     JSON bodies and API errors     limits.py    every body bounded (size, depth)
 auth.py       the bearer token               errors.py    failures as JSON errors
 guard.py      Host / Origin (no token), JSON bodies only

@@ -56,6 +56,57 @@ def openapi_document(agent_name: str, description: str) -> dict[str, Any]:
                     "properties": {
                         "prompt": {"type": "string"},
                         "session_id": {"type": "string", "description": "continue this session"},
+                        "images": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "properties": {
+                                    "data": {"type": "string", "description": "base64"},
+                                    "mime_type": {"type": "string"},
+                                },
+                            },
+                        },
+                        "model": {"type": "string", "description": "a key of the agent's models"},
+                        "budget": {"type": "object", "description": "limits by name for this run"},
+                    },
+                },
+                "Usage": {
+                    "type": "object",
+                    "properties": {
+                        name: {"type": "number"}
+                        for name in (
+                            "input_tokens",
+                            "output_tokens",
+                            "cache_read_tokens",
+                            "cache_write_tokens",
+                            "total_tokens",
+                            "cost_usd",
+                            "turns",
+                            "tool_calls",
+                        )
+                    },
+                },
+                "Pause": {
+                    "type": "object",
+                    "properties": {
+                        "kind": {
+                            "enum": [
+                                "tool_results",
+                                "approval",
+                                "budget",
+                                "shutdown",
+                                "hook",
+                                "mcp_login",
+                                "mcp_elicitation",
+                            ]
+                        },
+                        "reason": {"type": "string"},
+                        "calls": {
+                            "type": "array",
+                            "items": {"$ref": "#/components/schemas/PendingCall"},
+                        },
+                        "budget": {"type": "object"},
+                        "payload": {"type": "object"},
                     },
                 },
                 "Started": {
@@ -74,6 +125,8 @@ def openapi_document(agent_name: str, description: str) -> dict[str, Any]:
                         "id": {"type": "string", "description": "the model's own call id"},
                         "name": {"type": "string"},
                         "arguments": {"type": "object"},
+                        "held": {"type": "boolean", "description": "an approval answers it"},
+                        "path": {"type": "string", "description": "the sub-agent's path"},
                     },
                 },
                 "RunStatus": {
@@ -94,6 +147,11 @@ def openapi_document(agent_name: str, description: str) -> dict[str, Any]:
                         },
                         "reason": {"type": "string"},
                         "text": {"type": "string", "description": "the final text"},
+                        "output": {"description": "the typed value (an agent with output:)"},
+                        "usage": {"$ref": "#/components/schemas/Usage"},
+                        "pause": {
+                            "oneOf": [{"$ref": "#/components/schemas/Pause"}, {"type": "null"}]
+                        },
                         "pending_tool_calls": {
                             "type": "array",
                             "items": {"$ref": "#/components/schemas/PendingCall"},
@@ -117,8 +175,14 @@ def openapi_document(agent_name: str, description: str) -> dict[str, Any]:
                         },
                         "approvals": {
                             "type": "object",
-                            "additionalProperties": {"type": "boolean"},
-                            "description": "held call id -> true (run it) or false (refuse it)",
+                            "additionalProperties": {
+                                "oneOf": [
+                                    {"type": "boolean"},
+                                    {"enum": ["allow", "deny", "always"]},
+                                ]
+                            },
+                            "description": "held call id -> true / allow (run it), false / "
+                            "deny (refuse it), always (run it and the same call again)",
                         },
                         "budget": {
                             "type": "object",

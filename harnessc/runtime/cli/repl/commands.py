@@ -63,7 +63,7 @@ async def run_command(repl: ReplHost, text: str) -> None:
             repl.say(unknown_command(name, repl.harness.commands.known(repl.harness.resources)))
             return
         # skill:NAME, a prompt template, or an extension's command: the harness runs it.
-        await repl.run(lambda: repl.harness.prompt(text))
+        await repl.run(lambda: repl.prompt_run(text))
         return
     try:
         await handler(repl, args)
