@@ -33,10 +33,11 @@ def test_a_run_streams_its_events_and_ends_done(server: Served) -> None:
         assert status["text"] == "echo: hello there"
         assert status["pending_tool_calls"] == []
         # what the run used: in its result and its agent_end, the total the agents' sum
-        usage = status["usage"]
-        assert usage == events[-1][1]["usage"]
-        assert usage["total"]["turns"] == 1 and usage["total"]["input_tokens"] > 0
-        assert usage["total"] == next(iter(usage["agents"].values()))
+        usage, tree = status["usage"], events[-1][1]["usage"]
+        assert usage["turns"] == 1 and usage["input_tokens"] > 0
+        assert status["usage_by_agent"] == tree["agents"]
+        assert {k: usage[k] for k in tree["total"]} == tree["total"]
+        assert tree["total"] == next(iter(tree["agents"].values()))
         # the same session goes on, with its history
         again = client.post(
             "/v1/runs", json={"prompt": "second", "session_id": started.json()["session_id"]}

@@ -449,6 +449,7 @@ class CliInvocation:
             max_turns=args.max_turns,
             replay=args.replay,
             permission_mode=args.permission_mode,
+            sandbox=getattr(args, "sandbox", None),
         )
         self.gate = apply_overrides(
             options, overrides, lambda text: self.err.write(f"[warning] {text}\n")

@@ -37,8 +37,6 @@ def format_cost(dollars: float) -> str:
     return f"${dollars:.{digits}f}".rstrip("0")
 
 
-
-
 def _tokens(count: int) -> str:
     return f"{count / 1000:.1f}k" if count >= 10_000 else f"{count:,}"
 

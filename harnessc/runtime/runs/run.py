@@ -61,6 +61,7 @@ class Run:
         "text",
         "output",
         "usage",
+        "agents",
         "pause",
         "reply",
         "events",
@@ -79,6 +80,7 @@ class Run:
         self.text = ""
         self.output: Any = None
         self.usage = RunUsage()
+        self.agents: dict[str, Any] | None = None  # usage by agent path, from agent_end
         self.pause: Pause | None = None
         self.reply: str | None = None  # a /command's answer (no model call)
         self.events: list[str] = []  # encoded; a stream's event id is index + 1
@@ -112,6 +114,8 @@ class Run:
     def add(self, event: Event) -> None:
         """An event of the run (a harness subscriber)."""
         self.usage.count(event)
+        if event.type == "agent_end":
+            self._by_agent(getattr(event, "usage", None))
         if self.keep_events:
             self.events.append(encode_event(event))
         for listener in self.listeners:
@@ -121,7 +125,15 @@ class Run:
     def add_recorded(self, event: dict[str, Any]) -> None:
         """An event in its JSON form (one a durable run's steps recorded)."""
         self.usage.count_recorded(event)
+        if event.get("type") == "agent_end":
+            self._by_agent(event.get("usage"))
         self.events.append(json.dumps(event, ensure_ascii=False, default=str))
+
+    def _by_agent(self, tree: Any) -> None:
+        """The tree's usage by agent path, as the run's ``agent_end`` reports it."""
+        agents = tree.get("agents") if isinstance(tree, dict) else None
+        if isinstance(agents, dict):
+            self.agents = agents
 
     def changed(self) -> None:
         """Say the run changed (its events, its status): every waiter wakes."""
@@ -165,6 +177,7 @@ class Run:
             "text": self.text,
             "output": self.output,
             "usage": self.usage.to_dict(),
+            "usage_by_agent": self.agents,
             "pause": pause.to_dict() if pause is not None else None,
             "pending_tool_calls": [
                 {"id": c.id, "name": c.name, "arguments": c.arguments}

@@ -157,12 +157,11 @@ def openapi_document(agent_name: str, description: str) -> dict[str, Any]:
                             "items": {"$ref": "#/components/schemas/PendingCall"},
                         },
                         "events": {"type": "integer"},
-                        "usage": {
+                        "usage_by_agent": {
                             "type": ["object", "null"],
-                            "description": "what the run's tree of agents used once it "
-                            "ended: total, and agents by agent path (turns, tool_calls, "
-                            "input_tokens, output_tokens, cache_read_tokens, "
-                            "cache_write_tokens, cost_usd)",
+                            "description": "what each agent of the run's tree used once "
+                            "the run ended, by agent path (turns, tool_calls, input_tokens, "
+                            "output_tokens, cache_read_tokens, cache_write_tokens, cost_usd)",
                         },
                     },
                 },
