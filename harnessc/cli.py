@@ -497,6 +497,11 @@ def dev(spec: str, agent_args: tuple[str, ...], out_dir: str) -> None:
 @click.option("--token-env", metavar="NAME", help="Variable holding the bearer token.")
 @click.option("--max-runs", default=64, show_default=True, help="Runs working at once.")
 @click.option(
+    "--mcp",
+    is_flag=True,
+    help="Serve over MCP on stdin and stdout instead of HTTP (pip install 'harnessc[mcp]').",
+)
+@click.option(
     "--worker",
     is_flag=True,
     help="A spec with durable: this process takes runs from the queue too "
@@ -511,11 +516,13 @@ def serve(
     port: int,
     token_env: str | None,
     max_runs: int,
+    mcp: bool,
     worker: bool,
     out_dir: str,
 ) -> None:
-    """Serve SPEC (or NAME) over HTTP: native API, OpenAI-compatible, AG-UI, A2A and a dev
-    page (pip install 'harnessc[serve]'); the agent's own flags (--base-url...) after --."""
+    """Serve SPEC (or NAME) over HTTP: native API, OpenAI-compatible, AG-UI, A2A, MCP
+    (/mcp) and a dev page (pip install 'harnessc[serve]'), or with --mcp as an MCP server
+    on stdin and stdout; the agent's own flags (--base-url...) after --."""
     spec = _find_spec(spec)
     live = LiveAgent(spec, out_dir)
     if not live.load():
@@ -523,6 +530,8 @@ def serve(
         raise SystemExit(1)
     argv = [*_agent_argv(agent_args), "--serve", "--host", host, "--port", str(port)]
     argv += ["--max-runs", str(max_runs)]
+    if mcp:
+        argv.append("--mcp")
     if token_env:
         argv += ["--token-env", token_env]
     from harnessc.runtime import run_cli

@@ -57,10 +57,16 @@ def build_app(state: ServeState, clients: Any = None) -> Any:
         *agui_routes(),
         *devpage_routes(),
     ]
-    if _has_a2a():
+    if _has("a2a"):
         from harnessc.runtime.serve.a2a import LazyA2A
 
         routes.extend(LazyA2A(state).routes())
+    mcp_door: Any = None
+    if _has("mcp"):
+        from harnessc.runtime.serve.mcp_server import LazyMcp
+
+        mcp_door = LazyMcp(state)
+        routes.extend(mcp_door.routes())
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -68,6 +74,8 @@ def build_app(state: ServeState, clients: Any = None) -> Any:
             yield
         finally:
             await state.runs.drain(state.config.drain_s)
+            if mcp_door is not None:
+                await mcp_door.close()
             if clients is not None:
                 await clients.aclose()
 
@@ -80,7 +88,7 @@ def build_app(state: ServeState, clients: Any = None) -> Any:
     return TokenGate(BodyLimit(app, state.config), state.config.token)
 
 
-def _has_a2a() -> bool:
+def _has(package: str) -> bool:
     import importlib.util
 
-    return importlib.util.find_spec("a2a") is not None
+    return importlib.util.find_spec(package) is not None
