@@ -53,6 +53,7 @@ from harnessc.runtime.telemetry.extension import trace_subagent
 from harnessc.runtime.tools.base import ExecutionMode, HoldCall, ToolResult, ToolUpdate
 
 if TYPE_CHECKING:
+    from harnessc.runtime.agent.remote_a2a import RemoteA2A
     from harnessc.runtime.options.harness_context import HarnessContext
 
 __all__ = [
@@ -73,9 +74,10 @@ class SubAgent:
     """One sub-agent an agent may hand work to.
 
     ``module``: a compiled spec's generated module (its ``build_options`` makes the
-    sub-agent's options). Otherwise a Claude Code subagent file: it runs on the parent's
-    options with ``system_prompt``, the parent's tools named in ``tools`` (None: all of
-    them) and the parent's model ``model`` (None: the parent's).
+    sub-agent's options). ``remote``: a remote A2A agent (``remote_a2a``). Otherwise a
+    Claude Code subagent file: it runs on the parent's options with ``system_prompt``,
+    the parent's tools named in ``tools`` (None: all of them) and the parent's model
+    ``model`` (None: the parent's).
     """
 
     name: str
@@ -86,6 +88,7 @@ class SubAgent:
     model: str | None = None
     permission_mode: str | None = None
     source: str = ""  # the file it was declared in (for messages)
+    remote: RemoteA2A | None = None
 
 
 class SubAgentRuntime(Protocol):
@@ -185,6 +188,8 @@ class SubAgents:
             return _error(f"No sub-agent {name!r}; the sub-agents are: {known}")
         path = (*self.agent_path, agent.name)
         record = host.run_state.record(call_id) if host.run_state is not None else None
+        if agent.remote is not None:
+            return await self._hand_over_remote(agent, agent.remote, path, call_id, params, signal)
         answers = (record.answers if record is not None else None) or {}
         nested = (record.nested if record is not None else None) or {}
         live = self._live.get(call_id)
@@ -210,6 +215,34 @@ class SubAgents:
         self._live[call_id] = _Live(child, path)
         prompt = str(params.get("prompt", ""))
         return await self._run(call_id, agent, child, signal, lambda: child.prompt(prompt))
+
+    async def _hand_over_remote(
+        self,
+        agent: SubAgent,
+        remote: RemoteA2A,
+        path: tuple[str, ...],
+        call_id: str,
+        params: dict[str, Any],
+        signal: AbortSignal,
+    ) -> ToolResult:
+        """A hand-over to a remote A2A agent: its task, or the answer to its question
+        (the call's record holds the task a pause left)."""
+        from harnessc.runtime.agent.remote_a2a import RemoteHandOver
+
+        host = self._host
+        assert host is not None
+        record = host.run_state.record(call_id) if host.run_state is not None else None
+        handover = RemoteHandOver(
+            remote,
+            name=agent.name,
+            path=path,
+            call_id=call_id,
+            emit=host.emit,
+            usage=host.budget.usage,
+        )
+        nested = record.nested if record is not None else None
+        answers = record.answers if record is not None else None
+        return await handover.run(str(params.get("prompt", "")), signal, nested, answers)
 
     async def _run(
         self,
