@@ -344,3 +344,76 @@ def test_http_a_cancelled_call_aborts_its_run(served: Served) -> None:
         run = http.get(f"/v1/runs/{session['latest_run']}").json()
     assert run["status"] == "aborted" and "cancelled by the MCP client" in run["reason"]
     assert not (served.log.parent / "never.txt").exists()
+
+
+def test_harnessc_serve_mcp_from_a_claude_code_mcp_json(
+    tmp_path: Path, typed_model: ProtocolServer
+) -> None:
+    """``harnessc serve NAME --mcp`` as Claude Code's ``.mcp.json`` names it, started by
+    the SDK's client from that file: the agent answers, a pause is elicited."""
+    import shutil
+
+    from mcp import Client, StdioServerParameters
+
+    kit = compile_agent(tmp_path, typed_model.url, TYPED_SPEC)
+    project = tmp_path / "project"
+    (project / "agents").mkdir(parents=True)
+    (project / "agents" / "helper.yaml").write_text(TYPED_SPEC)
+    command = shutil.which("harnessc") or "harnessc"
+    (project / ".mcp.json").write_text(
+        json.dumps(
+            {"mcpServers": {"helper": {"command": command, "args": ["serve", "helper", "--mcp"]}}}
+        )
+    )
+    entry = json.loads((project / ".mcp.json").read_text())["mcpServers"]["helper"]
+    params = StdioServerParameters(
+        command=entry["command"], args=entry["args"], env=kit.env, cwd=str(project)
+    )
+    allow, asked = _answering({"action": "accept", "content": {"decision": "allow"}})
+
+    async def scenario() -> tuple[Any, Any]:
+        async with Client(params, read_timeout_seconds=60, elicitation_callback=allow) as client:
+            value = await client.call_tool("helper", {"prompt": "verdict now"})
+            asked_run = await client.call_tool(
+                "helper", {"prompt": 'call bash {"command": "touch cli-allowed.txt"}'}
+            )
+            return value, asked_run
+
+    value, asked_run = asyncio.run(scenario())
+    assert value.structured_content == VALUE
+    assert len(asked) == 1 and asked_run.structured_content == VALUE
+    assert (project / "cli-allowed.txt").exists()
+
+
+def test_a_harnessc_agent_calls_a_served_agent_as_an_mcp_tool(
+    tmp_path: Path, typed_model: ProtocolServer
+) -> None:
+    """Agents as tools of agents: a lead whose ``mcp:`` reads the same ``.mcp.json``
+    calls the typed helper (``harnessc serve helper --mcp``) as ``mcp__helper__helper``
+    and gets its value."""
+    import shutil
+    import subprocess
+
+    project = tmp_path / "project"
+    (project / "agents").mkdir(parents=True)
+    (project / "agents" / "helper.yaml").write_text(TYPED_SPEC)
+    server = {
+        "command": shutil.which("harnessc") or "harnessc",
+        "args": ["serve", "helper", "--mcp"],
+        "cwd": str(project),
+        "env": {name: f"${{{name}}}" for name in ("TEST_API_KEY", "TEST_BASE_URL", "PYTHONPATH")},
+    }
+    (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"helper": server}}))
+    lead_spec = SPEC.replace("name: helper", "name: lead") + "mcp:\n  from: ../project/.mcp.json\n"
+    kit = compile_agent(tmp_path, typed_model.url, lead_spec)
+    done = subprocess.run(
+        kit.command('call mcp__helper__helper {"prompt": "verdict for the lead"}'),
+        env=kit.env,
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    reply = done.stdout.strip()
+    assert reply.startswith("done: ") and json.loads(reply.removeprefix("done: ")) == VALUE

@@ -224,3 +224,25 @@ def test_the_spec_keeps_the_credential_in_the_environment(tmp_path: Path) -> Non
     both = LEAD_SPEC.replace("    a2a: ${JUDGE_URL}\n", "    a2a: ${JUDGE_URL}\n    spec: x.yaml\n")
     loaded = parse_spec(both.encode(), tmp_path / "lead.yaml")
     assert any("exactly one of spec, from or a2a" in d.message for d in loaded.diagnostics)
+
+
+def test_a_pause_on_the_judge_survives_a_restart_of_the_lead(
+    tmp_path: Path, model: ProtocolServer, judge: Served
+) -> None:
+    """The lead pauses on the judge's ask and is stopped; a new lead process answers
+    the pause: the hand-over goes on with the same remote task (recorded on the call)."""
+    kit = compile_agent(tmp_path, model.url, LEAD_SPEC)
+    kit.env.update(JUDGE_URL=judge.url, JUDGE_TOKEN=JUDGE_TOKEN)
+    marker = _judge_workdir(judge) / "after-restart.txt"
+    try:
+        first = kit.serve()
+        run = _start(first, f'delegate call bash {{"command": "touch {marker.name}"}}')
+        [held] = run["pause"]["calls"]
+        assert first.stop() == 0
+        second = kit.serve()
+        answer = {"approvals": {held["id"]: "allow"}, "budget": {"tokens": 1000}}
+        done = _resume(second, run["run_id"], answer)
+        assert done["status"] == "done" and "approve" in done["text"], done
+        assert marker.exists()
+    finally:
+        _stop_all(kit)
