@@ -263,7 +263,23 @@ def check(specs: tuple[str, ...]) -> None:
         else:
             parts = [_plural(n, w) for n, w in ((err, "error"), (warn, "warning")) if n]
             click.echo(f"{item.display_path}: {', '.join(parts)}")
+        _show_remote_agents(item)
     raise SystemExit(1 if errors else 0)
+
+
+def _show_remote_agents(item: LoadedSpec) -> None:
+    """The cards of a spec's remote A2A sub-agents: each agent's name and skills, or
+    why its card cannot be read (a note: the remote may not run yet)."""
+    remote = [ref for ref in item.subagents if ref.a2a is not None]
+    if not remote:
+        return
+    from harnessc.spec.remote_cards import describe_card, read_card
+
+    for ref in remote:
+        assert ref.a2a is not None
+        card = read_card(ref.a2a, ref.headers)
+        shown = describe_card(card) if isinstance(card, dict) else card
+        click.echo(f"  {ref.name}: remote A2A agent {shown}")
 
 
 @cli.command()

@@ -246,3 +246,29 @@ def test_a_pause_on_the_judge_survives_a_restart_of_the_lead(
         assert marker.exists()
     finally:
         _stop_all(kit)
+
+
+def test_check_reads_the_remote_card_and_shows_its_skills(
+    tmp_path: Path, judge: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from harnessc.cli import cli
+
+    spec = tmp_path / "lead.yaml"
+    spec.write_text(LEAD_SPEC)
+    monkeypatch.setenv("JUDGE_URL", judge.url)
+    monkeypatch.setenv("JUDGE_TOKEN", JUDGE_TOKEN)
+    shown = CliRunner().invoke(cli, ["check", str(spec)])
+    assert shown.exit_code == 0, shown.output
+    assert "judge: remote A2A agent 'helper' (1 skill: helper)" in shown.output
+    assert JUDGE_TOKEN not in shown.output
+    monkeypatch.delenv("JUDGE_TOKEN")
+    unset = CliRunner().invoke(cli, ["check", str(spec)])
+    assert unset.exit_code == 0 and "judge: remote A2A agent not read: JUDGE_TOKEN not set" in (
+        unset.output
+    )
+    monkeypatch.setenv("JUDGE_TOKEN", JUDGE_TOKEN)
+    monkeypatch.setenv("JUDGE_URL", "http://127.0.0.1:9")
+    down = CliRunner().invoke(cli, ["check", str(spec)])
+    assert down.exit_code == 0 and "cannot read http://127.0.0.1:9" in down.output
