@@ -272,3 +272,20 @@ def test_check_reads_the_remote_card_and_shows_its_skills(
     monkeypatch.setenv("JUDGE_URL", "http://127.0.0.1:9")
     down = CliRunner().invoke(cli, ["check", str(spec)])
     assert down.exit_code == 0 and "cannot read http://127.0.0.1:9" in down.output
+
+
+def test_aborting_the_lead_paused_on_the_judge_cancels_the_judges_task(
+    lead: Served, judge: Served
+) -> None:
+    run = _start(lead, 'delegate call ask_human {"question": "abort me?"}')
+    assert run["status"] == "awaiting_tool", run
+    with judge.client() as remote:
+        listed = remote.get("/v1/sessions").json()["sessions"]
+        [asked] = [s for s in listed if "abort me?" in (s["first_prompt"] or "")]
+        assert remote.get(f"/v1/runs/{asked['latest_run']}").json()["status"] == "awaiting_tool"
+    with lead.client() as http:
+        assert http.post(f"/v1/runs/{run['run_id']}/abort", json={}).status_code in (200, 202)
+        wait_status(http, run["run_id"], "aborted")
+    with judge.client() as remote:
+        judged = wait_status(remote, asked["latest_run"], "aborted")
+    assert "cancelled over A2A" in judged["reason"]

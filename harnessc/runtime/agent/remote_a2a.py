@@ -16,7 +16,7 @@ request (``Authorization: Bearer ${TOKEN}``: read from the environment, never wr
 - ``failed``, ``rejected``, ``canceled``: an error result naming the state and message;
 - what the remote reports it used (``harnessc.usage`` in its messages' metadata) is
   added to the parent's budget usage, so one budget covers the tree;
-- the parent's abort cancels the remote task (``tasks/cancel``).
+- the parent's abort cancels the remote task (``tasks/cancel``), working or paused on it.
 
 The task's id and context, and the usage counted so far, are recorded on the hand-over
 call (``nested.remote``), so a run resumed in another process goes on with the same task.
@@ -38,7 +38,14 @@ from harnessc.runtime.core.messages import TextContent
 from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.tools.base import HoldCall, ToolResult
 
-__all__ = ["CARD_PATH", "INPUT_TOOL", "RemoteA2A", "RemoteHandOver", "card_address"]
+__all__ = [
+    "CARD_PATH",
+    "INPUT_TOOL",
+    "RemoteA2A",
+    "RemoteHandOver",
+    "cancel_task",
+    "card_address",
+]
 
 CARD_PATH = "/.well-known/agent-card.json"
 INPUT_TOOL = "a2a_input"  # the call a remote agent's question waits on
@@ -67,6 +74,30 @@ def card_address(url: str) -> tuple[str, str | None]:
 
 
 Emit = Callable[[Event], Awaitable[Any]]
+
+
+async def cancel_task(remote: RemoteA2A, task_id: str) -> None:
+    """Cancel a task the remote agent keeps (a paused hand-over's, when the run that
+    waited on it is aborted): best effort, bounded; a task that ended is left as it is."""
+    import httpx
+    from a2a.client import ClientConfig, create_client
+    from a2a.types import a2a_pb2 as a2a
+
+    if not task_id:
+        return
+    base, card_path = card_address(remote.url)
+    with contextlib.suppress(Exception):
+        async with asyncio.timeout(15):
+            async with httpx.AsyncClient(headers=dict(remote.headers), timeout=10) as http:
+                client = await create_client(
+                    base,
+                    client_config=ClientConfig(streaming=False, httpx_client=http),
+                    relative_card_path=card_path,
+                )
+                try:
+                    await client.cancel_task(a2a.CancelTaskRequest(id=task_id))
+                finally:
+                    await client.close()
 
 
 class RemoteHandOver:

@@ -149,6 +149,22 @@ class SubAgents:
         self._host = harness
         harness.add_tools([_HandOver(self)])
         harness.on_close(self._close)
+        if any(a.remote is not None for a in self.agents):
+            harness.on("abort", self._cancel_remote_tasks)
+
+    async def _cancel_remote_tasks(self, event: Any) -> None:
+        """An aborted run (working or paused): the remote tasks its hand-overs left
+        waiting are cancelled (``tasks/cancel``)."""
+        from harnessc.runtime.agent.remote_a2a import cancel_task
+
+        host = self._host
+        run = host.run_state if host is not None else None
+        for record in run.calls if run is not None else []:
+            remote = (record.nested or {}).get("remote")
+            agent = self.find(str((record.nested or {}).get("agent", "")))
+            aborted = record.result is not None and record.result.is_error
+            if isinstance(remote, dict) and agent is not None and agent.remote and aborted:
+                await cancel_task(agent.remote, str(remote.get("task_id", "")))
 
     async def _close(self) -> None:
         live, self._live = self._live, {}
