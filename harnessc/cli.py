@@ -268,7 +268,23 @@ def check(specs: tuple[str, ...]) -> None:
 
             for line in sandbox_lines(item.spec):
                 click.echo(f"  {line}")
+        _show_remote_agents(item)
     raise SystemExit(1 if errors else 0)
+
+
+def _show_remote_agents(item: LoadedSpec) -> None:
+    """The cards of a spec's remote A2A sub-agents: each agent's name and skills, or
+    why its card cannot be read (a note: the remote may not run yet)."""
+    remote = [ref for ref in item.subagents if ref.a2a is not None]
+    if not remote:
+        return
+    from harnessc.spec.remote_cards import describe_card, read_card
+
+    for ref in remote:
+        assert ref.a2a is not None
+        card = read_card(ref.a2a, ref.headers)
+        shown = describe_card(card) if isinstance(card, dict) else card
+        click.echo(f"  {ref.name}: remote A2A agent {shown}")
 
 
 @cli.command()
@@ -518,6 +534,11 @@ def dev(spec: str, agent_args: tuple[str, ...], out_dir: str) -> None:
     help="Seconds a client has to send a request's body, after its head.",
 )
 @click.option(
+    "--mcp",
+    is_flag=True,
+    help="Serve over MCP on stdin and stdout instead of HTTP (pip install 'harnessc[mcp]').",
+)
+@click.option(
     "--worker",
     is_flag=True,
     help="A spec with durable: this process takes runs from the queue too "
@@ -535,12 +556,13 @@ def serve(
     max_connections: int,
     header_timeout: float,
     body_timeout: float,
+    mcp: bool,
     worker: bool,
     out_dir: str,
 ) -> None:
-    """Serve SPEC (or NAME) over HTTP: native API, OpenAI-compatible, AG-UI, A2A and a dev
-    page (pip install 'harnessc[serve]'); the agent's own flags (--base-url...) after --
-    (harnessc serve NAME -- --help lists them)."""
+    """Serve SPEC (or NAME) over HTTP: native API, OpenAI-compatible, AG-UI, A2A, MCP
+    (/mcp) and a dev page (pip install 'harnessc[serve]'), or with --mcp as an MCP server
+    on stdin and stdout; the agent's own flags (--base-url...) after --."""
     spec = _find_spec(spec)
     live = LiveAgent(spec, out_dir)
     if not live.load():
@@ -549,6 +571,8 @@ def serve(
     argv = [*_agent_argv(agent_args), "--serve", "--host", host, "--port", str(port)]
     argv += ["--max-runs", str(max_runs), "--max-connections", str(max_connections)]
     argv += ["--header-timeout", str(header_timeout), "--body-timeout", str(body_timeout)]
+    if mcp:
+        argv.append("--mcp")
     if token_env:
         argv += ["--token-env", token_env]
     from harnessc.runtime import run_cli

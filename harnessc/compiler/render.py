@@ -546,7 +546,17 @@ class _Builder:
                 "name": Lit(ref.name),
                 "description": Lit(ref.description),
             }
-            if ref.loaded is not None and ref.loaded.spec is not None:
+            if ref.a2a is not None:
+                headers: list[tuple[Expr, Expr]] = [
+                    (Lit(k), self.env_str(v)) for k, v in ref.headers.items()
+                ]
+                kwargs["remote"] = self.call(
+                    ".agent.remote_a2a",
+                    "RemoteA2A",
+                    self.env_str(ref.a2a),
+                    headers=DictExpr(headers) if headers else None,
+                )
+            elif ref.loaded is not None and ref.loaded.spec is not None:
                 module = output_name(ref.loaded.spec)
                 kwargs["module"] = Code(f"Path(__file__).resolve().parent / {py_string(module)}")
             elif ref.claude is not None:

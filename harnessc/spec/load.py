@@ -34,6 +34,8 @@ class SubAgentRef:
     description: str
     loaded: LoadedSpec | None = None
     claude: ClaudeAgentFile | None = None
+    a2a: str | None = None  # a remote A2A agent's URL
+    headers: dict[str, str] = field(default_factory=dict)  # sent to the remote agent
 
     @property
     def levels(self) -> int:
@@ -161,6 +163,12 @@ def _load_subagents(loaded: LoadedSpec, spec: AgentSpec, within: tuple[Path, ...
             report(entry.at, f"sub-agent {entry.name!r} needs a description (here or in its spec)")
             continue
         loaded.subagents.append(SubAgentRef(entry.name, text, loaded=child))
+    remote = spec.agents.entries if spec.agents is not None else {}
+    for name, entry_spec in remote.items():
+        if entry_spec.a2a is not None:
+            text = entry_spec.description or f"A remote agent (A2A) at {entry_spec.a2a}."
+            ref = SubAgentRef(name, text, a2a=entry_spec.a2a, headers=entry_spec.headers or {})
+            loaded.subagents.append(ref)
     limit = spec.max_depth or DEFAULT_MAX_DEPTH
     for ref in loaded.subagents:
         if ref.levels > limit:

@@ -1132,20 +1132,40 @@ class McpSpec(SpecModel):
 
 
 class SubAgentSpec(SpecModel):
-    """One sub-agent: another harnessc spec (``spec:``) or a Claude Code subagent file (``from:``)."""
+    """One sub-agent: another harnessc spec (``spec:``), a Claude Code subagent file (``from:``) or a remote A2A agent (``a2a:``)."""
 
     spec: NonEmptyStr | None = None
     """Another harnessc spec (relative to this spec's folder): its own models, tools, hooks and budget."""
     from_: NonEmptyStr | None = Field(default=None, alias="from")
     """A Claude Code subagent file (.claude/agents/*.md), as it is: frontmatter name, description, tools, model, permissionMode; the body is its system prompt."""
+    a2a: NonEmptyStr | None = None
+    """A remote A2A agent: its URL or its agent card's (https://host/.well-known/agent-card.json); may hold ${VAR} references. Its input-required pauses this run; what it reports it used counts against this run's budget (needs the a2a-sdk: pip install 'harnessc[a2a]')."""
+    headers: dict[str, str] | None = None
+    """a2a: HTTP headers of every request to the remote agent; a credential comes from the environment (Authorization: Bearer ${REMOTE_TOKEN})."""
     description: NonEmptyStr | None = None
-    """What the model is told the sub-agent does; default: the spec's or the file's description."""
+    """What the model is told the sub-agent does; default: the spec's or the file's description (a2a: a line naming the URL)."""
 
     @model_validator(mode="after")
     def _one_source(self) -> SubAgentSpec:
-        if (self.spec is None) == (self.from_ is None):
-            raise _custom("subagent_source", "a sub-agent needs exactly one of spec or from")
+        given = [v for v in (self.spec, self.from_, self.a2a) if v is not None]
+        if len(given) != 1:
+            raise _custom("subagent_source", "a sub-agent needs exactly one of spec, from or a2a")
+        if self.headers is not None and self.a2a is None:
+            raise _custom("subagent_headers", "headers are only sent to an a2a sub-agent")
+        if self.a2a is not None and not re.match(r"^(https?://|\$\{)", self.a2a):
+            raise _custom("subagent_a2a", "a2a must be an http:// or https:// URL")
+        for name, value in (self.headers or {}).items():
+            literal = len(_without_env_refs(value).split()) > 1 or "${" not in value
+            if name.lower() in _CREDENTIAL_HEADERS and literal:
+                raise _custom(
+                    "subagent_headers",
+                    f"the {name} header holds a credential: keep it in the environment "
+                    f"({name}: Bearer ${{REMOTE_TOKEN}})",
+                )
         return self
+
+
+_CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key"})
 
 
 class AgentsSpec(SpecModel):

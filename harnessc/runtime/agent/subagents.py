@@ -61,6 +61,7 @@ from harnessc.runtime.telemetry.extension import trace_subagent
 from harnessc.runtime.tools.base import ExecutionMode, HoldCall, ToolResult, ToolUpdate
 
 if TYPE_CHECKING:
+    from harnessc.runtime.agent.remote_a2a import RemoteA2A
     from harnessc.runtime.options.harness_context import HarnessContext
 
 __all__ = [
@@ -81,9 +82,10 @@ class SubAgent:
     """One sub-agent an agent may hand work to.
 
     ``module``: a compiled spec's generated module (its ``build_options`` makes the
-    sub-agent's options). Otherwise a Claude Code subagent file: it runs on the parent's
-    options with ``system_prompt``, the parent's tools named in ``tools`` (None: all of
-    them) and the parent's model ``model`` (None: the parent's).
+    sub-agent's options). ``remote``: a remote A2A agent (``remote_a2a``). Otherwise a
+    Claude Code subagent file: it runs on the parent's options with ``system_prompt``,
+    the parent's tools named in ``tools`` (None: all of them) and the parent's model
+    ``model`` (None: the parent's).
     """
 
     name: str
@@ -94,6 +96,7 @@ class SubAgent:
     model: str | None = None
     permission_mode: str | None = None
     source: str = ""  # the file it was declared in (for messages)
+    remote: RemoteA2A | None = None
 
 
 class SubAgentRuntime(Protocol):
@@ -160,6 +163,22 @@ class SubAgents:
         self.tree_slots = self._caps.tree
         harness.add_tools([_HandOver(self)])
         harness.on_close(self._close)
+        if any(a.remote is not None for a in self.agents):
+            harness.on("abort", self._cancel_remote_tasks)
+
+    async def _cancel_remote_tasks(self, event: Any) -> None:
+        """An aborted run (working or paused): the remote tasks its hand-overs left
+        waiting are cancelled (``tasks/cancel``)."""
+        from harnessc.runtime.agent.remote_a2a import cancel_task
+
+        host = self._host
+        run = host.run_state if host is not None else None
+        for record in run.calls if run is not None else []:
+            remote = (record.nested or {}).get("remote")
+            agent = self.find(str((record.nested or {}).get("agent", "")))
+            aborted = record.result is not None and record.result.is_error
+            if isinstance(remote, dict) and agent is not None and agent.remote and aborted:
+                await cancel_task(agent.remote, str(remote.get("task_id", "")))
 
     async def _close(self) -> None:
         live, self._live = self._live, {}
@@ -221,6 +240,8 @@ class SubAgents:
                 f"{' > '.join(path[:-1])} is {len(path) - 2} levels deep already"
             )
         record = host.run_state.record(call_id) if host.run_state is not None else None
+        if agent.remote is not None:
+            return await self._hand_over_remote(agent, agent.remote, path, call_id, params, signal)
         answers = (record.answers if record is not None else None) or {}
         nested = (record.nested if record is not None else None) or {}
         live = self._live.get(call_id)
@@ -246,6 +267,34 @@ class SubAgents:
         self._live[call_id] = _Live(child, path)
         prompt = str(params.get("prompt", ""))
         return await self._run(call_id, agent, child, signal, lambda: child.prompt(prompt))
+
+    async def _hand_over_remote(
+        self,
+        agent: SubAgent,
+        remote: RemoteA2A,
+        path: tuple[str, ...],
+        call_id: str,
+        params: dict[str, Any],
+        signal: AbortSignal,
+    ) -> ToolResult:
+        """A hand-over to a remote A2A agent: its task, or the answer to its question
+        (the call's record holds the task a pause left)."""
+        from harnessc.runtime.agent.remote_a2a import RemoteHandOver
+
+        host = self._host
+        assert host is not None
+        record = host.run_state.record(call_id) if host.run_state is not None else None
+        handover = RemoteHandOver(
+            remote,
+            name=agent.name,
+            path=path,
+            call_id=call_id,
+            emit=host.emit,
+            usage=host.budget.usage,
+        )
+        nested = record.nested if record is not None else None
+        answers = record.answers if record is not None else None
+        return await handover.run(str(params.get("prompt", "")), signal, nested, answers)
 
     async def _run(
         self,

@@ -236,6 +236,12 @@ def build_parser(prog: str, agent_name: str) -> argparse.ArgumentParser:
         action="store_true",
         help="serve the agent over HTTP (native API, OpenAI-compatible, AG-UI, A2A, a dev page)",
     )
+    serving.add_argument(
+        "--mcp",
+        action="store_true",
+        help="serve the agent as an MCP server over stdin and stdout (a tool named after it; "
+        "pip install 'harnessc[mcp]'); over HTTP every --serve has /mcp",
+    )
     serving.add_argument("--host", default="127.0.0.1", help="address to listen on")
     serving.add_argument("--port", type=int, default=8000, help="port (0: any free one)")
     serving.add_argument(
@@ -317,6 +323,8 @@ def check_args(args: argparse.Namespace) -> None:
         raise UsageError(
             "--approve / --deny continue a paused run: no prompt, --resume-with or --fork"
         )
+    if getattr(args, "mcp", False):
+        args.serve = True  # --mcp serves, over stdin and stdout
     if args.serve and (
         args.prompt or args.interactive or args.resume_with is not None or answers or args.json
     ):

@@ -182,8 +182,12 @@ async def _report(updater: Any, run: Run) -> None:
 
 
 def _metadata(run: Run) -> dict[str, Any]:
-    """What a task's messages carry of their run: its id and usage."""
-    return {"harnessc": {"run_id": run.id, "usage": run.usage.to_dict()}}
+    """What a task's messages carry of their run: its id and usage, and what a paused
+    run waits for (its ``Pause``: a calling harnessc agent holds the same calls)."""
+    out: dict[str, Any] = {"run_id": run.id, "usage": run.usage.to_dict()}
+    if run.paused and run.pause is not None:
+        out["pause"] = run.pause.to_dict()
+    return {"harnessc": out}
 
 
 async def _known(state: ServeState, run_id: str | None) -> Run | None:

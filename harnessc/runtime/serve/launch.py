@@ -17,6 +17,7 @@ from harnessc.runtime.serve.config import (
     ServeSetupError,
     check_config,
     check_extra,
+    check_mcp,
     read_token,
 )
 
@@ -31,9 +32,13 @@ EXIT_USAGE = 2
 
 def serve_agent(source: AgentSource, args: Any, err: TextIO, prog: str) -> int:
     """Serve ``source``'s agent with the flags ``args`` holds (--host, --port,
-    --token-env, --max-runs); the process's exit code."""
+    --token-env, --max-runs, --mcp: MCP over stdin and stdout); the process's exit code."""
+    stdio = bool(getattr(args, "mcp", False))
     try:
-        check_extra()
+        if stdio:
+            check_mcp()
+        else:
+            check_extra()
         config = ServeConfig(
             host=args.host,
             port=args.port,
@@ -47,21 +52,34 @@ def serve_agent(source: AgentSource, args: Any, err: TextIO, prog: str) -> int:
     except ServeSetupError as exc:
         err.write(f"{prog}: error: {exc}\n")
         return EXIT_USAGE
+    if stdio:
+        return asyncio.run(_serve_stdio(source, config, err, prog))
     return asyncio.run(_serve(source, config, err, prog))
 
 
-async def _serve(source: AgentSource, config: ServeConfig, err: TextIO, prog: str) -> int:
-    import uvicorn
+async def _serve_stdio(source: AgentSource, config: ServeConfig, err: TextIO, prog: str) -> int:
+    """MCP over stdin and stdout (the client started this process: no token)."""
+    from harnessc.runtime.serve.mcp_server import serve_stdio
 
+    made = await _runs(source, config, err, prog)
+    if made is None:
+        return EXIT_USAGE
+    state, clients = made
+    err.write(f"serving {source.agent_name} over MCP on stdin and stdout\n")
+    err.flush()
+    try:
+        await serve_stdio(state)
+    finally:
+        await clients.aclose()
+    return EXIT_DONE
+
+
+async def _runs(source: AgentSource, config: ServeConfig, err: TextIO, prog: str) -> Any:
+    """(the server's state, the shared HTTP clients), or None when the agent cannot be
+    built (said on ``err``)."""
     from harnessc.runtime.providers.clients import HttpClientPool
     from harnessc.runtime.runs.errors import SetupError
     from harnessc.runtime.runs.plain import PlainRuns
-    from harnessc.runtime.serve.app import build_app
-    from harnessc.runtime.serve.connections import (
-        ConnectionLimits,
-        guarded_protocol,
-        usable_connections,
-    )
     from harnessc.runtime.serve.state import ServeState
 
     clients = HttpClientPool(max_concurrent=None)  # the cap follows the loop
@@ -79,12 +97,28 @@ async def _serve(source: AgentSource, config: ServeConfig, err: TextIO, prog: st
     except SetupError as exc:
         err.write(f"{prog}: error: {exc}\n")
         await clients.aclose()
-        return EXIT_USAGE
+        return None
     except Exception as exc:
         err.write(f"{prog}: error: cannot build the agent: {type(exc).__name__}: {exc}\n")
         await clients.aclose()
+        return None
+    return ServeState(config=config, runs=runs), clients
+
+
+async def _serve(source: AgentSource, config: ServeConfig, err: TextIO, prog: str) -> int:
+    import uvicorn
+
+    from harnessc.runtime.serve.app import build_app
+    from harnessc.runtime.serve.connections import (
+        ConnectionLimits,
+        guarded_protocol,
+        usable_connections,
+    )
+
+    made = await _runs(source, config, err, prog)
+    if made is None:
         return EXIT_USAGE
-    state = ServeState(config=config, runs=runs)
+    state, clients = made
     app = build_app(state, clients)
     limits = ConnectionLimits(
         header_timeout_s=config.header_timeout_s,
@@ -102,7 +136,7 @@ async def _serve(source: AgentSource, config: ServeConfig, err: TextIO, prog: st
             lifespan="on",
             timeout_graceful_shutdown=5,
         ),
-        runs,
+        state.runs,
         config.drain_s,
     )
     announce = asyncio.create_task(_announce(server, state, err, limits))
