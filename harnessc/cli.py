@@ -562,7 +562,8 @@ def serve(
 ) -> None:
     """Serve SPEC (or NAME) over HTTP: native API, OpenAI-compatible, AG-UI, A2A, MCP
     (/mcp) and a dev page (pip install 'harnessc[serve]'), or with --mcp as an MCP server
-    on stdin and stdout; the agent's own flags (--base-url...) after --."""
+    on stdin and stdout; the agent's own flags (--base-url...) after -- (harnessc serve NAME
+    -- --help lists them)."""
     spec = _find_spec(spec)
     live = LiveAgent(spec, out_dir)
     if not live.load():

@@ -404,7 +404,11 @@ def test_a_harnessc_agent_calls_a_served_agent_as_an_mcp_tool(
         "env": {name: f"${{{name}}}" for name in ("TEST_API_KEY", "TEST_BASE_URL", "PYTHONPATH")},
     }
     (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"helper": server}}))
-    lead_spec = SPEC.replace("name: helper", "name: lead") + "mcp:\n  from: ../project/.mcp.json\n"
+    # the helper (an MCP server of the lead's) reaches the model on this machine's
+    # loopback, which a sandboxed server's own network namespace does not have
+    lead_spec = SPEC.replace("name: helper", "name: lead") + (
+        "mcp:\n  from: ../project/.mcp.json\nsandbox: off\n"
+    )
     kit = compile_agent(tmp_path, typed_model.url, lead_spec)
     done = subprocess.run(
         kit.command('call mcp__helper__helper {"prompt": "verdict for the lead"}'),
