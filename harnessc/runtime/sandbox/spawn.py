@@ -158,6 +158,30 @@ _FOLDER: str | None = None
 _FOLDER_LOCK = threading.Lock()
 
 
+def _sweep(parent: str) -> None:
+    """Remove the runtime folders of processes that are gone (killed: no atexit ran)."""
+    import shutil
+
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return
+    for name in names:
+        pid = name.removeprefix("harnessc-sandbox-").partition("-")[0]
+        if name.startswith("harnessc-sandbox-") and pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
 def _runtime_folder() -> str:
     """This process's private folder (mode 700): the empty mode-000 file and folder the
     masks are made of, and the proxies' sockets; removed when the process exits."""
@@ -168,7 +192,8 @@ def _runtime_folder() -> str:
 
     with _FOLDER_LOCK:
         if _FOLDER is None or not os.path.isdir(_FOLDER):
-            folder = tempfile.mkdtemp(prefix="harnessc-sandbox-")
+            _sweep(tempfile.gettempdir())
+            folder = tempfile.mkdtemp(prefix=f"harnessc-sandbox-{os.getpid()}-")
             denied = os.path.join(folder, "denied")
             with open(denied, "wb"):
                 pass
