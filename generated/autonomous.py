@@ -19,6 +19,7 @@ from harnessc.runtime import (
     env,
     run_cli,
 )
+from harnessc.runtime.core.checkpoint_settings import CheckpointSettings
 from harnessc.runtime.extensions import (
     CompactionConfig,
     CompactionExtension,
@@ -29,6 +30,7 @@ from harnessc.runtime.extensions import (
 )
 from harnessc.runtime.providers import shared_http_clients
 from harnessc.runtime.resources import ContextFileSettings, load_resources
+from harnessc.runtime.sandbox import SandboxPolicy
 from harnessc.runtime.session import DataFolder, JsonlSessionRepo, Session, resolve_folder
 from harnessc.runtime.tools import (
     create_bash_tool,
@@ -132,6 +134,8 @@ def build_options(
             ),
         ],
         sequential_tools=True,
+        sandbox=SandboxPolicy(mode="auto"),
+        checkpoints=CheckpointSettings(),
         http_clients=http_clients if http_clients is not None else shared_http_clients(),
     )
 

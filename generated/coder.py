@@ -21,6 +21,7 @@ from harnessc.runtime import (
     env,
     run_cli,
 )
+from harnessc.runtime.core.checkpoint_settings import CheckpointSettings
 from harnessc.runtime.extensions import (
     CompactionConfig,
     CompactionExtension,
@@ -32,6 +33,7 @@ from harnessc.runtime.extensions import (
 )
 from harnessc.runtime.providers import shared_http_clients
 from harnessc.runtime.resources import ContextFileSettings, load_resources
+from harnessc.runtime.sandbox import SandboxPolicy
 from harnessc.runtime.session import JsonlSessionRepo, Session, resolve_folder
 from harnessc.runtime.tools import (
     AgentTool,
@@ -176,6 +178,8 @@ def build_options(
             CompactionExtension(CompactionConfig(reserve_tokens=16_384, keep_recent_tokens=20_000)),
             SessionIndexExtension(SessionIndexConfig()),
         ],
+        sandbox=SandboxPolicy(mode="auto", unreadable=["./.harnessc/sessions"]),
+        checkpoints=CheckpointSettings(),
         http_clients=http_clients if http_clients is not None else shared_http_clients(),
     )
 

@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING
 
 from harnessc.runtime import AgentHarnessOptions, Budget, Model, ModelCost, env, run_cli
 from harnessc.runtime.agent.subagents import SubAgent, SubAgents
+from harnessc.runtime.core.checkpoint_settings import CheckpointSettings
 from harnessc.runtime.permissions.gate import permission_hook
 from harnessc.runtime.providers import shared_http_clients
 from harnessc.runtime.resources import ContextFileSettings, load_resources
+from harnessc.runtime.sandbox import SandboxPolicy
 from harnessc.runtime.session import DataFolder, JsonlSessionRepo, Session, resolve_folder
 from harnessc.runtime.tools import (
     create_find_tool,
@@ -115,6 +117,8 @@ def build_options(
                 build=build_options,
             ),
         ],
+        sandbox=SandboxPolicy(mode="auto"),
+        checkpoints=CheckpointSettings(),
         http_clients=http_clients if http_clients is not None else shared_http_clients(),
     )
 

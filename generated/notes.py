@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harnessc.runtime import AgentHarnessOptions, Model, env, run_cli
+from harnessc.runtime.core.checkpoint_settings import CheckpointSettings
 from harnessc.runtime.extensions import command_hook
 from harnessc.runtime.mcp import McpServerConfig, McpToolset
 from harnessc.runtime.providers import shared_http_clients
 from harnessc.runtime.resources import ContextFileSettings, load_resources
+from harnessc.runtime.sandbox import SandboxPolicy
 from harnessc.runtime.session import Session
 from harnessc.runtime.tools import create_read_tool
 
@@ -88,6 +90,8 @@ def build_options(
                 ],
             ),
         ],
+        sandbox=SandboxPolicy(mode="auto"),
+        checkpoints=CheckpointSettings(),
         http_clients=http_clients if http_clients is not None else shared_http_clients(),
     )
 

@@ -20,6 +20,7 @@ from harnessc.runtime import (
     env,
     run_cli,
 )
+from harnessc.runtime.core.checkpoint_settings import CheckpointSettings
 from harnessc.runtime.extensions import (
     CompactionConfig,
     CompactionExtension,
@@ -28,6 +29,7 @@ from harnessc.runtime.extensions import (
 )
 from harnessc.runtime.providers import shared_http_clients
 from harnessc.runtime.resources import ContextFileSettings, load_resources
+from harnessc.runtime.sandbox import SandboxPolicy
 from harnessc.runtime.session import JsonlSessionRepo, Session, resolve_folder
 from harnessc.runtime.tools import AgentTool, create_read_tool, import_object, python_tool
 
@@ -127,6 +129,8 @@ def build_options(
             CompactionExtension(CompactionConfig(keep_recent_tokens=30_000, trigger_ratio=0.8)),
             SessionIndexExtension(SessionIndexConfig()),
         ],
+        sandbox=SandboxPolicy(mode="auto"),
+        checkpoints=CheckpointSettings(),
         http_clients=http_clients if http_clients is not None else shared_http_clients(),
     )
 

@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from harnessc.runtime import AgentHarnessOptions, Model, env, run_cli
+from harnessc.runtime.core.checkpoint_settings import CheckpointSettings
 from harnessc.runtime.core.output_model import BaseModel, ConfigDict, Field
 from harnessc.runtime.options.typed_output import OutputConfig
 from harnessc.runtime.providers import shared_http_clients
 from harnessc.runtime.resources import ContextFileSettings, load_resources
+from harnessc.runtime.sandbox import SandboxPolicy
 from harnessc.runtime.session import Session
 from harnessc.runtime.tools import create_ls_tool, create_read_tool
 
@@ -97,6 +99,8 @@ def build_options(
             },
             retries=2,
         ),
+        sandbox=SandboxPolicy(mode="auto"),
+        checkpoints=CheckpointSettings(),
         http_clients=http_clients if http_clients is not None else shared_http_clients(),
     )
 

@@ -263,7 +263,28 @@ def check(specs: tuple[str, ...]) -> None:
         else:
             parts = [_plural(n, w) for n, w in ((err, "error"), (warn, "warning")) if n]
             click.echo(f"{item.display_path}: {', '.join(parts)}")
+        if item.spec is not None:
+            from harnessc.spec.sandbox import sandbox_lines
+
+            for line in sandbox_lines(item.spec):
+                click.echo(f"  {line}")
+        _show_remote_agents(item)
     raise SystemExit(1 if errors else 0)
+
+
+def _show_remote_agents(item: LoadedSpec) -> None:
+    """The cards of a spec's remote A2A sub-agents: each agent's name and skills, or
+    why its card cannot be read (a note: the remote may not run yet)."""
+    remote = [ref for ref in item.subagents if ref.a2a is not None]
+    if not remote:
+        return
+    from harnessc.spec.remote_cards import describe_card, read_card
+
+    for ref in remote:
+        assert ref.a2a is not None
+        card = read_card(ref.a2a, ref.headers)
+        shown = describe_card(card) if isinstance(card, dict) else card
+        click.echo(f"  {ref.name}: remote A2A agent {shown}")
 
 
 @cli.command()
@@ -513,6 +534,11 @@ def dev(spec: str, agent_args: tuple[str, ...], out_dir: str) -> None:
     help="Seconds a client has to send a request's body, after its head.",
 )
 @click.option(
+    "--mcp",
+    is_flag=True,
+    help="Serve over MCP on stdin and stdout instead of HTTP (pip install 'harnessc[mcp]').",
+)
+@click.option(
     "--worker",
     is_flag=True,
     help="A spec with durable: this process takes runs from the queue too "
@@ -530,12 +556,14 @@ def serve(
     max_connections: int,
     header_timeout: float,
     body_timeout: float,
+    mcp: bool,
     worker: bool,
     out_dir: str,
 ) -> None:
-    """Serve SPEC (or NAME) over HTTP: native API, OpenAI-compatible, AG-UI, A2A and a dev
-    page (pip install 'harnessc[serve]'); the agent's own flags (--base-url...) after --
-    (harnessc serve NAME -- --help lists them)."""
+    """Serve SPEC (or NAME) over HTTP: native API, OpenAI-compatible, AG-UI, A2A, MCP
+    (/mcp) and a dev page (pip install 'harnessc[serve]'), or with --mcp as an MCP server
+    on stdin and stdout; the agent's own flags (--base-url...) after -- (harnessc serve NAME
+    -- --help lists them)."""
     spec = _find_spec(spec)
     live = LiveAgent(spec, out_dir)
     if not live.load():
@@ -544,9 +572,11 @@ def serve(
     argv = [*_agent_argv(agent_args), "--serve", "--host", host, "--port", str(port)]
     argv += ["--max-runs", str(max_runs), "--max-connections", str(max_connections)]
     argv += ["--header-timeout", str(header_timeout), "--body-timeout", str(body_timeout)]
+    if mcp:
+        argv.append("--mcp")
     if token_env:
         argv += ["--token-env", token_env]
-    from harnessc.runtime.cli import run_cli
+    from harnessc.runtime import run_cli
 
     module = live.module
     assert module is not None
@@ -555,7 +585,7 @@ def serve(
         if durable is None:
             click.echo(f"harnessc: --worker serves a spec with durable:, {spec} has none", err=True)
             raise SystemExit(2)
-        from harnessc.runtime.durable import run_durable_cli
+        from harnessc.runtime import run_durable_cli
 
         raise SystemExit(
             run_durable_cli(
@@ -579,7 +609,7 @@ def serve(
     raise SystemExit(code)
 
 
-cli.add_command(sessions)  # harnessc sessions export|import (PostgreSQL <-> JSONL)
+cli.add_command(sessions)  # export|import (PostgreSQL <-> JSONL), rewind, checkpoints, delete, gc
 
 
 @cli.command("test")
@@ -608,8 +638,8 @@ def test(
     """Run the cases of *.tests.yaml files (PATHS: files or folders; default: .) against
     their cassettes; exit 1 when one fails."""
     from harnessc.agenttests import junit_xml, run_tests, table
-    from harnessc.runtime.cli.args import UsageError
-    from harnessc.runtime.cli.overrides import BASE_URL_VARIABLE, check_base_url
+    from harnessc.runtime.runs.errors import SetupError
+    from harnessc.runtime.runs.overrides import BASE_URL_VARIABLE, check_base_url
 
     url = base_url or os.environ.get(BASE_URL_VARIABLE) or None
     where = None
@@ -617,7 +647,7 @@ def test(
         where = (url, "--base-url" if base_url else BASE_URL_VARIABLE)
         try:
             check_base_url(*where)
-        except UsageError as exc:
+        except SetupError as exc:
             raise click.UsageError(str(exc)) from None
     run = run_tests(list(paths), record=record, jobs=jobs, base_url=where)
     for problem in run.problems:
@@ -638,11 +668,12 @@ def test(
 def doctor_command(spec: str, base_url: str | None, out_dir: str) -> None:
     """Check each model of SPEC (its key variable, that its endpoint answers, its model id),
     each MCP server (it starts, initializes and lists its tools within its timeout) and,
-    with durable:, its database, schema, queue and live workers; say where sessions go."""
+    with durable:, its database, schema, queue and live workers; say where sessions go and
+    whether this machine can enforce the sandbox (and exactly why not)."""
     from harnessc.doctor import doctor
     from harnessc.doctor_mcp import doctor_mcp
-    from harnessc.runtime.cli.args import UsageError
-    from harnessc.runtime.cli.overrides import BASE_URL_VARIABLE, override_base_url
+    from harnessc.runtime.runs.errors import SetupError
+    from harnessc.runtime.runs.overrides import BASE_URL_VARIABLE, override_base_url
     from harnessc.runtime.session import Session
 
     spec = _find_spec(spec)
@@ -655,12 +686,13 @@ def doctor_command(spec: str, base_url: str | None, out_dir: str) -> None:
     if url:
         try:
             override_base_url(options, url, "--base-url" if base_url else BASE_URL_VARIABLE)
-        except UsageError as exc:
+        except SetupError as exc:
             raise click.UsageError(str(exc)) from None
     durable = getattr(live.module, "durable_config", None)
 
     def checks() -> list[tuple[str, str]]:
         found = _sessions_check(live.session_dir, os.getcwd())
+        found += _sandbox_check(options.sandbox)
         if durable is not None:
             from harnessc.runtime.durable.health import durable_checks
 
@@ -669,6 +701,25 @@ def doctor_command(spec: str, base_url: str | None, out_dir: str) -> None:
 
     models = doctor(dict(options.models), click.echo, checks)
     raise SystemExit(max(models, doctor_mcp(options.extensions or (), click.echo)))
+
+
+def _sandbox_check(policy: Any) -> list[tuple[str, str]]:
+    """Whether this machine can enforce the agent's sandbox, and exactly why not."""
+    from harnessc.runtime.sandbox import probe
+
+    if policy is None or not policy.enabled:
+        return [("warning", "sandbox: off: bash, hooks and MCP servers run with your rights")]
+    found = probe()
+    if found.available:
+        return [("ok", f"sandbox {policy.mode}: {found.reason}")]
+    if policy.mode == "on":
+        return [("error", f"sandbox on: this machine cannot enforce it: {found.reason}")]
+    return [
+        (
+            "warning",
+            f"sandbox auto: programs will run WITHOUT a sandbox here: {found.reason}",
+        )
+    ]
 
 
 def _sessions_check(setting: Any, cwd: str) -> list[tuple[str, str]]:

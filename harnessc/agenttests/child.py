@@ -74,7 +74,7 @@ async def run_job(job: dict[str, Any]) -> dict[str, Any]:
     options = module.build_options(session=Session())
     base_url = job.get("base_url")
     if live is not None and base_url:
-        from harnessc.runtime.cli.overrides import override_tree_base_url
+        from harnessc.runtime.runs.overrides import override_tree_base_url
 
         override_tree_base_url(options, base_url[0], base_url[1])
     options.provider = provider

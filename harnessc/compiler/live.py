@@ -108,7 +108,7 @@ class LiveAgent:
         session_repo = getattr(self.module, "session_repo", None)
         durable = getattr(self.module, "durable_config", None)
         if durable is not None:  # a spec with durable: runs as its generated module does
-            from harnessc.runtime.durable import run_durable_cli
+            from harnessc.runtime import run_durable_cli
 
             return run_durable_cli(
                 self.build_options,
@@ -119,7 +119,7 @@ class LiveAgent:
                 session_repo=session_repo,
                 prog=prog,
             )
-        from harnessc.runtime.cli import run_cli
+        from harnessc.runtime import run_cli
 
         return run_cli(
             self.build_options,
@@ -147,7 +147,7 @@ def run_dev(spec_path: str, argv: list[str], out_dir: str, prog: str | None = No
     if not live.load():
         sys.stderr.write(f"harnessc: {spec_path} has errors; not running\n")
         return 1
-    from harnessc.runtime.cli import run_cli
+    from harnessc.runtime import run_cli
 
     args = ["--interactive", "--watch", *argv]
     with _dev_repl(live):

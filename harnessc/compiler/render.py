@@ -37,6 +37,7 @@ from harnessc.spec.envref import EnvRef, split_env_refs
 from harnessc.spec.load import LoadedSpec, SubAgentRef
 from harnessc.spec.models import (
     AgentSpec,
+    CheckpointsSpec,
     ContextFilesSpec,
     HookHandlerSpec,
     McpAuthSpec,
@@ -45,6 +46,7 @@ from harnessc.spec.models import (
     SpecModel,
     ToolEntry,
 )
+from harnessc.spec.sandbox import sandbox_policy
 
 __all__ = ["CompileError", "compile", "hook_moment", "output_name", "render"]
 
@@ -259,7 +261,35 @@ class _Builder:
             out.append(("tool_timeout_s", Lit(spec.tool_timeout_s)))
         if spec.output is not None:
             out.append(("output", self.output_config()))
+        out.append(("sandbox", self.sandbox()))
+        if spec.checkpoints is not False:
+            out.append(("checkpoints", self.checkpoints()))
         return out
+
+    def checkpoints(self) -> Call:
+        """``CheckpointSettings(...)`` with the keys the spec sets."""
+        setting = self.spec.checkpoints
+        kwargs: dict[str, Expr | None] = {}
+        if isinstance(setting, CheckpointsSpec):
+            if setting.exclude:
+                kwargs["exclude"] = ListExpr([Lit(p) for p in setting.exclude])
+            for key in ("max_file_bytes", "max_files"):
+                if key in setting.model_fields_set:
+                    kwargs[key] = Lit(getattr(setting, key))
+            if setting.dir is not None:
+                kwargs["folder"] = Call("Path", [self.env_str(setting.dir)])
+        return self.call(".core.checkpoint_settings", "CheckpointSettings", **kwargs)
+
+    def sandbox(self) -> Call:
+        """``SandboxPolicy(mode, writable=..., unreadable=..., network=...)``: the spec's
+        ``sandbox:`` with what its permission rules add (``sandbox_policy``)."""
+        policy = sandbox_policy(self.spec)
+        kwargs: dict[str, Expr | None] = {"mode": Lit(policy.mode)}
+        for key in ("writable", "unreadable", "network"):
+            values = getattr(policy, key)
+            if values:
+                kwargs[key] = ListExpr([Lit(v) for v in values])
+        return self.call(".sandbox", "SandboxPolicy", **kwargs)
 
     def output_config(self) -> Call:
         """``OutputConfig(...)``: the typed result, its type being the module's ``Output``."""
@@ -516,7 +546,17 @@ class _Builder:
                 "name": Lit(ref.name),
                 "description": Lit(ref.description),
             }
-            if ref.loaded is not None and ref.loaded.spec is not None:
+            if ref.a2a is not None:
+                headers: list[tuple[Expr, Expr]] = [
+                    (Lit(k), self.env_str(v)) for k, v in ref.headers.items()
+                ]
+                kwargs["remote"] = self.call(
+                    ".agent.remote_a2a",
+                    "RemoteA2A",
+                    self.env_str(ref.a2a),
+                    headers=DictExpr(headers) if headers else None,
+                )
+            elif ref.loaded is not None and ref.loaded.spec is not None:
                 module = output_name(ref.loaded.spec)
                 kwargs["module"] = Code(f"Path(__file__).resolve().parent / {py_string(module)}")
             elif ref.claude is not None:
@@ -537,6 +577,10 @@ class _Builder:
             "SubAgents",
             ListExpr(items),
             max_depth=Lit(self.spec.max_depth or 1),
+            max_parallel=Lit(self.spec.max_parallel) if self.spec.max_parallel else None,
+            max_parallel_tree=(
+                Lit(self.spec.max_parallel_tree) if self.spec.max_parallel_tree else None
+            ),
             agent=Code("AGENT_NAME"),
             build=Code("build_options"),
         )
@@ -642,7 +686,7 @@ class _Builder:
         spec = self.spec.durable
         if spec is None:
             return None
-        self.rt(".durable", "run_durable_cli")
+        self.rt("", "run_durable_cli")
         config = self.call(
             ".durable",
             "DurableConfig",

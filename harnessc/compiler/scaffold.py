@@ -32,9 +32,18 @@ tools:
       description: Ask the user a question and wait for the answer.
       parameters: {{type: object, properties: {{question: {{type: string}}}}, required: [question]}}
 permissions:                         # Claude Code's rules: deny, then ask, then allow
-  allow: [Read, LS, Grep, Glob, Agent, ask_user, "Bash(ls *)", "Bash(echo *)", "Bash(git status *)"]
+  allow: [Read, LS, Grep, Glob, Agent, ask_user, "Bash(ls *)", "Bash(echo *)", "Bash(cat *)",
+          "Bash(curl *)", "Bash(git status *)"]
   ask: [Write, Edit]                 # a one-shot run pauses (exit 3); -i asks y / n / always
+  deny: ["Read(./.env)"]             # the read tool refuses it; the sandbox hides it from bash
   default: ask                       # any other call (other bash commands) asks first
+sandbox:                             # the kernel's boundary of bash, command hooks, MCP servers
+  mode: on                           # refuse to start where it cannot be enforced (doctor says why)
+  filesystem:
+    writable: []                     # besides the workspace and a private /tmp, e.g. [~/.cache/pip]
+    unreadable: []                   # besides Read deny rules, ~/.ssh, ~/.aws, ... e.g. ["*.pem"]
+  network:
+    allow: []                        # no network; e.g. [pypi.org, "*.github.com"] (via a proxy)
 resources:
   skills: [{name}/skills]
   prompt_templates: [{name}/templates]
@@ -49,8 +58,9 @@ budget:
 # data folder, ~/.local/share/harnessc/projects/ (out of git); to keep them in the
 # project instead: session: {{dir: .sessions}} (created with a .gitignore).
 # File tools (read write edit ls grep find) only see the workspace: here the folder the
-# agent runs in. Set allow_outside_workspace: true to widen it. bash is NOT confined: it
-# runs the commands the permissions above let through, with your rights (docs/tools.md).
+# agent runs in. Set allow_outside_workspace: true to widen it. bash runs the commands the
+# permissions above let through inside the sandbox: it writes only the workspace, never
+# reads .env or your credentials, and reaches no network (docs/sandbox.md).
 tool_context:
   workspace: .
   allow_outside_workspace: false
@@ -80,6 +90,8 @@ models:
 system_prompt: |
   You look at what you are asked about and answer with a short report.
 tools: [read, ls, grep, find]
+permissions: {{deny: ["Read(./.env)"]}}  # its parent's deny and ask rules hold for it anyway
+sandbox: on
 output:                              # the run ends with a value of this shape, validated
   schema:
     type: object

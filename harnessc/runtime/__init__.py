@@ -39,7 +39,7 @@ from harnessc.runtime.session.session import Session
 from harnessc.runtime.tools.base import ExternalTool, Tool, ToolResult
 
 if TYPE_CHECKING:
-    from harnessc.runtime.cli import run_cli
+    from harnessc.runtime.entry import run_cli, run_durable_cli
 
 __all__ = [
     "AgentHarness",
@@ -74,13 +74,14 @@ __all__ = [
     "UserMessage",
     "env",
     "run_cli",
+    "run_durable_cli",
 ]
 
 
 def __getattr__(name: str) -> Any:
     # run_cli pulls in the command line (argparse, terminal handling): load it on demand.
-    if name == "run_cli":
-        from harnessc.runtime.cli import run_cli
+    if name in ("run_cli", "run_durable_cli"):
+        from harnessc.runtime import entry
 
-        return run_cli
+        return getattr(entry, name)
     raise AttributeError(f"module 'harnessc.runtime' has no attribute {name!r}")

@@ -28,4 +28,6 @@ ENV_FIELDS: tuple[tuple[str, ...], ...] = (
     ("mcp", "*", "cwd"),
     ("mcp", "*", "url"),
     ("mcp", "*", "headers", "*"),
+    ("agents", "*", "a2a"),
+    ("agents", "*", "headers", "*"),
 )

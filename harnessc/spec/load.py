@@ -14,6 +14,7 @@ from harnessc.spec.checks import check_spec, tool_names
 from harnessc.spec.diagnostics import Diagnostic, has_errors
 from harnessc.spec.errors import translate_errors
 from harnessc.spec.models import AgentSpec
+from harnessc.spec.sandbox import subagent_widening
 from harnessc.spec.subagents import (
     DEFAULT_MAX_DEPTH,
     ClaudeAgentFile,
@@ -33,6 +34,8 @@ class SubAgentRef:
     description: str
     loaded: LoadedSpec | None = None
     claude: ClaudeAgentFile | None = None
+    a2a: str | None = None  # a remote A2A agent's URL
+    headers: dict[str, str] = field(default_factory=dict)  # sent to the remote agent
 
     @property
     def levels(self) -> int:
@@ -136,11 +139,36 @@ def _load_subagents(loaded: LoadedSpec, spec: AgentSpec, within: tuple[Path, ...
         if child.spec is None:
             report(entry.at, f"sub-agent {entry.name!r}: {shown} has errors")
             continue
+        child_data = child.source.data if child.source is not None else {}
+        child_tools = [
+            name
+            for name, _ in tool_names(
+                child_data.get("tools") or [] if isinstance(child_data, dict) else []
+            )
+        ]
+        for item in subagent_widening(spec, child.spec, child_tools):
+            mark = source.mark(entry.at)
+            loaded.diagnostics.append(
+                Diagnostic(
+                    loaded.display_path,
+                    mark.line,
+                    mark.col,
+                    "warning",
+                    f"sub-agent {entry.name!r} has more than its parent: {item} "
+                    "(it runs with the parent's limits all the same)",
+                )
+            )
         text = entry.description or child.spec.description
         if not text:
             report(entry.at, f"sub-agent {entry.name!r} needs a description (here or in its spec)")
             continue
         loaded.subagents.append(SubAgentRef(entry.name, text, loaded=child))
+    remote = spec.agents.entries if spec.agents is not None else {}
+    for name, entry_spec in remote.items():
+        if entry_spec.a2a is not None:
+            text = entry_spec.description or f"A remote agent (A2A) at {entry_spec.a2a}."
+            ref = SubAgentRef(name, text, a2a=entry_spec.a2a, headers=entry_spec.headers or {})
+            loaded.subagents.append(ref)
     limit = spec.max_depth or DEFAULT_MAX_DEPTH
     for ref in loaded.subagents:
         if ref.levels > limit:
@@ -150,6 +178,14 @@ def _load_subagents(loaded: LoadedSpec, spec: AgentSpec, within: tuple[Path, ...
                 f"sub-agent {ref.name!r} nests {ref.levels} levels deep, over max_depth "
                 f"{limit} (set max_depth: {ref.levels} to allow it)",
             )
+    deepest = max((ref.levels for ref in loaded.subagents), default=0)
+    if spec.max_parallel_tree is not None and spec.max_parallel_tree < deepest:
+        # a hand-over holds its place while its own hand-overs run
+        report(
+            ("max_parallel_tree",),
+            f"max_parallel_tree {spec.max_parallel_tree} is below the tree's depth {deepest}: "
+            f"the deepest hand-over could never start (set max_parallel_tree: {deepest} or more)",
+        )
 
 
 def _shown(path: Path, base: Path, base_shown: str) -> str:

@@ -20,6 +20,7 @@ from pydantic import (
     AliasChoices,
     AliasGenerator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Discriminator,
     Field,
@@ -39,7 +40,7 @@ from pydantic_core import CoreSchema, PydanticCustomError
 
 from harnessc.runtime.core import catalog
 from harnessc.runtime.core.hooks import HOOK_NAMES, canonical_hook_name
-from harnessc.runtime.core.options import DEFAULT_TOOL_TIMEOUT_S
+from harnessc.runtime.core.options import DEFAULT_TOOL_TIMEOUT_S, MAX_SUBAGENT_DEPTH
 from harnessc.spec.diagnostics import did_you_mean
 
 __all__ = [
@@ -708,6 +709,25 @@ class ContextFilesSpec(SpecModel):
         return value
 
 
+class CheckpointsSpec(SpecModel):
+    """Checkpoints of the workspace before and after each tool batch that may change files, so a move in the session tree can rewind the files too (docs/sessions.md)."""
+
+    exclude: list[NonEmptyStr] = Field(default_factory=list)
+    """gitignore patterns (rooted at the workspace) of what is never checkpointed, besides what .gitignore files name."""
+    max_file_bytes: PosInt = 16 * 1024 * 1024
+    """A larger file is left out of checkpoints (and listed as left out)."""
+    max_files: PosInt = 100_000
+    """A workspace with more files to record is not checkpointed (a notice says so)."""
+    dir: NonEmptyStr | None = None
+    """The checkpoint store's folder, relative to the agent's working directory (created with a .gitignore); may hold ${VAR} references. Default: the project's folder in the per-user data folder, like the sessions'."""
+
+
+CheckpointsSetting = Annotated[
+    Annotated[CheckpointsSpec, Tag("settings")] | Annotated[bool, Tag("switch")],
+    Discriminator(lambda value: "switch" if isinstance(value, bool) else "settings"),
+]
+
+
 class TelemetrySpec(SpecModel):
     exporter: Literal["otlp", "console", "none"] | None = None
     """otlp (HTTP/protobuf to endpoint), console (stderr) or none; default: OTEL_TRACES_EXPORTER, else otlp."""
@@ -928,7 +948,7 @@ def _source_default(source: str, key: str) -> Any:
 
 _MCP_SERVER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 _MCP_PREFIX = re.compile(r"^[A-Za-z0-9_-]{0,48}$")
-_MCP_STDIO_ONLY = ("args", "env", "cwd")
+_MCP_STDIO_ONLY = ("args", "env", "cwd", "unsandboxed")
 _MCP_HTTP_ONLY = ("headers", "auth")
 
 
@@ -1072,6 +1092,8 @@ class McpServerSpec(SpecModel):
     """The OAuth login of an HTTP server (url): its client and grant. Default: a server that answers 401 gets the login with dynamic registration (none when headers hold an Authorization); false: never. Tokens are kept per user, owner-only (docs/mcp.md)."""
     protocol_version: Literal["auto", "2025-11-25", "2026-07-28"] = "auto"
     """The MCP revision to speak: auto (the newest both sides support: server/discover, else the initialize handshake), 2025-11-25 (the handshake), 2026-07-28 (stateless requests)."""
+    unsandboxed: NonBlankStr | None = None
+    """Why this stdio server runs outside the agent's sandbox, with the agent's own access (harnessc check prints it); default: it runs inside."""
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerSpec:
@@ -1110,20 +1132,40 @@ class McpSpec(SpecModel):
 
 
 class SubAgentSpec(SpecModel):
-    """One sub-agent: another harnessc spec (``spec:``) or a Claude Code subagent file (``from:``)."""
+    """One sub-agent: another harnessc spec (``spec:``), a Claude Code subagent file (``from:``) or a remote A2A agent (``a2a:``)."""
 
     spec: NonEmptyStr | None = None
     """Another harnessc spec (relative to this spec's folder): its own models, tools, hooks and budget."""
     from_: NonEmptyStr | None = Field(default=None, alias="from")
     """A Claude Code subagent file (.claude/agents/*.md), as it is: frontmatter name, description, tools, model, permissionMode; the body is its system prompt."""
+    a2a: NonEmptyStr | None = None
+    """A remote A2A agent: its URL or its agent card's (https://host/.well-known/agent-card.json); may hold ${VAR} references. Its input-required pauses this run; what it reports it used counts against this run's budget (needs the a2a-sdk: pip install 'harnessc[a2a]')."""
+    headers: dict[str, str] | None = None
+    """a2a: HTTP headers of every request to the remote agent; a credential comes from the environment (Authorization: Bearer ${REMOTE_TOKEN})."""
     description: NonEmptyStr | None = None
-    """What the model is told the sub-agent does; default: the spec's or the file's description."""
+    """What the model is told the sub-agent does; default: the spec's or the file's description (a2a: a line naming the URL)."""
 
     @model_validator(mode="after")
     def _one_source(self) -> SubAgentSpec:
-        if (self.spec is None) == (self.from_ is None):
-            raise _custom("subagent_source", "a sub-agent needs exactly one of spec or from")
+        given = [v for v in (self.spec, self.from_, self.a2a) if v is not None]
+        if len(given) != 1:
+            raise _custom("subagent_source", "a sub-agent needs exactly one of spec, from or a2a")
+        if self.headers is not None and self.a2a is None:
+            raise _custom("subagent_headers", "headers are only sent to an a2a sub-agent")
+        if self.a2a is not None and not re.match(r"^(https?://|\$\{)", self.a2a):
+            raise _custom("subagent_a2a", "a2a must be an http:// or https:// URL")
+        for name, value in (self.headers or {}).items():
+            literal = len(_without_env_refs(value).split()) > 1 or "${" not in value
+            if name.lower() in _CREDENTIAL_HEADERS and literal:
+                raise _custom(
+                    "subagent_headers",
+                    f"the {name} header holds a credential: keep it in the environment "
+                    f"({name}: Bearer ${{REMOTE_TOKEN}})",
+                )
         return self
+
+
+_CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key"})
 
 
 class AgentsSpec(SpecModel):
@@ -1294,6 +1336,82 @@ def _hooks_schema(schema: dict[str, Any]) -> None:
 PermissionRule = Annotated[str, Field(min_length=1, examples=["Bash(git status)", "Read(**)"])]
 
 
+class SandboxFilesystemSpec(SpecModel):
+    """What programs may write and may not read, besides the defaults."""
+
+    writable: list[NonEmptyStr] = Field(default_factory=list)
+    """Paths writable besides the workspace and a private /tmp: ~/x (home), /x, ./x (workspace). Edit/Write allow rules add theirs."""
+    unreadable: list[NonEmptyStr] = Field(default_factory=list)
+    """Paths no program may open, as Read rules name them (./.env, ~/.config/app, *.pem at any depth). Credential files (~/.ssh, ~/.aws, ...) and harnessc's data folder always are; Read deny rules add theirs."""
+
+
+class SandboxNetworkSpec(SpecModel):
+    """The hosts programs may reach (through the sandbox's proxy); none: no network."""
+
+    allow: list[NonEmptyStr] = Field(default_factory=list)
+    """Hosts, e.g. pypi.org, *.github.com, localhost:8080; WebFetch(domain:HOST) allow rules add theirs."""
+
+
+class SandboxSpec(SpecModel):
+    """The kernel-enforced boundary of every program the agent runs for the model (bash, command hooks, stdio MCP servers)."""
+
+    mode: Literal["on", "auto", "off"] = "on"
+    """on: required (the agent does not start where it cannot be enforced); auto: where it can; off: none."""
+    filesystem: SandboxFilesystemSpec = Field(default_factory=SandboxFilesystemSpec)
+    """Writable and unreadable paths."""
+    network: SandboxNetworkSpec = Field(default_factory=SandboxNetworkSpec)
+    """Hosts programs may reach."""
+
+
+def _check_depth(value: int) -> int:
+    if value > MAX_SUBAGENT_DEPTH:
+        raise _custom(
+            "max_depth",
+            f"max_depth {value} is over the ceiling of {MAX_SUBAGENT_DEPTH}: each level is a "
+            "whole agent running inside its parent's tool call; nest at most "
+            f"{MAX_SUBAGENT_DEPTH} levels",
+        )
+    return value
+
+
+MaxDepth = Annotated[
+    int,
+    Field(gt=0),
+    AfterValidator(_check_depth),
+    WithJsonSchema({"type": "integer", "exclusiveMinimum": 0, "maximum": MAX_SUBAGENT_DEPTH}),
+]
+
+
+def _sandbox_switch(value: Any) -> Any:
+    """``sandbox: on`` / ``off`` / ``auto`` (YAML may read on and off as booleans) as a
+    section with that mode."""
+    if isinstance(value, bool):
+        return {"mode": "on" if value else "off"}
+    if isinstance(value, str):
+        if value not in ("on", "auto", "off"):
+            raise _custom(
+                "sandbox",
+                f"sandbox must be on, off, auto or a section (mode, filesystem, network), "
+                f"not {value!r}",
+            )
+        return {"mode": value}
+    return value
+
+
+SandboxSetting = Annotated[SandboxSpec, BeforeValidator(_sandbox_switch)]
+
+
+def _sandbox_schema(schema: dict[str, Any]) -> None:
+    """``sandbox:`` takes a section, a mode alone, or a boolean (on / off)."""
+    options = schema.pop("anyOf", [])
+    schema["anyOf"] = [
+        *(o for o in options if o.get("type") != "null"),
+        {"enum": ["on", "auto", "off"]},
+        {"type": "boolean"},
+        {"type": "null"},
+    ]
+
+
 class PermissionsSpec(SpecModel):
     """Permission rules for tool calls, as Claude Code writes them: Tool(specifier).
 
@@ -1368,12 +1486,18 @@ class AgentSpec(SpecModel):
     """Built-in extensions to install; an empty value (``turn_nudge: {}``) installs one with its defaults."""
     agents: AgentsSpec | None = None
     """Sub-agents this agent may hand work to with its task tool (Claude Code's Agent tool); each runs with its own context, under this run's budget and pause."""
-    max_depth: PosInt | None = None
-    """How deep sub-agents may nest (default 1: sub-agents cannot delegate further)."""
+    max_depth: MaxDepth | None = None
+    """How deep sub-agents may nest (default 1: sub-agents cannot delegate further; at most 10)."""
+    max_parallel: PosInt | None = None
+    """Most hand-overs of this agent running at once; the rest wait, in the order the model asked for them. Default: no limit."""
+    max_parallel_tree: PosInt | None = None
+    """Most hand-overs running at once in this agent's whole tree (nested ones included; read from the top agent's spec, at least the tree's depth); the rest wait, in order. Default: no limit."""
     budget: BudgetSpec | None = None
     """Hard limits of one run (hitting one pauses the run); default: unlimited."""
     permissions: PermissionsSpec | None = None
     """Which tool calls run, are asked about, or are refused (Claude Code's Tool(specifier) rules)."""
+    sandbox: SandboxSetting | None = Field(default=None, json_schema_extra=_sandbox_schema)
+    """The kernel-enforced boundary of bash, command hooks and stdio MCP servers: on, off, or a section (filesystem, network); default: on where this machine can enforce it."""
     session: SessionSpec = Field(default_factory=SessionSpec)
     """Where sessions are kept."""
     durable: DurableSpec | None = None
@@ -1394,6 +1518,8 @@ class AgentSpec(SpecModel):
     """Seconds one tool call may run before the agent loop ends it with an error result (the model sees it; the run goes on). A python tool's own timeout_s wins."""
     output: OutputSpec | None = None
     """The typed result: RunResult.output holds the validated value; the command line prints it as JSON."""
+    checkpoints: CheckpointsSetting = True
+    """Checkpoints of the workspace around tool batches that may change it (rewind with /rewind, /tree, --rewind); false: none."""
 
     _claude_settings: str | None = PrivateAttr(default=None)
 
@@ -1429,6 +1555,11 @@ class AgentSpec(SpecModel):
     @property
     def module(self) -> str:
         return module_name(self.name)
+
+    @property
+    def sandbox_settings(self) -> SandboxSpec:
+        """``sandbox:`` as a section: omitted is ``auto``, ``on`` / ``off`` a mode alone."""
+        return self.sandbox if self.sandbox is not None else SandboxSpec(mode="auto")
 
     @property
     def start_model(self) -> str:

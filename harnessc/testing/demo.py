@@ -7,7 +7,8 @@ the last user message (each only when the request offers the tool it needs):
 
 - "list the files" (or "ls", "what is here") -> ``ls`` (or ``bash ls``);
 - "read PATH" -> ``read``; "grep WORD" / "find WORD" -> ``grep``;
-- "run COMMAND" -> ``bash``;
+- "run COMMAND" -> ``bash`` (in the sandbox of an agent ``harnessc new`` made, "run cat
+  .env" and "run curl -s https://example.com" show what it keeps from programs);
 - "write PATH: TEXT" -> ``write``; "replace OLD with NEW in PATH" -> ``edit``;
 - "ask me QUESTION" -> the first external-looking ``ask*`` tool (the run pauses for the answer);
 - "use the NAME skill" -> ``read`` of that skill's ``SKILL.md`` from the system prompt;
@@ -51,6 +52,7 @@ _HELP = (
     "Hello from the harnessc demo model (a local stand-in, no API key needed). "
     'Try "list the files here", "read README.md", "grep TODO", "run echo hi", '
     '"write notes.txt: hello", "replace hello with bye in notes.txt", "ask me a question", '
+    '"run cat .env" or "run curl -s https://example.com" (the sandbox blocks both), '
     '"use the checklist skill", "keep going", "ask the scout agent to list the files here" '
     'or "call TOOL {...}".'
 )

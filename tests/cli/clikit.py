@@ -90,6 +90,11 @@ AGENT_SOURCE = textwrap.dedent(
             from harnessc.runtime.tools import create_edit_tool
 
             extra_tools.append(create_edit_tool())
+        checkpoints = None
+        if os.environ.get("AGENT_CHECKPOINTS"):  # workspace checkpoints (rewind)
+            from harnessc.runtime.core.checkpoint_settings import CheckpointSettings
+
+            checkpoints = CheckpointSettings()
         return AgentHarnessOptions(
             session=session,
             models={
@@ -114,6 +119,7 @@ AGENT_SOURCE = textwrap.dedent(
             budget=Budget(turns=int(turns)) if turns else None,
             resources=resources,
             extensions=[SmallCompaction(), TreeGuard()],
+            checkpoints=checkpoints,
         )
 
 

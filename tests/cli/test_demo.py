@@ -15,6 +15,7 @@ import pytest
 
 from harnessc.testing import ProtocolServer
 from harnessc.testing.demo import DemoModel, serve
+from tests.sandboxing import require_sandbox
 
 
 @pytest.fixture(scope="module")
@@ -254,6 +255,42 @@ def test_the_demo_fills_a_schema_asked_for_with_response_format() -> None:
                 text += choice.get("delta", {}).get("content") or ""
     value = json.loads(text)
     assert value == {"title": "Hello", "score": 4, "tags": ["Hello"], "kind": "idea", "done": True}
+
+
+def test_the_scaffolds_sandbox_blocks_cat_env_and_the_network(
+    demo: ProtocolServer, tmp_path: Path
+) -> None:
+    """The rules let ``cat`` and ``curl`` run; the sandbox keeps .env and the network."""
+    require_sandbox()
+    (tmp_path / ".env").write_text("DEMO_TOKEN=dotenv-value-do-not-show\n")
+    assert _harnessc(["new", "demo"], tmp_path).returncode == 0
+    url = f"{demo.url}/v1"
+    cat = _harnessc(["run", "demo", "run cat .env"], tmp_path, HARNESSC_BASE_URL=url)
+    assert cat.returncode == 0, cat.stderr
+    assert "cat: .env: Permission denied" in cat.stdout
+    assert "dotenv-value" not in cat.stdout + cat.stderr
+    fetch = _harnessc(
+        ["run", "demo", f"run curl -sS --max-time 5 {demo.url}/v1/models"],
+        tmp_path,
+        HARNESSC_BASE_URL=url,
+    )
+    assert fetch.returncode == 0, fetch.stderr
+    assert "Failed to connect" in fetch.stdout and "gpt-4.1-mini" not in fetch.stdout
+    # the interactive door: the same call typed at the prompt
+    typed = subprocess.run(
+        [sys.executable, "-c", "from harnessc.cli import main; main()", "run", "demo", "-i"],
+        cwd=tmp_path,
+        env=_env(HARNESSC_BASE_URL=url),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        input="run cat .env\n",
+    )
+    assert typed.returncode == 0, typed.stderr
+    assert "cat: .env: Permission denied" in typed.stdout + typed.stderr, typed.stdout
+    assert "dotenv-value" not in typed.stdout + typed.stderr
+    checked = _harnessc(["doctor", "demo"], tmp_path, HARNESSC_BASE_URL=url)
+    assert re.search(r"ok +sandbox on: enforced by bubblewrap", checked.stdout), checked.stdout
 
 
 UNSET_URL_SPEC = """\

@@ -83,12 +83,14 @@ def test_each_module_imports_first_in_a_fresh_interpreter(module: str) -> None:
 
 def test_the_generated_modules_import_path_still_works() -> None:
     code = (
-        "from harnessc.runtime import run_cli as a\n"
-        "from harnessc.runtime.cli import run_cli as b\n"
-        "assert a is b\n"
+        "from harnessc.runtime import run_cli as a, run_durable_cli as d\n"
+        "from harnessc.runtime.entry import run_cli as b, run_durable_cli as e\n"
+        "assert a is b and d is e\n"
+        "a(lambda **_: None, ['--help'], agent_name='x')\n"
         "import sys\n"
         "assert 'harnessc.runtime.cli.repl' not in sys.modules, 'the REPL loads lazily'\n"
         "assert 'rich' not in sys.modules, 'rich loads only on a terminal'\n"
+        "assert 'harnessc.runtime.serve' not in sys.modules, 'the server loads for --serve'\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

@@ -266,7 +266,7 @@ def test_the_terminal_asks_only_about_the_call_the_pause_holds(
     )
     term = Terminal(module, "--continue", "-i")
     terminals.append(term)
-    asked = term.expect("was held: allow it? [y/N]")
+    asked = term.expect("was held: allow it? [y/N/always]")
     assert "(c2)" in asked and "(c1)" not in asked
     server.enqueue(text_reply("made"))
     term.sendline("y")

@@ -102,7 +102,7 @@ def test_warnings_exit_zero_and_usage_errors_exit_two(project: Path) -> None:
     result = invoke("check", "agents/warn.yaml")
     assert result.exit_code == 0
     assert "warning: cannot find module 'nowhere.mod'" in result.stderr
-    assert result.stdout == "agents/warn.yaml: 1 warning\n"
+    assert result.stdout.startswith("agents/warn.yaml: 1 warning\n  sandbox: auto")
     assert invoke("check", "missing.yaml").exit_code == 2
     assert invoke("build", "--check", "--watch").exit_code == 2
     assert invoke("build", "--nope").exit_code == 2

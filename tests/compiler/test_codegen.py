@@ -368,12 +368,15 @@ def test_generated_modules_use_exactly_the_contract_names() -> None:
         "harnessc.runtime.mcp": {"McpToolset", "McpServerConfig", "McpOAuth"},
         "harnessc.runtime.permissions.gate": {"permission_hook"},
         "harnessc.runtime.agent.subagents": {"SubAgent", "SubAgents"},
+        "harnessc.runtime.sandbox": {"SandboxPolicy"},  # every spec says what its sandbox is
         # build_options(http_clients=...)'s annotation, imported for type checkers only.
         "harnessc.runtime.providers.transport": {"HttpClientPool"},
         # build_options()'s default: the HttpClientPool the process's harnesses share
         "harnessc.runtime.providers": {"shared_http_clients"},
         # a typed agent (output:): its options, and the names its Output model is made of
         "harnessc.runtime.options.typed_output": {"OutputConfig"},
+        # workspace checkpoints (checkpoints:, on by default)
+        "harnessc.runtime.core.checkpoint_settings": {"CheckpointSettings"},
         "harnessc.runtime.core.output_model": {"BaseModel", "ConfigDict", "Field", "RootModel"},
         "typing": {"TYPE_CHECKING", "Any", "Literal"},
         "pathlib": {"Path"},

@@ -32,7 +32,8 @@ AGENT_SOURCE = textwrap.dedent(
     import sys
 
     from harnessc.runtime import AgentHarnessOptions, Model, env
-    from harnessc.runtime.durable import DurableConfig, run_durable_cli
+    from harnessc.runtime import run_durable_cli
+    from harnessc.runtime.durable import DurableConfig
     from harnessc.runtime.session import Session
     from harnessc.runtime.tools import ExternalTool, Tool, text_result
 
@@ -79,7 +80,16 @@ AGENT_SOURCE = textwrap.dedent(
                               system_prompt="You are a helper.",
                               tools=("work", "mcp__tickets__create"))
             extensions.append(SubAgents([helper], agent="dtester"))
+        tools = []
+        sandbox = None
+        if os.environ.get("BASH_SANDBOX"):  # bash, in a sandbox hiding .env
+            from harnessc.runtime.sandbox import SandboxPolicy
+            from harnessc.runtime.tools import create_bash_tool
+
+            tools.append(create_bash_tool(timeout_s=30))
+            sandbox = SandboxPolicy("on", unreadable=["./.env"])
         return AgentHarnessOptions(
+            sandbox=sandbox,
             budget=Budget(**limits) if limits else None,
             hooks=hooks,
             extensions=extensions,
@@ -98,6 +108,7 @@ AGENT_SOURCE = textwrap.dedent(
                      run=_work),
                 ExternalTool(name="approve", description="Ask a human.",
                              parameters={"type": "object", "properties": {}}),
+                *tools,
             ],
         )
 
@@ -133,6 +144,12 @@ def scripted(request: RecordedRequest) -> ScriptedResponse:
     if isinstance(prompt, list):
         prompt = "".join(p.get("text", "") for p in prompt)
     words = str(prompt).split()
+    if words[:1] == ["bash"]:  # "bash COMMAND": one bash call, then its result as the answer
+        results = [m for m in messages if m["role"] == "tool"]
+        if results:
+            return ScriptedResponse.sse(openai_events([f"bash said: {results[0]['content']}"]))
+        command = json.dumps({"command": str(prompt).split(" ", 1)[1]})
+        return ScriptedResponse.sse(openai_tool_call_events([("call_bash", "bash", command)]))
     if words[:1] == ["mix"]:
         return _mixed(words[1].split(","), words[2], messages)
     if words[:1] == ["sub"]:
@@ -215,7 +232,8 @@ class DurableAgent:
         here, and no interpreter start-up per call."""
         import io
 
-        from harnessc.runtime.durable import DurableConfig, run_durable_cli
+        from harnessc.runtime import run_durable_cli
+        from harnessc.runtime.durable import DurableConfig
 
         out, err = io.StringIO(), io.StringIO()
         config = DurableConfig(database_url=self.env["DURABLE_URL"], queue="dtest")

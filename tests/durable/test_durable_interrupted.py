@@ -53,7 +53,7 @@ def test_a_worker_killed_inside_a_bash_call(
     if database == "postgres":
         url = str(request.getfixturevalue("pg_database"))
     tree = Tree(tmp_path, server, url, lead(policy), HELPER)
-    go = tmp_path / "go"
+    go = tree.work / "go"  # the sandbox has a private /tmp: the workspace is shared
     command = (
         f"echo started >> {tree.effects}; "
         f"while [ ! -e {go} ]; do sleep 0.05; done; echo finished >> {tree.effects}"

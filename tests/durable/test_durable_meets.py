@@ -143,10 +143,12 @@ def test_an_ask_is_approved_or_denied_from_any_process_and_runs_can_be_cancelled
     other = _run_id(paused.stderr)
     code, out, err = agent.client("--run", other, "--cancel")
     assert code == 0 and f"cancelled {other}" in out, err
+    # the waiting run's worker ends it, as a plain run is aborted: recorded in its session
+    wait_for(lambda: _state(agent, other) == "aborted", what="the abort taken", every=0.3)
     listed = _listed(agent)
-    assert listed[queued]["state"] == "cancelled" and listed[other]["state"] == "cancelled"
+    assert listed[queued]["state"] == "cancelled" and listed[other]["reason"] == "cancelled"
     code, _, err = agent.client("--run", other, "--resume-with", '{"ask_c": "x"}')
-    assert code == 2 and "not waiting (cancelled)" in err
+    assert code == 2 and "not waiting (aborted)" in err
     assert "call_queued_1" not in agent.executions()
 
 

@@ -95,7 +95,11 @@ def shape(path: Path) -> list[Any]:
         for key in ("id", "parentId", "timestamp"):
             entry.pop(key, None)
         data = entry.get("data")
-        if isinstance(data, dict):  # the harness's pause record: its run id and clock
+        if entry.get("customType") == "harnessc.checkpoint" and isinstance(data, dict):
+            # a workspace checkpoint: when and of what batch (its ids, time and trees are
+            # the workspace's at that moment, not the run's)
+            entry["data"] = {"phase": data["checkpoint"]["phase"], "tools": data.get("tools")}
+        elif isinstance(data, dict):  # the harness's pause record: its run id and clock
             _drop(data, {"run_id", "wall_clock_s", "timestamp"})
         message = entry.get("message")
         if isinstance(message, dict):

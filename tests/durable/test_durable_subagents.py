@@ -128,7 +128,8 @@ class Tree:
         write_outputs(compile_specs([loaded], root / "generated"), root / "generated")
         self.work = root / "work"
         self.work.mkdir()
-        self.effects = root / "effects.log"
+        # in the workspace: the only folder a sandboxed bash call may write
+        self.effects = self.work / "effects.log"
         self.script = Script(self.effects)
         server.reset()
         server.set_handler(self.script)

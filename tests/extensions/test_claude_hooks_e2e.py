@@ -42,6 +42,8 @@ models:
     api_key_env: TEST_API_KEY
 tools: [bash, read, write, edit]
 session: {dir: sessions}
+# the hooks (sandboxed) log next to the workspace, in the test's folder
+sandbox: {filesystem: {writable: [".."]}}
 """
 
 # Every script logs the event it received (one JSON line) before it answers.

@@ -205,4 +205,7 @@ models:
     base_url: ${TEST_BASE_URL}
     api_key_env: TEST_API_KEY
 system_prompt: You are a test agent.
+# these tests find each server by its host PID (a sandbox has PID namespace of its own);
+# tests/sandbox runs stdio servers inside the sandbox
+sandbox: off
 """

@@ -36,6 +36,7 @@ if __name__ == "__main__":  # before the SDK's slow import: the tests see every 
 from mcp.server.mcpserver import Context, MCPServer  # noqa: E402
 from mcp.server.mcpserver.utilities.types import Image  # noqa: E402
 from mcp_types import Tool as MCPTool  # noqa: E402
+from mcp_types import ToolAnnotations  # noqa: E402
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
@@ -59,7 +60,7 @@ class NotesServer(MCPServer):
 app = NotesServer(name)
 
 
-@app.tool()
+@app.tool(annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
 def search(query: str) -> str:
     """Search the notes for a query."""
     return f"found {query!r} in {os.environ.get('NOTES_DIR', '?')}"

@@ -98,6 +98,9 @@ SPEC = {
     },
     "tools": ["bash"],
     "session": {"dir": "sessions"},
+    # The protections of a program run without the sandbox (process groups, /proc): the
+    # sandbox's own pid namespace and --die-with-parent are tested in tests/sandbox.
+    "sandbox": "off",
 }
 
 

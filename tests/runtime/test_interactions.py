@@ -8,7 +8,10 @@ external}, a permission {allow, ask then
 approve, ask then refuse, deny} and a hook {none, block, modify its input}; the batch
 mode {parallel, sequential}; a budget {none, turns, tool calls, tokens, cost, wall
 clock}; an interruption {none, a hook pause resumed in the same harness, a hook pause
-resumed in a new harness opened from the session file}.
+resumed in a new harness opened from the session file}; the door the run goes through
+{the harness itself, the run-control layer (``runs.PlainRuns``), the native HTTP API
+(the server's ASGI application, in process, through httpx)}: a restart through a door
+is a new run-control layer (a new server) finding the paused run again by its id.
 
 Invariants: every allowed call's side effect happens exactly once and a denied, refused
 or blocked call's never; a sequential batch keeps its order; every approval and every
@@ -85,6 +88,7 @@ LIMITS: dict[str, tuple[float, float] | None] = {
     "wall_clock_s": (2.5, 2.0),
 }
 INTERRUPTIONS = ("none", "in_process", "new_process")
+DOORS = ("harness", "runs", "native")
 
 
 @dataclass(frozen=True)
@@ -139,6 +143,7 @@ class Scenario:
     sequential: bool
     limit: str
     interruption: str
+    door: str = "harness"
 
     def calls(self) -> dict[str, tuple[int, Call]]:
         """call id -> (position in the whole run, call)."""
@@ -312,7 +317,7 @@ class Execution:
     harnesses: list[AgentHarness] = field(default_factory=list)
     returned: bool = False
 
-    def open(self) -> AgentHarness:
+    def options(self, session: Any) -> AgentHarnessOptions:
         from harnessc.runtime.mcp import McpServerConfig, McpToolset
 
         scenario = self.world.scenario
@@ -326,21 +331,24 @@ class Execution:
         if any(c.kind == "mcp" for _, c in scenario.calls().values()):
             server = McpServerConfig(name="fx", url=self.world.mcp_url, timeout_s=60)
             extensions.append(McpToolset([server], log_dir=self.root / "mcp-logs"))
-        harness = AgentHarness(
-            AgentHarnessOptions(
-                session=JsonlSessionRepo(self.root / "sessions").open(self.path),
-                models=MODELS,
-                tools=self.world.tools(),
-                provider=ScriptedProvider(self.world.reply),
-                system_prompt=SYSTEM,
-                budget=budget,
-                hooks=_hooks(scenario),
-                sequential_tools=scenario.sequential,
-                extensions=extensions,
-                run_inputs=Clock(self.world),
-            )
+        return AgentHarnessOptions(
+            session=session,
+            models=MODELS,
+            tools=self.world.tools(),
+            provider=ScriptedProvider(self.world.reply),
+            system_prompt=SYSTEM,
+            budget=budget,
+            hooks=_hooks(scenario),
+            sequential_tools=scenario.sequential,
+            extensions=extensions,
+            run_inputs=Clock(self.world),
         )
 
+    def open(self) -> AgentHarness:
+        session = JsonlSessionRepo(self.root / "sessions").open(self.path)
+        return self.watch(AgentHarness(self.options(session)))
+
+    def watch(self, harness: AgentHarness) -> AgentHarness:
         async def listen(event: Any) -> None:
             await asyncio.sleep(0)
             if self.returned:
@@ -363,56 +371,52 @@ async def _execute(scenario: Scenario, root: Path, restart: bool, mcp_url: str) 
     assert session.path is not None
     session.close()
     run = Execution(world, root, session.path)
-    harness = run.open()
+    door: Door = HarnessDoor(run) if scenario.door == "harness" else LayerDoor(run, session.id)
     calls = scenario.calls()
     answered: dict[str, str] = {}
     approvals_given: dict[str, bool] = {}
-    result = await harness.prompt("start the work")
+    state = await door.start("start the work")
     run.returned = True
     await asyncio.sleep(0.01)
     rounds = 0
-    while result.status in ("paused", "awaiting_tool"):
+    while state.status in ("paused", "awaiting_tool"):
         rounds += 1
-        assert rounds <= 40, f"the run never finished: {result.status} {result.reason}"
+        assert rounds <= 40, f"the run never finished: {state.status} {state.reason}"
         if restart:
-            await harness.close()
-            harness = run.open()
+            state = await door.restart()
         run.returned = False
-        pending = harness.pending_tool_calls
-        if result.status == "awaiting_tool":
+        if state.status == "awaiting_tool":
             answers = {}
-            for call in pending:
-                assert call.id not in answered, f"{call.id} was asked for twice"
-                answers[call.id] = answered[call.id] = f"answer {call.id}"
-            result = await harness.resume(answers)
-        elif result.reason.startswith("budget_exceeded:"):
+            for call in state.pending:
+                assert call not in answered, f"{call} was asked for twice"
+                answers[call] = answered[call] = f"answer {call}"
+            state = await door.answer(results=answers)
+        elif state.reason.startswith("budget_exceeded:"):
             limit = LIMITS[scenario.limit]
-            assert limit is not None and result.reason == f"budget_exceeded:{scenario.limit}"
+            assert limit is not None and state.reason == f"budget_exceeded:{scenario.limit}"
             assert world.limit_value is not None
-            assert world.budget_reached(), f"a pause on {result.reason} before the limit"
+            assert world.budget_reached(), f"a pause on {state.reason} before the limit"
             world.limit_value += limit[1]
-            raised = Budget(**{scenario.limit: _typed(scenario.limit, world.limit_value)})
-            result = await harness.resume(budget=raised)
-        elif result.reason.startswith("permission needed"):
+            state = await door.answer(budget={scenario.limit: world.limit_value})
+        elif state.reason.startswith("permission needed"):
             approvals = {}
-            held = harness.held_tool_calls
-            assert {c.id for c in held} <= {c.id for c in pending}
-            for call in held:
-                permission = calls[call.id][1].permission
-                assert permission in ("approve", "refuse"), f"{call.id} held: {permission}"
-                assert call.id not in approvals_given, f"{call.id} was held twice"
-                approvals[call.id] = approvals_given[call.id] = permission == "approve"
-            assert approvals, f"a permission pause with nothing pending: {result.reason}"
-            result = await harness.resume(approvals=approvals)
+            assert set(state.held) <= set(state.pending)
+            for call_id in state.held:
+                permission = calls[call_id][1].permission
+                assert permission in ("approve", "refuse"), f"{call_id} held: {permission}"
+                assert call_id not in approvals_given, f"{call_id} was held twice"
+                approvals[call_id] = approvals_given[call_id] = permission == "approve"
+            assert approvals, f"a permission pause with nothing pending: {state.reason}"
+            state = await door.answer(approvals=approvals)
         else:
-            assert result.reason == "review", result.reason
-            result = await harness.resume()
+            assert state.reason == "review", state.reason
+            state = await door.answer()
         run.returned = True
         await asyncio.sleep(0.01)
-    assert result.status == "done", (result.status, result.reason)
-    results = {m.tool_call_id: m for m in harness.messages if isinstance(m, ToolResultMessage)}
-    entries = [_stable(e.to_dict(), str(root)) for e in harness.session.entries()]
-    await harness.close()
+    assert state.status == "done", (state.status, state.reason)
+    messages, entries = await door.finish()
+    results = {m.tool_call_id: m for m in messages if isinstance(m, ToolResultMessage)}
+    entries = [_stable(e.to_dict(), str(root)) for e in entries]
     leftover = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
     return {
         "effects": world.effects(),
@@ -425,6 +429,201 @@ async def _execute(scenario: Scenario, root: Path, restart: bool, mcp_url: str) 
         "answered": answered,
         "leftover_tasks": [repr(t) for t in leftover],
     }
+
+
+@dataclass
+class State:
+    """Where a run stands, as any door says it."""
+
+    status: str
+    reason: str = ""
+    pending: list[str] = field(default_factory=list)  # the calls the pause holds
+    held: list[str] = field(default_factory=list)  # those an approval answers
+
+
+class Door:
+    async def start(self, prompt: str) -> State: ...
+
+    async def answer(
+        self,
+        results: dict[str, str] | None = None,
+        approvals: dict[str, bool] | None = None,
+        budget: dict[str, float] | None = None,
+    ) -> State: ...
+
+    async def restart(self) -> State: ...
+
+    async def finish(self) -> tuple[list[Any], list[Any]]: ...
+
+
+class HarnessDoor(Door):
+    """The harness itself (``prompt`` / ``resume``)."""
+
+    def __init__(self, run: Execution) -> None:
+        self.run = run
+        self.harness = run.open()
+
+    def _state(self, result: Any) -> State:
+        pending = [c.id for c in self.harness.pending_tool_calls]
+        held = [c.id for c in self.harness.held_tool_calls]
+        return State(result.status, result.reason, pending, held)
+
+    async def start(self, prompt: str) -> State:
+        return self._state(await self.harness.prompt(prompt))
+
+    async def answer(
+        self,
+        results: dict[str, str] | None = None,
+        approvals: dict[str, bool] | None = None,
+        budget: dict[str, float] | None = None,
+    ) -> State:
+        limits = {k: _typed(k, v) for k, v in (budget or {}).items()}
+        raised = Budget(**limits) if limits else None
+        return self._state(await self.harness.resume(results, budget=raised, approvals=approvals))
+
+    async def restart(self) -> State:
+        await self.harness.close()
+        self.harness = self.run.open()
+        return State(
+            "awaiting_tool" if self.harness.paused_reason == "awaiting_tool" else "paused",
+            _reason(self.harness),
+            [c.id for c in self.harness.pending_tool_calls],
+            [c.id for c in self.harness.held_tool_calls],
+        )
+
+    async def finish(self) -> tuple[list[Any], list[Any]]:
+        messages, entries = list(self.harness.messages), list(self.harness.session.entries())
+        await self.harness.close()
+        return messages, entries
+
+
+def _reason(harness: AgentHarness) -> str:
+    from harnessc.runtime.runs.pauses import pause_of
+
+    pause = pause_of(harness)
+    assert pause is not None
+    return pause.reason
+
+
+class LayerDoor(Door):
+    """The run-control layer: in Python (``runs``), or its native HTTP door (``native``,
+    the server's application in process); a restart is a new layer (a new server)."""
+
+    def __init__(self, run: Execution, session_id: str) -> None:
+        self.run = run
+        self.session_id = session_id
+        self.native = run.world.scenario.door == "native"
+        self.run_id = ""
+        self._open()
+
+    def _open(self) -> None:
+        from harnessc.runtime.runs.agent import AgentSource
+        from harnessc.runtime.runs.plain import PlainRuns
+
+        execution = self.run
+
+        class Source(AgentSource):
+            def harness(self, session: Any, client_tools: Any = ()) -> AgentHarness:
+                return execution.watch(super().harness(session, client_tools))
+
+        source = Source(
+            lambda *, session, cwd: execution.options(session),
+            agent_name="tester",
+            cwd=str(execution.root),
+            store=JsonlSessionRepo(execution.root / "sessions"),
+        )
+        self.runs = PlainRuns(source)
+        self.client: Any = None
+        if self.native:
+            import httpx
+
+            from harnessc.runtime.serve.app import build_app
+            from harnessc.runtime.serve.config import ServeConfig
+            from harnessc.runtime.serve.state import ServeState
+
+            app = build_app(ServeState(config=ServeConfig(), runs=self.runs))
+            self.client = httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=app), base_url="http://test"
+            )
+
+    async def _settled(self) -> State:
+        if self.native:
+            while True:
+                found = (await self.client.get(f"/v1/runs/{self.run_id}")).json()
+                if found["status"] not in ("running", "queued"):
+                    break
+                await asyncio.sleep(0.005)
+            pause = found.get("pause") or {}
+            calls = pause.get("calls") or []
+            return State(
+                found["status"],
+                found["reason"],
+                [c["id"] for c in calls],
+                [c["id"] for c in calls if c.get("held")],
+            )
+        run = await self.runs.get(self.run_id)
+        await self.runs.settled(run)
+        pause = run.pause
+        calls = pause.calls if pause is not None and run.paused else []
+        return State(run.status, run.reason, [c.id for c in calls], [c.id for c in calls if c.held])
+
+    async def start(self, prompt: str) -> State:
+        from harnessc.runtime.runs.control import RunRequest
+
+        if self.native:
+            started = await self.client.post(
+                "/v1/runs", json={"prompt": prompt, "session_id": self.session_id}
+            )
+            assert started.status_code == 201, started.text
+            self.run_id = started.json()["run_id"]
+        else:
+            run = await self.runs.start(RunRequest(prompt, session=self.session_id))
+            self.run_id = run.id
+        return await self._settled()
+
+    async def answer(
+        self,
+        results: dict[str, str] | None = None,
+        approvals: dict[str, bool] | None = None,
+        budget: dict[str, float] | None = None,
+    ) -> State:
+        from harnessc.runtime.runs.answers import Answer
+
+        if self.native:
+            body = {"results": results, "approvals": approvals, "budget": budget}
+            done = await self.client.post(
+                f"/v1/runs/{self.run_id}/resume", json={k: v for k, v in body.items() if v}
+            )
+            assert done.status_code == 200, done.text
+        else:
+            decisions: dict[str, Any] = {
+                k: "allow" if v else "deny" for k, v in (approvals or {}).items()
+            }
+            answer = Answer(results=results or {}, approvals=decisions, budget=budget or {})
+            await self.runs.answer(await self.runs.get(self.run_id), answer)
+        return await self._settled()
+
+    async def restart(self) -> State:
+        await self._close()
+        self._open()
+        return await self._settled()  # the paused run, found again through its session
+
+    async def _close(self) -> None:
+        from harnessc.runtime.runs import plain
+
+        await self.runs.drain(0)
+        if self.client is not None:
+            await self.client.aclose()
+        while plain._closing:  # the harnesses closed on tasks of their own
+            await asyncio.gather(*list(plain._closing), return_exceptions=True)
+
+    async def finish(self) -> tuple[list[Any], list[Any]]:
+        await self._close()
+        session = JsonlSessionRepo(self.run.root / "sessions").open(self.run.path)
+        try:
+            return list(session.context().messages), list(session.entries())
+        finally:
+            session.close()
 
 
 _VOLATILE = {"id", "parentId", "timestamp", "run_id", "wall_clock_s", "duration_ms"}
@@ -532,6 +731,7 @@ scenarios = st.builds(
     sequential=st.booleans(),
     limit=st.sampled_from(sorted(LIMITS)),
     interruption=st.sampled_from(INTERRUPTIONS),
+    door=st.sampled_from(DOORS),
 )
 
 
@@ -556,6 +756,7 @@ def _one(*batches: tuple[Call, ...], **options: Any) -> Scenario:
         sequential=options.get("sequential", False),
         limit=options.get("limit", "none"),
         interruption=options.get("interruption", "none"),
+        door=options.get("door", "harness"),
     )
 
 
@@ -574,8 +775,31 @@ def _one(*batches: tuple[Call, ...], **options: Any) -> Scenario:
             (Call("mcp", "approve", "modify"), Call("external", "refuse", "none")),
             interruption="new_process",
         ),
+        # the same through the native API, each restart a new server
+        _one(
+            tuple(Call(k, "allow", "none") for k in KINDS),
+            (Call("mcp", "approve", "modify"), Call("external", "refuse", "none")),
+            interruption="new_process",
+            limit="tool_calls",
+            door="native",
+        ),
+        # the run-control layer, a budget and an ask in one sequential batch
+        _one(
+            (Call("local", "approve", "none"), Call("python", "allow", "block")),
+            (Call("external", "allow", "none"),),
+            sequential=True,
+            limit="turns",
+            interruption="in_process",
+            door="runs",
+        ),
     ],
-    ids=["held-last-tool-call", "held-holds-sequential", "every-kind-restarted"],
+    ids=[
+        "held-last-tool-call",
+        "held-holds-sequential",
+        "every-kind-restarted",
+        "every-kind-native-restarted",
+        "runs-budget-ask",
+    ],
 )
 def test_known_seams(scenario: Scenario, tmp_path: Path, mcp_server: McpHttpServer) -> None:
     _run(scenario, tmp_path, mcp_server)

@@ -178,14 +178,13 @@ def test_runs_over_http_are_submitted_run_by_a_worker_and_answered(durable: Dura
         assert client.get("/v1/runs/no-such-run").status_code == 404
         unknown = client.post("/v1/runs", json={"prompt": "x", "session_id": "0badc0de"})
         assert unknown.status_code == 404, unknown.text
-        # cancel a queued run
+        # abort a waiting run: its worker ends it, as a plain server does
         later = client.post("/v1/runs", json={"prompt": 'call ask_human {"question": "q"}'})
         waiting = wait_status(client, later.json()["run_id"], "awaiting_tool", timeout=90)
         aborted = client.post(f"/v1/runs/{waiting['run_id']}/abort")
         assert aborted.status_code == 200, aborted.text
-        assert (
-            wait_status(client, waiting["run_id"], "aborted", timeout=90)["reason"] == "cancelled"
-        )
+        ended = wait_status(client, waiting["run_id"], "aborted", timeout=90)
+        assert ended["reason"] == "aborted over HTTP"
 
 
 def _model_saw(model_server: ProtocolServer, last_prompt: str) -> list[str]:
@@ -472,3 +471,55 @@ def test_agui_and_a2a_runs_of_a_durable_agent(durable: Durable) -> None:
     items = asyncio.run(_send(durable.server, "hi durable a2a", streaming=False))
     state, reply, _ = _final_state(items)
     assert (state, reply) == (a2a.TaskState.TASK_STATE_COMPLETED, "echo: hi durable a2a")
+
+
+def test_a_durable_agents_session_and_files_are_rewound_over_http(durable: Durable) -> None:
+    """The checkpoints a worker took (steps of its runs) are listed and rewound by the
+    server; a paused run keeps its conversation; the next run goes on from the rewound
+    point."""
+    server = durable.server
+    durable.workers.ensure("w1")
+    work = durable.kit.workdir
+
+    def bash(command: str, session_id: str | None, until: str = "done") -> dict[str, Any]:
+        body: dict[str, Any] = {"prompt": "call bash " + json.dumps({"command": command})}
+        if session_id is not None:
+            body["session_id"] = session_id
+        started = client.post("/v1/runs", json=body)
+        assert started.status_code == 201, started.text
+        return wait_status(client, started.json()["run_id"], until, timeout=90)
+
+    with server.client(timeout=90) as client:
+        session_id = bash("printf one > drw.txt", None)["session_id"]
+        bash("printf two > drw.txt && printf new > drw2.txt", session_id)
+        assert (work / "drw.txt").read_text() == "two"
+        listed = client.get(f"/v1/sessions/{session_id}/checkpoints")
+        assert listed.status_code == 200, listed.text
+        points = listed.json()["checkpoints"]
+        assert [p["tools"] for p in points] == [["bash"], ["bash"]]
+        target = points[0]["entry_id"]
+
+        held = bash("echo held > drw3.txt", session_id, until="paused")
+        refused = client.post(
+            f"/v1/sessions/{session_id}/rewind", json={"entry_id": target, "mode": "both"}
+        )
+        assert refused.status_code == 409 and "has a paused run" in refused.text
+        [call] = held["pending_tool_calls"]
+        client.post(f"/v1/runs/{held['run_id']}/resume", json={"approvals": {call["id"]: True}})
+        wait_status(client, held["run_id"], "done", timeout=90)
+
+        done = client.post(
+            f"/v1/sessions/{session_id}/rewind", json={"entry_id": target, "mode": "both"}
+        )
+        assert done.status_code == 200, done.text
+        assert done.json()["done"] and done.json()["moved"]
+        assert (work / "drw.txt").read_text() == "one"
+        assert not (work / "drw2.txt").exists() and not (work / "drw3.txt").exists()
+
+        after = client.post("/v1/runs", json={"prompt": "after rewind", "session_id": session_id})
+        assert after.status_code == 201, after.text
+        wait_status(client, after.json()["run_id"], "done", timeout=90)
+        messages = client.get(f"/v1/sessions/{session_id}").json()["messages"]
+        texts = [json.dumps(m.get("content")) for m in messages if m["role"] == "user"]
+        assert not any("echo held" in t for t in texts), texts
+        assert "after rewind" in texts[-1]

@@ -32,6 +32,12 @@ def test_a_run_streams_its_events_and_ends_done(server: Served) -> None:
         assert status["status"] == "done"
         assert status["text"] == "echo: hello there"
         assert status["pending_tool_calls"] == []
+        # what the run used: in its result and its agent_end, the total the agents' sum
+        usage, tree = status["usage"], events[-1][1]["usage"]
+        assert usage["turns"] == 1 and usage["input_tokens"] > 0
+        assert status["usage_by_agent"] == tree["agents"]
+        assert {k: usage[k] for k in tree["total"]} == tree["total"]
+        assert tree["total"] == next(iter(tree["agents"].values()))
         # the same session goes on, with its history
         again = client.post(
             "/v1/runs", json={"prompt": "second", "session_id": started.json()["session_id"]}
@@ -60,10 +66,9 @@ def test_an_external_tool_pauses_and_results_over_http_resume_it(server: Served)
         assert call["name"] == "ask_human" and call["id"].startswith("call_")
         assert call["arguments"] == {"question": "which colour?"}
         session_id = status["session_id"]
-        # the pending call must be answered first: no new prompt, no abort
+        # the pending call must be answered first (or the run aborted): no new prompt
         busy = client.post("/v1/runs", json={"prompt": "other", "session_id": session_id})
         assert busy.status_code == 409 and "waiting for tool results" in busy.text
-        assert client.post(f"/v1/runs/{run_id}/abort").status_code == 409
         wrong = client.post(f"/v1/runs/{run_id}/resume", json={"results": {"nope": "x"}})
         assert wrong.status_code == 409 and "nope" in wrong.json()["error"]["message"]
         resumed = client.post(f"/v1/runs/{run_id}/resume", json={"results": {call["id"]: "blue"}})

@@ -492,6 +492,14 @@ def test_a_sub_agents_run_is_a_child_of_its_handover_calls_span():
     assert helper.attributes["gen_ai.agent.name"] == "helper"
     assert helper.attributes["harnessc.agent.path"] == "tester > helper"
     assert helper.attributes["harnessc.run.status"] == "done"
+    # the run's span holds the tree's usage: the total is the sum of the agents'
+    [tester] = [s for s in spans if s.name == "invoke_agent tester"]
+    agents = json.loads(tester.attributes["harnessc.tree.agents"])
+    assert set(agents) == {"tester", "tester > helper"}
+    assert agents["tester > helper"]["tool_calls"] == 1
+    for key in ("turns", "tool_calls", "input_tokens", "output_tokens"):
+        assert tester.attributes[f"harnessc.tree.{key}"] == sum(a[key] for a in agents.values())
+    assert tester.attributes["harnessc.tree.turns"] == 4
 
 
 def test_a_sub_agent_resumed_after_a_pause_is_nested_in_the_resumed_run():

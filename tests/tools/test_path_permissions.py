@@ -95,6 +95,30 @@ def test_a_symlink_to_a_denied_file_is_not_read(project: Path) -> None:
     assert "load('SECRET_TOKEN')" in results["c2"].text  # a file the rule does not name
 
 
+def test_a_hard_link_to_a_denied_file_is_the_denied_file(project: Path) -> None:
+    """Issue 41, item 3: a file is matched by its identity (device and inode) as well as
+    its path, so read and grep do not return a hard link's contents."""
+    os.link(project / ".env", project / "settings.txt")
+    (project / "sub").mkdir()
+    os.link(project / ".env", project / "sub" / "copy")
+    status, results = run(
+        project,
+        [
+            ("read", {"path": "settings.txt"}),
+            ("read", {"path": "sub/copy"}),
+            ("grep", {"pattern": "do-not"}),
+            ("grep", {"pattern": "do-not", "path": "settings.txt"}),
+            ("read", {"path": "app.py"}),
+        ],
+        {"deny": ["Read(./.env)"]},
+    )
+    assert status == "done"
+    for key in ("c0", "c1", "c2", "c3"):
+        assert "hunter2" not in results[key].text, (key, results[key].text)
+    assert "denied by the rule Read(./.env)" in results["c0"].text
+    assert "load('SECRET_TOKEN')" in results["c4"].text
+
+
 def test_a_symlink_named_like_a_denied_path_is_refused_too(project: Path) -> None:
     # the literal path matches the rule although the target is a harmless file
     (project / "keys").mkdir()

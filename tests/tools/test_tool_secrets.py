@@ -164,3 +164,74 @@ def test_model_printenv_leaks_nothing(tmp_path: Path) -> None:
         if MARK in text
     }
     assert not leaks, f"secrets leaked: {leaks}"
+
+
+REDACT_SPEC = {
+    "version": 1,
+    "name": "dotenv",
+    "models": {
+        "main": {
+            "provider": "openai",
+            "id": "m",
+            "base_url": "${LEAK_BASE_URL}",
+            "api_key_env": "OPENAI_API_KEY",
+        }
+    },
+    "tools": ["bash", "read", "grep"],
+    "session": {"repo": "jsonl", "dir": "${LEAK_SESSIONS}"},
+}
+
+
+def test_the_agents_own_key_in_a_workspace_file_is_redacted_from_tool_results(
+    tmp_path: Path,
+) -> None:
+    """Issue 41, item 4: a workspace ``.env`` holding the agent's own key, read by the
+    read tool, grep and bash: the value never reaches the session, the next model request
+    (what a cassette records) or the --json output; the rest of the file does."""
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / ".env").write_text(f"OPENAI_API_KEY={KEY}\nDEBUG=yes-visible\n")
+    raw = yaml.safe_dump(REDACT_SPEC).encode()
+    (agents / "dotenv.yaml").write_bytes(raw)
+    loaded = parse_spec(raw, agents / "dotenv.yaml", "agents/dotenv.yaml")
+    assert loaded.ok, [d.format() for d in loaded.diagnostics]
+    ((name, source),) = compile_specs(loaded, tmp_path / "generated").items()
+    module = tmp_path / "generated" / name
+    module.parent.mkdir()
+    module.write_text(source)
+    import json
+
+    calls = [
+        ("c1", "read", json.dumps({"path": ".env"})),
+        ("c2", "bash", json.dumps({"command": "cat .env; echo ${#OPENAI_API_KEY}"})),
+        ("c3", "grep", json.dumps({"pattern": "OPENAI"})),
+    ]
+    with ProtocolServer() as server:
+        env = dict(os.environ)
+        env.update(
+            LEAK_BASE_URL=server.url + "/v1",
+            LEAK_SESSIONS=str(tmp_path / "sessions"),
+            OPENAI_API_KEY=KEY,
+        )
+        server.enqueue(
+            ScriptedResponse.sse(openai_tool_call_events(calls)),
+            ScriptedResponse.sse(openai_events(["all done"])),
+        )
+        proc = subprocess.run(
+            [sys.executable, str(module), "--json", "read the settings"],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=agents,
+            timeout=60,
+        )
+        requests = server.requests
+    assert proc.returncode == 0, proc.stderr
+    second = requests[1].body.decode("utf-8")
+    assert second.count("yes-visible") >= 2  # read and bash did read the file
+    assert second.count("[redacted OPENAI_API_KEY]") >= 3  # read, bash and grep
+    outputs = {"stdout": proc.stdout, "stderr": proc.stderr, "request 2 body": second}
+    for path in (tmp_path / "sessions").rglob("*.jsonl"):
+        outputs[str(path)] = path.read_text("utf-8", "replace")
+    leaks = [where for where, text in outputs.items() if MARK in text]
+    assert not leaks, f"the agent's key reached {leaks}"

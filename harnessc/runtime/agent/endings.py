@@ -18,6 +18,7 @@ from msgspec import Struct
 from harnessc.runtime.agent.parts import AgentParts
 from harnessc.runtime.agent.results import RunResult, RunStatus
 from harnessc.runtime.agent.run_state import RunState
+from harnessc.runtime.agent.usage_tree import agent_path_of, usage_of_run
 from harnessc.runtime.core.events import (
     AbortEvent,
     AgentEndEvent,
@@ -43,6 +44,7 @@ __all__ = [
     "finish",
     "pause",
     "record_pause",
+    "tree_usage",
 ]
 
 
@@ -85,6 +87,12 @@ def record_pause(agent: AgentParts, run: RunState, reason: str) -> None:
         run=data,
     )
     agent.session.sync()
+
+
+def tree_usage(agent: AgentParts, messages: list[Any]) -> dict[str, Any]:
+    """What the run's tree of agents used since the prompt (or the resume), by path."""
+    own = agent_path_of(agent.options.extensions, agent.session.header.metadata)
+    return usage_of_run(messages, own)
 
 
 def _sync_budget(agent: AgentParts, run: RunState) -> None:
@@ -146,18 +154,26 @@ async def finish(
     shown = config.to_json(output) if config is not None and status == "done" else None
     await agent.bus.emit(
         AgentEndEvent(
-            run_id=run.run_id, status=status, reason=reason, messages=messages, output=shown
+            run_id=run.run_id,
+            status=status,
+            reason=reason,
+            messages=messages,
+            output=shown,
+            usage=tree_usage(agent, messages),
         )
     )
     _close(agent, run, LoopState.DONE)
     return RunResult(status=status, reason=reason, messages=messages, output=output)
 
 
-async def aborted(agent: AgentParts, run: RunState) -> RunResult:
-    """After an abort: every call left without a result gets an error result (no hooks)."""
+async def aborted(agent: AgentParts, run: RunState, why: str | None = None) -> RunResult:
+    """After an abort: every call left without a result gets an error result (no hooks).
+    ``why``: the reason of an abort of a paused run (else the signal's)."""
     await abort_unfinished(agent, run, "No result provided: the run was aborted.")
     signal = agent.signal
     reason = signal.reason if signal is not None and signal.aborted else "aborted"
+    if why is not None:
+        reason = why
     await agent.bus.emit(AbortEvent(reason=reason))
     return await _stopped(agent, run, "aborted", reason)
 
@@ -186,7 +202,13 @@ async def _stopped(agent: AgentParts, run: RunState, status: RunStatus, reason: 
         run.machine.transition(LoopState.IDLE)
     messages = list(agent.new_messages)
     await agent.bus.emit(
-        AgentEndEvent(run_id=run.run_id, status=status, reason=reason, messages=messages)
+        AgentEndEvent(
+            run_id=run.run_id,
+            status=status,
+            reason=reason,
+            messages=messages,
+            usage=tree_usage(agent, messages),
+        )
     )
     _close(agent, run, LoopState.IDLE)
     return RunResult(status=status, reason=reason, messages=messages)

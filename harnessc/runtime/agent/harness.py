@@ -14,7 +14,7 @@ import os
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from harnessc.runtime.agent import loop, restore, session_moves
+from harnessc.runtime.agent import checkpoints, loop, restore, session_moves
 from harnessc.runtime.agent.parts import AgentParts
 from harnessc.runtime.agent.results import HarnessBusyError, RunResult
 from harnessc.runtime.agent.run_state import RunState
@@ -42,6 +42,7 @@ from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.options.harness_options import AgentHarnessOptions
 from harnessc.runtime.providers.base import Provider, ToolSpec
 from harnessc.runtime.resources.types import AgentHarnessResources
+from harnessc.runtime.sandbox.spawn import check_at_start
 from harnessc.runtime.session.session import Session
 from harnessc.runtime.tools.base import AgentTool
 
@@ -78,6 +79,7 @@ class AgentHarness:
     )
 
     def __init__(self, options: AgentHarnessOptions) -> None:
+        check_at_start(options.sandbox)  # a required sandbox this machine lacks: no start
         self.options = options
         self.session: Session = options.session if options.session is not None else Session()
         self.commands = CommandRegistry()
@@ -88,6 +90,8 @@ class AgentHarness:
         self._closers: list[Callable[[], Awaitable[None]]] | None = None  # by on_close
         for spec in options.hooks:
             self._agent.hooks.add(spec.moment, spec.handler, spec)
+        if options.checkpoints is not None:  # a rewind cut short is finished first
+            checkpoints.attach(self._agent)
         restore.from_session(self._agent)
         context: HarnessContext = self  # the typed seam extensions see (checked by mypy)
         for extension in options.extensions:
@@ -144,7 +148,7 @@ class AgentHarness:
         run = self._agent.run
         if run is None or self._agent.busy:
             return []
-        return [r.call for r in run.held]
+        return [r.shown for r in run.held]
 
     @property
     def paused_reason(self) -> str | None:
@@ -366,6 +370,21 @@ class AgentHarness:
         finally:
             await self._leave()
 
+    async def abort_paused(self, reason: str = "aborted") -> RunResult:
+        """End a paused run (a pull point, a budget or hook pause) as ``aborted``: its
+        unanswered calls get error results, recorded in the session, so a new prompt goes
+        on from there. RuntimeError when nothing is paused."""
+        self._check_idle()
+        run = self._agent.run
+        if run is None or self.paused_reason is None:
+            raise RuntimeError("nothing to abort: the agent is not paused")
+        body = loop.abort_paused(self._agent, run, reason)
+        self._enter()
+        try:
+            return await body
+        finally:
+            await self._leave()
+
     def prompt_sync(self, text: str, images: Sequence[ImageContent] | None = None) -> RunResult:
         """``prompt`` for scripts without an event loop."""
         return asyncio.run(self.prompt(text, images))
@@ -505,6 +524,44 @@ class AgentHarness:
             label=label,
         )
 
+    # -- workspace checkpoints ------------------------------------------------------
+
+    async def rewind(
+        self,
+        entry_id: str,
+        *,
+        mode: str = "both",
+        force: bool = False,
+        dry_run: bool = False,
+        summarize: bool = False,
+        confirm: Callable[[Any], Any] | None = None,
+    ) -> Any:
+        """Move to ``entry_id`` taking the conversation, the files or both along
+        (``mode``); a ``RewindReport`` (``checkpoints.rewind``). ``confirm(plan)`` sees
+        the changes before anything changes; ``dry_run`` only plans; ``force`` also
+        overwrites files changed outside the agent since the checkpoint."""
+        self._check_idle()
+        return await checkpoints.rewind(
+            self,
+            self._agent,
+            entry_id,
+            mode=mode,
+            force=force,
+            dry_run=dry_run,
+            summarize=summarize,
+            confirm=confirm,
+        )
+
+    def rewind_points(self, limit: int = 10) -> list[Any]:
+        """The latest checkpoints before tool batches on this branch, newest first, each
+        with what restoring it would change now (``RewindPoint``)."""
+        return checkpoints.rewind_points(self._agent, limit)
+
+    def checkpoint_notes(self) -> list[str]:
+        """What the start found of a checkpoint or rewind cut short by a killed process
+        (each note once; the first tool batch shows those not taken here)."""
+        return checkpoints.take_notes(self._agent)
+
     # -- the rest -----------------------------------------------------------------------
 
     def snapshot(self) -> dict[str, Any]:
@@ -549,6 +606,7 @@ class AgentHarness:
         pool, self._agent.pool = self._agent.pool, None
         if pool is not None:  # this harness's clients only
             await pool.aclose()
+        checkpoints.close(self._agent)
         self.session.close()
         if not self._agent.busy:  # closed while a run goes on: its end still needs the harness
             self._agent.detach()

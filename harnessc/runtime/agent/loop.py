@@ -39,7 +39,7 @@ from harnessc.runtime.core.messages import (
 from harnessc.runtime.core.run_inputs import LIVE
 from harnessc.runtime.support.start_gate import admit
 
-__all__ = ["abandon", "begin", "drive", "resume_paused", "resume_tools"]
+__all__ = ["abandon", "abort_paused", "begin", "drive", "resume_paused", "resume_tools"]
 
 
 # The stage of each state a run can be in while it runs.
@@ -240,6 +240,18 @@ async def abandon(agent: AgentParts, previous: RunState) -> None:
             )
     await agent.commit(previous)
     agent.run = None
+
+
+async def abort_paused(agent: AgentParts, run: RunState, reason: str) -> RunResult:
+    """End a paused run as aborted, as ``abort`` ends a working one: every call without
+    a result gets an error one (recorded, so the session goes on), then ``agent_end``."""
+    _replay().record_resume(agent.session, run_id=run.run_id, aborted=reason)
+    run.pause_reason = None
+    run.pause_requested = None
+    await endings.abort_unfinished(
+        agent, run, f"No result provided: the run was aborted ({reason})."
+    )
+    return await endings.aborted(agent, run, reason)
 
 
 def _replay() -> Any:

@@ -31,6 +31,7 @@ from harnessc.runtime.providers.base import Provider
 from harnessc.runtime.session.session import Session
 
 if TYPE_CHECKING:
+    from harnessc.runtime.checkpoints.batch import BatchCheckpoints
     from harnessc.runtime.compaction.trigger import CompactionSettings
     from harnessc.runtime.options.harness_context import CompactionPipeline, HarnessContext
     from harnessc.runtime.providers.pool import ProviderPool
@@ -63,6 +64,7 @@ class AgentParts:
         "compaction_settings",
         "compactor",
         "compaction_pipeline",
+        "checkpoints",
     )
 
     def __init__(
@@ -102,6 +104,9 @@ class AgentParts:
         # The compaction pipeline (the compaction extension): it owns the trigger (the
         # plan stage's own threshold check is off) and overflow recovery runs it.
         self.compaction_pipeline: CompactionPipeline | None = None
+        # The workspace checkpoints around tool batches (``agent.checkpoints``), made on
+        # first use when the options turn them on.
+        self.checkpoints: BatchCheckpoints | None = None
 
     @property
     def state(self) -> LoopState:

@@ -77,6 +77,14 @@ class CallRecord(Struct):
     def id(self) -> str:
         return self.call.id
 
+    @property
+    def shown(self) -> ToolCall:
+        """The call as its question shows it: a held call with the arguments that would
+        run (after every ``tool_call`` hook), which an approval answers."""
+        if self.status != "held" or self.args is None or self.nested is not None:
+            return self.call
+        return ToolCall(self.call.id, self.call.name, dict(self.args))
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"call": self.call.to_dict(), "status": self.status}
         if self.args is not None:
@@ -200,7 +208,7 @@ class RunState(Struct):
             if nested:
                 out.extend(call for call, _, _ in nested)
             else:
-                out.append(record.call)
+                out.append(record.shown)
         return out
 
     def take_nested_answers(

@@ -31,6 +31,7 @@ from typing import Any
 
 from harnessc.runtime.agent.budget_gate import SPEND_LIMITS, check
 from harnessc.runtime.agent.call_model import short_json
+from harnessc.runtime.agent.checkpoints import BatchGuard
 from harnessc.runtime.agent.endings import AwaitTools, Next, Pause
 from harnessc.runtime.agent.hooks import coerce
 from harnessc.runtime.agent.parts import AgentParts
@@ -43,6 +44,7 @@ from harnessc.runtime.core.events import (
     describe_exception,
 )
 from harnessc.runtime.core.hooks import (
+    PERMISSION_PAUSE,
     AfterPlanEvent,
     AfterPlanResult,
     PauseRequest,
@@ -54,8 +56,10 @@ from harnessc.runtime.core.hooks import (
 from harnessc.runtime.core.loop_states import LoopState
 from harnessc.runtime.core.messages import TextContent, ToolResultMessage
 from harnessc.runtime.permissions.gate import find_gate, tool_context_with_rules
+from harnessc.runtime.permissions.shown_args import changed_note, same_call
+from harnessc.runtime.sandbox.spawn import using as using_sandbox
 from harnessc.runtime.support.timeouts import until
-from harnessc.runtime.tools.base import HoldCall, ToolResult
+from harnessc.runtime.tools.base import HoldCall, ToolResult, redacted
 from harnessc.runtime.tools.validation import validate_arguments
 
 __all__ = [
@@ -106,7 +110,17 @@ async def step(agent: AgentParts, run: RunState) -> Next:
 
 
 async def run_batch(agent: AgentParts, run: RunState) -> str | None:
-    """Run the planned calls; returns a budget pause reason when a limit cut the batch."""
+    """Run the planned calls; returns a budget pause reason when a limit cut the batch.
+
+    The workspace is checkpointed before the first call that may change files runs
+    and again when the batch ends (``checkpoints``)."""
+    guard = BatchGuard(agent, run)
+    reason = await _run_batch(agent, run, guard)
+    await guard.after()
+    return reason
+
+
+async def _run_batch(agent: AgentParts, run: RunState, guard: BatchGuard) -> str | None:
     todo = run.to_run
     if not todo:
         return None
@@ -124,8 +138,8 @@ async def run_batch(agent: AgentParts, run: RunState) -> str | None:
     )
     # -- each call: prepare in call order -> execute -> finalize in call order -----
     if _sequential(agent, todo):
-        return await _one_by_one(agent, run, todo, context) or limited
-    return await _side_by_side(agent, run, todo, context) or limited
+        return await _one_by_one(agent, run, todo, context, guard) or limited
+    return await _side_by_side(agent, run, todo, context, guard) or limited
 
 
 async def _within_call_limit(
@@ -157,7 +171,7 @@ def _sequential(agent: AgentParts, todo: list[CallRecord]) -> bool:
 
 
 async def _side_by_side(
-    agent: AgentParts, run: RunState, todo: list[CallRecord], context: Any
+    agent: AgentParts, run: RunState, todo: list[CallRecord], context: Any, guard: BatchGuard
 ) -> str | None:
     """Every call prepared in call order, the prepared ones run side by side, then each
     finalized in call order; the budget pause reason when the wall clock stopped some."""
@@ -167,6 +181,7 @@ async def _side_by_side(
         if refused is not None:
             refusals[record.id] = refused
     prepared = [r for r in todo if r.status == "prepared"]
+    await guard.before(prepared)
     outcomes = await _execute_all(agent, prepared, context, agent.budget.deadline())
     for record in todo:
         if record.id in refusals:
@@ -181,7 +196,7 @@ async def _side_by_side(
 
 
 async def _one_by_one(
-    agent: AgentParts, run: RunState, todo: list[CallRecord], context: Any
+    agent: AgentParts, run: RunState, todo: list[CallRecord], context: Any, guard: BatchGuard
 ) -> str | None:
     """A sequential batch: each call prepared, run and finalized before the next."""
     for index, record in enumerate(todo):
@@ -195,6 +210,7 @@ async def _one_by_one(
         elif record.status == "held":  # nothing after a held call runs before it
             break
         elif record.status == "prepared":
+            await guard.before([record])
             outcomes = await _execute_all(agent, [record], context, agent.budget.deadline())
             if record.status == "held":  # its tool held it: the calls after it wait
                 _hold(run, record)
@@ -260,18 +276,25 @@ async def _prepare(agent: AgentParts, run: RunState, record: CallRecord) -> Tool
 
     if record.approval == "deny":
         return error_result("Tool call denied by the user.")
-    for result in await agent.hooks.run(
+    shown = record.args  # a held call: the arguments its question showed
+    results = await agent.hooks.run(
         "tool_call", event, tool_name=call.name, fail=failures, on_result=chain_input
-    ):
+    )
+    # an approval answers the call as it was shown: the same arguments after every hook
+    approved = record.approval == "allow" and same_call(call.name, shown, event.input)
+    for result in results:
         if isinstance(result, PauseRequest):
-            if record.approval == "allow":
+            if approved:
                 continue  # the caller approved this very call at resume
-            run.pause_requested = result.reason
-            record.status = "held"  # prepared again when the run resumes
+            _hold_for_question(run, record, result.reason, shown, event.input)
             return None
         result = coerce(result, ToolCallResult)
         if result.block:
             return error_result(f"Tool call blocked: {result.reason or 'blocked by a hook'}")
+    if record.approval == "allow" and not approved:  # changed after the question: ask again
+        reason = f"{PERMISSION_PAUSE}{call.name}; call {call.id}"
+        _hold_for_question(run, record, reason, shown, event.input)
+        return None
     if failures:  # fail closed: a tool_call hook that raised blocks the call
         return error_result(f"Tool call blocked: {failures[0]}")
     if event.input is not args:  # a rewritten input meets the schema too
@@ -287,6 +310,24 @@ async def _prepare(agent: AgentParts, run: RunState, record: CallRecord) -> Tool
     return None
 
 
+def _hold_for_question(
+    run: RunState,
+    record: CallRecord,
+    reason: str,
+    shown: dict[str, Any] | None,
+    now: dict[str, Any],
+) -> None:
+    """Hold a call for a question about ``now``, the arguments that would run (kept in
+    ``record.args``: an approval answers exactly them); the run pauses on ``reason``. An
+    approval given for other arguments (``shown``) is void: this is a new question."""
+    if record.approval == "allow" and shown is not None:
+        reason = f"{reason} ({changed_note(record.call.name, shown, now)})"
+    record.approval = None
+    record.args = dict(now)
+    record.status = "held"  # prepared again when the run resumes
+    run.pause_requested = reason
+
+
 async def _execute(agent: AgentParts, record: CallRecord, context: Any) -> tuple[ToolResult, float]:
     call = record.call
     tool = agent.settings.active_tool(call.name)
@@ -299,7 +340,7 @@ async def _execute(agent: AgentParts, record: CallRecord, context: Any) -> tuple
     def on_update(partial: ToolResult) -> None:
         bus.emit_soon(
             ToolExecutionUpdateEvent(
-                tool_call_id=call.id, tool_name=call.name, partial_result=partial
+                tool_call_id=call.id, tool_name=call.name, partial_result=redacted(partial)
             ),
             now=True,
         )
@@ -308,13 +349,14 @@ async def _execute(agent: AgentParts, record: CallRecord, context: Any) -> tuple
     scope = asyncio.timeout(limit) if limit else until(None)
     try:
         async with scope:
-            result = await tool.execute(
-                call.id, record.args or {}, agent.signal, on_update, context
-            )
+            with using_sandbox(agent.options.sandbox):  # the programs it runs stay inside
+                result = await tool.execute(
+                    call.id, record.args or {}, agent.signal, on_update, context
+                )
     except TimeoutError as exc:
         if scope.expired():  # the loop's limit on one call (the tool did not end by itself)
             result = error_result(
-                f"Tool {call.name} timed out after {limit:g} s and was stopped by the agent agent."
+                f"Tool {call.name} timed out after {limit:g} s and was stopped by the agent loop."
             )
         else:
             result = error_result(f"Tool {call.name} failed: {describe_exception(exc)}")
@@ -334,7 +376,8 @@ async def _execute(agent: AgentParts, record: CallRecord, context: Any) -> tuple
         result = error_result(
             f"Tool {call.name} returned {type(result).__name__}, not a ToolResult"
         )
-    return result, time.perf_counter() - started
+    # the agent's own keys never reach the session, a model or a cassette
+    return redacted(result), time.perf_counter() - started
 
 
 def _run_cancelled(agent: AgentParts) -> bool:

@@ -38,15 +38,23 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
+from harnessc.runtime.agent.handover_caps import HandOverCaps, Slots
 from harnessc.runtime.agent.harness import AgentHarness
 from harnessc.runtime.agent.results import RunResult
+from harnessc.runtime.agent.usage_tree import TREE_DETAILS, usage_of_run
 from harnessc.runtime.core.budget import BUDGET_LIMITS, Budget, BudgetUsage
 from harnessc.runtime.core.events import Event, SubagentEvent, to_jsonable
 from harnessc.runtime.core.loop_states import LoopState
 from harnessc.runtime.core.messages import TextContent
+from harnessc.runtime.core.options import MAX_SUBAGENT_DEPTH
 from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.options.harness_options import AgentHarnessOptions
-from harnessc.runtime.permissions.gate import find_gate, pending_asks, record_answer
+from harnessc.runtime.permissions.gate import (
+    find_gate,
+    pending_asks,
+    record_answer,
+    with_parent_rules,
+)
 from harnessc.runtime.permissions.rules import HANDOVER_TOOL
 from harnessc.runtime.session.entries import SessionHeader
 from harnessc.runtime.session.session import Session
@@ -55,6 +63,7 @@ from harnessc.runtime.telemetry.extension import trace_subagent
 from harnessc.runtime.tools.base import ExecutionMode, HoldCall, ToolResult, ToolUpdate
 
 if TYPE_CHECKING:
+    from harnessc.runtime.agent.remote_a2a import RemoteA2A
     from harnessc.runtime.options.harness_context import HarnessContext
 
 __all__ = [
@@ -75,9 +84,10 @@ class SubAgent:
     """One sub-agent an agent may hand work to.
 
     ``module``: a compiled spec's generated module (its ``build_options`` makes the
-    sub-agent's options). Otherwise a Claude Code subagent file: it runs on the parent's
-    options with ``system_prompt``, the parent's tools named in ``tools`` (None: all of
-    them) and the parent's model ``model`` (None: the parent's).
+    sub-agent's options). ``remote``: a remote A2A agent (``remote_a2a``). Otherwise a
+    Claude Code subagent file: it runs on the parent's options with ``system_prompt``,
+    the parent's tools named in ``tools`` (None: all of them) and the parent's model
+    ``model`` (None: the parent's).
     """
 
     name: str
@@ -88,6 +98,7 @@ class SubAgent:
     model: str | None = None
     permission_mode: str | None = None
     source: str = ""  # the file it was declared in (for messages)
+    remote: RemoteA2A | None = None
 
 
 class SubAgentRuntime(Protocol):
@@ -127,10 +138,14 @@ class SubAgents:
     # top agent's as well (--base-url / $HARNESSC_BASE_URL points every model at a server).
     adjust: Callable[[AgentHarnessOptions], None] | None = None
     runtime: SubAgentRuntime | None = None  # None: plain sessions and harnesses
+    max_parallel: int | None = None  # this agent's hand-overs running at once
+    max_parallel_tree: int | None = None  # the tree's (the top agent's setting holds)
+    tree_slots: Slots | None = None  # the tree's places, shared by its agents (set below)
     name: str = "subagents"
     _host: AgentHarness | None = field(default=None, init=False, repr=False)
     _live: dict[str, _Live] = field(default_factory=dict, init=False, repr=False)
     _clients: Any = field(default=None, init=False, repr=False)  # an HttpClientPool
+    _caps: HandOverCaps | None = field(default=None, init=False, repr=False)
 
     @property
     def command_names(self) -> tuple[str, ...]:
@@ -146,8 +161,26 @@ class SubAgents:
         if not isinstance(harness, AgentHarness):
             raise TypeError("sub-agents need an AgentHarness")
         self._host = harness
+        self._caps = HandOverCaps.make(self.max_parallel, self.tree_slots, self.max_parallel_tree)
+        self.tree_slots = self._caps.tree
         harness.add_tools([_HandOver(self)])
         harness.on_close(self._close)
+        if any(a.remote is not None for a in self.agents):
+            harness.on("abort", self._cancel_remote_tasks)
+
+    async def _cancel_remote_tasks(self, event: Any) -> None:
+        """An aborted run (working or paused): the remote tasks its hand-overs left
+        waiting are cancelled (``tasks/cancel``)."""
+        from harnessc.runtime.agent.remote_a2a import cancel_task
+
+        host = self._host
+        run = host.run_state if host is not None else None
+        for record in run.calls if run is not None else []:
+            remote = (record.nested or {}).get("remote")
+            agent = self.find(str((record.nested or {}).get("agent", "")))
+            aborted = record.result is not None and record.result.is_error
+            if isinstance(remote, dict) and agent is not None and agent.remote and aborted:
+                await cancel_task(agent.remote, str(remote.get("task_id", "")))
 
     async def _close(self) -> None:
         live, self._live = self._live, {}
@@ -178,6 +211,22 @@ class SubAgents:
     async def hand_over(
         self, call_id: str, params: dict[str, Any], signal: AbortSignal, on_update: ToolUpdate
     ) -> ToolResult:
+        """Run (or resume) the hand-over once it has a place under the caps."""
+        caps = self._caps
+        if caps is None:
+            return await self._hand_over(call_id, params, signal, on_update)
+
+        def waiting() -> None:
+            running = caps.tree.running if caps.tree.full else caps.agent.running
+            text = f"waiting to start: {running} hand-overs are running (max_parallel)"
+            on_update(ToolResult([TextContent(text)]))
+
+        async with caps.place(waiting):
+            return await self._hand_over(call_id, params, signal, on_update)
+
+    async def _hand_over(
+        self, call_id: str, params: dict[str, Any], signal: AbortSignal, on_update: ToolUpdate
+    ) -> ToolResult:
         host = self._host
         assert host is not None
         name = str(params.get("subagent_type", ""))
@@ -186,7 +235,15 @@ class SubAgents:
             known = ", ".join(a.name for a in self.agents)
             return _error(f"No sub-agent {name!r}; the sub-agents are: {known}")
         path = (*self.agent_path, agent.name)
+        if len(path) - 1 > MAX_SUBAGENT_DEPTH:
+            return _error(
+                f"Sub-agent {name!r} not started: sub-agents nest at most "
+                f"{MAX_SUBAGENT_DEPTH} levels (the ceiling of max_depth), and "
+                f"{' > '.join(path[:-1])} is {len(path) - 2} levels deep already"
+            )
         record = host.run_state.record(call_id) if host.run_state is not None else None
+        if agent.remote is not None:
+            return await self._hand_over_remote(agent, agent.remote, path, call_id, params, signal)
         answers = (record.answers if record is not None else None) or {}
         nested = (record.nested if record is not None else None) or {}
         live = self._live.get(call_id)
@@ -212,6 +269,34 @@ class SubAgents:
         self._live[call_id] = _Live(child, path)
         prompt = str(params.get("prompt", ""))
         return await self._run(call_id, agent, child, signal, lambda: child.prompt(prompt))
+
+    async def _hand_over_remote(
+        self,
+        agent: SubAgent,
+        remote: RemoteA2A,
+        path: tuple[str, ...],
+        call_id: str,
+        params: dict[str, Any],
+        signal: AbortSignal,
+    ) -> ToolResult:
+        """A hand-over to a remote A2A agent: its task, or the answer to its question
+        (the call's record holds the task a pause left)."""
+        from harnessc.runtime.agent.remote_a2a import RemoteHandOver
+
+        host = self._host
+        assert host is not None
+        record = host.run_state.record(call_id) if host.run_state is not None else None
+        handover = RemoteHandOver(
+            remote,
+            name=agent.name,
+            path=path,
+            call_id=call_id,
+            emit=host.emit,
+            usage=host.budget.usage,
+        )
+        nested = record.nested if record is not None else None
+        answers = record.answers if record is not None else None
+        return await handover.run(str(params.get("prompt", "")), signal, nested, answers)
 
     async def _run(
         self,
@@ -239,6 +324,11 @@ class SubAgents:
         before = msgspec.structs.replace(child.budget.usage)
         try:
             result: RunResult = await start()
+        except RecursionError:  # never an internal error: the tree says where it stopped
+            return _error(
+                f"Sub-agent {agent.name} stopped: the agent tree {' > '.join(path)} is "
+                "nested too deep for this process"
+            )
         finally:
             stop()
             unsubscribe()
@@ -263,6 +353,7 @@ class SubAgents:
             "session": child.session.path,
             "session_id": child.session.id,
             **child.budget.usage.to_dict(),
+            TREE_DETAILS: usage_of_run(result.messages, path),  # by agent path, for the parent
         }
         if live is not None:
             await live.harness.close()
@@ -300,11 +391,14 @@ class SubAgents:
             self._share_mcp(options)
         else:
             options = self._claude_options(agent, session)
+        # the parent's checkpoints before and after the hand-over cover what it changes
+        options.checkpoints = None
         if self.adjust is not None:
             self.adjust(options)
         mode = self._mode_for(agent)
         if mode is not None:
             options.hooks = _with_mode(options.hooks, mode)
+        self._inherit(options)
         extensions = []
         asker, remembered = self._questions()
         for ext in options.extensions:
@@ -317,6 +411,7 @@ class SubAgents:
                     asker=asker,
                     remembered=remembered,
                     adjust=self.adjust,
+                    tree_slots=self.tree_slots,
                 )
             extensions.append(ext)
         options.extensions = extensions
@@ -327,6 +422,18 @@ class SubAgents:
             gate.asker = _PathAsker(asker, " > ".join(path))
             gate.remembered = remembered
         return options
+
+    def _inherit(self, options: AgentHarnessOptions) -> None:
+        """The parent's limits hold below it: its deny and ask rules join the sub-agent's
+        own, and its sandbox bounds the sub-agent's (which may only narrow it)."""
+        host = self._host
+        assert host is not None
+        parent = host.options
+        if parent.sandbox is not None:
+            options.sandbox = parent.sandbox.narrowed(options.sandbox)
+        gate = find_gate(parent.hooks)
+        if gate is not None:
+            options.hooks = with_parent_rules(options.hooks, gate)
 
     def _mode_for(self, agent: SubAgent) -> str | None:
         """The permission mode this agent's mode imposes on a sub-agent, or None (it
@@ -574,7 +681,7 @@ def _pending(child: AgentHarness, path: tuple[str, ...]) -> list[dict[str, Any]]
             out.append({"call": record.call.to_dict(), "kind": "tool", "path": " > ".join(path)})
         elif not awaiting and record.status == "held":
             out.append(
-                {"call": record.call.to_dict(), "kind": "approval", "path": " > ".join(path)}
+                {"call": record.shown.to_dict(), "kind": "approval", "path": " > ".join(path)}
             )
     return out
 

@@ -1,9 +1,12 @@
 """The command line of every generated agent: ``run_cli(build_options, argv, ...)``.
 
-Modules: ``args`` (the parser), ``main`` (one invocation), ``host`` (the protocols the
-interactive mode sees), ``output`` / ``render`` (what a run prints), ``pause`` (pull
-points), ``sessions`` (session flags and listings), ``summary`` (the line after a run),
-``repl/`` (the interactive mode and its /commands).
+The terminal's door to the run-control layer (``harnessc.runtime.runs``). Modules:
+``args`` (the parser), ``main`` (one invocation), ``host`` (the protocols the
+interactive mode sees), ``one_shot`` (a run and its report), ``output`` / ``render``
+(what a run prints), ``pause`` (pull points as lines), ``sessions`` (session flags and
+listings), ``summary`` (the line after a run), ``repl/`` (the interactive mode and its
+/commands), ``durable`` / ``durable_show`` (the durable verbs). ``--serve`` reaches the
+server through the door ``runtime.entry`` passes in: this package never imports it.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ __all__ = ["choose_action", "pending_message"]
 
 
 class CliInvocationHost(CliHost, Protocol):
-    approvals: dict[str, bool] | None
+    approvals: dict[str, Any] | None
 
 
 def choose_action(
@@ -29,14 +29,14 @@ def choose_action(
     args = cli.args
     paused = harness.paused_reason
     if args.approve or args.deny:
-        from harnessc.runtime.cli.permission import answer_asks
+        from harnessc.runtime.cli.permission import answer_lines, approvals_of
 
         if paused != "paused":
             raise UsageError(
                 f"session {harness.session.id} holds no call to approve or deny (it is not paused)"
             )
-        lines, cli.approvals = answer_asks(harness, args.approve, args.deny)
-        for line in lines:
+        cli.approvals = dict(approvals_of(harness, args.approve, args.deny))
+        for line in answer_lines(harness, cli.approvals):
             cli.err.write(line + "\n")
         return "repl" if args.interactive else "answers"
     if results is not None:

@@ -7,6 +7,7 @@ import os
 import sys
 
 from harnessc.runtime.core.options import ThinkingLevel
+from harnessc.runtime.runs.errors import SetupError
 
 __all__ = [
     "EXIT_ABORTED",
@@ -28,8 +29,9 @@ EXIT_PAUSED = 3
 EXIT_ABORTED = 130  # Ctrl-C in one-shot mode (the shell convention 128 + SIGINT)
 
 
-class UsageError(Exception):
-    """A usage or configuration problem: printed as ``PROG: error: ...``, exit code 2."""
+# A usage or configuration problem: printed as ``PROG: error: ...``, exit code 2. The
+# run-control layer's SetupError (an unknown model, a missing API key...) is the same.
+UsageError = SetupError
 
 
 def program_name(argv0: str | None = None) -> str:
@@ -57,6 +59,7 @@ examples:
   {prog} --continue "and now the tests"   go on in its latest session in this directory
   {prog} --sessions                       list sessions; --search "error AND retry"
   {prog} --session 3f2a --fork 9c1d0e2a "try another way"
+  {prog} --continue --rewind 9c1d0e2a --rewind-mode both   conversation and files back there
   {prog} --continue --resume-with '{{"call_1": "approved"}}'
   {prog} --continue --resume-with '{{"call_1": {{"error": "denied"}}}}'
   {prog} --continue --max-turns 40        resume after a budget pause, higher limit
@@ -66,7 +69,7 @@ examples:
   {prog} --base-url http://127.0.0.1:8765/v1 "hi"   e.g. the demo: harnessc serve-demo
 
 interactive commands: /help /status /compact /model /thinking /tools /templates
-  /skill:NAME /fork /tree /sessions /reload /quit; Ctrl-C aborts the running turn (the
+  /skill:NAME /fork /tree /rewind /sessions /reload /quit; Ctrl-C aborts the running turn (the
   session is kept), Ctrl-D quits; text typed while the agent works is queued as steering.
 
 exit codes: 0 done, 1 runtime error, 2 usage or configuration error (e.g. a missing API
@@ -129,6 +132,30 @@ def build_parser(prog: str, agent_name: str) -> argparse.ArgumentParser:
     sessions.add_argument(
         "--no-session", action="store_true", help="keep the session in memory only"
     )
+    sessions.add_argument(
+        "--rewind",
+        metavar="ENTRY_ID",
+        help="move the session (--continue / --session) to ENTRY_ID first, with its files "
+        "as the checkpoint before the next tool batch recorded them (--rewind-mode); the "
+        "diff goes to stderr; without a prompt, only that",
+    )
+    sessions.add_argument(
+        "--rewind-mode",
+        choices=("both", "conversation", "files"),
+        help="what --rewind moves: the conversation and the files, the conversation only, "
+        "or the files only",
+    )
+    sessions.add_argument(
+        "--rewind-force",
+        action="store_true",
+        help="--rewind also overwrites files changed outside the agent since the checkpoint "
+        "(otherwise they are reported and kept)",
+    )
+    sessions.add_argument(
+        "--rewind-dry-run",
+        action="store_true",
+        help="show what --rewind would change, change nothing",
+    )
 
     overrides = parser.add_argument_group("overrides")
     overrides.add_argument("--model", metavar="KEY", help="use this model (a key of the spec)")
@@ -166,6 +193,13 @@ def build_parser(prog: str, agent_name: str) -> argparse.ArgumentParser:
     )
 
     overrides.add_argument(
+        "--sandbox",
+        metavar="MODE",
+        choices=("on", "auto", "off"),
+        help="the sandbox of bash, command hooks and MCP servers: on (required), auto (where "
+        "this machine can), off (none); default: the spec's",
+    )
+    overrides.add_argument(
         "--permission-mode",
         metavar="MODE",
         choices=("default", "accept-edits", "plan", "read-only", "bypass"),
@@ -201,6 +235,12 @@ def build_parser(prog: str, agent_name: str) -> argparse.ArgumentParser:
         "--serve",
         action="store_true",
         help="serve the agent over HTTP (native API, OpenAI-compatible, AG-UI, A2A, a dev page)",
+    )
+    serving.add_argument(
+        "--mcp",
+        action="store_true",
+        help="serve the agent as an MCP server over stdin and stdout (a tool named after it; "
+        "pip install 'harnessc[mcp]'); over HTTP every --serve has /mcp",
     )
     serving.add_argument("--host", default="127.0.0.1", help="address to listen on")
     serving.add_argument("--port", type=int, default=8000, help="port (0: any free one)")
@@ -283,6 +323,8 @@ def check_args(args: argparse.Namespace) -> None:
         raise UsageError(
             "--approve / --deny continue a paused run: no prompt, --resume-with or --fork"
         )
+    if getattr(args, "mcp", False):
+        args.serve = True  # --mcp serves, over stdin and stdout
     if args.serve and (
         args.prompt or args.interactive or args.resume_with is not None or answers or args.json
     ):
@@ -293,6 +335,21 @@ def check_args(args: argparse.Namespace) -> None:
         )
     if answers and args.no_session:
         raise UsageError("--approve / --deny need a stored session (not --no-session)")
+    rewinding = args.rewind_mode or args.rewind_force or args.rewind_dry_run
+    if rewinding and not args.rewind:
+        raise UsageError("--rewind-mode, --rewind-force and --rewind-dry-run go with --rewind")
+    if args.rewind:
+        if not (args.session or args.continue_):
+            raise UsageError("--rewind needs the session to move: --continue or --session ID")
+        if args.rewind_mode is None and not args.rewind_dry_run:
+            raise UsageError(
+                "--rewind needs --rewind-mode both, conversation or files (what moves)"
+            )
+        if args.fork or args.serve or args.resume_with is not None or answers:
+            raise UsageError(
+                "--rewind cannot be combined with --fork, --serve, --resume-with or "
+                "--approve / --deny"
+            )
 
 
 def completion_script(parser: argparse.ArgumentParser, prog: str, shell: str) -> str:

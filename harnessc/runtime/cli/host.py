@@ -15,12 +15,15 @@ from typing import TYPE_CHECKING, Any, Protocol, TextIO
 if TYPE_CHECKING:
     import argparse
 
-    from harnessc.runtime.agent import AgentHarness, RunResult
+    from harnessc.runtime.agent import AgentHarness
     from harnessc.runtime.cli.output import TextPrinter
     from harnessc.runtime.cli.sessions import SessionChoice
     from harnessc.runtime.cli.summary import RunSummary
     from harnessc.runtime.options.harness_options import AgentHarnessOptions
     from harnessc.runtime.permissions.gate import PermissionGate
+    from harnessc.runtime.runs.agent import AgentSource
+    from harnessc.runtime.runs.answers import Answer
+    from harnessc.runtime.runs.run import Run
     from harnessc.runtime.session.repo import SessionRepo
     from harnessc.runtime.session.session import Session
 
@@ -42,7 +45,7 @@ class CliHost(Protocol):
     err: TextIO
     choice: SessionChoice | None
     resume_results: dict[str, Any] | None
-    approvals: dict[str, bool] | None  # --approve / --deny: answers to held calls
+    approvals: dict[str, Any] | None  # --approve / --deny: answers to held calls
     gate: PermissionGate | None  # the permission rules, when the agent has any
     prompt_text: str | None  # the one-shot prompt
 
@@ -57,6 +60,9 @@ class CliHost(Protocol):
 
     def sessions_repo(self) -> SessionRepo:
         """Where the agent's sessions are listed, opened and forked (JSONL or PostgreSQL)."""
+
+    def agent(self) -> AgentSource:
+        """The agent as the run-control layer builds it, with this invocation's flags."""
 
 
 class ReplHost(Protocol):
@@ -75,8 +81,17 @@ class ReplHost(Protocol):
     def note(self, text: str) -> None:
         """A short line on stderr."""
 
-    async def run(self, start: Callable[[], Awaitable[RunResult]]) -> RunResult | None:
-        """Run until done or paused."""
+    async def ask(self, question: str) -> str | None:
+        """Ask the user; None on Ctrl-C or Ctrl-D."""
+
+    async def run(self, start: Callable[[], Awaitable[Run]]) -> Run | None:
+        """Run until done or paused (``start``: ``prompt_run`` or ``answer_run``)."""
+
+    async def prompt_run(self, text: str) -> Run:
+        """A run of ``text`` (the run-control layer's start)."""
+
+    async def answer_run(self, answer: Answer) -> Run:
+        """The paused run, answered (the run-control layer's answer)."""
 
     async def answer_pause(self) -> None:
         """Ask the user what a paused run needs."""

@@ -1,8 +1,11 @@
 """The command line of every generated agent: ``run_cli(build_options, argv, ...)``.
 
 Sessions, overrides and pull points are resolved here before the harness runs; the
-run itself is ``one_shot.run_one_shot`` or the interactive mode of ``repl``. Exit codes: 0 done, 1 runtime error, 2 usage
-or configuration error, 3 paused, 130 aborted by Ctrl-C.
+run itself is ``one_shot.run_one_shot`` or the interactive mode of ``repl``, both on
+the run-control layer. ``--serve`` hands the agent (``runs.agent.AgentSource``) to the
+server door it was given (``serve``: the terminal never imports the server; the entry
+point ``harnessc.runtime.entry.run_cli`` passes it). Exit codes: 0 done, 1 runtime
+error, 2 usage or configuration error, 3 paused, 130 aborted by Ctrl-C.
 """
 
 from __future__ import annotations
@@ -30,8 +33,6 @@ from harnessc.runtime.cli.args import (
     program_name,
 )
 from harnessc.runtime.cli.host import BuildOptions
-from harnessc.runtime.cli.one_shot import run_one_shot
-from harnessc.runtime.cli.overrides import apply_overrides, check_model
 from harnessc.runtime.cli.sessions import (
     SessionChoice,
     choose_session,
@@ -51,6 +52,7 @@ from harnessc.runtime.support.data_folder import (
 
 if TYPE_CHECKING:
     from harnessc.runtime.permissions.gate import PermissionGate
+    from harnessc.runtime.runs.agent import AgentSource
 
 __all__ = [
     "EXIT_ABORTED",
@@ -59,6 +61,7 @@ __all__ = [
     "EXIT_PAUSED",
     "EXIT_USAGE",
     "CliInvocation",
+    "ServeDoor",
     "SessionRepoSource",
     "close_harness",
     "run_cli",
@@ -67,6 +70,8 @@ __all__ = [
 # The agent's session store, or a function making it (the generated ``session_repo``,
 # which reads its URL from the environment when called).
 SessionRepoSource = SessionRepo | Callable[[], SessionRepo]
+# The server door ``--serve`` hands the agent to: (agent, flags, stderr, prog) -> exit code.
+ServeDoor = Callable[["AgentSource", argparse.Namespace, TextIO, str], int]
 
 
 def run_cli(
@@ -77,6 +82,7 @@ def run_cli(
     session_dir: FolderSetting | None = None,
     prog: str | None = None,
     session_repo: SessionRepoSource | None = None,
+    serve: ServeDoor | None = None,
 ) -> int:
     """Run a generated agent from the command line; returns the process exit code.
 
@@ -88,7 +94,8 @@ def run_cli(
     store): ``--sessions``, ``--search``, ``--continue`` and ``--session`` use it unless
     ``--session-dir`` names a folder of files. ``argv`` None: the process's own command
     line (``sys.argv``), so the process is the agent's and its start-up is kept out of
-    the run's garbage collections (``start_up.StartUp``).
+    the run's garbage collections (``start_up.StartUp``). ``serve``: what ``--serve``
+    runs (None: ``--serve`` is refused).
     """
     protect_secrets()  # before any child runs: none can read the keys through /proc
     prog = prog or program_name()
@@ -108,6 +115,7 @@ def run_cli(
         session_dir=session_dir,
         session_repo=session_repo,
         start_up=StartUp(own_process=argv is None),
+        serve=serve,
     )
     try:
         with cli.start_up:
@@ -155,8 +163,10 @@ class CliInvocation:
         session_dir: FolderSetting | None,
         session_repo: SessionRepoSource | None = None,
         start_up: StartUp | None = None,
+        serve: ServeDoor | None = None,
     ) -> None:
         self.build_options = build_options
+        self.serve = serve
         self.start_up = start_up or StartUp(own_process=False)
         self.args = args
         self.prog = prog
@@ -172,7 +182,7 @@ class CliInvocation:
         self.resume_results: dict[str, Any] | None = None  # --resume-with, for -i too
         self.prompt_text: str | None = None  # the one-shot prompt
         self.gate: PermissionGate | None = None  # the permission rules' tool_call hook
-        self.approvals: dict[str, bool] | None = None  # --approve / --deny: held calls' answers
+        self.approvals: dict[str, Any] | None = None  # --approve / --deny: held calls' answers
         self._repo_source = session_repo
         self._repo: SessionRepo | None = None
 
@@ -185,10 +195,10 @@ class CliInvocation:
         if args.sessions or args.search:
             return self.listing()
         if args.serve:
-            from harnessc.runtime.serve.launch import serve_from_cli
-
+            if self.serve is None:
+                raise UsageError("--serve: this command line cannot serve the agent")
             self.start_up.begin_run()
-            return serve_from_cli(self)
+            return self.serve(self.agent(), args, self.err, self.prog)
         if args.json:
             # Only events go to stdout: anything else printing to it (a hook) goes to stderr.
             self._saved_stdout = sys.stdout
@@ -198,6 +208,13 @@ class CliInvocation:
         self.resume_results = results
         answers = bool(self.args.approve or self.args.deny)
         harness = self.make_harness(required_session=results is not None or answers)
+        for note in harness.checkpoint_notes():  # a checkpoint or rewind a kill cut short
+            self.err.write(f"[checkpoints] {note}\n")
+        if args.rewind:
+            code = self.rewind(harness)
+            if code != EXIT_DONE or (prompt is None and not args.interactive):
+                asyncio.run(close_harness(harness))
+                return code
         try:
             action = choose_action(self, harness, prompt, results)
         except UsageError:
@@ -208,11 +225,47 @@ class CliInvocation:
 
             self.start_up.begin_run()
             return run_repl(self, harness, prompt)
+        from harnessc.runtime.cli.one_shot import run_one_shot
         from harnessc.runtime.providers.clients import load_network_stack
 
         load_network_stack()  # the run's first request is next: its import is start-up
         self.start_up.begin_run()
         return asyncio.run(run_one_shot(self, harness, action, prompt, results))
+
+    def rewind(self, harness: AgentHarness) -> int:
+        """--rewind: the changes and the diff on stderr before any file is touched (a dry
+        run first), then the move and its outcome."""
+        from harnessc.runtime.checkpoints.rewind import RewindError
+
+        args = self.args
+        mode = args.rewind_mode or "both"
+
+        async def preview_then_rewind() -> Any:
+            if mode != "conversation":
+                shown = await harness.rewind(args.rewind, mode=mode, dry_run=True)
+                plan = shown.plan
+                if plan is not None:
+                    self.err.write(f"[rewind] files: {plan.summary()}\n")
+                    for line in plan.lines():
+                        self.err.write(f"[rewind]   {line}\n")
+                    if shown.diff:
+                        self.err.write(shown.diff + "\n")
+                self.err.flush()
+                if args.rewind_dry_run:
+                    return shown
+            return await harness.rewind(
+                args.rewind, mode=mode, force=args.rewind_force, dry_run=args.rewind_dry_run
+            )
+
+        try:
+            report = asyncio.run(preview_then_rewind())
+        except (RewindError, KeyError) as exc:
+            self.err.write(f"{self.prog}: --rewind: {_describe(exc)}\n")
+            return EXIT_ERROR
+        for kept in report.outcome.kept if report.outcome is not None else []:
+            self.err.write(f"[rewind] kept {kept.path}: {kept.reason}\n")
+        self.err.write(f"[rewind] {report.note}\n")
+        return EXIT_DONE
 
     def listing(self) -> int:
         """--sessions / --search: print and exit."""
@@ -247,6 +300,27 @@ class CliInvocation:
         from harnessc.runtime.cli.sessions import open_repo
 
         return self.store() or open_repo(self.session_dir)
+
+    def agent(self) -> AgentSource:
+        """The agent as the run-control layer builds it: this invocation's overrides, its
+        session store (None: in memory, ``--no-session``)."""
+        from harnessc.runtime.runs.agent import AgentSource
+
+        store = None
+        if not self.args.no_session:
+            store = self.store()
+            if store is None and self.session_dir is not None:
+                from harnessc.runtime.session.repo import JsonlSessionRepo
+
+                store = JsonlSessionRepo(os.path.join(self.cwd, self.session_dir))
+        return AgentSource(
+            self.build_options,
+            agent_name=self.agent_name,
+            cwd=self.cwd,
+            store=store,
+            adjust=self.apply_overrides,
+            model=self.args.model,
+        )
 
     def restore_stdout(self) -> None:
         if self._saved_stdout is not None:
@@ -361,14 +435,24 @@ class CliInvocation:
 
     def apply_overrides(self, options: AgentHarnessOptions) -> None:
         """The command line's changes to fresh options (also for a REPL session switch)."""
-        from harnessc.runtime.cli.permission import install_gate
+        from harnessc.runtime.runs.overrides import Overrides, apply_overrides, base_url_from
 
-        replay = self.args.replay
+        args = self.args
+        replay = args.replay
         if replay and not _names_a_file(replay):  # an id or id prefix, as for --session
-            self.args.replay = self.session_file(replay, "--replay")
-        apply_overrides(options, self.args)
-        self.gate = install_gate(
-            options, self.args.permission_mode, lambda text: self.err.write(f"[warning] {text}\n")
+            args.replay = self.session_file(replay, "--replay")
+        base_url, source = base_url_from(args.base_url) or (None, "--base-url")
+        overrides = Overrides(
+            model=args.model,
+            base_url=base_url,
+            base_url_source=source,
+            max_turns=args.max_turns,
+            replay=args.replay,
+            permission_mode=args.permission_mode,
+            sandbox=getattr(args, "sandbox", None),
+        )
+        self.gate = apply_overrides(
+            options, overrides, lambda text: self.err.write(f"[warning] {text}\n")
         )
 
     def session_file(self, target: str, flag: str) -> str:
@@ -386,6 +470,8 @@ class CliInvocation:
         return path
 
     def check_api_key(self, harness: AgentHarness, options: AgentHarnessOptions) -> None:
+        from harnessc.runtime.runs.overrides import check_model
+
         if options.provider is None:
             check_model(self.args.model or harness.model_key(), options, harness.model)
 

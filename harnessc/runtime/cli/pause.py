@@ -1,4 +1,6 @@
-"""Pull points on the command line: what a paused run waits for, and the answers to it."""
+"""Pull points on the command line: what a paused run waits for (as lines for the user),
+and ``--resume-with``'s answers. What a pause is and what answers it is the run-control
+layer's (``runs.pauses``, ``runs.answers``)."""
 
 from __future__ import annotations
 
@@ -9,8 +11,16 @@ from typing import Any
 from harnessc.runtime.cli.args import UsageError
 from harnessc.runtime.cli.output import format_number
 from harnessc.runtime.core.messages import ToolCall
+from harnessc.runtime.runs.pauses import Pause, budget_limit, pause_reason
 
-__all__ = ["budget_limit", "check_results", "describe_pause", "parse_resume_with", "pause_reason"]
+__all__ = [
+    "budget_limit",
+    "check_results",
+    "describe_pause",
+    "parse_resume_with",
+    "pause_lines",
+    "pause_reason",
+]
 
 
 def parse_resume_with(text: str) -> dict[str, Any]:
@@ -50,12 +60,6 @@ def check_results(results: dict[str, Any], pending: Sequence[ToolCall]) -> None:
         )
 
 
-def budget_limit(reason: str) -> str | None:
-    """``"budget_exceeded:turns"`` -> ``"turns"``."""
-    prefix = "budget_exceeded:"
-    return reason[len(prefix) :] if reason.startswith(prefix) else None
-
-
 def describe_pause(
     reason: str,
     pending: Sequence[ToolCall],
@@ -87,10 +91,14 @@ def describe_pause(
     return lines
 
 
-def pause_reason(session: Any) -> str:
-    """The reason of the latest pause recorded on the session's branch ("" if none)."""
-    for entry in reversed(session.branch()):
-        if entry.type == "custom" and entry.data.get("customType") == "harnessc.pause":
-            data = entry.data.get("data")
-            return str(data.get("reason", "")) if isinstance(data, dict) else ""
-    return ""
+def pause_lines(pause: Pause) -> list[str]:
+    """``describe_pause`` of the layer's ``Pause``."""
+    budget = pause.budget
+    used = (budget.used, budget.allowed) if budget is not None else None
+    return describe_pause(
+        pause.reason,
+        [c.tool_call() for c in pause.calls],
+        awaiting_tool=pause.awaiting_tool,
+        limit_used=used,
+        agent_paths={c.id: c.path for c in pause.calls if c.path},
+    )

@@ -1,7 +1,8 @@
 """The one-line summary of a run: tokens in/out/cached, cost, turns, tool calls, time.
 
-``RunSummary`` is a harness subscriber; ``line()`` gives the text printed on stderr
-after a run (and by ``/status`` for the whole interactive session).
+``RunSummary`` is a harness subscriber (the counting is the run-control layer's
+``RunUsage``); ``line()`` gives the text printed on stderr after a run (and by
+``/status`` for the whole interactive session).
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ import math
 import time
 from typing import Any
 
+from harnessc.runtime.agent.usage_tree import UsageTree
 from harnessc.runtime.cli.output import format_duration
 from harnessc.runtime.core.events import Event
-from harnessc.runtime.core.messages import AssistantMessage
+from harnessc.runtime.runs.usage import RunUsage
 
 __all__ = ["RunSummary", "format_cost", "model_is_priced"]
 
@@ -42,17 +44,7 @@ def _tokens(count: int) -> str:
 class RunSummary:
     """Counts what the runs since ``reset()`` used (``priced``: show the cost)."""
 
-    __slots__ = (
-        "cache_read",
-        "cost",
-        "input",
-        "output",
-        "priced",
-        "seconds",
-        "tool_calls",
-        "turns",
-        "_since",
-    )
+    __slots__ = ("priced", "seconds", "tree", "usage", "_since")
 
     def __init__(self, *, priced: bool = False) -> None:
         self.priced = priced
@@ -60,11 +52,34 @@ class RunSummary:
         self.reset()
 
     def reset(self) -> None:
-        self.input = self.output = self.cache_read = 0
-        self.cost = 0.0
-        self.turns = self.tool_calls = 0
+        self.usage = RunUsage()
         self.seconds = 0.0
         self._since: float | None = None
+        self.tree = UsageTree()
+
+    @property
+    def input(self) -> int:
+        return self.usage.input
+
+    @property
+    def output(self) -> int:
+        return self.usage.output
+
+    @property
+    def cache_read(self) -> int:
+        return self.usage.cache_read
+
+    @property
+    def cost(self) -> float:
+        return self.usage.cost
+
+    @property
+    def turns(self) -> int:
+        return self.usage.turns
+
+    @property
+    def tool_calls(self) -> int:
+        return self.usage.tool_calls
 
     def start(self) -> None:
         """A run starts now: its time counts from here, as its wall-clock budget does (MCP
@@ -74,21 +89,11 @@ class RunSummary:
 
     def __call__(self, event: Event) -> None:
         kind = event.type
+        self.tree(event)
         if kind in ("agent_start", "agent_resume", "turn_start"):
             self.start()  # a run the caller did not announce
-        if kind == "turn_start":
-            self.turns += 1
-        elif kind == "tool_execution_end":
-            self.tool_calls += 1
-        elif kind == "message_end":
-            message: Any = getattr(event, "message", None)
-            if isinstance(message, AssistantMessage) and message.usage is not None:
-                usage = message.usage
-                self.input += usage.input
-                self.output += usage.output
-                self.cache_read += usage.cache_read
-                self.cost += usage.cost.total
-        elif kind in ("agent_end", "agent_pause"):
+        self.usage.count(event)
+        if kind in ("agent_end", "agent_pause"):
             self.stop()
 
     def stop(self) -> None:
@@ -103,6 +108,24 @@ class RunSummary:
             return ""
         cost = f"  {format_cost(self.cost)}" if self.priced or self.cost else ""
         return f"  {_tokens(tokens)} tokens{cost}"
+
+    def breakdown(self) -> list[str]:
+        """One line per agent of the tree (``lead > reviewer: 3 turns, ...``), when
+        sub-agents ran; else none."""
+        if len(self.tree.agents) < 2:
+            return []
+        out = []
+        for path, usage in sorted(self.tree.agents.items()):
+            parts = [
+                f"{usage.turns} turn{'s' if usage.turns != 1 else ''}",
+                f"{usage.tool_calls} tool call{'s' if usage.tool_calls != 1 else ''}",
+            ]
+            cached = f" ({_tokens(usage.cache_read)} cached)" if usage.cache_read else ""
+            parts.append(f"{_tokens(usage.input)} tokens in{cached} / {_tokens(usage.output)} out")
+            if self.priced or usage.cost_usd:
+                parts.append(format_cost(usage.cost_usd))
+            out.append(f"{self.tree.label(path)}: {', '.join(parts)}")
+        return out
 
     def line(self) -> str:
         """``2 turns, 3 tool calls, 1,204 tokens in (800 cached) / 56 out, $0.0012, 4.2s``."""

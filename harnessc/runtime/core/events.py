@@ -114,11 +114,16 @@ class AgentEndEvent(Event, kw_only=True):
     reason: str = ""
     messages: list[Message] = []
     output: Any = None  # the typed result as JSON (``output:``), when the run gave one
+    # what the run's tree of agents used, in total and by agent path (the harness's
+    # usage tree fills it in before the event reaches a subscriber)
+    usage: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = Event.to_dict(self)
         if self.output is None:
             del out["output"]
+        if self.usage is None:
+            del out["usage"]
         return out
 
 

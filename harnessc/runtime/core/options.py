@@ -59,6 +59,9 @@ class ToolContextSource(Struct):
 
 
 DEFAULT_TOOL_TIMEOUT_S = 180.0  # as pi's tool calls
+# The deepest sub-agents nest (``max_depth``'s ceiling): each level is a whole agent
+# running inside its parent's tool call.
+MAX_SUBAGENT_DEPTH = 10
 
 
 def env(name: str, default: str | None = None) -> str:

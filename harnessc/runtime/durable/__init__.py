@@ -1,6 +1,8 @@
 """Durable runs on DBOS Transact (extra ``harnessc[durable]``): a run is a workflow whose
 model calls and tool executions are checkpointed steps, pull points are durable waits,
-and workers share a queue. Importing this package does not import DBOS."""
+and workers share a queue; ``control.DurableRunControl`` is the run-control layer's
+interface over them. Importing this package does not import DBOS. (The command line's
+durable verbs are the terminal's: ``harnessc.runtime.run_durable_cli``.)"""
 
 from __future__ import annotations
 
@@ -9,7 +11,6 @@ from typing import TYPE_CHECKING
 from harnessc.runtime.support.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from harnessc.runtime.durable.cli import run_durable_cli
     from harnessc.runtime.durable.clients import DurableRuns
     from harnessc.runtime.durable.config import (
         DurableConfig,
@@ -24,7 +25,6 @@ _EXPORTS: dict[str, str] = {
     "DurableRuns": "harnessc.runtime.durable.clients",
     "default_worker_id": "harnessc.runtime.durable.config",
     "resolve_database_url": "harnessc.runtime.durable.config",
-    "run_durable_cli": "harnessc.runtime.durable.cli",
 }
 
 __all__ = [
@@ -33,7 +33,6 @@ __all__ = [
     "DurableRuns",
     "default_worker_id",
     "resolve_database_url",
-    "run_durable_cli",
 ]
 
 __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS, __all__)

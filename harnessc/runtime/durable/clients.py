@@ -1,35 +1,22 @@
-"""The client verbs of a durable agent: ``--submit``, ``--runs``, ``--follow`` and
-``--run RUN`` with ``--resume-with``, ``--approve`` / ``--deny`` or ``--cancel`` (RUN: a
-run id, or its first characters when they name one run). They
-use DBOS's client API only: nothing here starts an executor, so no client can recover
-(and run a second time) a run it looks at. ``DurableRuns`` is the same from Python."""
+"""The durable runs of an agent from any process: ``DurableRuns`` submits, reads and
+answers them with DBOS's client API only (nothing here starts an executor, so no client
+can recover, and run a second time, a run it looks at). The command line's durable
+verbs (``--submit``, ``--runs``, ``--follow``, ``--run``; a run named by its id or the
+first characters of one run's id) and every server use it."""
 
 from __future__ import annotations
 
 import json
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any
 
-from harnessc.runtime.cli.args import EXIT_DONE, EXIT_ERROR, EXIT_PAUSED
 from harnessc.runtime.durable.config import DurableConfig, DurableError
-from harnessc.runtime.durable.report import error_code, error_line, pause_lines
 from harnessc.runtime.durable.steps import output_events, step_events
 
-__all__ = [
-    "DurableRuns",
-    "RunLook",
-    "SessionInUse",
-    "Show",
-    "ending",
-    "follow",
-    "list_runs",
-    "pump",
-    "resume",
-    "submit",
-]
+__all__ = ["WAITING", "DurableRuns", "RunLook", "SessionInUse", "answer_of"]
 
 
 def _client(config: DurableConfig, cwd: str, *, create: bool = False) -> Any:
@@ -39,7 +26,8 @@ def _client(config: DurableConfig, cwd: str, *, create: bool = False) -> Any:
 
 
 _STATUS = {"ENQUEUED": "queued", "SUCCESS": "done", "ERROR": "failed", "CANCELLED": "cancelled"}
-_WAITING = ("awaiting_tool", "paused")
+WAITING = ("awaiting_tool", "paused")
+_WAITING = WAITING
 _SHOWN_MATCHES = 5  # runs named when a run id prefix names several
 
 
@@ -63,6 +51,7 @@ class RunLook:
     steps: int = 0  # the run's steps seen in all: the next look's ``steps``
     ended: bool = False  # nothing more will be recorded (its events are all in)
     text: str = ""  # the final text of a run that ended
+    output: Any = None  # the typed value (as JSON) of a run that ended done
     session_id: str | None = None  # once the run has made its session
 
 
@@ -95,17 +84,31 @@ class DurableRuns:
         session_id: str | None = None,
         context: Sequence[Mapping[str, Any]] = (),
         tools: Sequence[Mapping[str, Any]] = (),
+        images: Sequence[Mapping[str, str]] = (),
+        model: str | None = None,
+        budget: Mapping[str, float] | None = None,
     ) -> str:
         """Enqueue a run of ``prompt``; its id. ``session_id`` continues that stored
         session (SessionInUse while another run of it is queued, running or waiting);
         ``context`` (messages as dicts) is a new session's history; ``tools`` (name,
-        description, parameters) are external tools of this run alone."""
+        description, parameters) are external tools of this run alone; ``images``
+        (``data``: base64, ``mime_type``) go with the prompt; ``model`` (a key of the
+        agent's models) and ``budget`` (limits by name) are this run's."""
         from dbos import error as dbos_error
 
         from harnessc.runtime.durable.workflow import WORKFLOW_NAME
 
         run_id = str(uuid.uuid4())
-        request: dict[str, Any] = {"prompt": prompt, "cwd": cwd or self.cwd}
+        request = run_request(
+            prompt,
+            cwd or self.cwd,
+            session_id=None,
+            context=context,
+            tools=tools,
+            images=images,
+            model=model,
+            budget=budget,
+        )
         options: dict[str, Any] = {
             "workflow_name": WORKFLOW_NAME,
             "queue_name": self.config.queue,
@@ -116,10 +119,6 @@ class DurableRuns:
             # one run of a session at a time: DBOS refuses a second while the first is
             # queued or pending (waiting at a pull point included)
             options["deduplication_id"] = f"session:{session_id}"
-        if context:
-            request["context"] = [dict(m) for m in context]
-        if tools:
-            request["tools"] = [dict(t) for t in tools]
         try:
             self.client.enqueue(options, request)
         except dbos_error.DBOSQueueDeduplicatedError:
@@ -183,31 +182,40 @@ class DurableRuns:
         with the reason and, while it waits, the calls it waits for."""
         return _row(self.status(run_id), self)
 
-    def resume_with(self, run_id: str, answers: Mapping[str, Any]) -> None:
-        """Answer a pull point: call id -> result for a run awaiting tools; for a paused
-        run ``{"budget": {...}}`` (raises the named limits), ``{"approve": [ids]}``,
-        ``{"deny": [ids]}`` or ``{}`` (continue as it is)."""
-        from harnessc.runtime.durable.workflow import RESUME_TOPIC
+    def pause(self, run_id: str) -> Any:
+        """What a waiting run waits for (the layer's ``Pause``), None when it does not
+        wait."""
+        from harnessc.runtime.runs.pauses import Pause
 
         state = self.waiting(run_id)
-        kind = state.get("state")
-        if self._ended(run_id):
-            kind = None
-        if kind == "awaiting_tool":
-            pending = [str(c["id"]) for c in state.get("calls", [])]
-            unknown = sorted(set(answers) - set(pending))
-            missing = [i for i in pending if i not in answers]
-            if unknown or missing:
-                raise DurableError(
-                    f"run {run_id} waits for {', '.join(pending)}; got "
-                    f"{', '.join(sorted(answers)) or 'nothing'}"
-                )
-            for call_id, value in answers.items():
-                self.client.send(run_id, value, topic=call_id)
-        elif kind == "paused":
-            self.client.send(run_id, _pause_answer(run_id, state, answers), topic=RESUME_TOPIC)
-        else:
+        if state.get("state") not in WAITING or self._ended(run_id):
+            return None
+        return Pause.from_dict(state.get("pause") or _legacy_pause(state))
+
+    def answer(self, run_id: str, answer: Any) -> None:
+        """Answer a waiting run with the layer's ``Answer`` (checked against its pause:
+        DurableError naming what does not fit); the worker holding it goes on."""
+        from harnessc.runtime.durable.workflow import RESUME_TOPIC
+        from harnessc.runtime.runs.answers import check_answer
+        from harnessc.runtime.runs.errors import Conflict
+
+        pause = self.pause(run_id)
+        if pause is None:
             raise DurableError(f"run {run_id} is not waiting ({self._label(run_id)})")
+        try:
+            check_answer(pause, answer, run_id)
+        except Conflict as exc:
+            raise DurableError(str(exc)) from None
+        self.client.send(run_id, {"answer": answer.to_dict()}, topic=RESUME_TOPIC)
+
+    def resume_with(self, run_id: str, answers: Mapping[str, Any]) -> None:
+        """Answer a pull point as ``--resume-with`` does: call id -> result for a run
+        awaiting tools; for a paused run ``{"budget": {...}}`` (raises the named limits),
+        ``{"approve": [ids]}``, ``{"deny": [ids]}`` or ``{}`` (continue as it is)."""
+        pause = self.pause(run_id)
+        if pause is None:
+            raise DurableError(f"run {run_id} is not waiting ({self._label(run_id)})")
+        self.answer(run_id, answer_of(run_id, pause, answers))
 
     def approve(self, run_id: str, call_ids: Iterable[str]) -> None:
         self.resume_with(run_id, {"approve": list(call_ids)})
@@ -215,20 +223,40 @@ class DurableRuns:
     def deny(self, run_id: str, call_ids: Iterable[str]) -> None:
         self.resume_with(run_id, {"deny": list(call_ids)})
 
-    def cancel(self, run_id: str) -> None:
-        """End a queued, running or waiting run (it is ``cancelled``; a worker holding it
-        lets it go at its next step)."""
+    def abort(self, run_id: str, reason: str = "aborted") -> None:
+        """End a waiting run as ``aborted`` (its worker records it: the session goes on
+        from there); DurableError for one that does not wait."""
         from harnessc.runtime.durable.workflow import RESUME_TOPIC
 
+        if self.pause(run_id) is None:
+            raise DurableError(f"run {run_id} is not waiting ({self._label(run_id)})")
+        self.client.send(run_id, {"abort": reason}, topic=RESUME_TOPIC)
+
+    def cancel(self, run_id: str, take_s: float = 10.0) -> None:
+        """End a run. A waiting one is aborted as ``abort`` does (its worker ends it,
+        ``aborted``, recorded in its session); when no worker takes that within
+        ``take_s``, and for a queued or running run, its workflow is cancelled
+        (``cancelled``; a worker holding it lets it go at its next step)."""
         status = self.status(run_id)
         if status.status in ("SUCCESS", "ERROR", "CANCELLED"):
             raise DurableError(f"run {run_id} has ended ({self._label(run_id)})")
+        if self.pause(run_id) is not None:
+            self.abort(run_id, "cancelled")
+            deadline = time.monotonic() + take_s
+            while time.monotonic() < deadline:
+                time.sleep(0.1)
+                if self.pause(run_id) is None:
+                    return  # a worker took it
+        self.cancel_workflow(run_id)
+
+    def cancel_workflow(self, run_id: str) -> None:
+        """Cancel the run's workflow whatever it does (DBOS's cancel): it ends at its
+        next step, ``cancelled``, recording nothing more in its session."""
+        from harnessc.runtime.durable.workflow import RESUME_TOPIC
+
         self.client.cancel_workflow(run_id)
-        state = self.waiting(run_id)
-        # a run waiting at a pull point wakes up, and sees it is cancelled
-        topics = [str(c["id"]) for c in state.get("calls", [])] or [RESUME_TOPIC]
-        for topic in topics if state.get("state") in _WAITING else []:
-            self.client.send(run_id, {"cancel": True}, topic=topic)
+        # a run waiting (or beginning to wait) wakes up, and sees it is cancelled
+        self.client.send(run_id, {"abort": "cancelled"}, topic=RESUME_TOPIC)
 
     def _ended(self, run_id: str) -> bool:
         return bool(self.status(run_id).status in ("SUCCESS", "ERROR", "CANCELLED"))
@@ -268,6 +296,7 @@ class DurableRuns:
             look.events.extend(e for e in output_events(output) if isinstance(e, dict))
         if isinstance(output, dict):
             look.text = str(output.get("text") or "")
+            look.output = output.get("output")
             look.session_id = look.session_id or output.get("session_id") or None
         look.session_id = look.session_id or waiting.get("session_id") or None
         return look
@@ -281,15 +310,55 @@ class DurableRuns:
         ]
 
 
-def _pause_answer(run_id: str, state: Mapping[str, Any], answers: Mapping[str, Any]) -> Any:
-    """The message for a paused run, checked: only budget, approve and deny; approvals
-    only of the calls it holds; budget limits by name, as numbers."""
-    from harnessc.runtime.core.budget import BUDGET_LIMITS
+def run_request(
+    prompt: str,
+    cwd: str,
+    *,
+    session_id: str | None = None,
+    context: Sequence[Mapping[str, Any]] = (),
+    tools: Sequence[Mapping[str, Any]] = (),
+    images: Sequence[Mapping[str, str]] = (),
+    model: str | None = None,
+    budget: Mapping[str, float] | None = None,
+) -> dict[str, Any]:
+    """The workflow's request (its recorded input)."""
+    request: dict[str, Any] = {"prompt": prompt, "cwd": cwd}
+    if session_id is not None:
+        request["session_id"] = session_id
+    if context:
+        request["context"] = [dict(m) for m in context]
+    if tools:
+        request["tools"] = [dict(t) for t in tools]
+    if images:
+        request["images"] = [dict(i) for i in images]
+    if model:
+        request["model"] = model
+    if budget:
+        request["budget"] = dict(budget)
+    return request
 
+
+def answer_of(run_id: str, pause: Any, answers: Mapping[str, Any]) -> Any:
+    """``--resume-with``'s JSON as the layer's ``Answer``: call id -> result for a run
+    awaiting tools; ``budget``, ``approve`` and ``deny`` for a paused one (DurableError
+    naming what does not fit)."""
+    from harnessc.runtime.core.budget import BUDGET_LIMITS
+    from harnessc.runtime.runs.answers import Answer
+
+    if pause.awaiting_tool:
+        pending = [c.id for c in pause.calls]
+        unknown = sorted(set(answers) - set(pending))
+        missing = [i for i in pending if i not in answers]
+        if unknown or missing:
+            raise DurableError(
+                f"run {run_id} waits for {', '.join(pending)}; got "
+                f"{', '.join(sorted(answers)) or 'nothing'}"
+            )
+        return Answer(results=dict(answers))
     unknown = sorted(set(answers) - {"budget", "approve", "deny"})
     if unknown:
         raise DurableError(
-            f"run {run_id} is paused ({state.get('reason') or 'by a hook'}): "
+            f"run {run_id} is paused ({pause.reason or 'by a hook'}): "
             f"--resume-with takes budget, approve or deny, not {', '.join(unknown)}"
         )
     budget = answers.get("budget", {})
@@ -300,15 +369,35 @@ def _pause_answer(run_id: str, state: Mapping[str, Any], answers: Mapping[str, A
             f"budget takes limits by name ({', '.join(BUDGET_LIMITS)}) with numbers, "
             f"got {json.dumps(budget)}"
         )
-    held = [str(c["id"]) for c in state.get("calls", [])]
-    for verb in ("approve", "deny"):
+    pending = [c.id for c in pause.calls]
+    held = {c.id for c in pause.held}
+    approvals: dict[str, Any] = {}
+    for verb, decision in (("approve", "allow"), ("deny", "deny")):
         ids = answers.get(verb, [])
-        if not isinstance(ids, list) or any(str(i) not in held for i in ids):
+        if not isinstance(ids, list) or any(str(i) not in pending for i in ids):
             raise DurableError(
-                f"--{verb}: run {run_id} holds {', '.join(held) or 'no call'}; got "
+                f"--{verb}: run {run_id} holds {', '.join(pending) or 'no call'}; got "
                 f"{', '.join(map(str, ids)) if isinstance(ids, list) else ids}"
             )
-    return dict(answers)
+        for call_id in ids:  # a call not reached yet (later in its batch) is not held
+            if str(call_id) in held:
+                approvals.setdefault(str(call_id), decision)
+    return Answer(approvals=approvals, budget=dict(budget))
+
+
+def _legacy_pause(state: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``state`` event without ``pause`` (written before it had one) as a pause."""
+    asks = set(state.get("asks") or [])
+    calls = [dict(c, held=c.get("id") in asks) for c in state.get("calls") or []]
+    kind = "tool_results" if state.get("state") == "awaiting_tool" else "approval"
+    limit = state.get("limit")
+    budget = None
+    if isinstance(limit, list) and len(limit) == 3:
+        kind = "budget"
+        budget = {"limit": limit[0], "used": limit[1], "allowed": limit[2]}
+    elif not asks and kind == "approval":
+        kind = "hook"
+    return {"kind": kind, "reason": state.get("reason"), "calls": calls, "budget": budget}
 
 
 def _row(
@@ -343,199 +432,3 @@ def _row(
 def _first_line(error: Any) -> str:
     text = str(error or "").strip().splitlines()
     return text[-1] if text else ""
-
-
-def submit(config: DurableConfig, prompt: str, cwd: str, out: TextIO) -> int:
-    with DurableRuns(config, cwd, create=True) as runs:
-        run_id = runs.submit(prompt)
-    out.write(run_id + "\n")
-    return EXIT_DONE
-
-
-def list_runs(config: DurableConfig, cwd: str, out: TextIO, *, as_json: bool) -> int:
-    from harnessc.runtime.cli.output import format_duration, one_line
-
-    with DurableRuns(config, cwd) as runs:
-        rows = runs.rows()
-    if as_json:
-        for row in rows:
-            out.write(json.dumps(row) + "\n")
-        out.flush()
-        return EXIT_DONE
-    if not rows:
-        out.write("no runs\n")
-        return EXIT_DONE
-    table = [("ID", "STATUS", "REASON", "AGE", "WORKER")]
-    for row in rows:
-        age = format_duration(row["age_s"]) if row["age_s"] is not None else "-"
-        reason = one_line(row["reason"], 60) or "-"
-        table.append((row["id"], row["state"], reason, age, row["worker"] or "-"))
-    widths = [max(len(r[i]) for r in table) for i in range(4)]
-    for cells in table:
-        out.write("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=False)))
-        out.write("  " + cells[4] + "\n")
-    out.flush()  # a closed pipe is said here, where the caller stops quietly
-    return EXIT_DONE
-
-
-def follow(
-    config: DurableConfig,
-    run_id: str,
-    cwd: str,
-    out: TextIO,
-    err: TextIO,
-    prog: str,
-    *,
-    as_json: bool,
-) -> int:
-    with DurableRuns(config, cwd) as runs:
-        run_id = runs.full_id(run_id)  # an unknown run: said at once
-        client = runs.client
-        show = Show(out, err, as_json=as_json)
-        pump(
-            lambda seen: client.list_workflow_steps(run_id, offset=seen),
-            lambda: client.retrieve_workflow(run_id).get_status().status,
-            lambda: runs.waiting(run_id).get("state") in _WAITING,
-            lambda: output_events(client.retrieve_workflow(run_id).get_result()),
-            show,
-        )
-        show.close()
-        return ending(runs.state(run_id), runs.waiting(run_id), prog, run_id, show)
-
-
-def ending(
-    row: Mapping[str, Any], waiting: Mapping[str, Any], prog: str, run_id: str, show: Show
-) -> int:
-    """Say how a run stands once its events are shown (as a plain run says it, on
-    stderr); the exit code a plain run ending so gives."""
-    kind = row["state"]
-    if kind in _WAITING:
-        if show.text is not None:
-            for line in pause_lines(prog, run_id, waiting):
-                show.err.write(line + "\n")
-        return EXIT_PAUSED
-    if kind == "done":
-        return EXIT_DONE
-    if kind == "cancelled":
-        show.err.write(f"run {run_id} was cancelled\n")
-        return EXIT_ERROR
-    if kind == "aborted":
-        show.err.write("aborted\n")
-        return error_code({"status": "aborted"})
-    line = error_line({"reason": row.get("reason")})
-    if show.text is not None:
-        show.text.error(line.removeprefix("error: "))  # once, if an event said it already
-    else:
-        show.err.write(line + "\n")
-    return EXIT_ERROR
-
-
-class Show:
-    """Shows recorded events as a plain run shows its events: one JSON object per line
-    on ``out``, or through the text printer (reply on ``out``; tool lines, errors and
-    pauses on ``err``)."""
-
-    def __init__(self, out: TextIO, err: TextIO, *, as_json: bool) -> None:
-        from harnessc.runtime.cli.output import TextPrinter
-
-        self.out, self.err = out, err
-        self.text: TextPrinter | None = None
-        if not as_json:
-            from harnessc.runtime.cli.render import make_printer
-
-            self.text = make_printer(out, err)
-
-    def __call__(self, event: dict[str, Any]) -> None:
-        if self.text is None:
-            self.out.write(json.dumps(event, ensure_ascii=False) + "\n")
-            self.out.flush()
-            return
-        from harnessc.runtime.durable.recorded import event_from_dict
-
-        made = event_from_dict(event)
-        if made is not None:
-            self.text(made)
-
-    def close(self) -> None:
-        if self.text is not None:
-            self.text.close()
-
-
-_FOLLOW_POLL_S = 0.1
-_SETTLE_S = 0.5
-
-
-def pump(
-    steps: Callable[[int], list[Any]],
-    status: Callable[[], str],
-    waiting: Callable[[], bool],
-    last: Callable[[], list[dict[str, Any]]],
-    show: Callable[[dict[str, Any]], None],
-) -> None:
-    """Show a run's events (recorded in its steps' outputs, and ``last``, those in the
-    output of a run that ended well) until it ends or waits at a pull point."""
-
-    seen, since = 0, None
-    while True:
-        # both read before the steps: what the run recorded before it ended or began to
-        # wait is all there
-        state = status()
-        finished = state not in ("PENDING", "ENQUEUED")
-        paused = not finished and waiting()
-        rows = steps(seen)  # the steps recorded since the last look, in order
-        seen += len(rows)
-        events = [e for row in rows for e in step_events(str(row["function_name"]), row["output"])]
-        if finished and state == "SUCCESS":
-            events += last()
-        for event in events:
-            if isinstance(event, dict):
-                show(event)
-        if finished:
-            return
-        if paused and not rows:
-            # a wait someone has just answered looks the same until the worker takes the
-            # answer: a wait is one once it has held for a moment
-            since = since if since is not None else time.monotonic()
-            if time.monotonic() - since >= _SETTLE_S:
-                return
-        else:
-            since = None
-        if not rows:
-            time.sleep(_FOLLOW_POLL_S)
-
-
-def resume(
-    config: DurableConfig,
-    run_id: str,
-    cwd: str,
-    out: TextIO,
-    *,
-    payload: str | None = None,
-    approve: list[str] | None = None,
-    deny: list[str] | None = None,
-    cancel: bool = False,
-) -> int:
-    """``--run RUN`` with ``--resume-with JSON``, ``--approve`` / ``--deny`` or ``--cancel``."""
-    answers: dict[str, Any] = {}
-    if payload is not None:
-        try:
-            answers = json.loads(payload)
-        except ValueError as exc:
-            raise DurableError(f"--resume-with is not JSON: {exc}") from None
-        if not isinstance(answers, dict):
-            raise DurableError("--resume-with takes a JSON object: call id -> result")
-    with DurableRuns(config, cwd) as runs:
-        run_id = runs.full_id(run_id)
-        if cancel:
-            runs.cancel(run_id)
-            out.write(f"cancelled {run_id}\n")
-            return EXIT_DONE
-        if approve or deny:
-            answers = {"approve": approve or [], "deny": deny or []}
-        runs.resume_with(run_id, answers)
-    for call_id in approve or []:
-        out.write(f"approved {call_id}\n")
-    for call_id in deny or []:
-        out.write(f"denied {call_id}\n")
-    out.write(f"resumed {run_id} (a worker continues it)\n")
-    return EXIT_DONE

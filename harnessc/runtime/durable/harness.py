@@ -22,10 +22,15 @@ from typing import Any
 
 import msgspec
 
-from harnessc.runtime.agent import AgentHarness
+from harnessc.runtime.agent import AgentHarness, checkpoints
 from harnessc.runtime.agent.subagents import SubAgents
 from harnessc.runtime.durable.session import DurableSession, ReplayStorage, RunClock
-from harnessc.runtime.durable.steps import DurableProvider, DurableTool, EventSink
+from harnessc.runtime.durable.steps import (
+    DurableProvider,
+    DurableTool,
+    EventSink,
+    checkpoint_runner,
+)
 from harnessc.runtime.options.harness_options import AgentHarnessOptions
 from harnessc.runtime.session.entries import SessionHeader
 from harnessc.runtime.session.session import Session
@@ -42,6 +47,7 @@ class RunSteps:
     sink: EventSink
     clock: RunClock
     base_url: tuple[str, str] | None = None
+    sandbox: str | None = None  # the operator's --sandbox mode (None: the spec's)
 
 
 @dataclass(slots=True, frozen=True)
@@ -65,9 +71,13 @@ def prepare(options: AgentHarnessOptions, steps: RunSteps, inputs: Any) -> Agent
     from harnessc.runtime.providers import get_provider
 
     if steps.base_url is not None:
-        from harnessc.runtime.cli.overrides import override_base_url
+        from harnessc.runtime.runs.overrides import override_base_url
 
         override_base_url(options, *steps.base_url)
+    if steps.sandbox is not None:
+        from harnessc.runtime.runs.overrides import override_sandbox
+
+        override_sandbox(options, steps.sandbox)
     if not isinstance(options.provider, DurableProvider):  # a Claude file's: the parent's
         options.provider = DurableProvider(
             options.provider, lambda model: get_provider(model.api), steps.sink, steps.clock
@@ -87,6 +97,8 @@ class DurableHarness(AgentHarness):
             if isinstance(extension, SubAgents):
                 extension.runtime = DurableSubAgents(steps)
         super().__init__(options)
+        # a workspace checkpoint is a step of the run, recorded with the batch it guards
+        checkpoints.use_runner(self._agent, checkpoint_runner(steps.sink, steps.clock))
 
     def _step(self, tool: AgentTool) -> AgentTool:
         if tool.external or isinstance(tool, DurableTool) or getattr(tool, "steps_inside", False):
@@ -121,7 +133,7 @@ class DurableSubAgents:
         from harnessc.runtime.session.storage import JsonlStorage
 
         if os.path.exists(file):  # an earlier execution of the run made it
-            storage, loaded = JsonlStorage.open_locked(file)
+            storage, loaded = _open_locked(file)
             replay = ReplayStorage(storage, {e.id for e in loaded.entries})
             return DurableSession(
                 header=loaded.header, entries=[], storage=replay, path=file, seed=seed, clock=clock
@@ -134,3 +146,19 @@ class DurableSubAgents:
     def harness(self, options: AgentHarnessOptions, key: str) -> AgentHarness:
         inputs = SubAgentInputs(self.steps.clock, self._seed(key))
         return DurableHarness(prepare(options, self.steps, inputs), self.steps)
+
+
+def _open_locked(file: str) -> Any:
+    """A sub-agent's session file opened for appending, waiting while another process
+    holds it (a worker stalled past its lease: it ends once it finds so, and its lock
+    goes with it), as the run's own session is waited for."""
+    import time
+
+    from harnessc.runtime.session.lock import SessionLockedError
+    from harnessc.runtime.session.storage import JsonlStorage
+
+    while True:
+        try:
+            return JsonlStorage.open_locked(file)
+        except SessionLockedError:
+            time.sleep(0.2)

@@ -25,7 +25,13 @@ from harnessc.runtime.core.messages import AssistantMessage, TextContent
 from harnessc.runtime.durable.session import RunClock
 from harnessc.runtime.providers.base import AssistantMessageEvent, Provider, ProviderRequest
 from harnessc.runtime.session.session import iso_now
-from harnessc.runtime.tools.base import AgentTool, ToolResult, ToolUpdate
+from harnessc.runtime.tools.base import (
+    READ_ONLY_TOOLS,
+    AgentTool,
+    ToolResult,
+    ToolUpdate,
+    is_read_only,
+)
 
 __all__ = [
     "INTERRUPTED",
@@ -33,6 +39,7 @@ __all__ = [
     "DurableProvider",
     "DurableTool",
     "EventSink",
+    "checkpoint_runner",
     "flush_events",
     "is_read_only",
     "output_events",
@@ -42,9 +49,9 @@ __all__ = [
 ]
 
 EVENTS_STEP = "events"
-# The built-in tools that only read: a recovered run runs them again when its worker
-# stopped while they ran (as any tool whose ``read_only`` attribute is true).
-READ_ONLY_TOOLS = frozenset({"read", "ls", "grep", "find"})
+CHECKPOINT_STEP = "checkpoint"  # a workspace checkpoint; records the events before it
+# READ_ONLY_TOOLS, is_read_only (tools.base): a recovered run may simply run such a
+# call again when its worker stopped while it ran.
 INTERRUPTED = (
     "The worker running this durable run stopped while this call ran, before its result "
     "was recorded. The call was not run again: it may have done all, part or none of its "
@@ -70,7 +77,8 @@ def step_events(name: str, output: Any) -> list[dict[str, Any]]:
     """The events a step of a run recorded (``DBOSClient.list_workflow_steps`` rows)."""
     if name == EVENTS_STEP and isinstance(output, list):
         return output
-    if (name == "model_call" or name.startswith("tool:")) and isinstance(output, list | tuple):
+    carries = name in ("model_call", CHECKPOINT_STEP) or name.startswith("tool:")
+    if carries and isinstance(output, list | tuple):
         if len(output) == 3 and isinstance(output[2], list):
             return output[2]
     return []
@@ -110,12 +118,6 @@ def set_call_marker(marker: Callable[[str, str], bool] | None) -> None:
     _MARKER[:] = [marker] if marker is not None else []
 
 
-def is_read_only(tool: Any) -> bool:
-    """A tool a recovered run may simply run again: a read-only built-in, or a tool
-    whose ``read_only`` attribute is true."""
-    return tool.name in READ_ONLY_TOOLS or bool(getattr(tool, "read_only", False))
-
-
 async def _step(name: str, sink: EventSink, clock: RunClock, work: Callable[[], Any]) -> Any:
     from dbos import DBOS
 
@@ -132,6 +134,17 @@ async def _step(name: str, sink: EventSink, clock: RunClock, work: Callable[[], 
     value, finished, _ = await DBOS.run_step_async({"name": name, "retries_allowed": False}, body)
     clock.tick(finished)
     return value
+
+
+def checkpoint_runner(sink: EventSink, clock: RunClock) -> Callable[[Callable[[], Any]], Any]:
+    """How a durable run takes a workspace checkpoint: as a step of its own, before the
+    tool batch it guards, so a recovered run gets the recorded checkpoint back and never
+    takes a second one (``agent.checkpoints.use_runner``)."""
+
+    async def run(work: Callable[[], Any]) -> Any:
+        return await _step(CHECKPOINT_STEP, sink, clock, lambda: asyncio.to_thread(work))
+
+    return run
 
 
 class DurableProvider:

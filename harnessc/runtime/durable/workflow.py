@@ -1,33 +1,39 @@
 """A run as a DBOS workflow (imported only by durable verbs; imports DBOS).
 
-The request is the prompt and the working folder; a ``session_id`` continues that stored
-session (its entries when the run began are the history, those after it this run's own,
-so a replay appends none twice), ``context`` (messages) starts a new session with that
-history, and ``tools`` (name, description, parameters) are external tools of this run
-alone (a client's, answered as any external tool is).
+The request is the prompt (with ``images``: base64 and MIME type) and the working folder;
+a ``session_id`` continues that stored session (its entries when the run began are the
+history, those after it this run's own, so a replay appends none twice), ``context``
+(messages) starts a new session with that history, ``tools`` (name, description,
+parameters) are external tools of this run alone (a client's, answered as any external
+tool is), ``model`` (a key of the agent's models) and ``budget`` (limits by name) are
+this run's.
 
 The workflow builds the agent's harness (a ``DurableHarness``: every tool it is given,
 at the start or later, such as an MCP server's, a ``DurableTool``; its sub-agents are
 durable harnesses on the same steps) around a ``DurableSession`` and a
 ``DurableProvider``, runs the prompt, and turns every pull point, a sub-agent's too,
-into a durable wait: an external tool call waits on ``DBOS.recv`` with the call id as
-topic, a budget or hook pause on the topic ``resume``. While it waits its state (for
-``--runs``) is the event ``state``, once it ends its recorded output; its events (for
-``--follow``) are recorded in its steps' outputs, the last ones in its output.
+into a durable wait on ``DBOS.recv`` with the topic ``resume``: the message is the
+run-control layer's ``Answer`` (``{"answer": {...}}``) or an abort (``{"abort":
+reason}``), the same for every kind of pause. While it waits its state (for ``--runs``
+and every server) is the event ``state`` (``pause``: the layer's ``Pause``), once it
+ends its recorded output (with the typed value); its events (for ``--follow``) are
+recorded in its steps' outputs, the last ones in its output. A session another worker
+still holds (one stalled past its lease, whose runs this worker took over) is waited
+for, however long, under this worker's lease: its holder ends once it finds its lease
+lost, and the lock goes with it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import msgspec
 from dbos import DBOS
 
-from harnessc.runtime.agent import AgentHarness
 from harnessc.runtime.durable.harness import DurableHarness, RunSteps, prepare
 from harnessc.runtime.durable.pinning import dump_resources, load_resources
 from harnessc.runtime.durable.session import DurableSession, ReplayStorage, RunClock
@@ -64,6 +70,8 @@ class DurableAgent:
     session_repo: Callable[[], Any] | None = None  # e.g. the PostgreSQL store
     # the server every model is pointed at (--base-url / $HARNESSC_BASE_URL), and which
     base_url: tuple[str, str] | None = None
+    # the operator's --sandbox mode for every run (None: the spec's)
+    sandbox: str | None = None
 
     def repo(self, cwd: str) -> Any:
         if self.session_repo is not None:
@@ -116,23 +124,32 @@ def _begin(request: dict[str, Any], run_id: str) -> dict[str, Any]:
     return {"header": None, "session_id": session_id, "ts": iso_now()}
 
 
-LOCK_WAIT_S = 10.0  # a session another execution of the run still holds: wait this long
+LOCK_POLL_S = 0.2  # a session another process holds is tried again this often
 
 
 def _open_stored(repo: Any, session_id: str) -> Session:
-    """Open a stored session for appending; while its lock is held (the execution of a
-    run that is ending, a worker that lost its lease and is stopping) try again a while."""
+    """Open a stored session for appending, waiting while another process holds its
+    lock (the execution of a run that is ending, or a worker stalled past its lease
+    whose run this one took over: it ends at its next beat or step, and its lock with
+    it). The wait is under this worker's lease: should this worker stop, the run goes
+    on where it is recovered. Said once on stderr."""
     from harnessc.runtime.session.lock import SessionLockedError
 
-    deadline = time.monotonic() + LOCK_WAIT_S
+    said = False
     while True:
         try:
             session: Session = repo.open(session_id)
             return session
-        except SessionLockedError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
+        except SessionLockedError as exc:
+            if not said:
+                said = True
+                who = f"process {exc.pid}" if exc.pid is not None else "another process"
+                sys.stderr.write(
+                    f"harnessc: run {DBOS.workflow_id}: session {session_id} is held by "
+                    f"{who}; waiting for it\n"
+                )
+                sys.stderr.flush()
+            time.sleep(LOCK_POLL_S)
 
 
 def _session(begin: dict[str, Any], run_id: str, clock: RunClock) -> Session:
@@ -191,17 +208,31 @@ def _client_tools(request: dict[str, Any], have: set[str]) -> list[Any]:
 
 
 async def _harness(session: Session, request: dict[str, Any], steps: RunSteps) -> Any:
+    from harnessc.runtime.runs.answers import raised_budget
+
     agent = _agent()
     options = agent.build_options(session=session, cwd=request["cwd"])
     extra = _client_tools(request, {t.name for t in options.tools})
     if extra:
         options.tools = [*options.tools, *extra]
+    limits = request.get("budget")
+    if isinstance(limits, dict) and limits:
+        options.budget = raised_budget(options.budget, limits)
     if options.resources is not None:
         # the skills and templates the run started with, whatever the disk holds later
         pinned = await DBOS.run_step_async({"name": "resources"}, dump_resources, options.resources)
         options.resources = load_resources(pinned)
     # the run id and the budget's clock readings: recorded
     harness = DurableHarness(prepare(options, steps, steps.clock), steps)
+    if extra:  # the client answers its own tools: an ask does not hold them
+        from harnessc.runtime.permissions.gate import find_gate
+
+        gate = find_gate(harness.options.hooks)
+        if gate is not None:
+            gate.client_tools = frozenset(t.name for t in extra)
+    model = request.get("model")
+    if isinstance(model, str) and model and model != harness.model_key():
+        await harness.set_model(model)
     harness.subscribe(steps.sink)
     return harness
 
@@ -214,6 +245,8 @@ async def _state(state: str, **fields: Any) -> None:
 async def durable_run(request: dict[str, Any]) -> dict[str, Any]:
     """Run ``request["prompt"]`` in ``request["cwd"]`` (in ``request["session_id"]`` when
     it continues a session) to its end, waiting at pull points."""
+    from harnessc.runtime.runs.pauses import pause_of
+
     run_id = DBOS.workflow_id or ""
     clock, sink = RunClock(run_id=run_id), EventSink()
     begin = await DBOS.run_step_async({"name": "begin"}, _begin, request, run_id)
@@ -222,37 +255,74 @@ async def durable_run(request: dict[str, Any]) -> dict[str, Any]:
     session = await asyncio.to_thread(_session, begin, run_id, clock)  # may wait for its lock
     try:
         _context(session, request)
-        steps = RunSteps(sink, clock, _agent().base_url)
+        steps = RunSteps(sink, clock, _agent().base_url, _agent().sandbox)
         harness = await _harness(session, request, steps)
-        result = await harness.prompt(request["prompt"])
+        if harness.paused_reason is not None:
+            # a run of the session cancelled while it waited left its pause: end it
+            await harness.abort_paused("left by a cancelled run of the session")
+        result = await harness.prompt(request["prompt"], _images(request) or None)
         while result.status in ("awaiting_tool", "paused"):
             await flush_events(sink)
-            pause = pause_state(result, harness)
-            kind = _waits_for(result, harness)
-            await _state(kind, **pause, session_id=session.id)
-            if kind == "awaiting_tool":
-                answers = {c["id"]: await _wait(c["id"]) for c in pause["calls"]}
-                await _tick(clock)  # the wait is not run time: the budget's clock skips it
-                await _state("running", session_id=session.id)
-                result = await harness.resume(answers)
+            pause = pause_of(harness, result.reason)
+            assert pause is not None
+            await _state(pause.status, **pause_state(pause), session_id=session.id)
+            message = await _answer(pause)
+            await _tick(clock)  # the wait is not run time: the budget's clock skips it
+            await _state("running", session_id=session.id)
+            if isinstance(message, str):
+                result = await harness.abort_paused(message)
             else:
-                message = await _wait(RESUME_TOPIC)
-                await _tick(clock)
-                await _state("running", session_id=session.id)
-                result = await harness.resume(
-                    budget=_budget(message, harness.budget.budget),
-                    approvals=_approvals(message, harness),
-                )
+                from harnessc.runtime.runs.answers import resume_arguments
+
+                result = await harness.resume(**resume_arguments(harness, pause, message))
     finally:
         session.close()
+    config = harness.options.output
+    output = None
+    if config is not None and result.status == "done" and result.reply is None:
+        output = config.to_json(result.output)
     return {
         "status": result.status,
         "reason": result.reason,
         "text": result.text,
+        "output": output,
         "session_id": session.id,
         # the events since the last step: part of the recorded output, no step of their own
         "events": sink.take(),
     }  # its state (done / failed) is the workflow's recorded output
+
+
+async def _answer(pause: Any) -> Any:
+    """The answer to ``pause`` (an ``Answer``), or the reason of an abort (a string).
+    A message that does not fit the pause (the clients check first) is passed over."""
+    from harnessc.runtime.runs.answers import Answer, check_answer
+    from harnessc.runtime.runs.errors import Conflict
+
+    while True:
+        message = await _wait(RESUME_TOPIC)
+        if not isinstance(message, dict):
+            continue
+        if "abort" in message:
+            return str(message.get("abort") or "aborted")
+        given = message.get("answer")
+        if not isinstance(given, dict):
+            continue
+        answer = Answer.from_dict(given)
+        try:
+            check_answer(pause, answer)
+        except Conflict:
+            continue
+        return answer
+
+
+def _images(request: dict[str, Any]) -> list[Any]:
+    from harnessc.runtime.core.messages import ImageContent
+
+    return [
+        ImageContent(str(i["data"]), str(i["mime_type"]))
+        for i in request.get("images") or []
+        if isinstance(i, dict) and i.get("data") and i.get("mime_type")
+    ]
 
 
 async def _tick(clock: RunClock) -> None:
@@ -267,72 +337,24 @@ async def _wait(topic: str) -> Any:
             return message
 
 
-def _waits_for(result: Any, harness: AgentHarness) -> str:
-    """``awaiting_tool`` when the run (or a sub-agent paused inside it) waits for
-    external tool results, else ``paused``."""
-    if result.status == "awaiting_tool" or harness.paused_reason == "awaiting_tool":
-        return "awaiting_tool"
-    return "paused"
-
-
-def _nested(harness: AgentHarness) -> list[tuple[Any, str, str]]:
-    """The calls sub-agents paused inside the run's calls wait on: (call, kind, path)."""
-    run = harness.run_state
-    if run is None:
-        return []
-    return [n for r in run.calls if r.result is None for n in r.nested_calls()]
-
-
-def pause_state(result: Any, harness: AgentHarness) -> dict[str, Any]:
-    """What a paused run waits for, as its ``state`` event holds it: the reason, the
-    calls (external ones, or those a pause held; a sub-agent's with its agent path),
-    the permission asks among them, and for a budget pause the limit's use."""
-    from harnessc.runtime.cli.pause import budget_limit
-    from harnessc.runtime.permissions.gate import pending_asks
-
-    nested = _nested(harness)
-    pending = result.pending_tool_calls
-    if result.status != "awaiting_tool" and harness.paused_reason == "awaiting_tool":
-        pending = [c for c, kind, _ in nested if kind == "tool"]  # what a sub-agent awaits
-    paths = {c.id: path for c, _, path in nested}
-    calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in pending]
-    for call in calls:
-        if call["id"] in paths:
-            call["path"] = paths[call["id"]]
-    state: dict[str, Any] = {"reason": result.reason, "calls": calls}
-    held = {c["id"] for c in calls}
-    asks = [i for i in pending_asks(harness.session) if i in held]
-    asks += [c.id for c, kind, _ in nested if kind == "approval" and c.id in held]
-    state["asks"] = asks
-    limit = budget_limit(result.reason)
-    if limit is not None:
-        state["limit"] = [limit, harness.budget.used(limit), getattr(harness.budget.budget, limit)]
+def pause_state(pause: Any) -> dict[str, Any]:
+    """What a paused run waits for, as its ``state`` event holds it: the layer's
+    ``Pause`` (``pause``), and for clients that read them the reason, the calls (a
+    sub-agent's with its agent path), the permission asks among them, and for a budget
+    pause the limit's use (``[name, used, limit]``)."""
+    calls = []
+    for call in pause.calls:
+        item = {"id": call.id, "name": call.name, "arguments": call.arguments}
+        if call.path:
+            item["path"] = call.path
+        calls.append(item)
+    state: dict[str, Any] = {
+        "reason": pause.reason,
+        "calls": calls,
+        "asks": [c.id for c in pause.held],
+        "pause": pause.to_dict(),
+    }
+    if pause.budget is not None:
+        use = pause.budget
+        state["limit"] = [use.limit, use.used, use.allowed]
     return state
-
-
-def _budget(message: Any, current: Any) -> Any:
-    """The run's budget with the limits ``message["budget"]`` names raised (the others
-    kept); None when it names none."""
-    if not isinstance(message, dict) or not isinstance(message.get("budget"), dict):
-        return None
-    from harnessc.runtime.core.budget import BUDGET_LIMITS, Budget
-
-    raised = {k: v for k, v in message["budget"].items() if k in BUDGET_LIMITS}
-    if not raised:
-        return None
-    return msgspec.structs.replace(current if current is not None else Budget(), **raised)
-
-
-def _approvals(message: Any, harness: AgentHarness) -> dict[str, bool] | None:
-    """``{"approve": [ids], "deny": [ids]}``: the answers to the held calls among them
-    (recorded in the session as ``--approve`` / ``--deny`` record them)."""
-    if not isinstance(message, dict):
-        return None
-    from harnessc.runtime.cli.permission import answer_asks
-
-    held = {c.id for c in harness.pending_tool_calls}
-    approve = [str(i) for i in message.get("approve") or [] if str(i) in held]
-    deny = [str(i) for i in message.get("deny") or [] if str(i) in held and str(i) not in approve]
-    if not approve and not deny:
-        return None
-    return answer_asks(harness, approve, deny)[1]

@@ -63,10 +63,12 @@ from harnessc.runtime.extensions.session_env import (
     session_env,
 )
 from harnessc.runtime.processes.children import supervised
+from harnessc.runtime.sandbox.spawn import SandboxUnavailable, sandboxed
 from harnessc.runtime.support.secrets import scrubbed_environ
 
 if TYPE_CHECKING:
     from harnessc.runtime.options.harness_context import HarnessContext
+    from harnessc.runtime.sandbox.policy import SandboxPolicy
 
 __all__ = [
     "DEFAULT_COMMAND_TIMEOUT_S",
@@ -171,15 +173,31 @@ async def run_hook_command(
     timeout_s: float,
     env: dict[str, str] | None = None,
     max_output: int = MAX_OUTPUT_BYTES,
+    sandbox: SandboxPolicy | None = None,
+    workspace: str | None = None,
+    writable: tuple[str, ...] = (),
+    readable: tuple[str, ...] = (),
 ) -> CommandRun:
-    """Run ``command`` via the shell in a new process group.
+    """Run ``command`` via the shell in a new process group, inside ``sandbox`` (for
+    ``workspace``, default ``cwd``; ``writable``: paths this run may also write,
+    ``readable``: paths it must see, such as the spec's folder).
 
     The result is the shell's exit: output still arriving is read for a short grace
     period (``OUTPUT_GRACE_S``), then the group is killed, background children
     included. HookTimeoutError (group killed) when the shell runs past ``timeout_s``.
     """
+    argv, boxed_env = sandboxed(
+        ["/bin/sh", "-c", command],
+        sandbox,
+        workspace=workspace or cwd or os.getcwd(),
+        cwd=cwd,
+        env=env,
+        writable=writable,
+        readable=readable,
+    )
+    env = boxed_env if boxed_env is not None else env
     process = await asyncio.create_subprocess_exec(
-        *supervised(["/bin/sh", "-c", command], env),
+        *supervised(argv, env),
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -305,8 +323,18 @@ class CommandHook:
             env[ENV_FILE_VARIABLE] = env_file.path
         try:
             run = await run_hook_command(
-                self.program, data, cwd=cwd, timeout_s=self.timeout_s, env=env
+                self.program,
+                data,
+                cwd=cwd,
+                timeout_s=self.timeout_s,
+                env=env,
+                sandbox=getattr(getattr(harness, "options", None), "sandbox", None),
+                workspace=payload["cwd"],
+                writable=(os.path.dirname(env_file.path),) if env_file is not None else (),
+                readable=tuple(p for p in (self.spec_dir, self.cwd) if p),
             )
+        except SandboxUnavailable as exc:  # fail closed: as a hook that could not start
+            raise HookProtocolError(f"{self.label} could not start: {exc}") from None
         except HookTimeoutError as exc:
             raise HookTimeoutError(f"{self.label}: {exc}") from None
         except OSError as exc:

@@ -142,13 +142,18 @@ class ServerConnection:
         user: UserBridge | None = None,
         roots: Callable[[], list[str]] | None = None,
         problem: Callable[[str], None] | None = None,
+        sandbox: Any = None,
+        workspace: str | None = None,
     ) -> None:
         """``process``: the stdio child, already started by ``stdio.spawn`` (the first
         start uses it; it is stopped if no start does). ``user``: who answers a login
         or a question (default: ``default_user()`` when one comes). ``roots``: the
         folders offered to the server (default: the working directory). ``problem``:
-        told about a token file that is not used."""
+        told about a token file that is not used. ``sandbox``: the SandboxPolicy a
+        stdio server runs in (for ``workspace``)."""
         self.config = config
+        self.sandbox = sandbox
+        self.workspace = workspace
         self.environ = dict(environ)
         self.user = user if user is not None else UserBridge()
         self.roots = roots
@@ -340,6 +345,8 @@ class ServerConnection:
                     cwd=config.resolved_cwd(),
                     log=log,
                     process=process,
+                    sandbox=self.sandbox,
+                    workspace=self.workspace,
                 )
             )
         else:

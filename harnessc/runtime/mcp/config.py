@@ -138,6 +138,8 @@ class McpServerConfig:
     """None or True: an HTTP server that answers 401 gets the default OAuth login
     (none when ``headers`` carry an Authorization); False: never; ``McpOAuth``: this one."""
     protocol_version: str = "auto"
+    # Why this stdio server runs outside the agent's sandbox (None: it runs inside).
+    unsandboxed: str | None = None
     base_dir: str | os.PathLike[str] | None = None
     """The spec's folder: ``cwd``, a relative ``command`` path and relative paths in
     ``args`` resolve against it."""

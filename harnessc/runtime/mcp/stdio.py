@@ -33,9 +33,12 @@ import anyio.abc
 
 from harnessc.runtime.mcp.serverlog import ServerLog
 from harnessc.runtime.processes.children import supervised
+from harnessc.runtime.sandbox.spawn import sandboxed
 
 if TYPE_CHECKING:
     from mcp.shared.message import SessionMessage
+
+    from harnessc.runtime.sandbox.policy import SandboxPolicy
 
 __all__ = ["MAX_LINE_BYTES", "discard", "find_program", "spawn", "stdio_transport"]
 
@@ -55,6 +58,8 @@ async def stdio_transport(
     cwd: str | None,
     log: ServerLog,
     process: anyio.abc.Process | None = None,
+    sandbox: SandboxPolicy | None = None,
+    workspace: str | None = None,
 ) -> AsyncIterator[tuple[Any, Any]]:
     """``(read_stream, write_stream)`` of a client session talking to the child.
 
@@ -63,7 +68,7 @@ async def stdio_transport(
     from mcp.shared.message import SessionMessage
 
     if process is None:
-        process = await spawn(command, args, env=env, cwd=cwd)
+        process = await spawn(command, args, env=env, cwd=cwd, sandbox=sandbox, workspace=workspace)
     group = process.pid
     read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
@@ -128,17 +133,37 @@ async def stdio_transport(
 
 
 async def spawn(
-    command: str, args: list[str], *, env: dict[str, str], cwd: str | None
+    command: str,
+    args: list[str],
+    *,
+    env: dict[str, str],
+    cwd: str | None,
+    sandbox: SandboxPolicy | None = None,
+    workspace: str | None = None,
 ) -> anyio.abc.Process:
-    """Start the server under the supervisor, its three standard streams piped.
+    """Start the server under the supervisor, its three standard streams piped, inside
+    ``sandbox`` (for ``workspace``, default ``cwd``; ``SandboxUnavailable`` when it is
+    required and cannot be enforced).
 
     Needs neither the MCP SDK nor its import time: a caller may start the child first
     and import the SDK while the server boots. Raises ``FileNotFoundError`` when
     ``command`` is not found."""
-    if find_program(command, env=env, cwd=cwd) is None:
+    program = find_program(command, env=env, cwd=cwd)
+    if program is None:
         raise FileNotFoundError(errno.ENOENT, "no such program (not on PATH)", command)
+    named = [p for p in (program, *args) if p and os.path.isabs(p) and os.path.exists(p)]
+    argv, boxed_env = sandboxed(
+        [command, *args],
+        sandbox,
+        workspace=workspace or cwd or os.getcwd(),
+        cwd=cwd,
+        env=env,
+        # the spec's program and the files its arguments name, wherever they are
+        readable=tuple(os.path.dirname(p) if os.path.isfile(p) else p for p in named),
+    )
+    env = boxed_env if boxed_env is not None else env
     return await anyio.open_process(
-        supervised([command, *args], env),
+        supervised(argv, env),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

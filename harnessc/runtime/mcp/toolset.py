@@ -41,9 +41,15 @@ from harnessc.runtime.mcp.user import McpUser
 from harnessc.runtime.mcp.user_bridge import UserBridge
 from harnessc.runtime.options.harness_context import HarnessContext
 from harnessc.runtime.support.data_folder import DataFolder, resolve_folder
-from harnessc.runtime.tools.base import HoldCall, Tool, ToolResult, ToolUpdate, error_result
+from harnessc.runtime.tools.base import (
+    HoldCall,
+    Tool,
+    ToolResult,
+    ToolUpdate,
+    error_result,
+)
 
-__all__ = ["INSTALL_HINT", "McpToolset", "McpUnavailableError", "sdk_available"]
+__all__ = ["INSTALL_HINT", "McpTool", "McpToolset", "McpUnavailableError", "sdk_available"]
 
 INSTALL_HINT = "pip install 'harnessc[mcp]'"
 
@@ -207,7 +213,8 @@ class McpToolset:
         environ = child_environ(os.environ)
         log_dir = resolve_folder(self.log_dir or DataFolder("logs"))
         new = [s for s in self.servers if s.name not in self._connections]
-        spawned = await _spawn_ahead(new, environ)
+        sandbox, workspace = self._sandbox()
+        spawned = await _spawn_ahead(new, environ, sandbox, workspace)
         try:
             # the SDK's import takes seconds: the stdio servers boot meanwhile
             from harnessc.runtime.mcp.client import ServerConnection
@@ -223,6 +230,8 @@ class McpToolset:
                 user=self._bridge,
                 roots=self._roots,
                 problem=self._problem,
+                sandbox=None if server.unsandboxed else sandbox,
+                workspace=workspace,
             )
         waiting = [(n, c) for n, c in self._connections.items() if not c.alive]
         outcomes = await asyncio.gather(*(c.start() for _, c in waiting), return_exceptions=True)
@@ -232,6 +241,14 @@ class McpToolset:
                 errors[name] = str(outcome) or type(outcome).__name__
                 await connection.close()
         return errors
+
+    def _sandbox(self) -> tuple[Any, str]:
+        """The agent's sandbox policy and workspace (its session's working directory)."""
+        harness = self._harness
+        options = getattr(harness, "options", None)
+        session = getattr(harness, "session", None)
+        cwd = getattr(session, "cwd", None) or os.getcwd()
+        return getattr(options, "sandbox", None), os.path.abspath(cwd)
 
     async def refresh(self) -> None:
         """List again the servers that announced a changed tool or prompt list."""
@@ -404,7 +421,7 @@ class McpToolset:
         description = (
             listed.description or getattr(listed, "title", None) or f"{remote} ({server.name})"
         )
-        return Tool(
+        return McpTool(
             name=name,
             description=description,
             parameters=dict(listed.input_schema),
@@ -413,6 +430,7 @@ class McpToolset:
             # the server's own deadline ends a call first; it stops while a person is asked
             # (a login, a question), which the loop's limit allows for
             timeout_s=server.timeout_s + 5.0 + _PERSON_S,
+            annotations=_hints(listed),
         )
 
     def _register_prompts(self, server: McpServerConfig, connection: Any) -> None:
@@ -457,10 +475,14 @@ class McpToolset:
         self._started = False
 
 
-async def _spawn_ahead(servers: list[McpServerConfig], environ: dict[str, str]) -> dict[str, Any]:
+async def _spawn_ahead(
+    servers: list[McpServerConfig], environ: dict[str, str], sandbox: Any, workspace: str
+) -> dict[str, Any]:
     """The stdio children of ``servers``, started before the SDK is imported (a child
-    that cannot be started is left to its connection, which reports why)."""
+    that cannot be started is left to its connection, which reports why), each in
+    ``sandbox`` unless the spec let it out (``unsandboxed``)."""
     from harnessc.runtime.mcp.stdio import discard, spawn
+    from harnessc.runtime.sandbox.spawn import SandboxUnavailable
 
     spawned: dict[str, Any] = {}
     for server in servers:
@@ -473,8 +495,10 @@ async def _spawn_ahead(servers: list[McpServerConfig], environ: dict[str, str]) 
                 server.resolved_args(),
                 env=child_env(server, environ),
                 cwd=server.resolved_cwd(),
+                sandbox=None if server.unsandboxed else sandbox,
+                workspace=workspace,
             )
-        except OSError:
+        except (OSError, SandboxUnavailable):
             continue
         except BaseException:
             await asyncio.gather(*(discard(p) for p in spawned.values()), return_exceptions=True)
@@ -548,3 +572,33 @@ def _prompt_handler(connection: Any, prompt: str, arguments: list[str]) -> Any:
         return CommandOutcome("prompt", "\n\n".join(parts))  # sent to the model
 
     return handler
+
+
+class McpTool(Tool):
+    """An MCP server's tool: a ``Tool`` with what the server says about it
+    (``readOnlyHint``, ``destructiveHint``, ``idempotentHint``, ``openWorldHint``,
+    ``title``), shown when a call of it is asked about."""
+
+    annotations: dict[str, Any] | None = None
+
+
+_HINTS = {
+    "title": "title",
+    "read_only_hint": "readOnlyHint",
+    "destructive_hint": "destructiveHint",
+    "idempotent_hint": "idempotentHint",
+    "open_world_hint": "openWorldHint",
+}
+
+
+def _hints(listed: Any) -> dict[str, Any] | None:
+    """The server's annotations of a listed tool, by their MCP names (None: none given)."""
+    annotations = getattr(listed, "annotations", None)
+    if annotations is None:
+        return None
+    out = {
+        wire: value
+        for attr, wire in _HINTS.items()
+        if isinstance(value := getattr(annotations, attr, None), str | bool)
+    }
+    return out or None

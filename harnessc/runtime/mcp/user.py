@@ -23,7 +23,6 @@ the caller's answer when it resumes.
 
 from __future__ import annotations
 
-import sys
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from msgspec import Struct
@@ -36,8 +35,8 @@ __all__ = [
     "LoginAnswer",
     "LoginRequest",
     "McpUser",
+    "LoginFailed",
     "UserNeeded",
-    "default_user",
 ]
 
 
@@ -97,6 +96,10 @@ class ElicitationAnswer(Struct, frozen=True):
             raise ValueError(f"elicitation answer {self.action!r}: accept, decline or cancel")
 
 
+class LoginFailed(Exception):
+    """The login was made but did not give a code (refused, or a wrong answer)."""
+
+
 class UserNeeded(Exception):
     """Nobody here can answer ``request``; the message says what to do instead."""
 
@@ -133,17 +136,3 @@ class HeadlessUser:
             f"answer: {request.message!r}",
             request,
         )
-
-
-def default_user() -> McpUser:
-    """The terminal when stdin and stderr are both one (a person is there), else
-    ``HeadlessUser``."""
-    try:
-        interactive = sys.stdin is not None and sys.stdin.isatty() and sys.stderr.isatty()
-    except (AttributeError, ValueError, OSError):
-        interactive = False
-    if not interactive:
-        return HeadlessUser()
-    from harnessc.runtime.mcp.terminal_user import TerminalUser
-
-    return TerminalUser()

@@ -20,6 +20,7 @@ from harnessc.runtime.core.options import (
 
 if TYPE_CHECKING:
     from harnessc.runtime.core.budget import Budget
+    from harnessc.runtime.core.checkpoint_settings import CheckpointSettings
     from harnessc.runtime.core.hooks import HookSpec
     from harnessc.runtime.core.run_inputs import RunInputs
     from harnessc.runtime.options.typed_output import OutputConfig
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from harnessc.runtime.providers.fallback import ModelFallback
     from harnessc.runtime.providers.transport import HttpClientPool
     from harnessc.runtime.resources.types import AgentHarnessResources
+    from harnessc.runtime.sandbox.policy import SandboxPolicy
     from harnessc.runtime.session.session import Session
     from harnessc.runtime.tools.base import AgentTool
 
@@ -68,3 +70,9 @@ class AgentHarnessOptions(Struct):
     fallback: ModelFallback | None = None
     # The typed result (``output:``): RunResult.output holds the validated answer.
     output: OutputConfig | None = None
+    # The boundary of every program the agent runs for the model (bash, command hooks,
+    # stdio MCP servers); None: no sandbox (a hand-built harness; specs always say).
+    sandbox: SandboxPolicy | None = None
+    # Workspace checkpoints around tool batches that may change files (``checkpoints:``;
+    # None: none are taken).
+    checkpoints: CheckpointSettings | None = None

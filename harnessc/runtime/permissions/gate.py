@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harnessc.runtime.permissions.path_rules import call_path
+from harnessc.runtime.permissions.path_rules import call_path, other_names
 from harnessc.runtime.permissions.rules import (
     _COVERS,
     _PATH_TOOLS,
@@ -36,6 +36,7 @@ __all__ = [
     "record_answer",
     "recorded_answer",
     "tool_context_with_rules",
+    "with_parent_rules",
 ]
 
 
@@ -55,6 +56,9 @@ class PermissionGate:
         self.mode = normalize_mode(mode)
         self.remembered: list[Rule] = []  # "always" answers of this process
         self.asker: Asker | None = None
+        # the tools of the caller (external tools a client brought, as an AG-UI front
+        # end's): an ``ask`` does not hold them, the caller answers them; a deny rule does
+        self.client_tools: frozenset[str] = frozenset()
 
     def set_mode(self, mode: str) -> None:
         self.mode = normalize_mode(mode)
@@ -76,9 +80,17 @@ class PermissionGate:
         label = _label(tool, args)
         if decision.outcome == "allow":
             return None
+        if decision.outcome == "ask":  # an MCP tool is asked about with its server's words
+            decision = _with_annotations(decision, harness, tool)
         if decision.outcome == "deny":
             return ToolCallResult(block=True, reason=f"{label}: {decision.reason}")
-        answered = recorded_answer(getattr(harness, "session", None), tool, args)
+        if tool in self.client_tools:
+            # the caller's own tool (an AG-UI front end's): its answer is the caller's
+            # decision, so the caller is not asked first
+            return None
+        answered = recorded_answer(
+            getattr(harness, "session", None), tool, args, cwd, event.tool_call_id
+        )
         if answered == "allow":
             return None
         if answered == "deny":
@@ -93,8 +105,12 @@ class PermissionGate:
         answer = (await self.asker(tool, args, decision)).strip().lower()
         if answer in ("a", "always"):
             # the same file, however the next call spells it
-            for call in [{"path": _literal_rule(t)} for t in targets] or [args]:
-                self.remembered.append(remembered_rule(tool, call))
+            calls = [{"path": _literal_rule(t)} for t in targets] or [args]
+            kept = [remembered_rule(tool, call) for call in calls]
+            self.remembered.extend(kept)
+            notice = getattr(harness, "notice", None)
+            if notice is not None:  # the user sees what "always" allowed
+                await notice("permissions", f"always allowed for this session: {kept[0].text}")
             return None
         if answer in ("y", "yes"):
             return None
@@ -155,7 +171,8 @@ class RulesFilter:
         )
 
         def visible(path: str, real: str) -> bool:
-            for target in (path, real) if real != path else (path,):
+            names = [path, real] if real != path else [path]
+            for target in [*names, *other_names(real, cwd)]:
                 call = {"path": target}
                 if any(rule.matches(tool, call, cwd) for rule in deny):
                     return False
@@ -190,6 +207,34 @@ def permission_hook(config: Mapping[str, Any] | None, mode: str = "default") -> 
     return HookSpec(moment="tool_call", handler=gate, name="permissions")
 
 
+def with_parent_rules(hooks: Sequence[Any], parent: PermissionGate) -> list[Any]:
+    """A sub-agent's hooks with its parent's deny and ask rules added to its own: a
+    sub-agent may add rules, never lift one of its parent's (its default stays its own).
+    Its gate is a new one (an agent without rules gets one)."""
+    from harnessc.runtime.core.hooks import HookSpec
+
+    gate = find_gate(hooks)
+    own = gate.rules if gate is not None else PermissionRules(default="allow")
+
+    def merged(mine: list[Rule], theirs: list[Rule]) -> list[Rule]:
+        texts = {rule.text for rule in mine}
+        return [*mine, *(rule for rule in theirs if rule.text not in texts)]
+
+    rules = PermissionRules(
+        list(own.allow),
+        merged(own.ask, parent.rules.ask),
+        merged(own.deny, parent.rules.deny),
+        own.default,
+    )
+    mine = PermissionGate(rules, gate.mode if gate is not None else "default")
+    if gate is not None:
+        mine.asker, mine.remembered = gate.asker, gate.remembered
+    spec = HookSpec(moment="tool_call", handler=mine, name="permissions")
+    if gate is None:
+        return [*hooks, spec]
+    return [spec if getattr(h, "handler", None) is gate else h for h in hooks]
+
+
 def find_gate(hooks: Iterable[Any]) -> PermissionGate | None:
     """The PermissionGate among an options' hooks, if any."""
     for spec in hooks:
@@ -201,15 +246,24 @@ def find_gate(hooks: Iterable[Any]) -> PermissionGate | None:
 def record_answer(
     session: Any, tool: str, args: Mapping[str, Any], decision: str, call_id: str
 ) -> None:
-    """Remember the user's answer to an ask in the session (``--approve`` / ``--deny``)."""
+    """Remember the user's answer to an ask in the session (``--approve`` / ``--deny``;
+    ``always``: allow, and allow what the same rule as the interactive "always" names)."""
     session.append_custom(
         PERMISSION_ENTRY,
         {"tool": tool, "args": dict(args), "decision": decision, "callId": call_id},
     )
 
 
-def recorded_answer(session: Any, tool: str, args: Mapping[str, Any]) -> str | None:
-    """The latest recorded answer for exactly this call (tool and arguments), if any."""
+def recorded_answer(
+    session: Any,
+    tool: str,
+    args: Mapping[str, Any],
+    cwd: str = "",
+    call_id: str | None = None,
+) -> str | None:
+    """The latest recorded answer for exactly this call (tool and arguments; with
+    ``call_id``, to that call only: an answer is given to the one call it was shown);
+    an ``always`` answer allows every call its remembered rule names."""
     if session is None:
         return None
     found: str | None = None
@@ -217,9 +271,19 @@ def recorded_answer(session: Any, tool: str, args: Mapping[str, Any]) -> str | N
         if entry.type != "custom" or entry.data.get("customType") != PERMISSION_ENTRY:
             continue
         data = entry.data.get("data")
-        if isinstance(data, dict) and data.get("tool") == tool and data.get("args") == dict(args):
-            if data.get("decision") in ("allow", "deny"):
-                found = str(data.get("decision"))
+        if not isinstance(data, dict):
+            continue
+        decision = data.get("decision")
+        if decision == "always":
+            held = data.get("args")
+            rule = remembered_rule(str(data.get("tool")), held if isinstance(held, dict) else {})
+            if rule.matches(tool, args, cwd or os.getcwd()):
+                found = "allow"
+        elif call_id is not None and data.get("callId") != call_id:
+            continue
+        elif data.get("tool") == tool and data.get("args") == dict(args):
+            if decision in ("allow", "deny"):
+                found = str(decision)
     return found
 
 
@@ -249,7 +313,16 @@ def _call_targets(tool: str, args: Mapping[str, Any], context: Any) -> list[str]
         literal, real = call_targets(call_path(args), context)
     except PathError:  # the tool refuses such a path itself
         return []
-    return [str(literal), str(real)]
+    # a hard link is the file under another name: every name of it is decided
+    links = other_names(str(real), _workspace_of(context, str(real)))
+    return [str(literal), str(real), *links]
+
+
+def _workspace_of(context: Any, fallback: str) -> str:
+    from harnessc.runtime.tools.paths import tool_env
+
+    env = tool_env(context)
+    return str(env.workspace or env.base or os.path.dirname(fallback))
 
 
 def _carries_filter(context: Any) -> bool:
@@ -302,3 +375,29 @@ def claude_permission_mode(harness: HarnessContext) -> str:
     options = getattr(harness, "options", None)
     gate = find_gate(getattr(options, "hooks", ()) or ())
     return _CLAUDE_MODES.get(gate.mode, "default") if gate is not None else "bypassPermissions"
+
+
+def _with_annotations(decision: Decision, harness: Any, tool: str) -> Decision:
+    """``decision`` with what the tool's MCP server says about it (its annotations)."""
+    tools = getattr(harness, "tools", None)
+    found = tools.get(tool) if isinstance(tools, Mapping) else None
+    hints = getattr(found, "annotations", None)
+    if not isinstance(hints, Mapping) or not hints:
+        return decision
+    said = [f'"{hints["title"]}"'] if isinstance(hints.get("title"), str) else []
+    for key, yes, no in _HINT_WORDS:
+        value = hints.get(key)
+        if isinstance(value, bool):
+            said.append(yes if value else no)
+    if not said:
+        return decision
+    server = getattr(found, "label", "").split(":")[0] or "its server"
+    return Decision(decision.outcome, f"{decision.reason}; {server} says: {', '.join(said)}")
+
+
+_HINT_WORDS = (
+    ("readOnlyHint", "read-only", "may change things"),
+    ("destructiveHint", "destructive", "not destructive"),
+    ("idempotentHint", "idempotent", "not idempotent"),
+    ("openWorldHint", "reaches the outside world", "closed world"),
+)

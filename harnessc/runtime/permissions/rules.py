@@ -40,6 +40,7 @@ Pure: no I/O besides reading the working folder and the home folder's path.
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -49,7 +50,13 @@ from msgspec import Struct
 
 from harnessc.runtime.core import catalog
 from harnessc.runtime.permissions.path_rules import call_path, path_matches
-from harnessc.runtime.permissions.shell_rules import Command, analyse, command_matches, text_matches
+from harnessc.runtime.permissions.shell_rules import (
+    Analysis,
+    Command,
+    analyse,
+    command_matches,
+    text_matches,
+)
 
 __all__ = [
     "CLAUDE_ONLY_TOOLS",
@@ -62,6 +69,7 @@ __all__ = [
     "check_rule_tools",
     "claude_only_warning",
     "decide",
+    "exact_arguments",
     "known_rule_tools",
     "normalize_mode",
     "parse_rule",
@@ -131,10 +139,13 @@ class Rule(Struct, frozen=True):
         if tool not in _COVERS.get(self.tool, {self.tool}) and not _on_server(self.tool, tool):
             return False
         spec = self.specifier
-        if spec is None or spec in ("*", "**"):
+        if spec is None or (spec in ("*", "**") and not self.literal):
             return True
+        if self.literal and tool != "bash":  # an "always" answer: exactly these arguments
+            return exact_arguments(args) == spec
         if tool == "bash":
-            return _bash_names(spec, str(args.get("command") or ""), literal=self.literal)
+            command = str(args.get("command") or "")
+            return _bash_names(spec, command, literal=self.literal, cwd=cwd)
         if tool == "task":  # Agent(reviewer): the sub-agent handed to
             return fnmatch.fnmatchcase(str(args.get("subagent_type") or ""), spec)
         if tool in _PATH_TOOLS and self.tool in _PATH_TOOLS:
@@ -313,27 +324,106 @@ def _any_match(rules: Sequence[Rule], tool: str, args: Mapping[str, Any], cwd: s
 
 
 def remembered_rule(tool: str, args: Mapping[str, Any]) -> Rule:
-    """The rule "always" remembers for this call: the exact command, the exact path, or
-    the tool (for a tool without either)."""
+    """The narrowest rule "always" remembers for this call: the exact command, the exact
+    path, or (any other tool: python, MCP, a hand-over) exactly these arguments."""
     if tool == "bash":
         command = str(args.get("command", "")).strip()
         return Rule(f"Bash({command})", "bash", command or None, literal=True)
     if tool in _PATH_TOOLS:
         path = call_path(args)
         return Rule(f"{tool}({path})", tool, os.path.abspath(path))
-    return Rule(tool, tool, None)
+    exact = exact_arguments(args)
+    return Rule(f"{tool}({exact})", tool, exact, literal=True)
+
+
+def exact_arguments(args: Mapping[str, Any]) -> str:
+    """A call's arguments as one canonical JSON text (keys sorted): what an exact rule
+    of a tool other than bash and the file tools names."""
+    return json.dumps(dict(args), sort_keys=True, ensure_ascii=False, default=str)
 
 
 # -- commands ------------------------------------------------------------------------
 
 
-def _bash_names(spec: str, command: str, *, literal: bool) -> bool:
-    """Whether a Bash rule names ``command``: the whole line, or any command in it."""
+def _bash_names(spec: str, command: str, *, literal: bool, cwd: str | None = None) -> bool:
+    """Whether a Bash rule names ``command``: the whole line, or any command in it (also
+    under another name: a link or a copy of the program the rule names)."""
     if literal:
         return command.strip() == spec
     if text_matches(spec, command):
         return True
-    return any(command_matches(spec, one, strict=False) for one in analyse(command).commands)
+    for one in analyse(command).commands:
+        if command_matches(spec, one, strict=False):
+            return True
+        if cwd is not None and one.words:
+            for alias in program_aliases(one.words[0], cwd, spec):
+                if command_matches(spec, Command((alias, *one.words[1:])), strict=False):
+                    return True
+    return False
+
+
+def program_aliases(name: str, cwd: str, spec: str) -> list[str]:
+    """Other names of the program ``name`` runs (a path, or found on the PATH): the name
+    of the file a link points to, and the program a rule's ``spec`` names when it is the
+    same file or a copy of it (``cp /bin/rm del``)."""
+    import shutil
+
+    target = os.path.join(cwd, name) if "/" in name else shutil.which(name)
+    if not target or not os.path.isfile(target):
+        return []
+    names = {os.path.basename(os.path.realpath(target))}
+    words = spec.split()
+    program = words[0] if words else ""
+    if program and "*" not in program and ":" not in program:
+        named = shutil.which(program)
+        if named and _same_program(target, named):
+            names.add(os.path.basename(program))
+    names.discard(os.path.basename(name))
+    return sorted(names)
+
+
+_HASHES: dict[tuple[int, int, int, int], str] = {}
+
+
+def _same_program(first: str, second: str) -> bool:
+    try:
+        if os.path.samefile(first, second):
+            return True
+        a, b = os.stat(first), os.stat(second)
+    except OSError:
+        return False
+    if a.st_size != b.st_size:
+        return False
+    return _digest(first, a) == _digest(second, b)
+
+
+def _digest(path: str, info: os.stat_result) -> str:
+    import hashlib
+
+    key = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+    found = _HASHES.get(key)
+    if found is None:
+        digest = hashlib.sha256()
+        try:
+            with open(path, "rb") as handle:
+                while chunk := handle.read(1 << 20):
+                    digest.update(chunk)
+        except OSError:
+            return path  # unreadable: equal to nothing else
+        found = _HASHES[key] = digest.hexdigest()
+        if len(_HASHES) > 256:
+            _HASHES.pop(next(iter(_HASHES)))
+    return found
+
+
+def _missing_program(found: Any, cwd: str) -> str | None:
+    """A command given by a path that does not exist yet (the line makes it: a copy of
+    a program no rule can recognise until it exists)."""
+    for one in found.commands:
+        name = one.words[0] if one.words else ""
+        if "/" in name and not os.path.exists(os.path.join(cwd, os.path.expanduser(name))):
+            return f"the program {name} does not exist yet"
+    return None
 
 
 def _decide_bash(
@@ -345,6 +435,11 @@ def _decide_bash(
     denied = next((d for d in writes if d.outcome == "deny"), None)
     if denied is not None:
         return denied
+    problem = found.unreadable
+    if problem is None and any(rule.tool == "bash" for rule in rules.deny):
+        problem = _missing_program(found, cwd)  # a deny rule cannot know what it is
+    if problem is not None and found.unreadable is None:
+        found = Analysis(found.commands, found.writes, problem)
     unreadable = Decision("ask", f"cannot tell what the command runs: {found.unreadable}")
     if mode == "bypass":
         if found.unreadable and any(rule.tool == "bash" for rule in rules.deny):

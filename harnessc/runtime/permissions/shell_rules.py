@@ -71,7 +71,7 @@ _RESERVED = frozenset(
 _SUBSTITUTION = re.compile(r"(?<!\\)(?:\\\\)*(?:`|\$\()")
 _REDIRECT_WRITES = frozenset({">", ">>", "&>", "&>>", ">|", "<>"})
 # Wrappers that change what the command they run may do: an allow rule must name them too.
-_OPAQUE = frozenset({"sudo", "doas", "su"})
+_OPAQUE = frozenset({"sudo", "doas", "su", "runuser", "chroot", "systemd-run"})
 
 
 class Command(Struct, frozen=True):
@@ -322,6 +322,13 @@ class _Reader(Struct):
         kind, value = inner
         wrapper = kind in ("run", "script") and name not in _OPAQUE
         self.commands.append(Command(texts, wrapper=wrapper, risky_env=risky))
+        self.effect(name, inner, risky, depth)
+
+    def effect(self, name: str, inner: Inner, risky: bool, depth: int) -> None:
+        """What a program does besides running: the commands it runs, the files it writes."""
+        if inner is None:
+            return
+        kind, value = inner
         if kind == "unreadable":
             self.unreadable(f"{name} runs {value}")
         elif kind == "script":
@@ -331,6 +338,11 @@ class _Reader(Struct):
         elif kind == "also":  # find: commands besides find itself
             for inner_words in value:
                 self.inner(inner_words, risky, depth)
+        elif kind == "writes":  # files its options or its program write
+            self.writes.extend(w for w in value if w not in _HARMLESS_TARGETS)
+        elif kind == "many":
+            for one in value:
+                self.effect(name, one, risky, depth)
 
     def inner(self, words: list[_Word], risky: bool, depth: int) -> None:
         if not words:
@@ -674,7 +686,539 @@ def _find(words: Sequence[_Word]) -> Inner:
         if text == "-delete":
             inner.append([_Word("rm", True), _Word("-rf", True), *(starts or [_Word(".", True)])])
         i += 1
-    return ("also", inner) if inner else None
+    effects: list[Inner] = [("also", inner)] if inner else []
+    written = _find_writes(words)
+    if written:
+        if not all(w.literal for w in words if w.text in written):
+            return "unreadable", "find writes a file known only when it runs"
+        effects.append(("writes", written))
+    return ("many", effects) if effects else None
+
+
+# -- programs whose options or program text run a command or write a file -----------------
+
+
+def _option_value(words: Sequence[_Word], i: int, short: str, long: str) -> tuple[str, int] | None:
+    """The value of option ``short`` (``-o X``, ``-oX``) or ``long`` (``--output=X``,
+    ``--output X``) at ``words[i]``, and the index after it; None when it is not that option."""
+    text = words[i].text
+    if long and text.startswith(long + "="):
+        return text[len(long) + 1 :], i + 1
+    if (long and text == long) or (short and text == short):
+        return (words[i + 1].text, i + 2) if i + 1 < len(words) else ("", i + 1)
+    if short and text.startswith(short) and not text.startswith("--") and len(text) > len(short):
+        return text[len(short) :], i + 1
+    return None
+
+
+def _literal_all(words: Sequence[_Word]) -> bool:
+    return all(w.literal for w in words)
+
+
+# git's configuration keys whose value is a command it runs (``!`` marks a shell
+# command in an alias or a credential helper)
+_GIT_COMMAND_KEYS = re.compile(
+    r"^(core\.(fsmonitor|pager|editor|sshcommand|askpass|hookspath)|sequence\.editor"
+    r"|diff\.external|gpg\.(\w+\.)?program|interactive\.difffilter|pager\..+"
+    r"|(filter|diff|merge)\..+\.(clean|smudge|process|textconv|command|driver)"
+    r"|credential(\..+)?\.helper|uploadpack\.packobjectshook|ssh\.variant|alias\..+)$",
+    re.IGNORECASE,
+)
+_GIT_WRITE_OPTIONS = ("--output", "-o")
+_GIT_WRITERS = frozenset({"log", "diff", "show", "format-patch", "archive", "whatchanged"})
+
+
+def _git(words: Sequence[_Word]) -> Inner:
+    """``git -c KEY=VALUE ...``: a command-bearing key's value is run; ``--config-env`` and
+    ``--exec-path=DIR`` (a folder of programs git runs) cannot be read; ``--output`` /
+    ``-o`` of log, diff, show, format-patch and archive write a file."""
+    effects: list[Inner] = []
+    i = 1
+    subcommand = None
+    while i < len(words):
+        word = words[i]
+        text = word.text
+        if not word.literal and text.startswith("-"):
+            return "unreadable", f"the option {text!r}"
+        if text == "-c" or (text.startswith("-c") and "=" in text and len(text) > 2):
+            setting = (
+                text[2:] if len(text) > 2 else (words[i + 1].text if i + 1 < len(words) else "")
+            )
+            literal = word.literal and (
+                len(text) > 2 or (i + 1 < len(words) and words[i + 1].literal)
+            )
+            i += 1 if len(text) > 2 else 2
+            key, _, value = setting.partition("=")
+            if _GIT_COMMAND_KEYS.match(key.strip()):
+                if not literal:
+                    return "unreadable", f"git's {key} set to a value known only when it runs"
+                effects.append(_git_value(key.strip().lower(), value))
+            continue
+        if text.startswith("--config-env") or text.startswith("--exec-path="):
+            return "unreadable", f"{text.split('=')[0]} (commands from the environment or a folder)"
+        if text in ("-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix"):
+            i += 2
+            continue
+        if text.startswith("-"):
+            i += 1
+            continue
+        subcommand = text
+        break
+    if subcommand in _GIT_WRITERS:
+        for j in range(i + 1, len(words)):
+            for option in _GIT_WRITE_OPTIONS:
+                if option == "-o" and subcommand not in ("format-patch", "archive"):
+                    continue
+                found = _option_value(
+                    words, j, "-o" if option == "-o" else "", option if option != "-o" else ""
+                )
+                if found is not None:
+                    target, _ = found
+                    if not words[j].literal:
+                        return (
+                            "unreadable",
+                            f"git writes {words[j].text!r}, known only when it runs",
+                        )
+                    effects.append(("writes", [target or "."]))
+    if not effects:
+        return None
+    return "many", effects
+
+
+def _git_value(key: str, value: str) -> Inner:
+    if key.startswith("alias."):
+        if value.startswith("!"):
+            return "script", value[1:]
+        return "run", [_Word("git", True), *(_Word(w, True) for w in _split(value))]
+    if key.endswith(".helper") and not value.startswith("!") and "/" not in value:
+        return "run", [_Word(f"git-credential-{value.split()[0]}" if value else "git", True)]
+    if key == "core.hookspath":
+        return "unreadable", f"git's hooks from the folder {value!r}"
+    return "script", value[1:] if value.startswith("!") else value
+
+
+_TAR_SCRIPTS = (
+    "--to-command",
+    "--use-compress-program",
+    "--rsh-command",
+    "--info-script",
+    "--new-volume-script",
+)
+
+
+def _tar(words: Sequence[_Word]) -> Inner:
+    """tar's command options (``--to-command``, ``-I`` / ``--use-compress-program``,
+    ``--checkpoint-action=exec=``, ``--rsh-command``, ``-F`` / ``--info-script``) are run;
+    the archive ``-f`` it creates, and the folder it extracts into, are written."""
+    effects: list[Inner] = []
+    creating = extracting = False
+    archive: str | None = None
+    directory = "."
+    for i, word in enumerate(words[1:], start=1):
+        text = word.text
+        if not word.literal and text.startswith("-"):
+            return "unreadable", f"the option {text!r}"
+        letters = text[1:] if text.startswith("-") and not text.startswith("--") else ""
+        if i == 1 and not text.startswith("-"):
+            letters = text  # tar's old style: ``tar cf X``
+        creating = creating or "c" in letters or text in ("--create", "--append", "--update")
+        creating = creating or any(ch in letters for ch in "ru")
+        extracting = extracting or "x" in letters or text in ("--extract", "--get")
+        for option in _TAR_SCRIPTS:
+            if text.startswith(option + "="):
+                effects.append(("script", text.split("=", 1)[1]))
+        if text in _TAR_SCRIPTS or text in ("-I", "-F"):
+            if i + 1 < len(words):
+                nxt = words[i + 1]
+                if not nxt.literal:
+                    return "unreadable", f"{text} {nxt.text!r}, known only when it runs"
+                effects.append(("script", nxt.text))
+        elif text.startswith("-I") and len(text) > 2 and not text.startswith("--"):
+            effects.append(("script", text[2:]))
+        if text.startswith("--checkpoint-action="):
+            action = text.split("=", 1)[1]
+            if action.startswith("exec="):
+                effects.append(("script", action[len("exec=") :]))
+        if text.startswith("--file="):
+            archive = text.split("=", 1)[1]
+        elif text == "--file" or (letters and "f" in letters and not text.startswith("--")):
+            if i + 1 < len(words):
+                archive = words[i + 1].text
+        if text in ("-C", "--directory") and i + 1 < len(words):
+            directory = words[i + 1].text
+        elif text.startswith("--directory="):
+            directory = text.split("=", 1)[1]
+    if creating and archive and archive != "-":
+        effects.append(("writes", [archive]))
+    if extracting:
+        effects.append(("writes", [directory]))
+    return ("many", effects) if effects else None
+
+
+def _flock(words: Sequence[_Word]) -> Inner:
+    """``flock [options] LOCKFILE COMMAND...`` or ``flock LOCKFILE -c STRING``: the lock
+    file is written (created), the command run."""
+    i = 1
+    while i < len(words) and words[i].text.startswith("-"):
+        text = words[i].text
+        if text in ("-w", "--timeout", "-E", "--conflict-exit-code"):
+            i += 2
+            continue
+        i += 1
+    if i >= len(words):
+        return None
+    lock = words[i]
+    effects: list[Inner] = [] if lock.text.isdigit() else [("writes", [lock.text])]
+    rest = words[i + 1 :]
+    if rest and rest[0].text in ("-c", "--command"):
+        if len(rest) < 2 or not rest[1].literal:
+            return "unreadable", "a command string known only when it runs"
+        effects.append(("script", rest[1].text))
+    elif rest:
+        effects.append(("run", list(rest)))
+    return "many", effects
+
+
+def _script_program(words: Sequence[_Word]) -> Inner:
+    """``script [-c CMD] [FILE]``: CMD is run (else a shell reading its input), FILE
+    (default ``typescript``) is written."""
+    effects: list[Inner] = []
+    command: str | None = None
+    files: list[str] = []
+    i = 1
+    while i < len(words):
+        text = words[i].text
+        if text in ("-c", "--command"):
+            if i + 1 >= len(words) or not words[i + 1].literal:
+                return "unreadable", "a command string known only when it runs"
+            command = words[i + 1].text
+            i += 2
+            continue
+        if text.startswith("--command="):
+            command = text.split("=", 1)[1]
+        elif text.startswith("-") and "c" in text[1:] and not text.startswith("--"):
+            if i + 1 >= len(words) or not words[i + 1].literal:
+                return "unreadable", "a command string known only when it runs"
+            command = words[i + 1].text
+            i += 2
+            continue
+        elif text in ("-t", "-T", "-I", "-O", "-B", "-E", "-o", "-m"):
+            i += 2
+            continue
+        elif not text.startswith("-"):
+            files.append(text)
+        i += 1
+    if command is None:
+        return "unreadable", "a shell reading its commands from its input"
+    effects.append(("script", command))
+    effects.append(("writes", files or ["typescript"]))
+    return "many", effects
+
+
+def _runuser(words: Sequence[_Word]) -> Inner:
+    """``runuser -u USER [--] CMD...`` or ``runuser [-] USER -c STRING``."""
+    i = 1
+    user_given = False
+    while i < len(words):
+        text = words[i].text
+        if text in ("-c", "--command"):
+            if i + 1 >= len(words) or not words[i + 1].literal:
+                return "unreadable", "a command string known only when it runs"
+            return "script", words[i + 1].text
+        if text.startswith("--command="):
+            return "script", text.split("=", 1)[1]
+        if text == "--":
+            return _rest(words, i + 1)
+        if text in ("-u", "--user"):
+            user_given = True
+            i += 2
+            continue
+        if text in (
+            "-g",
+            "--group",
+            "-G",
+            "--supp-group",
+            "-s",
+            "--shell",
+            "-w",
+            "--whitelist-environment",
+        ):
+            i += 2
+            continue
+        if text.startswith("-"):
+            i += 1
+            continue
+        if user_given:
+            return _rest(words, i)
+        i += 1  # the user of ``runuser USER``
+    return "unreadable", "a shell reading its commands from its input"
+
+
+def _chroot(words: Sequence[_Word]) -> Inner:
+    """``chroot [options] NEWROOT [CMD...]`` (no CMD: an interactive shell)."""
+    i = 1
+    while i < len(words) and words[i].text.startswith("-"):
+        i += 2 if words[i].text in ("--userspec", "--groups") else 1
+    if i + 1 >= len(words):
+        return "unreadable", "a shell reading its commands from its input"
+    return "run", list(words[i + 1 :])
+
+
+_SYSTEMD_RUN_ARGS = frozenset(
+    "-p --property -u --unit --description --slice -E --setenv --uid --gid --nice -M "
+    "--machine -H --host --working-directory -d --on-active --on-boot --on-startup "
+    "--on-unit-active --on-unit-inactive --on-calendar --on-timezone-change "
+    "--on-clock-change --timer-property --path-property --socket-property --service-type "
+    "--slice-inherit --expand-environment".split()
+)
+
+
+def _systemd_run(words: Sequence[_Word]) -> Inner:
+    i = 1
+    while i < len(words) and words[i].text.startswith("-"):
+        text = words[i].text
+        if text == "--":
+            i += 1
+            break
+        i += 2 if text in _SYSTEMD_RUN_ARGS else 1
+    return _rest(words, i)
+
+
+def _sort(words: Sequence[_Word]) -> Inner:
+    """``sort -o FILE`` / ``--output=FILE`` writes FILE."""
+    for i in range(1, len(words)):
+        found = _option_value(words, i, "-o", "--output")
+        if found is not None:
+            if not words[i].literal or (
+                words[i].text in ("-o", "--output")
+                and i + 1 < len(words)
+                and not words[i + 1].literal
+            ):
+                return "unreadable", "sort writes a file known only when it runs"
+            return "writes", [found[0]]
+    return None
+
+
+def _sed(words: Sequence[_Word]) -> Inner:
+    """sed's ``e`` command and ``s///e`` run commands, ``w`` / ``W`` and ``s///w`` write
+    files, ``-i`` writes the files it edits; a script from ``-f`` cannot be read."""
+    scripts: list[str] = []
+    files: list[str] = []
+    in_place = False
+    given = False
+    i = 1
+    while i < len(words):
+        word = words[i]
+        text = word.text
+        if text in ("-e", "--expression"):
+            if i + 1 >= len(words) or not words[i + 1].literal:
+                return "unreadable", "a sed script known only when it runs"
+            scripts.append(words[i + 1].text)
+            given = True
+            i += 2
+            continue
+        if text.startswith("--expression="):
+            scripts.append(text.split("=", 1)[1])
+            given = True
+        elif text in ("-f", "--file") or text.startswith("--file="):
+            return "unreadable", "a sed script read from a file"
+        elif text.startswith("-i") or text.startswith("--in-place"):
+            in_place = True
+        elif text in ("-l", "--line-length"):
+            i += 2
+            continue
+        elif text.startswith("-") and text != "-":
+            if not word.literal:
+                return "unreadable", f"the option {text!r}"
+            letters = text[1:] if not text.startswith("--") else ""
+            if "e" in letters or "f" in letters:
+                return "unreadable", f"the option {text!r}"
+            in_place = in_place or "i" in letters
+        elif not given:
+            if not word.literal:
+                return "unreadable", "a sed script known only when it runs"
+            scripts.append(text)
+            given = True
+        else:
+            files.append(text)
+        i += 1
+    effects: list[Inner] = []
+    for script in scripts:
+        effects += _sed_script(script)
+    if in_place:
+        effects.append(("writes", files or ["."]))
+    return ("many", effects) if effects else None
+
+
+def _sed_script(script: str) -> list[Inner]:
+    effects: list[Inner] = []
+    text = script
+    i, n = 0, len(text)
+
+    def rest_of_line(at: int) -> tuple[str, int]:
+        end = text.find("\n", at)
+        end = n if end < 0 else end
+        return text[at:end].strip(), end
+
+    def delimited(at: int, delim: str) -> int:
+        """The index after the closing ``delim`` of a part that starts at ``at``."""
+        while at < n:
+            if text[at] == "\\":
+                at += 2
+                continue
+            if text[at] == delim:
+                return at + 1
+            at += 1
+        return n
+
+    while i < n:
+        ch = text[i]
+        if ch in " \t\n;{}!":
+            i += 1
+            continue
+        if ch == "#":
+            _, i = rest_of_line(i)
+            continue
+        if ch.isdigit() or ch in "$,~+":
+            i += 1
+            continue
+        if ch == "/" or (ch == "\\" and i + 1 < n):  # an address /re/ or \cREc
+            delim = "/" if ch == "/" else text[i + 1]
+            i = delimited(i + (1 if ch == "/" else 2), delim)
+            while i < n and text[i] in "IM":
+                i += 1
+            continue
+        if ch in "aic:btTvrR":  # text, a label or a file read: to the end of the line
+            _, i = rest_of_line(i + 1)
+            continue
+        if ch == "e":
+            command, i = rest_of_line(i + 1)
+            effects.append(
+                ("script", command)
+                if command
+                else ("unreadable", "the text it edits as a command (sed e)")
+            )
+            continue
+        if ch in "wW":
+            target, i = rest_of_line(i + 1)
+            effects.append(("writes", [target or "."]))
+            continue
+        if ch in "sy":
+            if i + 1 >= n:
+                break
+            delim = text[i + 1]
+            i = delimited(i + 2, delim)
+            i = delimited(i, delim)
+            if ch == "s":
+                while i < n and text[i] not in ";\n}":
+                    if text[i] == "e":
+                        effects.append(("unreadable", "the text it edits as a command (s///e)"))
+                    if text[i] == "w":
+                        target, i = rest_of_line(i + 1)
+                        effects.append(("writes", [target or "."]))
+                        break
+                    i += 1
+            continue
+        i += 1
+    return effects
+
+
+_AWK_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
+
+
+def _awk(words: Sequence[_Word]) -> Inner:
+    """awk's ``system(...)``, pipes to and from commands (``print | "cmd"``, ``"cmd" |
+    getline``) run commands, ``print > "file"`` writes one, gawk's ``-i inplace`` writes the
+    files it edits; a program from ``-f`` cannot be read."""
+    program: str | None = None
+    files: list[str] = []
+    in_place = False
+    i = 1
+    while i < len(words):
+        word = words[i]
+        text = word.text
+        if text in ("-f", "--file") or text.startswith("--file=") or text in ("-E", "--exec"):
+            return "unreadable", "an awk program read from a file"
+        if text in ("-v", "-F", "--assign", "--field-separator"):
+            i += 2
+            continue
+        if text in ("-i", "--include") or text.startswith("-i"):
+            value = (
+                words[i + 1].text
+                if text in ("-i", "--include") and i + 1 < len(words)
+                else text[2:]
+            )
+            in_place = in_place or value == "inplace"
+            i += 2 if text in ("-i", "--include") else 1
+            continue
+        if text in ("-e", "--source"):
+            if i + 1 >= len(words) or not words[i + 1].literal:
+                return "unreadable", "an awk program known only when it runs"
+            program = (program or "") + "\n" + words[i + 1].text
+            i += 2
+            continue
+        if text.startswith("-") and text != "-" and program is None:
+            i += 1
+            continue
+        if program is None:
+            if not word.literal:
+                return "unreadable", "an awk program known only when it runs"
+            program = text
+        else:
+            files.append(text)
+        i += 1
+    effects: list[Inner] = []
+    if program:
+        effects += _awk_program(program)
+    if in_place:
+        effects.append(("writes", files or ["."]))
+    return ("many", effects) if effects else None
+
+
+def _awk_program(program: str) -> list[Inner]:
+    effects: list[Inner] = []
+    # the string literals, blanked, so operators inside them are not read as operators
+    bare = _AWK_STRING.sub(lambda m: '"' + " " * len(m.group(1)) + '"', program)
+    for match in re.finditer(r"\bsystem\s*\(", bare):
+        argument = re.match(r'\s*"((?:[^"\\]|\\.)*)"\s*\)', program[match.end() :])
+        if argument is None:
+            effects.append(("unreadable", "system() with a command known only when it runs"))
+        else:
+            effects.append(("script", _awk_unescape(argument.group(1))))
+    for match in re.finditer(r"\|&?", bare):
+        before = re.search(r'"((?:[^"\\]|\\.)*)"\s*$', program[: match.start()])
+        after = re.match(r'\s*"((?:[^"\\]|\\.)*)"', program[match.end() :])
+        if match.group(0) == "|" and match.end() < len(bare) and bare[match.end()] == "|":
+            continue
+        if match.start() > 0 and bare[match.start() - 1] == "|":
+            continue  # the second bar of ||
+        if after is not None and re.match(r"\s*getline", program[match.end() :]) is None:
+            effects.append(("script", _awk_unescape(after.group(1))))
+        elif before is not None:
+            effects.append(("script", _awk_unescape(before.group(1))))
+        else:
+            effects.append(("unreadable", "a pipe to or from a command known only when it runs"))
+    for match in re.finditer(r"\bprintf?\b[^;\n}]*?(>>?)", bare):
+        target = re.match(r'\s*"((?:[^"\\]|\\.)*)"', program[match.end() :])
+        if target is None:
+            effects.append(("unreadable", "print writes a file known only when it runs"))
+        elif target.group(1) not in ("/dev/stdout", "/dev/stderr", "-"):
+            effects.append(("writes", [_awk_unescape(target.group(1))]))
+    return effects
+
+
+def _awk_unescape(text: str) -> str:
+    return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), text)
+
+
+def _find_writes(words: Sequence[_Word]) -> list[str]:
+    """The files ``find -fprint FILE`` / ``-fprint0`` / ``-fprintf FILE FMT`` / ``-fls``
+    write."""
+    out = []
+    for i, word in enumerate(words):
+        if word.text in ("-fprint", "-fprint0", "-fprintf", "-fls") and i + 1 < len(words):
+            out.append(words[i + 1].text)
+    return out
 
 
 _WRAPPERS: dict[str, Any] = {
@@ -702,4 +1246,18 @@ _WRAPPERS: dict[str, Any] = {
     "trap": _trap,
     "alias": _alias,
     "find": _find,
+    "git": _git,
+    "tar": _tar,
+    "flock": _flock,
+    "script": _script_program,
+    "runuser": _runuser,
+    "chroot": _chroot,
+    "systemd-run": _systemd_run,
+    "sort": _sort,
+    "sed": _sed,
+    "gsed": _sed,
+    "awk": _awk,
+    "gawk": _awk,
+    "mawk": _awk,
+    "nawk": _awk,
 }

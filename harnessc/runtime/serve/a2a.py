@@ -3,11 +3,17 @@
 speaking A2A 1.0 and, through the sdk's compatibility layer on the same endpoint, 0.3
 (the card lists an interface of each version, and carries 0.3's own fields).
 
-A context id names a session; a task is one run. The final text comes back as an
-artifact and the completing status message. A pause makes the task ``input-required``
-(its status message names what is pending); the next message on that task answers it:
-its text is the result of every pending external call, or, for calls a permission rule
-held, "yes" / "approve" runs them and anything else refuses them (fail closed).
+A context id names a session; a task is one run. The result comes back as an artifact
+and the completing status message: a text part with the final text, or for an agent
+with ``output:`` a data part with its typed value (``application/json``); the message's
+metadata carries the run's usage (``harnessc.usage``). A pause makes the task
+``input-required`` (its status message names what is pending); the next message on
+that task answers it: its text is the result of every pending external call, or, for
+calls a permission rule held, "yes" / "approve" runs them and anything else refuses
+them (fail closed); a data part holding the run API's answer (``{"results"}``,
+``{"approvals"}``, ``{"budget": {"turns": 20}}``) answers any pause. ``tasks/cancel``
+aborts the run, paused or working, and the task ends ``canceled``; a task that has
+ended is not cancelable.
 """
 
 from __future__ import annotations
@@ -15,7 +21,9 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from harnessc.runtime.serve.runs import PAUSED, Run, UnknownRun
+from harnessc.runtime.runs.answers import Answer
+from harnessc.runtime.runs.errors import Conflict, UnknownRun
+from harnessc.runtime.runs.run import Run
 from harnessc.runtime.serve.state import ServeState
 
 if TYPE_CHECKING:
@@ -88,10 +96,13 @@ def _executor_class() -> type:
         def __init__(self, state: ServeState) -> None:
             self.state = state
             self.tasks: dict[str, str] = {}  # task id -> run id
+            self.cancelled: set[str] = set()  # runs tasks/cancel ended (it reports them)
 
         async def execute(self, context: Any, event_queue: Any) -> None:
             from a2a.helpers import new_task_from_user_message, new_text_part
             from a2a.server.tasks import TaskUpdater
+
+            from harnessc.runtime.runs.control import RunRequest
 
             state = self.state
             task = context.current_task
@@ -103,13 +114,14 @@ def _executor_class() -> type:
             run_id = self.tasks.get(task.id)
             try:
                 run = await _known(state, run_id)
-                if run is not None and run.status in PAUSED:
-                    await _answer(state, run, text)
+                if run is not None and run.paused:
+                    await _answer(state, run, text, _data(context.message))
                 else:
                     session_id = None
                     if state.runs.continues_sessions:
                         session_id = state.threads.get(task.context_id)
-                    run = await state.runs.start(text, session_id)
+                    request = RunRequest(text, images=_images(context.message), session=session_id)
+                    run = await state.runs.start(request)
                     if run.session_id:
                         state.threads[task.context_id] = run.session_id
                     self.tasks[task.id] = run.id
@@ -120,28 +132,62 @@ def _executor_class() -> type:
                 await updater.failed(updater.new_agent_message([new_text_part(error.message)]))
                 return
             await updater.start_work()
-            await run.finished()
-            if run.status == "done":
-                await updater.add_artifact([new_text_part(run.text)], name="reply")
-                await updater.complete(updater.new_agent_message([new_text_part(run.text)]))
-            elif run.status in PAUSED:
-                await updater.requires_input(
-                    updater.new_agent_message([new_text_part(_describe(run))])
-                )
-            elif run.status == "aborted":
-                await updater.cancel(updater.new_agent_message([new_text_part(run.reason)]))
-            else:
-                await updater.failed(
-                    updater.new_agent_message([new_text_part(f"the agent failed: {run.reason}")])
-                )
+            await state.runs.settled(run)
+            if run.id not in self.cancelled:
+                await _report(updater, run)
 
         async def cancel(self, context: Any, event_queue: Any) -> None:
-            run_id = self.tasks.get(context.task_id or "")
-            run = await _known(self.state, run_id)
-            if run is not None:
+            from a2a.helpers import new_text_part
+            from a2a.server.tasks import TaskUpdater
+            from a2a.utils.errors import TaskNotCancelableError
+
+            run = await _known(self.state, self.tasks.get(context.task_id or ""))
+            if run is None:
+                raise TaskNotCancelableError(message="the task has no run to cancel")
+            self.cancelled.add(run.id)
+            try:
                 await self.state.runs.abort(run, "cancelled over A2A")
+            except Conflict as exc:
+                self.cancelled.discard(run.id)
+                raise TaskNotCancelableError(message=str(exc)) from None
+            updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+            message = updater.new_agent_message([new_text_part(run.reason)], _metadata(run))
+            await updater.cancel(message)
 
     return HarnessExecutor
+
+
+async def _report(updater: Any, run: Run) -> None:
+    """The task's status (and artifact) for how the run stands."""
+    from a2a.helpers import new_data_part, new_text_part
+
+    metadata = _metadata(run)
+    if run.status == "done":
+        if run.output is not None:
+            parts = [new_data_part(run.output, "application/json")]
+        else:
+            parts = [new_text_part(run.text)]
+        await updater.add_artifact(parts, name="reply", metadata=metadata)
+        await updater.complete(updater.new_agent_message(parts, metadata))
+    elif run.paused:
+        await updater.requires_input(
+            updater.new_agent_message([new_text_part(_describe(run))], metadata)
+        )
+    elif run.status == "aborted":
+        await updater.cancel(updater.new_agent_message([new_text_part(run.reason)], metadata))
+    else:
+        await updater.failed(
+            updater.new_agent_message([new_text_part(f"the agent failed: {run.reason}")], metadata)
+        )
+
+
+def _metadata(run: Run) -> dict[str, Any]:
+    """What a task's messages carry of their run: its id and usage, and what a paused
+    run waits for (its ``Pause``: a calling harnessc agent holds the same calls)."""
+    out: dict[str, Any] = {"run_id": run.id, "usage": run.usage.to_dict()}
+    if run.paused and run.pause is not None:
+        out["pause"] = run.pause.to_dict()
+    return {"harnessc": out}
 
 
 async def _known(state: ServeState, run_id: str | None) -> Run | None:
@@ -149,26 +195,57 @@ async def _known(state: ServeState, run_id: str | None) -> Run | None:
     if not run_id:
         return None
     try:
-        return await state.runs.lookup(run_id)
+        return await state.runs.get(run_id)
     except UnknownRun:
         return None
 
 
-async def _answer(state: ServeState, run: Run, text: str) -> None:
-    if run.awaiting:
-        await state.runs.resume(run, results={c.id: text for c in run.pending})
-        return
-    allow = text.strip().lower().rstrip(".!") in _YES
-    await state.runs.resume(run, approvals={c.id: allow for c in run.pending} or None)
+def _data(message: Any) -> dict[str, Any] | None:
+    """The first data part of a message that is an object (a structured answer)."""
+    from google.protobuf.json_format import MessageToDict
+
+    for part in getattr(message, "parts", []) or []:
+        if part.HasField("data"):
+            value = MessageToDict(part.data)
+            if isinstance(value, dict):
+                return value
+    return None
+
+
+def _images(message: Any) -> list[Any]:
+    """The images of a message: parts with raw bytes and an image media type."""
+    import base64
+
+    from harnessc.runtime.core.messages import ImageContent
+
+    images = []
+    for part in getattr(message, "parts", []) or []:
+        if part.raw and part.media_type.startswith("image/"):
+            images.append(ImageContent(base64.b64encode(part.raw).decode("ascii"), part.media_type))
+    return images
+
+
+async def _answer(state: ServeState, run: Run, text: str, data: dict[str, Any] | None) -> None:
+    pause = run.pause
+    assert pause is not None
+    if data is not None:
+        answer = Answer.from_dict(data)
+    elif pause.awaiting_tool:
+        answer = Answer(results={c.id: text for c in pause.calls})
+    else:
+        allow = text.strip().lower().rstrip(".!") in _YES
+        answer = Answer(approvals={c.id: "allow" if allow else "deny" for c in pause.held})
+    await state.runs.answer(run, answer)
 
 
 def _describe(run: Run) -> str:
-    if not run.pending:
+    pause = run.pause
+    if pause is None or not pause.calls:
         return f"paused: {run.reason}; send a message to continue"
     calls = "; ".join(
-        f"{c.name}({json.dumps(c.arguments, ensure_ascii=False)}) id={c.id}" for c in run.pending
+        f"{c.name}({json.dumps(c.arguments, ensure_ascii=False)}) id={c.id}" for c in pause.calls
     )
-    if run.awaiting:
+    if pause.awaiting_tool:
         return f"waiting for the result of {calls}: reply with it"
     return f"{run.reason}: {calls}; reply yes to run it, anything else refuses it"
 

@@ -1,15 +1,25 @@
 """AG-UI: ``POST /agui`` takes a RunAgentInput and streams AG-UI events, encoded with
 ag-ui-protocol's own encoder.
 
-threadId names the session (a stored session id, or a thread this server started); the
-front end's tools become external tools of the run. A call of one ends the run with
-RUN_FINISHED listing the pending call ids; the next input on the thread answers it with
-tool messages. A permission ask ends it with an interrupt per held call, answered by
-``resume`` entries (resolved: run it, cancelled: refuse it).
+threadId names the session (a stored session id, or a thread this server started; with
+sessions in memory too: the thread's harness is kept for its next input); the front
+end's tools become external tools of the run. A call of one is a pending tool call even
+under ``default: ask`` (the front end runs it, so its answer is its approval): the run
+ends with RUN_FINISHED listing the pending call ids, and the next input on the thread
+answers it with tool messages. Any other pause ends the run with an interrupt outcome:
+a permission ask an interrupt per held call (id = the call id; a ``resume`` entry
+``resolved`` runs it, ``{"always": true}`` as its payload allows the same call for the
+rest of the session, ``cancelled`` refuses it); a budget pause or a hook's one interrupt
+(id = the run id; ``resolved`` goes on, with ``{"budget": {"turns": 20}}`` as payload
+raising limits; ``cancelled`` aborts the run).
+
+RUN_FINISHED's ``result`` is the run's typed value (an agent with ``output:``), else
+its final text; its ``usage`` counts the whole run (``metadata.cost_usd``: its cost).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -18,11 +28,14 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from harnessc.runtime.core.messages import AssistantMessage, TextContent, UserMessage
+from harnessc.runtime.core.messages import AssistantMessage, ImageContent, TextContent, UserMessage
+from harnessc.runtime.runs.answers import Answer, Decision
+from harnessc.runtime.runs.control import RunControl, RunRequest
+from harnessc.runtime.runs.run import Run
 from harnessc.runtime.serve.bodies import ApiError, read_json
 from harnessc.runtime.serve.errors import guarded, serve_state
+from harnessc.runtime.serve.images import MAX_IMAGES, image
 from harnessc.runtime.serve.native import check_prompt
-from harnessc.runtime.serve.runs import PAUSED, Run, follow
 from harnessc.runtime.serve.state import ServeState
 from harnessc.runtime.tools.base import ExternalTool
 
@@ -51,41 +64,44 @@ async def run_agent(request: Request) -> Response:
     run, first = await _start(state, given)
     encoder = EventEncoder(accept=request.headers.get("accept", ""))
     return StreamingResponse(
-        _stream(run, first, given, encoder), media_type=encoder.get_content_type()
+        _stream(state.runs, run, first, given, encoder), media_type=encoder.get_content_type()
     )
 
 
 async def _start(state: ServeState, given: Any) -> tuple[Run, int]:
     """The run this input starts or answers, and the number of its first event."""
+    runs = state.runs
     session_id: str | None = None
     latest: Run | None = None
-    if state.runs.continues_sessions:
+    if runs.continues_sessions:
         session_id = state.threads.get(given.thread_id)
         if session_id is None and (
-            given.thread_id in state.runs.by_session or _stored(state, given.thread_id)
+            runs.latest(given.thread_id) is not None
+            or await asyncio.to_thread(state.source.has_session, given.thread_id)
         ):
             session_id = given.thread_id
-        latest = state.runs.by_session.get(session_id) if session_id else None
-        if latest is not None:  # as it stands now (a durable run's is in its database)
-            latest = await state.runs.lookup(latest.id)
-    elif given.thread_id in state.thread_runs:  # sessions in memory: each input is a run
-        latest = await state.runs.lookup(state.thread_runs[given.thread_id])
-    if latest is not None and latest.status in PAUSED:
+        latest = runs.latest(session_id) if session_id else None
+        if session_id is not None and latest is None and not state.source.stored:
+            session_id = None  # a thread in memory forgotten past kept_runs: it starts again
+    elif given.thread_id in state.thread_runs:  # a durable run in memory: its latest run
+        latest = await runs.get(state.thread_runs[given.thread_id])
+    if latest is not None:  # as it stands now (a durable run's is in its database)
+        latest = await runs.get(latest.id)
+    if latest is not None and latest.paused:
         first = len(latest.events)
-        return await _answer(state, latest, given), first
-    prompt, history = _conversation(given)
+        await _answer(runs, latest, given)
+        return latest, first
+    prompt, history, images = _conversation(given)
     check_prompt(state, prompt)
-    # the front end's tools, unless the agent has a tool of that name (its own wins)
-    tools = [
-        ExternalTool(t.name, t.description, dict(t.parameters or {}))
-        for t in given.tools
-        if t.name not in state.source.tool_names
-    ]
-    run = await state.runs.start(
-        prompt,
-        session_id,
-        context=history if session_id is None else (),
-        tools=tools,
+    tools = [ExternalTool(t.name, t.description, dict(t.parameters or {})) for t in given.tools]
+    run = await runs.start(
+        RunRequest(
+            prompt,
+            images=images,
+            session=session_id,
+            context=history if session_id is None else (),
+            tools=tools,
+        )
     )
     if run.session_id:
         state.threads[given.thread_id] = run.session_id
@@ -93,9 +109,12 @@ async def _start(state: ServeState, given: Any) -> tuple[Run, int]:
     return run, 0
 
 
-async def _answer(state: ServeState, run: Run, given: Any) -> Run:
-    if run.awaiting:
-        pending = {c.id for c in run.pending}
+async def _answer(runs: RunControl, run: Run, given: Any) -> None:
+    pause = run.pause
+    assert pause is not None
+    entries = {entry.interrupt_id: entry for entry in (given.resume or [])}
+    if pause.awaiting_tool:
+        pending = {c.id for c in pause.calls}
         results = {
             m.tool_call_id: (
                 {"error": m.error} if getattr(m, "error", None) else _content(m.content)
@@ -103,27 +122,38 @@ async def _answer(state: ServeState, run: Run, given: Any) -> Run:
             for m in given.messages
             if m.role == "tool" and m.tool_call_id in pending
         }
-        await state.runs.resume(run, results=results)
-        return run
-    answers = {entry.interrupt_id: entry.status == "resolved" for entry in (given.resume or [])}
-    if not answers:
+        await runs.answer(run, Answer(results=results))
+        return
+    if pause.held:
+        approvals: dict[str, Decision] = {}
+        for call_id, entry in entries.items():
+            if entry.status != "resolved":
+                approvals[call_id] = "deny"
+            elif isinstance(entry.payload, dict) and entry.payload.get("always") is True:
+                approvals[call_id] = "always"
+            else:
+                approvals[call_id] = "allow"
+        if not approvals:
+            raise ApiError(
+                409,
+                f"the thread's run is paused ({run.reason}): answer its interrupts with resume",
+                "conflict",
+            )
+        await runs.answer(run, Answer(approvals=approvals))
+        return
+    entry = entries.get(run.id)
+    if entry is None:
         raise ApiError(
             409,
-            f"the thread's run is paused ({run.reason}): answer its interrupts with resume",
+            f"the thread's run is paused ({run.reason}): answer its interrupt {run.id} with resume",
             "conflict",
         )
-    await state.runs.resume(run, approvals=answers)
-    return run
-
-
-def _stored(state: ServeState, session_id: str) -> bool:
-    if not state.source.stored:
-        return False
-    try:
-        state.source.open_session(session_id).close()
-    except Exception:
-        return False
-    return True
+    if entry.status == "cancelled":
+        await runs.abort(run, "cancelled over AG-UI")
+        return
+    payload = entry.payload if isinstance(entry.payload, dict) else {}
+    budget = payload.get("budget") if isinstance(payload.get("budget"), dict) else {}
+    await runs.answer(run, Answer(budget=dict(budget or {})))
 
 
 def _content(content: Any) -> str:
@@ -132,7 +162,7 @@ def _content(content: Any) -> str:
     return json.dumps(content, default=str)
 
 
-def _conversation(given: Any) -> tuple[str, list[Any]]:
+def _conversation(given: Any) -> tuple[str, list[Any], list[ImageContent]]:
     messages = list(given.messages)
     last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
     if last_user < 0:
@@ -144,11 +174,13 @@ def _conversation(given: Any) -> tuple[str, list[Any]]:
             history.append(UserMessage(content=text))
         elif message.role == "assistant" and text:
             history.append(AssistantMessage(content=[TextContent(text)]))
-    prompt = _text(messages[last_user].content)
+    content = messages[last_user].content
+    prompt = _text(content)
+    images = _images(content)
     if given.context:
         lines = "\n".join(f"- {c.description}: {c.value}" for c in given.context)
         prompt = f"{prompt}\n\nContext from the application:\n{lines}"
-    return prompt, history
+    return prompt, history, images
 
 
 def _text(content: Any) -> str:
@@ -159,7 +191,29 @@ def _text(content: Any) -> str:
     return ""
 
 
-async def _stream(run: Run, first: int, given: Any, encoder: Any) -> AsyncIterator[str]:
+def _images(content: Any) -> list[ImageContent]:
+    """The images of a user message's parts (``image`` with a ``data`` source)."""
+    if not isinstance(content, list):
+        return []
+    out: list[ImageContent] = []
+    for index, part in enumerate(content):
+        if getattr(part, "type", None) != "image":
+            continue
+        source = getattr(part, "source", None)
+        where = f"the user message's part {index}"
+        if getattr(source, "type", None) != "data":
+            raise ApiError(
+                400, f"{where}: only data sources are taken (this server fetches no URL)"
+            )
+        if len(out) >= MAX_IMAGES:
+            raise ApiError(400, f"the user message holds more than {MAX_IMAGES} images")
+        out.append(image(getattr(source, "value", None), getattr(source, "mime_type", None), where))
+    return out
+
+
+async def _stream(
+    runs: RunControl, run: Run, first: int, given: Any, encoder: Any
+) -> AsyncIterator[str]:
     from ag_ui import core
 
     yield encoder.encode(core.RunStartedEvent(thread_id=given.thread_id, run_id=given.run_id))
@@ -167,7 +221,7 @@ async def _stream(run: Run, first: int, given: Any, encoder: Any) -> AsyncIterat
         yield encoder.encode(core.StateSnapshotEvent(snapshot=given.state))
     translator = _Translator(run, core)
     # events of this request only (a resumed run keeps its older ones)
-    async for item in follow(run, first):
+    async for item in runs.events(run, first):
         if item is None:
             yield ": keep-alive\n\n"
             continue
@@ -178,30 +232,58 @@ async def _stream(run: Run, first: int, given: Any, encoder: Any) -> AsyncIterat
         yield encoder.encode(out)
     if run.status == "error":
         yield encoder.encode(core.RunErrorEvent(message=run.reason or "the run failed"))
-    elif run.status == "aborted":
+        return
+    if run.status == "aborted":
         yield encoder.encode(core.RunErrorEvent(message=run.reason or "aborted", code="aborted"))
-    elif run.status == "paused":
+        return
+    usage = _usage(core, run)
+    pause = run.pause if run.paused else None
+    if pause is not None and not pause.awaiting_tool:
         interrupts = [
             core.Interrupt(id=c.id, reason="permission", message=run.reason, tool_call_id=c.id)
-            for c in run.pending
-        ] or [core.Interrupt(id=run.id, reason="paused", message=run.reason)]
+            for c in pause.held
+        ] or [core.Interrupt(id=run.id, reason=pause.kind, message=run.reason)]
         yield encoder.encode(
             core.RunFinishedEvent(
                 thread_id=given.thread_id,
                 run_id=given.run_id,
                 outcome=core.RunFinishedInterruptOutcome(interrupts=interrupts),
+                **usage,
             )
         )
-    else:
-        pending = [c.id for c in run.pending] if run.status == "awaiting_tool" else None
-        yield encoder.encode(
-            core.RunFinishedEvent(
-                thread_id=given.thread_id,
-                run_id=given.run_id,
-                result=run.text if run.status == "done" else None,
-                outcome=core.RunFinishedSuccessOutcome(pending_tool_call_ids=pending),
-            )
+        return
+    pending = [c.id for c in pause.calls] if pause is not None else None
+    result = run.output if run.output is not None else run.text
+    yield encoder.encode(
+        core.RunFinishedEvent(
+            thread_id=given.thread_id,
+            run_id=given.run_id,
+            result=result if run.status == "done" else None,
+            outcome=core.RunFinishedSuccessOutcome(pending_tool_call_ids=pending),
+            **usage,
         )
+    )
+
+
+def _usage(core: Any, run: Run) -> dict[str, Any]:
+    """RUN_FINISHED's usage (the whole run: input counts cached tokens, as OpenAI's) and
+    its cost in the metadata."""
+    from ag_ui._generated.models import TokenUsage
+
+    used = run.usage
+    prompt = used.input + used.cache_read + used.cache_write
+    return {
+        "usage": [
+            TokenUsage(
+                input_tokens=prompt,
+                output_tokens=used.output,
+                total_tokens=prompt + used.output,
+                cached_input_tokens=used.cache_read,
+                cache_write_input_tokens=used.cache_write,
+            )
+        ],
+        "metadata": {"cost_usd": round(used.cost, 10)},
+    }
 
 
 class _Translator:

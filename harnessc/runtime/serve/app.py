@@ -60,10 +60,16 @@ def build_app(state: ServeState, clients: Any = None) -> Any:
         *agui_routes(),
         *devpage_routes(),
     ]
-    if _has_a2a():
+    if _has("a2a"):
         from harnessc.runtime.serve.a2a import LazyA2A
 
         routes.extend(LazyA2A(state).routes())
+    mcp_door: Any = None
+    if _has("mcp"):
+        from harnessc.runtime.serve.mcp_server import LazyMcp
+
+        mcp_door = LazyMcp(state)
+        routes.extend(mcp_door.routes())
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -71,6 +77,8 @@ def build_app(state: ServeState, clients: Any = None) -> Any:
             yield
         finally:
             await state.runs.drain(state.config.drain_s)
+            if mcp_door is not None:
+                await mcp_door.close()
             if clients is not None:
                 await clients.aclose()
 
@@ -87,7 +95,7 @@ def build_app(state: ServeState, clients: Any = None) -> Any:
     return guarded
 
 
-def _has_a2a() -> bool:
+def _has(package: str) -> bool:
     import importlib.util
 
-    return importlib.util.find_spec("a2a") is not None
+    return importlib.util.find_spec(package) is not None

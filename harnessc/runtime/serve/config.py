@@ -14,6 +14,7 @@ __all__ = [
     "ServeSetupError",
     "check_config",
     "check_extra",
+    "check_mcp",
     "is_loopback",
     "read_token",
 ]
@@ -61,6 +62,14 @@ def check_extra() -> None:
             missing.append(dist)
     if missing:
         raise ServeSetupError(f"serving needs {', '.join(missing)}: {INSTALL_HINT}")
+
+
+def check_mcp() -> None:
+    """ServeSetupError naming the install command when the mcp SDK is missing."""
+    try:
+        importlib.import_module("mcp.server.lowlevel")
+    except ImportError:
+        raise ServeSetupError("serving over MCP needs mcp: pip install 'harnessc[mcp]'") from None
 
 
 def read_token(token_env: str | None) -> str | None:

@@ -10,9 +10,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from harnessc.runtime.agent import HarnessBusyError
+from harnessc.runtime.runs.errors import (
+    Conflict,
+    Overloaded,
+    SessionBusy,
+    SetupError,
+    UnknownRun,
+    UnknownSession,
+)
 from harnessc.runtime.serve.bodies import ApiError
-from harnessc.runtime.serve.harnesses import SessionBusy, UnknownSession
-from harnessc.runtime.serve.runs import Conflict, Overloaded, UnknownRun
 from harnessc.runtime.serve.state import ServeState
 
 __all__ = ["RETRY_AFTER_S", "api_error", "error_response", "guarded", "serve_state"]
@@ -46,6 +52,8 @@ def api_error(exc: Exception) -> ApiError:
         )
     if isinstance(exc, Conflict | SessionBusy | HarnessBusyError):
         return ApiError(409, str(exc), "conflict")
+    if isinstance(exc, SetupError):
+        return ApiError(400, str(exc), "invalid_request")
     _log.error("internal error: %s: %s", type(exc).__name__, exc)
     return ApiError(500, f"internal error: {type(exc).__name__}", "internal")
 

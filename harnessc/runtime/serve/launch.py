@@ -10,30 +10,35 @@ second signal stops it at once.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from harnessc.runtime.serve.config import (
     ServeConfig,
     ServeSetupError,
     check_config,
     check_extra,
+    check_mcp,
     read_token,
 )
 
 if TYPE_CHECKING:
-    from harnessc.runtime.cli.host import CliHost
+    from harnessc.runtime.runs.agent import AgentSource
 
-__all__ = ["serve_from_cli"]
+__all__ = ["serve_agent"]
 
 EXIT_DONE = 0
 EXIT_USAGE = 2
 
 
-def serve_from_cli(cli: CliHost) -> int:
-    """Serve the agent of ``cli`` with its --host / --port / --token-env / --max-runs."""
-    args = cli.args
+def serve_agent(source: AgentSource, args: Any, err: TextIO, prog: str) -> int:
+    """Serve ``source``'s agent with the flags ``args`` holds (--host, --port,
+    --token-env, --max-runs, --mcp: MCP over stdin and stdout); the process's exit code."""
+    stdio = bool(getattr(args, "mcp", False))
     try:
-        check_extra()
+        if stdio:
+            check_mcp()
+        else:
+            check_extra()
         config = ServeConfig(
             host=args.host,
             port=args.port,
@@ -45,46 +50,75 @@ def serve_from_cli(cli: CliHost) -> int:
         )
         check_config(config)
     except ServeSetupError as exc:
-        cli.err.write(f"{cli.prog}: error: {exc}\n")
+        err.write(f"{prog}: error: {exc}\n")
         return EXIT_USAGE
-    return asyncio.run(_serve(cli, config))
+    if stdio:
+        return asyncio.run(_serve_stdio(source, config, err, prog))
+    return asyncio.run(_serve(source, config, err, prog))
 
 
-async def _serve(cli: CliHost, config: ServeConfig) -> int:
+async def _serve_stdio(source: AgentSource, config: ServeConfig, err: TextIO, prog: str) -> int:
+    """MCP over stdin and stdout (the client started this process: no token)."""
+    from harnessc.runtime.serve.mcp_server import serve_stdio
+
+    made = await _runs(source, config, err, prog)
+    if made is None:
+        return EXIT_USAGE
+    state, clients = made
+    err.write(f"serving {source.agent_name} over MCP on stdin and stdout\n")
+    err.flush()
+    try:
+        await serve_stdio(state)
+    finally:
+        await clients.aclose()
+    return EXIT_DONE
+
+
+async def _runs(source: AgentSource, config: ServeConfig, err: TextIO, prog: str) -> Any:
+    """(the server's state, the shared HTTP clients), or None when the agent cannot be
+    built (said on ``err``)."""
+    from harnessc.runtime.providers.clients import HttpClientPool
+    from harnessc.runtime.runs.errors import SetupError
+    from harnessc.runtime.runs.plain import PlainRuns
+    from harnessc.runtime.serve.state import ServeState
+
+    clients = HttpClientPool(max_concurrent=None)  # the cap follows the loop
+    source.clients = clients
+    durable = source.durable_config()
+    runs: Any
+    try:
+        # the workers run a durable agent's model: this server needs no key for it
+        await source.check(model=durable is None)
+        runs = (
+            PlainRuns(source, max_runs=config.max_runs, kept_runs=config.kept_runs)
+            if durable is None
+            else await _durable_runs(source, durable, config)
+        )
+    except SetupError as exc:
+        err.write(f"{prog}: error: {exc}\n")
+        await clients.aclose()
+        return None
+    except Exception as exc:
+        err.write(f"{prog}: error: cannot build the agent: {type(exc).__name__}: {exc}\n")
+        await clients.aclose()
+        return None
+    return ServeState(config=config, runs=runs), clients
+
+
+async def _serve(source: AgentSource, config: ServeConfig, err: TextIO, prog: str) -> int:
     import uvicorn
 
-    from harnessc.runtime.cli.args import UsageError
-    from harnessc.runtime.providers.clients import HttpClientPool
     from harnessc.runtime.serve.app import build_app
     from harnessc.runtime.serve.connections import (
         ConnectionLimits,
         guarded_protocol,
         usable_connections,
     )
-    from harnessc.runtime.serve.harnesses import AgentSource
-    from harnessc.runtime.serve.runs import RunRegistry
-    from harnessc.runtime.serve.state import ServeState
 
-    clients = HttpClientPool(max_concurrent=None)  # the cap follows the loop
-    source = AgentSource(cli, clients)
-    durable = source.durable_config()
-    try:
-        # the workers run a durable agent's model: this server needs no key for it
-        await source.check(model=durable is None)
-        runs = (
-            RunRegistry(source, max_runs=config.max_runs, kept_runs=config.kept_runs)
-            if durable is None
-            else await _durable_runs(source, durable, config)
-        )
-    except UsageError as exc:
-        cli.err.write(f"{cli.prog}: error: {exc}\n")
-        await clients.aclose()
+    made = await _runs(source, config, err, prog)
+    if made is None:
         return EXIT_USAGE
-    except Exception as exc:
-        cli.err.write(f"{cli.prog}: error: cannot build the agent: {type(exc).__name__}: {exc}\n")
-        await clients.aclose()
-        return EXIT_USAGE
-    state = ServeState(config=config, source=source, runs=runs)
+    state, clients = made
     app = build_app(state, clients)
     limits = ConnectionLimits(
         header_timeout_s=config.header_timeout_s,
@@ -102,10 +136,10 @@ async def _serve(cli: CliHost, config: ServeConfig) -> int:
             lifespan="on",
             timeout_graceful_shutdown=5,
         ),
-        runs,
+        state.runs,
         config.drain_s,
     )
-    announce = asyncio.create_task(_announce(server, state, cli, limits))
+    announce = asyncio.create_task(_announce(server, state, err, limits))
     try:
         await server.serve()
     finally:
@@ -114,27 +148,27 @@ async def _serve(cli: CliHost, config: ServeConfig) -> int:
     return EXIT_DONE
 
 
-async def _durable_runs(source: Any, durable: Any, config: ServeConfig) -> Any:
-    """The registry of a durable agent's runs: a DBOS client on its database (made, with
-    its queue, if it is new, as ``--submit`` makes it)."""
-    from harnessc.runtime.cli.args import UsageError
+async def _durable_runs(source: AgentSource, durable: Any, config: ServeConfig) -> Any:
+    """The run control of a durable agent: a DBOS client on its database (made, with its
+    queue, if it is new, as ``--submit`` makes it)."""
     from harnessc.runtime.durable.config import DurableError
-    from harnessc.runtime.serve.durable_runs import DurableRegistry
+    from harnessc.runtime.runs.errors import SetupError
 
     try:
         from harnessc.runtime.durable.clients import DurableRuns
+        from harnessc.runtime.durable.control import DurableRunControl
 
-        client = await asyncio.to_thread(DurableRuns, durable(), source.cli.cwd, create=True)
+        client = await asyncio.to_thread(DurableRuns, durable(), source.cwd, create=True)
     except DurableError as exc:
-        raise UsageError(str(exc)) from None
+        raise SetupError(str(exc)) from None
     from harnessc.runtime.durable.engine import taking_runs
 
-    registry = DurableRegistry(source, client, kept_runs=config.kept_runs)
-    registry.worker_id = taking_runs()  # --serve --worker: this process is a worker too
-    return registry
+    runs = DurableRunControl(source, client, kept_runs=config.kept_runs)
+    runs.worker_id = taking_runs()  # --serve --worker: this process is a worker too
+    return runs
 
 
-async def _announce(server: Any, state: Any, cli: CliHost, limits: Any) -> None:
+async def _announce(server: Any, state: Any, err: TextIO, limits: Any) -> None:
     while not server.started:
         await asyncio.sleep(0.02)
     host, port = server.servers[0].sockets[0].getsockname()[:2]
@@ -148,11 +182,11 @@ async def _announce(server: Any, state: Any, cli: CliHost, limits: Any) -> None:
     guard = "token required" if state.config.token else "no token (loopback only)"
     if limits.max_connections < state.config.max_connections:
         guard += f"; at most {limits.max_connections} connections (the open-file limit)"
-    cli.err.write(
+    err.write(
         f"serving {state.source.agent_name} at {state.base_url} ({store}, {guard}); "
         "Ctrl-C or SIGTERM stops it\n"
     )
-    cli.err.flush()
+    err.flush()
 
 
 def _draining_server_class() -> type:

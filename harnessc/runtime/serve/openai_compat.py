@@ -1,11 +1,18 @@
 """OpenAI-compatible chat completions: the agent runs on the conversation's last user
 message (earlier messages are its history in a new session; ``X-Session-Id`` or a stored
-session id in ``user`` continues that session instead), and the reply is its final text.
+session id in ``user`` continues that session instead), and the reply is its result.
 
-Streamed, each assistant message's text is sent as ``chat.completion.chunk`` deltas once
-the model finished that message without calling a tool, so the content is exactly the
-final text. A run that pauses (an external tool, an approval) answers with a note saying
-where to continue it; the run id is in ``X-Run-Id`` either way.
+The reply's content is the run's final text, or for an agent with ``output:`` its typed
+value as JSON text (what a ``response_format: json_schema`` client parses; the agent's
+own schema applies, a request's ``response_format`` is not used). ``usage`` counts the
+whole run (every model call: ``prompt_tokens`` with cached ones, ``completion_tokens``,
+``prompt_tokens_details.cached_tokens`` / ``cache_write_tokens`` and ``cost`` in
+dollars, as OpenRouter reports them). Streamed, the content comes once the run ends or
+pauses (a message the model finished without a tool call may not be its last: a hook
+can make it go on), in the pieces the model wrote it; with
+``stream_options.include_usage`` a last chunk with no choices carries the usage. A run
+that pauses (an external tool, an approval) answers with a note saying where to
+continue it; the run id is in ``X-Run-Id`` either way.
 """
 
 from __future__ import annotations
@@ -19,15 +26,24 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from harnessc.runtime.core.messages import AssistantMessage, Message, TextContent, UserMessage
+from harnessc.runtime.core.messages import (
+    AssistantMessage,
+    ImageContent,
+    Message,
+    TextContent,
+    UserMessage,
+)
+from harnessc.runtime.runs.control import RunControl, RunRequest
+from harnessc.runtime.runs.errors import UnknownSession
+from harnessc.runtime.runs.run import Run
+from harnessc.runtime.runs.usage import RunUsage
 from harnessc.runtime.serve.bodies import ApiError, optional, read_json, required
 from harnessc.runtime.serve.errors import guarded, serve_state
-from harnessc.runtime.serve.harnesses import UnknownSession
+from harnessc.runtime.serve.images import MAX_IMAGES, data_url_image
 from harnessc.runtime.serve.native import check_prompt
-from harnessc.runtime.serve.runs import PAUSED, Run, follow
 from harnessc.runtime.serve.state import ServeState
 
-__all__ = ["openai_routes"]
+__all__ = ["openai_routes", "openai_usage", "reply_text"]
 
 
 @guarded
@@ -41,15 +57,17 @@ async def models(request: Request) -> Response:
     )
 
 
-def _text(content: Any, where: str) -> str:
+def _text(content: Any, where: str, images: list[ImageContent] | None = None) -> str:
     if isinstance(content, str):
         return content
     if content is None:
         return ""
     if isinstance(content, list):
         parts = []
-        for part in content:
-            if isinstance(part, dict) and part.get("type") == "text":
+        for index, part in enumerate(content):
+            if not isinstance(part, dict):
+                continue
+            if part.get("type") == "text":
                 text = part.get("text")
                 if not isinstance(text, str):
                     raise ApiError(
@@ -59,6 +77,14 @@ def _text(content: Any, where: str) -> str:
                         code="invalid_type",
                     )
                 parts.append(text)
+            elif part.get("type") == "image_url" and images is not None:
+                url = part.get("image_url")
+                url = url.get("url") if isinstance(url, dict) else url
+                if len(images) >= MAX_IMAGES:
+                    raise ApiError(
+                        400, f"{where}: more than {MAX_IMAGES} images", param=f"{where}.content"
+                    )
+                images.append(data_url_image(url, f"{where}.content[{index}]"))
         return "".join(parts)
     raise ApiError(
         400,
@@ -68,8 +94,9 @@ def _text(content: Any, where: str) -> str:
     )
 
 
-def conversation(messages: list[Any]) -> tuple[str, list[Message]]:
-    """The last user message's text, and the user / assistant messages before it."""
+def conversation(messages: list[Any]) -> tuple[str, list[Message], list[ImageContent]]:
+    """The last user message's text and images, and the user / assistant messages
+    before it."""
     if not messages:
         raise ApiError(400, "'messages' is empty", param="messages", code="empty_array")
     history: list[Message] = []
@@ -94,28 +121,23 @@ def conversation(messages: list[Any]) -> tuple[str, list[Message]]:
             history.append(UserMessage(content=text))
         elif item["role"] == "assistant" and text:
             history.append(AssistantMessage(content=[TextContent(text)]))
-    prompt = _text(messages[last_user].get("content"), f"messages[{last_user}]")
-    return prompt, history
+    images: list[ImageContent] = []
+    prompt = _text(messages[last_user].get("content"), f"messages[{last_user}]", images)
+    return prompt, history, images
 
 
-def _session(state: ServeState, request: Request, body: dict[str, Any]) -> str | None:
+async def _session(state: ServeState, request: Request, body: dict[str, Any]) -> str | None:
     header = request.headers.get("x-session-id")
     if header:
         return header
     user = optional(body, "user", str)
-    if not state.runs.continues_sessions:
+    if not user or not state.runs.continues_sessions:
         return None  # the user field names the end user, not a session
-    if user and (user in state.runs.by_session or _stored(state, user)):
+    if state.runs.latest(user) is not None:
         return user
-    return None
+    import asyncio
 
-
-def _stored(state: ServeState, session_id: str) -> bool:
-    try:
-        state.source.open_session(session_id).close()
-    except Exception:
-        return False
-    return True
+    return user if await asyncio.to_thread(state.source.has_session, user) else None
 
 
 @guarded
@@ -130,32 +152,37 @@ async def chat_completions(request: Request) -> Response:
             "model_not_found",
             param="model",
         )
-    prompt, history = conversation(required(body, "messages", list))
+    prompt, history, images = conversation(required(body, "messages", list))
     try:
         check_prompt(state, prompt)
     except ApiError as exc:  # the prompt is the last user message
         exc.param = exc.param or "messages"
         raise
     stream = optional(body, "stream", bool) or False
-    session_id = _session(state, request, body)
-    if (
-        session_id is not None
-        and (session_id not in state.runs.by_session)
-        and not state.source.stored
-    ):
+    options = optional(body, "stream_options", dict) or {}
+    include_usage = options.get("include_usage") is True
+    session_id = await _session(state, request, body)
+    if session_id is not None and state.runs.latest(session_id) is None and not state.source.stored:
         raise UnknownSession(session_id)
-    run = await state.runs.start(prompt, session_id, context=history if session_id is None else ())
+    run = await state.runs.start(
+        RunRequest(
+            prompt,
+            images=images,
+            session=session_id,
+            context=history if session_id is None else (),
+        )
+    )
     headers = {"X-Run-Id": run.id}
-    if run.session_id:  # a durable run has none until a worker begins it
+    if run.session_id:  # a durable run in memory has none until a worker begins it
         headers["X-Session-Id"] = run.session_id
     completion_id = f"chatcmpl-{run.id}"
     if stream:
         return StreamingResponse(
-            _chunks(run, completion_id, model),
+            _chunks(state.runs, run, completion_id, model, include_usage),
             media_type="text/event-stream",
             headers={**headers, "Cache-Control": "no-store"},
         )
-    await run.finished()
+    await state.runs.settled(run)
     if run.session_id:
         headers["X-Session-Id"] = run.session_id
     if run.status == "error":
@@ -169,39 +196,74 @@ async def chat_completions(request: Request) -> Response:
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": _reply(run)},
+                    "message": {"role": "assistant", "content": reply_text(run)},
                     "finish_reason": "stop",
                 }
             ],
+            "usage": openai_usage(run.usage),
         },
         headers=headers,
     )
 
 
-def _reply(run: Run) -> str:
-    if run.status in PAUSED:
+def reply_text(run: Run) -> str:
+    """The content of the reply: the typed value as JSON, the final text, or a note
+    saying where a paused run goes on."""
+    if run.paused:
         return f"[paused: {run.reason}; continue with POST /v1/runs/{run.id}/resume]"
     if run.status == "aborted":
         return run.text or f"[aborted: {run.reason}]"
+    if run.output is not None:
+        return json.dumps(run.output, ensure_ascii=False)
     return run.text
 
 
-def _chunk(completion_id: str, model: str, delta: dict[str, Any], finish: str | None) -> str:
-    data = {
+def openai_usage(usage: RunUsage) -> dict[str, Any]:
+    """A run's usage as OpenAI's ``usage`` object (with OpenRouter's ``cost`` and cache
+    write count)."""
+    prompt = usage.input + usage.cache_read + usage.cache_write
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": usage.output,
+        "total_tokens": prompt + usage.output,
+        "prompt_tokens_details": {
+            "cached_tokens": usage.cache_read,
+            "cache_write_tokens": usage.cache_write,
+        },
+        "cost": round(usage.cost, 10),
+    }
+
+
+def _chunk(
+    completion_id: str,
+    model: str,
+    delta: dict[str, Any] | None,
+    finish: str | None,
+    usage: dict[str, Any] | None = None,
+    with_usage: bool = False,
+) -> str:
+    data: dict[str, Any] = {
         "id": completion_id,
         "object": "chat.completion.chunk",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        "choices": [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}],
     }
+    if with_usage:  # OpenAI: every chunk has the field, null but on the last one
+        data["usage"] = usage
     return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
 
 
-async def _chunks(run: Run, completion_id: str, model: str) -> AsyncIterator[str]:
-    yield _chunk(completion_id, model, {"role": "assistant", "content": ""}, None)
+async def _chunks(
+    runs: RunControl, run: Run, completion_id: str, model: str, include_usage: bool
+) -> AsyncIterator[str]:
+    def chunk(delta: dict[str, Any] | None, finish: str | None = None) -> str:
+        return _chunk(completion_id, model, delta, finish, None, include_usage)
+
+    yield chunk({"role": "assistant", "content": ""})
     held: list[str] = []  # the text of the message being written
-    sent = ""
-    async for item in follow(run):
+    final: list[str] = []  # the pieces of the latest message the model ended without a call
+    async for item in runs.events(run):
         if item is None:
             yield ": keep-alive\n\n"
             continue
@@ -214,20 +276,20 @@ async def _chunks(run: Run, completion_id: str, model: str) -> AsyncIterator[str
             parts = message.get("content") or []
             if message.get("role") == "assistant" and not _calls_tools(parts):
                 # a model call recorded whole (a durable run) streamed no deltas
-                pieces = held or [t for t in [_message_text(parts)] if t]
-                for piece in pieces:
-                    yield _chunk(completion_id, model, {"content": piece}, None)
-                    sent += piece
+                final = [p for p in held if p] or [t for t in [_message_text(parts)] if t]
             held = []
     if run.status == "error":
         error = ApiError(502, f"the agent failed: {run.reason}", "agent_error")
         yield f"data: {json.dumps(error.body())}\n\n"
     else:
-        tail = _reply(run)
-        if tail != sent:  # a pause or an abort: say so after what was sent
-            rest = tail[len(sent) :] if tail.startswith(sent) else f"\n{tail}"
-            yield _chunk(completion_id, model, {"content": rest}, None)
-        yield _chunk(completion_id, model, {}, "stop")
+        reply = reply_text(run)
+        pieces = final if "".join(final) == reply else [reply]
+        for piece in pieces:
+            if piece:
+                yield chunk({"content": piece})
+        yield chunk({}, "stop")
+        if include_usage:
+            yield _chunk(completion_id, model, None, None, openai_usage(run.usage), True)
     yield "data: [DONE]\n\n"
 
 

@@ -21,6 +21,7 @@ def _json(schema: str, description: str = "OK") -> dict[str, Any]:
     }
 
 
+_SESSION_ID = {"name": "session_id", "in": "path", "required": True, "schema": {"type": "string"}}
 _RUN_ID = {"name": "run_id", "in": "path", "required": True, "schema": {"type": "string"}}
 _ERRORS = {"401": _error("no or a wrong bearer token"), "404": _error("no such run")}
 
@@ -55,6 +56,57 @@ def openapi_document(agent_name: str, description: str) -> dict[str, Any]:
                     "properties": {
                         "prompt": {"type": "string"},
                         "session_id": {"type": "string", "description": "continue this session"},
+                        "images": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "properties": {
+                                    "data": {"type": "string", "description": "base64"},
+                                    "mime_type": {"type": "string"},
+                                },
+                            },
+                        },
+                        "model": {"type": "string", "description": "a key of the agent's models"},
+                        "budget": {"type": "object", "description": "limits by name for this run"},
+                    },
+                },
+                "Usage": {
+                    "type": "object",
+                    "properties": {
+                        name: {"type": "number"}
+                        for name in (
+                            "input_tokens",
+                            "output_tokens",
+                            "cache_read_tokens",
+                            "cache_write_tokens",
+                            "total_tokens",
+                            "cost_usd",
+                            "turns",
+                            "tool_calls",
+                        )
+                    },
+                },
+                "Pause": {
+                    "type": "object",
+                    "properties": {
+                        "kind": {
+                            "enum": [
+                                "tool_results",
+                                "approval",
+                                "budget",
+                                "shutdown",
+                                "hook",
+                                "mcp_login",
+                                "mcp_elicitation",
+                            ]
+                        },
+                        "reason": {"type": "string"},
+                        "calls": {
+                            "type": "array",
+                            "items": {"$ref": "#/components/schemas/PendingCall"},
+                        },
+                        "budget": {"type": "object"},
+                        "payload": {"type": "object"},
                     },
                 },
                 "Started": {
@@ -73,6 +125,8 @@ def openapi_document(agent_name: str, description: str) -> dict[str, Any]:
                         "id": {"type": "string", "description": "the model's own call id"},
                         "name": {"type": "string"},
                         "arguments": {"type": "object"},
+                        "held": {"type": "boolean", "description": "an approval answers it"},
+                        "path": {"type": "string", "description": "the sub-agent's path"},
                     },
                 },
                 "RunStatus": {
@@ -93,11 +147,22 @@ def openapi_document(agent_name: str, description: str) -> dict[str, Any]:
                         },
                         "reason": {"type": "string"},
                         "text": {"type": "string", "description": "the final text"},
+                        "output": {"description": "the typed value (an agent with output:)"},
+                        "usage": {"$ref": "#/components/schemas/Usage"},
+                        "pause": {
+                            "oneOf": [{"$ref": "#/components/schemas/Pause"}, {"type": "null"}]
+                        },
                         "pending_tool_calls": {
                             "type": "array",
                             "items": {"$ref": "#/components/schemas/PendingCall"},
                         },
                         "events": {"type": "integer"},
+                        "usage_by_agent": {
+                            "type": ["object", "null"],
+                            "description": "what each agent of the run's tree used once "
+                            "the run ended, by agent path (turns, tool_calls, input_tokens, "
+                            "output_tokens, cache_read_tokens, cache_write_tokens, cost_usd)",
+                        },
                     },
                 },
                 "Resume": {
@@ -109,8 +174,14 @@ def openapi_document(agent_name: str, description: str) -> dict[str, Any]:
                         },
                         "approvals": {
                             "type": "object",
-                            "additionalProperties": {"type": "boolean"},
-                            "description": "held call id -> true (run it) or false (refuse it)",
+                            "additionalProperties": {
+                                "oneOf": [
+                                    {"type": "boolean"},
+                                    {"enum": ["allow", "deny", "always"]},
+                                ]
+                            },
+                            "description": "held call id -> true / allow (run it), false / "
+                            "deny (refuse it), always (run it and the same call again)",
                         },
                         "budget": {
                             "type": "object",
@@ -210,6 +281,43 @@ def openapi_document(agent_name: str, description: str) -> dict[str, Any]:
                         "200": {"description": "the session"},
                         "404": _error("no such session"),
                     },
+                }
+            },
+            "/v1/sessions/{session_id}/rewind": {
+                "post": {
+                    "summary": "Move the session to an entry with the conversation, the files or both",
+                    "parameters": [_SESSION_ID],
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "required": ["entry_id", "mode"],
+                                    "properties": {
+                                        "entry_id": {"type": "string"},
+                                        "mode": {
+                                            "type": "string",
+                                            "enum": ["both", "conversation", "files"],
+                                        },
+                                        "force": {"type": "boolean"},
+                                        "dry_run": {"type": "boolean"},
+                                    },
+                                }
+                            }
+                        },
+                    },
+                    "responses": {
+                        "200": {"description": "the plan (changes, conflicts, diff) and outcome"},
+                        **_ERRORS,
+                    },
+                }
+            },
+            "/v1/sessions/{session_id}/checkpoints": {
+                "get": {
+                    "summary": "Recent checkpoints and what restoring each would change",
+                    "parameters": [_SESSION_ID],
+                    "responses": {"200": {"description": "the checkpoints"}, **_ERRORS},
                 }
             },
             "/v1/chat/completions": {

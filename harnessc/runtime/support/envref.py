@@ -11,15 +11,16 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-
-from msgspec import Struct
+from typing import NamedTuple
 
 __all__ = ["EnvRef", "expand_env", "malformed_env_ref", "split_env_refs", "unresolved_names"]
 
 _TOKEN = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
-class EnvRef(Struct, frozen=True):
+class EnvRef(NamedTuple):
+    """A ``${name}`` or ``${name:-default}`` reference (a tuple: no dataclass built at start-up)."""
+
     name: str
     default: str | None = None
 

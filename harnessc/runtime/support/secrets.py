@@ -26,6 +26,12 @@ Secrets that live in no variable (the OAuth tokens of MCP servers) are registere
 value (:func:`register_secret_values`): the redaction of tool results, traces and logs
 removes every registered value (:func:`registered_secret_values`), and a child's
 environment loses any variable holding one.
+
+:func:`redact` removes the agent's own credentials from text a tool returns: the value of
+every registered name (the models' ``api_key_env``, registered secrets) that is set,
+wherever it appears (a workspace ``.env`` holding the key, a program printing its
+environment), becomes ``[redacted NAME]`` before the result is recorded, shown to a
+model or written to a cassette.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ __all__ = [
     "CREDENTIAL_NAME",
     "PASSTHROUGH_ENV",
     "is_credential_name",
+    "redact",
     "register_secret_names",
     "register_secret_values",
     "registered_secret_names",
@@ -131,3 +138,23 @@ def scrubbed_environ(
         for name in [n for n, v in out.items() if v in removed_values and n not in keep]:
             del out[name]
     return out
+
+
+def _secret_values() -> list[tuple[str, str]]:
+    """(value, name) of every registered secret that is set, longest value first."""
+    found = {}
+    for name in registered_secret_names():
+        value = os.environ.get(name)
+        if value and len(value) >= _MIN_COPY_LEN:
+            found[value] = name
+    return sorted(found.items(), key=lambda item: -len(item[0]))
+
+
+def redact(text: str) -> str:
+    """``text`` with the value of every registered secret replaced by ``[redacted NAME]``."""
+    if not text:
+        return text
+    for value, name in _secret_values():
+        if value in text:
+            text = text.replace(value, f"[redacted {name}]")
+    return text

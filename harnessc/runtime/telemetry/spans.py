@@ -224,7 +224,7 @@ class RunTracer:
         if event.status == "error":
             span.set_status(Status(StatusCode.ERROR, self._content(event.reason)))
             span.set_attribute("error.type", "agent_error")
-        self.end_run(**{"harnessc.run.status": event.status})
+        self.end_run(**{"harnessc.run.status": event.status, **_tree_attributes(event)})
 
     # -- model requests ----------------------------------------------------------------
 
@@ -376,3 +376,18 @@ class RunTracer:
             )
         span.end()
         self.request_started_ns = time.time_ns()
+
+
+def _tree_attributes(event: Any) -> dict[str, Any]:
+    """The run's tree usage (``agent_end``'s): its total as ``harnessc.tree.*`` and
+    each agent's figures by path as JSON in ``harnessc.tree.agents``."""
+    usage = getattr(event, "usage", None)
+    if not isinstance(usage, dict):
+        return {}
+    out: dict[str, Any] = {
+        f"harnessc.tree.{key}": value
+        for key, value in (usage.get("total") or {}).items()
+        if isinstance(value, int | float)
+    }
+    out["harnessc.tree.agents"] = json.dumps(usage.get("agents") or {}, sort_keys=True)
+    return out

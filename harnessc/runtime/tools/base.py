@@ -13,6 +13,7 @@ from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.tools.clean import clean_result_value, clean_text
 
 __all__ = [
+    "READ_ONLY_TOOLS",
     "AgentTool",
     "ExecutionMode",
     "ExternalTool",
@@ -23,9 +24,23 @@ __all__ = [
     "ToolUpdate",
     "clean_result",
     "error_result",
+    "is_read_only",
+    "redacted",
     "text_result",
     "threaded",
 ]
+
+# The built-in tools that only read. A tool whose ``read_only`` attribute is true only
+# reads too: a recovered durable run runs such a call again, and no workspace
+# checkpoint is taken for a batch of them.
+READ_ONLY_TOOLS = frozenset({"read", "ls", "grep", "find"})
+
+
+def is_read_only(tool: Any) -> bool:
+    """A tool that only reads: a read-only built-in, or one whose ``read_only``
+    attribute is true."""
+    return tool.name in READ_ONLY_TOOLS or bool(getattr(tool, "read_only", False))
+
 
 ExecutionMode = Literal["parallel", "sequential"]
 
@@ -38,6 +53,37 @@ class ToolResult(Struct):
     is_error: bool = False
     # When every result of a batch says terminate, the loop stops after the batch.
     terminate: bool = False
+
+
+def redacted(result: ToolResult) -> ToolResult:
+    """``result`` with the agent's own credentials taken out of its text (the value of
+    every registered secret: ``support.secrets.redact``); the same object when none
+    appears."""
+    from harnessc.runtime.support.secrets import redact
+
+    changed = False
+    content: list[UserContent] = []
+    for part in result.content:
+        if isinstance(part, TextContent):
+            text = redact(part.text)
+            if text != part.text:
+                part = TextContent(text, part.text_signature)
+                changed = True
+        content.append(part)
+    details = result.details
+    if details is not None:
+        import json
+
+        try:
+            raw = json.dumps(details, ensure_ascii=False)
+        except (TypeError, ValueError):
+            raw = None
+        if raw is not None and redact(raw) != raw:
+            details = json.loads(redact(raw))
+            changed = True
+    if not changed:
+        return result
+    return ToolResult(content, details, result.is_error, result.terminate)
 
 
 class HoldCall(Exception):  # noqa: N818 - a signal to the loop, not an error

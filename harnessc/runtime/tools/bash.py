@@ -1,7 +1,9 @@
 """The ``bash`` tool: one command in its own process group, output streamed and capped.
 
 The command runs with stdin from /dev/null under the supervisor of ``children.py``, in
-its own process group that dies with the agent; on timeout, abort or task cancellation
+the sandbox of the run it serves (``sandbox.spawn``: the policy the loop binds around
+the call, which nothing in the call can change; a required sandbox this machine cannot
+enforce refuses the command), in its own process group that dies with the agent; on timeout, abort or task cancellation
 the whole group gets SIGTERM, then SIGKILL after a grace period. Output is never held
 whole in memory: once it passes the caps it is streamed to a temp file and only a
 bounded tail is kept for the model.
@@ -20,6 +22,7 @@ from typing import IO, Any
 
 from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.processes.children import supervised
+from harnessc.runtime.sandbox.spawn import SandboxUnavailable, current_policy, sandboxed
 from harnessc.runtime.support.readable import allow_read
 from harnessc.runtime.support.secrets import scrubbed_environ
 from harnessc.runtime.tools.base import Tool, ToolResult, ToolUpdate, error_result, text_result
@@ -270,8 +273,15 @@ def create_bash_tool(timeout_s: float | None = None, *, kill_grace_s: float = 1.
         if isinstance(extra_env, Mapping):
             env.update({str(k): str(v) for k, v in extra_env.items()})
         shell = shutil.which("bash") or "/bin/sh"
+        workspace = tool_env(context).workspace or cwd
+        try:  # the run's sandbox (the loop binds it): nothing in the call changes it
+            argv, boxed_env = sandboxed(
+                [shell, "-c", command], current_policy(), workspace=str(workspace), env=env
+            )
+        except SandboxUnavailable as exc:
+            return error_result(f"Command not run: {exc}")
         return await _run_command(
-            shell, command, str(cwd), env, timeout, kill_grace_s, signal, on_update
+            argv, str(cwd), boxed_env or env, timeout, kill_grace_s, signal, on_update
         )
 
     # The loop's limit of a call leaves bash its own timeout and the kill's grace first.
@@ -287,8 +297,7 @@ def create_bash_tool(timeout_s: float | None = None, *, kill_grace_s: float = 1.
 
 
 async def _run_command(
-    shell: str,
-    command: str,
+    argv: list[str],
     cwd: str,
     env: dict[str, str],
     timeout: float | None,
@@ -299,7 +308,7 @@ async def _run_command(
     started = time.monotonic()
     try:
         process = await asyncio.create_subprocess_exec(
-            *supervised([shell, "-c", command], env),
+            *supervised(argv, env),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
@@ -308,7 +317,7 @@ async def _run_command(
             start_new_session=True,
         )
     except OSError as exc:
-        return error_result(f"Could not start {shell}: {exc}")
+        return error_result(f"Could not start {argv[0]}: {exc}")
     assert process.stdout is not None
     sink = OutputSink()
     reader = asyncio.create_task(_pump(process.stdout, sink, on_update))

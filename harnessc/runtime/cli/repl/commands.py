@@ -2,7 +2,7 @@
 
 Built-in: help, status, compact, model, thinking, tools, templates, reload, resume,
 quit here; fork, tree, sessions, name (moving between sessions and branches) in
-``navigate``. Anything else (``/skill:NAME``, a prompt template, a
+``navigate``; rewind (the files with the tree) in ``rewind``. Anything else (``/skill:NAME``, a prompt template, a
 command an extension registered) goes to the harness, which expands or runs it.
 """
 
@@ -21,6 +21,7 @@ from harnessc.runtime.cli.repl.navigate import (
     sessions_command,
     tree_command,
 )
+from harnessc.runtime.cli.repl.rewind import rewind_command
 from harnessc.runtime.core.commands import did_you_mean
 from harnessc.runtime.core.options import ThinkingLevel
 
@@ -40,7 +41,8 @@ BUILTIN_COMMANDS: dict[str, str] = {
     "tools": "show the tools, or set the active ones: /tools NAME... (+NAME / -NAME)",
     "templates": "list the prompt templates and skills (/NAME args, /skill:NAME args)",
     "fork": "continue in a new session copying this branch (up to /fork ENTRY_ID)",
-    "tree": "show the session tree; /tree ENTRY_ID [summarize] moves there",
+    "tree": "show the session tree; /tree ENTRY_ID [summarize] moves there (files too)",
+    "rewind": "list checkpoints and what each would change; /rewind N rewinds there",
     "sessions": "list the sessions; /sessions ID switches to one",
     "name": "show or set this session's name (shown by --sessions): /name NAME",
     "reload": "reload skills and prompt templates from disk",
@@ -61,7 +63,7 @@ async def run_command(repl: ReplHost, text: str) -> None:
             repl.say(unknown_command(name, repl.harness.commands.known(repl.harness.resources)))
             return
         # skill:NAME, a prompt template, or an extension's command: the harness runs it.
-        await repl.run(lambda: repl.harness.prompt(text))
+        await repl.run(lambda: repl.prompt_run(text))
         return
     try:
         await handler(repl, args)
@@ -321,6 +323,7 @@ _HANDLERS: dict[str, Handler] = {
     "templates": _templates,
     "fork": fork_command,
     "tree": tree_command,
+    "rewind": rewind_command,
     "sessions": sessions_command,
     "name": name_command,
     "reload": _reload,

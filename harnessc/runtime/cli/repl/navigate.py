@@ -9,11 +9,26 @@ __all__ = ["fork_command", "name_command", "sessions_command", "tree_command"]
 
 
 async def fork_command(repl: ReplHost, args: str) -> None:
+    from harnessc.runtime.cli.repl.rewind import parse_options, rewind_to
+
     harness = repl.harness
     session = harness.session
+    mode, force, _, _, rest = parse_options(args.split())
+    args = " ".join(rest)
+    if args and mode is None and harness.options.checkpoints is not None:
+        mode = await _fork_files_question(repl, args)
+        if mode is None:
+            return
+    if mode == "files":  # the files only: no new session
+        await rewind_to(repl, args or (session.leaf_id or ""), mode="files", force=force)
+        return
     if not session.path and session.storage is None:
         repl.say("this session is in memory only (--no-session): nothing to fork")
         return
+    if mode == "both" and args and session.get_entry(args) is not None:
+        # the files first, by this session's checkpoints: a fork copies the branch only
+        # up to the entry, without the checkpoints taken after it that hold its files
+        await rewind_to(repl, args, mode="files", force=force)
     from harnessc.runtime.cli.args import UsageError
     from harnessc.runtime.cli.sessions import fork_session, open_repo
 
@@ -31,6 +46,34 @@ async def fork_command(repl: ReplHost, args: str) -> None:
     repl.say(f"forked {old[:8]} -> new session {forked.id[:8]} ({forked.path or 'stored'})")
 
 
+async def _fork_files_question(repl: ReplHost, entry_id: str) -> str | None:
+    """Ask whether the files move with a fork to ``entry_id`` (when a checkpoint holds
+    them): both (fork and files), conversation (fork only), files (no fork)."""
+    harness = repl.harness
+    if harness.session.get_entry(entry_id) is None:
+        return "conversation"  # fork_session says what is wrong
+    from harnessc.runtime.checkpoints.rewind import RewindError
+
+    try:
+        preview = await harness.rewind(entry_id, mode="files", dry_run=True)
+    except RewindError:
+        return "conversation"
+    plan = preview.plan
+    if plan is None or not plan.changes:
+        return "conversation"
+    repl.say(
+        f"files at {entry_id}: {plan.summary()}\n" + "\n".join(f"  {x}" for x in plan.lines()[:40])
+    )
+    answer = await repl.ask(
+        "fork with [b]oth the conversation and the files, the [c]onversation only, "
+        "the [f]iles only (no fork), or [n]othing? "
+    )
+    mode = {"b": "both", "c": "conversation", "f": "files"}.get((answer or "").strip()[:1].lower())
+    if mode is None:
+        repl.say("nothing changed")
+    return mode
+
+
 def _dirname_up(path: str) -> str:
     import os
 
@@ -41,13 +84,19 @@ async def tree_command(repl: ReplHost, args: str) -> None:
     harness = repl.harness
     session = harness.session
     if args:
-        target, _, option = args.partition(" ")
-        option = option.strip()
-        if option not in ("", "summarize"):
-            repl.say("usage: /tree ENTRY_ID [summarize]")
+        from harnessc.runtime.cli.repl.rewind import parse_options, rewind_to
+
+        mode, force, dry, summarize, rest = parse_options(args.split())
+        if len(rest) != 1:
+            repl.say("usage: /tree ENTRY_ID [summarize] [both|conversation|files] [force]")
             return
+        target = rest[0]
+        option = "summarize" if summarize else ""
         if session.get_entry(target) is None:
             repl.say(f"no entry {target!r} in this session (/tree lists them)")
+            return
+        if harness.options.checkpoints is not None:  # the files may move too
+            await rewind_to(repl, target, mode=mode, force=force, dry_run=dry, summarize=summarize)
             return
         # The harness's navigation: session_before_tree / session_tree hooks, an optional
         # branch summary, and a paused run left behind on the old branch is cleared.

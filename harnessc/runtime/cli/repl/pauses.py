@@ -1,15 +1,16 @@
-"""The interactive answers to a paused run: tool results, a held call, a bigger budget."""
+"""The interactive answers to a paused run: tool results, a held call, a bigger budget;
+each the run-control layer's ``Answer`` to its ``Pause``."""
 
 from __future__ import annotations
 
 import json
 from typing import Any, Protocol
 
-from msgspec.structs import replace
-
 from harnessc.runtime.cli.host import ReplHost
 from harnessc.runtime.cli.output import format_number, one_line
-from harnessc.runtime.cli.pause import budget_limit, describe_pause, pause_reason
+from harnessc.runtime.cli.pause import pause_lines
+from harnessc.runtime.runs.answers import Answer, Decision
+from harnessc.runtime.runs.pauses import pause_of
 
 __all__ = ["answer_pause"]
 
@@ -21,15 +22,14 @@ class PausedRepl(ReplHost, Protocol):
 async def answer_pause(self: PausedRepl) -> None:
     """Ask the user what a paused run needs: tool results, a bigger budget, a go."""
     harness = self.harness
-    state = harness.paused_reason
-    if state is None:
+    pause = pause_of(harness)
+    if pause is None:
         return
-    pending = harness.pending_tool_calls
-    if state == "awaiting_tool":
-        for line in describe_pause("awaiting_tool", pending, awaiting_tool=True):
+    if pause.awaiting_tool:
+        for line in pause_lines(pause):
             self.note(line)
         answers: dict[str, Any] = {}
-        for call in pending:
+        for call in pause.calls:
             args = one_line(json.dumps(call.arguments, ensure_ascii=False, default=str), 200)
             self.say(f"{call.name} ({call.id}) {args}")
             answer = await self.ask("y = approve, n = deny, or type the result: ")
@@ -42,41 +42,34 @@ async def answer_pause(self: PausedRepl) -> None:
                 answers[call.id] = {"error": "denied by the user"}
             else:
                 answers[call.id] = answer
-        await self.run(lambda: harness.resume(answers))
+        await self.run(lambda: self.answer_run(Answer(results=answers)))
         return
-    reason = pause_reason(harness.session)
-    from harnessc.runtime.cli.permission import answer_asks, is_permission_pause
-
-    if is_permission_pause(reason):
+    if pause.kind == "approval":
+        from harnessc.runtime.cli.permission import answer_lines
         from harnessc.runtime.permissions.gate import describe_call, pending_asks
 
-        approve: list[str] = []
-        deny: list[str] = []
-        held = {c.id for c in pending}  # an ask a hook blocked afterwards was never held
-        asks = {
-            i: (str(h["tool"]), h["args"])
-            for i, h in pending_asks(harness.session).items()
-            if i in held
-        }
+        asks = {i: (str(h["tool"]), h["args"]) for i, h in pending_asks(harness.session).items()}
+        held = {c.id for c in pause.held}
+        asks = {i: a for i, a in asks.items() if i in held}
         if not asks:  # a sub-agent's ask: the calls it holds, answered by their ids
-            asks = {c.id: (c.name, c.arguments) for c in pending}
+            asks = {c.id: (c.name, c.arguments) for c in pause.held}
+        approvals: dict[str, Decision] = {}
         for call_id, (tool, args) in asks.items():
             label = describe_call(tool, args)
-            answer = await self.ask(f"{label} ({call_id}) was held: allow it? [y/N] ")
+            answer = await self.ask(f"{label} ({call_id}) was held: allow it? [y/N/always] ")
             if answer is None:
                 self.note("left paused: /resume answers later")
                 return
-            (approve if answer.lower() in ("y", "yes") else deny).append(call_id)
-        lines, approvals = answer_asks(harness, approve, deny)
-        for line in lines:
+            word = answer.lower()
+            approvals[call_id] = (
+                "always" if word in ("a", "always") else "allow" if word in ("y", "yes") else "deny"
+            )
+        for line in answer_lines(harness, approvals):
             self.note(line)
-        await self.run(lambda: harness.resume(approvals=approvals))
+        await self.run(lambda: self.answer_run(Answer(approvals=approvals)))
         return
-    limit = budget_limit(reason)
-    if limit is not None:
-        budget = harness.budget.budget
-        maximum = getattr(budget, limit, None)
-        used = harness.budget.used(limit)
+    if pause.kind == "budget" and pause.budget is not None:
+        limit, used, maximum = pause.budget.limit, pause.budget.used, pause.budget.allowed
         step = _default_step(limit, maximum)
         answer = await self.ask(
             f"budget limit {limit} hit ({_num(used)} of {_num(maximum)}). "
@@ -97,15 +90,13 @@ async def answer_pause(self: PausedRepl) -> None:
         value: float = base + extra
         if limit in ("turns", "tool_calls", "tokens"):
             value = int(value)
-        changes: dict[str, Any] = {limit: value}
-        raised = replace(budget, **changes)
-        await self.run(lambda: harness.resume(budget=raised))
+        await self.run(lambda: self.answer_run(Answer(budget={limit: value})))
         return
-    answer = await self.ask(f"paused: {reason or 'by a hook'}. Continue? [Y/n] ")
+    answer = await self.ask(f"paused: {pause.reason or 'by a hook'}. Continue? [Y/n] ")
     if answer is None or answer.lower() in ("n", "no"):
         self.note("left paused: /resume continues later")
         return
-    await self.run(lambda: harness.resume())
+    await self.run(lambda: self.answer_run(Answer()))
 
 
 def _default_step(limit: str, maximum: float | None) -> float:

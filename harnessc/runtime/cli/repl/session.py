@@ -1,5 +1,9 @@
 """The interactive mode: a REPL with history, /commands, steering and pull-point questions.
 
+Its runs go through the run-control layer (``runs.plain.PlainRuns``) on the harness it
+holds: a line starts one, an answer to a pause is the layer's ``Answer``. Steering,
+/commands and tree moves are the harness's own, between runs and during them.
+
 The harness runs in the asyncio loop of the main thread; a reader hands the lines typed
 to the loop: on a terminal prompt_toolkit (``prompt.TerminalReader``, set by ``run_repl``),
 otherwise a script read from stdin (``lines.ScriptReader``). While a run is going, a line
@@ -16,7 +20,7 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from harnessc.runtime.agent import AgentHarness, HarnessBusyError, RunResult
+from harnessc.runtime.agent import AgentHarness
 from harnessc.runtime.cli.host import CliHost
 from harnessc.runtime.cli.output import one_line
 from harnessc.runtime.cli.permission import ask_here
@@ -29,6 +33,11 @@ from harnessc.runtime.cli.shutdown import close_harness
 from harnessc.runtime.cli.summary import RunSummary, model_is_priced
 from harnessc.runtime.cli.tty import TerminalModes, add_signal, remove_signal
 from harnessc.runtime.core.messages import message_text
+from harnessc.runtime.runs.answers import Answer
+from harnessc.runtime.runs.control import RunRequest
+from harnessc.runtime.runs.errors import Conflict
+from harnessc.runtime.runs.plain import PlainRuns
+from harnessc.runtime.runs.run import Run
 
 __all__ = ["LineSource", "Repl"]
 
@@ -60,6 +69,10 @@ class Repl:
         self.summary = RunSummary(priced=priced)  # the whole interactive session
         self.run_summary = RunSummary(priced=priced)  # the latest run
         self._unsubscribe = self._listen(harness)
+        # the runs of this session, on the harness it holds (never closed by the layer)
+        self.runs = PlainRuns(
+            cli.agent(), max_runs=1, kept_runs=16, close_ended=False, keep_events=False
+        )
         if self.printer.spinner is not None:  # the status line shows what the session used
             self.printer.spinner.suffix = self.summary.brief
         self.lines: asyncio.Queue[Any] = asyncio.Queue()
@@ -123,13 +136,13 @@ class Repl:
             results = self.cli.resume_results
             approvals = self.cli.approvals
             if approvals:  # --approve / --deny with -i: the held calls run or are refused
-                await self.run(lambda: self.harness.resume(approvals=approvals))
+                await self.run(lambda: self.answer_run(Answer(approvals=dict(approvals))))
             elif results is not None and self.harness.paused_reason == "awaiting_tool":
-                await self.run(lambda: self.harness.resume(results))
+                await self.run(lambda: self.answer_run(Answer(results=results)))
             elif self.harness.paused_reason is not None:
                 await self.answer_pause()
             if prompt is not None and not self.quit:
-                await self.run(lambda: self.harness.prompt(prompt))
+                await self.run(lambda: self.prompt_run(prompt))
             while not self.quit:
                 line = await self.next_line("> ")
                 if line is EOF:
@@ -188,7 +201,7 @@ class Repl:
             ids = ", ".join(f"{c.name} {c.id}" for c in self.harness.pending_tool_calls)
             self.note(f"the agent is waiting for external tool results ({ids}): /resume answers")
             return
-        await self.run(lambda: self.harness.prompt(text))
+        await self.run(lambda: self.prompt_run(text))
 
     def on_interrupt(self) -> None:
         if self.abort_run():
@@ -232,14 +245,31 @@ class Repl:
 
     # -- runs --------------------------------------------------------------------
 
-    async def run(self, start: Callable[[], Awaitable[RunResult]]) -> RunResult | None:
+    async def prompt_run(self, text: str) -> Run:
+        """A run of ``text`` on the session's harness (the layer's start)."""
+        self.runs.adopt(self.harness)
+        return await self.runs.start(RunRequest(text, session=self.harness.session.id))
+
+    async def answer_run(self, answer: Answer) -> Run:
+        """The paused run of the session, answered (the layer's answer)."""
+        held = self.runs.adopt(self.harness)
+        await self.runs.answer(held, answer)
+        return held
+
+    async def run(self, start: Callable[[], Awaitable[Run]]) -> Run | None:
         """Run until done or paused; typed lines meanwhile are steering."""
         assert self.reader is not None
         self.busy = True
         self.run_summary.reset()
         self.run_summary.start()
         self.summary.start()
-        task: asyncio.Future[RunResult] = asyncio.ensure_future(start())
+        try:
+            started = await start()  # the run's task is made: it begins at the next turn
+        except Conflict as exc:
+            self.busy = False
+            self.note(f"error: {exc}")
+            return None
+        task: asyncio.Future[Run] = asyncio.ensure_future(self.runs.settled(started))
         try:
             while not task.done():
                 if self.scripted and not self._answer_wanted():
@@ -264,13 +294,7 @@ class Repl:
                     self._question.set_result(line)
                     continue
                 self.steer(line)
-            try:
-                result = task.result()
-            except HarnessBusyError as exc:
-                self.note(
-                    f"error: {str(exc).replace('call resume() with them', '/resume answers')}"
-                )
-                return None
+            result = task.result()
         finally:
             self.busy = False
         await self.after_run(result)
@@ -315,10 +339,12 @@ class Repl:
         self.harness.steer(text)
         self.note(f"[steering] queued: {one_line(text, 60)}")
 
-    async def after_run(self, result: RunResult) -> None:
+    async def after_run(self, result: Run) -> None:
         if result.reply is None and self.run_summary.turns:
             self.run_summary.stop()
             self.note(f"[usage] {self.run_summary.line()}")
+            for line in self.run_summary.breakdown():  # each agent, when sub-agents ran
+                self.note(f"[usage]   {line}")
         if result.reply is not None:
             self.say(result.reply)
         elif result.status == "error":

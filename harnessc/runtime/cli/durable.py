@@ -1,4 +1,5 @@
-"""The durable verbs of a generated agent's command line (a spec with ``durable:``).
+"""The durable verbs of a generated agent's command line (a spec with ``durable:``): the
+terminal's door to durable runs.
 
 ``--submit PROMPT`` enqueues a run and prints its id; ``--worker`` takes runs from the
 queue until SIGTERM or Ctrl-C (then drains), with ``--serve`` while this process serves
@@ -7,23 +8,27 @@ plain run shows them; ``--runs`` lists runs with their state; ``--run RUN`` with
 ``--resume-with JSON``, ``--approve CALL`` / ``--deny CALL`` or ``--cancel`` answers or
 ends a run from any process. ``--submit``, ``--follow``, ``--runs`` and ``--run`` are
 clients: they never start an executor. A plain one-shot run (``PROMPT`` alone, with
-``--json`` or ``--base-url``) runs in this process as a durable workflow; every other
-invocation is the ordinary command line (``run_cli``), not durable.
+``--json`` or ``--base-url``) runs in this process as a durable workflow, through the
+run-control layer (``durable.control.DurableRunControl``) and shown as a plain one-shot
+run is (its typed value on stdout); every other invocation is the ordinary command line
+(``run_cli``), not durable.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
 import os
 import signal
 import sys
 import threading
-import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
+from harnessc.runtime.cli import durable_show as show_verbs
 from harnessc.runtime.cli.args import EXIT_DONE, EXIT_ERROR, EXIT_PAUSED, EXIT_USAGE, UsageError
-from harnessc.runtime.durable import clients
+from harnessc.runtime.cli.main import ServeDoor
 from harnessc.runtime.durable.config import DurableConfig, DurableError, default_worker_id
 
 __all__ = ["run_durable_cli"]
@@ -46,6 +51,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--deny", metavar="CALL_ID", action="append", default=[])
     p.add_argument("--cancel", action="store_true")
     p.add_argument("--base-url", metavar="URL")
+    p.add_argument("--sandbox", choices=("on", "auto", "off"))
     p.add_argument("--json", action="store_true")
     p.add_argument("--cwd", metavar="DIR")
     p.add_argument("--drain-s", type=float, default=_DRAIN_S)
@@ -138,9 +144,10 @@ def run_durable_cli(
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
     prog: str | None = None,
+    serve: ServeDoor | None = None,
 ) -> int:
     """The agent's command line with the durable verbs (see the module docstring);
-    ``prog`` as for ``run_cli``."""
+    ``prog`` and ``serve`` as for ``run_cli``."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     out, err = stdout or sys.stdout, stderr or sys.stderr
     known, rest = _parser(agent_name).parse_known_args(args_list)
@@ -152,7 +159,7 @@ def run_durable_cli(
         shown = _help_or_completion(rest, agent_name, out, prog)
         if shown is not None:
             return shown
-        from harnessc.runtime import run_cli
+        from harnessc.runtime.cli.main import run_cli
 
         return int(
             run_cli(
@@ -162,6 +169,7 @@ def run_durable_cli(
                 session_dir=session_dir,
                 session_repo=session_repo,
                 prog=prog,
+                serve=serve,
             )
         )
     from harnessc.runtime.cli.args import program_name
@@ -184,15 +192,17 @@ def run_durable_cli(
         if known.base_url is not None and not (known.worker or prompt is not None):
             raise DurableError("--base-url goes with a run: a PROMPT or --worker")
         if known.worker and serving:
-            return _serve_and_work(config, agent, known, cwd, rest, err, prog)
+            return _serve_and_work(config, agent, known, cwd, rest, err, prog, serve)
         if known.worker:
             return _worker(config, agent, known, cwd, err)
         if known.submit is not None:
-            return clients.submit(config, known.submit, cwd, out)
+            return show_verbs.submit(config, known.submit, cwd, out)
         if known.follow:
-            return clients.follow(config, known.follow, cwd, out, err, prog, as_json=known.json)
+            return show_verbs.follow(
+                config, known.follow, cwd, _source(agent, cwd), out, err, prog, as_json=known.json
+            )
         if known.runs:
-            return clients.list_runs(config, cwd, out, as_json=known.json)
+            return show_verbs.list_runs(config, cwd, out, as_json=known.json)
         if known.run:
             given = [known.resume_with is not None, bool(known.approve or known.deny), known.cancel]
             if sum(given) != 1:
@@ -200,7 +210,7 @@ def run_durable_cli(
                     "--run RUN_ID takes one of --resume-with JSON, --approve / --deny "
                     "CALL_ID or --cancel"
                 )
-            return clients.resume(
+            return show_verbs.resume(
                 config,
                 known.run,
                 cwd,
@@ -253,13 +263,12 @@ def _preflight(agent: Any, known: argparse.Namespace, cwd: str) -> Any:
     """What a plain run checks before it starts, for a process that executes runs: the
     agent builds, ``--base-url`` / ``$HARNESSC_BASE_URL`` (kept for every run this
     process executes), the model's API key. UsageError names the problem. The model."""
-    from harnessc.runtime.cli.overrides import BASE_URL_VARIABLE, check_model, override_base_url
+    from harnessc.runtime.runs.overrides import base_url_from, check_model, override_base_url
     from harnessc.runtime.session import Session
 
-    if known.base_url:
-        agent.base_url = (known.base_url, "--base-url")
-    elif os.environ.get(BASE_URL_VARIABLE):
-        agent.base_url = (os.environ[BASE_URL_VARIABLE], BASE_URL_VARIABLE)
+    agent.base_url = base_url_from(known.base_url)
+    if known.sandbox:  # the operator's, for every run this process executes
+        agent.sandbox = known.sandbox
     try:
         options = agent.build_options(session=Session(), cwd=cwd)
     except KeyError:
@@ -268,6 +277,16 @@ def _preflight(agent: Any, known: argparse.Namespace, cwd: str) -> Any:
         raise UsageError(f"cannot build the agent: {type(exc).__name__}: {exc}") from None
     if agent.base_url is not None:
         override_base_url(options, *agent.base_url)
+    if agent.sandbox is not None:
+        from harnessc.runtime.runs.overrides import override_sandbox
+
+        override_sandbox(options, agent.sandbox)
+    from harnessc.runtime.sandbox.spawn import SandboxUnavailable, require
+
+    try:  # a worker that could not run a required sandbox takes no run
+        require(options.sandbox)
+    except SandboxUnavailable as exc:
+        raise UsageError(str(exc)) from None
     model = options.model
     if isinstance(model, str) or model is None:
         key = model if isinstance(model, str) else next(iter(options.models), "")
@@ -347,15 +366,18 @@ def _serve_and_work(
     serve_args: list[str],
     err: TextIO,
     prog: str,
+    serve: ServeDoor | None,
 ) -> int:
     """``--serve --worker``: serve the agent (``run_cli --serve``) while this process
     takes runs from the queue as a worker. SIGTERM drains the server (new runs get 429),
     then the worker (its runs get ``--drain-s`` seconds)."""
-    from harnessc.runtime import run_cli
+    from harnessc.runtime.cli.main import run_cli
 
     args = [*serve_args, "--cwd", cwd]
     if known.base_url:
         args += ["--base-url", known.base_url]
+    if known.sandbox:
+        args += ["--sandbox", known.sandbox]
     working = _Working(config, agent, known, cwd)
     try:
         code = run_cli(
@@ -365,10 +387,21 @@ def _serve_and_work(
             session_dir=agent.session_dir,
             session_repo=agent.session_repo,
             prog=prog,
+            serve=serve,
         )
     finally:
         working.stop(err)
     return int(code)
+
+
+def _source(agent: Any, cwd: str) -> Any:
+    """The agent as the run-control layer knows it: its session store (for a durable
+    run, the store its workers open)."""
+    from harnessc.runtime.runs.agent import AgentSource
+
+    return AgentSource(
+        agent.build_options, agent_name=agent.agent_name, cwd=cwd, store=agent.repo(cwd)
+    )
 
 
 def _one_shot(
@@ -382,11 +415,10 @@ def _one_shot(
     prog: str,
 ) -> int:
     """Run one prompt here as a durable workflow (no queue: this process runs it),
-    shown as a plain run is shown; at a pull point this process ends (exit 3) and the
+    through the run-control layer and shown as a plain one-shot run is shown (a typed
+    agent's value alone on stdout); at a pull point this process ends (exit 3) and the
     run waits for its answer, which a worker takes once the lease has passed."""
-    from harnessc.runtime.cli.summary import RunSummary, model_is_priced
     from harnessc.runtime.durable.engine import Heartbeat, launch_executor, shutdown
-    from harnessc.runtime.durable.recorded import event_from_dict
     from harnessc.runtime.durable.steps import set_call_marker, set_step_guard
 
     model = _preflight(agent, known, cwd)
@@ -402,48 +434,9 @@ def _one_shot(
     set_call_marker(None if config.interrupted_tools == "rerun" else heartbeat.start_call)
     paused = False
     try:
-        from dbos import DBOS, SetWorkflowID
-
-        from harnessc.runtime.durable.steps import output_events
-        from harnessc.runtime.durable.workflow import STATE_EVENT, durable_run
-
-        run_id = str(uuid.uuid4())
-        err.write(f"run {run_id}\n")
-        err.flush()
-        show = clients.Show(out, err, as_json=known.json)
-        summary = RunSummary(priced=model is not None and model_is_priced(model))
-
-        def seen(event: dict[str, Any]) -> None:
-            show(event)
-            made = event_from_dict(event)
-            if made is not None:
-                summary(made)
-
-        def waiting() -> dict[str, Any]:
-            state = DBOS.get_event(run_id, STATE_EVENT, timeout_seconds=0)
-            return state if isinstance(state, dict) else {}
-
-        with SetWorkflowID(run_id):
-            handle = DBOS.start_workflow(durable_run, {"prompt": prompt, "cwd": cwd})
-        clients.pump(
-            lambda offset: DBOS.list_workflow_steps(run_id, offset=offset),
-            lambda: handle.get_status().status,
-            lambda: waiting().get("state") in ("awaiting_tool", "paused"),
-            lambda: output_events(handle.get_result()),
-            seen,
+        code, paused = asyncio.run(
+            _run_here(config, agent, prompt, cwd, out, err, known, prog, model)
         )
-        show.close()
-        if handle.get_status().status in ("PENDING", "ENQUEUED"):
-            paused = True
-            code = clients.ending({"state": waiting().get("state")}, waiting(), prog, run_id, show)
-            err.write(
-                f"(the run is durable: once answered, a worker continues it: {prog} --worker)\n"
-            )
-        else:
-            code = _finished(handle, run_id, prog, show)
-        if show.text is not None and code != EXIT_PAUSED:
-            summary.stop()
-            show.text.line(f"[usage] {summary.line()}")
         return code
     finally:
         if paused:
@@ -456,20 +449,68 @@ def _one_shot(
         shutdown(0)
 
 
-def _finished(handle: Any, run_id: str, prog: str, show: clients.Show) -> int:
-    from harnessc.runtime.durable.report import error_code
+async def _run_here(
+    config: DurableConfig,
+    agent: Any,
+    prompt: str,
+    cwd: str,
+    out: TextIO,
+    err: TextIO,
+    known: argparse.Namespace,
+    prog: str,
+    model: Any,
+) -> tuple[int, bool]:
+    """The run, started and followed through the run-control layer; its exit code and
+    whether it waits at a pull point."""
+    from harnessc.runtime.cli.output import JsonPrinter, TextPrinter
+    from harnessc.runtime.cli.render import make_printer
+    from harnessc.runtime.cli.summary import RunSummary, model_is_priced
+    from harnessc.runtime.core.events import Event
+    from harnessc.runtime.durable.clients import DurableRuns
+    from harnessc.runtime.durable.control import DurableRunControl
+    from harnessc.runtime.runs.control import RunRequest
+
+    typed = _typed(agent, cwd)
+    printer: JsonPrinter | TextPrinter = (
+        JsonPrinter(out) if known.json else make_printer(err if typed else out, err)
+    )
+    summary = RunSummary(priced=model is not None and model_is_priced(model))
+
+    def listen(event: Event) -> None:
+        printer(event)
+        summary(event)
+
+    client = await asyncio.to_thread(DurableRuns, config, cwd)
+    control = DurableRunControl(_source(agent, cwd), client, here=True)
+    try:
+        run = await control.start(RunRequest(prompt, listener=listen))
+        err.write(f"run {run.id}\n")
+        err.flush()
+        summary.start()
+        await control.settled(run)
+    finally:
+        if isinstance(printer, TextPrinter):
+            printer.close()
+        await control.drain(0)
+    text = printer if isinstance(printer, TextPrinter) else None
+    code = show_verbs.report(run, prog, err, text=text)
+    if run.paused:
+        err.write(f"(the run is durable: once answered, a worker continues it: {prog} --worker)\n")
+        return code, True
+    if run.status == "done" and run.output is not None and text is not None:
+        out.write(json.dumps(run.output, ensure_ascii=False) + "\n")  # the typed value
+        out.flush()
+    if text is not None:
+        summary.stop()
+        text.line(f"[usage] {summary.line()}")
+    return code, False
+
+
+def _typed(agent: Any, cwd: str) -> bool:
+    """Whether the agent has ``output:`` (its reply goes to stderr, its value to stdout)."""
+    from harnessc.runtime.session import Session
 
     try:
-        outcome: Any = handle.get_result()
-    except Exception as exc:  # the workflow itself failed: its error, once
-        return clients.ending(
-            {"state": "failed", "reason": _first_line(exc)}, {}, prog, run_id, show
-        )
-    if not isinstance(outcome, dict):
-        return EXIT_ERROR
-    status = outcome.get("status")
-    if status == "done":
-        return EXIT_DONE
-    row = {"state": "aborted" if status == "aborted" else "failed", "reason": outcome.get("reason")}
-    clients.ending(row, {}, prog, run_id, show)
-    return error_code(outcome)
+        return agent.build_options(session=Session(), cwd=cwd).output is not None
+    except Exception:
+        return False
