@@ -183,3 +183,49 @@ def test_no_package_cycle() -> None:
     for node in sorted(graph):
         if node not in state and (cycle := visit(node)):
             pytest.fail("package cycle: " + " -> ".join(cycle))
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Module -> the runtime modules it imports (a name imported from a module counts
+    as that module), every import counted as in ``_graph``."""
+    modules = {_module_name(p): p for p in sorted(RUNTIME.rglob("*.py"))}
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        deps: set[str] = set()
+        for target, _ in _imports(path):
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            if target and target != module:
+                deps.add(target)
+        graph[module] = deps
+    return graph
+
+
+def _module_cycle(graph: dict[str, set[str]], inside: str) -> list[str] | None:
+    """A cycle among the modules under ``inside`` (None when there is none)."""
+    nodes = sorted(m for m in graph if m.startswith(inside + ".") or m == inside)
+    state: dict[str, int] = {}
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(d for d in graph[node] if d in nodes):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt) :] + [nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        state[node] = 2
+        path.pop()
+        return None
+
+    for node in nodes:
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+@pytest.mark.parametrize("package", ["mcp", "runs", "serve"])
+def test_no_module_cycle_inside_a_package(package: str) -> None:
+    cycle = _module_cycle(_module_graph(), f"harnessc.runtime.{package}")
+    assert cycle is None, "module cycle: " + " -> ".join(cycle or [])

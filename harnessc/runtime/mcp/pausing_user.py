@@ -24,10 +24,10 @@ import asyncio
 import concurrent.futures
 import threading
 
-from harnessc.runtime.mcp.user import (
+from harnessc.runtime.mcp.user import HeadlessUser
+from harnessc.runtime.mcp.user_types import (
     ElicitationAnswer,
     ElicitationRequest,
-    HeadlessUser,
     LoginAnswer,
     LoginRequest,
     UserNeeded,

@@ -27,10 +27,11 @@ from collections.abc import Callable
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from harnessc.runtime.mcp.user import (
+from harnessc.runtime.mcp.user_types import (
     ElicitationAnswer,
     ElicitationRequest,
     LoginAnswer,
+    LoginFailed,
     LoginRequest,
 )
 
@@ -113,8 +114,6 @@ class TerminalUser:
             return await self._login(request)
 
     async def _login(self, request: LoginRequest) -> LoginAnswer:
-        from harnessc.runtime.mcp.oauth import LoginFailed
-
         parts = urlsplit(request.redirect_uri)
         loopback = parts.hostname in ("localhost", "127.0.0.1") and parts.port is not None
         callback: LoopbackCallback | None = None

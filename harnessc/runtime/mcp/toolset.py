@@ -37,8 +37,8 @@ from harnessc.runtime.mcp.config import McpConfigError, McpServerConfig, load_mc
 from harnessc.runtime.mcp.env import child_env, child_environ
 from harnessc.runtime.mcp.loop import mcp_loop, run_in_mcp_loop
 from harnessc.runtime.mcp.pausing_user import PausingUser
-from harnessc.runtime.mcp.user import McpUser
 from harnessc.runtime.mcp.user_bridge import UserBridge
+from harnessc.runtime.mcp.user_types import McpUser
 from harnessc.runtime.options.harness_context import HarnessContext
 from harnessc.runtime.support.data_folder import DataFolder, resolve_folder
 from harnessc.runtime.tools.base import (

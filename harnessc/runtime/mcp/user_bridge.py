@@ -16,13 +16,13 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from harnessc.runtime.mcp.calls import UserWaits
-from harnessc.runtime.mcp.user import (
+from harnessc.runtime.mcp.user import default_user
+from harnessc.runtime.mcp.user_types import (
     ElicitationAnswer,
     ElicitationRequest,
     LoginAnswer,
     LoginRequest,
     McpUser,
-    default_user,
 )
 
 __all__ = ["UserBridge", "fill_answer"]
