@@ -11,6 +11,16 @@ runs again, finds its open call and gets its result. A resume without an answer 
 the call again with the same reason. A run resumed in another process (a durable
 worker) meets the login again on a fresh call, with a fresh URL.
 
+Every ``PausingUser`` of the process is known to ``waiting`` and ``deliver``: the
+run-control layer finds what a paused call waits for (``request_payload``: the data of
+its pause) and hands the caller's answer to the user that holds it, wherever the call
+is (a sub-agent's call too: it uses its parent's toolset). An answer to a question no
+user holds here (a durable run resumed in another process) is kept for that call and
+answers the same question met again at once; a login's redirect cannot be used by
+another process (the verifier of its URL was lost), so that call meets a fresh login.
+The login answer ``done`` (the login was made elsewhere, a token is stored) drops the
+held call: the resumed call is made afresh with the stored token.
+
 A login met while listing tools (no tool call to hold) fails the start of that server,
 as ``HeadlessUser`` does; the next call tries again.
 
@@ -23,6 +33,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
+import weakref
+from typing import Any
 
 from harnessc.runtime.mcp.user import HeadlessUser
 from harnessc.runtime.mcp.user_types import (
@@ -33,10 +45,95 @@ from harnessc.runtime.mcp.user_types import (
     UserNeeded,
 )
 
-__all__ = ["PausingUser", "pause_reason"]
+__all__ = [
+    "LOGIN_DONE",
+    "PausingUser",
+    "deliver",
+    "is_login_reason",
+    "is_mcp_reason",
+    "pause_reason",
+    "request_payload",
+    "waiting",
+]
 
 Request = LoginRequest | ElicitationRequest
 Answer = LoginAnswer | ElicitationAnswer
+
+LOGIN_DONE = "done"  # the answer to a login made elsewhere (its token is stored)
+_MCP = "mcp server "  # every pause reason of a PausingUser starts so
+
+_USERS: weakref.WeakSet[PausingUser] = weakref.WeakSet()
+_USERS_LOCK = threading.Lock()
+# answers to questions no user of this process held, by call id (a resumed durable run)
+_KEPT: dict[str, ElicitationAnswer] = {}
+
+
+def is_mcp_reason(reason: str) -> bool:
+    """Whether a pause reason is a PausingUser's (a login or a question)."""
+    return reason.startswith(_MCP) and (" needs a login" in reason or " asks" in reason)
+
+
+def is_login_reason(reason: str) -> bool:
+    return reason.startswith(_MCP) and " needs a login" in reason.split(":", 1)[0]
+
+
+def request_payload(request: Request) -> dict[str, Any]:
+    """What a pause shows of ``request``: for a login the server, the URL to open, where
+    the browser comes back and why; for a question its mode, message, schema or URL."""
+    if isinstance(request, LoginRequest):
+        return {
+            "call_id": request.call_id,
+            "server": request.server,
+            "url": request.url,
+            "redirect_uri": request.redirect_uri,
+            "reason": request.reason,
+            "scopes": list(request.scopes),
+        }
+    out: dict[str, Any] = {
+        "call_id": request.call_id,
+        "server": request.server,
+        "mode": request.mode,
+        "message": request.message,
+    }
+    if request.schema is not None:
+        out["schema"] = request.schema
+    if request.url is not None:
+        out["url"] = request.url
+    if request.elicitation_id is not None:
+        out["elicitation_id"] = request.elicitation_id
+    return out
+
+
+def waiting(call_id: str) -> Request | None:
+    """The login or question the call ``call_id`` waits on in this process (None: none)."""
+    with _USERS_LOCK:
+        users = list(_USERS)
+    for user in users:
+        request = user.pending().get(call_id)
+        if request is not None:
+            return request
+    return None
+
+
+def deliver(call_id: str, answer: Answer) -> bool:
+    """Answer the request the call ``call_id`` waits on, in whichever user holds it.
+    ``LoginAnswer(LOGIN_DONE)`` drops the held call (it is made afresh). A question's
+    answer with no user holding it here is kept for that call; a login's is not (it
+    cannot be used here: the call meets a fresh login). Whether a user took it.
+    TypeError for an answer of the other kind."""
+    with _USERS_LOCK:
+        users = list(_USERS)
+    for user in users:
+        if call_id in user.pending():
+            if isinstance(answer, LoginAnswer) and answer.redirect.strip() == LOGIN_DONE:
+                user.restart(call_id)
+            else:
+                user.answer(call_id, answer)
+            return True
+    if isinstance(answer, ElicitationAnswer):
+        with _USERS_LOCK:
+            _KEPT[call_id] = answer
+    return False
 
 
 def pause_reason(request: Request) -> str:
@@ -71,6 +168,9 @@ class PausingUser:
         self._pending: dict[str, tuple[Request, concurrent.futures.Future[Answer]]] = {}
         self._wanted: dict[str, concurrent.futures.Future[str]] = {}
         self._headless = HeadlessUser()
+        self._fresh: set[str] = set()  # held calls to make afresh at their resume
+        with _USERS_LOCK:
+            _USERS.add(self)
 
     def pending(self) -> dict[str, Request]:
         """The requests waiting for an answer, by the tool call that met them."""
@@ -102,6 +202,21 @@ class PausingUser:
             future.set_result(pause_reason(pending[0]))
         return future
 
+    def restart(self, call_id: str) -> None:
+        """The held call ``call_id`` is made afresh when it runs again (its waiting
+        request is cancelled): a login made elsewhere left a token to use."""
+        with self._lock:
+            self._fresh.add(call_id)
+        self.drop(call_id)
+
+    def take_fresh(self, call_id: str) -> bool:
+        """Whether the call ``call_id`` is to be made afresh (once)."""
+        with self._lock:
+            if call_id in self._fresh:
+                self._fresh.discard(call_id)
+                return True
+            return False
+
     def drop(self, call_id: str) -> None:
         """Forget the call (it ended or was cancelled): its waiting request is cancelled."""
         with self._lock:
@@ -113,6 +228,11 @@ class PausingUser:
     async def _wait(self, request: Request) -> Answer:
         call_id = request.call_id
         assert call_id is not None
+        if isinstance(request, ElicitationRequest):
+            with _USERS_LOCK:
+                kept = _KEPT.pop(call_id, None)
+            if kept is not None:  # answered before this process met it
+                return kept
         future: concurrent.futures.Future[Answer] = concurrent.futures.Future()
         with self._lock:
             self._pending[call_id] = (request, future)

@@ -383,7 +383,11 @@ class McpToolset:
                 update = _progress_update(value, total, message, server.name, remote)
                 loop.call_soon_threadsafe(on_update, update)
 
+            pausing = bridge.user if isinstance(bridge.user, PausingUser) else None
             future = self._parked.pop(tool_call_id, None)
+            if future is not None and pausing is not None and pausing.take_fresh(tool_call_id):
+                future.cancel()  # a login made elsewhere: the call is made afresh
+                future = None
             if future is None:
                 future = mcp_loop().submit(
                     connection.call(
@@ -392,7 +396,6 @@ class McpToolset:
                 )
             call = _watch(future, loop)
             aborted = asyncio.ensure_future(signal.wait())
-            pausing = bridge.user if isinstance(bridge.user, PausingUser) else None
             waiting = {call, aborted}
             wanted = None
             if pausing is not None:
