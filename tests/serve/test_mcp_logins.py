@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -301,3 +302,95 @@ async def _send_data(server: Served, data: dict[str, Any], **ids: str) -> list[A
             return [item async for item in client.send_message(message)]
         finally:
             await client.close()
+
+
+# -- a durable run: its worker waits for the answer; a worker killed meanwhile ----------
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def durable(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    model_server: ProtocolServer,
+    oauth: OAuthMcpServer,
+    logged_in: Path,
+) -> Iterator[Any]:
+    from .test_durable import Durable, Workers, _database
+
+    tmp = tmp_path_factory.mktemp("logins-durable")
+    (tmp / "spec").mkdir()
+    (tmp / "spec" / "scout.md").write_text(SCOUT)
+    spec = (
+        SPEC + "durable:\n  database_url: ${DURABLE_URL}\n  queue: {name: logins}\n  lease_s: 2\n"
+    )
+    with _database(request.param) as url:
+        made = compile_agent(tmp, model_server.url, spec)
+        made.env.update(NOTES_URL=oauth.url, XDG_DATA_HOME=str(logged_in), DURABLE_URL=url)
+        workers = Workers(made)
+        try:
+            yield Durable(made, workers, made.serve())
+        finally:
+            workers.stop()
+            for served in made.served:
+                if served.process.poll() is None:
+                    served.process.kill()
+                served.process.wait(10)
+
+
+def _pause_url(client: httpx.Client, run_id: str, other_than: str = "") -> str:
+    """The URL of the run's login pause (one other than ``other_than``)."""
+    deadline = time.monotonic() + 90
+    while True:
+        status = client.get(f"/v1/runs/{run_id}").json()
+        pause = status.get("pause") or {}
+        url = (pause.get("payload") or {}).get("url")
+        if pause.get("kind") == "mcp_login" and url and url != other_than:
+            return str(url)
+        assert time.monotonic() < deadline, status
+        time.sleep(0.1)
+
+
+def test_a_durable_runs_login_survives_a_worker_kill_with_a_fresh_url(
+    durable: Any, no_admin: None, oauth: OAuthMcpServer
+) -> None:
+    """The worker waits at the login; SIGKILLed, the next worker recovers the run and
+    the first URL's redirect (its verifier died with the first worker) gets a fresh
+    login URL instead of failing the call; the first URL's redirect is then refused
+    (409, naming the fresh URL), and the fresh one's resumes the run in the worker.
+    Then a question of a durable run is declined the same way."""
+    workers = durable.workers
+    victim = workers.start("lw1")
+    with durable.server.client(timeout=90) as client:
+        run_id = client.post("/v1/runs", json={"prompt": "call mcp__notes__admin {}"}).json()[
+            "run_id"
+        ]
+        first = _pause_url(client, run_id)
+        victim.kill()
+        victim.wait(30)
+        workers.start("lw1")  # the same id: it recovers its runs at once
+        # the redirect of the first URL reaches the new worker, whose verifier is not
+        # that URL's: the run shows a fresh login URL
+        client.post(
+            f"/v1/runs/{run_id}/resume", json={"payload": {"redirect": follow(first)}}
+        ).raise_for_status()
+        fresh = _pause_url(client, run_id, other_than=first)
+        stale = client.post(
+            f"/v1/runs/{run_id}/resume", json={"payload": {"redirect": follow(first)}}
+        )
+        assert stale.status_code == 409, stale.text
+        assert fresh in stale.json()["error"]["message"]
+        client.post(
+            f"/v1/runs/{run_id}/resume", json={"payload": {"redirect": follow(fresh)}}
+        ).raise_for_status()
+        status = wait_status(client, run_id, "done", "error", timeout=90)
+        assert status["text"].startswith("done: admin ok"), status
+
+        asked = client.post("/v1/runs", json={"prompt": "call mcp__notes__ask {}"}).json()
+        status = wait_status(client, asked["run_id"], "paused", "done", timeout=90)
+        assert status["pause"]["kind"] == "mcp_elicitation", status
+        answer = {"action": "decline"}
+        client.post(
+            f"/v1/runs/{asked['run_id']}/resume", json={"payload": answer}
+        ).raise_for_status()
+        status = wait_status(client, asked["run_id"], "done", "error", timeout=90)
+        assert status["text"] == "done: no pet: decline", status

@@ -311,7 +311,9 @@ async def _answer(pause: Any) -> Any:
             continue
         answer = Answer.from_dict(given)
         try:
-            check_answer(pause, answer)
+            # a login's redirect from the URL the caller saw, which a recovered run may
+            # have replaced: the resume shows the fresh one
+            check_answer(pause, answer, current=False)
         except Conflict:
             continue
         return answer

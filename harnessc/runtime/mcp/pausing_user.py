@@ -51,8 +51,10 @@ __all__ = [
     "deliver",
     "is_login_reason",
     "is_mcp_reason",
+    "login_state",
     "pause_reason",
     "request_payload",
+    "same_login",
     "waiting",
 ]
 
@@ -104,6 +106,23 @@ def request_payload(request: Request) -> dict[str, Any]:
     return out
 
 
+def login_state(url: str) -> str | None:
+    """The ``state`` of an authorization URL or of a redirect (a query string alone
+    too); None when it has none."""
+    from urllib.parse import parse_qs, urlsplit
+
+    query = urlsplit(url).query if "?" in url or "://" in url else url
+    found = parse_qs(query).get("state")
+    return found[0] if found else None
+
+
+def same_login(request: LoginRequest, redirect: str) -> bool:
+    """Whether ``redirect`` comes back from ``request``'s URL (their states match; one
+    without a state is taken as matching: the authorization flow checks it)."""
+    asked, given = login_state(request.url), login_state(redirect)
+    return asked is None or given is None or asked == given
+
+
 def waiting(call_id: str) -> Request | None:
     """The login or question the call ``call_id`` waits on in this process (None: none)."""
     with _USERS_LOCK:
@@ -124,12 +143,18 @@ def deliver(call_id: str, answer: Answer) -> bool:
     with _USERS_LOCK:
         users = list(_USERS)
     for user in users:
-        if call_id in user.pending():
-            if isinstance(answer, LoginAnswer) and answer.redirect.strip() == LOGIN_DONE:
-                user.restart(call_id)
-            else:
-                user.answer(call_id, answer)
-            return True
+        request = user.pending().get(call_id)
+        if request is None:
+            continue
+        if isinstance(answer, LoginAnswer) and answer.redirect.strip() == LOGIN_DONE:
+            user.restart(call_id)
+        elif isinstance(request, LoginRequest) and isinstance(answer, LoginAnswer):
+            if not same_login(request, answer.redirect):
+                return False  # the redirect of an older URL: the call shows the current one
+            user.answer(call_id, answer)
+        else:
+            user.answer(call_id, answer)
+        return True
     if isinstance(answer, ElicitationAnswer):
         with _USERS_LOCK:
             _KEPT[call_id] = answer

@@ -109,9 +109,12 @@ def check_limits(limits: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
-def check_answer(pause: Pause, answer: Answer, run_id: str = "") -> None:
+def check_answer(pause: Pause, answer: Answer, run_id: str = "", *, current: bool = True) -> None:
     """Conflict unless ``answer`` fits ``pause``: every pending call's result at a tool
-    pull point and nothing else; approvals only for held calls; known budget limits."""
+    pull point and nothing else; approvals only for held calls; known budget limits.
+    ``current``: ``pause`` is the one the caller saw, so a login's redirect must come
+    back from its URL (a durable worker that recovered the run may hold a fresher one,
+    which the resume then shows)."""
     check_limits(answer.budget)
     pending = [c.id for c in pause.calls]
     if pause.awaiting_tool:
@@ -129,7 +132,7 @@ def check_answer(pause: Pause, answer: Answer, run_id: str = "") -> None:
     if answer.results:
         raise Conflict("the run is paused, not waiting for tool results: no results")
     if pause.kind in MCP_KINDS:
-        mcp_answer(pause, answer.payload)
+        mcp_answer(pause, answer.payload, current=current)
     held = [c.id for c in pause.held]
     unknown = sorted(set(answer.approvals) - set(held))
     if unknown:
@@ -145,10 +148,12 @@ def check_answer(pause: Pause, answer: Answer, run_id: str = "") -> None:
 MCP_KINDS = ("mcp_login", "mcp_elicitation")
 
 
-def mcp_answer(pause: Pause, payload: Mapping[str, Any]) -> tuple[str, Any] | None:
+def mcp_answer(
+    pause: Pause, payload: Mapping[str, Any], *, current: bool = True
+) -> tuple[str, Any] | None:
     """The call id and the MCP answer (``LoginAnswer`` / ``ElicitationAnswer``) that
     ``payload`` gives to ``pause`` (None for an empty payload: the run pauses again);
-    Conflict naming what is wrong."""
+    Conflict naming what is wrong (``current``: a redirect from another login too)."""
     if not payload:
         return None
     from harnessc.runtime.mcp.user_types import ElicitationAnswer, LoginAnswer
@@ -164,6 +169,16 @@ def mcp_answer(pause: Pause, payload: Mapping[str, Any]) -> tuple[str, Any] | No
                 'the answer to a login is {"redirect": "<the address the browser was sent '
                 'back to>"} or {"redirect": "done"}'
             )
+        url = pause.payload.get("url")
+        if current and redirect.strip() != "done" and isinstance(url, str):
+            from harnessc.runtime.mcp.pausing_user import login_state
+
+            asked, given = login_state(url), login_state(redirect.strip())
+            if asked is not None and given is not None and asked != given:
+                raise Conflict(
+                    "this redirect comes back from another login (its state differs): "
+                    f"open {url} and answer with where it sends the browser"
+                )
         return call_id, LoginAnswer(redirect.strip())
     action = payload.get("action")
     if action not in ("accept", "decline", "cancel"):
@@ -222,7 +237,7 @@ def resume_arguments(harness: AgentHarness, pause: Pause, answer: Answer) -> dic
     if pause.awaiting_tool:
         return {"results": dict(answer.results), "budget": budget}
     if pause.kind in MCP_KINDS:
-        given = mcp_answer(pause, answer.payload)
+        given = mcp_answer(pause, answer.payload, current=False)
         if given is not None:
             from harnessc.runtime.mcp.pausing_user import deliver
 
