@@ -394,3 +394,53 @@ def test_a_durable_runs_login_survives_a_worker_kill_with_a_fresh_url(
         ).raise_for_status()
         status = wait_status(client, asked["run_id"], "done", "error", timeout=90)
         assert status["text"] == "done: no pet: decline", status
+
+
+# -- the MCP door: the calling client's elicitation answers the agent's MCP pauses -------
+
+
+def test_the_mcp_door_puts_a_login_as_url_elicitation_and_a_question_as_its_form(
+    server: Served, no_admin: None
+) -> None:
+    """The official SDK's client calls the agent through ``/mcp``: the agent's login is
+    a URL-mode elicitation of the authorization URL (the client's "browser" follows it
+    and comes back to the redirect, which the agent's loopback callback catches; the
+    client accepts), the server's question reaches the client as a form with the
+    server's schema; the run's events come as progress notifications."""
+    import mcp_types as types
+
+    from .test_mcp_server import _http, _meta, _text
+
+    asked: list[Any] = []
+    progress: list[str | None] = []
+
+    async def on_elicit(context: Any, params: Any) -> Any:
+        asked.append(params)
+        if params.mode == "url":
+            back = await asyncio.to_thread(follow, params.url)
+            assert (await asyncio.to_thread(httpx.get, back, timeout=30)).status_code == 200
+            return types.ElicitResult(action="accept")
+        return types.ElicitResult(action="accept", content={"name": "Rex", "legs": 3})
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(message)
+
+    async def scenario() -> tuple[Any, Any]:
+        async with _http(server, elicitation_callback=on_elicit) as client:
+            login = await client.call_tool(
+                "helper", {"prompt": "call mcp__notes__admin {}"}, progress_callback=on_progress
+            )
+            question = await client.call_tool("helper", {"prompt": "call mcp__notes__ask {}"})
+            return login, question
+
+    login, question = asyncio.run(scenario())
+    assert not login.is_error, _text(login)
+    assert _text(login).startswith("done: admin ok"), _text(login)
+    assert _meta(login)["status"] == "done"
+    url_asks = [a for a in asked if a.mode == "url"]
+    assert len(url_asks) == 1 and "needs a login" in url_asks[0].message
+    assert _text(question) == "done: pet Rex with 3 legs, a cat"
+    [form] = [a for a in asked if a.mode != "url"]
+    assert "mcp server 'notes' asks" in form.message
+    assert "name" in form.requested_schema["properties"]
+    assert "tool_execution_start: mcp__notes__admin" in progress

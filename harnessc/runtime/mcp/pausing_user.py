@@ -18,8 +18,10 @@ is (a sub-agent's call too: it uses its parent's toolset). An answer to a questi
 user holds here (a durable run resumed in another process) is kept for that call and
 answers the same question met again at once; a login's redirect cannot be used by
 another process (the verifier of its URL was lost), so that call meets a fresh login.
-The login answer ``done`` (the login was made elsewhere, a token is stored) drops the
-held call: the resumed call is made afresh with the stored token.
+While a login waits, a loopback callback listens on its redirect's port (when that is
+on this machine and free): a browser sent back there completes the login, and the
+answer ``done`` resumes the run. ``done`` when nothing came back (the login was made
+elsewhere, a token is stored) drops the held call: the resumed call is made afresh.
 
 A login met while listing tools (no tool call to hold) fails the start of that server,
 as ``HeadlessUser`` does; the next call tries again.
@@ -142,7 +144,10 @@ def deliver(call_id: str, answer: Answer) -> bool:
     TypeError for an answer of the other kind."""
     with _USERS_LOCK:
         users = list(_USERS)
+    done = isinstance(answer, LoginAnswer) and answer.redirect.strip() == LOGIN_DONE
     for user in users:
+        if done and user.caught(call_id):
+            return True  # the browser came back here: the call goes on
         request = user.pending().get(call_id)
         if request is None:
             continue
@@ -194,6 +199,7 @@ class PausingUser:
         self._wanted: dict[str, concurrent.futures.Future[str]] = {}
         self._headless = HeadlessUser()
         self._fresh: set[str] = set()  # held calls to make afresh at their resume
+        self._caught: set[str] = set()  # calls whose login a loopback callback caught
         with _USERS_LOCK:
             _USERS.add(self)
 
@@ -266,11 +272,59 @@ class PausingUser:
                 wanted = self._wanted[call_id] = concurrent.futures.Future()
         wanted.set_result(pause_reason(request))
         try:
+            if isinstance(request, LoginRequest):
+                return await self._login_or_callback(request, future)
             return await asyncio.wrap_future(future)
         finally:
             with self._lock:
                 if self._pending.get(call_id, (None, None))[1] is future:
                     del self._pending[call_id]
+
+    async def _login_or_callback(
+        self, request: LoginRequest, answered: concurrent.futures.Future[Answer]
+    ) -> Answer:
+        """The caller's answer, or the redirect a loopback callback on the redirect's
+        port caught (the browser came back to this machine: the answer ``done`` then
+        resumes the run with the call's result)."""
+        from urllib.parse import urlsplit
+
+        from harnessc.runtime.mcp.terminal_user import LoopbackCallback
+
+        parts = urlsplit(request.redirect_uri)
+        loopback = parts.hostname in ("localhost", "127.0.0.1") and parts.port is not None
+        mirrored = asyncio.wrap_future(answered)
+        if not loopback or parts.port is None:
+            return await mirrored
+        try:
+            callback = LoopbackCallback(parts.port, parts.path or "/callback")
+            await callback.__aenter__()
+        except OSError:  # the port is taken: only the caller's answer
+            return await mirrored
+        try:
+            assert callback.url is not None
+            either: set[asyncio.Future[Any]] = {mirrored, callback.url}
+            done, _ = await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+            if mirrored in done:
+                return mirrored.result()
+            with self._lock:
+                assert request.call_id is not None
+                self._caught.add(request.call_id)
+                self._pending.pop(request.call_id, None)
+            answered.cancel()
+            return LoginAnswer(callback.url.result())
+        finally:
+            if not mirrored.done():
+                mirrored.cancel()
+            await callback.__aexit__(None, None, None)
+
+    def caught(self, call_id: str) -> bool:
+        """Whether the login of the call ``call_id`` was caught by the loopback callback
+        (once: the caller's ``done`` takes it)."""
+        with self._lock:
+            if call_id in self._caught:
+                self._caught.discard(call_id)
+                return True
+            return False
 
     async def login(self, request: LoginRequest) -> LoginAnswer:
         if request.call_id is None:  # listing tools: no call to hold
