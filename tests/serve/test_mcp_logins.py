@@ -444,3 +444,32 @@ def test_the_mcp_door_puts_a_login_as_url_elicitation_and_a_question_as_its_form
     assert "mcp server 'notes' asks" in form.message
     assert "name" in form.requested_schema["properties"]
     assert "tool_execution_start: mcp__notes__admin" in progress
+
+
+def test_an_agui_run_ends_with_an_interrupt_per_login_and_question(
+    server: Served, no_admin: None
+) -> None:
+    """Through AG-UI: the login is an interrupt (id = the call id) whose metadata holds
+    the URL, resolved with the redirect; the question an interrupt whose response
+    schema holds the server's form, resolved with its fields."""
+    from .test_agui import _input, _run
+
+    login = {"id": "u1", "role": "user", "content": "call mcp__notes__admin {}"}
+    events = _run(server, _input("mcp-thread", "r1", [login]))
+    [interrupt] = events[-1].outcome.interrupts
+    assert interrupt.reason == "mcp_login"
+    back = follow(interrupt.metadata["url"])
+    resolved = {"interruptId": interrupt.id, "status": "resolved", "payload": {"redirect": back}}
+    events = _run(server, _input("mcp-thread", "r2", [login], resume=[resolved]))
+    result = next(e for e in events if e.type.value == "TOOL_CALL_RESULT")
+    assert "admin ok" in result.content
+
+    ask = {"id": "u2", "role": "user", "content": "call mcp__notes__ask {}"}
+    events = _run(server, _input("mcp-thread", "r3", [login, ask]))
+    [interrupt] = events[-1].outcome.interrupts
+    assert interrupt.reason == "mcp_elicitation"
+    assert "name" in interrupt.response_schema["properties"]["content"]["properties"]
+    form = {"interruptId": interrupt.id, "status": "resolved", "payload": {"name": "Ada"}}
+    events = _run(server, _input("mcp-thread", "r4", [login, ask], resume=[form]))
+    result = next(e for e in events if e.type.value == "TOOL_CALL_RESULT")
+    assert result.content == "pet Ada with 4 legs, a cat"
