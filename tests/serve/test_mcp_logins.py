@@ -473,3 +473,25 @@ def test_an_agui_run_ends_with_an_interrupt_per_login_and_question(
     events = _run(server, _input("mcp-thread", "r4", [login, ask], resume=[form]))
     result = next(e for e in events if e.type.value == "TOOL_CALL_RESULT")
     assert result.content == "pet Ada with 4 legs, a cat"
+
+
+def test_an_openai_completion_names_the_login_and_the_native_resume_finishes_it(
+    server: Served, no_admin: None
+) -> None:
+    """The OpenAI-compatible door cannot carry an answer: its reply names the login's
+    URL and the run to resume; the native API's resume with the redirect finishes it."""
+    openai = pytest.importorskip("openai")
+    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token or "x")
+    reply = client.chat.completions.create(
+        model="helper", messages=[{"role": "user", "content": "call mcp__notes__admin {}"}]
+    )
+    text = reply.choices[0].message.content or ""
+    assert "needs a login" in text and "/resume]" in text, text
+    url = text.split("open ", 1)[1].split(" and log in", 1)[0]
+    run_id = text.split("/v1/runs/", 1)[1].split("/resume", 1)[0]
+    with server.client() as http:
+        http.post(
+            f"/v1/runs/{run_id}/resume", json={"payload": {"redirect": follow(url)}}
+        ).raise_for_status()
+        status = wait_status(http, run_id, "done", "error", "paused", timeout=60)
+    assert status["text"].startswith("done: admin ok"), status
