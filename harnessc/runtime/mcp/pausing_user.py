@@ -11,12 +11,13 @@ runs again, finds its open call and gets its result. A resume without an answer 
 the call again with the same reason. A run resumed in another process (a durable
 worker) meets the login again on a fresh call, with a fresh URL.
 
-Every ``PausingUser`` of the process is known to ``waiting`` and ``deliver``: the
-run-control layer finds what a paused call waits for (``request_payload``: the data of
-its pause) and hands the caller's answer to the user that holds it, wherever the call
-is (a sub-agent's call too: it uses its parent's toolset). An answer to a question no
-user holds here (a durable run resumed in another process) is kept for that call and
-answers the same question met again at once; a login's redirect cannot be used by
+``waiting`` and ``deliver`` look among a run's users (``users_of`` its harness's
+extensions; a call id is unique within a run only): the run-control layer finds what a
+paused call waits for (``request_payload``: the data of its pause) and hands the
+caller's answer to the user that holds it (a sub-agent's call too: it uses its
+parent's toolset). An answer to a question no user holds (a durable run resumed in
+another process) is kept for that call and answers the same question met again at
+once; a login's redirect cannot be used by
 another process (the verifier of its URL was lost), so that call meets a fresh login.
 While a login waits, a loopback callback listens on its redirect's port (when that is
 on this machine and free): a browser sent back there completes the login, and the
@@ -36,6 +37,7 @@ import asyncio
 import concurrent.futures
 import threading
 import weakref
+from collections.abc import Iterable
 from typing import Any
 
 from harnessc.runtime.mcp.user import HeadlessUser
@@ -57,6 +59,7 @@ __all__ = [
     "pause_reason",
     "request_payload",
     "same_login",
+    "users_of",
     "waiting",
 ]
 
@@ -68,8 +71,6 @@ _MCP = "mcp server "  # every pause reason of a PausingUser starts so
 
 _USERS: weakref.WeakSet[PausingUser] = weakref.WeakSet()
 _USERS_LOCK = threading.Lock()
-# answers to questions no user of this process held, by call id (a resumed durable run)
-_KEPT: dict[str, ElicitationAnswer] = {}
 
 
 def is_mcp_reason(reason: str) -> bool:
@@ -125,10 +126,23 @@ def same_login(request: LoginRequest, redirect: str) -> bool:
     return asked is None or given is None or asked == given
 
 
-def waiting(call_id: str) -> Request | None:
-    """The login or question the call ``call_id`` waits on in this process (None: none)."""
+def _users(among: Iterable[PausingUser] | None) -> list[PausingUser]:
+    if among is not None:
+        return list(among)
     with _USERS_LOCK:
-        users = list(_USERS)
+        return list(_USERS)
+
+
+def users_of(extensions: Iterable[Any]) -> list[PausingUser]:
+    """The ``PausingUser`` of each MCP toolset among a harness's ``extensions`` (a
+    run's calls, its sub-agents' sharing its servers too, are theirs)."""
+    return [u for e in extensions if isinstance(u := getattr(e, "user", None), PausingUser)]
+
+
+def waiting(call_id: str, among: Iterable[PausingUser] | None = None) -> Request | None:
+    """The login or question the call ``call_id`` waits on (None: none), in ``among``
+    (a run's users: a call id is unique within a run only), else in this process."""
+    users = _users(among)
     for user in users:
         request = user.pending().get(call_id)
         if request is not None:
@@ -136,14 +150,14 @@ def waiting(call_id: str) -> Request | None:
     return None
 
 
-def deliver(call_id: str, answer: Answer) -> bool:
+def deliver(call_id: str, answer: Answer, among: Iterable[PausingUser] | None = None) -> bool:
     """Answer the request the call ``call_id`` waits on, in whichever user holds it.
     ``LoginAnswer(LOGIN_DONE)`` drops the held call (it is made afresh). A question's
     answer with no user holding it here is kept for that call; a login's is not (it
     cannot be used here: the call meets a fresh login). Whether a user took it.
+    ``among``: the run's users (``users_of``), else every one of this process.
     TypeError for an answer of the other kind."""
-    with _USERS_LOCK:
-        users = list(_USERS)
+    users = _users(among)
     done = isinstance(answer, LoginAnswer) and answer.redirect.strip() == LOGIN_DONE
     for user in users:
         if done and user.caught(call_id):
@@ -161,8 +175,8 @@ def deliver(call_id: str, answer: Answer) -> bool:
             user.answer(call_id, answer)
         return True
     if isinstance(answer, ElicitationAnswer):
-        with _USERS_LOCK:
-            _KEPT[call_id] = answer
+        for user in users:  # the question met again on this call takes it at once
+            user.keep(call_id, answer)
     return False
 
 
@@ -200,6 +214,8 @@ class PausingUser:
         self._headless = HeadlessUser()
         self._fresh: set[str] = set()  # held calls to make afresh at their resume
         self._caught: set[str] = set()  # calls whose login a loopback callback caught
+        # answers to questions given before the call met them (a recovered run), by call
+        self._kept: dict[str, ElicitationAnswer] = {}
         with _USERS_LOCK:
             _USERS.add(self)
 
@@ -233,6 +249,12 @@ class PausingUser:
             future.set_result(pause_reason(pending[0]))
         return future
 
+    def keep(self, call_id: str, answer: ElicitationAnswer) -> None:
+        """The answer to the question the call ``call_id`` will meet (it met it in a
+        process that is gone): given at once when it does."""
+        with self._lock:
+            self._kept[call_id] = answer
+
     def restart(self, call_id: str) -> None:
         """The held call ``call_id`` is made afresh when it runs again (its waiting
         request is cancelled): a login made elsewhere left a token to use."""
@@ -260,8 +282,8 @@ class PausingUser:
         call_id = request.call_id
         assert call_id is not None
         if isinstance(request, ElicitationRequest):
-            with _USERS_LOCK:
-                kept = _KEPT.pop(call_id, None)
+            with self._lock:
+                kept = self._kept.pop(call_id, None)
             if kept is not None:  # answered before this process met it
                 return kept
         future: concurrent.futures.Future[Answer] = concurrent.futures.Future()

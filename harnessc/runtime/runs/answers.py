@@ -239,8 +239,11 @@ def resume_arguments(harness: AgentHarness, pause: Pause, answer: Answer) -> dic
     if pause.kind in MCP_KINDS:
         given = mcp_answer(pause, answer.payload, current=False)
         if given is not None:
-            from harnessc.runtime.mcp.pausing_user import deliver
+            from harnessc.runtime.mcp.pausing_user import deliver, users_of
 
-            deliver(*given)  # not held here (another process): the resume asks again
+            # the run's own users: a call id is unique within a run only
+            deliver(
+                *given, among=users_of(harness.options.extensions)
+            )  # not held here (another process): the resume asks again
     approvals = record_approvals(harness, answer.approvals) if answer.approvals else None
     return {"budget": budget, "approvals": approvals}

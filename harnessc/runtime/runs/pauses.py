@@ -255,7 +255,7 @@ def pause_of(harness: AgentHarness, reason: str | None = None) -> Pause | None:
         for c, kind, path in nested
         if kind == "approval" and c.id not in known
     ]
-    mcp = _mcp_pause(reason, calls)
+    mcp = _mcp_pause(reason, calls, harness)
     if mcp is not None:
         return mcp
     limit = budget_limit(reason)
@@ -270,15 +270,16 @@ def pause_of(harness: AgentHarness, reason: str | None = None) -> Pause | None:
     return Pause("hook", reason, calls)
 
 
-def _mcp_pause(reason: str, calls: list[PendingCall]) -> Pause | None:
+def _mcp_pause(reason: str, calls: list[PendingCall], harness: AgentHarness) -> Pause | None:
     """The pause of a call held for an MCP login or question (None: none is)."""
     held = [c for c in calls if c.held]
     if "harnessc.runtime.mcp.pausing_user" in sys.modules:  # a PausingUser may exist
-        from harnessc.runtime.mcp.pausing_user import request_payload, waiting
+        from harnessc.runtime.mcp.pausing_user import request_payload, users_of, waiting
         from harnessc.runtime.mcp.user_types import LoginRequest
 
+        users = users_of(harness.options.extensions)
         for call in held:
-            request = waiting(call.id)
+            request = waiting(call.id, users)
             if request is not None:
                 login = isinstance(request, LoginRequest)
                 kind: PauseKind = "mcp_login" if login else "mcp_elicitation"
