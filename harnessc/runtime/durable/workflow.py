@@ -208,10 +208,12 @@ def _client_tools(request: dict[str, Any], have: set[str]) -> list[Any]:
 
 
 async def _harness(session: Session, request: dict[str, Any], steps: RunSteps) -> Any:
+    from harnessc.runtime.runs.agent import pause_mcp_requests
     from harnessc.runtime.runs.answers import raised_budget
 
     agent = _agent()
     options = agent.build_options(session=session, cwd=request["cwd"])
+    pause_mcp_requests(options)  # a login or a question waits for the run's answer
     extra = _client_tools(request, {t.name for t in options.tools})
     if extra:
         options.tools = [*options.tools, *extra]
@@ -309,7 +311,9 @@ async def _answer(pause: Any) -> Any:
             continue
         answer = Answer.from_dict(given)
         try:
-            check_answer(pause, answer)
+            # a login's redirect from the URL the caller saw, which a recovered run may
+            # have replaced: the resume shows the fresh one
+            check_answer(pause, answer, current=False)
         except Conflict:
             continue
         return answer

@@ -52,8 +52,8 @@ from harnessc.runtime.mcp.env import child_env
 from harnessc.runtime.mcp.results import redact_secrets
 from harnessc.runtime.mcp.serverlog import ServerLog
 from harnessc.runtime.mcp.stdio import discard, stdio_transport
-from harnessc.runtime.mcp.user import ElicitationRequest, UserNeeded
 from harnessc.runtime.mcp.user_bridge import UserBridge, fill_answer
+from harnessc.runtime.mcp.user_types import ElicitationRequest, UserNeeded
 
 __all__ = ["CallOutcome", "McpStartError", "ServerConnection", "Progress"]
 

@@ -48,8 +48,8 @@ from harnessc.runtime.mcp.calls import UserWaits, current
 from harnessc.runtime.mcp.config import McpOAuth, McpServerConfig
 from harnessc.runtime.mcp.results import redact_secrets
 from harnessc.runtime.mcp.tokens import TokenFile
-from harnessc.runtime.mcp.user import LoginFailed, LoginRequest, UserNeeded
 from harnessc.runtime.mcp.user_bridge import UserBridge
+from harnessc.runtime.mcp.user_types import LoginFailed, LoginRequest, UserNeeded
 
 __all__ = ["LoginFailed", "build_auth", "parse_redirect"]
 

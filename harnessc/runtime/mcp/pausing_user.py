@@ -11,6 +11,19 @@ runs again, finds its open call and gets its result. A resume without an answer 
 the call again with the same reason. A run resumed in another process (a durable
 worker) meets the login again on a fresh call, with a fresh URL.
 
+``waiting`` and ``deliver`` look among a run's users (``users_of`` its harness's
+extensions; a call id is unique within a run only): the run-control layer finds what a
+paused call waits for (``request_payload``: the data of its pause) and hands the
+caller's answer to the user that holds it (a sub-agent's call too: it uses its
+parent's toolset). An answer to a question no user holds (a durable run resumed in
+another process) is kept for that call and answers the same question met again at
+once; a login's redirect cannot be used by
+another process (the verifier of its URL was lost), so that call meets a fresh login.
+While a login waits, a loopback callback listens on its redirect's port (when that is
+on this machine and free): a browser sent back there completes the login, and the
+answer ``done`` resumes the run. ``done`` when nothing came back (the login was made
+elsewhere, a token is stored) drops the held call: the resumed call is made afresh.
+
 A login met while listing tools (no tool call to hold) fails the start of that server,
 as ``HeadlessUser`` does; the next call tries again.
 
@@ -23,20 +36,148 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
+import weakref
+from collections.abc import Iterable
+from typing import Any
 
-from harnessc.runtime.mcp.user import (
+from harnessc.runtime.mcp.user import HeadlessUser
+from harnessc.runtime.mcp.user_types import (
     ElicitationAnswer,
     ElicitationRequest,
-    HeadlessUser,
     LoginAnswer,
     LoginRequest,
     UserNeeded,
 )
 
-__all__ = ["PausingUser", "pause_reason"]
+__all__ = [
+    "LOGIN_DONE",
+    "PausingUser",
+    "deliver",
+    "is_login_reason",
+    "is_mcp_reason",
+    "login_state",
+    "pause_reason",
+    "request_payload",
+    "same_login",
+    "users_of",
+    "waiting",
+]
 
 Request = LoginRequest | ElicitationRequest
 Answer = LoginAnswer | ElicitationAnswer
+
+LOGIN_DONE = "done"  # the answer to a login made elsewhere (its token is stored)
+_MCP = "mcp server "  # every pause reason of a PausingUser starts so
+
+_USERS: weakref.WeakSet[PausingUser] = weakref.WeakSet()
+_USERS_LOCK = threading.Lock()
+
+
+def is_mcp_reason(reason: str) -> bool:
+    """Whether a pause reason is a PausingUser's (a login or a question)."""
+    return reason.startswith(_MCP) and (" needs a login" in reason or " asks" in reason)
+
+
+def is_login_reason(reason: str) -> bool:
+    return reason.startswith(_MCP) and " needs a login" in reason.split(":", 1)[0]
+
+
+def request_payload(request: Request) -> dict[str, Any]:
+    """What a pause shows of ``request``: for a login the server, the URL to open, where
+    the browser comes back and why; for a question its mode, message, schema or URL."""
+    if isinstance(request, LoginRequest):
+        return {
+            "call_id": request.call_id,
+            "server": request.server,
+            "url": request.url,
+            "redirect_uri": request.redirect_uri,
+            "reason": request.reason,
+            "scopes": list(request.scopes),
+        }
+    out: dict[str, Any] = {
+        "call_id": request.call_id,
+        "server": request.server,
+        "mode": request.mode,
+        "message": request.message,
+    }
+    if request.schema is not None:
+        out["schema"] = request.schema
+    if request.url is not None:
+        out["url"] = request.url
+    if request.elicitation_id is not None:
+        out["elicitation_id"] = request.elicitation_id
+    return out
+
+
+def login_state(url: str) -> str | None:
+    """The ``state`` of an authorization URL or of a redirect (a query string alone
+    too); None when it has none."""
+    from urllib.parse import parse_qs, urlsplit
+
+    query = urlsplit(url).query if "?" in url or "://" in url else url
+    found = parse_qs(query).get("state")
+    return found[0] if found else None
+
+
+def same_login(request: LoginRequest, redirect: str) -> bool:
+    """Whether ``redirect`` comes back from ``request``'s URL (their states match; one
+    without a state is taken as matching: the authorization flow checks it)."""
+    asked, given = login_state(request.url), login_state(redirect)
+    return asked is None or given is None or asked == given
+
+
+def _users(among: Iterable[PausingUser] | None) -> list[PausingUser]:
+    if among is not None:
+        return list(among)
+    with _USERS_LOCK:
+        return list(_USERS)
+
+
+def users_of(extensions: Iterable[Any]) -> list[PausingUser]:
+    """The ``PausingUser`` of each MCP toolset among a harness's ``extensions`` (a
+    run's calls, its sub-agents' sharing its servers too, are theirs)."""
+    return [u for e in extensions if isinstance(u := getattr(e, "user", None), PausingUser)]
+
+
+def waiting(call_id: str, among: Iterable[PausingUser] | None = None) -> Request | None:
+    """The login or question the call ``call_id`` waits on (None: none), in ``among``
+    (a run's users: a call id is unique within a run only), else in this process."""
+    users = _users(among)
+    for user in users:
+        request = user.pending().get(call_id)
+        if request is not None:
+            return request
+    return None
+
+
+def deliver(call_id: str, answer: Answer, among: Iterable[PausingUser] | None = None) -> bool:
+    """Answer the request the call ``call_id`` waits on, in whichever user holds it.
+    ``LoginAnswer(LOGIN_DONE)`` drops the held call (it is made afresh). A question's
+    answer with no user holding it here is kept for that call; a login's is not (it
+    cannot be used here: the call meets a fresh login). Whether a user took it.
+    ``among``: the run's users (``users_of``), else every one of this process.
+    TypeError for an answer of the other kind."""
+    users = _users(among)
+    done = isinstance(answer, LoginAnswer) and answer.redirect.strip() == LOGIN_DONE
+    for user in users:
+        if done and user.caught(call_id):
+            return True  # the browser came back here: the call goes on
+        request = user.pending().get(call_id)
+        if request is None:
+            continue
+        if isinstance(answer, LoginAnswer) and answer.redirect.strip() == LOGIN_DONE:
+            user.restart(call_id)
+        elif isinstance(request, LoginRequest) and isinstance(answer, LoginAnswer):
+            if not same_login(request, answer.redirect):
+                return False  # the redirect of an older URL: the call shows the current one
+            user.answer(call_id, answer)
+        else:
+            user.answer(call_id, answer)
+        return True
+    if isinstance(answer, ElicitationAnswer):
+        for user in users:  # the question met again on this call takes it at once
+            user.keep(call_id, answer)
+    return False
 
 
 def pause_reason(request: Request) -> str:
@@ -71,6 +212,12 @@ class PausingUser:
         self._pending: dict[str, tuple[Request, concurrent.futures.Future[Answer]]] = {}
         self._wanted: dict[str, concurrent.futures.Future[str]] = {}
         self._headless = HeadlessUser()
+        self._fresh: set[str] = set()  # held calls to make afresh at their resume
+        self._caught: set[str] = set()  # calls whose login a loopback callback caught
+        # answers to questions given before the call met them (a recovered run), by call
+        self._kept: dict[str, ElicitationAnswer] = {}
+        with _USERS_LOCK:
+            _USERS.add(self)
 
     def pending(self) -> dict[str, Request]:
         """The requests waiting for an answer, by the tool call that met them."""
@@ -102,6 +249,27 @@ class PausingUser:
             future.set_result(pause_reason(pending[0]))
         return future
 
+    def keep(self, call_id: str, answer: ElicitationAnswer) -> None:
+        """The answer to the question the call ``call_id`` will meet (it met it in a
+        process that is gone): given at once when it does."""
+        with self._lock:
+            self._kept[call_id] = answer
+
+    def restart(self, call_id: str) -> None:
+        """The held call ``call_id`` is made afresh when it runs again (its waiting
+        request is cancelled): a login made elsewhere left a token to use."""
+        with self._lock:
+            self._fresh.add(call_id)
+        self.drop(call_id)
+
+    def take_fresh(self, call_id: str) -> bool:
+        """Whether the call ``call_id`` is to be made afresh (once)."""
+        with self._lock:
+            if call_id in self._fresh:
+                self._fresh.discard(call_id)
+                return True
+            return False
+
     def drop(self, call_id: str) -> None:
         """Forget the call (it ended or was cancelled): its waiting request is cancelled."""
         with self._lock:
@@ -113,6 +281,11 @@ class PausingUser:
     async def _wait(self, request: Request) -> Answer:
         call_id = request.call_id
         assert call_id is not None
+        if isinstance(request, ElicitationRequest):
+            with self._lock:
+                kept = self._kept.pop(call_id, None)
+            if kept is not None:  # answered before this process met it
+                return kept
         future: concurrent.futures.Future[Answer] = concurrent.futures.Future()
         with self._lock:
             self._pending[call_id] = (request, future)
@@ -121,11 +294,59 @@ class PausingUser:
                 wanted = self._wanted[call_id] = concurrent.futures.Future()
         wanted.set_result(pause_reason(request))
         try:
+            if isinstance(request, LoginRequest):
+                return await self._login_or_callback(request, future)
             return await asyncio.wrap_future(future)
         finally:
             with self._lock:
                 if self._pending.get(call_id, (None, None))[1] is future:
                     del self._pending[call_id]
+
+    async def _login_or_callback(
+        self, request: LoginRequest, answered: concurrent.futures.Future[Answer]
+    ) -> Answer:
+        """The caller's answer, or the redirect a loopback callback on the redirect's
+        port caught (the browser came back to this machine: the answer ``done`` then
+        resumes the run with the call's result)."""
+        from urllib.parse import urlsplit
+
+        from harnessc.runtime.mcp.terminal_user import LoopbackCallback
+
+        parts = urlsplit(request.redirect_uri)
+        loopback = parts.hostname in ("localhost", "127.0.0.1") and parts.port is not None
+        mirrored = asyncio.wrap_future(answered)
+        if not loopback or parts.port is None:
+            return await mirrored
+        try:
+            callback = LoopbackCallback(parts.port, parts.path or "/callback")
+            await callback.__aenter__()
+        except OSError:  # the port is taken: only the caller's answer
+            return await mirrored
+        try:
+            assert callback.url is not None
+            either: set[asyncio.Future[Any]] = {mirrored, callback.url}
+            done, _ = await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+            if mirrored in done:
+                return mirrored.result()
+            with self._lock:
+                assert request.call_id is not None
+                self._caught.add(request.call_id)
+                self._pending.pop(request.call_id, None)
+            answered.cancel()
+            return LoginAnswer(callback.url.result())
+        finally:
+            if not mirrored.done():
+                mirrored.cancel()
+            await callback.__aexit__(None, None, None)
+
+    def caught(self, call_id: str) -> bool:
+        """Whether the login of the call ``call_id`` was caught by the loopback callback
+        (once: the caller's ``done`` takes it)."""
+        with self._lock:
+            if call_id in self._caught:
+                self._caught.discard(call_id)
+                return True
+            return False
 
     async def login(self, request: LoginRequest) -> LoginAnswer:
         if request.call_id is None:  # listing tools: no call to hold

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from harnessc.runtime.mcp.user import (
+from harnessc.runtime.mcp.user_types import (
     ElicitationAnswer,
     ElicitationRequest,
     LoginAnswer,

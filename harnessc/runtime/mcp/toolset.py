@@ -37,8 +37,8 @@ from harnessc.runtime.mcp.config import McpConfigError, McpServerConfig, load_mc
 from harnessc.runtime.mcp.env import child_env, child_environ
 from harnessc.runtime.mcp.loop import mcp_loop, run_in_mcp_loop
 from harnessc.runtime.mcp.pausing_user import PausingUser
-from harnessc.runtime.mcp.user import McpUser
 from harnessc.runtime.mcp.user_bridge import UserBridge
+from harnessc.runtime.mcp.user_types import McpUser
 from harnessc.runtime.options.harness_context import HarnessContext
 from harnessc.runtime.support.data_folder import DataFolder, resolve_folder
 from harnessc.runtime.tools.base import (
@@ -381,7 +381,11 @@ class McpToolset:
                 update = _progress_update(value, total, message, server.name, remote)
                 loop.call_soon_threadsafe(on_update, update)
 
+            pausing = bridge.user if isinstance(bridge.user, PausingUser) else None
             future = self._parked.pop(tool_call_id, None)
+            if future is not None and pausing is not None and pausing.take_fresh(tool_call_id):
+                future.cancel()  # a login made elsewhere: the call is made afresh
+                future = None
             if future is None:
                 future = mcp_loop().submit(
                     connection.call(
@@ -390,7 +394,6 @@ class McpToolset:
                 )
             call = _watch(future, loop)
             aborted = asyncio.ensure_future(signal.wait())
-            pausing = bridge.user if isinstance(bridge.user, PausingUser) else None
             waiting = {call, aborted}
             wanted = None
             if pausing is not None:

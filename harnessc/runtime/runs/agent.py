@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from harnessc.runtime.options.harness_options import AgentHarnessOptions
     from harnessc.runtime.tools.base import AgentTool
 
-__all__ = ["AgentSource", "BuildOptions"]
+__all__ = ["AgentSource", "BuildOptions", "pause_mcp_requests"]
 
 BuildOptions = Callable[..., "AgentHarnessOptions"]
 
@@ -37,6 +37,9 @@ class AgentSource:
     ``adjust(options)``: the door's overrides on fresh options (``apply_overrides`` with
     its flags), raising ``SetupError``. ``model``: the model key the door chose (checked
     for its API key). ``store``: the agent's sessions (None: in memory).
+    ``mcp_pauses``: an MCP login or question met in a tool call pauses the run (a
+    server's runs: ``pause_mcp_requests``); else the default user answers it (the
+    terminal, when there is one).
     """
 
     def __init__(
@@ -49,6 +52,7 @@ class AgentSource:
         adjust: Callable[[AgentHarnessOptions], None] | None = None,
         model: str | None = None,
         clients: Any = None,
+        mcp_pauses: bool = False,
     ) -> None:
         self.build_options = build_options
         self.agent_name = agent_name
@@ -59,6 +63,7 @@ class AgentSource:
         self.clients = clients  # an HttpClientPool every harness shares (None: their own)
         self.description = _module_value(build_options, "DESCRIPTION")
         self.draining = False
+        self.mcp_pauses = mcp_pauses
         self.skills: list[tuple[str, str]] = []  # (name, description), set by check()
         self.subagents: list[tuple[str, str]] = []  # (name, description), set by check()
         self.tool_names: frozenset[str] = frozenset()  # the agent's own tools
@@ -118,6 +123,8 @@ class AgentSource:
             options.http_clients = self.clients
         if self.adjust is not None:
             self.adjust(options)
+        if self.mcp_pauses:
+            pause_mcp_requests(options)
         return options
 
     def harness(self, session: Session, client_tools: Sequence[AgentTool] = ()) -> AgentHarness:
@@ -158,6 +165,21 @@ class AgentSource:
 
     def _drain_check(self, event: Any) -> PauseRequest | None:
         return PauseRequest(DRAIN_REASON) if self.draining else None
+
+
+def pause_mcp_requests(options: AgentHarnessOptions) -> None:
+    """The agent's MCP servers' logins and questions met in a tool call pause the run
+    (each toolset with no user of its own gets a ``PausingUser``): the pause names the
+    authorization URL or the question, and ``RunControl.answer`` gives the answer."""
+    toolset = "harnessc.runtime.mcp.toolset"
+    found = [e for e in options.extensions if type(e).__module__ == toolset]
+    if not found:
+        return
+    from harnessc.runtime.mcp.pausing_user import PausingUser
+
+    for extension in found:
+        if extension.user is None:
+            extension.user = PausingUser()
 
 
 def give_client_tools(harness: AgentHarness, tools: Sequence[AgentTool]) -> None:

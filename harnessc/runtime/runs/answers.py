@@ -6,7 +6,9 @@
   call again for the rest of the session) for calls held for approval;
 - ``budget``: limits by name raised (the others kept), with any pause (the run may go on
   past its limit) and with tool results too;
-- ``payload``: the answers of kinds to come (an MCP login done, an elicitation's form).
+- ``payload``: the answer to an MCP pause (``pauses``): ``{"redirect": URL}`` (or
+  ``"done"``) for a login, ``{"action": "accept", "content": {...}}`` (or ``decline``,
+  ``cancel``) for a question; ``call_id`` names the call when it is not the pause's.
 
 ``check_answer`` says whether an answer fits a pause (``Conflict`` naming what does not),
 the same words for every door, plain or durable; ``resume_arguments`` turns it into the
@@ -30,11 +32,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DECISIONS",
+    "MCP_KINDS",
     "Answer",
     "Decision",
     "check_answer",
     "check_limits",
     "check_result",
+    "mcp_answer",
     "raised_budget",
     "record_approvals",
     "resume_arguments",
@@ -93,9 +97,12 @@ def check_limits(limits: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
-def check_answer(pause: Pause, answer: Answer, run_id: str = "") -> None:
+def check_answer(pause: Pause, answer: Answer, run_id: str = "", *, current: bool = True) -> None:
     """Conflict unless ``answer`` fits ``pause``: every pending call's result at a tool
-    pull point and nothing else; approvals only for held calls; known budget limits."""
+    pull point and nothing else; approvals only for held calls; known budget limits.
+    ``current``: ``pause`` is the one the caller saw, so a login's redirect must come
+    back from its URL (a durable worker that recovered the run may hold a fresher one,
+    which the resume then shows)."""
     check_limits(answer.budget)
     pending = [c.id for c in pause.calls]
     if pause.awaiting_tool:
@@ -112,6 +119,8 @@ def check_answer(pause: Pause, answer: Answer, run_id: str = "") -> None:
         return
     if answer.results:
         raise Conflict("the run is paused, not waiting for tool results: no results")
+    if pause.kind in MCP_KINDS:
+        mcp_answer(pause, answer.payload, current=current)
     held = [c.id for c in pause.held]
     unknown = sorted(set(answer.approvals) - set(held))
     if unknown:
@@ -122,6 +131,60 @@ def check_answer(pause: Pause, answer: Answer, run_id: str = "") -> None:
     for call_id, decision in answer.approvals.items():
         if decision not in DECISIONS:
             raise Conflict(f"the approval of {call_id} must be allow, deny or always")
+
+
+MCP_KINDS = ("mcp_login", "mcp_elicitation")
+
+
+def mcp_answer(
+    pause: Pause, payload: Mapping[str, Any], *, current: bool = True
+) -> tuple[str, Any] | None:
+    """The call id and the MCP answer (``LoginAnswer`` / ``ElicitationAnswer``) that
+    ``payload`` gives to ``pause`` (None for an empty payload: the run pauses again);
+    Conflict naming what is wrong (``current``: a redirect from another login too)."""
+    if not payload:
+        return None
+    from harnessc.runtime.mcp.user_types import ElicitationAnswer, LoginAnswer
+
+    call_id = payload.get("call_id") or pause.payload.get("call_id")
+    held = {c.id for c in pause.held}
+    if not isinstance(call_id, str) or call_id not in held:
+        raise Conflict(f"no held call {call_id!r} (held: {', '.join(sorted(held)) or 'none'})")
+    if pause.kind == "mcp_login":
+        redirect = payload.get("redirect")
+        if not isinstance(redirect, str) or not redirect.strip():
+            raise Conflict(
+                'the answer to a login is {"redirect": "<the address the browser was sent '
+                'back to>"} or {"redirect": "done"}'
+            )
+        url = pause.payload.get("url")
+        if current and redirect.strip() != "done" and isinstance(url, str):
+            from harnessc.runtime.mcp.pausing_user import login_state
+
+            asked, given = login_state(url), login_state(redirect.strip())
+            if asked is not None and given is not None and asked != given:
+                raise Conflict(
+                    "this redirect comes back from another login (its state differs): "
+                    f"open {url} and answer with where it sends the browser"
+                )
+        return call_id, LoginAnswer(redirect.strip())
+    action = payload.get("action")
+    if action not in ("accept", "decline", "cancel"):
+        raise Conflict(
+            'the answer to a question is {"action": "accept", "content": {...}}, '
+            '"decline" or "cancel"'
+        )
+    content = payload.get("content")
+    if content is not None and not isinstance(content, dict):
+        raise Conflict("the answer's content must be an object of the form's fields")
+    if action == "accept" and pause.payload.get("mode", "form") == "form":
+        from harnessc.runtime.mcp.user_bridge import fill_answer
+
+        try:
+            fill_answer(pause.payload.get("schema"), content)
+        except ValueError as exc:
+            raise Conflict(f"the answer does not fit the question: {exc}") from None
+    return call_id, ElicitationAnswer(action, content if action == "accept" else None)
 
 
 def raised_budget(current: Budget | None, limits: Mapping[str, float]) -> Budget | None:
@@ -161,5 +224,14 @@ def resume_arguments(harness: AgentHarness, pause: Pause, answer: Answer) -> dic
     budget = raised_budget(harness.budget.budget, answer.budget)
     if pause.awaiting_tool:
         return {"results": dict(answer.results), "budget": budget}
+    if pause.kind in MCP_KINDS:
+        given = mcp_answer(pause, answer.payload, current=False)
+        if given is not None:
+            from harnessc.runtime.mcp.pausing_user import deliver, users_of
+
+            # the run's own users: a call id is unique within a run only
+            deliver(
+                *given, among=users_of(harness.options.extensions)
+            )  # not held here (another process): the resume asks again
     approvals = record_approvals(harness, answer.approvals) if answer.approvals else None
     return {"budget": budget, "approvals": approvals}

@@ -9,13 +9,22 @@ A pause has a kind, a reason and a typed payload:
 - ``shutdown``: the server drained the run at its turn end (SIGTERM);
 - ``hook``: a hook paused the run for a review (``reason`` says why).
 
-An MCP login and an MCP elicitation are the next kinds (``mcp_login``,
-``mcp_elicitation``): their data goes in ``payload`` and their answer in
-``Answer.payload``, with no change to the record.
+- ``mcp_login``: an MCP server met in a tool call (the run's or a sub-agent's) needs a
+  login; ``payload``: ``call_id``, ``server``, ``url`` (to open), ``redirect_uri``,
+  ``reason``, ``scopes``; answered by ``Answer.payload`` ``{"redirect": "<the URL the
+  browser was sent back to>"}`` or ``{"redirect": "done"}`` (logged in elsewhere);
+- ``mcp_elicitation``: an MCP server asks a question in a tool call; ``payload``:
+  ``call_id``, ``server``, ``mode`` (form or url), ``message``, ``schema`` or ``url``;
+  answered by ``{"action": "accept" | "decline" | "cancel", "content": {...}}``.
+
+An MCP pause found again in another process (a restart) has only ``call_id`` and
+``stale: true`` in its payload: the request was lost with the process, and the resume
+meets it again (a login with a fresh URL).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -211,6 +220,9 @@ def pause_of(harness: AgentHarness, reason: str | None = None) -> Pause | None:
         for c, kind, path in nested
         if kind == "approval" and c.id not in known
     ]
+    mcp = _mcp_pause(reason, calls, harness)
+    if mcp is not None:
+        return mcp
     limit = budget_limit(reason)
     if limit is not None:
         tracker = harness.budget
@@ -221,3 +233,30 @@ def pause_of(harness: AgentHarness, reason: str | None = None) -> Pause | None:
     if reason == DRAIN_REASON:
         return Pause("shutdown", reason, calls)
     return Pause("hook", reason, calls)
+
+
+def _mcp_pause(reason: str, calls: list[PendingCall], harness: AgentHarness) -> Pause | None:
+    """The pause of a call held for an MCP login or question (None: none is)."""
+    held = [c for c in calls if c.held]
+    if "harnessc.runtime.mcp.pausing_user" in sys.modules:  # a PausingUser may exist
+        from harnessc.runtime.mcp.pausing_user import request_payload, users_of, waiting
+        from harnessc.runtime.mcp.user_types import LoginRequest
+
+        users = users_of(harness.options.extensions)
+        for call in held:
+            request = waiting(call.id, users)
+            if request is not None:
+                login = isinstance(request, LoginRequest)
+                kind: PauseKind = "mcp_login" if login else "mcp_elicitation"
+                payload = request_payload(request)
+                if call.path:
+                    payload["path"] = call.path
+                return Pause(kind, reason, calls, payload=payload)
+    if not held or not reason.startswith("mcp server "):
+        return None
+    from harnessc.runtime.mcp.pausing_user import is_login_reason, is_mcp_reason
+
+    if not is_mcp_reason(reason):
+        return None
+    kind = "mcp_login" if is_login_reason(reason) else "mcp_elicitation"
+    return Pause(kind, reason, calls, payload={"call_id": held[0].id, "stale": True})

@@ -10,7 +10,9 @@ metadata carries the run's usage (``harnessc.usage``). A pause makes the task
 ``input-required`` (its status message names what is pending); the next message on
 that task answers it: its text is the result of every pending external call, or, for
 calls a permission rule held, "yes" / "approve" runs them and anything else refuses
-them (fail closed); a data part holding the run API's answer (``{"results"}``,
+them (fail closed); for an MCP login its text is the address the browser was sent back
+to (or "done"), for an MCP server's question a data part holds the form's fields
+(accepted) or the text says decline or cancel; a data part holding the run API's answer (``{"results"}``,
 ``{"approvals"}``, ``{"budget": {"turns": 20}}``) answers any pause. ``tasks/cancel``
 aborts the run, paused or working, and the task ends ``canceled``; a task that has
 ended is not cancelable.
@@ -225,10 +227,31 @@ def _images(message: Any) -> list[Any]:
     return images
 
 
+_ANSWER_KEYS = {"results", "approvals", "budget", "payload"}
+
+
+def _mcp_answer(pause: Any, text: str, data: dict[str, Any] | None) -> Answer:
+    """The answer to an MCP login (the text: the address the browser was sent back to,
+    or done) or question (a data part: the form's fields, accepted; the text decline or
+    cancel; other text accepts a URL question)."""
+    if pause.kind == "mcp_login":
+        return Answer(payload={"redirect": text.strip()})
+    word = text.strip().lower().rstrip(".!")
+    if data is not None:
+        return Answer(payload={"action": "accept", "content": data})
+    if word in ("decline", "no", "cancel"):
+        return Answer(payload={"action": "cancel" if word == "cancel" else "decline"})
+    return Answer(payload={"action": "accept"})
+
+
 async def _answer(state: ServeState, run: Run, text: str, data: dict[str, Any] | None) -> None:
     pause = run.pause
     assert pause is not None
-    if data is not None:
+    if data is not None and _ANSWER_KEYS & set(data):
+        answer = Answer.from_dict(data)
+    elif pause.kind in ("mcp_login", "mcp_elicitation"):
+        answer = _mcp_answer(pause, text, data)
+    elif data is not None:
         answer = Answer.from_dict(data)
     elif pause.awaiting_tool:
         answer = Answer(results={c.id: text for c in pause.calls})
@@ -240,6 +263,15 @@ async def _answer(state: ServeState, run: Run, text: str, data: dict[str, Any] |
 
 def _describe(run: Run) -> str:
     pause = run.pause
+    if pause is not None and pause.kind == "mcp_login":
+        return f"{run.reason}. Reply with that address (or done once logged in elsewhere)"
+    if pause is not None and pause.kind == "mcp_elicitation":
+        schema = pause.payload.get("schema")
+        form = f" The form: {json.dumps(schema, ensure_ascii=False)}." if schema else ""
+        return (
+            f"{run.reason}.{form} Reply with a data part holding the answer's fields "
+            "(accept), or with decline or cancel"
+        )
     if pause is None or not pause.calls:
         return f"paused: {run.reason}; send a message to continue"
     calls = "; ".join(

@@ -11,7 +11,10 @@ a permission ask an interrupt per held call (id = the call id; a ``resume`` entr
 ``resolved`` runs it, ``{"always": true}`` as its payload allows the same call for the
 rest of the session, ``cancelled`` refuses it); a budget pause or a hook's one interrupt
 (id = the run id; ``resolved`` goes on, with ``{"budget": {"turns": 20}}`` as payload
-raising limits; ``cancelled`` aborts the run).
+raising limits; ``cancelled`` aborts the run); an MCP login or an MCP server's question
+one interrupt (id = the call id, the URL or the question in its metadata): ``resolved``
+with ``{"redirect": "..."}``, or with the form's fields (``{"action": "decline"}`` for
+a no), ``cancelled`` cancels the question.
 
 RUN_FINISHED's ``result`` is the run's typed value (an agent with ``output:``), else
 its final text; its ``usage`` counts the whole run (``metadata.cost_usd``: its cost).
@@ -29,7 +32,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from harnessc.runtime.core.messages import AssistantMessage, ImageContent, TextContent, UserMessage
-from harnessc.runtime.runs.answers import Answer, Decision
+from harnessc.runtime.runs.answers import MCP_KINDS, Answer, Decision
 from harnessc.runtime.runs.control import RunControl, RunRequest
 from harnessc.runtime.runs.run import Run
 from harnessc.runtime.serve.bodies import ApiError, read_json
@@ -109,10 +112,67 @@ async def _start(state: ServeState, given: Any) -> tuple[Run, int]:
     return run, 0
 
 
+def _mcp_interrupts(core: Any, run: Run) -> list[Any]:
+    """The interrupt of an MCP login or question (id = the call id; its payload in the
+    metadata, what the answer holds in ``response_schema``); none for other pauses."""
+    pause = run.pause
+    if pause is None or pause.kind not in MCP_KINDS:
+        return []
+    call_id = str(pause.payload.get("call_id") or "")
+    if pause.kind == "mcp_login":
+        schema: dict[str, Any] = {
+            "type": "object",
+            "properties": {"redirect": {"type": "string"}},
+            "required": ["redirect"],
+        }
+    else:
+        content = pause.payload.get("schema") or {"type": "object"}
+        schema = {
+            "type": "object",
+            "properties": {
+                "action": {"type": "string", "enum": ["accept", "decline", "cancel"]},
+                "content": content,
+            },
+            "required": ["action"],
+        }
+    return [
+        core.Interrupt(
+            id=call_id,
+            reason=pause.kind,
+            message=run.reason,
+            tool_call_id=call_id,
+            response_schema=schema,
+            metadata=dict(pause.payload),
+        )
+    ]
+
+
+def _mcp_answer(pause: Any, entry: Any) -> Answer:
+    """A ``resume`` entry's answer to an MCP pause: ``resolved`` with the payload its
+    interrupt's ``response_schema`` names; ``cancelled`` cancels a question (a login:
+    the run pauses again)."""
+    payload = entry.payload if isinstance(entry.payload, dict) else {}
+    if entry.status != "resolved":
+        return Answer(payload={"action": "cancel"} if pause.kind == "mcp_elicitation" else {})
+    if pause.kind == "mcp_elicitation" and "action" not in payload:
+        payload = {"action": "accept", "content": payload}  # the form's fields alone
+    return Answer(payload={**payload, "call_id": entry.interrupt_id})
+
+
 async def _answer(runs: RunControl, run: Run, given: Any) -> None:
     pause = run.pause
     assert pause is not None
     entries = {entry.interrupt_id: entry for entry in (given.resume or [])}
+    if pause.kind in MCP_KINDS:
+        entry = entries.get(str(pause.payload.get("call_id") or ""))
+        if entry is None:
+            raise ApiError(
+                409,
+                f"the thread's run is paused ({run.reason}): answer its interrupt with resume",
+                "conflict",
+            )
+        await runs.answer(run, _mcp_answer(pause, entry))
+        return
     if pause.awaiting_tool:
         pending = {c.id for c in pause.calls}
         results = {
@@ -239,10 +299,13 @@ async def _stream(
     usage = _usage(core, run)
     pause = run.pause if run.paused else None
     if pause is not None and not pause.awaiting_tool:
-        interrupts = [
+        interrupts = _mcp_interrupts(core, run) or [
             core.Interrupt(id=c.id, reason="permission", message=run.reason, tool_call_id=c.id)
             for c in pause.held
-        ] or [core.Interrupt(id=run.id, reason=pause.kind, message=run.reason)]
+        ]
+        interrupts = interrupts or [
+            core.Interrupt(id=run.id, reason=pause.kind, message=run.reason)
+        ]
         yield encoder.encode(
             core.RunFinishedEvent(
                 thread_id=given.thread_id,

@@ -84,6 +84,7 @@ async def _runs(source: AgentSource, config: ServeConfig, err: TextIO, prog: str
 
     clients = HttpClientPool(max_concurrent=None)  # the cap follows the loop
     source.clients = clients
+    source.mcp_pauses = True  # a served run's MCP login or question is a pause
     durable = source.durable_config()
     runs: Any
     try:

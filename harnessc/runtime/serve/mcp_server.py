@@ -10,8 +10,10 @@ schema; a value that is not an object travels as ``{"result": value}``). The res
 is a progress notification when the client asked for progress.
 
 A pause of the run (a permission ``ask``, a budget limit, an external tool's result, a
-hook) is a question to the client's user, put as a form elicitation when the client
-supports elicitation: on a 2026-07-28 connection an ``input_required`` result (the
+hook, an MCP server's question) is a question to the client's user, put as a form
+elicitation when the client supports elicitation (an MCP server's question with that
+server's own schema; an MCP login, and a server's URL question, as URL-mode elicitation
+when the client takes it: accepted once the browser came back): on a 2026-07-28 connection an ``input_required`` result (the
 run's id is its request state), on an older one an ``elicitation/create`` request; the
 answer resumes the run (``decline`` refuses held calls, ``cancel`` aborts the run). A
 client without elicitation gets an error result naming the paused run and how to answer
@@ -43,6 +45,7 @@ __all__ = [
     "McpDoor",
     "answer_from_form",
     "pause_form",
+    "pause_url",
     "serve_stdio",
     "tool_name",
 ]
@@ -123,9 +126,40 @@ def pause_form(run: Run) -> tuple[str, dict[str, Any]]:
         )
         schema = {"raise_to": {"type": "number", "description": f"the new {use.limit} limit"}}
         return message, {"type": "object", "properties": schema, "required": ["raise_to"]}
+    if pause.kind == "mcp_login":
+        schema = {
+            "redirect": {
+                "type": "string",
+                "description": "the address the browser was sent back to (leave it empty "
+                "when it came back to the agent's machine)",
+            }
+        }
+        return pause.reason, {"type": "object", "properties": schema}
+    if pause.kind == "mcp_elicitation":
+        server = pause.payload.get("server", "?")
+        message = f"mcp server {server!r} asks: {pause.payload.get('message', pause.reason)}"
+        asked = pause.payload.get("schema")
+        if pause.payload.get("mode") == "form" and isinstance(asked, dict):
+            return message, asked
+        return pause.reason, {"type": "object", "properties": {}}
     message = f"The agent paused ({pause.reason or pause.kind}). Go on?"
     schema = {"go_on": {"type": "boolean", "description": "go on with the run"}}
     return message, {"type": "object", "properties": schema, "required": ["go_on"]}
+
+
+def pause_url(run: Run) -> tuple[str, str, str] | None:
+    """A pause put as URL-mode elicitation: (message, URL, elicitation id) of an MCP
+    login (the authorization URL) or of an MCP server's URL question; None for others."""
+    pause = run.pause
+    if pause is None or pause.kind not in ("mcp_login", "mcp_elicitation"):
+        return None
+    url = pause.payload.get("url")
+    if not isinstance(url, str) or not url:
+        return None
+    if pause.kind == "mcp_elicitation" and pause.payload.get("mode") != "url":
+        return None
+    call_id = str(pause.payload.get("call_id") or "")
+    return pause.reason, url, f"{run.id}:{call_id}"
 
 
 def _args(call: Any) -> str:
@@ -137,9 +171,18 @@ def answer_from_form(pause: Pause, action: str, content: dict[str, Any] | None) 
     refusal where nothing else fits). ``decline`` refuses held calls and gives an external
     call an error result (fail closed)."""
     content = content or {}
+    if pause.kind == "mcp_elicitation":  # the server's own question: its answer, whatever it is
+        given = content if action == "accept" and content else None
+        return Answer(payload={"action": action, "content": given})
     if action == "cancel":
         return None
     accepted = action == "accept"
+    if pause.kind == "mcp_login":
+        if not accepted:
+            return None
+        redirect = content.get("redirect")
+        back = redirect.strip() if isinstance(redirect, str) else ""
+        return Answer(payload={"redirect": back or "done"})
     if pause.kind == "approval":
         decision = str(content.get("decision", "deny")) if accepted else "deny"
         if decision not in ("allow", "deny", "always"):
@@ -172,6 +215,10 @@ def _resume_hint(tool: str, run: Run) -> str:
         example = {"results": {c.id: "..." for c in pause.calls}}
     elif pause.kind == "budget" and pause.budget is not None:
         example = {"budget": {pause.budget.limit: "N"}}
+    elif pause.kind == "mcp_login":
+        example = {"payload": {"redirect": "<the address the browser was sent back to>"}}
+    elif pause.kind == "mcp_elicitation":
+        example = {"payload": {"action": "accept", "content": {}}}
     else:
         example = {}
     call = json.dumps({"run_id": run.id, "answer": example}, ensure_ascii=False)
@@ -309,8 +356,28 @@ class McpDoor:
         elicits = capabilities is not None and capabilities.elicitation is not None
         if not elicits:
             return _error_result(_resume_hint(self.tool, run), run)
+        assert capabilities is not None and capabilities.elicitation is not None
+        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        by_url = pause_url(run)
+        if by_url is not None and capabilities.elicitation.url is not None:
+            message, url, elicitation_id = by_url
+            if modern:
+                request = types.ElicitRequest(
+                    params=types.ElicitRequestURLParams(
+                        message=message, url=url, elicitation_id=elicitation_id
+                    )
+                )
+                return types.InputRequiredResult(
+                    input_requests={PAUSE_KEY: request}, request_state=run.id
+                )
+            if not ctx.session.can_send_request:
+                return _error_result(_resume_hint(self.tool, run), run)
+            reply = await ctx.session.elicit_url(
+                message, url, elicitation_id, related_request_id=ctx.request_id
+            )
+            return None if await self._answer_reply(run, reply) else self._result(run)
         message, schema = pause_form(run)
-        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        if modern:
             request = types.ElicitRequest(
                 params=types.ElicitRequestFormParams(message=message, requested_schema=schema)
             )

@@ -171,6 +171,7 @@ async def resume_run(request: Request) -> Response:
             results=parse_results(optional(body, "results", dict)),
             approvals=parse_approvals(optional(body, "approvals", dict)),
             budget=parse_budget(optional(body, "budget", dict)),
+            payload=optional(body, "payload", dict) or {},
         ),
     )
     return JSONResponse(
