@@ -7,13 +7,16 @@ and the sessions (the run's and its sub-agents') equal those of the same run tha
 never interrupted. (A worker
 stalled past its lease is ``test_durable_meets``'s SIGSTOP test.)
 
-``HARNESSC_DURABLE_EXAMPLES=50 python3 -m pytest tests/durable/test_durable_interactions.py``
-draws more runs (CI draws a few on each database)."""
+``HARNESSC_DURABLE_EXAMPLES=50 python3 -m pytest tests/durable/test_durable_interactions*.py``
+draws more runs (CI draws a few on each database). The PostgreSQL runs are
+test_durable_interactions_postgresql.py: a file of their own, so pytest-xdist
+(``--dist loadfile``) runs them beside these on the other worker."""
 
 from __future__ import annotations
 
 import os
 import tempfile
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -23,6 +26,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from harnessc.testing import RecordedRequest, ScriptedResponse
 from tests.timing import scaled
 
 from .durakit import DurableAgent, make_agent
@@ -68,12 +72,63 @@ def _recorded_tools(runs: Any, run_id: str) -> int:
     )
 
 
-def _drive(agent: DurableAgent, folder: Path, prompt: str, kill_after: int | None) -> list[str]:
+class Gate:
+    """Holds the model requests of a run the test is to kill, one at a time, until the
+    driver lets each through: while a request is held the worker waits for its model
+    and runs no tool, so a kill there lands between two tool steps (never inside one)."""
+
+    def __init__(self, server: Server) -> None:
+        self._server = server
+        self._changed = threading.Condition()
+        self._held = 0  # requests waiting at the gate
+        self._passes = 0  # requests let through and not yet taken
+        self._open = False
+
+    def __enter__(self) -> Gate:
+        self._server.running.set_handler(self._answer)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.open()
+        self._server.running.set_handler(self._server.answer)
+
+    def _answer(self, request: RecordedRequest) -> ScriptedResponse:
+        with self._changed:
+            self._held += 1
+            self._changed.notify_all()
+            while not (self._open or self._passes):
+                self._changed.wait()
+            if not self._open:
+                self._passes -= 1
+            self._held -= 1
+        return self._server.answer(request)
+
+    def wait_held(self, timeout: float) -> bool:
+        """Whether a request waits at the gate (waiting up to ``timeout`` for one)."""
+        with self._changed:
+            return self._changed.wait_for(lambda: self._held > self._passes, timeout)
+
+    def let_one_through(self) -> None:
+        with self._changed:
+            self._passes += 1
+            self._changed.notify_all()
+
+    def open(self) -> None:
+        with self._changed:
+            self._open = True
+            self._changed.notify_all()
+
+
+def _drive(
+    agent: DurableAgent, folder: Path, prompt: str, kill_after: int | None, gate: Gate
+) -> list[str]:
     """Run ``prompt`` on a worker to its end, answering every pull point once; with
     ``kill_after``, SIGKILL the worker once the run recorded that many tool steps (or
-    waits) and start it again. Returns the answers given, in order. (A kill inside a
-    tool's execution, before its step is recorded, runs that tool again on recovery: a
-    step is at least once; docs/durable.md says so.)"""
+    waits), and start it again. The kill lands while the worker waits for its model
+    (``gate``) or at a pull point, never inside a tool: a kill inside a tool's execution,
+    before its result is recorded, gives the model an "interrupted" result instead of
+    running the tool again (docs/durable.md), which ``test_durable_interrupted`` tests.
+    Returns the answers given, in order."""
     from harnessc.runtime.durable import DurableConfig, DurableRuns
 
     run_id = submit(agent, prompt)
@@ -81,15 +136,22 @@ def _drive(agent: DurableAgent, folder: Path, prompt: str, kill_after: int | Non
     answers: list[str] = []
     config = DurableConfig(database_url=agent.env["DURABLE_URL"], queue="dtest")
     deadline = time.monotonic() + scaled(240)
+    if kill_after is None:
+        gate.open()
     with DurableRuns(config, str(agent.workdir)) as runs:
         while True:
             assert time.monotonic() < deadline, f"the run never ended: {runs.state(run_id)}"
+            held = kill_after is not None and gate.wait_held(0.1)
             state = runs.state(run_id)
             kind = state.get("state")
             waiting = kind in ("awaiting_tool", "paused")
-            if kill_after is not None and (_recorded_tools(runs, run_id) >= kill_after or waiting):
+            if held and not waiting and _recorded_tools(runs, run_id) < (kill_after or 0):
+                gate.let_one_through()
+                continue
+            if kill_after is not None and (held or waiting):
                 worker.kill()
                 worker.wait(timeout=30)
+                gate.open()  # the killed worker's request is answered to no one
                 worker = agent.worker("w1")  # the same id: recovers the run at once
                 kill_after = None
                 continue
@@ -122,7 +184,8 @@ def _check(
         folder = Path(tempfile.mkdtemp(dir=root))
         agent = _agent(folder, server, url, ask=ask)
         try:
-            answers = _drive(agent, folder, prompt, kill)
+            with Gate(server) as gate:
+                answers = _drive(agent, folder, prompt, kill, gate)
         finally:
             agent.stop_workers()
         (session,) = sessions_of(agent)
@@ -175,27 +238,3 @@ def test_a_killed_worker_changes_nothing_on_sqlite(
     scenario: tuple[list[str], bool, int], tmp_path: Path, server: Server
 ) -> None:
     _check(scenario, (SQLITE, SQLITE), tmp_path, server)  # a file in each run's folder
-
-
-@_SETTINGS
-@given(scenario=scenarios)
-@example(scenario=SUBAGENT_EXAMPLE)
-def test_a_killed_worker_changes_nothing_on_postgresql(
-    scenario: tuple[list[str], bool, int],
-    tmp_path: Path,
-    server: Server,
-    pg_dsn: str,
-) -> None:
-    from tests.pgtest import drop_database
-
-    from .conftest import _admin
-
-    names = ["t_" + os.urandom(6).hex() for _ in range(2)]
-    try:
-        for name in names:
-            _admin(pg_dsn, f"CREATE DATABASE {name}")
-        base = pg_dsn.rsplit("/", 1)[0]
-        _check(scenario, (f"{base}/{names[0]}", f"{base}/{names[1]}"), tmp_path, server)
-    finally:
-        for name in names:
-            drop_database(pg_dsn, name)
