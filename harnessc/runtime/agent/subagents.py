@@ -97,6 +97,9 @@ class SubAgent:
     permission_mode: str | None = None
     source: str = ""  # the file it was declared in (for messages)
     remote: RemoteA2A | None = None
+    # the limits of each hand-over to it (``agents.<name>.budget`` of the parent's spec),
+    # beside its own spec's and what is left of the tree's: the tightest holds
+    budget: Budget | None = None
 
 
 class SubAgentRuntime(Protocol):
@@ -250,7 +253,8 @@ class SubAgents:
         if live is not None:
             self._live[call_id] = live
             child = live.harness
-            child.budget.budget = _tightest(_own_limits(child), host.budget, child.budget)
+            own = _raised(_own_limits(child), child.budget.budget, nested, host.budget.budget)
+            child.budget.budget = _tightest(own, host.budget, child.budget)
             results = answers.get("results") or None
             approvals = answers.get("approvals") or None
             if approvals:
@@ -340,6 +344,9 @@ class SubAgents:
                     "session": child.session.path,
                     "status": result.status,
                     "pending": _pending(child, path),
+                    # the tree's limits at the pause: a resume raising one raises the
+                    # sub-agent's own limit of that name too
+                    "tree_limits": _limits(host.budget.budget),
                 },
             )
         live = self._live.pop(call_id, None)
@@ -391,6 +398,8 @@ class SubAgents:
             options = self._claude_options(agent, session)
         # the parent's checkpoints before and after the hand-over cover what it changes
         options.checkpoints = None
+        if agent.budget is not None:  # the parent's limits of a hand-over to it
+            options.budget = _narrowest(options.budget, agent.budget)
         if self.adjust is not None:
             self.adjust(options)
         mode = self._mode_for(agent)
@@ -698,6 +707,38 @@ def _record_approvals(child: AgentHarness, approvals: dict[str, Any]) -> None:
 
 def _own_limits(child: AgentHarness) -> Budget:
     return child.options.budget or Budget()
+
+
+def _limits(budget: Budget) -> dict[str, Any]:
+    return {name: getattr(budget, name) for name in BUDGET_LIMITS}
+
+
+def _narrowest(own: Budget | None, given: Budget) -> Budget:
+    """Each limit the lower of ``own``'s and ``given``'s (a missing one: the other's)."""
+    if own is None:
+        return given
+    values = {}
+    for name in BUDGET_LIMITS:
+        mine, theirs = getattr(own, name), getattr(given, name)
+        values[name] = theirs if mine is None else mine if theirs is None else min(mine, theirs)
+    return Budget(**values, soft_ratio=own.soft_ratio)
+
+
+def _raised(own: Budget, current: Budget, nested: dict[str, Any], tree: Budget) -> Budget:
+    """A resumed sub-agent's own limits: those raised for it before (``current``, its
+    limits in force, restored from its session) stay raised, and a limit the resume
+    raised for the tree (``tree`` now, not as it was at the pause) is raised for it too."""
+    at_pause = nested.get("tree_limits")
+    values = _limits(own)
+    for name in BUDGET_LIMITS:
+        mine, kept = values[name], getattr(current, name)
+        if mine is not None and kept is not None and kept > mine:
+            values[name] = mine = kept
+        now = getattr(tree, name)
+        was = at_pause.get(name) if isinstance(at_pause, dict) else now
+        if mine is not None and now is not None and now != was:
+            values[name] = max(mine, now)
+    return Budget(**values, soft_ratio=own.soft_ratio)
 
 
 def _tightest(own: Budget, parent: Any, child: Any | None = None) -> Budget:
