@@ -4,6 +4,9 @@
   "..."}`` / ``{"content": [...]}``), every pending call answered;
 - ``approvals``: call id -> ``allow``, ``deny`` or ``always`` (allow, and allow the same
   call again for the rest of the session) for calls held for approval;
+- ``fingerprints``: call id -> the fingerprint of the call as the answering user saw it
+  (``PendingCall.fingerprint``): an approval carrying one answers the call only while
+  its arguments are still those, else it is refused and the call is asked about again;
 - ``budget``: limits by name raised (the others kept), with any pause (the run may go on
   past its limit) and with tool results too;
 - ``payload``: the answers of kinds to come (an MCP login done, an elicitation's form).
@@ -16,6 +19,7 @@ harness's ``resume`` call, recording approvals in the session as ``--approve`` d
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -37,6 +41,7 @@ __all__ = [
     "raised_budget",
     "record_approvals",
     "resume_arguments",
+    "split_approvals",
 ]
 
 Decision = Literal["allow", "deny", "always"]
@@ -46,11 +51,12 @@ DECISIONS: tuple[str, ...] = ("allow", "deny", "always")
 class Answer(Record):
     """What a door answers a pause with (see the module docstring)."""
 
-    __slots__ = ("results", "approvals", "budget", "payload")
+    __slots__ = ("results", "approvals", "budget", "payload", "fingerprints")
     results: dict[str, Any]
     approvals: dict[str, Decision]
     budget: dict[str, float]
     payload: dict[str, Any]
+    fingerprints: dict[str, str]
 
     def __init__(
         self,
@@ -58,15 +64,17 @@ class Answer(Record):
         approvals: dict[str, Decision] = NEW_DICT,
         budget: dict[str, float] = NEW_DICT,
         payload: dict[str, Any] = NEW_DICT,
+        fingerprints: dict[str, str] = NEW_DICT,
     ) -> None:
         self.results = {} if results is NEW_DICT else results
         self.approvals = {} if approvals is NEW_DICT else approvals
         self.budget = {} if budget is NEW_DICT else budget
         self.payload = {} if payload is NEW_DICT else payload
+        self.fingerprints = {} if fingerprints is NEW_DICT else fingerprints
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for name in ("results", "approvals", "budget", "payload"):
+        for name in ("results", "approvals", "budget", "payload", "fingerprints"):
             value = getattr(self, name)
             if value:
                 out[name] = dict(value)
@@ -78,7 +86,27 @@ class Answer(Record):
             value = data.get(name)
             return dict(value) if isinstance(value, dict) else {}
 
-        return cls(part("results"), part("approvals"), part("budget"), part("payload"))
+        approvals, fingerprints = split_approvals(part("approvals"))
+        fingerprints.update({k: v for k, v in part("fingerprints").items() if isinstance(v, str)})
+        return cls(part("results"), approvals, part("budget"), part("payload"), fingerprints)
+
+
+def split_approvals(given: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """Approvals as a door receives them, each a decision (``allow``, ``deny``,
+    ``always``, true or false) or ``{"decision": ..., "fingerprint": ...}``: the
+    decisions and the fingerprints given with them (a decision not understood is kept
+    as it is, for ``check_answer`` to name)."""
+    decisions: dict[str, Any] = {}
+    fingerprints: dict[str, str] = {}
+    for call_id, value in given.items():
+        if isinstance(value, Mapping):
+            if isinstance(value.get("fingerprint"), str):
+                fingerprints[call_id] = value["fingerprint"]
+            value = value.get("decision")
+        if isinstance(value, bool):
+            value = "allow" if value else "deny"
+        decisions[call_id] = value
+    return decisions, fingerprints
 
 
 def check_result(call_id: str, result: Any) -> None:
@@ -134,6 +162,22 @@ def check_answer(pause: Pause, answer: Answer, run_id: str = "") -> None:
     for call_id, decision in answer.approvals.items():
         if decision not in DECISIONS:
             raise Conflict(f"the approval of {call_id} must be allow, deny or always")
+    shown = {c.id: c for c in pause.held}
+    for call_id, given in answer.fingerprints.items():
+        call = shown.get(call_id)
+        if call is None:
+            raise Conflict(f"no held call {call_id} (held: {', '.join(shown) or 'none'})")
+        if given != call.fingerprint and answer.approvals.get(call_id) != "deny":
+            raise Conflict(
+                f"the {call.name} call {call_id} is not the one that was shown (its "
+                f"fingerprint is {call.fingerprint}, not {given}): its arguments are now "
+                f"{_clip(call.arguments)}; answer it again as it is now"
+            )
+
+
+def _clip(arguments: Mapping[str, Any], limit: int = 200) -> str:
+    text = json.dumps(dict(arguments), ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def raised_budget(current: Budget | None, limits: Mapping[str, float]) -> Budget | None:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from harnessc.runtime.core.hooks import PERMISSION_PAUSE
 from harnessc.runtime.core.messages import ToolCall
+from harnessc.runtime.permissions.shown_args import fingerprint
 from harnessc.runtime.support.records import NEW_DICT, NEW_LIST, Record
 
 if TYPE_CHECKING:
@@ -80,10 +81,17 @@ class PendingCall(Record):
         self.held = held
         self.path = path
 
+    @property
+    def fingerprint(self) -> str:
+        """The fingerprint of the call as shown (an approval may carry it: it answers the
+        call only while its arguments are these)."""
+        return fingerprint(self.name, self.arguments)
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "name": self.name, "arguments": self.arguments}
         if self.held:
             out["held"] = True
+            out["fingerprint"] = self.fingerprint
         if self.path:
             out["path"] = self.path
         return out
