@@ -178,13 +178,16 @@ def test_runs_over_http_are_submitted_run_by_a_worker_and_answered(durable: Dura
         stale = {call["id"]: {"decision": "allow", "fingerprint": other}}
         refused = client.post(f"/v1/runs/{ask_id}/resume", json={"approvals": stale})
         assert refused.status_code == 409 and "not the one that was shown" in refused.text
-        shown = {call["id"]: {"decision": "allow", "fingerprint": call["fingerprint"]}}
+        shown = {call["id"]: {"decision": "always", "fingerprint": call["fingerprint"]}}
         resumed = client.post(f"/v1/runs/{ask_id}/resume", json={"approvals": shown})
         assert resumed.status_code == 200, resumed.text
         done = wait_status(client, ask_id, "done", timeout=90)
         assert done["text"].startswith("done: ") and "ok-1" in done["text"]
-        kinds = [e["type"] for _, e in _events(client, ask_id)]
+        asked = _events(client, ask_id)
+        kinds = [e["type"] for _, e in asked]
         assert kinds.count("agent_start") == 1 and kinds[-1] == "agent_end"
+        notices = [e["message"] for _, e in asked if e["type"] == "notice"]
+        assert "always allowed for this session: Bash(echo ok-1)" in notices
         # unknown runs and sessions are 404
         assert client.get("/v1/runs/no-such-run").status_code == 404
         unknown = client.post("/v1/runs", json={"prompt": "x", "session_id": "0badc0de"})

@@ -117,6 +117,25 @@ def test_an_ask_is_approved_over_http_and_the_call_runs(server: Served) -> None:
         assert client.get(f"/v1/runs/{held['run_id']}").json()["status"] == "aborted"
 
 
+def test_always_over_http_prints_its_rule_and_the_session_keeps_it(server: Served) -> None:
+    with server.client() as client:
+        started = client.post("/v1/runs", json={"prompt": 'call bash {"command": "echo kept"}'})
+        run_id, session_id = started.json()["run_id"], started.json()["session_id"]
+        [call] = wait_status(client, run_id, "paused")["pending_tool_calls"]
+        always = client.post(
+            f"/v1/runs/{run_id}/resume", json={"approvals": {call["id"]: "always"}}
+        )
+        assert always.status_code == 200, always.text
+        assert "kept" in wait_status(client, run_id, "done")["text"]
+        notices = [e["message"] for _, e in _events(client, run_id) if e["type"] == "notice"]
+        assert "always allowed for this session: Bash(echo kept)" in notices
+        again = client.post(
+            "/v1/runs",
+            json={"prompt": 'call bash {"command": "echo kept"}', "session_id": session_id},
+        )
+        assert "kept" in wait_status(client, again.json()["run_id"], "done")["text"]
+
+
 def test_a_dropped_stream_resumes_with_last_event_id(server: Served) -> None:
     with server.client() as client:
         run_id = client.post("/v1/runs", json={"prompt": "slow please"}).json()["run_id"]

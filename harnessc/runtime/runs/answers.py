@@ -30,10 +30,12 @@ from harnessc.runtime.support.records import NEW_DICT, Record
 
 if TYPE_CHECKING:
     from harnessc.runtime.agent import AgentHarness
+    from harnessc.runtime.agent.results import RunResult
 
 __all__ = [
     "DECISIONS",
     "Answer",
+    "always_rules",
     "Decision",
     "check_answer",
     "check_limits",
@@ -41,6 +43,7 @@ __all__ = [
     "raised_budget",
     "record_approvals",
     "resume_arguments",
+    "resume_run",
     "split_approvals",
 ]
 
@@ -209,6 +212,28 @@ def record_approvals(harness: AgentHarness, approvals: Mapping[str, Decision]) -
             record_answer(harness.session, call.name, dict(call.arguments), decision, call_id)
         out[call_id] = decision != "deny"
     return out
+
+
+def always_rules(pause: Pause, answer: Answer) -> list[str]:
+    """The rules the ``always`` answers store, as the user is shown them (one for each
+    held call answered ``always``: the narrowest rule covering the call as shown)."""
+    from harnessc.runtime.permissions.rules import remembered_rule
+
+    return [
+        remembered_rule(c.name, c.arguments).text
+        for c in pause.held
+        if answer.approvals.get(c.id) == "always"
+    ]
+
+
+async def resume_run(
+    harness: AgentHarness, pause: Pause, answer: Answer, arguments: dict[str, Any]
+) -> RunResult:
+    """``harness.resume(**arguments)``, after a notice on the run's stream for each rule
+    an ``always`` answer stored (``always allowed for this session: Bash(ls)``)."""
+    for text in always_rules(pause, answer):
+        await harness.notice("permissions", f"always allowed for this session: {text}")
+    return await harness.resume(**arguments)
 
 
 def resume_arguments(harness: AgentHarness, pause: Pause, answer: Answer) -> dict[str, Any]:
