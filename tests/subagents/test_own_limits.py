@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import json
 
-from .test_budget_abort import WORKER, lead, worker
 from .kit import MODEL, Tree
+from .test_budget_abort import WORKER, lead, worker
 
 LEAD = f"""\
 version: 1
