@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from harnessc.runtime.cli.output import format_number
 from harnessc.runtime.cli.pause import describe_pause
