@@ -70,6 +70,7 @@ __all__ = [
     "SubAgentRuntime",
     "SubAgents",
     "child_session_dir",
+    "pass_budget_raise",
     "register_module",
     "usage_line",
 ]
@@ -253,7 +254,9 @@ class SubAgents:
         if live is not None:
             self._live[call_id] = live
             child = live.harness
-            own = _raised(_own_limits(child), child.budget.budget, nested, host.budget.budget)
+            own = _raised(_own_limits(child), child.budget.budget, answers.get("budget"))
+            if answers.get("budget"):  # a deeper hand-over stopped at its limit goes on too
+                pass_budget_raise(child, answers["budget"])
             child.budget.budget = _tightest(own, host.budget, child.budget)
             results = answers.get("results") or None
             approvals = answers.get("approvals") or None
@@ -344,9 +347,6 @@ class SubAgents:
                     "session": child.session.path,
                     "status": result.status,
                     "pending": _pending(child, path),
-                    # the tree's limits at the pause: a resume raising one raises the
-                    # sub-agent's own limit of that name too
-                    "tree_limits": _limits(host.budget.budget),
                 },
             )
         live = self._live.pop(call_id, None)
@@ -724,21 +724,31 @@ def _narrowest(own: Budget | None, given: Budget) -> Budget:
     return Budget(**values, soft_ratio=own.soft_ratio)
 
 
-def _raised(own: Budget, current: Budget, nested: dict[str, Any], tree: Budget) -> Budget:
+def _raised(own: Budget, current: Budget, raised: Any) -> Budget:
     """A resumed sub-agent's own limits: those raised for it before (``current``, its
-    limits in force, restored from its session) stay raised, and a limit the resume
-    raised for the tree (``tree`` now, not as it was at the pause) is raised for it too."""
-    at_pause = nested.get("tree_limits")
+    limits in force, restored from its session) stay raised, and the limits the resume
+    raised by name (``raised``) are raised for it too."""
     values = _limits(own)
+    given = raised if isinstance(raised, dict) else {}
     for name in BUDGET_LIMITS:
         mine, kept = values[name], getattr(current, name)
         if mine is not None and kept is not None and kept > mine:
             values[name] = mine = kept
-        now = getattr(tree, name)
-        was = at_pause.get(name) if isinstance(at_pause, dict) else now
-        if mine is not None and now is not None and now != was:
-            values[name] = max(mine, now)
+        value = given.get(name)
+        if mine is not None and isinstance(value, int | float) and not isinstance(value, bool):
+            values[name] = max(mine, int(value) if isinstance(mine, int) else float(value))
     return Budget(**values, soft_ratio=own.soft_ratio)
+
+
+def pass_budget_raise(harness: AgentHarness, limits: dict[str, Any]) -> None:
+    """A resume's raised limits (by name) for the hand-overs of ``harness``'s run that a
+    sub-agent's own limit stopped: each hand-over's sub-agent gets them when it goes on
+    (a hand-over waiting on calls gets its answers there instead)."""
+    run = harness.run_state
+    for record in run.calls if run is not None else []:
+        nested = record.nested
+        if record.result is None and isinstance(nested, dict) and not record.nested_calls():
+            record.answers = {**(record.answers or {}), "budget": dict(limits)}
 
 
 def _tightest(own: Budget, parent: Any, child: Any | None = None) -> Budget:

@@ -240,6 +240,10 @@ def resume_arguments(harness: AgentHarness, pause: Pause, answer: Answer) -> dic
     """The keyword arguments of ``harness.resume`` for ``answer`` (checked against
     ``pause`` first: ``check_answer``)."""
     budget = raised_budget(harness.budget.budget, answer.budget)
+    if answer.budget:  # a sub-agent stopped at a limit of its own: raised for it too
+        from harnessc.runtime.agent.subagents import pass_budget_raise
+
+        pass_budget_raise(harness, dict(answer.budget))
     if pause.awaiting_tool:
         return {"results": dict(answer.results), "budget": budget}
     approvals = record_approvals(harness, answer.approvals) if answer.approvals else None
