@@ -1,7 +1,8 @@
 """The interaction property test's durable dimension: a durable run mixing a local tool,
 an MCP server's tool (a real stdio SDK server), an external tool, a hand-over to a
-sub-agent (which runs the local and the MCP tool) and a permission ask (asked inside the
-sub-agent too) has its worker SIGKILLed at a drawn step and recovered by a restarted worker, on SQLite and
+sub-agent (which runs the local and the MCP tool), a permission ask (asked inside the
+sub-agent too) and the sub-agents' caps (one hand-over at a time, and a turn limit of
+the sub-agent's own that pauses the run until a raise) has its worker SIGKILLed at a drawn step and recovered by a restarted worker, on SQLite and
 on PostgreSQL. Every side effect happens exactly once, every answer is honoured once,
 and the sessions (the run's and its sub-agents') equal those of the same run that was
 never interrupted. (A worker
@@ -41,7 +42,7 @@ EXAMPLES = int(os.environ.get("HARNESSC_DURABLE_EXAMPLES", "2"))
 SQLITE = "sqlite:///.harnessc/durable.sqlite"
 
 
-def _agent(folder: Path, server: Server, url: str, *, ask: bool) -> DurableAgent:
+def _agent(folder: Path, server: Server, url: str, *, ask: bool, capped: bool) -> DurableAgent:
     agent = make_agent(folder, server.running, url)
     agent.env.update(
         TICKETS_SERVER=str(HERE / "tickets_server.py"),
@@ -50,6 +51,8 @@ def _agent(folder: Path, server: Server, url: str, *, ask: bool) -> DurableAgent
     )
     if ask:
         agent.env["ASK_TOOLS"] = "work"
+    if capped:
+        agent.env.update(SUBAGENT_TURNS="1", SUBAGENT_PARALLEL="1")
     return agent
 
 
@@ -134,6 +137,7 @@ def _drive(
     run_id = submit(agent, prompt)
     worker = agent.worker("w1")
     answers: list[str] = []
+    raised: dict[str, Any] = {}
     config = DurableConfig(database_url=agent.env["DURABLE_URL"], queue="dtest")
     deadline = time.monotonic() + scaled(240)
     if kill_after is None:
@@ -158,6 +162,14 @@ def _drive(
             if kind == "done":
                 return answers
             assert kind not in ("failed", "cancelled"), state
+            shown = runs.waiting(run_id) if waiting else {}
+            if shown.get("pause", {}).get("kind") == "budget":
+                if shown != raised:  # answered once: the next pause is another state event
+                    runs.resume_with(run_id, {"budget": {"turns": 50}})  # a sub-agent's limit
+                    answers.append("budget")
+                    raised = shown
+                time.sleep(0.1)
+                continue
             if waiting:
                 calls = [str(c["id"]) for c in runs.waiting(run_id).get("calls", [])]
                 if not calls or set(calls) <= set(answers):  # being recorded, or taken
@@ -173,16 +185,16 @@ def _drive(
 
 
 def _check(
-    scenario: tuple[list[str], bool, int], urls: tuple[str, str], root: Path, server: Server
+    scenario: tuple[list[str], bool, int, bool], urls: tuple[str, str], root: Path, server: Server
 ) -> None:
     """The run without and with the kill, each on its own database (``urls``)."""
-    plan, ask, kill_after = scenario
+    plan, ask, kill_after, capped = scenario
     tag = "x"
     prompt = f"mix {','.join(plan)} {tag}"
     outcomes: list[tuple[Counter[str], list[str], list[Any]]] = []
     for kill, url in zip((None, kill_after), urls, strict=True):
         folder = Path(tempfile.mkdtemp(dir=root))
-        agent = _agent(folder, server, url, ask=ask)
+        agent = _agent(folder, server, url, ask=ask, capped=capped)
         try:
             with Gate(server) as gate:
                 answers = _drive(agent, folder, prompt, kill, gate)
@@ -205,10 +217,12 @@ def _check(
     assert killed == expected, "every side effect exactly once, across the kill"
     assert sorted(killed_answers) == sorted(plain_answers), "every answer given once"
     assert killed_session == plain_session, "the session as if nothing had happened"
+    if capped and "s" in plan:  # each hand-over stopped at its own turn limit, once raised
+        assert "budget" in plain_answers
 
 
 scenarios = st.lists(st.sampled_from("wmas"), min_size=2, max_size=4).flatmap(
-    lambda plan: st.tuples(st.just(plan), st.booleans(), st.integers(0, len(plan)))
+    lambda plan: st.tuples(st.just(plan), st.booleans(), st.integers(0, len(plan)), st.booleans())
 )
 _SETTINGS = settings(
     max_examples=EXAMPLES,
@@ -228,13 +242,16 @@ def server() -> Any:
 
 
 # always drawn: a hand-over whose sub-agent is asked for its tool, killed inside it
-SUBAGENT_EXAMPLE = (["s", "m"], True, 1)
+SUBAGENT_EXAMPLE = (["s", "m"], True, 1, False)
+# always drawn: two hand-overs one at a time, each paused by its own turn limit, killed
+CAPPED_EXAMPLE = (["s", "s"], False, 1, True)
 
 
 @_SETTINGS
 @given(scenario=scenarios)
 @example(scenario=SUBAGENT_EXAMPLE)
+@example(scenario=CAPPED_EXAMPLE)
 def test_a_killed_worker_changes_nothing_on_sqlite(
-    scenario: tuple[list[str], bool, int], tmp_path: Path, server: Server
+    scenario: tuple[list[str], bool, int, bool], tmp_path: Path, server: Server
 ) -> None:
     _check(scenario, (SQLITE, SQLITE), tmp_path, server)  # a file in each run's folder

@@ -10,6 +10,7 @@ from hypothesis import example, given
 
 from .test_durable_interactions import (
     _SETTINGS,
+    CAPPED_EXAMPLE,
     SUBAGENT_EXAMPLE,
     Server,
     _check,
@@ -23,8 +24,9 @@ __all__ = ["server"]  # the module's fixture, shared with the SQLite file's
 @_SETTINGS
 @given(scenario=scenarios)
 @example(scenario=SUBAGENT_EXAMPLE)
+@example(scenario=CAPPED_EXAMPLE)
 def test_a_killed_worker_changes_nothing_on_postgresql(
-    scenario: tuple[list[str], bool, int],
+    scenario: tuple[list[str], bool, int, bool],
     tmp_path: Path,
     server: Server,
     pg_dsn: str,

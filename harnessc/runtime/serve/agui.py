@@ -9,7 +9,9 @@ ends with RUN_FINISHED listing the pending call ids, and the next input on the t
 answers it with tool messages. Any other pause ends the run with an interrupt outcome:
 a permission ask an interrupt per held call (id = the call id; a ``resume`` entry
 ``resolved`` runs it, ``{"always": true}`` as its payload allows the same call for the
-rest of the session, ``cancelled`` refuses it); a budget pause or a hook's one interrupt
+rest of the session, ``cancelled`` refuses it; the interrupt's ``metadata`` holds the
+call's arguments and ``fingerprint``, and a payload carrying that fingerprint answers the
+call only while its arguments are still those); a budget pause or a hook's one interrupt
 (id = the run id; ``resolved`` goes on, with ``{"budget": {"turns": 20}}`` as payload
 raising limits; ``cancelled`` aborts the run); an MCP login or an MCP server's question
 one interrupt (id = the call id, the URL or the question in its metadata): ``resolved``
@@ -186,7 +188,11 @@ async def _answer(runs: RunControl, run: Run, given: Any) -> None:
         return
     if pause.held:
         approvals: dict[str, Decision] = {}
+        fingerprints: dict[str, str] = {}
         for call_id, entry in entries.items():
+            shown = entry.payload.get("fingerprint") if isinstance(entry.payload, dict) else None
+            if isinstance(shown, str):
+                fingerprints[call_id] = shown
             if entry.status != "resolved":
                 approvals[call_id] = "deny"
             elif isinstance(entry.payload, dict) and entry.payload.get("always") is True:
@@ -199,7 +205,7 @@ async def _answer(runs: RunControl, run: Run, given: Any) -> None:
                 f"the thread's run is paused ({run.reason}): answer its interrupts with resume",
                 "conflict",
             )
-        await runs.answer(run, Answer(approvals=approvals))
+        await runs.answer(run, Answer(approvals=approvals, fingerprints=fingerprints))
         return
     entry = entries.get(run.id)
     if entry is None:
@@ -300,7 +306,13 @@ async def _stream(
     pause = run.pause if run.paused else None
     if pause is not None and not pause.awaiting_tool:
         interrupts = _mcp_interrupts(core, run) or [
-            core.Interrupt(id=c.id, reason="permission", message=run.reason, tool_call_id=c.id)
+            core.Interrupt(
+                id=c.id,
+                reason="permission",
+                message=run.reason,
+                tool_call_id=c.id,
+                metadata={"tool": c.name, "arguments": c.arguments, "fingerprint": c.fingerprint},
+            )
             for c in pause.held
         ]
         interrupts = interrupts or [
