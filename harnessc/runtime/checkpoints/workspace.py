@@ -270,6 +270,7 @@ class Workspace:
         "last_scan",
         "_notes",
         "_saved_at",
+        "__weakref__",
     )
 
     def __init__(
