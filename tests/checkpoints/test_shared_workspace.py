@@ -6,9 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import threading
+import time
 from pathlib import Path
 
+import pytest
+
 from harnessc.runtime.checkpoints.batch import BatchCheckpoints
+from harnessc.runtime.checkpoints.records import Checkpoint
+from harnessc.runtime.checkpoints.scan import ScanResult
+from harnessc.runtime.checkpoints.store import locked
+from harnessc.runtime.checkpoints.workspace import Workspace
 from harnessc.runtime.core.checkpoint_settings import CheckpointSettings
 from harnessc.runtime.session.entries import SessionHeader
 from harnessc.runtime.session.session import Session
@@ -77,3 +85,43 @@ def test_a_workspace_no_agent_holds_is_let_go(tmp_path: Path) -> None:
     del agent
     gc.collect()
     assert all(w.root != str(ws.resolve()) for w in batch._open.values())
+
+
+def test_takes_asked_for_together_share_one_scan_and_a_later_one_scans_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: every take scanned the workspace, so N sessions in one folder asking at
+    once made N scans of it (a thousand sessions in a project folder: a thousand stat
+    walks a step)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("a\n")
+    store = tmp_path / "store"
+    agent = BatchCheckpoints(_settings(store))
+    workspace = agent.workspace(_session(str(ws)))
+    workspace.take("before")  # the store and the workspace's folder exist
+    scans: list[int] = []
+    real_scan = Workspace._scan
+
+    def counted(self: Workspace) -> ScanResult:
+        scans.append(1)
+        return real_scan(self)
+
+    monkeypatch.setattr(Workspace, "_scan", counted)
+    taken: list[Checkpoint] = []
+    with locked(workspace.folder / "lock", exclusive=True):  # every take waits for it
+        threads = [
+            threading.Thread(target=lambda: taken.append(workspace.take("before")))
+            for _ in range(8)
+        ]
+        for thread in threads:
+            thread.start()
+        time.sleep(0.3)  # all eight asked, all wait for the lock
+    for thread in threads:
+        thread.join(30)
+    assert len(taken) == 8 and len({c.id for c in taken}) == 8
+    assert len({c.tree for c in taken}) == 1
+    assert len(scans) <= 2  # the first take's scan (a late starter may make one more)
+    (ws / "a.txt").write_text("changed\n")
+    later = workspace.take("after")
+    assert later.tree != taken[0].tree and len(scans) <= 3
