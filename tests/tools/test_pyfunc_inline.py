@@ -7,6 +7,8 @@ import asyncio
 import threading
 import time
 
+import pytest
+
 from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.tools import pyfunc, python_tool
 
@@ -81,3 +83,23 @@ def test_errors_and_bad_arguments_read_the_same_on_the_loop():
     assert failed.is_error and "ValueError: negative" in failed.content[0].text
     bad = asyncio.run(call({"m": 1}))
     assert bad.is_error and "bad arguments" in bad.content[0].text
+
+
+@pytest.mark.filterwarnings("ignore:coroutine .* was never awaited")
+def test_a_quick_tool_that_runs_an_event_loop_of_its_own_goes_back_to_the_thread():
+    """Code written for a worker thread may start its own loop (``asyncio.run``): on the
+    loop's thread that raises; the call is made again in the thread, and the function
+    stays there."""
+
+    async def inner(n: int) -> int:
+        return n + 1
+
+    def runs_a_loop(n: int) -> int:
+        asyncio.run(inner(n))
+        return threading.get_ident()
+
+    tool = python_tool(runs_a_loop)
+    seen = _threads_of(tool, pyfunc.INLINE_AFTER + 50, n=1)
+    assert "loop" not in seen  # never returned from the loop's thread
+    analysis = pyfunc._analysis(runs_a_loop)
+    assert analysis.inline is not True

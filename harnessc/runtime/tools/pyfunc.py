@@ -105,6 +105,31 @@ class _Analysis:
                 self.inline = True
 
 
+# What asyncio raises when code meant for a thread starts an event loop on the loop's
+# own thread (``asyncio.run``, ``run_until_complete``).
+_LOOP_RUNNING = ("running event loop", "loop is already running", "another loop is running")
+
+
+async def _inline(func: Callable[..., Any], known: _Analysis, kwargs: dict[str, Any]) -> Any:
+    """``func(**kwargs)`` on the loop; a call of INLINE_SLOW_S or more sends the function
+    back to the thread for good, and so does one that tried to run an event loop of its
+    own (that call is made again in the thread)."""
+    started = time.perf_counter()
+    try:
+        value = func(**kwargs)
+    except RuntimeError as exc:
+        if not any(text in str(exc) for text in _LOOP_RUNNING):
+            raise
+        known.inline = False
+        value = await asyncio.to_thread(functools.partial(func, **kwargs))
+    finally:
+        if time.perf_counter() - started >= INLINE_SLOW_S:
+            known.inline = False
+    if inspect.isawaitable(value):
+        value = await value
+    return value
+
+
 def _run_timed(func: Callable[..., Any], known: _Analysis, kwargs: dict[str, Any]) -> Any:
     """``func(**kwargs)`` in the worker thread, its time told to ``known``."""
     started = time.perf_counter()
@@ -171,14 +196,7 @@ class _Call:
             if known.is_async:
                 value = await func(**kwargs)
             elif known.inline:
-                started = time.perf_counter()
-                try:
-                    value = func(**kwargs)
-                finally:
-                    if time.perf_counter() - started >= INLINE_SLOW_S:
-                        known.inline = False
-                if inspect.isawaitable(value):
-                    value = await value
+                value = await _inline(func, known, kwargs)
             else:
                 run = functools.partial(_run_timed, func, known, kwargs)
                 value = await asyncio.to_thread(run)
