@@ -8,6 +8,7 @@ The table is DESIGN.md's layout, low to high. The graph is drawn from the source
 from __future__ import annotations
 
 import ast
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -160,6 +161,31 @@ def test_the_vocabulary_imports_nothing_above_it(package: str) -> None:
     assert not above, "\n".join(above)
 
 
+# The libraries outside the standard library each bottom floor may import: msgspec
+# declares the records (``Struct``) the vocabulary is made of; PyYAML reads the YAML the
+# runtime loads (support/yamlsafe.py, imported lazily); pathspec reads gitignore-style
+# patterns (support/path_patterns.py, imported lazily); pydantic is what the ``Output``
+# model of a typed agent is made of (core/output_model.py, imported only by a generated
+# module with ``output.schema``).
+LIBRARIES: dict[str, set[str]] = {
+    "support": {"msgspec", "pathspec", "yaml"},
+    "core": {"msgspec", "pydantic"},
+}
+
+
+@pytest.mark.parametrize("package", sorted(LIBRARIES))
+def test_the_vocabulary_imports_only_its_libraries(package: str) -> None:
+    wrong = []
+    for path in sorted((RUNTIME / package).rglob("*.py")):
+        for target, line in _imports(path):
+            top = target.split(".")[0]
+            if top in sys.stdlib_module_names or top in ("harnessc", "__future__"):
+                continue
+            if top not in LIBRARIES[package]:
+                wrong.append(f"{path.relative_to(ROOT)}:{line} imports {target}")
+    assert not wrong, "\n".join(wrong)
+
+
 def test_no_package_cycle() -> None:
     graph: dict[str, set[str]] = defaultdict(set)
     for source, dest in _graph():
@@ -183,3 +209,77 @@ def test_no_package_cycle() -> None:
     for node in sorted(graph):
         if node not in state and (cycle := visit(node)):
             pytest.fail("package cycle: " + " -> ".join(cycle))
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Module -> the harnessc modules it imports (``from package import name`` counts as
+    an import of the submodule ``name`` when there is one, else of the package, as
+    grimp and import-linter draw it)."""
+    paths = {_module_name(p): p for p in sorted((ROOT / "harnessc").rglob("*.py"))}
+    graph: dict[str, set[str]] = {}
+    for module, path in paths.items():
+        targets: set[str] = set()
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = module.split(".")
+                    if path.name != "__init__.py":
+                        base = base[:-1]
+                    base = base[: len(base) - (node.level - 1)]
+                    origin = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    origin = node.module or ""
+                names = [
+                    f"{origin}.{alias.name}" if f"{origin}.{alias.name}" in paths else origin
+                    for alias in node.names
+                ]
+            targets.update(n for n in names if n in paths and n != module)
+        graph[module] = targets
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                item = stack.pop()
+                on_stack.discard(item)
+                component.append(item)
+                if item == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_module_cycle() -> None:
+    """No two modules of harnessc import each other, directly or around a ring, counting
+    lazy and ``TYPE_CHECKING`` imports."""
+    cycles = _cycles(_module_graph())
+    assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)

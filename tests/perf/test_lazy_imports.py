@@ -67,8 +67,13 @@ def test_the_generated_agents_imports_stay_lazy() -> None:
     )
     for package, heavy in LAZY.items():
         assert not loaded & set(heavy), package
-    assert "decimal" not in loaded  # only js_number needs it, for unusual floats
     assert "sqlite3" not in loaded  # only the full-text index needs it
+
+
+def test_the_runtime_loads_no_dataclass_machinery() -> None:
+    # The records are Structs; dataclasses (and difflib, for suggestions) load on first use.
+    loaded = _loaded_after("import harnessc.runtime")
+    assert "dataclasses" not in loaded and "difflib" not in loaded
 
 
 def test_js_number_still_spells_unusual_floats() -> None:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import replace
 from typing import Any
 
 import pytest
+from msgspec.structs import replace
 
 from harnessc.runtime import AgentHarness, AgentHarnessOptions
 from harnessc.runtime.core.hooks import ContextEvent

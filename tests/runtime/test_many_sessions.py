@@ -195,16 +195,16 @@ def test_an_idle_harness_makes_its_queues_and_its_sessions_leaf_maps_on_first_us
     harness = AgentHarness(
         AgentHarnessOptions(models={"main": Model(id="m", api="openai-completions")})
     )
-    loop, session = harness._loop, harness.session
+    agent, session = harness._agent, harness.session
     assert not hasattr(session, "__dict__")
-    assert (loop.steering, loop.follow_up) == (None, None)
+    assert (agent.steering, agent.follow_up) == (None, None)
     assert (session._leaf_ids, session._markers) == (None, None)
 
     harness.steer("left")
     harness.follow_up("then")
-    assert [m.content for m in loop.steering or ()] == ["left"]
+    assert [m.content for m in agent.steering or ()] == ["left"]
     assert [m.content for m in harness.clear_queues()] == ["left", "then"]
-    assert (loop.steering, loop.follow_up) == (None, None)
+    assert (agent.steering, agent.follow_up) == (None, None)
 
     # Entry ids come from the process's own generator: seeding ``random`` repeats none.
     ids = []
@@ -222,20 +222,20 @@ def test_an_idle_harness_holds_no_hook_command_or_listener_container_of_its_own(
         AgentHarness(AgentHarnessOptions(**options)),
         AgentHarness(AgentHarnessOptions(**options)),
     )
-    assert one._loop.hooks.handlers is two._loop.hooks.handlers == {}
+    assert one._agent.hooks.handlers is two._agent.hooks.handlers == {}
     assert one.commands._commands is two.commands._commands == {}
-    assert one._loop.bus.listeners == two._loop.bus.listeners == ()
+    assert one._agent.bus.listeners == two._agent.bus.listeners == ()
 
     seen: list[str] = []
     unsubscribe = one.subscribe(lambda event: seen.append(event.type))
     one.on("turn_start", lambda event: None)
     one.commands.register("hi", "says hi", lambda args: "hi")
-    assert two._loop.hooks.handlers == {} and "hi" not in two.commands
-    assert two._loop.bus.listeners == () and len(one._loop.bus.listeners) == 1
+    assert two._agent.hooks.handlers == {} and "hi" not in two.commands
+    assert two._agent.bus.listeners == () and len(one._agent.bus.listeners) == 1
     asyncio.run(one.notice("test", "hello"))
     unsubscribe()
     asyncio.run(one.notice("test", "again"))
-    assert seen == ["notice"] and one._loop.bus.listeners == ()
+    assert seen == ["notice"] and one._agent.bus.listeners == ()
 
 
 def test_a_reply_that_spent_nothing_shares_the_empty_cost() -> None:

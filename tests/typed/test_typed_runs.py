@@ -307,7 +307,7 @@ def test_a_paused_typed_run_resumes_typed_in_a_new_process(agents: Agents) -> No
 def test_an_agent_without_output_does_not_import_pydantic(agents: Agents) -> None:
     probe = (
         "import sys\n"
-        "from harnessc.runtime.agent import driver\n"
+        "from harnessc.runtime.agent import loop\n"
         "from harnessc.runtime.cli import run_cli\n"
         "print('pydantic' in sys.modules)\n"
     )

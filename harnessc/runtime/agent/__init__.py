@@ -1,12 +1,25 @@
-"""The agent loop: the public ``AgentHarness`` facade and the parts it is made of.
+"""The agent: the public ``AgentHarness`` facade, the run state, and one turn by its stages.
 
-harness.py     the facade (today's API)       run_state.py  the persisted run record
-loop.py        what the steps share            loop_compaction.py compaction in a run
-driver.py      the loop's state machine        model_call.py one model call
-tool_batch.py  prepare -> execute -> finalize  budget_gate.py budget checks
-endings.py     pause / pull point / done / abort  hooks.py   hook runner + registry
-bus.py         the event bus                   context.py    messages + estimates
-settings.py    model, tools, resources         restore.py    rebuilding from a session
+A prompt goes harness -> loop -> plan -> call_model -> run_tools -> reflect -> endings:
+
+harness.py      the facade (today's API): prompt, resume, settings, events, hooks
+loop.py         the loop: a run's entries (begin, resume) and ``drive``, which walks
+                the stages until DONE or a pull point
+plan.py         PLANNING: the budget, the turn opened, compaction, then the model called
+                and its plan committed
+call_model.py   call the model: context and request hooks, the streamed reply recorded
+run_tools.py    EXECUTING: the tool batch (prepare in order, run side by side,
+                finalize in order)
+reflect.py      REFLECTING: the turn closed, and what comes next
+endings.py      where a stage leads besides the next state, and how a run stops
+                (pause, pull point, DONE, abort, crash)
+
+What the stages share: parts.py (``AgentParts``: bus, hooks, context, settings, budget,
+providers, queues, the open run), run_state.py (the persisted run record), budget_gate.py
+(budget checks), bus.py (events), hooks.py (hook runner and registry), context.py
+(messages and their size), settings.py (model, tools, resources), results.py (what a
+run returns), typed_result.py (a typed run's answer), restore.py (a session's run
+rebuilt), session_moves.py and tree_moves.py (tree moves), subagents.py (hand-over).
 """
 
 from __future__ import annotations

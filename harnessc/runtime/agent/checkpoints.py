@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from harnessc.runtime.agent.loop import AgentLoop
+from harnessc.runtime.agent.parts import AgentParts
 from harnessc.runtime.agent.run_state import CallRecord, RunState
 from harnessc.runtime.core.events import NoticeEvent
 from harnessc.runtime.tools.base import is_read_only
@@ -44,51 +44,51 @@ __all__ = [
 _SOURCE = "checkpoints"
 
 
-def batch_checkpoints(loop: AgentLoop) -> BatchCheckpoints | None:
-    """The loop's checkpoints; None when its options turn them off."""
-    settings = loop.options.checkpoints
+def batch_checkpoints(agent: AgentParts) -> BatchCheckpoints | None:
+    """The agent's checkpoints; None when its options turn them off."""
+    settings = agent.options.checkpoints
     if settings is None or not settings.enabled:
         return None
-    found = loop.checkpoints
+    found = agent.checkpoints
     if found is None:
         from harnessc.runtime.checkpoints.batch import BatchCheckpoints
 
-        found = loop.checkpoints = BatchCheckpoints(settings)
+        found = agent.checkpoints = BatchCheckpoints(settings)
     return found
 
 
-def use_runner(loop: AgentLoop, runner: Runner) -> None:
-    """Take the loop's checkpoints with ``runner`` (a durable run: a recorded step)."""
-    found = batch_checkpoints(loop)
+def use_runner(agent: AgentParts, runner: Runner) -> None:
+    """Take the agent's checkpoints with ``runner`` (a durable run: a recorded step)."""
+    found = batch_checkpoints(agent)
     if found is not None:
         found.runner = runner
 
 
-def workspace(loop: AgentLoop) -> Workspace | None:
-    """The workspace the loop checkpoints (its session's folder); None when off."""
-    found = batch_checkpoints(loop)
-    return found.workspace(loop.session) if found is not None else None
+def workspace(agent: AgentParts) -> Workspace | None:
+    """The workspace the agent checkpoints (its session's folder); None when off."""
+    found = batch_checkpoints(agent)
+    return found.workspace(agent.session) if found is not None else None
 
 
-def attach(loop: AgentLoop) -> None:
+def attach(agent: AgentParts) -> None:
     """At the harness's start: when the store shows a checkpoint or a rewind of the
     workspace cut short by a killed process, finish it (and a rewind of this very
     session in the session too: the conversation moved, the rewind recorded). A forked
     session's copied checkpoints are listed as its own."""
-    settings = loop.options.checkpoints
+    settings = agent.options.checkpoints
     if settings is None or not settings.enabled:
         return
     from harnessc.runtime.checkpoints.layout import cut_short
 
-    session = loop.session
+    session = agent.session
     fork = session.header.parent_session is not None
     short = cut_short(settings, session.cwd or os.getcwd())
     if not (fork or short):
         return  # the common case: two stat calls, nothing created or imported
-    found = batch_checkpoints(loop)
+    found = batch_checkpoints(agent)
     assert found is not None
     if fork:
-        _adopt(found, loop)
+        _adopt(found, agent)
     if not short:
         return
     from harnessc.runtime.checkpoints.rewind import finish_recovered
@@ -110,12 +110,12 @@ def attach(loop: AgentLoop) -> None:
             notes.append(f"in this session: {done}")
 
 
-def _adopt(found: BatchCheckpoints, loop: AgentLoop) -> None:
+def _adopt(found: BatchCheckpoints, agent: AgentParts) -> None:
     """List a forked session's copied checkpoints as its own in the store, so they stay
     while it does (whatever becomes of the session it was forked from)."""
     from harnessc.runtime.checkpoints.history import all_points
 
-    session = loop.session
+    session = agent.session
     copied = [p.checkpoint for p in all_points(session)]
     if not copied:
         return
@@ -125,18 +125,18 @@ def _adopt(found: BatchCheckpoints, loop: AgentLoop) -> None:
         found.pending.append(f"the forked session's checkpoints could not be listed: {exc}")
 
 
-def close(loop: AgentLoop) -> None:
+def close(agent: AgentParts) -> None:
     """Write the workspace's stat cache when it changed since it was last written."""
-    if loop.checkpoints is not None:
+    if agent.checkpoints is not None:
         try:
-            loop.checkpoints.close()
+            agent.checkpoints.close()
         except OSError:
             pass  # a cache is only a speed-up: the next start reads the files again
 
 
-def take_notes(loop: AgentLoop) -> list[str]:
+def take_notes(agent: AgentParts) -> list[str]:
     """The reports of ``attach`` not yet shown (each once)."""
-    found = loop.checkpoints
+    found = agent.checkpoints
     if found is None or not found.pending:
         return []
     notes, found.pending = found.pending, []
@@ -146,10 +146,10 @@ def take_notes(loop: AgentLoop) -> list[str]:
 class BatchGuard:
     """The checkpoints of one tool batch (see the module docstring)."""
 
-    __slots__ = ("loop", "run", "before_taken")
+    __slots__ = ("agent", "run", "before_taken")
 
-    def __init__(self, loop: AgentLoop, run: RunState) -> None:
-        self.loop = loop
+    def __init__(self, agent: AgentParts, run: RunState) -> None:
+        self.agent = agent
         self.run = run
         self.before_taken: Checkpoint | None = None
 
@@ -157,40 +157,40 @@ class BatchGuard:
         """The batch's first checkpoint, when one of ``records`` may change files."""
         if self.before_taken is not None:
             return
-        loop = self.loop
-        found = batch_checkpoints(loop)
+        agent = self.agent
+        found = batch_checkpoints(agent)
         if found is None or found.failed is not None:
             return
         names = []
         for record in records:
-            tool = loop.settings.active_tool(record.call.name)
+            tool = agent.settings.active_tool(record.call.name)
             if tool is not None and not tool.external and not is_read_only(tool):
                 names.append(record.call.name)
         if not names:
             return
-        await _notices(loop)
-        self.before_taken = await _take(loop, found, "before", names)
+        await _notices(agent)
+        self.before_taken = await _take(agent, found, "before", names)
 
     async def after(self) -> None:
         """The checkpoint that closes the batch (when it began with one)."""
         if self.before_taken is None:
             return
-        found = batch_checkpoints(self.loop)
+        found = batch_checkpoints(self.agent)
         if found is not None:
-            await _take(self.loop, found, "after", [])
+            await _take(self.agent, found, "after", [])
         self.before_taken = None
 
 
-async def _notices(loop: AgentLoop) -> None:
-    for note in take_notes(loop):
-        await loop.bus.emit(NoticeEvent(source=_SOURCE, level="warning", message=note))
+async def _notices(agent: AgentParts) -> None:
+    for note in take_notes(agent):
+        await agent.bus.emit(NoticeEvent(source=_SOURCE, level="warning", message=note))
 
 
-async def _take(loop: AgentLoop, found: BatchCheckpoints, phase: str, tools: list[str]) -> Any:
+async def _take(agent: AgentParts, found: BatchCheckpoints, phase: str, tools: list[str]) -> Any:
     from harnessc.runtime.checkpoints.scan import WorkspaceTooLarge
 
     try:
-        return await found.take(loop.session, phase, guards=_reply_entry(loop), tools=tools)
+        return await found.take(agent.session, phase, guards=_reply_entry(agent), tools=tools)
     except WorkspaceTooLarge as exc:
         found.failed = str(exc)
         message = f"checkpoints are off for this agent: {exc}"
@@ -198,14 +198,14 @@ async def _take(loop: AgentLoop, found: BatchCheckpoints, phase: str, tools: lis
         message = (
             f"the {phase} checkpoint of this tool batch failed ({exc}); the batch runs without it"
         )
-    await loop.bus.emit(NoticeEvent(source=_SOURCE, level="warning", message=message))
+    await agent.bus.emit(NoticeEvent(source=_SOURCE, level="warning", message=message))
     return None
 
 
-def _reply_entry(loop: AgentLoop) -> str | None:
+def _reply_entry(agent: AgentParts) -> str | None:
     """The id of the assistant message the batch belongs to: the nearest one up the
     session's path from its leaf."""
-    session = loop.session
+    session = agent.session
     current = session.leaf_id
     for _ in range(10_000):
         if current is None:
@@ -221,7 +221,7 @@ def _reply_entry(loop: AgentLoop) -> str | None:
 
 async def rewind(
     harness: HarnessContext,
-    loop: AgentLoop,
+    agent: AgentParts,
     entry_id: str,
     *,
     mode: str,
@@ -237,13 +237,13 @@ async def rewind(
     from harnessc.runtime.agent import session_moves
     from harnessc.runtime.checkpoints.rewind import rewind as rewind_session
 
-    found = batch_checkpoints(loop)
-    workspace = found.workspace(loop.session) if found is not None else None
+    found = batch_checkpoints(agent)
+    workspace = found.workspace(agent.session) if found is not None else None
 
     async def move(target: str) -> Any:
         return await session_moves.navigate_tree(
             harness,
-            loop,
+            agent,
             target,
             summarize=summarize,
             custom_instructions=None,
@@ -254,7 +254,7 @@ async def rewind(
     if workspace is not None and mode != "conversation":
         await asyncio.to_thread(workspace.recover)  # the store is whole before a plan
     return await rewind_session(
-        loop.session,
+        agent.session,
         workspace,
         entry_id,
         mode=mode,
@@ -265,11 +265,11 @@ async def rewind(
     )
 
 
-def rewind_points(loop: AgentLoop, limit: int) -> list[RewindPoint]:
+def rewind_points(agent: AgentParts, limit: int) -> list[RewindPoint]:
     """``AgentHarness.rewind_points``: the recent checkpoints and what each would change."""
     from harnessc.runtime.checkpoints.rewind import recent_points
 
-    found = batch_checkpoints(loop)
+    found = batch_checkpoints(agent)
     if found is None:
         return []
-    return recent_points(loop.session, found.workspace(loop.session), limit)
+    return recent_points(agent.session, found.workspace(agent.session), limit)

@@ -3,7 +3,7 @@ thinking level, tools, resources, budget, message queues), events and hooks,
 compaction and tree moves.
 
 One run (``prompt`` or ``resume``) walks IDLE -> PLANNING -> EXECUTING -> REFLECTING ...
-until DONE, or back to IDLE on a pause (see ``driver``). The run's state is one
+until DONE, or back to IDLE on a pause (see ``loop``). The run's state is one
 ``RunState`` record, persisted with every pause and rebuilt when a session is opened.
 """
 
@@ -14,8 +14,8 @@ import os
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from harnessc.runtime.agent import checkpoints, driver, restore, session_moves
-from harnessc.runtime.agent.loop import AgentLoop
+from harnessc.runtime.agent import checkpoints, loop, restore, session_moves
+from harnessc.runtime.agent.parts import AgentParts
 from harnessc.runtime.agent.results import HarnessBusyError, RunResult
 from harnessc.runtime.agent.run_state import RunState
 from harnessc.runtime.agent.settings import DEFAULT_SYSTEM_PROMPT
@@ -70,7 +70,7 @@ class AgentHarness:
         "options",
         "session",
         "commands",
-        "_loop",
+        "_agent",
         "_task",
         "_idle",
         "_watcher",
@@ -83,16 +83,16 @@ class AgentHarness:
         self.options = options
         self.session: Session = options.session if options.session is not None else Session()
         self.commands = CommandRegistry()
-        self._loop = AgentLoop(options, self.session, self)
+        self._agent = AgentParts(options, self.session, self)
         self._task: asyncio.Task[Any] | None = None  # the task a run's body is on
         self._idle: asyncio.Future[None] | None = None  # made by wait_for_idle
         self._watcher: Any = None
         self._closers: list[Callable[[], Awaitable[None]]] | None = None  # by on_close
         for spec in options.hooks:
-            self._loop.hooks.add(spec.moment, spec.handler, spec)
+            self._agent.hooks.add(spec.moment, spec.handler, spec)
         if options.checkpoints is not None:  # a rewind cut short is finished first
-            checkpoints.attach(self._loop)
-        restore.from_session(self._loop)
+            checkpoints.attach(self._agent)
+        restore.from_session(self._agent)
         context: HarnessContext = self  # the typed seam extensions see (checked by mypy)
         for extension in options.extensions:
             extension.install(context)
@@ -105,36 +105,36 @@ class AgentHarness:
 
     @property
     def state(self) -> LoopState:
-        return self._loop.state
+        return self._agent.state
 
     @property
     def run_state(self) -> RunState | None:
         """The record of the open run (None when no run is open)."""
-        return self._loop.run
+        return self._agent.run
 
     @property
     def is_busy(self) -> bool:
-        return self._loop.busy
+        return self._agent.busy
 
     @property
     def budget(self) -> BudgetTracker:
-        return self._loop.budget
+        return self._agent.budget
 
     @property
     def messages(self) -> list[Message]:
         """The model context as it stands (compaction summary first when compacted)."""
-        return list(self._loop.context.messages)
+        return list(self._agent.context.messages)
 
     @property
     def signal(self) -> AbortSignal | None:
         """The abort signal of the running run (None when idle)."""
-        return self._loop.signal
+        return self._agent.signal
 
     @property
     def pending_tool_calls(self) -> list[ToolCall]:
         """Calls without a result in a paused run (external ones when awaiting a tool)."""
-        run = self._loop.run
-        if run is None or self._loop.busy:
+        run = self._agent.run
+        if run is None or self._agent.busy:
             return []
         if run.state is LoopState.AWAITING_TOOL:
             return [r.call for r in run.awaiting]
@@ -145,15 +145,15 @@ class AgentHarness:
         """Calls of a paused run held for approval (a permission ``ask``, a hook's pause):
         what ``resume(approvals=...)`` answers. In a sequential batch the calls after a
         held one are pending but not held until they are reached."""
-        run = self._loop.run
-        if run is None or self._loop.busy:
+        run = self._agent.run
+        if run is None or self._agent.busy:
             return []
         return [r.shown for r in run.held]
 
     @property
     def paused_reason(self) -> str | None:
-        run = self._loop.run
-        if run is None or self._loop.busy:
+        run = self._agent.run
+        if run is None or self._agent.busy:
             return None
         if run.state is LoopState.AWAITING_TOOL:
             return "awaiting_tool"
@@ -167,111 +167,111 @@ class AgentHarness:
 
     @property
     def models(self) -> dict[str, Model]:
-        return dict(self._loop.settings.models)  # a copy: the options' may be shared
+        return dict(self._agent.settings.models)  # a copy: the options' may be shared
 
     @property
     def model(self) -> Model:
-        return self._loop.settings.model
+        return self._agent.settings.model
 
     @property
     def thinking_level(self) -> ThinkingLevel:
-        return self._loop.settings.thinking_level
+        return self._agent.settings.thinking_level
 
     @property
     def resources(self) -> AgentHarnessResources:
-        return self._loop.settings.resources
+        return self._agent.settings.resources
 
     @property
     def pending_resources(self) -> AgentHarnessResources | None:
         """Resources waiting for the next turn (set while a run was busy)."""
-        return self._loop.settings.pending_resources
+        return self._agent.settings.pending_resources
 
     @property
     def tools(self) -> dict[str, AgentTool]:
-        return dict(self._loop.settings.tools)
+        return dict(self._agent.settings.tools)
 
     @property
     def active_tool_names(self) -> list[str]:
-        return list(self._loop.settings.active_tool_names)
+        return list(self._agent.settings.active_tool_names)
 
     @property
     def stream_options(self) -> AgentHarnessStreamOptions:
-        return self._loop.settings.stream_options
+        return self._agent.settings.stream_options
 
     def model_key(self) -> str:
-        return self._loop.settings.model_key()
+        return self._agent.settings.model_key()
 
     async def set_model(self, model: str | Model) -> None:
-        await self._loop.settings.set_model(model)
+        await self._agent.settings.set_model(model)
 
     async def set_thinking_level(self, level: ThinkingLevel | str) -> None:
-        await self._loop.settings.set_thinking_level(level)
+        await self._agent.settings.set_thinking_level(level)
 
     async def set_active_tools(self, names: Sequence[str]) -> None:
-        await self._loop.settings.set_active_tools(names)
+        await self._agent.settings.set_active_tools(names)
 
     def add_tools(self, tools: Iterable[AgentTool], *, activate: bool = True) -> None:
         """Add tools (extensions contribute theirs at install time)."""
-        self._loop.settings.add_tools(tools, activate=activate)
+        self._agent.settings.add_tools(tools, activate=activate)
 
     def remove_tools(self, names: Iterable[str]) -> list[str]:
         """Remove tools (an MCP server stopped offering them); takes effect at the next
         model call. Returns the names that were there."""
-        return self._loop.settings.remove_tools(names)
+        return self._agent.settings.remove_tools(names)
 
     async def set_resources(self, resources: AgentHarnessResources) -> None:
         """New skills and templates; applied now when idle, else at the next turn."""
-        if self._loop.busy:
-            self._loop.settings.pending_resources = resources
+        if self._agent.busy:
+            self._agent.settings.pending_resources = resources
             return
-        await self._loop.settings.apply_resources(resources)
+        await self._agent.settings.apply_resources(resources)
 
     @property
     def tool_context(self) -> ToolContextSource:
         """Where the tools' context comes from (the permission gate resolves paths in it)."""
-        return self._loop.settings.tool_context
+        return self._agent.settings.tool_context
 
     def set_tool_context(self, source: ToolContextSource) -> None:
-        self._loop.settings.tool_context = source
+        self._agent.settings.tool_context = source
 
     def set_budget(self, budget: Budget) -> None:
-        self._loop.budget.raise_limits(budget)
+        self._agent.budget.raise_limits(budget)
 
     def steer(self, message: str | UserMessage) -> None:
         """Queue a message delivered after the current tool batch."""
-        self._loop.enqueue("steering", _user_message(message))
+        self._agent.enqueue("steering", _user_message(message))
 
     def follow_up(self, message: str | UserMessage) -> None:
         """Queue a message delivered when the agent would otherwise stop."""
-        self._loop.enqueue("follow_up", _user_message(message))
+        self._agent.enqueue("follow_up", _user_message(message))
 
     def clear_queues(self) -> list[UserMessage]:
         """Drop the queued steering and follow-up messages (an aborted run's); returns them."""
-        return self._loop.clear_queues()
+        return self._agent.clear_queues()
 
     def tool_specs(self) -> list[ToolSpec]:
-        return self._loop.settings.tool_specs()
+        return self._agent.settings.tool_specs()
 
     # -- events and hooks -----------------------------------------------------------
 
     def subscribe(self, listener: Callable[[Event], Any]) -> Callable[[], None]:
         """Call ``listener`` with every event; returns an unsubscribe callable."""
-        return self._loop.bus.subscribe(listener)
+        return self._agent.bus.subscribe(listener)
 
     def on(self, name: str, handler: Callable[..., Any]) -> Callable[[], None]:
         """Register ``handler`` on a hook moment or event (any name of any of the designs)."""
-        return self._loop.hooks.add(name, handler)
+        return self._agent.hooks.add(name, handler)
 
     async def call_hooks(self, moment: str, event: Any, tool_name: str | None = None) -> list[Any]:
         """Run the handlers of a moment (for parts of the runtime that own a moment)."""
-        return await self._loop.hooks.run(moment, event, tool_name)
+        return await self._agent.hooks.run(moment, event, tool_name)
 
     def has_handlers(self, moment: str) -> bool:
-        return self._loop.hooks.has(moment)
+        return self._agent.hooks.has(moment)
 
     async def emit(self, event: Event) -> list[Any]:
         """Number ``event``, hand it to every subscriber, then to ``on`` handlers of its type."""
-        return await self._loop.bus.emit(event)
+        return await self._agent.bus.emit(event)
 
     async def notice(self, source: str, message: str, level: str = "info") -> None:
         """Emit a notice event (extensions use it for non-fatal reports)."""
@@ -320,7 +320,7 @@ class AgentHarness:
     def _begin(
         self, message: Message, text: str, images: Sequence[ImageContent] | None
     ) -> Coroutine[Any, Any, RunResult]:
-        return driver.begin(self._loop, message, text, list(images or []))
+        return loop.begin(self._agent, message, text, list(images or []))
 
     async def resume(
         self,
@@ -335,7 +335,7 @@ class AgentHarness:
         ``ask``): call id -> True (run it) or False (refuse it).
         """
         self._check_idle()
-        run = self._loop.run
+        run = self._agent.run
         if run is None:
             raise RuntimeError("nothing to resume: the agent is not paused")
         # answers to calls a paused sub-agent waits on go to the call holding it
@@ -350,7 +350,7 @@ class AgentHarness:
             for call_id, allow in approvals.items():
                 held[call_id].approval = "allow" if allow else "deny"
         if budget is not None:
-            self._loop.budget.raise_limits(budget)
+            self._agent.budget.raise_limits(budget)
         if run.state is LoopState.AWAITING_TOOL:
             missing = [r.id for r in run.awaiting if not results or r.id not in results]
             if missing:
@@ -359,9 +359,9 @@ class AgentHarness:
                     f"missing: {', '.join(missing)}"
                 )
             assert results is not None
-            body = driver.resume_tools(self._loop, run, results)
+            body = loop.resume_tools(self._agent, run, results)
         elif run.state is LoopState.IDLE:
-            body = driver.resume_paused(self._loop, run)
+            body = loop.resume_paused(self._agent, run)
         else:
             raise RuntimeError(f"cannot resume from state {run.state.value}")
         self._enter()
@@ -375,10 +375,10 @@ class AgentHarness:
         unanswered calls get error results, recorded in the session, so a new prompt goes
         on from there. RuntimeError when nothing is paused."""
         self._check_idle()
-        run = self._loop.run
+        run = self._agent.run
         if run is None or self.paused_reason is None:
             raise RuntimeError("nothing to abort: the agent is not paused")
-        body = driver.abort_paused(self._loop, run, reason)
+        body = loop.abort_paused(self._agent, run, reason)
         self._enter()
         try:
             return await body
@@ -400,93 +400,93 @@ class AgentHarness:
 
     def abort(self, reason: str = "aborted") -> None:
         """Cancel the running provider request and tools; the run ends as ``aborted``."""
-        if self._loop.signal is not None:
-            self._loop.signal.abort(reason)
+        if self._agent.signal is not None:
+            self._agent.signal.abort(reason)
         task, self._task = self._task, None
-        if task is not None:  # once per run; the run ends as aborted (driver.drive)
+        if task is not None:  # once per run; the run ends as aborted (loop.drive)
             task.cancel()
 
     async def wait_for_idle(self) -> None:
-        if not self._loop.busy:
+        if not self._agent.busy:
             return
         if self._idle is None:
             self._idle = asyncio.get_running_loop().create_future()
         await asyncio.shield(self._idle)
 
     def _check_idle(self) -> None:
-        if self._loop.busy:
+        if self._agent.busy:
             raise HarnessBusyError("the agent is busy with another run; wait for it or abort it")
 
     def _enter(self) -> None:
         """A run's body is about to be awaited on the caller's task (no task of its own:
         a thousand harnesses of one process each save one). ``abort`` cancels that task
-        while the body runs; the driver turns its own cancellation into the run's
+        while the body runs; ``loop.drive`` turns its own cancellation into the run's
         ending, and re-raises any other (the caller was cancelled) once the run is
         recorded as aborted. ``_leave`` follows, whatever the body did."""
-        loop = self._loop
-        loop.busy = True
-        loop.signal = AbortSignal()
-        loop.new_messages = []
-        loop.budget.start_clock()
+        agent = self._agent
+        agent.busy = True
+        agent.signal = AbortSignal()
+        agent.new_messages = []
+        agent.budget.start_clock()
         self._task = asyncio.current_task()
 
     async def _leave(self) -> None:
-        loop = self._loop
+        agent = self._agent
         self._task = None
-        loop.budget.stop_clock()
-        loop.busy = False
+        agent.budget.stop_clock()
+        agent.busy = False
         idle, self._idle = self._idle, None
         if idle is not None and not idle.done():
             idle.set_result(None)
-        if loop.settings.pending_resources is not None:
-            await loop.settings.apply_resources()
+        if agent.settings.pending_resources is not None:
+            await agent.settings.apply_resources()
 
     # -- the model side ---------------------------------------------------------------
 
     async def system_prompt(self) -> str:
         """The system prompt for the next turn, with the model-invocable skills listed."""
-        return await self._loop.system_prompt()
+        return await self._agent.system_prompt()
 
     def provider_for(self, model: Model) -> Provider:
         """The provider serving ``model`` (the options' provider when one is given)."""
-        return self._loop.provider_for(model)
+        return self._agent.provider_for(model)
 
     # -- context, compaction, tree ------------------------------------------------------
 
     @property
     def compaction_settings(self) -> CompactionSettings | None:
         """Set by the compaction extension; None means CompactionSettings() defaults."""
-        return self._loop.compaction_settings
+        return self._agent.compaction_settings
 
     @compaction_settings.setter
     def compaction_settings(self, settings: CompactionSettings | None) -> None:
-        self._loop.compaction_settings = settings
+        self._agent.compaction_settings = settings
 
     @property
     def compactor(self) -> Any:
         """An extension's compaction (called with the harness), else None."""
-        return self._loop.compactor
+        return self._agent.compactor
 
     @compactor.setter
     def compactor(self, compactor: Any) -> None:
-        self._loop.compactor = compactor
+        self._agent.compactor = compactor
 
     @property
     def compaction_pipeline(self) -> CompactionPipeline | None:
         """Set by the compaction extension: owns the trigger, runs on overflow."""
-        return self._loop.compaction_pipeline
+        return self._agent.compaction_pipeline
 
     @compaction_pipeline.setter
     def compaction_pipeline(self, pipeline: CompactionPipeline | None) -> None:
-        self._loop.compaction_pipeline = pipeline
+        self._agent.compaction_pipeline = pipeline
 
     def context_tokens(self, use_usage: bool = True) -> int:
         """The context size: the last reply's reported usage plus estimates after it."""
-        return self._loop.context_tokens(use_usage)
+        return self._agent.context_tokens(use_usage)
 
     def reload_messages(self) -> None:
         """Rebuild the model context from the session (after compaction or a tree move)."""
-        self._loop.reload_messages()
+        self._agent.reload_messages()
 
     async def compact(
         self, custom_instructions: str | None = None, *, reason: str = "manual"
@@ -496,9 +496,9 @@ class AgentHarness:
         The compaction machinery lives in ``harnessc.runtime.compaction``; an
         extension may replace it through ``self.compactor``.
         """
-        if reason == "manual" and self._loop.busy:  # the loop compacts by itself mid-run
+        if reason == "manual" and self._agent.busy:  # the loop compacts by itself mid-run
             raise HarnessBusyError("the agent is busy with a run; compact when it is idle")
-        return await self._loop.compact(custom_instructions, reason=reason)
+        return await self._agent.compact(custom_instructions, reason=reason)
 
     async def navigate_tree(
         self,
@@ -516,7 +516,7 @@ class AgentHarness:
         self._check_idle()
         return await session_moves.navigate_tree(
             self,
-            self._loop,
+            self._agent,
             target_id,
             summarize=summarize,
             custom_instructions=custom_instructions,
@@ -543,7 +543,7 @@ class AgentHarness:
         self._check_idle()
         return await checkpoints.rewind(
             self,
-            self._loop,
+            self._agent,
             entry_id,
             mode=mode,
             force=force,
@@ -555,30 +555,30 @@ class AgentHarness:
     def rewind_points(self, limit: int = 10) -> list[Any]:
         """The latest checkpoints before tool batches on this branch, newest first, each
         with what restoring it would change now (``RewindPoint``)."""
-        return checkpoints.rewind_points(self._loop, limit)
+        return checkpoints.rewind_points(self._agent, limit)
 
     def checkpoint_notes(self) -> list[str]:
         """What the start found of a checkpoint or rewind cut short by a killed process
         (each note once; the first tool batch shows those not taken here)."""
-        return checkpoints.take_notes(self._loop)
+        return checkpoints.take_notes(self._agent)
 
     # -- the rest -----------------------------------------------------------------------
 
     def snapshot(self) -> dict[str, Any]:
         """The observable state, for determinism and replay checks."""
-        loop = self._loop
-        usage = {k: v for k, v in loop.budget.usage.to_dict().items() if k != "wall_clock_s"}
+        agent = self._agent
+        usage = {k: v for k, v in agent.budget.usage.to_dict().items() if k != "wall_clock_s"}
         return {
             "state": self.state.value,
-            "messages": [_without_timestamp(m.to_dict()) for m in loop.context.messages],
-            **loop.settings.describe(),
+            "messages": [_without_timestamp(m.to_dict()) for m in agent.context.messages],
+            **agent.settings.describe(),
             "pending_tool_calls": [c.id for c in self.pending_tool_calls],
             "usage": usage,
         }
 
     async def dispatch_command(self, name: str, args: str) -> CommandOutcome:
         """Resolve ``/name args`` through the one command registry (skills, commands, templates)."""
-        settings = self._loop.settings
+        settings = self._agent.settings
         return await self.commands.dispatch(
             name, args, settings.pending_resources or settings.resources
         )
@@ -588,7 +588,7 @@ class AgentHarness:
     ) -> None:
         """Reload skills and templates when their files change (applied between turns)."""
         if self._watcher is None:
-            self._watcher = await self._loop.settings.watch(
+            self._watcher = await self._agent.settings.watch(
                 skill_dirs, template_dirs, self.set_resources
             )
 
@@ -599,17 +599,17 @@ class AgentHarness:
             try:
                 await callback()
             except Exception as exc:
-                await self._loop.bus.error("close", exc)
+                await self._agent.bus.error("close", exc)
         if self._watcher is not None:
             await self._watcher.stop()
             self._watcher = None
-        pool, self._loop.pool = self._loop.pool, None
+        pool, self._agent.pool = self._agent.pool, None
         if pool is not None:  # this harness's clients only
             await pool.aclose()
-        checkpoints.close(self._loop)
+        checkpoints.close(self._agent)
         self.session.close()
-        if not self._loop.busy:  # closed while a run goes on: its end still needs the harness
-            self._loop.detach()
+        if not self._agent.busy:  # closed while a run goes on: its end still needs the harness
+            self._agent.detach()
 
 
 def _without_timestamp(data: dict[str, Any]) -> dict[str, Any]:

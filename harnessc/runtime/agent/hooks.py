@@ -16,6 +16,8 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from msgspec import Struct
+
 from harnessc.runtime.core.budget import Budget
 from harnessc.runtime.core.events import ErrorEvent, event_matches
 from harnessc.runtime.core.hooks import (
@@ -49,7 +51,6 @@ from harnessc.runtime.core.hooks import (
     hook_result_problem,
 )
 from harnessc.runtime.core.messages import UserMessage
-from harnessc.runtime.support.records import Record
 
 if TYPE_CHECKING:
     from harnessc.runtime.options.harness_context import HarnessContext
@@ -57,14 +58,9 @@ if TYPE_CHECKING:
 __all__ = ["HOOK_REGISTRY", "HookMoment", "HookRunner", "coerce"]
 
 
-class HookMoment(Record, frozen=True):
-    __slots__ = ("event", "result")
+class HookMoment(Struct, frozen=True):
     event: type[Any]
     result: type[Any] | None
-
-    def __init__(self, event: type[Any], result: type[Any] | None) -> None:
-        object.__setattr__(self, "event", event)
-        object.__setattr__(self, "result", result)
 
 
 HOOK_REGISTRY: dict[str, HookMoment] = {
@@ -88,7 +84,7 @@ def coerce(result: Any, cls: type[Any]) -> Any:
     if isinstance(result, cls):
         return result
     if isinstance(result, dict):
-        fields = getattr(cls, "__dataclass_fields__", {})
+        fields = getattr(cls, "__struct_fields__", ())
         data = {k: v for k, v in result.items() if k in fields}
         if cls is StopDecision and "continue" in result:
             data["continue_"] = bool(result["continue"])
@@ -102,24 +98,11 @@ def coerce(result: Any, cls: type[Any]) -> Any:
     return cls()
 
 
-class _Handler(Record):
-    __slots__ = ("fn", "takes_host", "spec", "filter")
+class _Handler(Struct):
     fn: Callable[..., Any]
     takes_host: bool
-    spec: HookSpec | None
-    filter: Callable[[Any], bool] | None
-
-    def __init__(
-        self,
-        fn: Callable[..., Any],
-        takes_host: bool,
-        spec: HookSpec | None = None,
-        filter: Callable[[Any], bool] | None = None,
-    ) -> None:
-        self.fn = fn
-        self.takes_host = takes_host
-        self.spec = spec
-        self.filter = filter
+    spec: HookSpec | None = None
+    filter: Callable[[Any], bool] | None = None
 
     @property
     def label(self) -> str:

@@ -1,257 +1,260 @@
-"""The agent loop: what one agent's steps share, and the run it has open.
+"""The loop: a run walks the turn's stages until DONE or a pull point.
 
-The steps (``driver``, ``model_call``, ``tool_batch``, ``budget_gate``, ``endings``,
-``loop_compaction``) are functions of ``(loop, run)`` returning what comes next:
-``loop`` is the ``AgentLoop`` (bus, hooks, context window, settings, budget, providers,
-compaction, queues), ``run`` the one ``RunState`` they read and change. Everything a
-step needs is here, handed down by the facade (``AgentHarness``) that built it; the
-facade itself is only what user callbacks receive (``harness``: a callable system
-prompt, hook handlers, an extension's compactor or compaction pipeline).
+A turn is three stages, one module each: ``plan`` (PLANNING: open the turn, call the
+model through ``call_model``, commit its plan), ``run_tools`` (EXECUTING: the tool
+batch) and ``reflect`` (REFLECTING: decide what comes next). Each stage reads the run
+state and returns the next state or where else the run goes (``endings``: a pause, a
+pull point, DONE, or the same stage again). ``drive`` is the only loop: it calls the
+stage of the current state and applies what it returned, so every transition goes
+through the run's ``StateMachine``.
+
+A run enters here: ``begin`` (a prompt), ``resume_tools`` (the caller's results at a
+pull point), ``resume_paused`` (after a pause); ``abandon`` settles a paused run that
+a new prompt replaces.
 """
 
 from __future__ import annotations
 
-import inspect
-import time
-from typing import TYPE_CHECKING, Any
+import asyncio
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
 
-from harnessc.runtime.agent.bus import EventBus
-from harnessc.runtime.agent.context import ContextWindow
-from harnessc.runtime.agent.hooks import HookRunner
+from harnessc.runtime.agent import endings, plan, reflect, run_tools
+from harnessc.runtime.agent.call_model import checked_messages
+from harnessc.runtime.agent.endings import Again, AwaitTools, Finish, Next, Pause
+from harnessc.runtime.agent.hooks import coerce
+from harnessc.runtime.agent.parts import AgentParts
+from harnessc.runtime.agent.results import RunResult
 from harnessc.runtime.agent.run_state import RunState
-from harnessc.runtime.agent.settings import Settings
-from harnessc.runtime.core.budget import Budget, BudgetTracker
-from harnessc.runtime.core.events import Event, QueueUpdateEvent
+from harnessc.runtime.core.events import AgentResumeEvent, AgentStartEvent
+from harnessc.runtime.core.hooks import BeforeAgentStartEvent, BeforeAgentStartResult
 from harnessc.runtime.core.loop_states import LoopState
-from harnessc.runtime.core.messages import Message, UserMessage, message_text
-from harnessc.runtime.core.options import AgentHarnessStreamOptions, Model, QueueMode
-from harnessc.runtime.core.signal import AbortSignal
-from harnessc.runtime.options.harness_options import AgentHarnessOptions
-from harnessc.runtime.providers.base import Provider
-from harnessc.runtime.session.session import Session
+from harnessc.runtime.core.messages import (
+    AssistantMessage,
+    Message,
+    TextContent,
+    ToolResultMessage,
+    UserContent,
+)
+from harnessc.runtime.core.run_inputs import LIVE
+from harnessc.runtime.support.start_gate import admit
 
-if TYPE_CHECKING:
-    from harnessc.runtime.checkpoints.batch import BatchCheckpoints
-    from harnessc.runtime.compaction.trigger import CompactionSettings
-    from harnessc.runtime.options.harness_context import CompactionPipeline, HarnessContext
-    from harnessc.runtime.providers.pool import ProviderPool
-
-__all__ = ["AgentLoop"]
-
-_NO_BUDGET = Budget()  # no limits (never changed: new limits replace the object)
+__all__ = ["abandon", "abort_paused", "begin", "drive", "resume_paused", "resume_tools"]
 
 
-class AgentLoop:
-    __slots__ = (
-        "options",
-        "session",
-        "hooks",
-        "bus",
-        "context",
-        "settings",
-        "budget",
-        "harness",
-        "pool",
-        "signal",
-        "busy",
-        "run",
-        "last_state",
-        "new_messages",
-        "steering",
-        "follow_up",
-        "steering_mode",
-        "follow_up_mode",
-        "compaction_settings",
-        "compactor",
-        "compaction_pipeline",
-        "checkpoints",
+# The stage of each state a run can be in while it runs.
+_STAGES: dict[LoopState, Callable[[AgentParts, RunState], Awaitable[Next]]] = {
+    LoopState.PLANNING: plan.step,
+    LoopState.EXECUTING: run_tools.step,
+    LoopState.REFLECTING: reflect.step,
+}
+
+
+def begin(
+    agent: AgentParts, message: Message, prompt_text: str, images: list[UserContent]
+) -> Coroutine[Any, Any, RunResult]:
+    """A new run on ``message`` (a paused run is abandoned first).
+
+    With nothing to abandon the run is ``drive`` itself, so no coroutine of ``begin``
+    waits for it to end (a process running a thousand runs holds a thousand fewer).
+    """
+    run = RunState(run_id=(agent.options.run_inputs or LIVE).new_run_id())
+    if agent.run is not None:
+        return _abandon_first(agent, agent.run, run, message, prompt_text, images)
+    return _drive_new(agent, run, message, prompt_text, images)
+
+
+async def _abandon_first(
+    agent: AgentParts,
+    previous: RunState,
+    run: RunState,
+    message: Message,
+    prompt_text: str,
+    images: list[UserContent],
+) -> RunResult:
+    await abandon(agent, previous)
+    return await _drive_new(agent, run, message, prompt_text, images)
+
+
+def _drive_new(
+    agent: AgentParts, run: RunState, message: Message, prompt_text: str, images: list[UserContent]
+) -> Coroutine[Any, Any, RunResult]:
+    agent.adopt(run)
+    agent.budget.usage = run.usage
+    agent.budget.raise_limits(agent.budget.budget)
+    return drive(agent, run, _open(agent, run, message, prompt_text, images))
+
+
+async def _open(
+    agent: AgentParts, run: RunState, message: Message, prompt_text: str, images: list[UserContent]
+) -> str | None:
+    """A new run's start: its hooks and events, the first turn, the prompt's entries."""
+    await admit()  # runs started together begin a few per turn of the event loop
+    await agent.bus.flush()
+    run.machine.transition(LoopState.PLANNING)
+    settings = agent.settings
+    start_event = BeforeAgentStartEvent(
+        prompt=prompt_text,
+        images=list(images) or None,
+        system_prompt=await agent.system_prompt(),
+        resources=settings.resources,
     )
+    extra: list[Message] = []
 
-    def __init__(
-        self, options: AgentHarnessOptions, session: Session, harness: HarnessContext
-    ) -> None:
-        self.options = options
-        self.session = session
-        self.hooks = HookRunner()
-        self.hooks.host = harness
-        self.bus = EventBus(self.hooks)
-        self.bus.on_pause_request = self._pause_requested
-        self.context = ContextWindow(session, self.bus)
-        self.settings = Settings(options, session, self.bus)
-        inputs = options.run_inputs
-        self.budget = BudgetTracker(  # without run inputs: time.monotonic, as LIVE reads it
-            options.budget or _NO_BUDGET,
-            clock=inputs.clock if inputs is not None else time.monotonic,
+    def take_start(result: Any) -> None:  # checked whole, then applied
+        result = coerce(result, BeforeAgentStartResult)
+        added = checked_messages(result.messages) if result.messages else []
+        if result.system_prompt and not isinstance(result.system_prompt, str):
+            raise TypeError("system_prompt must be a string")
+        extra.extend(added)
+        if result.system_prompt:
+            start_event.system_prompt = result.system_prompt  # the next handler sees it
+            run.system_prompt = result.system_prompt  # this run only
+
+    await agent.hooks.run("before_agent_start", start_event, on_result=take_start)
+    settings.record_if_new()
+    await agent.bus.emit(
+        AgentStartEvent(
+            prompt=prompt_text,
+            run_id=run.run_id,
+            model=settings.model.id,
+            thinking_level=settings.thinking_level.value,
+            active_tools=list(settings.active_tool_names),
         )
-        # What user callbacks receive; None once the harness is closed.
-        self.harness: HarnessContext | None = harness
-        self.pool: ProviderPool | None = None  # this agent's providers and HTTP clients
-        self.signal: AbortSignal | None = None
-        self.busy = False  # a prompt or resume call is running
-        self.run: RunState | None = None
-        self.last_state = LoopState.IDLE  # the state when no run is open (IDLE or DONE)
-        self.new_messages: list[Message] = []  # messages of the current prompt/resume call
-        # Lists, not deques (600 bytes each when empty): the queues are short; made by
-        # the first message queued (most harnesses never queue one).
-        self.steering: list[UserMessage] | None = None
-        self.follow_up: list[UserMessage] | None = None
-        self.steering_mode = options.steering_mode or QueueMode.ONE_AT_A_TIME
-        self.follow_up_mode = options.follow_up_mode or QueueMode.ONE_AT_A_TIME
-        # Set by the compaction extension; None means CompactionSettings() defaults.
-        self.compaction_settings: CompactionSettings | None = None
-        # An extension's compaction (called with the harness), else the session summary.
-        self.compactor: Any = None
-        # The compaction pipeline (the compaction extension): it owns the trigger (the
-        # loop's own threshold check is off) and overflow recovery runs it.
-        self.compaction_pipeline: CompactionPipeline | None = None
-        # The workspace checkpoints around tool batches (``agent.checkpoints``), made on
-        # first use when the options turn them on.
-        self.checkpoints: BatchCheckpoints | None = None
+    )
+    reason = await plan.open_turn(agent, run)
+    await agent.append(message)
+    for item in extra:
+        await agent.append(item)
+    return reason
 
-    @property
-    def state(self) -> LoopState:
-        return self.run.state if self.run is not None else self.last_state
 
-    def detach(self) -> None:
-        """Let go of the harness (``AgentHarness.close``): the hooks, the bus and the
-        steps hold it and this loop, and the harness holds them, so without this a
-        closed harness waits for the cyclic collector instead of being freed at once."""
-        self.harness = None
-        self.hooks.host = None
-        self.bus.on_pause_request = None
+async def drive(
+    agent: AgentParts, run: RunState, opening: Awaitable[str | Finish | None] | None = None
+) -> RunResult:
+    """Walk the machine from the run's state until DONE or a pull point.
 
-    def callbacks_harness(self) -> HarnessContext:
-        """The harness user callbacks receive; RuntimeError once it is closed."""
-        if self.harness is None:
-            raise RuntimeError("the harness is closed")
-        return self.harness
-
-    def adopt(self, run: RunState) -> None:
-        """Make ``run`` the open run: its state changes (``run.machine.transition``, the
-        one place a state changes) are announced as ``state_change`` events."""
-        run.machine.on_change = self.bus.state_changed
-        self.run = run
-
-    async def append(self, message: Message, *, started: bool = False) -> None:
-        await self.context.append(message, self.new_messages, started=started)
-
-    # -- what a step asks for ----------------------------------------------------
-
-    async def system_prompt(self) -> str:
-        """The system prompt for the next turn, with the model-invocable skills listed."""
-        source = self.options.system_prompt
-        harness = self.callbacks_harness() if callable(source) else None
-        return await self.settings.system_prompt(source, harness)
-
-    def provider_for(self, model: Model) -> Provider:
-        """The provider serving ``model`` (the options' provider when one is given)."""
-        if self.options.provider is not None:
-            return self.options.provider
-        if self.pool is None:  # made on first use: an agent that never calls stays light
-            if self.harness is None:
-                raise RuntimeError("the harness is closed")
-            from harnessc.runtime.providers.pool import ProviderPool
-
-            self.pool = ProviderPool(self.options.http_clients)  # shared: never closed here
-        return self.pool.get(model.api)
-
-    async def compact(
-        self, custom_instructions: str | None = None, *, reason: str = "manual"
-    ) -> Any:
-        """Compact the session: the extension's ``compactor`` (it gets the harness), else
-        the session summary (``compact_harness`` on this loop); the outcome or None."""
-        if self.compactor is None:
-            from harnessc.runtime.compaction.apply import compact_harness
-
-            return await compact_harness(
-                self, custom_instructions=custom_instructions, reason=reason
-            )
-        result = self.compactor(
-            self.callbacks_harness(), custom_instructions=custom_instructions, reason=reason
-        )
-        if inspect.isawaitable(result):
-            result = await result
+    ``opening`` (an entry's first part: hooks, the prompt's entries) runs first; the
+    pause reason (or the ending) it returns ends the run there. A cancellation or a
+    crash anywhere becomes the run's ending.
+    """
+    try:
+        if opening is not None:
+            reason = await opening
+            opening = None  # a finished coroutine keeps its memory while it is referenced
+            if isinstance(reason, Finish):
+                return await endings.finish(agent, run, reason.status, reason.reason)
+            if reason is not None:
+                return await endings.pause(agent, run, reason)
+        while True:
+            stage = _STAGES.get(run.state)
+            if stage is None:  # pragma: no cover - the stages never leave the run elsewhere
+                raise RuntimeError(f"unexpected state {run.state.value}")
+            outcome = await stage(agent, run)
+            if isinstance(outcome, LoopState):
+                run.machine.transition(outcome)
+            elif isinstance(outcome, Again):
+                continue
+            elif isinstance(outcome, Pause):
+                return await endings.pause(agent, run, outcome.reason)
+            elif isinstance(outcome, AwaitTools):
+                return await endings.await_tools(agent, run)
+            else:
+                return await endings.finish(
+                    agent, run, outcome.status, outcome.reason, outcome.output
+                )
+    except asyncio.CancelledError:
+        # The run's own ending: ``abort`` (it aborts the signal, then cancels the task
+        # the run is on) or a CancelledError raised inside the run (a blocked prompt, a
+        # reply the provider ended as aborted). A cancellation someone else asked for
+        # is the caller's: the run is recorded as aborted, then it is passed on.
+        signal = agent.signal
+        task = asyncio.current_task()
+        requested = task is not None and task.cancelling() > 0
+        own = (signal is not None and signal.aborted) or not requested
+        if own and requested and task is not None:
+            task.uncancel()
+        if signal is not None and not own:
+            signal.abort("cancelled")
+        result = await endings.aborted(agent, run)
+        if not own:
+            raise
         return result
+    except Exception as exc:
+        return await endings.crashed(agent, run, exc)
 
-    # -- what compaction reads (``compaction.CompactionHost``) ------------
 
-    @property
-    def model(self) -> Model:
-        return self.settings.model
+def resume_tools(
+    agent: AgentParts, run: RunState, results: dict[str, Any]
+) -> Coroutine[Any, Any, RunResult]:
+    return drive(agent, run, _resume_tools(agent, run, results))
 
-    @property
-    def stream_options(self) -> AgentHarnessStreamOptions:
-        return self.settings.stream_options
 
-    @property
-    def messages(self) -> list[Message]:
-        """The model context as it stands (a copy)."""
-        return list(self.context.messages)
+async def _resume_tools(agent: AgentParts, run: RunState, results: dict[str, Any]) -> None:
+    await agent.bus.emit(AgentResumeEvent(run_id=run.run_id, reason="tool_results"))
+    _replay().record_resume(agent.session, run_id=run.run_id)
+    run.pause_reason = None
+    for record in run.awaiting:
+        result = run_tools.external_result(results[record.id])
+        await run_tools.finalize(agent, run, record, result, 0.0)
+    await agent.commit(run, partial=True)
+    run.machine.transition(LoopState.REFLECTING)
 
-    @property
-    def is_busy(self) -> bool:
-        return self.busy
 
-    def context_tokens(self, use_usage: bool = True) -> int:
-        return self.context.tokens(use_usage)
+def resume_paused(agent: AgentParts, run: RunState) -> Coroutine[Any, Any, RunResult]:
+    return drive(agent, run, _resume_paused(agent, run))
 
-    def reload_messages(self) -> None:
-        self.context.reload()
 
-    def has_handlers(self, moment: str) -> bool:
-        return self.hooks.has(moment)
+async def _resume_paused(agent: AgentParts, run: RunState) -> Finish | None:
+    """Continue a paused run. One paused after the model's last word (a review asked
+    for at turn_end or before_stop) continues as pi's ``continue`` does: never with
+    an assistant-last context; queued steering, else follow-up messages, are the next
+    input, and without any the run ends there (done)."""
+    await agent.bus.emit(AgentResumeEvent(run_id=run.run_id, reason="paused"))
+    _replay().record_resume(agent.session, run_id=run.run_id)
+    run.pause_reason = None
+    run.pause_requested = None
+    run.machine.transition(LoopState.PLANNING)
+    messages = agent.context.messages
+    last = messages[-1] if messages else None
+    if run.to_run or not isinstance(last, AssistantMessage):
+        return None
+    if last.stop_reason in ("error", "aborted"):  # never sent: the context ends before it
+        return None
+    queued = agent.dequeue("steering") or agent.dequeue("follow_up")
+    for message in queued:
+        await agent.append(message)
+    if queued:
+        return None
+    return Finish("done", "goal_met" if last.text.strip() else "no_plan")
 
-    async def call_hooks(self, moment: str, event: Any, tool_name: str | None = None) -> list[Any]:
-        return await self.hooks.run(moment, event, tool_name)
 
-    async def emit(self, event: Event) -> list[Any]:
-        return await self.bus.emit(event)
-
-    # -- queues ------------------------------------------------------------------
-
-    def queue_changed(self) -> None:
-        self.bus.emit_soon(
-            QueueUpdateEvent(
-                steering=[message_text(m) for m in self.steering or ()],
-                follow_up=[message_text(m) for m in self.follow_up or ()],
+async def abandon(agent: AgentParts, previous: RunState) -> None:
+    """A new prompt abandons a paused run: every call without a result gets an error one."""
+    _replay().record_resume(agent.session, run_id=previous.run_id, abandoned=True)
+    text = "No result provided: the paused run was abandoned for a new prompt."
+    for record in previous.calls:
+        if record.result is None:
+            record.result = ToolResultMessage(
+                record.call.id, record.call.name, [TextContent(text)], is_error=True
             )
-        )
+    await agent.commit(previous)
+    agent.run = None
 
-    def enqueue(self, which: str, message: UserMessage) -> None:
-        """Queue ``message`` for steering or as a follow-up, and announce the queues."""
-        if which == "steering":
-            if self.steering is None:
-                self.steering = []
-            self.steering.append(message)
-        else:
-            if self.follow_up is None:
-                self.follow_up = []
-            self.follow_up.append(message)
-        self.queue_changed()
 
-    def clear_queues(self) -> list[UserMessage]:
-        """Empty both queues; returns what they held."""
-        dropped = [*(self.steering or ()), *(self.follow_up or ())]
-        if dropped:
-            self.steering = self.follow_up = None
-            self.queue_changed()
-        return dropped
+async def abort_paused(agent: AgentParts, run: RunState, reason: str) -> RunResult:
+    """End a paused run as aborted, as ``abort`` ends a working one: every call without
+    a result gets an error one (recorded, so the session goes on), then ``agent_end``."""
+    _replay().record_resume(agent.session, run_id=run.run_id, aborted=reason)
+    run.pause_reason = None
+    run.pause_requested = None
+    await endings.abort_unfinished(
+        agent, run, f"No result provided: the run was aborted ({reason})."
+    )
+    return await endings.aborted(agent, run, reason)
 
-    def dequeue(self, which: str) -> list[UserMessage]:
-        queue = self.steering if which == "steering" else self.follow_up
-        mode = self.steering_mode if which == "steering" else self.follow_up_mode
-        if not queue:
-            return []
-        if mode is QueueMode.ALL:
-            out = list(queue)
-            queue.clear()
-        else:
-            out = [queue.pop(0)]
-        self.queue_changed()
-        return out
 
-    # -- plumbing ----------------------------------------------------------------
+def _replay() -> Any:
+    from harnessc.runtime.session import replay  # on first use: start-up stays lean
 
-    def _pause_requested(self, reason: str) -> None:
-        if self.run is not None:
-            self.run.pause_requested = reason
+    return replay

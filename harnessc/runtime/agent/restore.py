@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from harnessc.runtime.agent.loop import AgentLoop
+from harnessc.runtime.agent.parts import AgentParts
 from harnessc.runtime.agent.run_state import CallRecord, RunState
 from harnessc.runtime.core.budget import BUDGET_LIMITS, Budget, BudgetUsage
 from harnessc.runtime.core.loop_states import LoopState, StateMachine
@@ -19,20 +19,20 @@ from harnessc.runtime.core.messages import AssistantMessage, ToolResultMessage
 __all__ = ["from_session", "open_pause"]
 
 
-def from_session(loop: AgentLoop) -> None:
-    loop.context.reload()
-    loop.settings.restore()
-    open_pause(loop)
+def from_session(agent: AgentParts) -> None:
+    agent.context.reload()
+    agent.settings.restore()
+    open_pause(agent)
 
 
-def open_pause(loop: AgentLoop) -> None:
+def open_pause(agent: AgentParts) -> None:
     """The run paused on the session's current branch, as a process opening the session
     now would see it (None when the branch has no open pause)."""
     from harnessc.runtime.session import replay  # on first use: start-up stays lean
 
-    loop.run = None
-    loop.last_state = LoopState.IDLE
-    open_pause = replay.pending_state(loop.session)
+    agent.run = None
+    agent.last_state = LoopState.IDLE
+    open_pause = replay.pending_state(agent.session)
     if open_pause is None:
         return
     data = open_pause.data
@@ -44,14 +44,14 @@ def open_pause(loop: AgentLoop) -> None:
         except (ValueError, TypeError, KeyError):
             run = None
     if run is None:
-        run = _legacy(loop, data)
+        run = _legacy(agent, data)
     if run is None:
         return
-    loop.adopt(run)
-    loop.budget.usage = run.usage
-    loop.budget.warned = run.warned
+    agent.adopt(run)
+    agent.budget.usage = run.usage
+    agent.budget.warned = run.warned
     if run.limits is not None:  # a limit raised during the run stays raised
-        loop.budget.budget = _wider(loop.budget.budget, run.limits)
+        agent.budget.budget = _wider(agent.budget.budget, run.limits)
 
 
 def _wider(configured: Budget, recorded: Budget) -> Budget:
@@ -63,8 +63,8 @@ def _wider(configured: Budget, recorded: Budget) -> Budget:
     return Budget(**values, soft_ratio=configured.soft_ratio)
 
 
-def _legacy(loop: AgentLoop, pause: dict[str, Any]) -> RunState | None:
-    messages = loop.context.messages
+def _legacy(agent: AgentParts, pause: dict[str, Any]) -> RunState | None:
+    messages = agent.context.messages
     reply = next((m for m in reversed(messages) if isinstance(m, AssistantMessage)), None)
     if reply is None:
         return None

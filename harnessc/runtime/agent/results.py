@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from msgspec import Struct
+
 from harnessc.runtime.core.messages import AssistantMessage, Message, ToolCall
-from harnessc.runtime.support.records import NEW_LIST, Record
 
 __all__ = [
     "FINISH_REASONS",
@@ -43,34 +44,17 @@ class HarnessBusyError(RuntimeError):
     """A run method was called while another run is in progress."""
 
 
-class RunResult(Record):
+class RunResult(Struct):
     """What ``prompt`` / ``resume`` return. A pause is a value, never an exception."""
 
-    __slots__ = ("status", "reason", "pending_tool_calls", "messages", "reply", "output")
     status: RunStatus
-    reason: str
-    pending_tool_calls: list[ToolCall]
-    messages: list[Message]
-    reply: str | None  # a /command's answer (no model call was made)
+    reason: str = ""
+    pending_tool_calls: list[ToolCall] = []
+    messages: list[Message] = []
+    reply: str | None = None  # a /command's answer (no model call was made)
     # The validated typed result (``output:``): a pydantic instance for a type, plain
     # JSON for a schema; None for a run without one or one that did not finish.
-    output: Any
-
-    def __init__(
-        self,
-        status: RunStatus,
-        reason: str = "",
-        pending_tool_calls: list[ToolCall] = NEW_LIST,
-        messages: list[Message] = NEW_LIST,
-        reply: str | None = None,
-        output: Any = None,
-    ) -> None:
-        self.status = status
-        self.reason = reason
-        self.pending_tool_calls = [] if pending_tool_calls is NEW_LIST else pending_tool_calls
-        self.messages = [] if messages is NEW_LIST else messages
-        self.reply = reply
-        self.output = output
+    output: Any = None
 
     @property
     def text(self) -> str:

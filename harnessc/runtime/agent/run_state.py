@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from msgspec import Struct, field
+
 from harnessc.runtime.core.budget import BUDGET_LIMITS, NO_WARNINGS, Budget, BudgetUsage
 from harnessc.runtime.core.loop_states import LoopState, StateMachine
 from harnessc.runtime.core.messages import (
@@ -26,7 +28,6 @@ from harnessc.runtime.core.messages import (
     content_from_dict,
     message_from_dict,
 )
-from harnessc.runtime.support.records import NEW_LIST, Factory, Record
 
 __all__ = ["CALL_STATUSES", "RUN_STATE_VERSION", "CallRecord", "CallStatus", "RunState"]
 
@@ -43,7 +44,7 @@ CALL_STATUSES: tuple[str, ...] = (
 )
 
 
-class CallRecord(Record):
+class CallRecord(Struct):
     """One tool call of the reply being executed.
 
     ``planned`` (not looked at yet) -> ``prepared`` (hooks passed, about to run) or
@@ -58,58 +59,19 @@ class CallRecord(Record):
     refuses it), after which it is prepared again.
     """
 
-    __slots__ = (
-        "call",
-        "status",
-        "args",
-        "started",
-        "result",
-        "terminate",
-        "terminated_by",
-        "committed",
-        "approval",
-        "nested",
-        "answers",
-    )
     call: ToolCall
-    status: CallStatus
-    args: dict[str, Any] | None  # the arguments after validation and tool_call hooks
-    started: bool  # tool_execution_start was emitted
-    result: ToolResultMessage | None
-    terminate: bool
-    terminated_by: str | None  # "tool" | "hook"
-    committed: bool
-    approval: str | None  # "allow" | "deny": the caller's answer to a held call
+    status: CallStatus = "planned"
+    args: dict[str, Any] | None = None  # the arguments after validation and tool_call hooks
+    started: bool = False  # tool_execution_start was emitted
+    result: ToolResultMessage | None = None
+    terminate: bool = False
+    terminated_by: str | None = None  # "tool" | "hook"
+    committed: bool = False
+    approval: str | None = None  # "allow" | "deny": the caller's answer to a held call
     # A sub-agent paused inside this call (the tool raised HoldCall): its agent path,
     # session and the calls waiting for an answer; the answers given at resume.
-    nested: dict[str, Any] | None
-    answers: dict[str, Any] | None
-
-    def __init__(
-        self,
-        call: ToolCall,
-        status: CallStatus = "planned",
-        args: dict[str, Any] | None = None,
-        started: bool = False,
-        result: ToolResultMessage | None = None,
-        terminate: bool = False,
-        terminated_by: str | None = None,
-        committed: bool = False,
-        approval: str | None = None,
-        nested: dict[str, Any] | None = None,
-        answers: dict[str, Any] | None = None,
-    ) -> None:
-        self.call = call
-        self.status = status
-        self.args = args
-        self.started = started
-        self.result = result
-        self.terminate = terminate
-        self.terminated_by = terminated_by
-        self.committed = committed
-        self.approval = approval
-        self.nested = nested
-        self.answers = answers
+    nested: dict[str, Any] | None = None
+    answers: dict[str, Any] | None = None
 
     @property
     def id(self) -> str:
@@ -184,83 +146,25 @@ class CallRecord(Record):
         return out
 
 
-_NEW_STATE_MACHINE: Any = Factory(StateMachine)
-_NEW_BUDGET_USAGE: Any = Factory(BudgetUsage)
-
-
-class RunState(Record):
+class RunState(Struct):
     """The explicit state of one run (see the module docstring)."""
 
-    __slots__ = (
-        "run_id",
-        "machine",
-        "turn",
-        "turn_open",
-        "usage",
-        "warned",
-        "limits",
-        "reply",
-        "calls",
-        "plan_committed",
-        "overflow_retried",
-        "system_prompt",
-        "pause_requested",
-        "pause_reason",
-        "finish_reason",
-        "output_retries",
-    )
     run_id: str
-    machine: StateMachine  # the run's loop state
-    turn: int
-    turn_open: bool
-    usage: BudgetUsage
-    warned: frozenset[str]  # soft budget warnings already given
-    limits: Budget | None  # the limits in force at the pause (raised ones stay raised)
-    reply: AssistantMessage | None
-    calls: list[CallRecord]
-    plan_committed: bool
-    overflow_retried: bool
-    system_prompt: str | None  # set by a before_agent_start hook for this run
-    pause_requested: str | None  # a hook asked for review: pause at the next decision
-    pause_reason: str | None
-    finish_reason: str | None
-    output_retries: int  # invalid typed answers sent back to the model so far
-
-    def __init__(
-        self,
-        run_id: str,
-        machine: StateMachine = _NEW_STATE_MACHINE,
-        turn: int = 0,
-        turn_open: bool = False,
-        usage: BudgetUsage = _NEW_BUDGET_USAGE,
-        warned: frozenset[str] = NO_WARNINGS,
-        limits: Budget | None = None,
-        reply: AssistantMessage | None = None,
-        calls: list[CallRecord] = NEW_LIST,
-        plan_committed: bool = False,
-        overflow_retried: bool = False,
-        system_prompt: str | None = None,
-        pause_requested: str | None = None,
-        pause_reason: str | None = None,
-        finish_reason: str | None = None,
-        output_retries: int = 0,
-    ) -> None:
-        self.run_id = run_id
-        self.machine = StateMachine() if machine is _NEW_STATE_MACHINE else machine
-        self.turn = turn
-        self.turn_open = turn_open
-        self.usage = BudgetUsage() if usage is _NEW_BUDGET_USAGE else usage
-        self.warned = warned
-        self.limits = limits
-        self.reply = reply
-        self.calls = [] if calls is NEW_LIST else calls
-        self.plan_committed = plan_committed
-        self.overflow_retried = overflow_retried
-        self.system_prompt = system_prompt
-        self.pause_requested = pause_requested
-        self.pause_reason = pause_reason
-        self.finish_reason = finish_reason
-        self.output_retries = output_retries
+    machine: StateMachine = field(default_factory=StateMachine)  # the run's loop state
+    turn: int = 0
+    turn_open: bool = False
+    usage: BudgetUsage = field(default_factory=BudgetUsage)
+    warned: frozenset[str] = NO_WARNINGS  # soft budget warnings already given
+    limits: Budget | None = None  # the limits in force at the pause (raised ones stay raised)
+    reply: AssistantMessage | None = None
+    calls: list[CallRecord] = []
+    plan_committed: bool = False
+    overflow_retried: bool = False
+    system_prompt: str | None = None  # set by a before_agent_start hook for this run
+    pause_requested: str | None = None  # a hook asked for review: pause at the next decision
+    pause_reason: str | None = None
+    finish_reason: str | None = None
+    output_retries: int = 0  # invalid typed answers sent back to the model so far
 
     # -- questions the loop asks ----------------------------------------------------
 

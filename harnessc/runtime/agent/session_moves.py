@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.agent import endings, restore
-from harnessc.runtime.agent.loop import AgentLoop
+from harnessc.runtime.agent.parts import AgentParts
 from harnessc.runtime.agent.run_state import RunState
 from harnessc.runtime.core.loop_states import LoopState
 
@@ -18,7 +18,7 @@ __all__ = ["navigate_tree", "reopen", "settle"]
 
 async def navigate_tree(
     harness: HarnessContext,
-    loop: AgentLoop,
+    agent: AgentParts,
     target_id: str | None,
     *,
     summarize: bool,
@@ -31,9 +31,9 @@ async def navigate_tree(
     exactly as a process opening the session after the move would find it."""
     from harnessc.runtime.agent.tree_moves import navigate_tree as move
 
-    paused = loop.run if target_id != harness.session.leaf_id else None
+    paused = agent.run if target_id != harness.session.leaf_id else None
     if paused is not None:
-        settle(loop, "tree_move")
+        settle(agent, "tree_move")
     try:
         outcome = await move(
             harness,
@@ -45,29 +45,29 @@ async def navigate_tree(
         )
     except BaseException:
         if paused is not None:  # the move failed: the run stays paused where it was
-            reopen(loop, paused)
+            reopen(agent, paused)
         raise
     if getattr(outcome, "cancelled", False):
         if paused is not None:
-            reopen(loop, paused)
+            reopen(agent, paused)
     else:  # the new branch's open pause, if any, is the paused run (as on reopening)
-        restore.open_pause(loop)
+        restore.open_pause(agent)
     return outcome
 
 
-def settle(loop: AgentLoop, reason: str) -> None:
+def settle(agent: AgentParts, reason: str) -> None:
     """Close a paused run without continuing it (the session moved elsewhere)."""
     from harnessc.runtime.session import replay  # on first use: start-up stays lean
 
-    run = loop.run
+    run = agent.run
     if run is None:
         return
-    replay.record_resume(loop.session, run_id=run.run_id, abandoned=True, reason=reason)
-    loop.run = None
-    loop.last_state = LoopState.IDLE
+    replay.record_resume(agent.session, run_id=run.run_id, abandoned=True, reason=reason)
+    agent.run = None
+    agent.last_state = LoopState.IDLE
 
 
-def reopen(loop: AgentLoop, run: RunState) -> None:
+def reopen(agent: AgentParts, run: RunState) -> None:
     """Undo ``settle`` (the move did not happen): the run is paused again, and recorded."""
-    loop.adopt(run)
-    endings.record_pause(loop, run, run.pause_reason or "paused")
+    agent.adopt(run)
+    endings.record_pause(agent, run, run.pause_reason or "paused")

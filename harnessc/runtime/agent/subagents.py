@@ -36,6 +36,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
+import msgspec
+
 from harnessc.runtime.agent.handover_caps import HandOverCaps, Slots
 from harnessc.runtime.agent.harness import AgentHarness
 from harnessc.runtime.agent.results import RunResult
@@ -319,7 +321,7 @@ class SubAgents:
         if record is not None:  # its spans nest under the hand-over call's (when traced)
             trace_subagent(host, child, call_id, record.call.name, record.call.arguments, path)
         stop = signal.add_listener(lambda: child.abort(signal.reason or "aborted"))
-        before = dataclasses.replace(child.budget.usage)
+        before = msgspec.structs.replace(child.budget.usage)
         try:
             result: RunResult = await start()
         except RecursionError:  # never an internal error: the tree says where it stopped
@@ -472,7 +474,7 @@ class SubAgents:
                 session=session, cwd=session.cwd or None, http_clients=self.http_clients()
             )
         else:
-            options = dataclasses.replace(
+            options = msgspec.structs.replace(
                 parent, session=session, extensions=[], http_clients=self.http_clients()
             )
         delegate = agent.tools is not None and HANDOVER_TOOL in agent.tools
@@ -578,7 +580,7 @@ class _PathAsker:
     where: str
 
     async def __call__(self, tool: str, args: Any, decision: Any) -> str:
-        named = dataclasses.replace(decision, reason=f"{decision.reason} (in {self.where})")
+        named = msgspec.structs.replace(decision, reason=f"{decision.reason} (in {self.where})")
         return await self.asker(tool, args, named)
 
 

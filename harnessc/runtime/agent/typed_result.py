@@ -1,4 +1,4 @@
-"""The loop's part of a typed result (``AgentHarnessOptions.output``).
+"""The turn's part of a typed result (``AgentHarnessOptions.output``).
 
 ``shape`` asks the model for the answer in the mode the current model gets (the
 final_result tool, the provider's structured output, or the schema in the system
@@ -12,53 +12,39 @@ from __future__ import annotations
 
 from typing import Any
 
-from harnessc.runtime.agent.loop import AgentLoop
+from msgspec import Struct
+
+from harnessc.runtime.agent.parts import AgentParts
 from harnessc.runtime.agent.run_state import RunState
 from harnessc.runtime.core.events import ErrorEvent
 from harnessc.runtime.core.messages import TextContent, UserMessage
 from harnessc.runtime.core.model_options import Model
 from harnessc.runtime.options.typed_output import OUTPUT_INVALID, OUTPUT_TOOL, OutputConfig
 from harnessc.runtime.providers.base import Context, ResponseSchema
-from harnessc.runtime.support.records import Record
 
 __all__ = ["Verdict", "answering_model", "judge", "shape"]
 
 
-class Verdict(Record, frozen=True):
+class Verdict(Struct, frozen=True):
     """What the reply means for the run: ``retry`` (ask again), or the run ends (``ok``
     with ``value``, else ``output_invalid`` with ``errors``)."""
 
-    __slots__ = ("retry", "ok", "value", "errors", "reason")
-    retry: bool
-    ok: bool
-    value: Any
-    errors: tuple[str, ...]
-    reason: str
-
-    def __init__(
-        self,
-        retry: bool = False,
-        ok: bool = False,
-        value: Any = None,
-        errors: tuple[str, ...] = (),
-        reason: str = "",
-    ) -> None:
-        object.__setattr__(self, "retry", retry)
-        object.__setattr__(self, "ok", ok)
-        object.__setattr__(self, "value", value)
-        object.__setattr__(self, "errors", errors)
-        object.__setattr__(self, "reason", reason)
+    retry: bool = False
+    ok: bool = False
+    value: Any = None
+    errors: tuple[str, ...] = ()
+    reason: str = ""
 
 
-def shape(loop: AgentLoop, context: Context) -> None:
+def shape(agent: AgentParts, context: Context) -> None:
     """Ask for the answer in the request about to be sent to the current model (edits
     ``context``); a request shaped for another model first loses that model's shape, so
     a request moved to a fallback model asks in the fallback's own mode."""
-    config = loop.options.output
+    config = agent.options.output
     if config is None:
         return
     _unshape(config, context)
-    mode = config.resolved_mode(loop.settings.model)
+    mode = config.resolved_mode(agent.settings.model)
     if mode == "native":
         schema = config.object_schema()
         context.response_schema = ResponseSchema(
@@ -67,7 +53,7 @@ def shape(loop: AgentLoop, context: Context) -> None:
     elif mode == "prompted":
         context.system_prompt = f"{context.system_prompt}\n\n{config.instructions()}".strip()
     else:
-        tool = loop.settings.output_tool
+        tool = agent.settings.output_tool
         if tool is None:
             return
         if not any(spec.name == OUTPUT_TOOL for spec in context.tools):
@@ -91,23 +77,23 @@ def _unshape(config: OutputConfig, context: Context) -> None:
         context.system_prompt = context.system_prompt.removesuffix(f"\n\n{added}")
 
 
-def answering_model(loop: AgentLoop, run: RunState) -> Model:
+def answering_model(agent: AgentParts, run: RunState) -> Model:
     """The model that wrote the reply just handled (with model fallback, not
     necessarily the chosen one); the current model when the reply names none of them."""
-    current = loop.settings.model
+    current = agent.settings.model
     reply = run.reply
     if reply is None or (reply.model == current.id and reply.api == current.api):
         return current
-    for model in loop.settings.models.values():
+    for model in agent.settings.models.values():
         if model.id == reply.model and model.api == reply.api:
             return model
     return current
 
 
-async def judge(loop: AgentLoop, run: RunState) -> Verdict | None:
+async def judge(agent: AgentParts, run: RunState) -> Verdict | None:
     """The verdict on the reply just handled, or None when the run goes on as usual
     (the model called other tools and gave no answer yet)."""
-    config = loop.options.output
+    config = agent.options.output
     if config is None:
         return None
     answers = [r for r in run.calls if r.call.name == OUTPUT_TOOL and r.result is not None]
@@ -121,22 +107,22 @@ async def judge(loop: AgentLoop, run: RunState) -> Verdict | None:
         if not errors:  # a hook refused the call: no answer was given
             refused = " ".join(c.text for c in result.content if isinstance(c, TextContent))
             errors = [f"the {OUTPUT_TOOL} call was refused: {refused or 'no reason given'}"]
-        return await _invalid(loop, run, config, errors, tool_mode=True, told=True)
+        return await _invalid(agent, run, config, errors, tool_mode=True, told=True)
     if run.calls:
         return None
     reply = run.reply
-    mode = config.resolved_mode(answering_model(loop, run))
+    mode = config.resolved_mode(answering_model(agent, run))
     if mode == "tool":
         errors = [f"no answer: call the {OUTPUT_TOOL} tool with the answer"]
-        return await _invalid(loop, run, config, errors, tool_mode=True, told=False)
+        return await _invalid(agent, run, config, errors, tool_mode=True, told=False)
     value, errors = config.parse_text(reply.text if reply is not None else "")
     if not errors:
         return Verdict(ok=True, value=value, reason="goal_met")
-    return await _invalid(loop, run, config, errors, tool_mode=False, told=False)
+    return await _invalid(agent, run, config, errors, tool_mode=False, told=False)
 
 
 async def _invalid(
-    loop: AgentLoop,
+    agent: AgentParts,
     run: RunState,
     config: OutputConfig,
     errors: list[str],
@@ -147,12 +133,12 @@ async def _invalid(
     """Another try (the errors sent to the model) or, past ``retries``, the end."""
     if run.output_retries >= config.retries:
         message = "the answer did not validate: " + "; ".join(errors)
-        await loop.bus.emit(ErrorEvent(source="output", message=message, fatal=True))
+        await agent.bus.emit(ErrorEvent(source="output", message=message, fatal=True))
         return Verdict(errors=tuple(errors), reason=OUTPUT_INVALID)
     run.output_retries += 1
     if not told:  # a final_result call already carries the errors in its result
         text = config.retry_text(errors, tool_mode=tool_mode)
-        await loop.append(UserMessage([TextContent(text)]))
+        await agent.append(UserMessage([TextContent(text)]))
     return Verdict(retry=True, errors=tuple(errors))
 
 

@@ -19,44 +19,26 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from msgspec import Struct
+
 from harnessc.runtime.core.events import Event
 from harnessc.runtime.core.messages import AssistantMessage, Message, ToolResultMessage
-from harnessc.runtime.support.records import Record
 
 __all__ = ["TREE_DETAILS", "AgentUsage", "UsageTree", "agent_path_of", "usage_of_run"]
 
 TREE_DETAILS = "usage_tree"  # the key of a hand-over result's details holding its tree
 
 
-class AgentUsage(Record):
+class AgentUsage(Struct):
     """One agent's figures (or the sum of several)."""
 
-    __slots__ = ("turns", "tool_calls", "input", "output", "cache_read", "cache_write", "cost_usd")
-    turns: int
-    tool_calls: int
-    input: int
-    output: int
-    cache_read: int
-    cache_write: int
-    cost_usd: float
-
-    def __init__(
-        self,
-        turns: int = 0,
-        tool_calls: int = 0,
-        input: int = 0,
-        output: int = 0,
-        cache_read: int = 0,
-        cache_write: int = 0,
-        cost_usd: float = 0.0,
-    ) -> None:
-        self.turns = turns
-        self.tool_calls = tool_calls
-        self.input = input
-        self.output = output
-        self.cache_read = cache_read
-        self.cache_write = cache_write
-        self.cost_usd = cost_usd
+    turns: int = 0
+    tool_calls: int = 0
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    cost_usd: float = 0.0
 
     @property
     def tokens(self) -> int:

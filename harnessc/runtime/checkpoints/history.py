@@ -27,11 +27,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from msgspec import Struct
+
 from harnessc.runtime.checkpoints.records import Checkpoint
 from harnessc.runtime.checkpoints.trees import TreeReader, changed_paths
 from harnessc.runtime.session.entries import SessionEntry
 from harnessc.runtime.session.session import Session
-from harnessc.runtime.support.records import NEW_LIST, Record
 
 __all__ = [
     "CHECKPOINT_TYPE",
@@ -49,29 +50,14 @@ CHECKPOINT_TYPE = "harnessc.checkpoint"
 _OUTSIDE_BEFORE = ("before", "leave")  # phases whose gap before them is not the agent's
 
 
-class Point(Record):
+class Point(Struct):
     """A checkpoint entry of a session: the entry, its checkpoint, what it guards."""
 
-    __slots__ = ("entry", "checkpoint", "guards", "tools", "rewind")
     entry: SessionEntry
     checkpoint: Checkpoint
-    guards: str | None
-    tools: list[str]
-    rewind: str | None  # a rewind's journal id
-
-    def __init__(
-        self,
-        entry: SessionEntry,
-        checkpoint: Checkpoint,
-        guards: str | None = None,
-        tools: list[str] = NEW_LIST,
-        rewind: str | None = None,
-    ) -> None:
-        self.entry = entry
-        self.checkpoint = checkpoint
-        self.guards = guards
-        self.tools = [] if tools is NEW_LIST else tools
-        self.rewind = rewind
+    guards: str | None = None
+    tools: list[str] = []
+    rewind: str | None = None  # a rewind's journal id
 
 
 def entry_data(

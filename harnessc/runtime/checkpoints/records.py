@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from msgspec import Struct
+
 from harnessc.runtime.core.checkpoint_settings import (
     DEFAULT_MAX_FILE_BYTES,
     DEFAULT_MAX_FILES,
     STORE_FOLDER,
     CheckpointSettings,
 )
-from harnessc.runtime.support.records import NEW_LIST, Record
 
 __all__ = [
     "DEFAULT_MAX_FILES",
@@ -27,59 +28,23 @@ __all__ = [
 PHASES = ("before", "after", "leave", "rewind")
 
 
-class Checkpoint(Record):
+class Checkpoint(Struct):
     """One checkpoint: the workspace's tree at a moment, and what it left out.
 
     ``skipped_list`` is the id of an object listing the paths left out with the reason
     (one ``path<TAB>reason`` line each); ``kept`` (a rewind's) the paths a rewind left
     as they were (changed outside the agent)."""
 
-    __slots__ = (
-        "id",
-        "tree",
-        "workspace",
-        "phase",
-        "time",
-        "files",
-        "bytes",
-        "skipped",
-        "skipped_list",
-        "kept",
-    )
     id: str
     tree: str
     workspace: str
     phase: str
     time: str
-    files: int
-    bytes: int
-    skipped: int
-    skipped_list: str | None
-    kept: list[str]
-
-    def __init__(
-        self,
-        id: str,
-        tree: str,
-        workspace: str,
-        phase: str,
-        time: str,
-        files: int = 0,
-        bytes: int = 0,
-        skipped: int = 0,
-        skipped_list: str | None = None,
-        kept: list[str] = NEW_LIST,
-    ) -> None:
-        self.id = id
-        self.tree = tree
-        self.workspace = workspace
-        self.phase = phase
-        self.time = time
-        self.files = files
-        self.bytes = bytes
-        self.skipped = skipped
-        self.skipped_list = skipped_list
-        self.kept = [] if kept is NEW_LIST else kept
+    files: int = 0
+    bytes: int = 0
+    skipped: int = 0
+    skipped_list: str | None = None
+    kept: list[str] = []
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -22,10 +22,11 @@ import stat
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from msgspec import Struct
+
 from harnessc.runtime.checkpoints.crash import crash_point
 from harnessc.runtime.checkpoints.objects import ObjectStore
 from harnessc.runtime.checkpoints.trees import DIR, FILE, LINK, Node
-from harnessc.runtime.support.records import Record
 
 __all__ = [
     "Change",
@@ -43,19 +44,13 @@ _MODE_MASK = 0o1777
 _TMP_MARK = ".harnessc-rewind-"
 
 
-class Change(Record, frozen=True):
+class Change(Struct, frozen=True):
     """One path a restore changes: ``old`` is what the workspace has (None: nothing),
     ``new`` what the checkpoint had (None: the path is removed)."""
 
-    __slots__ = ("path", "old", "new")
     path: str
     old: Node | None
     new: Node | None
-
-    def __init__(self, path: str, old: Node | None, new: Node | None) -> None:
-        object.__setattr__(self, "path", path)
-        object.__setattr__(self, "old", old)
-        object.__setattr__(self, "new", new)
 
     @property
     def kind(self) -> str:
@@ -83,34 +78,23 @@ class Change(Record, frozen=True):
         return Change(str(path), _node_from(old), _node_from(new))
 
 
-class Conflict(Record, frozen=True):
+class Conflict(Struct, frozen=True):
     """A change a restore leaves out (unless forced): the path and why."""
 
-    __slots__ = ("change", "reason")
     change: Change
     reason: str
-
-    def __init__(self, change: Change, reason: str) -> None:
-        object.__setattr__(self, "change", change)
-        object.__setattr__(self, "reason", reason)
 
     @property
     def path(self) -> str:
         return self.change.path
 
 
-class StepOutcome(Record):
+class StepOutcome(Struct):
     """What making the changes did: applied, already in place, left as they were."""
 
-    __slots__ = ("applied", "already", "kept")
     applied: list[Change]
     already: list[Change]
     kept: list[Conflict]
-
-    def __init__(self, applied: list[Change], already: list[Change], kept: list[Conflict]) -> None:
-        self.applied = applied
-        self.already = already
-        self.kept = kept
 
 
 def _node_list(node: Node | None) -> list[Any] | None:

@@ -23,6 +23,8 @@ import inspect
 from collections.abc import Callable
 from typing import Any, Literal
 
+from msgspec import Struct
+
 from harnessc.runtime.checkpoints.history import (
     CHECKPOINT_TYPE,
     Point,
@@ -41,7 +43,6 @@ from harnessc.runtime.checkpoints.workspace import (
     Workspace,
 )
 from harnessc.runtime.session.session import Session
-from harnessc.runtime.support.records import NEW_LIST, Record
 
 __all__ = [
     "MODES",
@@ -61,23 +62,14 @@ MODES: tuple[str, ...] = ("conversation", "files", "both")
 Move = Callable[[str], Any]  # the conversation's move to an entry (may be async)
 
 
-class RewindRequest(Record, frozen=True):
+class RewindRequest(Struct, frozen=True):
     """What a door asks for (a served request's JSON body: ``entry_id``, ``mode``,
     ``force``, ``dry_run``)."""
 
-    __slots__ = ("entry_id", "mode", "force", "dry_run")
     entry_id: str
     mode: str
-    force: bool
-    dry_run: bool
-
-    def __init__(
-        self, entry_id: str, mode: str, force: bool = False, dry_run: bool = False
-    ) -> None:
-        object.__setattr__(self, "entry_id", entry_id)
-        object.__setattr__(self, "mode", mode)
-        object.__setattr__(self, "force", force)
-        object.__setattr__(self, "dry_run", dry_run)
+    force: bool = False
+    dry_run: bool = False
 
     @staticmethod
     def from_json(body: Any) -> RewindRequest:
@@ -109,41 +101,18 @@ class RewindError(Exception):
     checkpoint whose objects are missing); nothing was changed."""
 
 
-class RewindReport(Record):
+class RewindReport(Struct):
     """What a rewind did or would do."""
 
-    __slots__ = ("entry_id", "mode", "point", "plan", "outcome", "moved", "done", "note", "diff")
     entry_id: str
     mode: str
-    point: Point | None  # the checkpoint of the entry's files
-    plan: RestorePlan | None
-    outcome: RestoreOutcome | None
-    moved: bool  # the conversation moved
-    done: bool  # False: a dry run, or cancelled
-    note: str
-    diff: str  # the plan's unified diff (text files), from the workspace to the checkpoint
-
-    def __init__(
-        self,
-        entry_id: str,
-        mode: str,
-        point: Point | None = None,
-        plan: RestorePlan | None = None,
-        outcome: RestoreOutcome | None = None,
-        moved: bool = False,
-        done: bool = False,
-        note: str = "",
-        diff: str = "",
-    ) -> None:
-        self.entry_id = entry_id
-        self.mode = mode
-        self.point = point
-        self.plan = plan
-        self.outcome = outcome
-        self.moved = moved
-        self.done = done
-        self.note = note
-        self.diff = diff
+    point: Point | None = None  # the checkpoint of the entry's files
+    plan: RestorePlan | None = None
+    outcome: RestoreOutcome | None = None
+    moved: bool = False  # the conversation moved
+    done: bool = False  # False: a dry run, or cancelled
+    note: str = ""
+    diff: str = ""  # the plan's unified diff (text files), from the workspace to the checkpoint
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -296,23 +265,14 @@ def _outcome_note(outcome: RestoreOutcome, mode: str) -> str:
     return f"rewound the {what}: " + ", ".join(parts)
 
 
-class RewindPoint(Record):
+class RewindPoint(Struct):
     """One of ``/rewind``'s listed points: the entry a rewind goes to, its checkpoint,
     and what restoring it would change now."""
 
-    __slots__ = ("entry_id", "point", "changes", "label")
     entry_id: str
     point: Point
-    changes: list[str]  # paths that differ from the workspace now
-    label: str
-
-    def __init__(
-        self, entry_id: str, point: Point, changes: list[str] = NEW_LIST, label: str = ""
-    ) -> None:
-        self.entry_id = entry_id
-        self.point = point
-        self.changes = [] if changes is NEW_LIST else changes
-        self.label = label
+    changes: list[str] = []  # paths that differ from the workspace now
+    label: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {

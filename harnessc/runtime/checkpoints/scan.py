@@ -18,11 +18,12 @@ import stat
 import time
 from operator import attrgetter
 
+from msgspec import Struct
+
 from harnessc.runtime.checkpoints.ignore import ALWAYS_SKIPPED, IgnoreRules
 from harnessc.runtime.checkpoints.objects import ObjectStore
 from harnessc.runtime.checkpoints.statcache import CacheEntry, StatCache
 from harnessc.runtime.checkpoints.trees import DIR, FILE, LINK, Node, encode_tree
-from harnessc.runtime.support.records import NEW_LIST, Record
 
 __all__ = ["FolderMemo", "ScanResult", "Skip", "WorkspaceTooLarge", "scan_workspace"]
 
@@ -35,44 +36,22 @@ _BY_NAME = attrgetter("name")  # any fixed order does: trees are compared by nam
 _O_READ = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 
 
-class Skip(Record, frozen=True):
+class Skip(Struct, frozen=True):
     """A path a checkpoint left out (a folder's ends with ``/``) and why."""
 
-    __slots__ = ("path", "reason")
     path: str
     reason: str
 
-    def __init__(self, path: str, reason: str) -> None:
-        object.__setattr__(self, "path", path)
-        object.__setattr__(self, "reason", reason)
 
-
-class ScanResult(Record):
+class ScanResult(Struct):
     """What one scan recorded: the root tree's id, counts, and what it left out."""
 
-    __slots__ = ("tree", "files", "bytes", "read", "skipped", "seconds")
     tree: str
-    files: int  # files and links recorded
-    bytes: int  # their size
-    read: int  # files read (the stat cache did not vouch for them)
-    skipped: list[Skip]
-    seconds: float
-
-    def __init__(
-        self,
-        tree: str,
-        files: int = 0,
-        bytes: int = 0,
-        read: int = 0,
-        skipped: list[Skip] = NEW_LIST,
-        seconds: float = 0.0,
-    ) -> None:
-        self.tree = tree
-        self.files = files
-        self.bytes = bytes
-        self.read = read
-        self.skipped = [] if skipped is NEW_LIST else skipped
-        self.seconds = seconds
+    files: int = 0  # files and links recorded
+    bytes: int = 0  # their size
+    read: int = 0  # files read (the stat cache did not vouch for them)
+    skipped: list[Skip] = []
+    seconds: float = 0.0
 
 
 class FolderMemo:

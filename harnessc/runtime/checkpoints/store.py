@@ -30,12 +30,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from msgspec import Struct
+
 from harnessc.runtime.checkpoints.layout import WORKSPACES, workspace_dir
 from harnessc.runtime.checkpoints.objects import ObjectStore
 from harnessc.runtime.checkpoints.records import Checkpoint
 from harnessc.runtime.checkpoints.trees import DIR, TreeReader
 from harnessc.runtime.support.data_folder import make_folder
-from harnessc.runtime.support.records import Record
 
 __all__ = ["CheckpointStore", "CollectReport", "SessionRefs", "locked"]
 
@@ -53,46 +54,23 @@ def locked(path: Path, exclusive: bool) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
-class CollectReport(Record):
+class CollectReport(Struct):
     """What a collection removed."""
 
-    __slots__ = ("sessions", "objects", "bytes", "kept", "seconds")
     sessions: list[str]  # sessions whose checkpoints were dropped
     objects: int  # objects removed
     bytes: int  # bytes freed
     kept: int  # objects kept
     seconds: float
 
-    def __init__(
-        self, sessions: list[str], objects: int, bytes: int, kept: int, seconds: float
-    ) -> None:
-        self.sessions = sessions
-        self.objects = objects
-        self.bytes = bytes
-        self.kept = kept
-        self.seconds = seconds
 
-
-class SessionRefs(Record):
+class SessionRefs(Struct):
     """The checkpoints a session took, as its file in the store lists them."""
 
-    __slots__ = ("session_id", "session_path", "pid", "checkpoints")
     session_id: str
     session_path: str | None  # the session's file; None: in memory or in a database
     pid: int | None  # an in-memory session's process
     checkpoints: list[Checkpoint]
-
-    def __init__(
-        self,
-        session_id: str,
-        session_path: str | None,
-        pid: int | None,
-        checkpoints: list[Checkpoint],
-    ) -> None:
-        self.session_id = session_id
-        self.session_path = session_path
-        self.pid = pid
-        self.checkpoints = checkpoints
 
 
 class CheckpointStore:

@@ -16,8 +16,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
+from msgspec import Struct
+
 from harnessc.runtime.checkpoints.objects import TREE_MAGIC, ObjectStore, object_id
-from harnessc.runtime.support.records import Record
 
 __all__ = [
     "DIR",
@@ -33,21 +34,14 @@ __all__ = [
 FILE, LINK, DIR = "f", "l", "d"
 
 
-class Node(Record, frozen=True):
+class Node(Struct, frozen=True):
     """One entry of a tree: kind, permission bits, size (bytes; 0 for a folder) and the
     id of its object."""
 
-    __slots__ = ("kind", "mode", "size", "oid")
     kind: str
     mode: int
     size: int
     oid: str
-
-    def __init__(self, kind: str, mode: int, size: int, oid: str) -> None:
-        object.__setattr__(self, "kind", kind)
-        object.__setattr__(self, "mode", mode)
-        object.__setattr__(self, "size", size)
-        object.__setattr__(self, "oid", oid)
 
 
 def encode_tree(entries: list[tuple[bytes, Node]]) -> bytes:

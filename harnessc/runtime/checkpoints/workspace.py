@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from msgspec import Struct
+
 from harnessc.runtime.checkpoints.crash import crash_point
 from harnessc.runtime.checkpoints.ignore import IgnoreRules
 from harnessc.runtime.checkpoints.layout import BUSY, JOURNAL
@@ -42,63 +44,32 @@ from harnessc.runtime.checkpoints.statcache import StatCache
 from harnessc.runtime.checkpoints.store import CheckpointStore, locked
 from harnessc.runtime.checkpoints.trees import FILE, LINK, Node, TreeReader, changed_paths
 from harnessc.runtime.session.entries import iso_now
-from harnessc.runtime.support.records import NEW_DICT, NEW_LIST, Record
 
 __all__ = ["Recovery", "RestoreOutcome", "RestorePlan", "Workspace"]
 
 _SAVE_EVERY_S = 10.0  # the stat cache is written at most this often (and at close)
 
 
-class Recovery(Record):
+class Recovery(Struct):
     """What the next start found of a checkpoint or rewind whose process was killed."""
 
-    __slots__ = ("what", "message", "journal", "outcome")
     what: str  # "checkpoint" or "rewind"
     message: str
-    journal: dict[str, Any]  # a rewind's journal (session, entry, mode, checkpoint ...)
-    outcome: StepOutcome | None  # a rewind's changes, made now
-
-    def __init__(
-        self,
-        what: str,
-        message: str,
-        journal: dict[str, Any] | None = None,
-        outcome: StepOutcome | None = None,
-    ) -> None:
-        self.what = what
-        self.message = message
-        self.journal = journal or {}
-        self.outcome = outcome
+    journal: dict[str, Any] = {}  # a rewind's journal (session, entry, mode, checkpoint ...)
+    outcome: StepOutcome | None = None  # a rewind's changes, made now
 
 
-class RestorePlan(Record):
+class RestorePlan(Struct):
     """What restoring ``target`` would change in the workspace as it is (``current``,
     a checkpoint of it not yet recorded), and which of those changes are conflicts."""
 
-    __slots__ = ("workspace", "target", "current", "changes", "conflicts", "left_out")
     workspace: str
     target: Checkpoint
     current: Checkpoint
     changes: list[Change]
-    conflicts: list[Conflict]
+    conflicts: list[Conflict] = []
     # paths the target left out, with why: never removed nor written by the restore
-    left_out: dict[str, str]
-
-    def __init__(
-        self,
-        workspace: str,
-        target: Checkpoint,
-        current: Checkpoint,
-        changes: list[Change],
-        conflicts: list[Conflict] = NEW_LIST,
-        left_out: dict[str, str] = NEW_DICT,
-    ) -> None:
-        self.workspace = workspace
-        self.target = target
-        self.current = current
-        self.changes = changes
-        self.conflicts = [] if conflicts is NEW_LIST else conflicts
-        self.left_out = {} if left_out is NEW_DICT else left_out
+    left_out: dict[str, str] = {}
 
     @property
     def empty(self) -> bool:
@@ -204,31 +175,16 @@ class RestorePlan(Record):
         }
 
 
-class RestoreOutcome(Record):
+class RestoreOutcome(Struct):
     """What a restore did: its changes made, those already in place, those kept
     (conflicts, and paths changed between the plan and the restore), and the checkpoint
     of the workspace it left."""
 
-    __slots__ = ("applied", "already", "kept", "checkpoint", "journal_id")
     applied: list[Change]
     already: list[Change]
     kept: list[Conflict]
     checkpoint: Checkpoint
     journal_id: str
-
-    def __init__(
-        self,
-        applied: list[Change],
-        already: list[Change],
-        kept: list[Conflict],
-        checkpoint: Checkpoint,
-        journal_id: str,
-    ) -> None:
-        self.applied = applied
-        self.already = already
-        self.kept = kept
-        self.checkpoint = checkpoint
-        self.journal_id = journal_id
 
     def to_dict(self) -> dict[str, Any]:
         return {

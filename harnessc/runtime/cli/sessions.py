@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from msgspec import Struct
+
 from harnessc.runtime.cli.args import UsageError
 from harnessc.runtime.cli.output import one_line
 from harnessc.runtime.runs.sessions import (
@@ -29,7 +31,6 @@ from harnessc.runtime.runs.sessions import (
 )
 from harnessc.runtime.session.repo_protocol import SessionRepo
 from harnessc.runtime.session.session import Session, SessionError, SessionHeader
-from harnessc.runtime.support.records import Record
 
 if TYPE_CHECKING:
     from harnessc.runtime.session.repo import JsonlSessionRepo, SessionMeta
@@ -54,18 +55,12 @@ __all__ = [
 ]
 
 
-class SessionChoice(Record):
+class SessionChoice(Struct):
     """The session to hand to ``build_options`` (None: let it create one)."""
 
-    __slots__ = ("session", "new", "note")
     session: Session | None
     new: bool  # a fresh session (removed again when the run never starts)
-    note: str | None  # something to tell the user on stderr
-
-    def __init__(self, session: Session | None, new: bool, note: str | None = None) -> None:
-        self.session = session
-        self.new = new
-        self.note = note
+    note: str | None = None  # something to tell the user on stderr
 
 
 def open_repo(root: str | os.PathLike[str] | None) -> JsonlSessionRepo:

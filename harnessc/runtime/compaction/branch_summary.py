@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from msgspec import Struct
+
 from harnessc.runtime.compaction.file_ops import FileOperations
 from harnessc.runtime.compaction.prompts import (
     BRANCH_SUMMARY_SYSTEM_PROMPT,
@@ -16,7 +18,6 @@ from harnessc.runtime.core.options import AgentHarnessStreamOptions, Model
 from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.providers.base import Provider
 from harnessc.runtime.session.session import Session, SessionEntry, entry_message
-from harnessc.runtime.support.records import Record
 
 __all__ = [
     "BranchSummaryPreparation",
@@ -26,37 +27,13 @@ __all__ = [
 ]
 
 
-class BranchSummaryPreparation(Record):
-    __slots__ = (
-        "target_id",
-        "old_leaf_id",
-        "common_ancestor_id",
-        "entries",
-        "messages",
-        "file_ops",
-    )
+class BranchSummaryPreparation(Struct):
     target_id: str | None
     old_leaf_id: str | None
     common_ancestor_id: str | None
     entries: list[SessionEntry]  # the abandoned entries, oldest first
     messages: list[Message]  # their messages, within the token budget
     file_ops: FileOperations
-
-    def __init__(
-        self,
-        target_id: str | None,
-        old_leaf_id: str | None,
-        common_ancestor_id: str | None,
-        entries: list[SessionEntry],
-        messages: list[Message],
-        file_ops: FileOperations,
-    ) -> None:
-        self.target_id = target_id
-        self.old_leaf_id = old_leaf_id
-        self.common_ancestor_id = common_ancestor_id
-        self.entries = entries
-        self.messages = messages
-        self.file_ops = file_ops
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -70,16 +47,10 @@ class BranchSummaryPreparation(Record):
         }
 
 
-class BranchSummaryResult(Record):
-    __slots__ = ("summary", "from_id", "details")
+class BranchSummaryResult(Struct):
     summary: str
     from_id: str
-    details: dict[str, Any] | None
-
-    def __init__(self, summary: str, from_id: str, details: dict[str, Any] | None = None) -> None:
-        self.summary = summary
-        self.from_id = from_id
-        self.details = details
+    details: dict[str, Any] | None = None
 
 
 def prepare_branch_summary(

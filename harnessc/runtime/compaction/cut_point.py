@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from msgspec import Struct
+
 from harnessc.runtime.compaction.file_ops import FileOperations
 from harnessc.runtime.compaction.trigger import CompactionSettings
 from harnessc.runtime.core.message_size import estimate_context_tokens, estimate_tokens
@@ -22,7 +24,6 @@ from harnessc.runtime.session.session import (
     build_context,
     entry_message,
 )
-from harnessc.runtime.support.records import Record
 
 __all__ = ["CompactionPreparation", "CutPoint", "find_cut_point", "prepare_compaction"]
 
@@ -42,18 +43,10 @@ def _is_valid_cut(entry: SessionEntry) -> bool:
     return entry.type == "message" and entry.role in _CUTTABLE_ROLES
 
 
-class CutPoint(Record):
-    __slots__ = ("first_kept_index", "turn_start_index", "is_split_turn")
+class CutPoint(Struct):
     first_kept_index: int  # index into the entries given to find_cut_point
-    turn_start_index: int  # start of the split turn, -1 when the cut is at a turn start
-    is_split_turn: bool
-
-    def __init__(
-        self, first_kept_index: int, turn_start_index: int = -1, is_split_turn: bool = False
-    ) -> None:
-        self.first_kept_index = first_kept_index
-        self.turn_start_index = turn_start_index
-        self.is_split_turn = is_split_turn
+    turn_start_index: int = -1  # start of the split turn, -1 when the cut is at a turn start
+    is_split_turn: bool = False
 
 
 def find_cut_point(
@@ -97,17 +90,7 @@ def find_cut_point(
 # -- preparation ----------------------------------------------------------------------
 
 
-class CompactionPreparation(Record):
-    __slots__ = (
-        "first_kept_entry_id",
-        "messages_to_summarize",
-        "turn_prefix_messages",
-        "is_split_turn",
-        "tokens_before",
-        "previous_summary",
-        "file_ops",
-        "settings",
-    )
+class CompactionPreparation(Struct):
     first_kept_entry_id: str
     messages_to_summarize: list[Message]
     turn_prefix_messages: list[Message]
@@ -116,26 +99,6 @@ class CompactionPreparation(Record):
     previous_summary: str | None
     file_ops: FileOperations
     settings: CompactionSettings
-
-    def __init__(
-        self,
-        first_kept_entry_id: str,
-        messages_to_summarize: list[Message],
-        turn_prefix_messages: list[Message],
-        is_split_turn: bool,
-        tokens_before: int,
-        previous_summary: str | None,
-        file_ops: FileOperations,
-        settings: CompactionSettings,
-    ) -> None:
-        self.first_kept_entry_id = first_kept_entry_id
-        self.messages_to_summarize = messages_to_summarize
-        self.turn_prefix_messages = turn_prefix_messages
-        self.is_split_turn = is_split_turn
-        self.tokens_before = tokens_before
-        self.previous_summary = previous_summary
-        self.file_ops = file_ops
-        self.settings = settings
 
     def to_dict(self) -> dict[str, Any]:
         return {

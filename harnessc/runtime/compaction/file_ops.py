@@ -5,29 +5,19 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from msgspec import Struct
+
 from harnessc.runtime.core.messages import AssistantMessage, Message
-from harnessc.runtime.support.records import Factory, Record
 
 __all__ = ["FileOperations"]
 
 
-_NEW_SET: Any = Factory(set)
-
-
-class FileOperations(Record):
+class FileOperations(Struct):
     """Files the summarised part read and changed (from read/write/edit tool calls)."""
 
-    __slots__ = ("read", "written", "edited")
-    read: set[str]
-    written: set[str]
-    edited: set[str]
-
-    def __init__(
-        self, read: set[str] = _NEW_SET, written: set[str] = _NEW_SET, edited: set[str] = _NEW_SET
-    ) -> None:
-        self.read = set() if read is _NEW_SET else read
-        self.written = set() if written is _NEW_SET else written
-        self.edited = set() if edited is _NEW_SET else edited
+    read: set[str] = set()
+    written: set[str] = set()
+    edited: set[str] = set()
 
     def add_messages(self, messages: Iterable[Message]) -> None:
         for message in messages:

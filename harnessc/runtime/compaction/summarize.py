@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
+
+from msgspec import Struct
+from msgspec.structs import replace
 
 from harnessc.runtime.compaction.cut_point import CompactionPreparation
 from harnessc.runtime.compaction.prompts import (
@@ -17,7 +19,6 @@ from harnessc.runtime.core.options import AgentHarnessStreamOptions, Model, Thin
 from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.providers.base import Context, Provider, ProviderRequest
 from harnessc.runtime.session.session import SessionEntry
-from harnessc.runtime.support.records import Record
 
 __all__ = ["CompactionResult", "complete_summary", "generate_summary"]
 
@@ -57,30 +58,13 @@ async def complete_summary(
     return text
 
 
-class CompactionResult(Record):
-    __slots__ = ("summary", "first_kept_entry_id", "tokens_before", "details", "entry", "from_hook")
+class CompactionResult(Struct):
     summary: str
     first_kept_entry_id: str
     tokens_before: int
-    details: dict[str, Any] | None
-    entry: SessionEntry | None  # the appended compaction entry
-    from_hook: bool
-
-    def __init__(
-        self,
-        summary: str,
-        first_kept_entry_id: str,
-        tokens_before: int,
-        details: dict[str, Any] | None = None,
-        entry: SessionEntry | None = None,
-        from_hook: bool = False,
-    ) -> None:
-        self.summary = summary
-        self.first_kept_entry_id = first_kept_entry_id
-        self.tokens_before = tokens_before
-        self.details = details
-        self.entry = entry
-        self.from_hook = from_hook
+    details: dict[str, Any] | None = None
+    entry: SessionEntry | None = None  # the appended compaction entry
+    from_hook: bool = False
 
 
 async def generate_summary(

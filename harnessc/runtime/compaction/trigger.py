@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+from msgspec import Struct
+
 from harnessc.runtime.core.message_size import estimate_context_tokens
 from harnessc.runtime.session.session import Session
-from harnessc.runtime.support.records import Record
 
 if TYPE_CHECKING:
     from harnessc.runtime.core.events import Event
@@ -38,23 +39,15 @@ class NothingToCompactError(CompactionError):
     """The context is already small enough: nothing before the cut point."""
 
 
-class CompactionSettings(Record):
-    __slots__ = ("enabled", "reserve_tokens", "keep_recent_tokens")
-    enabled: bool
-    reserve_tokens: int
-    keep_recent_tokens: int
-
-    def __init__(
-        self, enabled: bool = True, reserve_tokens: int = 16384, keep_recent_tokens: int = 20000
-    ) -> None:
-        self.enabled = enabled
-        self.reserve_tokens = reserve_tokens
-        self.keep_recent_tokens = keep_recent_tokens
+class CompactionSettings(Struct):
+    enabled: bool = True
+    reserve_tokens: int = 16384
+    keep_recent_tokens: int = 20000
 
 
 class CompactionHost(Protocol):
     """What compaction reads and calls of the agent it compacts (``needs_compaction``,
-    ``compact_harness``): the agent loop satisfies it, and so does the harness."""
+    ``compact_harness``): the agent's parts satisfy it, and so does the harness."""
 
     @property
     def session(self) -> Session: ...

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from typing import Any
 
-from harnessc.runtime.support.records import Factory, Record
+from msgspec import Struct, field
 
 __all__ = [
     "BUDGET_LIMITS",
@@ -20,33 +21,15 @@ __all__ = [
 BUDGET_LIMITS: tuple[str, ...] = ("turns", "tool_calls", "wall_clock_s", "tokens", "cost_usd")
 
 
-class Budget(Record):
+class Budget(Struct):
     """Hard limits (None = unlimited) and the fraction at which a warning is emitted."""
 
-    __slots__ = ("turns", "tool_calls", "wall_clock_s", "tokens", "cost_usd", "soft_ratio")
-    turns: int | None
-    tool_calls: int | None
-    wall_clock_s: float | None
-    tokens: int | None  # the usage total of every reply (cached tokens included)
-    cost_usd: float | None
-    soft_ratio: float
-
-    def __init__(
-        self,
-        turns: int | None = None,
-        tool_calls: int | None = None,
-        wall_clock_s: float | None = None,
-        tokens: int | None = None,
-        cost_usd: float | None = None,
-        soft_ratio: float = 0.8,
-    ) -> None:
-        self.turns = turns
-        self.tool_calls = tool_calls
-        self.wall_clock_s = wall_clock_s
-        self.tokens = tokens
-        self.cost_usd = cost_usd
-        self.soft_ratio = soft_ratio
-        self.__post_init__()
+    turns: int | None = None
+    tool_calls: int | None = None
+    wall_clock_s: float | None = None
+    tokens: int | None = None  # the usage total of every reply (cached tokens included)
+    cost_usd: float | None = None
+    soft_ratio: float = 0.8
 
     def __post_init__(self) -> None:
         for name in BUDGET_LIMITS:
@@ -57,27 +40,12 @@ class Budget(Record):
             raise ValueError(f"budget soft_ratio must be in (0, 1] (got {self.soft_ratio})")
 
 
-class BudgetUsage(Record):
-    __slots__ = ("turns", "tool_calls", "wall_clock_s", "tokens", "cost_usd")
-    turns: int
-    tool_calls: int
-    wall_clock_s: float
-    tokens: int
-    cost_usd: float
-
-    def __init__(
-        self,
-        turns: int = 0,
-        tool_calls: int = 0,
-        wall_clock_s: float = 0.0,
-        tokens: int = 0,
-        cost_usd: float = 0.0,
-    ) -> None:
-        self.turns = turns
-        self.tool_calls = tool_calls
-        self.wall_clock_s = wall_clock_s
-        self.tokens = tokens
-        self.cost_usd = cost_usd
+class BudgetUsage(Struct):
+    turns: int = 0
+    tool_calls: int = 0
+    wall_clock_s: float = 0.0
+    tokens: int = 0
+    cost_usd: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -102,47 +70,23 @@ class BudgetUsage(Record):
 
 
 NO_WARNINGS: frozenset[str] = frozenset()  # one shared empty set (each frozenset() is new)
-_NEW_BUDGET: Any = Factory(Budget)
-_NEW_USAGE: Any = Factory(BudgetUsage)
 
 
-class BudgetWarning(Record):
-    __slots__ = ("limit", "used", "maximum", "level")
+class BudgetWarning(Struct):
     limit: str
     used: float
     maximum: float
     level: str  # "soft" | "hard"
 
-    def __init__(self, limit: str, used: float, maximum: float, level: str) -> None:
-        self.limit = limit
-        self.used = used
-        self.maximum = maximum
-        self.level = level
 
-
-class BudgetTracker(Record):
+class BudgetTracker(Struct):
     """Counts what a run used; ``check`` says which limits were crossed."""
 
-    __slots__ = ("budget", "usage", "warned", "_clock_started", "clock")
-    budget: Budget
-    usage: BudgetUsage
-    warned: frozenset[str]  # the limits a soft warning was given for
-    _clock_started: float | None
-    clock: Callable[[], float]  # RunInputs.clock (a durable run's steps)
-
-    def __init__(
-        self,
-        budget: Budget = _NEW_BUDGET,
-        usage: BudgetUsage = _NEW_USAGE,
-        warned: frozenset[str] = NO_WARNINGS,
-        _clock_started: float | None = None,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.budget = Budget() if budget is _NEW_BUDGET else budget
-        self.usage = BudgetUsage() if usage is _NEW_USAGE else usage
-        self.warned = warned
-        self._clock_started = _clock_started
-        self.clock = clock
+    budget: Budget = field(default_factory=Budget)
+    usage: BudgetUsage = field(default_factory=BudgetUsage)
+    warned: frozenset[str] = NO_WARNINGS  # the limits a soft warning was given for
+    _clock_started: float | None = None
+    clock: Callable[[], float] = time.monotonic  # RunInputs.clock (a durable run's steps)
 
     def start_clock(self) -> None:
         if self._clock_started is None:
@@ -156,6 +100,17 @@ class BudgetTracker(Record):
     def elapsed(self) -> float:
         running = 0.0 if self._clock_started is None else self.clock() - self._clock_started
         return self.usage.wall_clock_s + running
+
+    def deadline(self) -> float | None:
+        """When the wall-clock limit runs out, on the running event loop's clock
+        (``loop.time()``); None without a wall-clock limit. Computed once per model call
+        or tool batch, so the provider, the loop's timeout scope and the verdict on a
+        failed reply all read one moment."""
+        limit = self.budget.wall_clock_s
+        if limit is None:
+            return None
+        remaining = max(0.0, limit - self.elapsed())
+        return asyncio.get_running_loop().time() + remaining
 
     def used(self, limit: str) -> float:
         if limit == "wall_clock_s":

@@ -13,13 +13,12 @@ which is also where a generated module imports them from.
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from harnessc.runtime.support.records import Record
+from msgspec import Struct
 
 __all__ = [
     "EXTENSIONS",
@@ -66,31 +65,16 @@ def load_object(path: str) -> Any:
     return obj
 
 
-class ToolEntry(Record, frozen=True):
+class ToolEntry(Struct, frozen=True):
     """A built-in tool: ``factory(**options)`` builds it."""
 
-    __slots__ = ("name", "factory", "summary", "claude_code_name", "options")
     name: str
     factory: str
     summary: str
-    claude_code_name: str | None
+    claude_code_name: str | None = None
     """The name Claude Code gives the same tool (command hooks see this one); None: none."""
-    options: tuple[str, ...]
+    options: tuple[str, ...] = ()
     """Spec keys under ``tools[].<name>``, passed to the factory as keyword arguments."""
-
-    def __init__(
-        self,
-        name: str,
-        factory: str,
-        summary: str,
-        claude_code_name: str | None = None,
-        options: tuple[str, ...] = (),
-    ) -> None:
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "factory", factory)
-        object.__setattr__(self, "summary", summary)
-        object.__setattr__(self, "claude_code_name", claude_code_name)
-        object.__setattr__(self, "options", options)
 
     def load(self) -> Callable[..., Any]:
         factory: Callable[..., Any] = load_object(self.factory)
@@ -112,25 +96,15 @@ class ToolEntry(Record, frozen=True):
         return self.load()(**options)
 
 
-class ExtensionEntry(Record, frozen=True):
+class ExtensionEntry(Struct, frozen=True):
     """A built-in extension: ``factory(config)`` builds it from its config dataclass."""
 
-    __slots__ = ("name", "factory", "config", "summary", "aliases")
     name: str
     factory: str
     config: str
     summary: str
-    aliases: tuple[str, ...]
+    aliases: tuple[str, ...] = ()
     """Other names it is built under (the ``hook/...`` names)."""
-
-    def __init__(
-        self, name: str, factory: str, config: str, summary: str, aliases: tuple[str, ...] = ()
-    ) -> None:
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "factory", factory)
-        object.__setattr__(self, "config", config)
-        object.__setattr__(self, "summary", summary)
-        object.__setattr__(self, "aliases", aliases)
 
     @property
     def order(self) -> int:
@@ -153,10 +127,9 @@ class ExtensionEntry(Record, frozen=True):
         return self.load()(dict(config) if config is not None else None)
 
 
-class ProviderEntry(Record, frozen=True):
+class ProviderEntry(Struct, frozen=True):
     """A wire API: the spec's ``provider`` name, the runtime's api name and its class."""
 
-    __slots__ = ("name", "api", "provider", "base_url", "key_env", "summary")
     name: str
     api: str
     provider: str
@@ -164,16 +137,6 @@ class ProviderEntry(Record, frozen=True):
     key_env: str
     """The variable the provider's own tools read the key from (a suggestion; specs name theirs)."""
     summary: str
-
-    def __init__(
-        self, name: str, api: str, provider: str, base_url: str, key_env: str, summary: str
-    ) -> None:
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "api", api)
-        object.__setattr__(self, "provider", provider)
-        object.__setattr__(self, "base_url", base_url)
-        object.__setattr__(self, "key_env", key_env)
-        object.__setattr__(self, "summary", summary)
 
     def load(self) -> Callable[[], Any]:
         cls: Callable[[], Any] = load_object(self.provider)
@@ -183,7 +146,7 @@ class ProviderEntry(Record, frozen=True):
         return self.load()()
 
 
-class ToolSourceEntry(Record, frozen=True):
+class ToolSourceEntry(Struct, frozen=True):
     """A source of tools found at run time (MCP servers): a spec section of its own.
 
     ``factory(configs, ...)`` builds the extension that adds the tools; ``config`` is
@@ -191,23 +154,12 @@ class ToolSourceEntry(Record, frozen=True):
     it needs (``extra``), checked at build and at start without importing it.
     """
 
-    __slots__ = ("name", "factory", "config", "requires", "extra", "summary")
     name: str
     factory: str
     config: str
     requires: str
     extra: str
     summary: str
-
-    def __init__(
-        self, name: str, factory: str, config: str, requires: str, extra: str, summary: str
-    ) -> None:
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "factory", factory)
-        object.__setattr__(self, "config", config)
-        object.__setattr__(self, "requires", requires)
-        object.__setattr__(self, "extra", extra)
-        object.__setattr__(self, "summary", summary)
 
     def load(self) -> Callable[..., Any]:
         factory: Callable[..., Any] = load_object(self.factory)
@@ -233,6 +185,8 @@ class ToolSourceEntry(Record, frozen=True):
 
 
 def _dataclass_defaults(cls: type) -> dict[str, Any]:
+    import dataclasses  # the config types are dataclasses: loaded with them
+
     out: dict[str, Any] = {}
     for item in dataclasses.fields(cls):  # type: ignore[arg-type]
         if not item.init or item.name.startswith("_"):

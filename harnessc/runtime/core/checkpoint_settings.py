@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from msgspec import Struct
+
 from harnessc.runtime.support.data_folder import DataFolder, FolderSetting
-from harnessc.runtime.support.records import Record
 
 __all__ = [
     "DEFAULT_MAX_FILES",
@@ -19,30 +20,15 @@ DEFAULT_MAX_FILES = 100_000
 STORE_FOLDER = DataFolder("checkpoints")  # the store's default place
 
 
-class CheckpointSettings(Record):
+class CheckpointSettings(Struct):
     """Whether the workspace is checkpointed around tool batches that may change it,
     what is left out besides what ``.gitignore`` names (gitignore patterns rooted at the
     workspace), the size over which a file is left out, the number of files over which
     the workspace is not checkpointed at all (a working directory that is a whole home
     folder), and the store's folder (default: the project's data folder)."""
 
-    __slots__ = ("enabled", "exclude", "max_file_bytes", "max_files", "folder")
-    enabled: bool
-    exclude: Sequence[str]
-    max_file_bytes: int
-    max_files: int
-    folder: FolderSetting
-
-    def __init__(
-        self,
-        enabled: bool = True,
-        exclude: Sequence[str] = (),
-        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-        max_files: int = DEFAULT_MAX_FILES,
-        folder: FolderSetting = STORE_FOLDER,
-    ) -> None:
-        self.enabled = enabled
-        self.exclude = exclude
-        self.max_file_bytes = max_file_bytes
-        self.max_files = max_files
-        self.folder = folder
+    enabled: bool = True
+    exclude: Sequence[str] = ()
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    max_files: int = DEFAULT_MAX_FILES
+    folder: FolderSetting = STORE_FOLDER

@@ -13,7 +13,7 @@ import re
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from harnessc.runtime.support.records import Record
+from msgspec import Struct
 
 __all__ = [
     "Command",
@@ -40,35 +40,20 @@ class CommandNameError(ValueError):
     pass
 
 
-class Command(Record):
-    __slots__ = ("name", "description", "handler", "source")
+class Command(Struct):
     name: str
     description: str
     handler: Callable[[str], Any]
-    source: str
-
-    def __init__(
-        self, name: str, description: str, handler: Callable[[str], Any], source: str = ""
-    ) -> None:
-        self.name = name
-        self.description = description
-        self.handler = handler
-        self.source = source
+    source: str = ""
 
 
-class CommandOutcome(Record):
+class CommandOutcome(Struct):
     """``prompt``: send ``text`` to the model; ``reply``: show ``text``, no model call;
     ``unknown``: no such command (``text`` lists the known ones)."""
 
-    __slots__ = ("kind", "text", "command")
     kind: str
     text: str
-    command: str
-
-    def __init__(self, kind: str, text: str, command: str = "") -> None:
-        self.kind = kind
-        self.text = text
-        self.command = command
+    command: str = ""
 
 
 def split_command(text: str) -> tuple[str, str] | None:

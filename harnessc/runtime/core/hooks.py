@@ -1,4 +1,4 @@
-"""Hook moments, their aliases across the three designs, and the results hooks may return.
+"""Hook moments' names (from the catalog, core/moments.py), and the results hooks may return.
 
 A hook is a handler registered on a moment with ``harness.on(name, handler)`` or
 declared as a ``HookSpec`` in the options. Handlers run in registration order; sync
@@ -8,8 +8,6 @@ a dict with the same keys, or None).
 
 from __future__ import annotations
 
-import dataclasses
-import difflib
 import inspect
 import re
 import types
@@ -17,10 +15,12 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from msgspec import Struct
+
 from harnessc.runtime.core.budget import Budget
 from harnessc.runtime.core.events import EVENT_ALIASES, EVENT_TYPES
 from harnessc.runtime.core.messages import Message, ToolCall, Usage, UserContent
-from harnessc.runtime.support.records import NEW_LIST, Record
+from harnessc.runtime.core.moments import MOMENTS
 
 __all__ = [
     "ACTING_HOOKS",
@@ -63,47 +63,12 @@ __all__ = [
 
 # Moments where handlers act (their return value changes what the loop does). Each
 # receives its own event type below; none of these is part of the event stream.
-ACTING_HOOKS: tuple[str, ...] = (
-    "before_agent_start",
-    "context",
-    "before_provider_request",
-    "before_provider_payload",
-    "after_provider_response",
-    "after_plan",
-    "tool_call",
-    "tool_result",
-    "before_stop",
-    "on_budget_exceeded",
-    "session_before_compact",
-    "session_before_tree",
-)
+ACTING_HOOKS: tuple[str, ...] = tuple(m.name for m in MOMENTS if m.acting)
 
 # Every other alias (the state machine's topics, older names) -> canonical moment.
-HOOK_ALIASES: dict[str, str] = {
-    "before_plan": "before_agent_start",
-    "before_step": "context",
-    "before_tool_call": "tool_call",
-    "after_tool_call": "tool_result",
-    "after_step": "turn_end",
-    "on_complete": "agent_end",
-    "budget_exceeded": "on_budget_exceeded",
-    "turn_stop": "before_stop",
-    "on_pause": "agent_pause",
-    "on_error": "error",
-}
+HOOK_ALIASES: dict[str, str] = {alias: m.name for m in MOMENTS for alias in m.aliases}
 
-SEED_004_TOPICS: tuple[str, ...] = (
-    "before_plan",
-    "after_plan",
-    "before_tool_call",
-    "after_tool_call",
-    "before_step",
-    "after_step",
-    "on_error",
-    "on_pause",
-    "on_budget_exceeded",
-    "on_complete",
-)
+SEED_004_TOPICS: tuple[str, ...] = tuple(m.seed_004 for m in MOMENTS if m.seed_004)
 
 HOOK_NAMES: frozenset[str] = frozenset(
     set(ACTING_HOOKS) | set(HOOK_ALIASES) | set(EVENT_TYPES) | set(EVENT_ALIASES)
@@ -123,6 +88,8 @@ def canonical_hook_name(name: str) -> str:
     alias = HOOK_ALIASES.get(name)
     if alias is not None:
         return alias
+    import difflib  # only for the message
+
     close = difflib.get_close_matches(name, sorted(HOOK_NAMES), n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     raise UnknownHookError(
@@ -130,38 +97,25 @@ def canonical_hook_name(name: str) -> str:
     )
 
 
-class HookSpec(Record):
+class HookSpec(Struct):
     """A handler declared in the options: registered on the harness at construction."""
 
-    __slots__ = ("moment", "handler", "matcher", "name", "timeout_s", "_pattern")
     moment: str
     handler: Callable[..., Any]
-    matcher: str | None  # regex over the tool name (tool moments only)
-    name: str | None
-    timeout_s: float | None
-    _pattern: re.Pattern[str] | None  # the compiled matcher (not a field)
+    matcher: str | None = None  # regex over the tool name (tool moments only)
+    name: str | None = None
+    timeout_s: float | None = None
 
-    def __init__(
-        self,
-        moment: str,
-        handler: Callable[..., Any],
-        matcher: str | None = None,
-        name: str | None = None,
-        timeout_s: float | None = None,
-    ) -> None:
-        self.moment = moment
-        self.handler = handler
-        self.matcher = matcher
-        self.name = name
-        self.timeout_s = timeout_s
-        canonical_hook_name(moment)
-        self._pattern = re.compile(matcher) if matcher else None
+    def __post_init__(self) -> None:
+        canonical_hook_name(self.moment)
+        if self.matcher:
+            re.compile(self.matcher)  # a bad pattern fails here, not at the first call
 
     def matches_tool(self, tool_name: str | None) -> bool:
         """A matcher is a regex over the whole tool name (``write|edit``)."""
-        if self._pattern is None or tool_name is None:
+        if not self.matcher or tool_name is None:
             return True
-        return self._pattern.fullmatch(tool_name) is not None
+        return re.fullmatch(self.matcher, tool_name) is not None
 
 
 def accepts_context(handler: Callable[..., Any]) -> bool:
@@ -181,333 +135,140 @@ def accepts_context(handler: Callable[..., Any]) -> bool:
 # -- hook events --------------------------------------------------------------
 
 
-class BeforeAgentStartEvent(Record):
-    __slots__ = ("prompt", "images", "system_prompt", "resources", "hook")
+class BeforeAgentStartEvent(Struct):
     prompt: str
     images: list[UserContent] | None
     system_prompt: str
     resources: Any
-    hook: str
-
-    def __init__(
-        self,
-        prompt: str,
-        images: list[UserContent] | None,
-        system_prompt: str,
-        resources: Any,
-        hook: str = "before_agent_start",
-    ) -> None:
-        self.prompt = prompt
-        self.images = images
-        self.system_prompt = system_prompt
-        self.resources = resources
-        self.hook = hook
+    hook: str = "before_agent_start"
 
 
-class ContextEvent(Record):
-    __slots__ = ("messages", "turn", "hook")
+class ContextEvent(Struct):
     messages: list[Message]
-    turn: int
-    hook: str
-
-    def __init__(self, messages: list[Message], turn: int = 0, hook: str = "context") -> None:
-        self.messages = messages
-        self.turn = turn
-        self.hook = hook
+    turn: int = 0
+    hook: str = "context"
 
 
-class BeforeProviderRequestEvent(Record):
-    __slots__ = ("model", "session_id", "stream_options", "hook")
+class BeforeProviderRequestEvent(Struct):
     model: Any
     session_id: str | None
     stream_options: Any
-    hook: str
-
-    def __init__(
-        self,
-        model: Any,
-        session_id: str | None,
-        stream_options: Any,
-        hook: str = "before_provider_request",
-    ) -> None:
-        self.model = model
-        self.session_id = session_id
-        self.stream_options = stream_options
-        self.hook = hook
+    hook: str = "before_provider_request"
 
 
-class BeforeProviderPayloadEvent(Record):
-    __slots__ = ("model", "payload", "hook")
+class BeforeProviderPayloadEvent(Struct):
     model: Any
     payload: Any
-    hook: str
-
-    def __init__(self, model: Any, payload: Any, hook: str = "before_provider_payload") -> None:
-        self.model = model
-        self.payload = payload
-        self.hook = hook
+    hook: str = "before_provider_payload"
 
 
-class AfterProviderResponseEvent(Record):
-    __slots__ = ("status", "headers", "hook")
+class AfterProviderResponseEvent(Struct):
     status: int
     headers: dict[str, str]
-    hook: str
-
-    def __init__(
-        self, status: int, headers: dict[str, str], hook: str = "after_provider_response"
-    ) -> None:
-        self.status = status
-        self.headers = headers
-        self.hook = hook
+    hook: str = "after_provider_response"
 
 
-class AfterPlanEvent(Record):
-    __slots__ = ("tool_calls", "message", "hook")
+class AfterPlanEvent(Struct):
     tool_calls: list[ToolCall]
-    message: Any
-    hook: str
-
-    def __init__(
-        self, tool_calls: list[ToolCall], message: Any = None, hook: str = "after_plan"
-    ) -> None:
-        self.tool_calls = tool_calls
-        self.message = message
-        self.hook = hook
+    message: Any = None
+    hook: str = "after_plan"
 
 
-class ToolCallEvent(Record):
-    __slots__ = ("tool_call_id", "tool_name", "input", "hook")
+class ToolCallEvent(Struct):
     tool_call_id: str
     tool_name: str
     input: dict[str, Any]
-    hook: str
-
-    def __init__(
-        self, tool_call_id: str, tool_name: str, input: dict[str, Any], hook: str = "tool_call"
-    ) -> None:
-        self.tool_call_id = tool_call_id
-        self.tool_name = tool_name
-        self.input = input
-        self.hook = hook
+    hook: str = "tool_call"
 
 
-class ToolResultEvent(Record):
-    __slots__ = (
-        "tool_call_id",
-        "tool_name",
-        "input",
-        "content",
-        "details",
-        "is_error",
-        "usage",
-        "hook",
-    )
+class ToolResultEvent(Struct):
     tool_call_id: str
     tool_name: str
     input: dict[str, Any]
     content: list[UserContent]
     details: Any
     is_error: bool
-    usage: Usage | None
-    hook: str
-
-    def __init__(
-        self,
-        tool_call_id: str,
-        tool_name: str,
-        input: dict[str, Any],
-        content: list[UserContent],
-        details: Any,
-        is_error: bool,
-        usage: Usage | None = None,
-        hook: str = "tool_result",
-    ) -> None:
-        self.tool_call_id = tool_call_id
-        self.tool_name = tool_name
-        self.input = input
-        self.content = content
-        self.details = details
-        self.is_error = is_error
-        self.usage = usage
-        self.hook = hook
+    usage: Usage | None = None
+    hook: str = "tool_result"
 
 
-class BeforeStopEvent(Record):
+class BeforeStopEvent(Struct):
     """The model replied without tool calls: the run would stop here."""
 
-    __slots__ = ("message", "messages", "hook")
     message: Any
     messages: list[Message]
-    hook: str
-
-    def __init__(self, message: Any, messages: list[Message], hook: str = "before_stop") -> None:
-        self.message = message
-        self.messages = messages
-        self.hook = hook
+    hook: str = "before_stop"
 
 
-class SessionBeforeCompactEvent(Record):
-    __slots__ = ("preparation", "branch_entries", "custom_instructions", "hook")
+class SessionBeforeCompactEvent(Struct):
     preparation: Any
     branch_entries: list[Any]
-    custom_instructions: str | None
-    hook: str
-
-    def __init__(
-        self,
-        preparation: Any,
-        branch_entries: list[Any],
-        custom_instructions: str | None = None,
-        hook: str = "session_before_compact",
-    ) -> None:
-        self.preparation = preparation
-        self.branch_entries = branch_entries
-        self.custom_instructions = custom_instructions
-        self.hook = hook
+    custom_instructions: str | None = None
+    hook: str = "session_before_compact"
 
 
-class SessionBeforeTreeEvent(Record):
-    __slots__ = ("preparation", "hook")
+class SessionBeforeTreeEvent(Struct):
     preparation: Any
-    hook: str
-
-    def __init__(self, preparation: Any, hook: str = "session_before_tree") -> None:
-        self.preparation = preparation
-        self.hook = hook
+    hook: str = "session_before_tree"
 
 
 # -- hook results -------------------------------------------------------------
 
 
-class BeforeAgentStartResult(Record):
-    __slots__ = ("messages", "system_prompt")
-    messages: list[Message] | None
-    system_prompt: str | None
-
-    def __init__(
-        self, messages: list[Message] | None = None, system_prompt: str | None = None
-    ) -> None:
-        self.messages = messages
-        self.system_prompt = system_prompt
+class BeforeAgentStartResult(Struct):
+    messages: list[Message] | None = None
+    system_prompt: str | None = None
 
 
-class ContextResult(Record):
-    __slots__ = ("messages",)
-    messages: list[Message] | None
-
-    def __init__(self, messages: list[Message] | None = None) -> None:
-        self.messages = messages
+class ContextResult(Struct):
+    messages: list[Message] | None = None
 
 
-class BeforeProviderRequestResult(Record):
-    __slots__ = ("stream_options",)
-    stream_options: dict[str, Any] | None
-
-    def __init__(self, stream_options: dict[str, Any] | None = None) -> None:
-        self.stream_options = stream_options
+class BeforeProviderRequestResult(Struct):
+    stream_options: dict[str, Any] | None = None
 
 
-class BeforeProviderPayloadResult(Record):
-    __slots__ = ("payload",)
-    payload: Any
-
-    def __init__(self, payload: Any = None) -> None:
-        self.payload = payload
+class BeforeProviderPayloadResult(Struct):
+    payload: Any = None
 
 
-class AfterPlanResult(Record):
-    __slots__ = ("tool_calls",)
-    tool_calls: list[ToolCall] | None
-
-    def __init__(self, tool_calls: list[ToolCall] | None = None) -> None:
-        self.tool_calls = tool_calls
+class AfterPlanResult(Struct):
+    tool_calls: list[ToolCall] | None = None
 
 
-class ToolCallResult(Record):
-    __slots__ = ("block", "reason", "input")
-    block: bool
-    reason: str | None
-    input: dict[str, Any] | None  # replacement arguments
-
-    def __init__(
-        self, block: bool = False, reason: str | None = None, input: dict[str, Any] | None = None
-    ) -> None:
-        self.block = block
-        self.reason = reason
-        self.input = input
+class ToolCallResult(Struct):
+    block: bool = False
+    reason: str | None = None
+    input: dict[str, Any] | None = None  # replacement arguments
 
 
-class ToolResultPatch(Record):
-    __slots__ = ("content", "details", "is_error", "usage", "terminate")
-    content: list[UserContent] | None
-    details: Any
-    is_error: bool | None
-    usage: Usage | None
-    terminate: bool | None
-
-    def __init__(
-        self,
-        content: list[UserContent] | None = None,
-        details: Any = None,
-        is_error: bool | None = None,
-        usage: Usage | None = None,
-        terminate: bool | None = None,
-    ) -> None:
-        self.content = content
-        self.details = details
-        self.is_error = is_error
-        self.usage = usage
-        self.terminate = terminate
+class ToolResultPatch(Struct):
+    content: list[UserContent] | None = None
+    details: Any = None
+    is_error: bool | None = None
+    usage: Usage | None = None
+    terminate: bool | None = None
 
 
-class StopDecision(Record):
+class StopDecision(Struct):
     """From ``before_stop``: go on with these messages instead of stopping."""
 
-    __slots__ = ("continue_", "messages", "reason")
-    continue_: bool
-    messages: list[Message]
-    reason: str
-
-    def __init__(
-        self, continue_: bool = False, messages: list[Message] = NEW_LIST, reason: str = ""
-    ) -> None:
-        self.continue_ = continue_
-        self.messages = [] if messages is NEW_LIST else messages
-        self.reason = reason
+    continue_: bool = False
+    messages: list[Message] = []
+    reason: str = ""
 
 
-class SessionBeforeCompactResult(Record):
-    __slots__ = ("cancel", "compaction")
-    cancel: bool
-    compaction: Any
-
-    def __init__(self, cancel: bool = False, compaction: Any = None) -> None:
-        self.cancel = cancel
-        self.compaction = compaction
+class SessionBeforeCompactResult(Struct):
+    cancel: bool = False
+    compaction: Any = None
 
 
-class SessionBeforeTreeResult(Record):
-    __slots__ = ("cancel", "summary", "custom_instructions", "replace_instructions", "label")
-    cancel: bool
-    summary: Any
-    custom_instructions: str | None
-    replace_instructions: bool | None
-    label: str | None
-
-    def __init__(
-        self,
-        cancel: bool = False,
-        summary: Any = None,
-        custom_instructions: str | None = None,
-        replace_instructions: bool | None = None,
-        label: str | None = None,
-    ) -> None:
-        self.cancel = cancel
-        self.summary = summary
-        self.custom_instructions = custom_instructions
-        self.replace_instructions = replace_instructions
-        self.label = label
+class SessionBeforeTreeResult(Struct):
+    cancel: bool = False
+    summary: Any = None
+    custom_instructions: str | None = None
+    replace_instructions: bool | None = None
+    label: str | None = None
 
 
 class FailRun(Exception):
@@ -516,14 +277,10 @@ class FailRun(Exception):
     Any other exception a handler raises is reported and the run goes on."""
 
 
-class PauseRequest(Record):
+class PauseRequest(Struct):
     """Any hook may return this to pause the run back to IDLE ("needs review")."""
 
-    __slots__ = ("reason",)
-    reason: str
-
-    def __init__(self, reason: str = "needs_review") -> None:
-        self.reason = reason
+    reason: str = "needs_review"
 
 
 # The pauses that ask the user about a held tool call start with one of these (the rest
@@ -614,9 +371,11 @@ def _field_problem(cls: type[Any], values: Mapping[str, Any]) -> str | None:
 
 def _field_names(cls: type[Any]) -> tuple[str, ...] | None:
     """The field names of a record or dataclass type, None for any other type."""
-    if issubclass(cls, Record):
-        return cls._field_names
-    if dataclasses.is_dataclass(cls):
+    if issubclass(cls, Struct):
+        return cls.__struct_fields__
+    if hasattr(cls, "__dataclass_fields__"):
+        import dataclasses  # loaded already, by the module that made the class
+
         return tuple(f.name for f in dataclasses.fields(cls))
     return None
 

@@ -1,9 +1,8 @@
-"""Messages exchanged with a model, as slotted records (pi-ai's shapes).
+"""Messages exchanged with a model, as records (pi-ai's shapes).
 
 The JSON form (``to_dict`` / ``message_from_dict``) is the one pi writes into its
 session files (camelCase keys), so sessions written by either tool open in the other.
-The classes are ``Record`` classes: they compare, print, match and answer
-``dataclasses.fields``/``asdict``/``replace`` as dataclasses do.
+The classes are msgspec ``Struct`` records.
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any, Literal, TypeAlias
 
-from harnessc.runtime.support.records import NEW_LIST, Factory, Record
+from msgspec import Struct, field
 
 __all__ = [
     "AssistantContent",
@@ -43,22 +42,10 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-# A default meaning "now, in milliseconds, when the message is made".
-NOW_MS: Any = Factory(now_ms)
-
-
-class TextContent(Record):
-    __slots__ = ("text", "text_signature", "type")
+class TextContent(Struct):
     text: str
-    text_signature: str | None
-    type: Literal["text"]
-
-    def __init__(
-        self, text: str, text_signature: str | None = None, type: Literal["text"] = "text"
-    ) -> None:
-        self.text = text
-        self.text_signature = text_signature
-        self.type = type
+    text_signature: str | None = None
+    type: Literal["text"] = "text"
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": "text", "text": self.text}
@@ -67,39 +54,20 @@ class TextContent(Record):
         return out
 
 
-class ImageContent(Record):
-    __slots__ = ("data", "mime_type", "type")
+class ImageContent(Struct):
     data: str  # base64
     mime_type: str
-    type: Literal["image"]
-
-    def __init__(self, data: str, mime_type: str, type: Literal["image"] = "image") -> None:
-        self.data = data
-        self.mime_type = mime_type
-        self.type = type
+    type: Literal["image"] = "image"
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": "image", "data": self.data, "mimeType": self.mime_type}
 
 
-class ThinkingContent(Record):
-    __slots__ = ("thinking", "thinking_signature", "redacted", "type")
+class ThinkingContent(Struct):
     thinking: str
-    thinking_signature: str | None
-    redacted: bool
-    type: Literal["thinking"]
-
-    def __init__(
-        self,
-        thinking: str,
-        thinking_signature: str | None = None,
-        redacted: bool = False,
-        type: Literal["thinking"] = "thinking",
-    ) -> None:
-        self.thinking = thinking
-        self.thinking_signature = thinking_signature
-        self.redacted = redacted
-        self.type = type
+    thinking_signature: str | None = None
+    redacted: bool = False
+    type: Literal["thinking"] = "thinking"
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": "thinking", "thinking": self.thinking}
@@ -110,29 +78,14 @@ class ThinkingContent(Record):
         return out
 
 
-class ToolCall(Record):
-    __slots__ = ("id", "name", "arguments", "parse_error", "type")
+class ToolCall(Struct):
     id: str
     name: str
     arguments: dict[str, Any]
     # Set when the model sent arguments that are not valid JSON; the loop turns such a
     # call into an error result the model can read instead of running the tool.
-    parse_error: str | None
-    type: Literal["toolCall"]
-
-    def __init__(
-        self,
-        id: str,
-        name: str,
-        arguments: dict[str, Any],
-        parse_error: str | None = None,
-        type: Literal["toolCall"] = "toolCall",
-    ) -> None:
-        self.id = id
-        self.name = name
-        self.arguments = arguments
-        self.parse_error = parse_error
-        self.type = type
+    parse_error: str | None = None
+    type: Literal["toolCall"] = "toolCall"
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -150,29 +103,14 @@ UserContent: TypeAlias = TextContent | ImageContent
 AssistantContent: TypeAlias = TextContent | ThinkingContent | ToolCall
 
 
-class Cost(Record):
+class Cost(Struct, frozen=True):
     """Dollars spent, split like the usage counts."""
 
-    __slots__ = ("input", "output", "cache_read", "cache_write", "total")
-    input: float
-    output: float
-    cache_read: float
-    cache_write: float
-    total: float
-
-    def __init__(
-        self,
-        input: float = 0.0,
-        output: float = 0.0,
-        cache_read: float = 0.0,
-        cache_write: float = 0.0,
-        total: float = 0.0,
-    ) -> None:
-        self.input = input
-        self.output = output
-        self.cache_read = cache_read
-        self.cache_write = cache_write
-        self.total = total
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+    total: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -189,36 +127,18 @@ def _amount(value: float) -> float | int:
     return 0 if value == 0 else value
 
 
-_NEW_COST: Any = Factory(Cost)
 # The cost of a reply that spent nothing (a model without prices, a local one), shared by
 # all of them: a usage's cost is replaced, never changed in place.
 NO_COST = Cost()
 
 
-class Usage(Record):
-    __slots__ = ("input", "output", "cache_read", "cache_write", "total_tokens", "cost")
-    input: int
-    output: int
-    cache_read: int
-    cache_write: int
-    total_tokens: int
-    cost: Cost
-
-    def __init__(
-        self,
-        input: int = 0,
-        output: int = 0,
-        cache_read: int = 0,
-        cache_write: int = 0,
-        total_tokens: int = 0,
-        cost: Cost = _NEW_COST,
-    ) -> None:
-        self.input = input
-        self.output = output
-        self.cache_read = cache_read
-        self.cache_write = cache_write
-        self.total_tokens = total_tokens
-        self.cost = NO_COST if cost is _NEW_COST else cost
+class Usage(Struct):
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    total_tokens: int = 0
+    cost: Cost = NO_COST
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -253,24 +173,10 @@ class Usage(Record):
         )
 
 
-_NEW_USAGE: Any = Factory(Usage)
-
-
-class UserMessage(Record):
-    __slots__ = ("content", "timestamp", "role")
+class UserMessage(Struct):
     content: str | list[UserContent]
-    timestamp: int
-    role: Literal["user"]
-
-    def __init__(
-        self,
-        content: str | list[UserContent],
-        timestamp: int = NOW_MS,
-        role: Literal["user"] = "user",
-    ) -> None:
-        self.content = content
-        self.timestamp = now_ms() if timestamp is NOW_MS else timestamp
-        self.role = role
+    timestamp: int = field(default_factory=now_ms)
+    role: Literal["user"] = "user"
 
     def to_dict(self) -> dict[str, Any]:
         content: Any = (
@@ -279,55 +185,19 @@ class UserMessage(Record):
         return {"role": "user", "content": content, "timestamp": self.timestamp}
 
 
-class AssistantMessage(Record):
-    __slots__ = (
-        "content",
-        "api",
-        "provider",
-        "model",
-        "usage",
-        "stop_reason",
-        "error_message",
-        "context_overflow",
-        "timestamp",
-        "role",
-    )
-    content: list[AssistantContent]
-    api: str
-    provider: str
-    model: str
-    usage: Usage
-    stop_reason: StopReason
-    error_message: str | None
+class AssistantMessage(Struct):
+    content: list[AssistantContent] = []
+    api: str = ""
+    provider: str = ""
+    model: str = ""
+    usage: Usage = field(default_factory=Usage)
+    stop_reason: StopReason = "stop"
+    error_message: str | None = None
     # True when the provider said the context did not fit (error text or usage past the
     # context window), so compaction can recover.
-    context_overflow: bool
-    timestamp: int
-    role: Literal["assistant"]
-
-    def __init__(
-        self,
-        content: list[AssistantContent] = NEW_LIST,
-        api: str = "",
-        provider: str = "",
-        model: str = "",
-        usage: Usage = _NEW_USAGE,
-        stop_reason: StopReason = "stop",
-        error_message: str | None = None,
-        context_overflow: bool = False,
-        timestamp: int = NOW_MS,
-        role: Literal["assistant"] = "assistant",
-    ) -> None:
-        self.content = [] if content is NEW_LIST else content
-        self.api = api
-        self.provider = provider
-        self.model = model
-        self.usage = Usage() if usage is _NEW_USAGE else usage
-        self.stop_reason = stop_reason
-        self.error_message = error_message
-        self.context_overflow = context_overflow
-        self.timestamp = now_ms() if timestamp is NOW_MS else timestamp
-        self.role = role
+    context_overflow: bool = False
+    timestamp: int = field(default_factory=now_ms)
+    role: Literal["assistant"] = "assistant"
 
     @property
     def tool_calls(self) -> list[ToolCall]:
@@ -355,33 +225,14 @@ class AssistantMessage(Record):
         return out
 
 
-class ToolResultMessage(Record):
-    __slots__ = ("tool_call_id", "tool_name", "content", "details", "is_error", "timestamp", "role")
+class ToolResultMessage(Struct):
     tool_call_id: str
     tool_name: str
-    content: list[UserContent]
-    details: Any
-    is_error: bool
-    timestamp: int
-    role: Literal["toolResult"]
-
-    def __init__(
-        self,
-        tool_call_id: str,
-        tool_name: str,
-        content: list[UserContent] = NEW_LIST,
-        details: Any = None,
-        is_error: bool = False,
-        timestamp: int = NOW_MS,
-        role: Literal["toolResult"] = "toolResult",
-    ) -> None:
-        self.tool_call_id = tool_call_id
-        self.tool_name = tool_name
-        self.content = [] if content is NEW_LIST else content
-        self.details = details
-        self.is_error = is_error
-        self.timestamp = now_ms() if timestamp is NOW_MS else timestamp
-        self.role = role
+    content: list[UserContent] = []
+    details: Any = None
+    is_error: bool = False
+    timestamp: int = field(default_factory=now_ms)
+    role: Literal["toolResult"] = "toolResult"
 
     @property
     def text(self) -> str:
@@ -401,32 +252,15 @@ class ToolResultMessage(Record):
         return out
 
 
-class CustomMessage(Record):
+class CustomMessage(Struct):
     """An extension's message that the model sees as user text (pi ``custom_message``)."""
 
-    __slots__ = ("custom_type", "content", "display", "details", "timestamp", "role")
     custom_type: str
     content: str | list[UserContent]
-    display: bool
-    details: Any
-    timestamp: int
-    role: Literal["custom"]
-
-    def __init__(
-        self,
-        custom_type: str,
-        content: str | list[UserContent],
-        display: bool = True,
-        details: Any = None,
-        timestamp: int = NOW_MS,
-        role: Literal["custom"] = "custom",
-    ) -> None:
-        self.custom_type = custom_type
-        self.content = content
-        self.display = display
-        self.details = details
-        self.timestamp = now_ms() if timestamp is NOW_MS else timestamp
-        self.role = role
+    display: bool = True
+    details: Any = None
+    timestamp: int = field(default_factory=now_ms)
+    role: Literal["custom"] = "custom"
 
     def to_dict(self) -> dict[str, Any]:
         content: Any = (

@@ -11,7 +11,8 @@ import os
 from enum import StrEnum
 from typing import Any
 
-from harnessc.runtime.support.records import NEW_DICT, Factory, Record
+from msgspec import Struct, field
+
 from harnessc.runtime.support.secrets import register_secret_names
 
 __all__ = [
@@ -43,101 +44,36 @@ THINKING_BUDGETS: dict[ThinkingLevel, int] = {
 }
 
 
-class ModelCost(Record):
+class ModelCost(Struct):
     """Dollars per million tokens."""
 
-    __slots__ = ("input", "output", "cache_read", "cache_write")
-    input: float
-    output: float
-    cache_read: float
-    cache_write: float
-
-    def __init__(
-        self,
-        input: float = 0.0,
-        output: float = 0.0,
-        cache_read: float = 0.0,
-        cache_write: float = 0.0,
-    ) -> None:
-        self.input = input
-        self.output = output
-        self.cache_read = cache_read
-        self.cache_write = cache_write
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
 
 
-_NEW_COST: Any = Factory(ModelCost)
-
-
-class Model(Record):
+class Model(Struct):
     """One model a harness may call, and the wire API that reaches it."""
 
-    __slots__ = (
-        "id",
-        "api",
-        "provider",
-        "name",
-        "base_url",
-        "api_key_env",
-        "context_window",
-        "max_tokens",
-        "reasoning",
-        "input",
-        "cost",
-        "headers",
-        "compat",
-        "structured_output",
-    )
     id: str
     api: str  # "openai-completions" | "anthropic-messages" | "google-generative-ai" | ...
-    provider: str
-    name: str
-    base_url: str
-    api_key_env: str | None
-    context_window: int
-    max_tokens: int
-    reasoning: bool
-    input: tuple[str, ...]
-    cost: ModelCost
-    headers: dict[str, str]
+    provider: str = ""
+    name: str = ""
+    base_url: str = ""
+    api_key_env: str | None = None
+    context_window: int = 128000
+    max_tokens: int = 16384
+    reasoning: bool = False
+    input: tuple[str, ...] = ("text", "image")
+    cost: ModelCost = field(default_factory=ModelCost)
+    headers: dict[str, str] = {}
     # Per-server switches for OpenAI-compatible servers, e.g.
     # {"supports_reasoning_effort": False, "supports_usage_in_streaming": False,
     #  "max_tokens_field": "max_tokens", "supports_developer_role": False}.
-    compat: dict[str, Any]
+    compat: dict[str, Any] = {}
     # The model answers in a given JSON Schema (a typed output's mode auto uses it).
-    structured_output: bool
-
-    def __init__(
-        self,
-        id: str,
-        api: str,
-        provider: str = "",
-        name: str = "",
-        base_url: str = "",
-        api_key_env: str | None = None,
-        context_window: int = 128_000,
-        max_tokens: int = 16_384,
-        reasoning: bool = False,
-        input: tuple[str, ...] = ("text", "image"),
-        cost: ModelCost = _NEW_COST,
-        headers: dict[str, str] = NEW_DICT,
-        compat: dict[str, Any] = NEW_DICT,
-        structured_output: bool = False,
-    ) -> None:
-        self.id = id
-        self.api = api
-        self.provider = provider
-        self.name = name
-        self.base_url = base_url
-        self.api_key_env = api_key_env
-        self.context_window = context_window
-        self.max_tokens = max_tokens
-        self.reasoning = reasoning
-        self.input = input
-        self.cost = ModelCost() if cost is _NEW_COST else cost
-        self.headers = {} if headers is NEW_DICT else headers
-        self.compat = {} if compat is NEW_DICT else compat
-        self.structured_output = structured_output
-        self.__post_init__()
+    structured_output: bool = False
 
     def __post_init__(self) -> None:  # child processes never see this model's key
         register_secret_names([self.api_key_env])
@@ -149,54 +85,19 @@ class Model(Record):
         return os.environ.get(self.api_key_env, "").strip() or None
 
 
-class AgentHarnessStreamOptions(Record):
-    __slots__ = (
-        "transport",
-        "timeout_ms",
-        "max_retries",
-        "max_retry_delay_ms",
-        "headers",
-        "metadata",
-        "cache_retention",
-    )
-    transport: str | None
-    timeout_ms: int | None
-    max_retries: int | None
-    max_retry_delay_ms: int | None
-    headers: dict[str, str] | None
-    metadata: dict[str, Any] | None
-    cache_retention: str | None  # "none" | "short" | "long"
-
-    def __init__(
-        self,
-        transport: str | None = None,
-        timeout_ms: int | None = None,
-        max_retries: int | None = None,
-        max_retry_delay_ms: int | None = None,
-        headers: dict[str, str] | None = None,
-        metadata: dict[str, Any] | None = None,
-        cache_retention: str | None = None,
-    ) -> None:
-        self.transport = transport
-        self.timeout_ms = timeout_ms
-        self.max_retries = max_retries
-        self.max_retry_delay_ms = max_retry_delay_ms
-        self.headers = headers
-        self.metadata = metadata
-        self.cache_retention = cache_retention
+class AgentHarnessStreamOptions(Struct):
+    transport: str | None = None
+    timeout_ms: int | None = None
+    max_retries: int | None = None
+    max_retry_delay_ms: int | None = None
+    headers: dict[str, str] | None = None
+    metadata: dict[str, Any] | None = None
+    cache_retention: str | None = None  # "none" | "short" | "long"
 
 
-class RetryOptions(Record):
+class RetryOptions(Struct):
     """Backoff of provider requests (pi: base 2000 ms, doubling, with jitter)."""
 
-    __slots__ = ("base_delay_ms", "multiplier", "jitter")
-    base_delay_ms: int
-    multiplier: float
-    jitter: float
-
-    def __init__(
-        self, base_delay_ms: int = 2000, multiplier: float = 2.0, jitter: float = 0.2
-    ) -> None:
-        self.base_delay_ms = base_delay_ms
-        self.multiplier = multiplier
-        self.jitter = jitter
+    base_delay_ms: int = 2000
+    multiplier: float = 2.0
+    jitter: float = 0.2

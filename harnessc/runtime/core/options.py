@@ -10,6 +10,8 @@ from collections.abc import Awaitable, Callable
 from enum import StrEnum
 from typing import Any, TypeAlias
 
+from msgspec import Struct
+
 from harnessc.runtime.core.model_options import (
     THINKING_BUDGETS,
     AgentHarnessStreamOptions,
@@ -18,7 +20,6 @@ from harnessc.runtime.core.model_options import (
     RetryOptions,
     ThinkingLevel,
 )
-from harnessc.runtime.support.records import Record
 
 __all__ = [
     "AgentHarnessStreamOptions",
@@ -43,14 +44,10 @@ ToolContext: TypeAlias = Any
 SystemPrompt: TypeAlias = "str | Callable[..., str | Awaitable[str]]"
 
 
-class ToolContextSource(Record):
+class ToolContextSource(Struct):
     """A static context value, or a callable returning one, read at every turn."""
 
-    __slots__ = ("context",)
-    context: Any
-
-    def __init__(self, context: Any = None) -> None:
-        self.context = context
+    context: Any = None
 
     async def resolve(self) -> Any:
         value = self.context

@@ -220,7 +220,7 @@ class DurableRunControl:
         if session_id is not None:
             session_id = await asyncio.to_thread(self._stored_session, session_id)
         elif self.source.stored:
-            session_id = await asyncio.to_thread(self._new_session, context)
+            session_id = await asyncio.to_thread(self._new_session, list(context))
             context = []
         definitions = [
             {"name": t.name, "description": t.description, "parameters": t.parameters}

@@ -14,12 +14,13 @@ the run's own session does, and its file skips the entries it already holds.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from harnessc.runtime.agent import AgentHarness, checkpoints
 from harnessc.runtime.agent.subagents import SubAgents
@@ -97,7 +98,7 @@ class DurableHarness(AgentHarness):
                 extension.runtime = DurableSubAgents(steps)
         super().__init__(options)
         # a workspace checkpoint is a step of the run, recorded with the batch it guards
-        checkpoints.use_runner(self._loop, checkpoint_runner(steps.sink, steps.clock))
+        checkpoints.use_runner(self._agent, checkpoint_runner(steps.sink, steps.clock))
 
     def _step(self, tool: AgentTool) -> AgentTool:
         if tool.external or isinstance(tool, DurableTool) or getattr(tool, "steps_inside", False):
@@ -122,7 +123,7 @@ class DurableSubAgents:
         """The hand-over's session: the same header in every execution of the run (its
         file's, once it exists), entries made as the run's own session makes them."""
         seed, clock = self._seed(key), self.steps.clock
-        header = dataclasses.replace(
+        header = msgspec.structs.replace(
             header, id=str(uuid.uuid5(uuid.NAMESPACE_URL, seed)), timestamp=clock.now
         )
         if file is None:

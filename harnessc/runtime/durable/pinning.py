@@ -7,8 +7,9 @@ in between changes neither the system prompt nor a ``/template`` expansion of th
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
+
+import msgspec
 
 from harnessc.runtime.resources.types import (
     AgentHarnessResources,
@@ -26,7 +27,7 @@ def dump_resources(resources: AgentHarnessResources | None) -> dict[str, Any] | 
     """``resources`` as plain JSON (None stays None)."""
     if resources is None:
         return None
-    return dataclasses.asdict(resources)
+    return msgspec.to_builtins(resources)
 
 
 def load_resources(data: dict[str, Any] | None) -> AgentHarnessResources | None:

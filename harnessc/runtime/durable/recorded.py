@@ -3,7 +3,6 @@ printers of plain runs show a durable run the same way, in any process."""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from harnessc.runtime.core import events as _events
@@ -33,20 +32,20 @@ def event_from_dict(data: dict[str, Any]) -> _events.Event | None:
     if cls is None or cls is _events.Event:
         return None
     fields: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        if f.name not in data:
+    for name in cls.__struct_fields__:
+        if name not in data:
             continue
-        value = data[f.name]
-        if f.name in _MESSAGE_FIELDS and isinstance(value, dict):
+        value = data[name]
+        if name in _MESSAGE_FIELDS and isinstance(value, dict):
             try:
                 value = message_from_dict(value)
             except (KeyError, TypeError, ValueError):
                 value = None
-        elif f.name == "event":  # a sub-agent's event, inside its SubagentEvent
+        elif name == "event":  # a sub-agent's event, inside its SubagentEvent
             value = event_from_dict(value) if isinstance(value, dict) else None
-        elif f.name in ("messages", "tool_results") and isinstance(value, list):
+        elif name in ("messages", "tool_results") and isinstance(value, list):
             value = [message_from_dict(v) for v in value if isinstance(v, dict)]
-        fields[f.name] = value
+        fields[name] = value
     try:
         return cls(**fields)
     except TypeError:

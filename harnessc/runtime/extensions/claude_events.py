@@ -7,28 +7,13 @@ agent without permission rules, which runs tools without asking) and ``hook_even
 goes under the one key ``harnessc`` (``moment``, and for moments Claude Code has no
 name for, the moment's own event fields).
 
-=========================  ==================  ===========================================
-harnessc moment            Claude Code event   event fields
-=========================  ==================  ===========================================
-tool_call                  PreToolUse          tool_name, tool_input, tool_use_id
-tool_result (no error)     PostToolUse         tool_name, tool_input, tool_response,
-                                               tool_use_id
-tool_result (error)        PostToolUseFailure  tool_name, tool_input, tool_use_id, error,
-                                               is_interrupt
-before_agent_start         UserPromptSubmit    prompt
-before_agent_start, once   SessionStart        source (startup | resume), model
-per harness (settings)
-before_stop                Stop                stop_hook_active, last_assistant_message
-session_before_compact     PreCompact          trigger (manual | auto),
-                                               custom_instructions
-agent_pause                Notification        message, title, notification_type
-any other moment           the moment's name   the moment's fields under ``harnessc``
-=========================  ==================  ===========================================
+Which Claude Code event each moment reports (``PreToolUse`` for ``tool_call``, ...) is
+the catalog's (``core/moments.py``; its table is in docs/hooks.md); a moment Claude Code
+has no event for is reported under its own name, its event fields under ``harnessc``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import weakref
@@ -36,9 +21,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from msgspec import Struct
+
 from harnessc.runtime.core.events import to_jsonable
 from harnessc.runtime.core.hooks import asks_for_approval
 from harnessc.runtime.core.messages import Message, TextContent, UserMessage, message_text
+from harnessc.runtime.core.moments import MOMENTS, moment_named
 from harnessc.runtime.extensions.claude_tools import (
     claude_tool_input,
     claude_tool_name,
@@ -65,16 +53,7 @@ EXTRA_KEY = "harnessc"
 PERMISSION_MODE = "bypassPermissions"
 
 # Claude Code event -> the harnessc moment its hooks run at.
-CLAUDE_EVENTS: dict[str, str] = {
-    "PreToolUse": "tool_call",
-    "PostToolUse": "tool_result",
-    "PostToolUseFailure": "tool_result",
-    "UserPromptSubmit": "before_agent_start",
-    "SessionStart": "before_agent_start",
-    "Stop": "before_stop",
-    "PreCompact": "session_before_compact",
-    "Notification": "agent_pause",
-}
+CLAUDE_EVENTS: dict[str, str] = {event.name: m.name for m in MOMENTS for event in m.claude}
 
 # Claude Code's other hook events: harnessc has no moment for them (their hooks are
 # skipped with a warning). Any name in neither table is a mistake (refused).
@@ -104,22 +83,16 @@ CLAUDE_EVENTS_WITHOUT_MOMENT: frozenset[str] = frozenset(
     }
 )
 
-_MOMENT_EVENTS: dict[str, str] = {
-    "tool_call": "PreToolUse",
-    "before_agent_start": "UserPromptSubmit",
-    "before_stop": "Stop",
-    "session_before_compact": "PreCompact",
-    "agent_pause": "Notification",
-}
-
 _LITERAL = re.compile(r"[A-Za-z0-9_|,\s]*")
 
 
 def claude_event_name(moment: str, event: Any) -> str:
     """The Claude Code event a hook at harnessc ``moment`` reports (or the moment)."""
-    if moment == "tool_result":
-        return "PostToolUseFailure" if getattr(event, "is_error", False) else "PostToolUse"
-    return _MOMENT_EVENTS.get(moment, moment)
+    entry = moment_named(moment)
+    for claude in entry.claude if entry is not None else ():
+        if claude.only is None or claude.only(event):
+            return claude.name
+    return moment
 
 
 def compile_matcher(matcher: str | None) -> Callable[[str], bool] | None:
@@ -209,13 +182,13 @@ def _result_text(event: Any) -> str:
 
 
 def _event_fields(event: Any) -> dict[str, Any]:
-    if not dataclasses.is_dataclass(event) or isinstance(event, type):
+    if not isinstance(event, Struct):
         return {}
     out: dict[str, Any] = {}
-    for field in dataclasses.fields(event):
-        if field.name in ("hook", "resources"):
+    for name in event.__struct_fields__:
+        if name in ("hook", "resources"):
             continue
-        out[field.name] = to_jsonable(getattr(event, field.name))
+        out[name] = to_jsonable(getattr(event, name))
     event_type = getattr(event, "type", None)
     if isinstance(event_type, str):
         out["event_type"] = event_type

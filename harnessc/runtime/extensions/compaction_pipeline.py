@@ -5,11 +5,12 @@ is ``compaction.CompactionExtension``."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
+
+import msgspec
 
 from harnessc.runtime.core.message_size import message_chars
 from harnessc.runtime.core.messages import (
@@ -167,7 +168,7 @@ class PruneToolResults:
             if len(text.encode("utf-8")) <= self.max_bytes:
                 continue
             others = [c for c in message.content if not isinstance(c, TextContent)]
-            out[index] = dataclasses.replace(
+            out[index] = msgspec.structs.replace(
                 message, content=[TextContent(self.prune_text(text)), *others]
             )
             pruned += 1

@@ -32,8 +32,8 @@ from harnessc.runtime.mcp.user import (
     LoginRequest,
     McpUser,
     UserNeeded,
-    default_user,
 )
+from harnessc.runtime.mcp.user_bridge import default_user
 
 __all__ = [
     "INSTALL_HINT",

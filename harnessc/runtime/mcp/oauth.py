@@ -48,7 +48,7 @@ from harnessc.runtime.mcp.calls import UserWaits, current
 from harnessc.runtime.mcp.config import McpOAuth, McpServerConfig
 from harnessc.runtime.mcp.results import redact_secrets
 from harnessc.runtime.mcp.tokens import TokenFile
-from harnessc.runtime.mcp.user import LoginRequest, UserNeeded
+from harnessc.runtime.mcp.user import LoginFailed, LoginRequest, UserNeeded
 from harnessc.runtime.mcp.user_bridge import UserBridge
 
 __all__ = ["LoginFailed", "build_auth", "parse_redirect"]
@@ -60,10 +60,6 @@ _auth_log.addHandler(logging.NullHandler())
 _auth_log.propagate = False
 
 _CLIENT_NAME = "harnessc"
-
-
-class LoginFailed(Exception):
-    """The login was made but did not give a code (refused, or a wrong answer)."""
 
 
 def parse_redirect(redirect: str) -> AuthorizationCodeResult:

@@ -31,6 +31,7 @@ from harnessc.runtime.mcp.user import (
     ElicitationAnswer,
     ElicitationRequest,
     LoginAnswer,
+    LoginFailed,
     LoginRequest,
 )
 
@@ -113,8 +114,6 @@ class TerminalUser:
             return await self._login(request)
 
     async def _login(self, request: LoginRequest) -> LoginAnswer:
-        from harnessc.runtime.mcp.oauth import LoginFailed
-
         parts = urlsplit(request.redirect_uri)
         loopback = parts.hostname in ("localhost", "127.0.0.1") and parts.port is not None
         callback: LoopbackCallback | None = None

@@ -42,10 +42,8 @@ from harnessc.runtime.mcp.user_bridge import UserBridge
 from harnessc.runtime.options.harness_context import HarnessContext
 from harnessc.runtime.support.data_folder import DataFolder, resolve_folder
 from harnessc.runtime.tools.base import (
-    ExecutionMode,
     HoldCall,
     Tool,
-    ToolExecute,
     ToolResult,
     ToolUpdate,
     error_result,
@@ -581,35 +579,7 @@ class McpTool(Tool):
     (``readOnlyHint``, ``destructiveHint``, ``idempotentHint``, ``openWorldHint``,
     ``title``), shown when a call of it is asked about."""
 
-    __slots__ = ("annotations",)
-    annotations: dict[str, Any] | None
-
-    def __init__(
-        self,
-        name: str,
-        description: str,
-        parameters: dict[str, Any],
-        run: ToolExecute,
-        label: str = "",
-        execution_mode: ExecutionMode = "parallel",
-        external: bool = False,
-        timeout_s: float | None = None,
-        read_only: bool = False,
-        annotations: dict[str, Any] | None = None,
-    ) -> None:
-        Tool.__init__(
-            self,
-            name,
-            description,
-            parameters,
-            run,
-            label,
-            execution_mode,
-            external,
-            timeout_s,
-            read_only,
-        )
-        self.annotations = annotations
+    annotations: dict[str, Any] | None = None
 
 
 _HINTS = {

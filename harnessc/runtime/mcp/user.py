@@ -23,10 +23,10 @@ the caller's answer when it resumes.
 
 from __future__ import annotations
 
-import sys
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from harnessc.runtime.support.records import Record
+from msgspec import Struct
+from msgspec.structs import force_setattr
 
 __all__ = [
     "ElicitationAnswer",
@@ -35,12 +35,12 @@ __all__ = [
     "LoginAnswer",
     "LoginRequest",
     "McpUser",
+    "LoginFailed",
     "UserNeeded",
-    "default_user",
 ]
 
 
-class LoginRequest(Record, frozen=True):
+class LoginRequest(Struct, frozen=True):
     """A server needs the user to authorize harnessc at ``url`` (in a browser).
 
     ``redirect_uri``: where the authorization server sends the browser back (the answer
@@ -49,43 +49,25 @@ class LoginRequest(Record, frozen=True):
     use, a refused token, a step-up to more scopes). ``scopes``: what is asked for.
     """
 
-    __slots__ = ("server", "url", "redirect_uri", "call_id", "reason", "scopes")
     server: str
     url: str
     redirect_uri: str
-    call_id: str | None
-    reason: str
-    scopes: tuple[str, ...]
+    call_id: str | None = None
+    reason: str = ""
+    scopes: tuple[str, ...] = ()
 
-    def __init__(
-        self,
-        server: str,
-        url: str,
-        redirect_uri: str,
-        call_id: str | None = None,
-        reason: str = "",
-        scopes: tuple[str, ...] = (),
-    ) -> None:
-        object.__setattr__(self, "server", server)
-        object.__setattr__(self, "url", url)
-        object.__setattr__(self, "redirect_uri", redirect_uri)
-        object.__setattr__(self, "call_id", call_id)
-        object.__setattr__(self, "reason", reason)
-        object.__setattr__(self, "scopes", tuple(scopes))
+    def __post_init__(self) -> None:
+        force_setattr(self, "scopes", tuple(self.scopes))
 
 
-class LoginAnswer(Record, frozen=True):
+class LoginAnswer(Struct, frozen=True):
     """The redirect the browser was sent to (``http://127.0.0.1:PORT/callback?code=...
     &state=...``, as received, or its query string alone)."""
 
-    __slots__ = ("redirect",)
     redirect: str
 
-    def __init__(self, redirect: str) -> None:
-        object.__setattr__(self, "redirect", redirect)
 
-
-class ElicitationRequest(Record, frozen=True):
+class ElicitationRequest(Struct, frozen=True):
     """A server asks the user something.
 
     ``mode`` "form": ``message`` and ``schema`` (flat JSON Schema of the answer's
@@ -93,51 +75,29 @@ class ElicitationRequest(Record, frozen=True):
     learns the outcome there; the answer only says whether the user agreed).
     """
 
-    __slots__ = ("server", "call_id", "mode", "message", "schema", "url", "elicitation_id")
     server: str
     call_id: str | None
     mode: Literal["form", "url"]
     message: str
-    schema: dict[str, Any] | None
-    url: str | None
-    elicitation_id: str | None
-
-    def __init__(
-        self,
-        server: str,
-        call_id: str | None,
-        mode: Literal["form", "url"],
-        message: str,
-        schema: dict[str, Any] | None = None,
-        url: str | None = None,
-        elicitation_id: str | None = None,
-    ) -> None:
-        object.__setattr__(self, "server", server)
-        object.__setattr__(self, "call_id", call_id)
-        object.__setattr__(self, "mode", mode)
-        object.__setattr__(self, "message", message)
-        object.__setattr__(self, "schema", schema)
-        object.__setattr__(self, "url", url)
-        object.__setattr__(self, "elicitation_id", elicitation_id)
+    schema: dict[str, Any] | None = None
+    url: str | None = None
+    elicitation_id: str | None = None
 
 
-class ElicitationAnswer(Record, frozen=True):
+class ElicitationAnswer(Struct, frozen=True):
     """``accept`` (with ``content`` for a form: missing fields take the schema's
     defaults), ``decline`` (an explicit no) or ``cancel`` (dismissed)."""
 
-    __slots__ = ("action", "content")
     action: Literal["accept", "decline", "cancel"]
-    content: dict[str, Any] | None
+    content: dict[str, Any] | None = None
 
-    def __init__(
-        self,
-        action: Literal["accept", "decline", "cancel"],
-        content: dict[str, Any] | None = None,
-    ) -> None:
-        if action not in ("accept", "decline", "cancel"):
-            raise ValueError(f"elicitation answer {action!r}: accept, decline or cancel")
-        object.__setattr__(self, "action", action)
-        object.__setattr__(self, "content", content)
+    def __post_init__(self) -> None:
+        if self.action not in ("accept", "decline", "cancel"):
+            raise ValueError(f"elicitation answer {self.action!r}: accept, decline or cancel")
+
+
+class LoginFailed(Exception):
+    """The login was made but did not give a code (refused, or a wrong answer)."""
 
 
 class UserNeeded(Exception):
@@ -176,17 +136,3 @@ class HeadlessUser:
             f"answer: {request.message!r}",
             request,
         )
-
-
-def default_user() -> McpUser:
-    """The terminal when stdin and stderr are both one (a person is there), else
-    ``HeadlessUser``."""
-    try:
-        interactive = sys.stdin is not None and sys.stdin.isatty() and sys.stderr.isatty()
-    except (AttributeError, ValueError, OSError):
-        interactive = False
-    if not interactive:
-        return HeadlessUser()
-    from harnessc.runtime.mcp.terminal_user import TerminalUser
-
-    return TerminalUser()

@@ -12,6 +12,7 @@ back: the schema's defaults for what the user left out, checked against the sche
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -19,13 +20,13 @@ from harnessc.runtime.mcp.calls import UserWaits
 from harnessc.runtime.mcp.user import (
     ElicitationAnswer,
     ElicitationRequest,
+    HeadlessUser,
     LoginAnswer,
     LoginRequest,
     McpUser,
-    default_user,
 )
 
-__all__ = ["UserBridge", "fill_answer"]
+__all__ = ["UserBridge", "default_user", "fill_answer"]
 
 T = TypeVar("T")
 
@@ -95,3 +96,17 @@ def fill_answer(schema: dict[str, Any] | None, content: dict[str, Any] | None) -
             where = ".".join(str(p) for p in error.absolute_path)
             raise ValueError(f"{where + ': ' if where else ''}{error.message}")
     return out
+
+
+def default_user() -> McpUser:
+    """The terminal when stdin and stderr are both one (a person is there), else
+    ``HeadlessUser``."""
+    try:
+        interactive = sys.stdin is not None and sys.stdin.isatty() and sys.stderr.isatty()
+    except (AttributeError, ValueError, OSError):
+        interactive = False
+    if not interactive:
+        return HeadlessUser()
+    from harnessc.runtime.mcp.terminal_user import TerminalUser
+
+    return TerminalUser()

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from msgspec import Struct
+
 from harnessc.runtime.core.options import (
     DEFAULT_TOOL_TIMEOUT_S,
     AgentHarnessStreamOptions,
@@ -15,7 +17,6 @@ from harnessc.runtime.core.options import (
     ThinkingLevel,
     ToolContextSource,
 )
-from harnessc.runtime.support.records import NEW_DICT, Record
 
 if TYPE_CHECKING:
     from harnessc.runtime.core.budget import Budget
@@ -34,125 +35,44 @@ if TYPE_CHECKING:
 __all__ = ["AgentHarnessOptions"]
 
 
-class AgentHarnessOptions(Record):
-    __slots__ = (
-        "session",
-        "models",
-        "tools",
-        "resources",
-        "system_prompt",
-        "stream_options",
-        "retry",
-        "model",
-        "thinking_level",
-        "active_tool_names",
-        "steering_mode",
-        "follow_up_mode",
-        "tool_context",
-        "budget",
-        "hooks",
-        "provider",
-        "sequential_tools",
-        "tool_timeout_s",
-        "extensions",
-        "http_clients",
-        "run_inputs",
-        "fallback",
-        "output",
-        "sandbox",
-        "checkpoints",
-    )
-    session: Session | None
-    models: Mapping[str, Model]
-    tools: Sequence[AgentTool]
-    resources: AgentHarnessResources | None
-    system_prompt: Any  # str, or callable(harness_context) -> str (may be async)
-    stream_options: AgentHarnessStreamOptions | None
-    retry: RetryOptions | None
-    model: str | Model | None  # a key of ``models`` or a Model
-    thinking_level: ThinkingLevel | None
-    active_tool_names: Sequence[str] | None
-    steering_mode: QueueMode | None
-    follow_up_mode: QueueMode | None
-    tool_context: ToolContextSource | None
-    budget: Budget | None
-    hooks: Sequence[HookSpec]
+class AgentHarnessOptions(Struct):
+    session: Session | None = None
+    models: Mapping[str, Model] = {}
+    tools: Sequence[AgentTool] = ()
+    resources: AgentHarnessResources | None = None
+    system_prompt: Any = None  # str, or callable(harness_context) -> str (may be async)
+    stream_options: AgentHarnessStreamOptions | None = None
+    retry: RetryOptions | None = None
+    model: str | Model | None = None  # a key of ``models`` or a Model
+    thinking_level: ThinkingLevel | None = None
+    active_tool_names: Sequence[str] | None = None
+    steering_mode: QueueMode | None = None
+    follow_up_mode: QueueMode | None = None
+    tool_context: ToolContextSource | None = None
+    budget: Budget | None = None
+    hooks: Sequence[HookSpec] = ()
     # Serves every model instead of the wire API's provider (scripted / replay runs).
-    provider: Provider | None
+    provider: Provider | None = None
     # Run tool batches one call at a time even when every tool allows parallel runs.
-    sequential_tools: bool
+    sequential_tools: bool = False
     # Seconds one tool call may run before the loop ends it with an error result (a
     # tool's own ``timeout_s`` wins); None: no limit.
-    tool_timeout_s: float | None
+    tool_timeout_s: float | None = DEFAULT_TOOL_TIMEOUT_S
     # Extensions (hook providers such as compaction) built by the agent module.
-    extensions: Sequence[Any]
+    extensions: Sequence[Any] = ()
     # HTTP clients shared with other harnesses (one connection pool and one cap on
     # requests in flight per base URL); None: the harness opens and closes its own.
-    http_clients: HttpClientPool | None
+    http_clients: HttpClientPool | None = None
     # The clock of the wall-clock budget and the run ids (None: the live ones); a durable
     # run's come from its recorded steps.
-    run_inputs: RunInputs | None
+    run_inputs: RunInputs | None = None
     # Models a failed request moves to (their keys, in order), and when.
-    fallback: ModelFallback | None
+    fallback: ModelFallback | None = None
     # The typed result (``output:``): RunResult.output holds the validated answer.
-    output: OutputConfig | None
+    output: OutputConfig | None = None
     # The boundary of every program the agent runs for the model (bash, command hooks,
     # stdio MCP servers); None: no sandbox (a hand-built harness; specs always say).
-    sandbox: SandboxPolicy | None
+    sandbox: SandboxPolicy | None = None
     # Workspace checkpoints around tool batches that may change files (``checkpoints:``;
     # None: none are taken).
-    checkpoints: CheckpointSettings | None
-
-    def __init__(
-        self,
-        session: Session | None = None,
-        models: Mapping[str, Model] = NEW_DICT,
-        tools: Sequence[AgentTool] = (),
-        resources: AgentHarnessResources | None = None,
-        system_prompt: Any = None,
-        stream_options: AgentHarnessStreamOptions | None = None,
-        retry: RetryOptions | None = None,
-        model: str | Model | None = None,
-        thinking_level: ThinkingLevel | None = None,
-        active_tool_names: Sequence[str] | None = None,
-        steering_mode: QueueMode | None = None,
-        follow_up_mode: QueueMode | None = None,
-        tool_context: ToolContextSource | None = None,
-        budget: Budget | None = None,
-        hooks: Sequence[HookSpec] = (),
-        provider: Provider | None = None,
-        sequential_tools: bool = False,
-        tool_timeout_s: float | None = DEFAULT_TOOL_TIMEOUT_S,
-        extensions: Sequence[Any] = (),
-        http_clients: HttpClientPool | None = None,
-        run_inputs: RunInputs | None = None,
-        fallback: ModelFallback | None = None,
-        output: OutputConfig | None = None,
-        sandbox: SandboxPolicy | None = None,
-        checkpoints: CheckpointSettings | None = None,
-    ) -> None:
-        self.session = session
-        self.models = {} if models is NEW_DICT else models
-        self.tools = tools
-        self.resources = resources
-        self.system_prompt = system_prompt
-        self.stream_options = stream_options
-        self.retry = retry
-        self.model = model
-        self.thinking_level = thinking_level
-        self.active_tool_names = active_tool_names
-        self.steering_mode = steering_mode
-        self.follow_up_mode = follow_up_mode
-        self.tool_context = tool_context
-        self.budget = budget
-        self.hooks = hooks
-        self.provider = provider
-        self.sequential_tools = sequential_tools
-        self.tool_timeout_s = tool_timeout_s
-        self.extensions = extensions
-        self.http_clients = http_clients
-        self.run_inputs = run_inputs
-        self.fallback = fallback
-        self.output = output
-        self.sandbox = sandbox
-        self.checkpoints = checkpoints
+    checkpoints: CheckpointSettings | None = None

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
+
+from msgspec import Struct
 
 if TYPE_CHECKING:
     from harnessc.runtime.core.model_options import Model
@@ -45,13 +46,14 @@ _WRAP_KEY = "result"
 _FENCE = re.compile(r"```(?:json)?\s*\n?(.*?)```", re.DOTALL)
 
 
-@dataclass(slots=True)
-class OutputConfig:
+class OutputConfig(Struct, dict=True):
     """What the answer of a run must be (``AgentHarnessOptions.output``).
 
     ``schema``: a JSON Schema; or ``type``: a Python type validated by pydantic (the
     schema sent to the model is then pydantic's JSON Schema of it). ``retries``: invalid
-    answers sent back to the model before the run ends with ``output_invalid``.
+    answers sent back to the model before the run ends with ``output_invalid``. The
+    pydantic adapter and its schema are cached beside the fields (``dict=True``), out of
+    equality and repr.
     """
 
     schema: dict[str, Any] | None = None
@@ -59,8 +61,6 @@ class OutputConfig:
     retries: int = 2
     mode: OutputMode = "auto"
     name: str = "result"
-    _schema_cache: dict[str, Any] | None = field(default=None, repr=False, compare=False)
-    _adapter: Any = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if (self.schema is None) == (self.type is None):
@@ -71,19 +71,21 @@ class OutputConfig:
     # -- the schema --------------------------------------------------------------------
 
     def _type_adapter(self) -> Any:
-        if self._adapter is None:
+        adapter = self.__dict__.get("_adapter")
+        if adapter is None:
             from pydantic import TypeAdapter  # only agents with a typed output pay for it
 
-            self._adapter = TypeAdapter(self.type)
-        return self._adapter
+            adapter = self.__dict__["_adapter"] = TypeAdapter(self.type)
+        return adapter
 
     def json_schema(self) -> dict[str, Any]:
         """The JSON Schema of the answer."""
         if self.schema is not None:
             return self.schema
-        if self._schema_cache is None:
-            self._schema_cache = self._type_adapter().json_schema()
-        return self._schema_cache
+        schema = self.__dict__.get("_schema")
+        if schema is None:
+            schema = self.__dict__["_schema"] = self._type_adapter().json_schema()
+        return schema
 
     @property
     def wrapped(self) -> bool:

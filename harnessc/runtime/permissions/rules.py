@@ -39,13 +39,14 @@ Pure: no I/O besides reading the working folder and the home folder's path.
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import json
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
+
+from msgspec import Struct
 
 from harnessc.runtime.core import catalog
 from harnessc.runtime.permissions.path_rules import call_path, path_matches
@@ -56,7 +57,6 @@ from harnessc.runtime.permissions.shell_rules import (
     command_matches,
     text_matches,
 )
-from harnessc.runtime.support.records import NEW_LIST, Record
 
 __all__ = [
     "CLAUDE_ONLY_TOOLS",
@@ -127,20 +127,13 @@ class PermissionError_(ValueError):  # noqa: N801 - PermissionError is a builtin
     """A rule that cannot be parsed, or an unknown mode."""
 
 
-class Rule(Record, frozen=True):
+class Rule(Struct, frozen=True):
     """One ``Tool(specifier)`` rule; ``specifier`` None matches every call of the tool."""
 
-    __slots__ = ("text", "tool", "specifier", "literal")
     text: str
     tool: str  # harnessc's name
     specifier: str | None
-    literal: bool  # the specifier is the exact command or path, no pattern
-
-    def __init__(self, text: str, tool: str, specifier: str | None, literal: bool = False) -> None:
-        object.__setattr__(self, "text", text)
-        object.__setattr__(self, "tool", tool)
-        object.__setattr__(self, "specifier", specifier)
-        object.__setattr__(self, "literal", literal)
+    literal: bool = False  # the specifier is the exact command or path, no pattern
 
     def matches(self, tool: str, args: Mapping[str, Any], cwd: str) -> bool:
         if tool not in _COVERS.get(self.tool, {self.tool}) and not _on_server(self.tool, tool):
@@ -207,6 +200,8 @@ def check_rule_tools(
         if name in CLAUDE_ONLY_TOOLS:
             warnings.append(claude_only_warning(rule.text, name))
             continue
+        import difflib  # only for the message
+
         close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
         lowered = {k.lower(): k for k in sorted(known)}
         hint = close[0] if close else lowered.get(name.lower())
@@ -240,36 +235,18 @@ def normalize_mode(mode: str) -> str:
     return "plan" if value == "read-only" else value
 
 
-class Decision(Record, frozen=True):
-    __slots__ = ("outcome", "reason")
+class Decision(Struct, frozen=True):
     outcome: Outcome
     reason: str  # the rule or the mode that decided
 
-    def __init__(self, outcome: Outcome, reason: str) -> None:
-        object.__setattr__(self, "outcome", outcome)
-        object.__setattr__(self, "reason", reason)
 
-
-class PermissionRules(Record):
+class PermissionRules(Struct):
     """The rules of an agent plus the ones remembered in this session ("always")."""
 
-    __slots__ = ("allow", "ask", "deny", "default")
-    allow: list[Rule]
-    ask: list[Rule]
-    deny: list[Rule]
-    default: Outcome
-
-    def __init__(
-        self,
-        allow: list[Rule] = NEW_LIST,
-        ask: list[Rule] = NEW_LIST,
-        deny: list[Rule] = NEW_LIST,
-        default: Outcome = "allow",
-    ) -> None:
-        self.allow = [] if allow is NEW_LIST else allow
-        self.ask = [] if ask is NEW_LIST else ask
-        self.deny = [] if deny is NEW_LIST else deny
-        self.default = default
+    allow: list[Rule] = []
+    ask: list[Rule] = []
+    deny: list[Rule] = []
+    default: Outcome = "allow"
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any] | None) -> PermissionRules:

@@ -36,7 +36,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from harnessc.runtime.support.records import NEW_LIST, Record
+from msgspec import Struct
 
 __all__ = ["Analysis", "Command", "analyse", "command_matches", "text_matches"]
 
@@ -74,38 +74,22 @@ _REDIRECT_WRITES = frozenset({">", ">>", "&>", "&>>", ">|", "<>"})
 _OPAQUE = frozenset({"sudo", "doas", "su", "runuser", "chroot", "systemd-run"})
 
 
-class Command(Record, frozen=True):
+class Command(Struct, frozen=True):
     """One simple command: its words unquoted, the name as written (``/bin/rm``)."""
 
-    __slots__ = ("words", "wrapper", "risky_env")
     words: tuple[str, ...]
-    wrapper: bool  # env, nice, bash -c ...: the command it runs is listed too
-    risky_env: bool  # run with PATH, LD_PRELOAD, ... set before it
-
-    def __init__(
-        self, words: tuple[str, ...], wrapper: bool = False, risky_env: bool = False
-    ) -> None:
-        object.__setattr__(self, "words", words)
-        object.__setattr__(self, "wrapper", wrapper)
-        object.__setattr__(self, "risky_env", risky_env)
+    wrapper: bool = False  # env, nice, bash -c ...: the command it runs is listed too
+    risky_env: bool = False  # run with PATH, LD_PRELOAD, ... set before it
 
     @property
     def text(self) -> str:
         return shlex.join(self.words)
 
 
-class Analysis(Record, frozen=True):
-    __slots__ = ("commands", "writes", "unreadable")
+class Analysis(Struct, frozen=True):
     commands: tuple[Command, ...]
     writes: tuple[str, ...]  # files output redirections write, as written
     unreadable: str | None  # why part of the command cannot be read; None: all of it can
-
-    def __init__(
-        self, commands: tuple[Command, ...], writes: tuple[str, ...], unreadable: str | None
-    ) -> None:
-        object.__setattr__(self, "commands", commands)
-        object.__setattr__(self, "writes", writes)
-        object.__setattr__(self, "unreadable", unreadable)
 
 
 @functools.lru_cache(maxsize=512)
@@ -194,31 +178,15 @@ def _parser() -> Any:
     return parser
 
 
-class _Word(Record):
-    __slots__ = ("text", "literal")
+class _Word(Struct):
     text: str  # unquoted when literal, else the source text
     literal: bool
 
-    def __init__(self, text: str, literal: bool) -> None:
-        self.text = text
-        self.literal = literal
 
-
-class _Reader(Record):
-    __slots__ = ("commands", "writes", "problem")
-    commands: list[Command]
-    writes: list[str]
-    problem: str | None
-
-    def __init__(
-        self,
-        commands: list[Command] = NEW_LIST,
-        writes: list[str] = NEW_LIST,
-        problem: str | None = None,
-    ) -> None:
-        self.commands = [] if commands is NEW_LIST else commands
-        self.writes = [] if writes is NEW_LIST else writes
-        self.problem = problem
+class _Reader(Struct):
+    commands: list[Command] = []
+    writes: list[str] = []
+    problem: str | None = None
 
     def unreadable(self, why: str) -> None:
         if self.problem is None:

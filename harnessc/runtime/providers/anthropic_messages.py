@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from harnessc.runtime.core.messages import (
@@ -15,23 +16,22 @@ from harnessc.runtime.core.messages import (
     ToolResultMessage,
     UserContent,
 )
-from harnessc.runtime.core.options import THINKING_BUDGETS, ThinkingLevel
+from harnessc.runtime.core.options import THINKING_BUDGETS, Model, ThinkingLevel
 from harnessc.runtime.providers.base import ProviderRequest
 from harnessc.runtime.providers.builder import MessageBuilder
-from harnessc.runtime.providers.clients import HttpClientPool
 from harnessc.runtime.providers.convert import (
-    KEEP_FROM,
-    EncodedMessages,
+    EncodedTurns,
     WireMessage,
     image_placeholder,
-    merged_turns,
+    turn_list,
     turns_json,
-    wire_messages,
+    wire_sequence,
 )
 from harnessc.runtime.providers.errors import ProviderError
-from harnessc.runtime.providers.http import HttpProvider, HttpRequestSpec, join_url, json_data
+from harnessc.runtime.providers.http import HttpProvider
+from harnessc.runtime.providers.sse import json_data
 from harnessc.runtime.providers.text import payload_bytes
-from harnessc.runtime.providers.wire import object_or_skip, text_field, token_count
+from harnessc.runtime.providers.wire import join_url
 
 __all__ = [
     "ANTHROPIC_VERSION",
@@ -63,6 +63,13 @@ _STREAM_ERROR_KINDS = {
     "api_error": "server_error",
 }
 _BAD_ID = re.compile(r"[^a-zA-Z0-9_-]")
+# The usage report's counts, and the Usage fields they set when present.
+_USAGE_FIELDS = (
+    ("input_tokens", "input"),
+    ("output_tokens", "output"),
+    ("cache_read_input_tokens", "cache_read"),
+    ("cache_creation_input_tokens", "cache_write"),
+)
 
 
 def _tool_id(call_id: str) -> str:
@@ -145,21 +152,12 @@ def _tool_result(message: ToolResultMessage, images_ok: bool) -> dict[str, Any]:
 
 def anthropic_messages(request: ProviderRequest) -> list[dict[str, Any]]:
     """The ``messages`` array; consecutive same-role turns are merged."""
-    model = request.model
-    images_ok = "image" in model.input
-    out: list[dict[str, Any]] = []
+    return _turns(request, wire_sequence(request.context.messages))
 
-    def add(role: str, blocks: list[dict[str, Any]]) -> None:
-        if not blocks:
-            return
-        if out and out[-1]["role"] == role:
-            out[-1]["content"].extend(blocks)
-        else:
-            out.append({"role": role, "content": blocks})
 
-    for message in wire_messages(request.context.messages):
-        add(*_message(message, images_ok, model.api))
-    return out
+def _turns(request: ProviderRequest, history: Iterable[WireMessage]) -> list[dict[str, Any]]:
+    images_ok, api = "image" in request.model.input, request.model.api
+    return turn_list((_message(message, images_ok, api) for message in history), "content")
 
 
 def _message(message: WireMessage, images_ok: bool, api: str) -> tuple[str, list[dict[str, Any]]]:
@@ -171,34 +169,27 @@ def _message(message: WireMessage, images_ok: bool, api: str) -> tuple[str, list
     return "user", _blocks(message.content, images_ok)
 
 
-# A message's encoded form: its role and its content blocks, each UTF-8 JSON.
-_Form = tuple[str, tuple[bytes, ...]]
 _MESSAGES_SLOT = b'"messages": []'
 
 
-class AnthropicWireCache:
-    """The encoded content blocks of one provider's requests: each history message is
-    encoded once (``EncodedMessages``: again only when it changed) and the body is
-    joined from the pieces."""
+class AnthropicWireCache(EncodedTurns):
+    """The encoded content blocks of one provider's requests (``EncodedTurns``)."""
 
-    __slots__ = ("messages",)
+    __slots__ = ()
 
-    def __init__(self) -> None:
-        self.messages: EncodedMessages[_Form] = EncodedMessages()
+    def body(self, request: ProviderRequest) -> bytes:
+        return anthropic_body(request, self)
 
     def encoded(self, request: ProviderRequest, cache: dict[str, Any] | None) -> bytes:
         """``anthropic_messages(request)`` as UTF-8 JSON, with the cache marker on the
         last user block as ``build_anthropic_payload`` sets it."""
         model = request.model
         images_ok = "image" in model.input
-        variant = (images_ok, model.api)
-        kept = self.messages
 
-        def encode(message: WireMessage) -> _Form:
-            role, blocks = _message(message, images_ok, model.api)
-            return role, tuple(payload_bytes(block) for block in blocks)
+        def message(wire_message: WireMessage) -> tuple[str, list[dict[str, Any]]]:
+            return _message(wire_message, images_ok, model.api)
 
-        turns = merged_turns(kept.forms(request.context.messages, encode, variant))
+        turns = self.turns(request.context.messages, message, (images_ok, model.api))
         if cache and turns and turns[-1][0] == "user":
             last = turns[-1][1]  # the block's JSON object, the marker as its last key
             last[-1] = last[-1][:-1] + b', "cache_control": ' + payload_bytes(cache) + b"}"
@@ -288,31 +279,31 @@ class AnthropicStreamState:
 
     def handle(self, event: str, data: str) -> None:
         builder = self.builder
-        msg = object_or_skip(json_data(data), "an event", builder)
+        msg = builder.object_or_skip(json_data(data), "an event")
         if msg is None:
             return
         kind = msg.get("type") or event
         if kind == "content_block_delta":
             if self._skip:
                 return
-            delta = object_or_skip(msg.get("delta"), "a delta", builder) or {}
+            delta = builder.object_or_skip(msg.get("delta"), "a delta") or {}
             dkind = delta.get("type")
             if dkind == "text_delta":
-                text = text_field(delta, "text", builder)
+                text = builder.text_field(delta, "text")
                 if text:
                     builder.text(text)
             elif dkind == "input_json_delta":
-                builder.tool_delta(self._tool, text_field(delta, "partial_json", builder))
+                builder.tool_delta(self._tool, builder.text_field(delta, "partial_json"))
             elif dkind == "thinking_delta":
-                thinking = text_field(delta, "thinking", builder)
+                thinking = builder.text_field(delta, "thinking")
                 if thinking:
                     builder.thinking(thinking)
             elif dkind == "signature_delta":
-                signature = text_field(delta, "signature", builder)
+                signature = builder.text_field(delta, "signature")
                 if signature:
                     builder.thinking_signature(signature)
         elif kind == "content_block_start":
-            self._start(object_or_skip(msg.get("content_block"), "a content block", builder) or {})
+            self._start(builder.object_or_skip(msg.get("content_block"), "a content block") or {})
         elif kind == "content_block_stop":
             if self._skip:
                 self._skip = False
@@ -320,10 +311,10 @@ class AnthropicStreamState:
                 builder.end_block()
                 self._tool = -1
         elif kind == "message_start":
-            message = object_or_skip(msg.get("message"), "a message", builder) or {}
+            message = builder.object_or_skip(msg.get("message"), "a message") or {}
             self._usage(message.get("usage"))
         elif kind == "message_delta":
-            delta = object_or_skip(msg.get("delta"), "a delta", builder) or {}
+            delta = builder.object_or_skip(msg.get("delta"), "a delta") or {}
             reason = delta.get("stop_reason")
             if reason and type(reason) is not str:
                 builder.warn("the provider sent a stop_reason that is not a string; skipped")
@@ -338,8 +329,8 @@ class AnthropicStreamState:
         elif kind == "error":
             raw = msg.get("error")
             error: dict[str, Any] = raw if type(raw) is dict else {"message": raw}
-            etype = text_field(error, "type", builder) or "error"
-            text = text_field(error, "message", builder) or json.dumps(error)
+            etype = builder.text_field(error, "type") or "error"
+            text = builder.text_field(error, "message") or json.dumps(error)
             raise ProviderError(
                 f"{etype}: {text}",
                 status=529 if etype == "overloaded_error" else None,
@@ -354,21 +345,21 @@ class AnthropicStreamState:
         self._skip = False
         if btype == "text":
             builder.start_text()
-            text = text_field(block, "text", builder)
+            text = builder.text_field(block, "text")
             if text:
                 builder.text(text)
         elif btype == "thinking":
-            builder.start_thinking(signature=text_field(block, "signature", builder) or None)
-            thinking = text_field(block, "thinking", builder)
+            builder.start_thinking(signature=builder.text_field(block, "signature") or None)
+            thinking = builder.text_field(block, "thinking")
             if thinking:
                 builder.thinking(thinking)
         elif btype == "redacted_thinking":
             builder.start_thinking(
-                redacted=True, signature=text_field(block, "data", builder) or None
+                redacted=True, signature=builder.text_field(block, "data") or None
             )
         elif btype == "tool_use":
             self._tool = builder.start_tool(
-                text_field(block, "id", builder), text_field(block, "name", builder)
+                builder.text_field(block, "id"), builder.text_field(block, "name")
             )
             initial = block.get("input")
             if initial:
@@ -378,22 +369,14 @@ class AnthropicStreamState:
 
     def _usage(self, raw: Any) -> None:
         builder = self.builder
-        found = object_or_skip(raw, "a usage report", builder)
+        found = builder.object_or_skip(raw, "a usage report")
         if found is None:
             return
         usage = builder.partial.usage
-        count = token_count(found, "input_tokens", builder)
-        if count is not None:
-            usage.input = count
-        count = token_count(found, "output_tokens", builder)
-        if count is not None:
-            usage.output = count
-        count = token_count(found, "cache_read_input_tokens", builder)
-        if count is not None:
-            usage.cache_read = count
-        count = token_count(found, "cache_creation_input_tokens", builder)
-        if count is not None:
-            usage.cache_write = count
+        for name, field in _USAGE_FIELDS:
+            count = builder.token_count(found, name)
+            if count is not None:
+                setattr(usage, field, count)
 
     def end(self) -> None:
         pass
@@ -402,36 +385,22 @@ class AnthropicStreamState:
 class AnthropicMessagesProvider(HttpProvider):
     """Streams Anthropic messages."""
 
-    __slots__ = ("_wire",)
+    __slots__ = ()
 
     api = "anthropic-messages"
     default_provider = "anthropic"
     base_url_hint = "is the server root (/v1/messages is added)"
     default_base_url = DEFAULT_ANTHROPIC_BASE_URL
+    extra_headers = {"anthropic-version": ANTHROPIC_VERSION}
+    wire_cache = AnthropicWireCache
+    stream_state = AnthropicStreamState
 
-    def __init__(self, clients: HttpClientPool | None = None) -> None:
-        super().__init__(clients)
-        self._wire: AnthropicWireCache | None = None  # made by the first request
+    def url(self, model: Model) -> str:
+        base = (model.base_url or DEFAULT_ANTHROPIC_BASE_URL).rstrip("/")
+        return join_url(base.removesuffix("/v1"), "v1/messages")
 
-    def build_request(self, request: ProviderRequest, api_key: str | None) -> HttpRequestSpec:
-        base = (request.model.base_url or DEFAULT_ANTHROPIC_BASE_URL).rstrip("/")
-        if base.endswith("/v1"):
-            base = base[:-3]
-        headers = {
-            "content-type": "application/json",
-            "accept": "text/event-stream",
-            "anthropic-version": ANTHROPIC_VERSION,
-        }
-        if api_key:
-            headers["x-api-key"] = api_key
-        url = join_url(base, "v1/messages")
-        if request.on_payload is not None or len(request.context.messages) < KEEP_FROM:
-            self._wire = None  # encoded whole, nothing kept; a payload hook sees the payload
-            return HttpRequestSpec(url, headers, build_anthropic_payload(request))
-        wire = self._wire
-        if wire is None:
-            wire = self._wire = AnthropicWireCache()
-        return HttpRequestSpec(url, headers, None, anthropic_body(request, wire))
+    def auth_headers(self, api_key: str) -> dict[str, str]:
+        return {"x-api-key": api_key}
 
-    def new_state(self, builder: MessageBuilder, request: ProviderRequest) -> AnthropicStreamState:
-        return AnthropicStreamState(builder)
+    def payload(self, request: ProviderRequest, messages: list[WireMessage]) -> dict[str, Any]:
+        return _payload(request, _turns(request, messages))

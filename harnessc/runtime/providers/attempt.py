@@ -1,4 +1,4 @@
-"""One attempt of an HTTP provider request, and the final events a request ends with.
+"""One attempt of an HTTP provider request.
 
 ``read_attempt`` runs one exchange (``transport.exchange`` in a task) and reads what it
 passes on: the response head (callbacks, error answers), then the event stream fed to
@@ -18,28 +18,18 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
-from harnessc.runtime.core.options import Model
 from harnessc.runtime.providers.base import AssistantMessageEvent, ProviderRequest
-from harnessc.runtime.providers.builder import MessageBuilder, finalize_usage
+from harnessc.runtime.providers.builder import MessageBuilder
 from harnessc.runtime.providers.channel import Channel
 from harnessc.runtime.providers.clients import HttpClientPool, Lease, Timeout, origin_of
 from harnessc.runtime.providers.clock import Interrupt, RequestClock
-from harnessc.runtime.providers.errors import MAX_ERROR_CHARS, ProviderError, cut_text, redact
+from harnessc.runtime.providers.errors import ProviderError, redact
 from harnessc.runtime.providers.hints import answer_error, interrupted_error, transport_error
 from harnessc.runtime.providers.sse import SSEParser
 from harnessc.runtime.providers.transport import BODY, CHUNK, END, FAIL, exchange
 from harnessc.runtime.providers.wire import StreamState
 
-__all__ = [
-    "END_GRACE_S",
-    "Attempt",
-    "AttemptReader",
-    "Outgoing",
-    "aborted_event",
-    "done_event",
-    "error_event",
-    "read_attempt",
-]
+__all__ = ["END_GRACE_S", "Attempt", "AttemptReader", "Outgoing", "read_attempt"]
 
 # How long the end of the body may lag behind the protocol's end marker.
 END_GRACE_S = 0.05
@@ -224,7 +214,7 @@ async def read_attempt(
                         interrupt.kind, timeout_ms, url, clock, parser
                     )
                     return
-            outcome.final = done_event(builder, model)
+            outcome.final = builder.done(model)
             for ev in pending:
                 yield ev
             pending.clear()
@@ -254,49 +244,6 @@ async def read_attempt(
 def _label(lease: Lease) -> str:
     """The proxy the lease's requests go through, as messages name it ("" for none)."""
     return lease.proxy.label if lease.proxy is not None else ""
-
-
-# -- outcomes -----------------------------------------------------------------
-
-
-def done_event(builder: MessageBuilder, model: Model) -> AssistantMessageEvent:
-    builder.finish()
-    partial = builder.partial
-    usage = partial.usage
-    finalize_usage(usage, model)
-    prompt = usage.input + usage.cache_read + usage.cache_write
-    if model.context_window and prompt > model.context_window:
-        partial.context_overflow = True
-    return AssistantMessageEvent("done", partial)
-
-
-def _settle(builder: MessageBuilder) -> None:
-    builder.finish()
-    builder.out.clear()
-
-
-def error_event(
-    builder: MessageBuilder,
-    model: Model,
-    error: ProviderError,
-    secrets: list[str | None],
-) -> AssistantMessageEvent:
-    _settle(builder)
-    partial = builder.partial
-    partial.stop_reason = "error"
-    partial.error_message = cut_text(redact(error.message, secrets), 2 * MAX_ERROR_CHARS)
-    partial.context_overflow = error.context_overflow
-    finalize_usage(partial.usage, model)
-    return AssistantMessageEvent("error", partial, error_kind=error.kind)
-
-
-def aborted_event(builder: MessageBuilder, model: Model, reason: str) -> AssistantMessageEvent:
-    _settle(builder)
-    partial = builder.partial
-    partial.stop_reason = "aborted"
-    partial.error_message = reason or "aborted"
-    finalize_usage(partial.usage, model)
-    return AssistantMessageEvent("error", partial)
 
 
 async def _await_end(task: asyncio.Task[None]) -> None:

@@ -4,11 +4,17 @@ Every wire protocol decodes its own frames and calls these few methods; the buil
 keeps the event order of ``providers/base.py`` (a block's start, deltas, end; one
 block open at a time) and appends the events to ``out`` for the driver to yield.
 End events carry the block's whole text (or the raw argument JSON) as ``delta``.
+
+A frame's fields are read through ``object_or_skip``, ``text_field`` and
+``token_count``: a piece of the wrong type is skipped with a warning, and the reply goes
+on. The reply ends with ``done``, ``failed`` or ``aborted``: the final event, the
+message settled, its usage totalled and priced.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from harnessc.runtime.core.messages import (
@@ -23,6 +29,7 @@ from harnessc.runtime.core.messages import (
 )
 from harnessc.runtime.core.options import Model
 from harnessc.runtime.providers.base import AssistantMessageEvent
+from harnessc.runtime.providers.errors import MAX_ERROR_CHARS, ProviderError, cut_text, redact
 from harnessc.runtime.providers.text import SurrogateJoiner
 from harnessc.runtime.providers.tool_args import parse_tool_arguments
 
@@ -67,7 +74,8 @@ class MessageBuilder:
         self._block: Any = None
         self._args: dict[int, list[str]] = {}
         self._late: dict[int, None] = {}  # tool calls to parse again at finish
-        self._join = SurrogateJoiner()  # a surrogate pair split over two deltas
+        # A surrogate pair split over two deltas: made by the first delta outside ASCII.
+        self._join: SurrogateJoiner | None = None
         # What the reply's stream got wrong without spoiling it (a malformed chunk
         # skipped, a usage count that is not a number): told to the harness at the end.
         self.warnings: list[str] | None = None
@@ -94,8 +102,14 @@ class MessageBuilder:
         self._block = None
         self._args.clear()
         self._late.clear()
-        self._join = SurrogateJoiner()
+        self._join = None
         self.warnings = None
+
+    def _joined(self, delta: str) -> str:
+        """``delta`` with surrogate pairs joined (a high half is held for the next)."""
+        if self._join is None:
+            self._join = SurrogateJoiner()
+        return self._join.feed(delta)
 
     def _open(self, kind: str, block: Any) -> None:
         if self._kind:
@@ -114,8 +128,8 @@ class MessageBuilder:
     def text(self, delta: str) -> None:
         if self._kind != "text":
             self._open("text", TextContent(""))
-        if self._join.held or not delta.isascii():
-            delta = self._join.feed(delta)
+        if not delta.isascii() or (self._join is not None and self._join.held):
+            delta = self._joined(delta)
             if not delta:
                 return
         self._block.text += delta
@@ -124,8 +138,8 @@ class MessageBuilder:
     def thinking(self, delta: str) -> None:
         if self._kind != "thinking":
             self._open("thinking", ThinkingContent(""))
-        if self._join.held or not delta.isascii():
-            delta = self._join.feed(delta)
+        if not delta.isascii() or (self._join is not None and self._join.held):
+            delta = self._joined(delta)
             if not delta:
                 return
         self._block.thinking += delta
@@ -179,7 +193,7 @@ class MessageBuilder:
         if not kind:
             return
         block = self._block
-        if self._join.held:  # the stream ended half way through a surrogate pair
+        if self._join is not None and self._join.held:  # the stream ended inside a pair
             rest = self._join.flush()
             if kind == "text":
                 block.text += rest
@@ -214,6 +228,89 @@ class MessageBuilder:
         if reason == "stop" and any(isinstance(c, ToolCall) for c in self.partial.content):
             reason = "toolUse"
         self.partial.stop_reason = reason
+
+    # -- the reply's end ----------------------------------------------------------
+
+    def done(self, model: Model) -> AssistantMessageEvent:
+        """The ``done`` event: the message settled, its usage totalled and priced, and
+        marked as a context overflow when its prompt did not fit ``model``'s window."""
+        partial = self.partial
+        usage = partial.usage
+        finalize_usage(usage, model)
+        self.finish()
+        prompt = usage.input + usage.cache_read + usage.cache_write
+        if model.context_window and prompt > model.context_window:
+            partial.context_overflow = True
+        return AssistantMessageEvent("done", partial)
+
+    def failed(
+        self, model: Model, error: ProviderError, secrets: list[str | None]
+    ) -> AssistantMessageEvent:
+        """The ``error`` event of a failed request: its message redacted of ``secrets``."""
+        self._settle(model)
+        partial = self.partial
+        partial.stop_reason = "error"
+        partial.error_message = cut_text(redact(error.message, secrets), 2 * MAX_ERROR_CHARS)
+        partial.context_overflow = error.context_overflow
+        return AssistantMessageEvent("error", partial, error_kind=error.kind)
+
+    def aborted(self, model: Model, reason: str) -> AssistantMessageEvent:
+        """The ``error`` event of an aborted request (stop reason ``aborted``)."""
+        self._settle(model)
+        partial = self.partial
+        partial.stop_reason = "aborted"
+        partial.error_message = reason or "aborted"
+        return AssistantMessageEvent("error", partial)
+
+    def _settle(self, model: Model) -> None:
+        self.finish()
+        self.out.clear()
+        finalize_usage(self.partial.usage, model)
+
+    # -- reading a frame's fields -------------------------------------------------
+
+    def object_or_skip(self, value: Any, what: str, item: bool = False) -> dict[str, Any] | None:
+        """``value`` when it is a JSON object; None when absent (null, unless it is an
+        ``item`` of a list); for anything else a warning (the piece is skipped, the
+        reply goes on) and None."""
+        if type(value) is dict:
+            return value
+        if value is not None or item:
+            self.warn(f"the provider sent {what} that is not an object ({_shown(value)}); skipped")
+        return None
+
+    def text_field(self, raw: Mapping[str, Any], name: str) -> str:
+        """``raw[name]`` when it is a string, else "" (with a warning when it is something
+        else: the piece is skipped, the reply goes on)."""
+        value = raw.get(name)
+        if type(value) is str:
+            return value
+        if value is not None:
+            self.warn(f"the provider sent a {name} that is not a string ({_shown(value)}); skipped")
+        return ""
+
+    def token_count(self, raw: Mapping[str, Any], name: str) -> int | None:
+        """``raw[name]`` as a token count, None when absent. Usage is advisory: a value
+        that is not a count is a warning (and None), never a failed reply."""
+        value = raw.get(name)
+        if value is None:
+            return None
+        if type(value) is int and value >= 0:
+            return value
+        if type(value) is float and value >= 0 and value.is_integer():
+            return int(value)
+        if type(value) is str and value.isdigit() and len(value) < 20:
+            return int(value)
+        self.warn(
+            f"the provider's usage report gives {name} as {_shown(value)}, not a token count; "
+            "the reply is kept, its token counts may be wrong"
+        )
+        return None
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:40] + "..."
 
 
 def _dollars(tokens: int, price: float) -> float:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import Generic, TypeVar
 
-__all__ = ["Channel", "wake"]
+__all__ = ["Channel"]
 
 T = TypeVar("T")
 
@@ -38,7 +38,7 @@ class Channel(Generic[T]):
         if len(self._items) >= self._maxsize:
             return False
         self._items.append(item)
-        wake(self._getter)
+        self._wake(self._getter)
         return True
 
     async def put(self, item: T) -> None:
@@ -50,7 +50,7 @@ class Channel(Generic[T]):
                 if self._putter is waiter:
                     self._putter = None
         self._items.append(item)
-        wake(self._getter)
+        self._wake(self._getter)
 
     async def get(self) -> T:
         while not self._items:
@@ -61,11 +61,11 @@ class Channel(Generic[T]):
                 if self._getter is waiter:
                     self._getter = None
         item = self._items.pop(0)
-        wake(self._putter)
+        self._wake(self._putter)
         return item
 
-
-def wake(waiter: asyncio.Future[None] | None) -> None:
-    """Resolve ``waiter`` unless there is none or it is already done (cancelled)."""
-    if waiter is not None and not waiter.done():
-        waiter.set_result(None)
+    @staticmethod
+    def _wake(waiter: asyncio.Future[None] | None) -> None:
+        """Resolve ``waiter`` unless there is none or it is already done (cancelled)."""
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)

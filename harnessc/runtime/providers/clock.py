@@ -14,9 +14,9 @@
 by the harness from the wall-clock budget) ends the request at that moment, whichever
 comes first; it is used as given, so the harness and the provider stop at one moment.
 
-An abort (from any thread) or a tripped limit ends the wait for a request slot, cancels
-the exchange task and wakes the driver; the driver also checks ``Interrupt.kind`` after
-every item it takes.
+An abort (from any thread: ``AbortWatch``, the request's listener on its signal) or a
+tripped limit ends the wait for a request slot, cancels the exchange task and wakes the
+driver; the driver also checks ``Interrupt.kind`` after every item it takes.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from harnessc.runtime.providers.channel import Channel
 
-__all__ = ["DEFAULT_TIMEOUT_MS", "TOTAL_FACTOR", "Interrupt", "RequestClock"]
+__all__ = ["DEFAULT_TIMEOUT_MS", "TOTAL_FACTOR", "AbortWatch", "Interrupt", "RequestClock"]
 
 DEFAULT_TIMEOUT_MS = 600_000
 TOTAL_FACTOR = 10
@@ -115,3 +115,26 @@ class RequestClock:
             target.trip("idle")
         else:  # content came meanwhile: look again when it could next run out
             self._schedule(min(self.end, self.last + self.idle_s) if self.watching else self.end)
+
+
+class AbortWatch:
+    """The request's abort listener: trips the running attempt's ``Interrupt``.
+
+    A callable object rather than a closure, so a request holds one small object
+    while it waits; an abort may come from any thread.
+    """
+
+    __slots__ = ("loop", "interrupt")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, interrupt: Interrupt) -> None:
+        self.loop = loop
+        self.interrupt = interrupt
+
+    def __call__(self) -> None:
+        try:
+            self.loop.call_soon_threadsafe(self._trip)
+        except RuntimeError:  # the loop is already closed
+            pass
+
+    def _trip(self) -> None:
+        self.interrupt.trip("abort")

@@ -14,7 +14,7 @@ Providers keep them for contexts of ``KEEP_FROM`` messages or more.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Generic, TypeAlias, TypeVar
 
 from harnessc.runtime.core.messages import (
@@ -29,16 +29,19 @@ from harnessc.runtime.core.messages import (
     UserContent,
     UserMessage,
 )
+from harnessc.runtime.providers.text import payload_bytes
 
 __all__ = [
     "NO_RESULT_TEXT",
     "EncodedMessages",
+    "EncodedTurns",
     "KEEP_FROM",
     "WireMessage",
     "has_images",
     "image_placeholder",
     "merged_turns",
     "message_shape",
+    "turn_list",
     "turns_json",
     "user_parts",
     "wire_messages",
@@ -164,6 +167,7 @@ def message_shape(message: Message, snapshot: bool = False) -> tuple[Any, ...]:
 
 
 W = TypeVar("W")
+B = TypeVar("B")
 
 
 class EncodedMessages(Generic[W]):
@@ -243,10 +247,11 @@ class EncodedMessages(Generic[W]):
         return len(self._entries)
 
 
-def merged_turns(forms: list[tuple[str, tuple[bytes, ...]]]) -> list[tuple[str, list[bytes]]]:
-    """Messages as ``(role, encoded blocks)`` -> turns, consecutive same-role messages
-    merged (the APIs that want one turn per role in a row: Anthropic, Gemini)."""
-    turns: list[tuple[str, list[bytes]]] = []
+def merged_turns(forms: Iterable[tuple[str, Sequence[B]]]) -> list[tuple[str, list[B]]]:
+    """Messages as ``(role, blocks)`` -> turns, consecutive same-role messages merged
+    and empty ones left out (the APIs that want one turn per role in a row: Anthropic,
+    Gemini)."""
+    turns: list[tuple[str, list[B]]] = []
     for role, blocks in forms:
         if not blocks:
             continue
@@ -255,6 +260,37 @@ def merged_turns(forms: list[tuple[str, tuple[bytes, ...]]]) -> list[tuple[str, 
         else:
             turns.append((role, list(blocks)))
     return turns
+
+
+def turn_list(forms: Iterable[tuple[str, Sequence[B]]], key: str) -> list[dict[str, Any]]:
+    """``[{"role": role, key: blocks}, ...]`` of ``merged_turns(forms)``."""
+    return [{"role": role, key: blocks} for role, blocks in merged_turns(forms)]
+
+
+class EncodedTurns:
+    """The encoded turns of one provider's requests (the APIs of ``merged_turns``):
+    each history message's role and blocks, each block UTF-8 JSON, encoded once
+    (``EncodedMessages``: again only when it changed), then merged into turns."""
+
+    __slots__ = ("messages",)
+
+    def __init__(self) -> None:
+        self.messages: EncodedMessages[tuple[str, tuple[bytes, ...]]] = EncodedMessages()
+
+    def turns(
+        self,
+        messages: list[Message],
+        message: Callable[[WireMessage], tuple[str, list[Any]]],
+        variant: Any,
+    ) -> list[tuple[str, list[bytes]]]:
+        """The turns of ``messages``, ``message`` giving a message's role and blocks;
+        ``variant``: what the blocks depend on besides the messages."""
+
+        def encode(wire_message: WireMessage) -> tuple[str, tuple[bytes, ...]]:
+            role, blocks = message(wire_message)
+            return role, tuple(payload_bytes(block) for block in blocks)
+
+        return merged_turns(self.messages.forms(messages, encode, variant))
 
 
 def turns_json(turns: list[tuple[str, list[bytes]]], key: str) -> bytes:

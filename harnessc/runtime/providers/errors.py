@@ -26,6 +26,7 @@ __all__ = [
     "redact",
     "redact_headers",
     "redact_url",
+    "request_secrets",
     "secret_values",
     "url_secrets",
 ]
@@ -183,6 +184,12 @@ def _url_secrets(url: str) -> tuple[str, ...]:
             if len(value) >= 4 and value not in out:
                 out.append(value)
     return tuple(out)
+
+
+def request_secrets(api_key: str | None, base_url: str | None) -> list[str | None]:
+    """What a request's error messages must not show before it is built: its API key
+    and the credentials in its base URL (``secret_values``, ``url_secrets``)."""
+    return [*secret_values(api_key), *url_secrets(base_url)]
 
 
 def cut_text(text: str, limit: int = MAX_ERROR_CHARS) -> str:

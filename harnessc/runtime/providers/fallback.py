@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from harnessc.runtime.support.records import NEW_DICT, Record
+from msgspec import Struct
 
 __all__ = ["DEFAULT_FALLBACK_ON", "NEVER_FALLBACK_ON", "ModelFallback"]
 
@@ -22,28 +22,13 @@ DEFAULT_FALLBACK_ON = ("rate_limit", "overloaded", "server_error", "timeout", "c
 NEVER_FALLBACK_ON = frozenset({"context_overflow", "auth", "bad_request"})
 
 
-class ModelFallback(Record):
-    __slots__ = ("models", "on", "cooldown_s", "clock", "cooling_until")
+class ModelFallback(Struct):
     models: Sequence[str]
-    on: Sequence[str]
-    cooldown_s: float
-    clock: Callable[[], float]
+    on: Sequence[str] = DEFAULT_FALLBACK_ON
+    cooldown_s: float = 60.0
+    clock: Callable[[], float] = time.monotonic
     # model key -> the clock's time its cooldown ends
-    cooling_until: dict[str, float]
-
-    def __init__(
-        self,
-        models: Sequence[str],
-        on: Sequence[str] = DEFAULT_FALLBACK_ON,
-        cooldown_s: float = 60.0,
-        clock: Callable[[], float] = time.monotonic,
-        cooling_until: dict[str, float] = NEW_DICT,
-    ) -> None:
-        self.models = models
-        self.on = on
-        self.cooldown_s = cooldown_s
-        self.clock = clock
-        self.cooling_until = {} if cooling_until is NEW_DICT else cooling_until
+    cooling_until: dict[str, float] = {}
 
     def applies_to(self, kind: str) -> bool:
         """True when a failure of ``kind`` moves the request to the next model."""

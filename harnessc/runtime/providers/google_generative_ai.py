@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Iterable
 from typing import Any
 
 from harnessc.runtime.core.messages import (
@@ -17,24 +18,23 @@ from harnessc.runtime.core.messages import (
     ToolResultMessage,
     UserContent,
 )
-from harnessc.runtime.core.options import THINKING_BUDGETS, ThinkingLevel
+from harnessc.runtime.core.options import THINKING_BUDGETS, Model, ThinkingLevel
 from harnessc.runtime.providers.base import ProviderRequest
 from harnessc.runtime.providers.builder import MessageBuilder
-from harnessc.runtime.providers.clients import HttpClientPool
 from harnessc.runtime.providers.convert import (
-    KEEP_FROM,
-    EncodedMessages,
+    EncodedTurns,
     WireMessage,
     image_placeholder,
-    merged_turns,
+    turn_list,
     turns_json,
-    wire_messages,
+    wire_sequence,
 )
 from harnessc.runtime.providers.errors import ProviderError, error_text_from_body
-from harnessc.runtime.providers.http import HttpProvider, HttpRequestSpec, join_url, json_data
+from harnessc.runtime.providers.http import HttpProvider
 from harnessc.runtime.providers.retry import is_retryable_status
+from harnessc.runtime.providers.sse import json_data
 from harnessc.runtime.providers.text import payload_bytes
-from harnessc.runtime.providers.wire import object_or_skip, text_field, token_count
+from harnessc.runtime.providers.wire import join_url
 
 __all__ = [
     "DEFAULT_GOOGLE_BASE_URL",
@@ -91,21 +91,12 @@ def _model_parts(message: AssistantMessage, same_api: bool) -> list[dict[str, An
 
 def google_contents(request: ProviderRequest) -> list[dict[str, Any]]:
     """The ``contents`` array; consecutive same-role turns are merged."""
-    model = request.model
-    images_ok = "image" in model.input
-    out: list[dict[str, Any]] = []
+    return _contents(request, wire_sequence(request.context.messages))
 
-    def add(role: str, parts: list[dict[str, Any]]) -> None:
-        if not parts:
-            return
-        if out and out[-1]["role"] == role:
-            out[-1]["parts"].extend(parts)
-        else:
-            out.append({"role": role, "parts": parts})
 
-    for message in wire_messages(request.context.messages):
-        add(*_message(message, images_ok, model.api))
-    return out
+def _contents(request: ProviderRequest, history: Iterable[WireMessage]) -> list[dict[str, Any]]:
+    images_ok, api = "image" in request.model.input, request.model.api
+    return turn_list((_message(message, images_ok, api) for message in history), "parts")
 
 
 def _message(message: WireMessage, images_ok: bool, api: str) -> tuple[str, list[dict[str, Any]]]:
@@ -124,35 +115,27 @@ def _message(message: WireMessage, images_ok: bool, api: str) -> tuple[str, list
     return "user", _parts(message.content, images_ok)
 
 
-# A message's encoded form: its role and its parts, each UTF-8 JSON.
-_Form = tuple[str, tuple[bytes, ...]]
 _CONTENTS_SLOT = b'{"contents": []'
 
 
-class GoogleWireCache:
-    """The encoded parts of one provider's requests: each history message is encoded
-    once (``EncodedMessages``: again only when it changed) and the body is joined
-    from the pieces."""
+class GoogleWireCache(EncodedTurns):
+    """The encoded parts of one provider's requests (``EncodedTurns``)."""
 
-    __slots__ = ("messages",)
+    __slots__ = ()
 
-    def __init__(self) -> None:
-        self.messages: EncodedMessages[_Form] = EncodedMessages()
+    def body(self, request: ProviderRequest) -> bytes:
+        return google_body(request, self)
 
     def encoded(self, request: ProviderRequest) -> bytes:
         """``google_contents(request)`` as UTF-8 JSON."""
         model = request.model
         images_ok = "image" in model.input
-        variant = (images_ok, model.api)
-        kept = self.messages
 
-        def encode(message: WireMessage) -> _Form:
-            role, parts = _message(message, images_ok, model.api)
-            return role, tuple(payload_bytes(part) for part in parts)
+        def message(wire_message: WireMessage) -> tuple[str, list[dict[str, Any]]]:
+            return _message(wire_message, images_ok, model.api)
 
-        return turns_json(
-            merged_turns(kept.forms(request.context.messages, encode, variant)), "parts"
-        )
+        turns = self.turns(request.context.messages, message, (images_ok, model.api))
+        return turns_json(turns, "parts")
 
 
 def google_body(request: ProviderRequest, wire: GoogleWireCache) -> bytes:
@@ -252,29 +235,29 @@ class GoogleStreamState:
                 builder.warn("the provider sent candidates that are not a list; skipped")
                 candidates = None
             candidate = (
-                object_or_skip(candidates[0], "a candidate", builder, item=True)
+                builder.object_or_skip(candidates[0], "a candidate", item=True)
                 if candidates
                 else None
             )
             if candidate is not None:
                 self._candidate(candidate)
-        feedback = object_or_skip(chunk.get("promptFeedback"), "a promptFeedback", builder)
+        feedback = builder.object_or_skip(chunk.get("promptFeedback"), "a promptFeedback")
         if feedback and feedback.get("blockReason"):
             self._blocked = str(feedback["blockReason"])[:100]
-        usage = object_or_skip(chunk.get("usageMetadata"), "a usage report", builder)
+        usage = builder.object_or_skip(chunk.get("usageMetadata"), "a usage report")
         if usage:
             self._usage(usage)
 
     def _candidate(self, candidate: dict[str, Any]) -> None:
         builder = self.builder
-        content = object_or_skip(candidate.get("content"), "a candidate's content", builder)
+        content = builder.object_or_skip(candidate.get("content"), "a candidate's content")
         parts = content.get("parts") if content else None
         if parts:
             if type(parts) is not list:
                 builder.warn("the provider sent parts that are not a list; skipped")
                 parts = []
             for raw in parts:
-                part = object_or_skip(raw, "a part", builder, item=True)
+                part = builder.object_or_skip(raw, "a part", item=True)
                 if part is not None:
                     self._part(part)
         finish = candidate.get("finishReason")
@@ -288,11 +271,11 @@ class GoogleStreamState:
 
     def _part(self, part: dict[str, Any]) -> None:
         builder = self.builder
-        call = object_or_skip(part.get("functionCall"), "a functionCall", builder)
+        call = builder.object_or_skip(part.get("functionCall"), "a functionCall")
         if call is not None:
             self._calls += 1
-            name = text_field(call, "name", builder)
-            call_id = text_field(call, "id", builder) or f"call_{secrets.token_hex(6)}"
+            name = builder.text_field(call, "name")
+            call_id = builder.text_field(call, "id") or f"call_{secrets.token_hex(6)}"
             index = builder.start_tool(call_id, name)
             args = call.get("args")
             arguments = args if isinstance(args, dict) else {}
@@ -301,8 +284,8 @@ class GoogleStreamState:
             return
         text = part.get("text")
         if text is not None and type(text) is not str:
-            text = text_field(part, "text", builder) or None
-        signature = text_field(part, "thoughtSignature", builder)
+            text = builder.text_field(part, "text") or None
+        signature = builder.text_field(part, "thoughtSignature")
         if part.get("thought"):
             if text:
                 builder.thinking(text)
@@ -317,12 +300,12 @@ class GoogleStreamState:
     def _usage(self, raw: dict[str, Any]) -> None:
         builder = self.builder
         usage = builder.partial.usage
-        prompt = token_count(raw, "promptTokenCount", builder) or 0
-        cached = token_count(raw, "cachedContentTokenCount", builder) or 0
+        prompt = builder.token_count(raw, "promptTokenCount") or 0
+        cached = builder.token_count(raw, "cachedContentTokenCount") or 0
         usage.input = max(0, prompt - cached)
         usage.cache_read = cached
-        usage.output = (token_count(raw, "candidatesTokenCount", builder) or 0) + (
-            token_count(raw, "thoughtsTokenCount", builder) or 0
+        usage.output = (builder.token_count(raw, "candidatesTokenCount") or 0) + (
+            builder.token_count(raw, "thoughtsTokenCount") or 0
         )
 
     def end(self) -> None:
@@ -338,31 +321,21 @@ class GoogleStreamState:
 class GoogleGenerativeAIProvider(HttpProvider):
     """Streams Gemini generateContent."""
 
-    __slots__ = ("_wire",)
+    __slots__ = ()
 
     api = "google-generative-ai"
     default_provider = "google"
     base_url_hint = "ends with /v1beta"
     default_base_url = DEFAULT_GOOGLE_BASE_URL
+    wire_cache = GoogleWireCache
+    stream_state = GoogleStreamState
 
-    def __init__(self, clients: HttpClientPool | None = None) -> None:
-        super().__init__(clients)
-        self._wire: GoogleWireCache | None = None  # made by the first long request
-
-    def build_request(self, request: ProviderRequest, api_key: str | None) -> HttpRequestSpec:
-        model = request.model
+    def url(self, model: Model) -> str:
         base = model.base_url or DEFAULT_GOOGLE_BASE_URL
-        headers = {"content-type": "application/json", "accept": "text/event-stream"}
-        if api_key:
-            headers["x-goog-api-key"] = api_key
-        url = join_url(base, f"models/{model.id}:streamGenerateContent?alt=sse")
-        if request.on_payload is not None or len(request.context.messages) < KEEP_FROM:
-            self._wire = None  # encoded whole, nothing kept; a payload hook sees the payload
-            return HttpRequestSpec(url, headers, build_google_payload(request))
-        wire = self._wire
-        if wire is None:
-            wire = self._wire = GoogleWireCache()
-        return HttpRequestSpec(url, headers, None, google_body(request, wire))
+        return join_url(base, f"models/{model.id}:streamGenerateContent?alt=sse")
 
-    def new_state(self, builder: MessageBuilder, request: ProviderRequest) -> GoogleStreamState:
-        return GoogleStreamState(builder)
+    def auth_headers(self, api_key: str) -> dict[str, str]:
+        return {"x-goog-api-key": api_key}
+
+    def payload(self, request: ProviderRequest, messages: list[WireMessage]) -> dict[str, Any]:
+        return _payload(request, _contents(request, messages))

@@ -8,6 +8,7 @@ governed by ``Model.compat`` (see ``openai_compat``).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from harnessc.runtime.core.messages import (
@@ -22,18 +23,17 @@ from harnessc.runtime.core.messages import (
 from harnessc.runtime.core.options import Model, ThinkingLevel
 from harnessc.runtime.providers.base import ProviderRequest
 from harnessc.runtime.providers.builder import MessageBuilder, cut_name
-from harnessc.runtime.providers.clients import HttpClientPool
 from harnessc.runtime.providers.convert import (
-    KEEP_FROM,
     EncodedMessages,
     WireMessage,
     image_placeholder,
     wire_sequence,
 )
 from harnessc.runtime.providers.errors import ProviderError, error_text_from_body
-from harnessc.runtime.providers.http import HttpProvider, HttpRequestSpec, join_url, json_data
+from harnessc.runtime.providers.http import HttpProvider
+from harnessc.runtime.providers.sse import json_data
 from harnessc.runtime.providers.text import json_text, payload_bytes
-from harnessc.runtime.providers.wire import object_or_skip, text_field, token_count
+from harnessc.runtime.providers.wire import join_url
 
 __all__ = [
     "DEFAULT_OPENAI_BASE_URL",
@@ -177,13 +177,19 @@ def _system_message(request: ProviderRequest, compat: dict[str, Any]) -> dict[st
 
 def openai_messages(request: ProviderRequest, compat: dict[str, Any]) -> list[dict[str, Any]]:
     """The chat-completions ``messages`` for a request's system prompt and history."""
+    return _messages(request, compat, wire_sequence(request.context.messages))
+
+
+def _messages(
+    request: ProviderRequest, compat: dict[str, Any], history: Iterable[WireMessage]
+) -> list[dict[str, Any]]:
     images_ok = "image" in request.model.input
     out: list[dict[str, Any]] = []
     system = _system_message(request, compat)
     if system is not None:
         out.append(system)
     result_images: list[ImageContent] = []
-    for message in wire_sequence(request.context.messages):
+    for message in history:
         if result_images and not isinstance(message, ToolResultMessage):
             out.append(_images_message(result_images))
             result_images.clear()
@@ -222,6 +228,9 @@ class OpenAIWireCache:
         encoded = payload_bytes(message)
         self._system = (message["content"], message["role"], encoded)
         return encoded
+
+    def body(self, request: ProviderRequest) -> bytes:
+        return openai_body(request, self)
 
     def encoded(self, request: ProviderRequest, compat: dict[str, Any]) -> list[bytes]:
         """``openai_messages(request, compat)``, each message UTF-8 JSON."""
@@ -311,10 +320,14 @@ def _payload_fields(request: ProviderRequest, compat: dict[str, Any]) -> dict[st
 
 def build_openai_payload(request: ProviderRequest) -> dict[str, Any]:
     """The JSON body of a streamed chat-completions request."""
+    return _payload(request, wire_sequence(request.context.messages))
+
+
+def _payload(request: ProviderRequest, history: Iterable[WireMessage]) -> dict[str, Any]:
     compat = openai_compat(request.model)
     return {
         "model": request.model.id,
-        "messages": openai_messages(request, compat),
+        "messages": _messages(request, compat, history),
         **_payload_fields(request, compat),
     }
 
@@ -368,18 +381,18 @@ class OpenAIStreamState:
             if type(choices) is not list:
                 builder.warn("the provider sent choices that are not a list; skipped")
                 choices = None
-            choice = object_or_skip(choices[0], "a choice", builder, item=True) if choices else None
+            choice = builder.object_or_skip(choices[0], "a choice", item=True) if choices else None
             if choice is not None:
                 self._choice(choice)
         usage = chunk.get("usage")
         if usage:
-            raw = object_or_skip(usage, "a usage report", builder)
+            raw = builder.object_or_skip(usage, "a usage report")
             if raw is not None:
                 self._usage(raw)
 
     def _choice(self, choice: dict[str, Any]) -> None:
         builder = self.builder
-        delta = object_or_skip(choice.get("delta"), "a delta", builder)
+        delta = builder.object_or_skip(choice.get("delta"), "a delta")
         if delta:
             reasoning = delta.get("reasoning_content") or delta.get("reasoning")
             if reasoning and type(reasoning) is str:
@@ -410,14 +423,14 @@ class OpenAIStreamState:
     def _tool_calls(self, calls: list[Any]) -> None:
         builder = self.builder
         for raw in calls:
-            call = object_or_skip(raw, "a tool call", builder, item=True)
+            call = builder.object_or_skip(raw, "a tool call", item=True)
             if call is None:
                 continue
             key = call.get("index")
-            call_id = text_field(call, "id", builder)
-            function = object_or_skip(call.get("function"), "a tool call's function", builder)
+            call_id = builder.text_field(call, "id")
+            function = builder.object_or_skip(call.get("function"), "a tool call's function")
             function = function or {}
-            name = text_field(function, "name", builder)
+            name = builder.text_field(function, "name")
             if key is None or type(key) not in (int, str):  # whole calls without an index
                 if call_id:
                     key = call_id
@@ -446,14 +459,14 @@ class OpenAIStreamState:
     def _usage(self, raw: dict[str, Any]) -> None:
         builder = self.builder
         usage = builder.partial.usage
-        prompt = token_count(raw, "prompt_tokens", builder) or 0
+        prompt = builder.token_count(raw, "prompt_tokens") or 0
         details = raw.get("prompt_tokens_details")
         cached = 0
         if type(details) is dict:
-            cached = token_count(details, "cached_tokens", builder) or 0
+            cached = builder.token_count(details, "cached_tokens") or 0
         usage.input = max(0, prompt - cached)
         usage.cache_read = cached
-        usage.output = token_count(raw, "completion_tokens", builder) or 0
+        usage.output = builder.token_count(raw, "completion_tokens") or 0
 
     def end(self) -> None:
         if self._filtered is not None:
@@ -467,30 +480,20 @@ class OpenAIStreamState:
 class OpenAICompletionsProvider(HttpProvider):
     """Streams OpenAI chat completions (and OpenAI-compatible servers)."""
 
-    __slots__ = ("_wire",)
+    __slots__ = ()
 
     api = "openai-completions"
     default_provider = "openai"
     base_url_hint = "ends with /v1"
     default_base_url = DEFAULT_OPENAI_BASE_URL
+    wire_cache = OpenAIWireCache
+    stream_state = OpenAIStreamState
 
-    def __init__(self, clients: HttpClientPool | None = None) -> None:
-        super().__init__(clients)
-        self._wire: OpenAIWireCache | None = None  # made by the first request
+    def url(self, model: Model) -> str:
+        return join_url(model.base_url or DEFAULT_OPENAI_BASE_URL, "chat/completions")
 
-    def build_request(self, request: ProviderRequest, api_key: str | None) -> HttpRequestSpec:
-        base = request.model.base_url or DEFAULT_OPENAI_BASE_URL
-        headers = {"content-type": "application/json", "accept": "text/event-stream"}
-        if api_key:
-            headers["authorization"] = f"Bearer {api_key}"
-        url = join_url(base, "chat/completions")
-        if request.on_payload is not None or len(request.context.messages) < KEEP_FROM:
-            self._wire = None  # encoded whole, nothing kept; a payload hook sees the payload
-            return HttpRequestSpec(url, headers, build_openai_payload(request))
-        wire = self._wire
-        if wire is None:
-            wire = self._wire = OpenAIWireCache()
-        return HttpRequestSpec(url, headers, None, openai_body(request, wire))
+    def auth_headers(self, api_key: str) -> dict[str, str]:
+        return {"authorization": f"Bearer {api_key}"}
 
-    def new_state(self, builder: MessageBuilder, request: ProviderRequest) -> OpenAIStreamState:
-        return OpenAIStreamState(builder)
+    def payload(self, request: ProviderRequest, messages: list[WireMessage]) -> dict[str, Any]:
+        return _payload(request, messages)

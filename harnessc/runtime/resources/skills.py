@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from harnessc.runtime.resources.frontmatter import parse_frontmatter
-from harnessc.runtime.resources.types import ResourceDiagnostic, Skill
+from harnessc.runtime.resources.records import ResourceDiagnostic, Skill
 from harnessc.runtime.support.readable import allow_read_tree
 
 __all__ = [

@@ -8,8 +8,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from harnessc.runtime.resources.frontmatter import parse_frontmatter
+from harnessc.runtime.resources.records import PromptTemplate, ResourceDiagnostic
 from harnessc.runtime.resources.skills import LoadedFile, merge_loaded, read_text_file
-from harnessc.runtime.resources.types import PromptTemplate, ResourceDiagnostic
 
 __all__ = [
     "DESCRIPTION_FALLBACK_LENGTH",

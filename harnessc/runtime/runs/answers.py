@@ -15,14 +15,15 @@ harness's ``resume`` call, recording approvals in the session as ``--approve`` d
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
+
+import msgspec
+from msgspec import Struct
 
 from harnessc.runtime.core.budget import BUDGET_LIMITS, Budget
 from harnessc.runtime.runs.errors import Conflict
 from harnessc.runtime.runs.pauses import Pause
-from harnessc.runtime.support.records import NEW_DICT, Record
 
 if TYPE_CHECKING:
     from harnessc.runtime.agent import AgentHarness
@@ -43,26 +44,13 @@ Decision = Literal["allow", "deny", "always"]
 DECISIONS: tuple[str, ...] = ("allow", "deny", "always")
 
 
-class Answer(Record):
+class Answer(Struct):
     """What a door answers a pause with (see the module docstring)."""
 
-    __slots__ = ("results", "approvals", "budget", "payload")
-    results: dict[str, Any]
-    approvals: dict[str, Decision]
-    budget: dict[str, float]
-    payload: dict[str, Any]
-
-    def __init__(
-        self,
-        results: dict[str, Any] = NEW_DICT,
-        approvals: dict[str, Decision] = NEW_DICT,
-        budget: dict[str, float] = NEW_DICT,
-        payload: dict[str, Any] = NEW_DICT,
-    ) -> None:
-        self.results = {} if results is NEW_DICT else results
-        self.approvals = {} if approvals is NEW_DICT else approvals
-        self.budget = {} if budget is NEW_DICT else budget
-        self.payload = {} if payload is NEW_DICT else payload
+    results: dict[str, Any] = {}
+    approvals: dict[str, Decision] = {}
+    budget: dict[str, float] = {}
+    payload: dict[str, Any] = {}
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -144,7 +132,7 @@ def raised_budget(current: Budget | None, limits: Mapping[str, float]) -> Budget
         name: int(value) if name in ("turns", "tool_calls", "tokens") else float(value)
         for name, value in limits.items()
     }
-    return dataclasses.replace(current if current is not None else Budget(), **typed)
+    return msgspec.structs.replace(current if current is not None else Budget(), **typed)
 
 
 def record_approvals(harness: AgentHarness, approvals: Mapping[str, Decision]) -> dict[str, bool]:

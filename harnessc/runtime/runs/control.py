@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from msgspec import Struct
+
 from harnessc.runtime.runs.answers import Answer
 from harnessc.runtime.runs.run import KEEP_ALIVE_S, Run
-from harnessc.runtime.support.records import NEW_DICT, NEW_LIST, Record
 
 if TYPE_CHECKING:
     from harnessc.runtime.core.events import Event
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["RunControl", "RunRequest", "Transcript"]
 
 
-class RunRequest(Record):
+class RunRequest(Struct):
     """A run to start.
 
     ``session``: None starts a new session (in the agent's store, or in memory when it
@@ -37,58 +38,22 @@ class RunRequest(Record):
     this process (a terminal's printer; a durable run's events as they are read).
     """
 
-    __slots__ = (
-        "prompt",
-        "images",
-        "session",
-        "context",
-        "tools",
-        "model",
-        "budget",
-        "listener",
-    )
     prompt: str
-    images: list[ImageContent]
-    session: str | Session | None
-    context: list[Message]
-    tools: list[AgentTool]
-    model: str | None
-    budget: dict[str, float]
-    listener: Callable[[Event], Any] | None
-
-    def __init__(
-        self,
-        prompt: str,
-        images: Sequence[ImageContent] = NEW_LIST,
-        session: str | Session | None = None,
-        context: Sequence[Message] = NEW_LIST,
-        tools: Sequence[AgentTool] = NEW_LIST,
-        model: str | None = None,
-        budget: Mapping[str, float] = NEW_DICT,
-        listener: Callable[[Event], Any] | None = None,
-    ) -> None:
-        self.prompt = prompt
-        self.images = [] if images is NEW_LIST else list(images)
-        self.session = session
-        self.context = [] if context is NEW_LIST else list(context)
-        self.tools = [] if tools is NEW_LIST else list(tools)
-        self.model = model
-        self.budget = {} if budget is NEW_DICT else dict(budget)
-        self.listener = listener
+    images: Sequence[ImageContent] = ()
+    session: str | Session | None = None
+    context: Sequence[Message] = ()
+    tools: Sequence[AgentTool] = ()
+    model: str | None = None
+    budget: Mapping[str, float] = {}
+    listener: Callable[[Event], Any] | None = None
 
 
-class Transcript(Record):
+class Transcript(Struct):
     """A session's conversation as a door shows it."""
 
-    __slots__ = ("session_id", "name", "messages")
     session_id: str
     name: str | None
     messages: list[dict[str, Any]]
-
-    def __init__(self, session_id: str, name: str | None, messages: list[dict[str, Any]]) -> None:
-        self.session_id = session_id
-        self.name = name
-        self.messages = messages
 
 
 class RunControl(Protocol):

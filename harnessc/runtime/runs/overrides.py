@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import replace
 from functools import partial
 from typing import Any
+
+from msgspec import Struct
+from msgspec.structs import replace
 
 from harnessc.runtime.options.harness_options import AgentHarnessOptions
 from harnessc.runtime.runs.errors import SetupError
 from harnessc.runtime.support.envref import unresolved_names
-from harnessc.runtime.support.records import Record
 
 __all__ = [
     "BASE_URL_VARIABLE",
@@ -36,43 +37,16 @@ __all__ = [
 BASE_URL_VARIABLE = "HARNESSC_BASE_URL"
 
 
-class Overrides(Record):
+class Overrides(Struct):
     """What a caller changes (None: the spec's own)."""
 
-    __slots__ = (
-        "model",
-        "base_url",
-        "base_url_source",
-        "max_turns",
-        "replay",
-        "permission_mode",
-        "sandbox",
-    )
-    model: str | None  # a key of the spec's models
-    base_url: str | None
-    base_url_source: str  # where base_url came from, for messages
-    max_turns: int | None
-    replay: str | None  # a session file whose recorded replies are served
-    permission_mode: str | None
-    sandbox: str | None  # --sandbox on|auto|off: the mode of the spec's policy
-
-    def __init__(
-        self,
-        model: str | None = None,
-        base_url: str | None = None,
-        base_url_source: str = "--base-url",
-        max_turns: int | None = None,
-        replay: str | None = None,
-        permission_mode: str | None = None,
-        sandbox: str | None = None,
-    ) -> None:
-        self.model = model
-        self.base_url = base_url
-        self.base_url_source = base_url_source
-        self.max_turns = max_turns
-        self.replay = replay
-        self.permission_mode = permission_mode
-        self.sandbox = sandbox
+    model: str | None = None  # a key of the spec's models
+    base_url: str | None = None
+    base_url_source: str = "--base-url"  # where base_url came from, for messages
+    max_turns: int | None = None
+    replay: str | None = None  # a session file whose recorded replies are served
+    permission_mode: str | None = None
+    sandbox: str | None = None  # --sandbox on|auto|off: the mode of the spec's policy
 
 
 def base_url_from(given: str | None) -> tuple[str, str] | None:

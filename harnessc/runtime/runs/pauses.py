@@ -19,9 +19,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
+from msgspec import Struct
+
 from harnessc.runtime.core.hooks import PERMISSION_PAUSE
 from harnessc.runtime.core.messages import ToolCall
-from harnessc.runtime.support.records import NEW_DICT, NEW_LIST, Record
 
 if TYPE_CHECKING:
     from harnessc.runtime.agent import AgentHarness
@@ -55,30 +56,15 @@ PAUSE_KINDS: tuple[str, ...] = (
 DRAIN_REASON = "server_shutdown"
 
 
-class PendingCall(Record):
+class PendingCall(Struct):
     """A call a pause holds: one waiting for its result, one held for approval, or one
     not reached yet (a later call of the paused batch)."""
 
-    __slots__ = ("id", "name", "arguments", "held", "path")
     id: str
     name: str
-    arguments: dict[str, Any]
-    held: bool  # an approval answers it (a permission ask, a hook's hold)
-    path: str  # the sub-agent path of a call a paused sub-agent waits on ("" for the run's)
-
-    def __init__(
-        self,
-        id: str,  # noqa: A002 - the call's id
-        name: str,
-        arguments: dict[str, Any] = NEW_DICT,
-        held: bool = False,
-        path: str = "",
-    ) -> None:
-        self.id = id
-        self.name = name
-        self.arguments = {} if arguments is NEW_DICT else arguments
-        self.held = held
-        self.path = path
+    arguments: dict[str, Any] = {}
+    held: bool = False  # an approval answers it (a permission ask, a hook's hold)
+    path: str = ""  # the sub-agent path of a call a paused sub-agent waits on ("" for the run's)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "name": self.name, "arguments": self.arguments}
@@ -103,46 +89,25 @@ class PendingCall(Record):
         return ToolCall(id=self.id, name=self.name, arguments=self.arguments)
 
 
-class BudgetUse(Record):
+class BudgetUse(Struct):
     """The limit a budget pause hit: its name, what the run used, the limit."""
 
-    __slots__ = ("limit", "used", "allowed")
     limit: str
     used: float
     allowed: float | None
-
-    def __init__(self, limit: str, used: float, allowed: float | None) -> None:
-        self.limit = limit
-        self.used = used
-        self.allowed = allowed
 
     def to_dict(self) -> dict[str, Any]:
         return {"limit": self.limit, "used": self.used, "allowed": self.allowed}
 
 
-class Pause(Record):
+class Pause(Struct):
     """What a paused run waits for (see the module docstring)."""
 
-    __slots__ = ("kind", "reason", "calls", "budget", "payload")
     kind: PauseKind
-    reason: str
-    calls: list[PendingCall]
-    budget: BudgetUse | None
-    payload: dict[str, Any]  # the data of kinds to come (an MCP login's address...)
-
-    def __init__(
-        self,
-        kind: PauseKind,
-        reason: str = "",
-        calls: list[PendingCall] = NEW_LIST,
-        budget: BudgetUse | None = None,
-        payload: dict[str, Any] = NEW_DICT,
-    ) -> None:
-        self.kind = kind
-        self.reason = reason
-        self.calls = [] if calls is NEW_LIST else calls
-        self.budget = budget
-        self.payload = {} if payload is NEW_DICT else payload
+    reason: str = ""
+    calls: list[PendingCall] = []
+    budget: BudgetUse | None = None
+    payload: dict[str, Any] = {}  # the data of kinds to come (an MCP login's address...)
 
     @property
     def awaiting_tool(self) -> bool:

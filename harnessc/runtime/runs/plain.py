@@ -180,7 +180,7 @@ class PlainRuns:
         if isinstance(target, Session):
             harness = self.source.harness(target, request.tools)
         elif target is not None:
-            harness = await self._idle_harness(target, request.tools)
+            harness = await self._idle_harness(target, list(request.tools))
         else:
             session = await asyncio.to_thread(self.source.new_session, request.context)
             harness = self.source.harness(session, request.tools)

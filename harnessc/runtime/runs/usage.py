@@ -7,42 +7,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from msgspec import Struct
+
 from harnessc.runtime.core.events import Event
 from harnessc.runtime.core.messages import AssistantMessage
-from harnessc.runtime.support.records import Record
 
 __all__ = ["RunUsage"]
 
 
-class RunUsage(Record):
+class RunUsage(Struct):
     """The usage of a run, over every part of it (a resumed run adds to its count)."""
 
-    __slots__ = ("input", "output", "cache_read", "cache_write", "cost", "turns", "tool_calls")
-    input: int
-    output: int
-    cache_read: int
-    cache_write: int
-    cost: float  # dollars, from the models' prices (0 for a model without prices)
-    turns: int
-    tool_calls: int
-
-    def __init__(
-        self,
-        input: int = 0,  # noqa: A002 - the token kind's name
-        output: int = 0,
-        cache_read: int = 0,
-        cache_write: int = 0,
-        cost: float = 0.0,
-        turns: int = 0,
-        tool_calls: int = 0,
-    ) -> None:
-        self.input = input
-        self.output = output
-        self.cache_read = cache_read
-        self.cache_write = cache_write
-        self.cost = cost
-        self.turns = turns
-        self.tool_calls = tool_calls
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    cost: float = 0.0  # dollars, from the models' prices (0 for a model without prices)
+    turns: int = 0
+    tool_calls: int = 0
 
     @property
     def total_tokens(self) -> int:

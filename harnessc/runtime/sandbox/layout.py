@@ -15,9 +15,10 @@ import stat
 import threading
 from collections.abc import Iterator
 
+from msgspec import Struct
+
 from harnessc.runtime.sandbox.policy import DEFAULT_UNREADABLE, SandboxPolicy
 from harnessc.runtime.support.data_folder import data_home
-from harnessc.runtime.support.records import Record
 
 __all__ = ["MAX_WALK_ENTRIES", "Layout", "SandboxLayoutError", "resolve_layout"]
 
@@ -31,18 +32,9 @@ class SandboxLayoutError(RuntimeError):
     """The policy cannot be made concrete (a search too large to finish)."""
 
 
-class Layout(Record, frozen=True):
+class Layout(Struct, frozen=True):
     """What the sandbox of one process mounts."""
 
-    __slots__ = (
-        "workspace",
-        "cwd",
-        "writable",
-        "masked_files",
-        "masked_dirs",
-        "hosts",
-        "readable",
-    )
     workspace: str
     cwd: str
     writable: tuple[str, ...]  # real paths, the workspace first
@@ -50,25 +42,7 @@ class Layout(Record, frozen=True):
     masked_dirs: tuple[str, ...]
     hosts: tuple[str, ...]
     # real paths under a folder the sandbox empties (/tmp, /run) that it shows read-only
-    readable: tuple[str, ...]
-
-    def __init__(
-        self,
-        workspace: str,
-        cwd: str,
-        writable: tuple[str, ...],
-        masked_files: tuple[str, ...],
-        masked_dirs: tuple[str, ...],
-        hosts: tuple[str, ...],
-        readable: tuple[str, ...] = (),
-    ) -> None:
-        object.__setattr__(self, "workspace", workspace)
-        object.__setattr__(self, "cwd", cwd)
-        object.__setattr__(self, "writable", writable)
-        object.__setattr__(self, "masked_files", masked_files)
-        object.__setattr__(self, "masked_dirs", masked_dirs)
-        object.__setattr__(self, "hosts", hosts)
-        object.__setattr__(self, "readable", readable)
+    readable: tuple[str, ...] = ()
 
 
 # Folders the sandbox replaces with empty private ones: what a process needs from them
@@ -126,7 +100,7 @@ def resolve_layout(
         tuple(writable),
         tuple(files),
         tuple(kept_dirs),
-        policy.network,
+        tuple(policy.network),
         tuple(shown),
     )
 

@@ -25,7 +25,8 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
-from harnessc.runtime.support.records import Record
+from msgspec import Struct
+from msgspec.structs import force_setattr
 
 __all__ = [
     "DEFAULT_UNREADABLE",
@@ -59,28 +60,21 @@ DEFAULT_UNREADABLE: tuple[str, ...] = (
 )
 
 
-class SandboxPolicy(Record, frozen=True):
-    """The boundary of the programs an agent runs (see the module doc)."""
+class SandboxPolicy(Struct, frozen=True):
+    """The boundary of the programs an agent runs (see the module doc). The paths and
+    hosts are kept as tuples, each once, hosts in lower case."""
 
-    __slots__ = ("mode", "writable", "unreadable", "network")
-    mode: SandboxMode
-    writable: tuple[str, ...]
-    unreadable: tuple[str, ...]
-    network: tuple[str, ...]
+    mode: SandboxMode = "on"
+    writable: Sequence[str] = ()
+    unreadable: Sequence[str] = ()
+    network: Sequence[str] = ()
 
-    def __init__(
-        self,
-        mode: SandboxMode = "on",
-        writable: Iterable[str] = (),
-        unreadable: Iterable[str] = (),
-        network: Iterable[str] = (),
-    ) -> None:
-        if mode not in MODES:
-            raise ValueError(f"sandbox mode must be on, auto or off, not {mode!r}")
-        object.__setattr__(self, "mode", mode)
-        object.__setattr__(self, "writable", tuple(dict.fromkeys(writable)))
-        object.__setattr__(self, "unreadable", tuple(dict.fromkeys(unreadable)))
-        object.__setattr__(self, "network", tuple(dict.fromkeys(h.lower() for h in network)))
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"sandbox mode must be on, auto or off, not {self.mode!r}")
+        force_setattr(self, "writable", tuple(dict.fromkeys(self.writable)))
+        force_setattr(self, "unreadable", tuple(dict.fromkeys(self.unreadable)))
+        force_setattr(self, "network", tuple(dict.fromkeys(h.lower() for h in self.network)))
 
     @property
     def enabled(self) -> bool:

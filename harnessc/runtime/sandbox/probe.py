@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 
-from harnessc.runtime.support.records import Record
+from msgspec import Struct
 
 __all__ = ["INSTALL_HINT", "Enforcement", "probe", "reset_probe"]
 
@@ -26,20 +26,13 @@ INSTALL_HINT = (
 _PROBE_TIMEOUT_S = 20.0
 
 
-class Enforcement(Record, frozen=True):
+class Enforcement(Struct, frozen=True):
     """The probe's answer: ``available``, and ``reason`` (why not, or what enforces it)."""
 
-    __slots__ = ("available", "reason", "program", "version")
     available: bool
     reason: str
     program: str | None  # the bwrap executable
     version: str
-
-    def __init__(self, available: bool, reason: str, program: str | None, version: str) -> None:
-        object.__setattr__(self, "available", available)
-        object.__setattr__(self, "reason", reason)
-        object.__setattr__(self, "program", program)
-        object.__setattr__(self, "version", version)
 
 
 def _unavailable(reason: str, program: str | None = None, version: str = "") -> Enforcement:

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from msgspec import Struct
+
 from harnessc.runtime.core.messages import CustomMessage, Message, message_from_dict
 from harnessc.runtime.session.entries import (
     ACTIVE_TOOLS_TYPE,
@@ -34,7 +36,6 @@ from harnessc.runtime.session.message_parse import (
     compaction_summary_message,
     parse_message,
 )
-from harnessc.runtime.support.records import NEW_LIST, Record
 
 __all__ = [
     "DEFAULT_THINKING_LEVEL",
@@ -46,44 +47,17 @@ __all__ = [
 DEFAULT_THINKING_LEVEL = "off"  # pi's, when the branch records none
 
 
-class SessionContext(Record):
+class SessionContext(Struct):
     """What the model sees, plus the settings recorded on the current branch."""
 
-    __slots__ = (
-        "messages",
-        "thinking_level",
-        "model",
-        "active_tool_names",
-        "entry_ids",
-        "pi_thinking_level",
-        "pi_model",
-    )
     messages: list[Message]
-    thinking_level: str | None  # the latest thinking_level_change, None if none
-    model: tuple[str, str] | None  # (provider, model id) of the latest model_change
-    active_tool_names: list[str] | None
-    entry_ids: list[str | None]  # entry behind each message
+    thinking_level: str | None = None  # the latest thinking_level_change, None if none
+    model: tuple[str, str] | None = None  # (provider, model id) of the latest model_change
+    active_tool_names: list[str] | None = None
+    entry_ids: list[str | None] = []  # entry behind each message
     # pi's buildSessionContext: "off" by default; assistant messages overwrite the model
-    pi_thinking_level: str
-    pi_model: tuple[str, str] | None
-
-    def __init__(
-        self,
-        messages: list[Message],
-        thinking_level: str | None = None,
-        model: tuple[str, str] | None = None,
-        active_tool_names: list[str] | None = None,
-        entry_ids: list[str | None] = NEW_LIST,
-        pi_thinking_level: str = DEFAULT_THINKING_LEVEL,
-        pi_model: tuple[str, str] | None = None,
-    ) -> None:
-        self.messages = messages
-        self.thinking_level = thinking_level
-        self.model = model
-        self.active_tool_names = active_tool_names
-        self.entry_ids = [] if entry_ids is NEW_LIST else entry_ids
-        self.pi_thinking_level = pi_thinking_level
-        self.pi_model = pi_model
+    pi_thinking_level: str = DEFAULT_THINKING_LEVEL
+    pi_model: tuple[str, str] | None = None
 
 
 def build_context(path: Sequence[SessionEntry]) -> SessionContext:

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from harnessc.runtime.support.records import NEW_DICT, Record
+from msgspec import Struct
 
 if TYPE_CHECKING:
     from harnessc.runtime.core.messages import Message
@@ -138,34 +138,15 @@ def iso_to_ms(timestamp: str) -> int:
         return 0
 
 
-class SessionHeader(Record):
-    __slots__ = ("id", "timestamp", "cwd", "version", "parent_session", "metadata", "extra")
+class SessionHeader(Struct):
     id: str
     timestamp: str
-    cwd: str
-    version: int
-    parent_session: str | None
-    metadata: dict[str, Any]
+    cwd: str = ""
+    version: int = SESSION_VERSION
+    parent_session: str | None = None
+    metadata: dict[str, Any] = {}
     # any other header keys, kept as they are (v1 headers hold provider, modelId, ...)
-    extra: dict[str, Any]
-
-    def __init__(
-        self,
-        id: str,
-        timestamp: str,
-        cwd: str = "",
-        version: int = SESSION_VERSION,
-        parent_session: str | None = None,
-        metadata: dict[str, Any] = NEW_DICT,
-        extra: dict[str, Any] = NEW_DICT,
-    ) -> None:
-        self.id = id
-        self.timestamp = timestamp
-        self.cwd = cwd
-        self.version = version
-        self.parent_session = parent_session
-        self.metadata = {} if metadata is NEW_DICT else metadata
-        self.extra = {} if extra is NEW_DICT else extra
+    extra: dict[str, Any] = {}
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct
 
 from harnessc.runtime.session.encode import encode_line, js_number, without_surrogates
 from harnessc.runtime.session.entries import (
@@ -61,11 +62,10 @@ class EmptySessionFileError(SessionFileError):
     session, as pi opens an empty file."""
 
 
-@dataclass(slots=True)
-class LoadedSession:
+class LoadedSession(Struct):
     header: SessionHeader
     entries: list[SessionEntry]
-    diagnostics: list[str] = field(default_factory=list)
+    diagnostics: list[str] = []
     size: int = 0
     valid_end: int = 0  # bytes to keep: everything but a torn (unparseable) last line
     missing_newline: bool = False  # the last kept line has no newline yet

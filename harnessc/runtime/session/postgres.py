@@ -36,7 +36,6 @@ from harnessc.runtime.session.postgres_storage import (
     schema_ddl,
 )
 from harnessc.runtime.session.repo import (
-    ForkPosition,
     JsonlSessionRepo,
     SessionMeta,
     SessionNotFoundError,
@@ -50,6 +49,7 @@ from harnessc.runtime.session.session import (
     SessionError,
     SessionHeader,
 )
+from harnessc.runtime.session.stores import SessionStore
 
 if TYPE_CHECKING:
     from harnessc.runtime.session.index import SearchHit
@@ -61,7 +61,7 @@ _SCHEMA_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _PATH_PREFIX = "postgres:"
 
 
-class PostgresSessionRepo:
+class PostgresSessionRepo(SessionStore):
     """Sessions as rows in PostgreSQL (see the module docstring)."""
 
     def __init__(self, url: str, *, schema: str = "harnessc") -> None:
@@ -107,16 +107,8 @@ class PostgresSessionRepo:
 
     # -- create / open -----------------------------------------------------------
 
-    def create(
-        self,
-        *,
-        cwd: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        parent_session: str | None = None,
-    ) -> Session:
-        """A new, empty session for ``cwd`` (default: the current directory), locked."""
-        cwd = os.path.abspath(cwd) if cwd else os.getcwd()
-        header = SessionHeader.new(cwd=cwd, metadata=metadata, parent_session=parent_session)
+    def start(self, header: SessionHeader) -> Session:
+        """The rows of a new session (``create``), locked."""
         self._insert_header(header, entry_line(header.to_dict()))
         return self._open_id(header.id, read_only=False)
 
@@ -240,10 +232,6 @@ class PostgresSessionRepo:
             for r in rows
         ]
 
-    def latest(self, cwd: str | None = None) -> SessionMeta | None:
-        found = self.list(cwd)
-        return found[0] if found else None
-
     def search(self, query: str, limit: int = 20) -> builtins.list[SearchHit]:
         """User and assistant messages matching ``query`` (web-search syntax: words,
         "quoted phrases", OR, -word), best first; matched terms between [ and ]."""
@@ -273,7 +261,7 @@ class PostgresSessionRepo:
             for r in rows
         ]
 
-    # -- delete / fork -----------------------------------------------------------
+    # -- delete -----------------------------------------------------------
 
     def delete(self, meta: SessionMeta | str | os.PathLike[str]) -> None:
         """Delete a session and its entries; refused while a writer holds it."""
@@ -286,47 +274,9 @@ class PostgresSessionRepo:
         finally:
             conn.close()
 
-    def fork(
-        self,
-        source: SessionMeta | Session | str | os.PathLike[str],
-        entry_id: str | None = None,
-        position: ForkPosition = "before",
-    ) -> Session:
-        """A new session holding the branch of ``source`` up to ``entry_id`` (as
-        ``JsonlSessionRepo.fork``; ``parentSession`` names the source's ``postgres:`` path)."""
-        if position not in ("before", "at"):
-            raise ValueError(f"position must be 'before' or 'at', not {position!r}")
-        src = source if isinstance(source, Session) else self.open(source, read_only=True)
-        if entry_id is None:
-            path = src.branch()
-        else:
-            entry = src.get_entry(entry_id)
-            if entry is None:
-                raise KeyError(f"no entry {entry_id!r} in session {src.id}")
-            end = entry.id if position == "at" else entry.parent_id
-            path = src.branch(end) if end is not None else []
-        copied = {e.id for e in path}
-        labels = {t: label for t, label in src.labels().items() if t in copied}
-        fork = self.create(
-            cwd=src.header.cwd or None,
-            metadata=dict(src.header.metadata),
-            parent_session=self.path_of(src.id),
-        )
-        try:
-            for e in path:
-                fork.append_entry(
-                    SessionEntry(
-                        e.type, e.id, e.parent_id, e.timestamp, json.loads(json.dumps(e.data))
-                    )
-                )
-            have = fork.labels()
-            for target, label in labels.items():
-                if have.get(target) != label:
-                    fork.append_label(target, label)
-        except BaseException:
-            fork.close()
-            raise
-        return fork
+    def parent_of(self, session: Session) -> str | None:
+        """A fork's ``parentSession``: the source's ``postgres:`` path."""
+        return self.path_of(session.id)
 
     # -- JSONL export / import ---------------------------------------------------
 

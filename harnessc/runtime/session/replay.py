@@ -16,9 +16,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from msgspec import Struct
+
 from harnessc.runtime.core.messages import AssistantMessage, Message, ToolCall, ToolResultMessage
 from harnessc.runtime.session.session import Session, SessionContext, SessionEntry, build_context
-from harnessc.runtime.support.records import NEW_DICT, Record
 
 __all__ = [
     "PAUSE_TYPE",
@@ -36,16 +37,10 @@ PAUSE_TYPE = "harnessc.pause"
 RESUME_TYPE = "harnessc.resume"
 
 
-class PendingToolCall(Record):
-    __slots__ = ("id", "name", "arguments")
+class PendingToolCall(Struct):
     id: str
     name: str
-    arguments: dict[str, Any]
-
-    def __init__(self, id: str, name: str, arguments: dict[str, Any] = NEW_DICT) -> None:
-        self.id = id
-        self.name = name
-        self.arguments = {} if arguments is NEW_DICT else arguments
+    arguments: dict[str, Any] = {}
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "arguments": self.arguments}
@@ -54,26 +49,13 @@ class PendingToolCall(Record):
         return ToolCall(id=self.id, name=self.name, arguments=dict(self.arguments))
 
 
-class PauseState(Record):
+class PauseState(Struct):
     """An open pause on the current branch."""
 
-    __slots__ = ("reason", "pending_tool_calls", "entry_id", "data")
     reason: str
     pending_tool_calls: list[PendingToolCall]
     entry_id: str  # the harnessc.pause entry
-    data: dict[str, Any]  # everything the pause recorded
-
-    def __init__(
-        self,
-        reason: str,
-        pending_tool_calls: list[PendingToolCall],
-        entry_id: str,
-        data: dict[str, Any] = NEW_DICT,
-    ) -> None:
-        self.reason = reason
-        self.pending_tool_calls = pending_tool_calls
-        self.entry_id = entry_id
-        self.data = {} if data is NEW_DICT else data
+    data: dict[str, Any] = {}  # everything the pause recorded
 
 
 def _pending(raw: Any) -> PendingToolCall | None:
@@ -138,47 +120,17 @@ def pending_state(session: Session, branch: list[SessionEntry] | None = None) ->
     return None
 
 
-class ReplayedState(Record):
+class ReplayedState(Struct):
     """What a harness needs to continue a session."""
 
-    __slots__ = (
-        "messages",
-        "context",
-        "model",
-        "thinking_level",
-        "active_tool_names",
-        "pause",
-        "leaf_id",
-        "name",
-    )
     messages: list[Message]
     context: SessionContext
-    model: tuple[str, str] | None  # (provider, model id)
-    thinking_level: str | None
-    active_tool_names: list[str] | None
-    pause: PauseState | None
-    leaf_id: str | None
-    name: str | None
-
-    def __init__(
-        self,
-        messages: list[Message],
-        context: SessionContext,
-        model: tuple[str, str] | None = None,
-        thinking_level: str | None = None,
-        active_tool_names: list[str] | None = None,
-        pause: PauseState | None = None,
-        leaf_id: str | None = None,
-        name: str | None = None,
-    ) -> None:
-        self.messages = messages
-        self.context = context
-        self.model = model
-        self.thinking_level = thinking_level
-        self.active_tool_names = active_tool_names
-        self.pause = pause
-        self.leaf_id = leaf_id
-        self.name = name
+    model: tuple[str, str] | None = None  # (provider, model id)
+    thinking_level: str | None = None
+    active_tool_names: list[str] | None = None
+    pause: PauseState | None = None
+    leaf_id: str | None = None
+    name: str | None = None
 
     @property
     def paused(self) -> bool:

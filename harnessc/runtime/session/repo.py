@@ -36,7 +36,6 @@ from harnessc.runtime.session.repo_protocol import (
 )
 from harnessc.runtime.session.session import (
     Session,
-    SessionEntry,
     SessionError,
     SessionHeader,
 )
@@ -46,6 +45,7 @@ from harnessc.runtime.session.storage import (
     ReadOnlyStorage,
     empty_file_header,
 )
+from harnessc.runtime.session.stores import SessionStore
 from harnessc.runtime.support.data_folder import make_folder
 
 __all__ = [
@@ -76,7 +76,7 @@ _HEAD_BYTES = 1 << 20
 _NAME_BYTES = 1 << 16  # list(): a session_info within this much of the start gives the name
 
 
-class JsonlSessionRepo:
+class JsonlSessionRepo(SessionStore):
     """Sessions as pi v3 JSONL files under ``root`` (see the module docstring)."""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
@@ -90,17 +90,9 @@ class JsonlSessionRepo:
 
     # -- create / open ---------------------------------------------------------
 
-    def create(
-        self,
-        *,
-        cwd: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        parent_session: str | None = None,
-    ) -> Session:
-        """A new, empty session for ``cwd`` (default: the current directory), locked."""
-        cwd = os.path.abspath(cwd) if cwd else os.getcwd()
-        header = SessionHeader.new(cwd=cwd, metadata=metadata, parent_session=parent_session)
-        directory = os.path.join(self._root, cwd_slug(cwd))
+    def start(self, header: SessionHeader) -> Session:
+        """The file of a new session (``create``), locked."""
+        directory = os.path.join(self._root, cwd_slug(header.cwd))
         path = os.path.join(directory, session_file_name(header))
         try:
             storage = JsonlStorage.create(path, header)
@@ -222,12 +214,7 @@ class JsonlSessionRepo:
         metas.sort(key=lambda item: (item[0], item[1].timestamp), reverse=True)
         return [meta for _, meta in metas]
 
-    def latest(self, cwd: str | None = None) -> SessionMeta | None:
-        """The most recently modified session (of ``cwd``), or None."""
-        found = self.list(cwd)
-        return found[0] if found else None
-
-    # -- delete / fork -------------------------------------------------------
+    # -- delete -------------------------------------------------------
 
     def delete(self, meta: SessionMeta | str | os.PathLike[str]) -> None:
         """Delete a session file under the root; refused while a writer holds it."""
@@ -241,62 +228,9 @@ class JsonlSessionRepo:
         finally:
             os.close(fd)
 
-    def fork(
-        self,
-        source: SessionMeta | Session | str | os.PathLike[str],
-        entry_id: str | None = None,
-        position: ForkPosition = "before",
-    ) -> Session:
-        """A new session holding the branch of ``source`` up to ``entry_id``.
-
-        ``position="at"`` keeps ``entry_id`` itself, ``"before"`` stops at its parent
-        (pi's fork from a user message: re-ask it differently). Without ``entry_id``
-        the whole current branch is copied. Entry ids are kept; labels of copied
-        entries are carried over; the header names the source in ``parentSession``.
-        """
-        if position not in ("before", "at"):
-            raise ValueError(f"position must be 'before' or 'at', not {position!r}")
-        if isinstance(source, Session):
-            src, owned = source, False
-        else:
-            src, owned = self.open(source, read_only=True), True
-        try:
-            if entry_id is None:
-                path = src.branch()
-            else:
-                entry = src.get_entry(entry_id)
-                if entry is None:
-                    raise KeyError(f"no entry {entry_id!r} in session {src.id}")
-                end = entry.id if position == "at" else entry.parent_id
-                path = src.branch(end) if end is not None else []
-            copied = {e.id for e in path}
-            labels = {t: label for t, label in src.labels().items() if t in copied}
-            parent_path = os.path.abspath(src.path) if src.path else None
-            fork = self.create(
-                cwd=src.header.cwd or None,
-                metadata=dict(src.header.metadata),
-                parent_session=parent_path,
-            )
-            try:
-                for e in path:
-                    fork.append_entry(
-                        SessionEntry(e.type, e.id, e.parent_id, e.timestamp, _copy(e.data))
-                    )
-                have = fork.labels()
-                for target, label in labels.items():
-                    if have.get(target) != label:  # set off the copied path
-                        fork.append_label(target, label)
-            except BaseException:
-                fork.close()
-                raise
-            return fork
-        finally:
-            if owned:
-                src.close()
-
-
-def _copy(data: dict[str, Any]) -> dict[str, Any]:
-    return json.loads(json.dumps(data))
+    def parent_of(self, session: Session) -> str | None:
+        """A fork's ``parentSession``: the source's file."""
+        return os.path.abspath(session.path) if session.path else None
 
 
 def _looks_like_path(target: str) -> bool:

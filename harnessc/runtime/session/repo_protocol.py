@@ -6,8 +6,9 @@ from __future__ import annotations
 import os
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
+from msgspec import Struct
+
 from harnessc.runtime.session.session import Session, SessionError
-from harnessc.runtime.support.records import NEW_DICT, Record
 
 __all__ = ["ForkPosition", "SessionMeta", "SessionNotFoundError", "SessionRef", "SessionRepo"]
 
@@ -18,59 +19,20 @@ class SessionNotFoundError(SessionError, LookupError):
     """No session with that id (or path) in the repo."""
 
 
-class SessionMeta(Record):
+class SessionMeta(Struct):
     """What ``list`` knows about a session without opening it."""
 
-    __slots__ = (
-        "id",
-        "path",
-        "cwd",
-        "timestamp",
-        "modified",
-        "size",
-        "name",
-        "first_prompt",
-        "parent_session",
-        "metadata",
-        "version",
-    )
     id: str
     path: str
-    cwd: str
-    timestamp: str  # header creation time (ISO)
-    modified: float  # file mtime, seconds since the epoch
-    size: int
-    name: str | None  # latest session_info name (see JsonlSessionRepo.list)
-    first_prompt: str | None  # text of the first user message
-    parent_session: str | None
-    metadata: dict[str, Any]
-    version: int
-
-    def __init__(
-        self,
-        id: str,
-        path: str,
-        cwd: str = "",
-        timestamp: str = "",
-        modified: float = 0.0,
-        size: int = 0,
-        name: str | None = None,
-        first_prompt: str | None = None,
-        parent_session: str | None = None,
-        metadata: dict[str, Any] = NEW_DICT,
-        version: int = 3,
-    ) -> None:
-        self.id = id
-        self.path = path
-        self.cwd = cwd
-        self.timestamp = timestamp
-        self.modified = modified
-        self.size = size
-        self.name = name
-        self.first_prompt = first_prompt
-        self.parent_session = parent_session
-        self.metadata = {} if metadata is NEW_DICT else metadata
-        self.version = version
+    cwd: str = ""
+    timestamp: str = ""  # header creation time (ISO)
+    modified: float = 0.0  # file mtime, seconds since the epoch
+    size: int = 0
+    name: str | None = None  # latest session_info name (see JsonlSessionRepo.list)
+    first_prompt: str | None = None  # text of the first user message
+    parent_session: str | None = None
+    metadata: dict[str, Any] = {}
+    version: int = 3
 
 
 SessionRef: TypeAlias = "SessionMeta | Session | str | os.PathLike[str]"

@@ -26,7 +26,7 @@ import re
 import shlex
 from pathlib import Path
 
-from harnessc.runtime.support.records import Record
+from msgspec import Struct
 
 __all__ = [
     "LEGACY_FOLDER",
@@ -47,17 +47,13 @@ _NOTED = ".legacy-noted"  # in the data folder: legacy_note was shown for this p
 _KEY_CHARS = 80  # the readable part of a project key (its end is kept)
 
 
-class DataFolder(Record, frozen=True):
+class DataFolder(Struct, frozen=True):
     """``name`` in the data folder of the project the agent runs in (``resolve_folder``).
 
     The default of ``session.dir``: ``DataFolder("sessions")``.
     """
 
-    __slots__ = ("name",)
     name: str
-
-    def __init__(self, name: str) -> None:
-        object.__setattr__(self, "name", name)
 
 
 # A folder setting: a path (relative: to the working directory) or a DataFolder.

@@ -6,9 +6,10 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from msgspec import Struct, field
+
 from harnessc.runtime.core.messages import TextContent, UserContent
 from harnessc.runtime.core.signal import AbortSignal
-from harnessc.runtime.support.records import NEW_LIST, Factory, Record
 from harnessc.runtime.tools.clean import clean_result_value, clean_text
 
 __all__ = [
@@ -44,27 +45,14 @@ def is_read_only(tool: Any) -> bool:
 ExecutionMode = Literal["parallel", "sequential"]
 
 
-class ToolResult(Record):
+class ToolResult(Struct):
     """What a tool returns: content for the model, details for programs."""
 
-    __slots__ = ("content", "details", "is_error", "terminate")
-    content: list[UserContent]
-    details: Any
-    is_error: bool
+    content: list[UserContent] = []
+    details: Any = None
+    is_error: bool = False
     # When every result of a batch says terminate, the loop stops after the batch.
-    terminate: bool
-
-    def __init__(
-        self,
-        content: list[UserContent] = NEW_LIST,
-        details: Any = None,
-        is_error: bool = False,
-        terminate: bool = False,
-    ) -> None:
-        self.content = [] if content is NEW_LIST else content
-        self.details = details
-        self.is_error = is_error
-        self.terminate = terminate
+    terminate: bool = False
 
 
 def redacted(result: ToolResult) -> ToolResult:
@@ -139,55 +127,22 @@ class AgentTool(Protocol):
     ) -> ToolResult: ...
 
 
-class Tool(Record):
+class Tool(Struct):
     """A tool made of a description, a JSON schema and an async execute function."""
 
-    __slots__ = (
-        "name",
-        "description",
-        "parameters",
-        "run",
-        "label",
-        "execution_mode",
-        "external",
-        "timeout_s",
-        "read_only",
-    )
     name: str
     description: str
     parameters: dict[str, Any]
     run: ToolExecute
-    label: str
-    execution_mode: ExecutionMode
-    external: bool
+    label: str = ""
+    execution_mode: ExecutionMode = "parallel"
+    external: bool = False
     # Seconds one call may run before the loop ends it (None: the harness's
     # ``tool_timeout_s``).
-    timeout_s: float | None
+    timeout_s: float | None = None
     # Only reads: a durable run whose worker stopped while it ran runs it again (a call
     # with outside effects is not run twice; see docs/durable.md).
-    read_only: bool
-
-    def __init__(
-        self,
-        name: str,
-        description: str,
-        parameters: dict[str, Any],
-        run: ToolExecute,
-        label: str = "",
-        execution_mode: ExecutionMode = "parallel",
-        external: bool = False,
-        timeout_s: float | None = None,
-        read_only: bool = False,
-    ) -> None:
-        self.name = name
-        self.description = description
-        self.parameters = parameters
-        self.run = run
-        self.label = label
-        self.execution_mode = execution_mode
-        self.external = external
-        self.timeout_s = timeout_s
-        self.read_only = read_only
+    read_only: bool = False
 
     async def execute(
         self,
@@ -220,35 +175,15 @@ def _no_parameters() -> dict[str, Any]:
     return {"type": "object", "properties": {}}
 
 
-_NO_PARAMETERS: Any = Factory(_no_parameters)
-
-
-class ExternalTool(Record):
+class ExternalTool(Struct):
     """A tool whose result comes from the caller (a pull point): no local implementation."""
 
-    __slots__ = ("name", "description", "parameters", "label", "execution_mode", "external")
     name: str
     description: str
-    parameters: dict[str, Any]
-    label: str
-    execution_mode: ExecutionMode
-    external: bool
-
-    def __init__(
-        self,
-        name: str,
-        description: str,
-        parameters: dict[str, Any] = _NO_PARAMETERS,
-        label: str = "",
-        execution_mode: ExecutionMode = "sequential",
-        external: bool = True,
-    ) -> None:
-        self.name = name
-        self.description = description
-        self.parameters = _no_parameters() if parameters is _NO_PARAMETERS else parameters
-        self.label = label
-        self.execution_mode = execution_mode
-        self.external = external
+    parameters: dict[str, Any] = field(default_factory=_no_parameters)
+    label: str = ""
+    execution_mode: ExecutionMode = "sequential"
+    external: bool = True
 
     async def execute(
         self,

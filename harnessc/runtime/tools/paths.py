@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import unquote
 
+from msgspec import Struct
+
 from harnessc.runtime.support.readable import readable
-from harnessc.runtime.support.records import Record
 from harnessc.runtime.tools.clean import unescape_bytes
 
 __all__ = [
@@ -47,18 +48,12 @@ def context_value(context: Any, key: str, default: Any = None) -> Any:
     return getattr(context, key, default)
 
 
-class ToolEnv(Record):
+class ToolEnv(Struct):
     """The folders a tool call works in, read from its context."""
 
-    __slots__ = ("base", "workspace", "allow_outside")
     base: Path  # where relative paths start (workspace, else cwd)
     workspace: Path | None  # real path of the confining folder, None when unconfined
     allow_outside: bool
-
-    def __init__(self, base: Path, workspace: Path | None, allow_outside: bool) -> None:
-        self.base = base
-        self.workspace = workspace
-        self.allow_outside = allow_outside
 
     @property
     def confined(self) -> bool:

@@ -24,7 +24,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from harnessc.runtime.support.records import Record
+from msgspec import Struct
 
 __all__ = [
     "NOT_JSON",
@@ -472,25 +472,15 @@ def pydantic_order(value: Any, parent_key: str | None = None) -> Any:
     return value
 
 
-class PlainField(Record, frozen=True):
+class PlainField(Struct, frozen=True):
     """A model argument: its name, type, schema default (``json_default``) and
     description."""
 
-    __slots__ = ("name", "node", "default", "description", "required")
     name: str
     node: _Node
     default: Any
     description: str
     required: bool
-
-    def __init__(
-        self, name: str, node: _Node, default: Any, description: str, required: bool
-    ) -> None:
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "node", node)
-        object.__setattr__(self, "default", default)
-        object.__setattr__(self, "description", description)
-        object.__setattr__(self, "required", required)
 
 
 def raw_schema(fields: tuple[PlainField, ...], accepts_any: bool) -> dict[str, Any]:

@@ -29,7 +29,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from harnessc.runtime.support.records import Record
+from msgspec import Struct
+
 from harnessc.runtime.tools.docstrings import parse_docstring
 from harnessc.runtime.tools.plain_args import (
     NOT_JSON,
@@ -253,42 +254,22 @@ def _usable(hint: Any) -> bool:
     return True
 
 
-class _Parameter(Record, frozen=True):
+class _Parameter(Struct, frozen=True):
     """A model argument: ``default`` is ``...`` when it is required."""
 
-    __slots__ = ("name", "hint", "default", "description")
     name: str
     hint: Any
     default: Any
     description: str
 
-    def __init__(self, name: str, hint: Any, default: Any, description: str) -> None:
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "hint", hint)
-        object.__setattr__(self, "default", default)
-        object.__setattr__(self, "description", description)
 
-
-class _Signature(Record, frozen=True):
+class _Signature(Struct, frozen=True):
     """What ``func``'s signature, hints and docstring say of its model arguments."""
 
-    __slots__ = ("parameters", "summary", "context_names", "accepts_any")
     parameters: tuple[_Parameter, ...]
     summary: str
     context_names: tuple[str, ...]
     accepts_any: bool
-
-    def __init__(
-        self,
-        parameters: tuple[_Parameter, ...],
-        summary: str,
-        context_names: tuple[str, ...],
-        accepts_any: bool,
-    ) -> None:
-        object.__setattr__(self, "parameters", parameters)
-        object.__setattr__(self, "summary", summary)
-        object.__setattr__(self, "context_names", context_names)
-        object.__setattr__(self, "accepts_any", accepts_any)
 
 
 def _read_signature(func: Callable[..., Any]) -> _Signature:

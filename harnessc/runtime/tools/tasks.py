@@ -12,12 +12,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import msgspec
+
 from harnessc.runtime.core.signal import AbortSignal
-from harnessc.runtime.support.records import Factory
 from harnessc.runtime.tools.base import (
-    ExecutionMode,
     Tool,
-    ToolExecute,
     ToolResult,
     ToolUpdate,
     error_result,
@@ -168,41 +167,10 @@ class TaskState:
         return state
 
 
-_NEW_TASK_STATE: Any = Factory(TaskState)
-
-
 class TaskTool(Tool):
     """A ``Tool`` that also exposes the ``TaskState`` it works on."""
 
-    __slots__ = ("state",)
-    state: TaskState
-
-    def __init__(
-        self,
-        name: str,
-        description: str,
-        parameters: dict[str, Any],
-        run: ToolExecute,
-        label: str = "",
-        execution_mode: ExecutionMode = "parallel",
-        external: bool = False,
-        timeout_s: float | None = None,
-        read_only: bool = False,
-        state: TaskState = _NEW_TASK_STATE,
-    ) -> None:
-        Tool.__init__(
-            self,
-            name,
-            description,
-            parameters,
-            run,
-            label,
-            execution_mode,
-            external,
-            timeout_s,
-            read_only,
-        )
-        self.state = TaskState() if state is _NEW_TASK_STATE else state
+    state: TaskState = msgspec.field(default_factory=TaskState)
 
 
 def _render(state: TaskState) -> str:

@@ -1,14 +1,25 @@
-"""The tool batch of one reply: prepare in call order -> execute -> finalize in call order.
+"""Run the tools: EXECUTING, the tool batch of one reply.
+
+The batch goes as pi's does: prepare the calls in call order, run the prepared ones side
+by side, finalize in call order (one call at a time, each to its end, when a tool or the
+options ask for a sequential batch). In reading order:
+
+- ``commit_plan``: the reply's calls after the ``after_plan`` hooks (the end of PLANNING);
+- ``step``: the EXECUTING step: the batch, then the caller's results (``AwaitTools``),
+  a pause, or REFLECTING;
+- ``run_batch``: once *before the batch runs* (the wall clock, the tool-call limit
+  that may cut it, the tools' context with the permission rules), then *for each
+  call* ``_prepare`` -> ``_execute`` -> ``finalize``, side by side
+  (``_side_by_side``) or one by one (``_one_by_one``).
 
 Preparing a call emits ``tool_execution_start``, counts it against ``budget.tool_calls``,
 validates its arguments and runs the ``tool_call`` hooks; the call is then ``prepared``
 (local), ``awaiting`` (external: handed to the caller), ``held`` (a hook asks for an
 approval: the run pauses; in a sequential batch no later call runs before it) or
-``blocked`` (an error result). Prepared local calls execute concurrently (or one by one
-when a tool or the options say so), each within its timeout and all within the run's
-wall-clock deadline; finalizing runs the ``tool_result`` hooks and emits
-``tool_execution_end``, in call order. External calls go through the same preparation
-and, on resume, the same finalization.
+``blocked`` (an error result). Prepared local calls execute each within its timeout and
+all within the run's wall-clock deadline; finalizing runs the ``tool_result`` hooks and
+emits ``tool_execution_end``. External calls go through the same preparation and, on
+resume, the same finalization.
 """
 
 from __future__ import annotations
@@ -18,11 +29,12 @@ import os
 import time
 from typing import Any
 
-from harnessc.runtime.agent import budget_gate
+from harnessc.runtime.agent.budget_gate import SPEND_LIMITS, check
+from harnessc.runtime.agent.call_model import short_json
 from harnessc.runtime.agent.checkpoints import BatchGuard
+from harnessc.runtime.agent.endings import AwaitTools, Next, Pause
 from harnessc.runtime.agent.hooks import coerce
-from harnessc.runtime.agent.loop import AgentLoop
-from harnessc.runtime.agent.model_call import short_json
+from harnessc.runtime.agent.parts import AgentParts
 from harnessc.runtime.agent.run_state import CallRecord, RunState
 from harnessc.runtime.core.events import (
     PlanCommitEvent,
@@ -41,49 +53,30 @@ from harnessc.runtime.core.hooks import (
     ToolResultEvent,
     ToolResultPatch,
 )
+from harnessc.runtime.core.loop_states import LoopState
 from harnessc.runtime.core.messages import TextContent, ToolResultMessage
 from harnessc.runtime.permissions.gate import find_gate, tool_context_with_rules
 from harnessc.runtime.permissions.shown_args import changed_note, same_call
 from harnessc.runtime.sandbox.spawn import using as using_sandbox
+from harnessc.runtime.support.timeouts import until
 from harnessc.runtime.tools.base import HoldCall, ToolResult, redacted
 from harnessc.runtime.tools.validation import validate_arguments
 
 __all__ = [
-    "abort_unfinished",
-    "commit",
+    "block",
     "commit_plan",
     "error_result",
     "external_result",
     "finalize",
     "run_batch",
+    "step",
 ]
 
 
-def error_result(text: str) -> ToolResult:
-    return ToolResult(content=[TextContent(text)], is_error=True)
-
-
-def external_result(value: Any) -> ToolResult:
-    """What the caller passed to ``resume`` for an external call, as a ToolResult."""
-    if isinstance(value, ToolResult):
-        return value
-    if isinstance(value, dict) and "error" in value:
-        return ToolResult([TextContent(str(value["error"]))], is_error=True)
-    if isinstance(value, dict) and "content" in value:
-        return ToolResult(
-            [TextContent(str(value["content"]))],
-            details=value.get("details"),
-            is_error=bool(value.get("is_error")),
-        )
-    if isinstance(value, str):
-        return ToolResult([TextContent(value)])
-    return ToolResult([TextContent(short_json(value, 100_000))])
-
-
-async def commit_plan(loop: AgentLoop, run: RunState, *, runnable: bool = True) -> None:
+async def commit_plan(agent: AgentParts, run: RunState, *, runnable: bool = True) -> None:
     """after_plan hooks and plan_commit for the reply (an empty plan for a text reply)."""
     todo = [r.call for r in run.planned] if runnable else []
-    plan = await loop.hooks.run(
+    plan = await agent.hooks.run(
         "after_plan", AfterPlanEvent(tool_calls=list(todo), message=run.reply)
     )
     for result in plan:
@@ -92,7 +85,7 @@ async def commit_plan(loop: AgentLoop, run: RunState, *, runnable: bool = True) 
             todo = list(result.tool_calls)
     known = {r.id for r in run.planned}
     kept = {c.id: c for c in todo if c.id in known}  # a hook may drop or rewrite, not invent
-    await loop.bus.emit(PlanCommitEvent(tool_calls=list(kept.values())))
+    await agent.bus.emit(PlanCommitEvent(tool_calls=list(kept.values())))
     run.plan_committed = True
     if not runnable:
         return
@@ -100,33 +93,158 @@ async def commit_plan(loop: AgentLoop, run: RunState, *, runnable: bool = True) 
         if record.id in kept:
             record.call = kept[record.id]
         else:
-            await block(loop, run, record, "Tool call was skipped by an after_plan hook.")
+            await block(agent, run, record, "Tool call was skipped by an after_plan hook.")
 
 
-async def block(loop: AgentLoop, run: RunState, record: CallRecord, text: str) -> None:
+async def step(agent: AgentParts, run: RunState) -> Next:
+    """EXECUTING: run the planned tool calls."""
+    reason = await run_batch(agent, run)
+    if run.awaiting:
+        return AwaitTools()
+    if reason is not None:
+        return Pause(reason)
+    if run.held and run.pause_requested:  # a call waits for approval: the rest waits too
+        return Pause(run.pause_requested)
+    await agent.commit(run, partial=True)
+    return LoopState.REFLECTING
+
+
+async def run_batch(agent: AgentParts, run: RunState) -> str | None:
+    """Run the planned calls; returns a budget pause reason when a limit cut the batch.
+
+    The workspace is checkpointed before the first call that may change files runs
+    and again when the batch ends (``checkpoints``)."""
+    guard = BatchGuard(agent, run)
+    reason = await _run_batch(agent, run, guard)
+    await guard.after()
+    return reason
+
+
+async def _run_batch(agent: AgentParts, run: RunState, guard: BatchGuard) -> str | None:
+    todo = run.to_run
+    if not todo:
+        return None
+    # -- once, before the batch runs -----------------------------------------------
+    if agent.budget.budget.wall_clock_s is not None:
+        # Out of time before the batch starts (a slow hook, a recovered run): its calls
+        # stay planned, unstarted, for the resume; none is stopped before it ran.
+        if (spent := await check(agent, ("wall_clock_s",))) is not None:
+            return spent
+    todo, limited = await _within_call_limit(agent, todo)
+    context = tool_context_with_rules(
+        await agent.settings.tool_context.resolve(),
+        find_gate(agent.options.hooks),
+        agent.settings.session.cwd or os.getcwd(),
+    )
+    # -- each call: prepare in call order -> execute -> finalize in call order -----
+    if _sequential(agent, todo):
+        return await _one_by_one(agent, run, todo, context, guard) or limited
+    return await _side_by_side(agent, run, todo, context, guard) or limited
+
+
+async def _within_call_limit(
+    agent: AgentParts, todo: list[CallRecord]
+) -> tuple[list[CallRecord], str | None]:
+    """The calls the tool-call limit lets run, and its pause reason when it cut some.
+
+    A call counts once, when it starts: a held call was counted when it was held.
+    """
+    fresh = [r for r in todo if not r.started]
+    if agent.budget.budget.tool_calls is None or not fresh:
+        return todo, None
+    limited = await check(agent, ("tool_calls",), pending=len(fresh))
+    if limited is not None:  # the limit as it stands after on_budget_exceeded
+        room = max(0, int(agent.budget.budget.tool_calls or 0) - agent.budget.usage.tool_calls)
+        cut = {r.id for r in fresh[room:]}
+        todo = [r for r in todo if r.id not in cut]
+    return todo, limited
+
+
+def _sequential(agent: AgentParts, todo: list[CallRecord]) -> bool:
+    """True when the options, or a local tool of the batch, ask for one call at a time."""
+    return agent.options.sequential_tools or any(
+        (t := agent.settings.active_tool(r.call.name)) is not None
+        and t.execution_mode == "sequential"
+        and not t.external
+        for r in todo
+    )
+
+
+async def _side_by_side(
+    agent: AgentParts, run: RunState, todo: list[CallRecord], context: Any, guard: BatchGuard
+) -> str | None:
+    """Every call prepared in call order, the prepared ones run side by side, then each
+    finalized in call order; the budget pause reason when the wall clock stopped some."""
+    refusals: dict[str, ToolResult] = {}
+    for record in todo:
+        refused = await _prepare(agent, run, record)
+        if refused is not None:
+            refusals[record.id] = refused
+    prepared = [r for r in todo if r.status == "prepared"]
+    await guard.before(prepared)
+    outcomes = await _execute_all(agent, prepared, context, agent.budget.deadline())
+    for record in todo:
+        if record.id in refusals:
+            await finalize(agent, run, record, refusals[record.id], 0.0)
+        elif record.status == "prepared":
+            await finalize(agent, run, record, *(outcomes.get(record.id) or _stopped()))
+        elif record in prepared and record.status == "held":  # its tool held it
+            _hold(run, record)
+    if len(outcomes) < len(prepared):
+        return await _out_of_time(agent)
+    return None
+
+
+async def _one_by_one(
+    agent: AgentParts, run: RunState, todo: list[CallRecord], context: Any, guard: BatchGuard
+) -> str | None:
+    """A sequential batch: each call prepared, run and finalized before the next."""
+    for index, record in enumerate(todo):
+        # Between two calls the clock, token and cost limits are checked again, so a
+        # long sequential batch pauses with the rest of its calls still planned.
+        if index and (spent := await check(agent, SPEND_LIMITS)):
+            return spent
+        refused = await _prepare(agent, run, record)
+        if refused is not None:
+            await finalize(agent, run, record, refused, 0.0)
+        elif record.status == "held":  # nothing after a held call runs before it
+            break
+        elif record.status == "prepared":
+            await guard.before([record])
+            outcomes = await _execute_all(agent, [record], context, agent.budget.deadline())
+            if record.status == "held":  # its tool held it: the calls after it wait
+                _hold(run, record)
+                break
+            await finalize(agent, run, record, *(outcomes.get(record.id) or _stopped()))
+            if record.id not in outcomes and (spent := await _out_of_time(agent)):
+                return spent
+    return None
+
+
+async def block(agent: AgentParts, run: RunState, record: CallRecord, text: str) -> None:
     """Refuse a call that was never prepared: start, error result, end."""
-    await _start(loop, record)
+    await _start(agent, record)
     record.status = "blocked"
-    await finalize(loop, run, record, error_result(text), 0.0)
+    await finalize(agent, run, record, error_result(text), 0.0)
 
 
-async def _start(loop: AgentLoop, record: CallRecord) -> None:
+async def _start(agent: AgentParts, record: CallRecord) -> None:
     if record.started:
         return
     record.started = True
-    loop.budget.usage.tool_calls += 1
+    agent.budget.usage.tool_calls += 1
     call = record.call
-    await loop.bus.emit(
+    await agent.bus.emit(
         ToolExecutionStartEvent(tool_call_id=call.id, tool_name=call.name, args=call.arguments)
     )
 
 
-async def _prepare(loop: AgentLoop, run: RunState, record: CallRecord) -> ToolResult | None:
+async def _prepare(agent: AgentParts, run: RunState, record: CallRecord) -> ToolResult | None:
     """Start a call and decide it: None when prepared, awaiting or held (the run pauses
     for an approval), else the error result."""
-    await _start(loop, record)
+    await _start(agent, record)
     call = record.call
-    tool = loop.settings.active_tool(call.name)
+    tool = agent.settings.active_tool(call.name)
     record.status = "blocked"
     if tool is None:
         return error_result(f"Tool {call.name} not found")
@@ -159,7 +277,7 @@ async def _prepare(loop: AgentLoop, run: RunState, record: CallRecord) -> ToolRe
     if record.approval == "deny":
         return error_result("Tool call denied by the user.")
     shown = record.args  # a held call: the arguments its question showed
-    results = await loop.hooks.run(
+    results = await agent.hooks.run(
         "tool_call", event, tool_name=call.name, fail=failures, on_result=chain_input
     )
     # an approval answers the call as it was shown: the same arguments after every hook
@@ -210,14 +328,14 @@ def _hold_for_question(
     run.pause_requested = reason
 
 
-async def _execute(loop: AgentLoop, record: CallRecord, context: Any) -> tuple[ToolResult, float]:
+async def _execute(agent: AgentParts, record: CallRecord, context: Any) -> tuple[ToolResult, float]:
     call = record.call
-    tool = loop.settings.active_tool(call.name)
+    tool = agent.settings.active_tool(call.name)
     started = time.perf_counter()
     if tool is None:  # deactivated between preparation and execution
         return error_result(f"Tool {call.name} not found"), 0.0
-    assert loop.signal is not None
-    bus = loop.bus
+    assert agent.signal is not None
+    bus = agent.bus
 
     def on_update(partial: ToolResult) -> None:
         bus.emit_soon(
@@ -227,13 +345,13 @@ async def _execute(loop: AgentLoop, record: CallRecord, context: Any) -> tuple[T
             now=True,
         )
 
-    limit = getattr(tool, "timeout_s", None) or loop.options.tool_timeout_s
-    scope = asyncio.timeout(limit) if limit else budget_gate.until(None)
+    limit = getattr(tool, "timeout_s", None) or agent.options.tool_timeout_s
+    scope = asyncio.timeout(limit) if limit else until(None)
     try:
         async with scope:
-            with using_sandbox(loop.options.sandbox):  # the programs it runs stay inside
+            with using_sandbox(agent.options.sandbox):  # the programs it runs stay inside
                 result = await tool.execute(
-                    call.id, record.args or {}, loop.signal, on_update, context
+                    call.id, record.args or {}, agent.signal, on_update, context
                 )
     except TimeoutError as exc:
         if scope.expired():  # the loop's limit on one call (the tool did not end by itself)
@@ -243,7 +361,7 @@ async def _execute(loop: AgentLoop, record: CallRecord, context: Any) -> tuple[T
         else:
             result = error_result(f"Tool {call.name} failed: {describe_exception(exc)}")
     except asyncio.CancelledError as exc:
-        if _run_cancelled(loop):
+        if _run_cancelled(agent):
             raise
         # A cancelled future of the tool's own (a library's): that call failed, not the run.
         result = error_result(f"Tool {call.name} failed: {describe_exception(exc)}")
@@ -262,16 +380,16 @@ async def _execute(loop: AgentLoop, record: CallRecord, context: Any) -> tuple[T
     return redacted(result), time.perf_counter() - started
 
 
-def _run_cancelled(loop: AgentLoop) -> bool:
+def _run_cancelled(agent: AgentParts) -> bool:
     """True when the run itself is being cancelled (an abort, its time budget, its
     caller), not only a tool's own future: the task was asked to cancel."""
     task = asyncio.current_task()
     requested = task is not None and task.cancelling() > 0
-    return requested or (loop.signal is not None and loop.signal.aborted)
+    return requested or (agent.signal is not None and agent.signal.aborted)
 
 
 async def _execute_all(
-    loop: AgentLoop, records: list[CallRecord], context: Any, deadline: float | None
+    agent: AgentParts, records: list[CallRecord], context: Any, deadline: float | None
 ) -> dict[str, tuple[ToolResult, float]]:
     """Run prepared calls side by side (one task each) until they end or the wall-clock
     ``deadline`` passes; the outcomes of the calls that ended, by call id.
@@ -282,16 +400,16 @@ async def _execute_all(
     outcomes: dict[str, tuple[ToolResult, float]] = {}
     if not records:
         return outcomes
-    scope = budget_gate.until(deadline)
+    scope = until(deadline)
     if len(records) == 1:  # nothing to run alongside: no task, no extra loop turn
         try:
             async with scope:
-                outcomes[records[0].id] = await _execute(loop, records[0], context)
+                outcomes[records[0].id] = await _execute(agent, records[0], context)
         except TimeoutError:
             if not scope.expired():
                 raise
         return outcomes
-    tasks = [asyncio.ensure_future(_execute(loop, r, context)) for r in records]
+    tasks = [asyncio.ensure_future(_execute(agent, r, context)) for r in records]
     try:
         async with scope:
             await asyncio.wait(tasks)
@@ -311,14 +429,14 @@ async def _execute_all(
 
 
 async def finalize(
-    loop: AgentLoop, run: RunState, record: CallRecord, result: ToolResult, seconds: float
+    agent: AgentParts, run: RunState, record: CallRecord, result: ToolResult, seconds: float
 ) -> None:
     """tool_result hooks, the result message, tool_execution_end."""
-    await loop.bus.flush()
+    await agent.bus.flush()
     call = record.call
     terminate = result.terminate
     by_hook = False
-    if loop.hooks.has("tool_result"):
+    if agent.hooks.has("tool_result"):
         event = ToolResultEvent(
             tool_call_id=call.id,
             tool_name=call.name,
@@ -344,7 +462,7 @@ async def finalize(
                 by_hook = patch.terminate and not terminate
                 terminate = patch.terminate
 
-        await loop.hooks.run("tool_result", event, tool_name=call.name, on_result=apply)
+        await agent.hooks.run("tool_result", event, tool_name=call.name, on_result=apply)
         result = ToolResult(event.content, event.details, event.is_error, terminate)
     record.terminate = terminate
     record.terminated_by = ("hook" if by_hook else "tool") if terminate else None
@@ -358,7 +476,7 @@ async def finalize(
         is_error=result.is_error,
     )
     record.result = message
-    await loop.bus.emit(
+    await agent.bus.emit(
         ToolExecutionEndEvent(
             tool_call_id=call.id,
             tool_name=call.name,
@@ -367,87 +485,6 @@ async def finalize(
             duration_ms=round(seconds * 1000, 3),
         )
     )
-
-
-async def run_batch(loop: AgentLoop, run: RunState) -> str | None:
-    """Run the planned calls; returns a budget pause reason when a limit cut the batch.
-
-    The workspace is checkpointed before the first call that may change files runs
-    and again when the batch ends (``checkpoints``)."""
-    guard = BatchGuard(loop, run)
-    reason = await _run_batch(loop, run, guard)
-    await guard.after()
-    return reason
-
-
-async def _run_batch(loop: AgentLoop, run: RunState, guard: BatchGuard) -> str | None:
-    todo = run.to_run
-    if not todo:
-        return None
-    if loop.budget.budget.wall_clock_s is not None:
-        # Out of time before the batch starts (a slow hook, a recovered run): its calls
-        # stay planned, unstarted, for the resume; none is stopped before it ran.
-        if (spent := await budget_gate.check(loop, ("wall_clock_s",))) is not None:
-            return spent
-    limited: str | None = None
-    # A call counts once, when it starts: a held call was counted when it was held.
-    fresh = [r for r in todo if not r.started]
-    if loop.budget.budget.tool_calls is not None and fresh:
-        limited = await budget_gate.check(loop, ("tool_calls",), pending=len(fresh))
-        if limited is not None:
-            room = max(0, int(loop.budget.budget.tool_calls or 0) - loop.budget.usage.tool_calls)
-            cut = {r.id for r in fresh[room:]}
-            todo = [r for r in todo if r.id not in cut]
-    context = tool_context_with_rules(
-        await loop.settings.tool_context.resolve(),
-        find_gate(loop.options.hooks),
-        loop.settings.session.cwd or os.getcwd(),
-    )
-    sequential = loop.options.sequential_tools or any(
-        (t := loop.settings.active_tool(r.call.name)) is not None
-        and t.execution_mode == "sequential"
-        and not t.external
-        for r in todo
-    )
-    if sequential:
-        for index, record in enumerate(todo):
-            # Between two calls the clock, token and cost limits are checked again, so a
-            # long sequential batch pauses with the rest of its calls still planned.
-            if index and (spent := await budget_gate.check(loop, budget_gate.SPEND_LIMITS)):
-                return spent
-            refused = await _prepare(loop, run, record)
-            if refused is not None:
-                await finalize(loop, run, record, refused, 0.0)
-            elif record.status == "held":  # nothing after a held call runs before it
-                break
-            elif record.status == "prepared":
-                await guard.before([record])
-                outcomes = await _execute_all(loop, [record], context, budget_gate.deadline(loop))
-                if record.status == "held":  # its tool held it: the calls after it wait
-                    _hold(run, record)
-                    break
-                await finalize(loop, run, record, *(outcomes.get(record.id) or _stopped()))
-                if record.id not in outcomes and (spent := await _out_of_time(loop)):
-                    return spent
-        return limited
-    refusals: dict[str, ToolResult] = {}
-    for record in todo:
-        refused = await _prepare(loop, run, record)
-        if refused is not None:
-            refusals[record.id] = refused
-    prepared = [r for r in todo if r.status == "prepared"]
-    await guard.before(prepared)
-    outcomes = await _execute_all(loop, prepared, context, budget_gate.deadline(loop))
-    for record in todo:
-        if record.id in refusals:
-            await finalize(loop, run, record, refusals[record.id], 0.0)
-        elif record.status == "prepared":
-            await finalize(loop, run, record, *(outcomes.get(record.id) or _stopped()))
-        elif record in prepared and record.status == "held":  # its tool held it
-            _hold(run, record)
-    if len(outcomes) < len(prepared):
-        return await _out_of_time(loop) or limited
-    return limited
 
 
 def _hold(run: RunState, record: CallRecord) -> None:
@@ -465,46 +502,28 @@ def _stopped() -> tuple[ToolResult, float]:
     return error_result(text), 0.0
 
 
-async def _out_of_time(loop: AgentLoop) -> str | None:
+async def _out_of_time(agent: AgentParts) -> str | None:
     """The pause reason after the wall-clock deadline stopped calls (None when an
     ``on_budget_exceeded`` handler gave more time)."""
-    return await budget_gate.check(loop, ("wall_clock_s",))
+    return await check(agent, ("wall_clock_s",))
 
 
-async def commit(loop: AgentLoop, run: RunState, *, partial: bool = False) -> None:
-    """Append finalized results to the context in call order (``partial``: stop at a gap)."""
-    for record in run.calls:
-        if record.committed:
-            continue
-        if record.result is None:
-            if partial:
-                break
-            continue
-        record.committed = True
-        await loop.append(record.result)
+def error_result(text: str) -> ToolResult:
+    return ToolResult(content=[TextContent(text)], is_error=True)
 
 
-async def abort_unfinished(loop: AgentLoop, run: RunState, text: str) -> None:
-    """Give every call without a result an error result; no hooks run.
-
-    A call that started gets its ``tool_execution_end``; one that never started (still
-    in the stream, or planned) gets only the result message its call needs.
-    """
-    for record in run.calls:
-        if record.result is not None:
-            continue
-        message = ToolResultMessage(
-            record.call.id, record.call.name, [TextContent(text)], is_error=True
+def external_result(value: Any) -> ToolResult:
+    """What the caller passed to ``resume`` for an external call, as a ToolResult."""
+    if isinstance(value, ToolResult):
+        return value
+    if isinstance(value, dict) and "error" in value:
+        return ToolResult([TextContent(str(value["error"]))], is_error=True)
+    if isinstance(value, dict) and "content" in value:
+        return ToolResult(
+            [TextContent(str(value["content"]))],
+            details=value.get("details"),
+            is_error=bool(value.get("is_error")),
         )
-        record.result = message
-        if record.started:
-            await loop.bus.emit(
-                ToolExecutionEndEvent(
-                    tool_call_id=record.call.id,
-                    tool_name=record.call.name,
-                    result=message,
-                    is_error=True,
-                    duration_ms=0.0,
-                )
-            )
-    await commit(loop, run)
+    if isinstance(value, str):
+        return ToolResult([TextContent(value)])
+    return ToolResult([TextContent(short_json(value, 100_000))])
