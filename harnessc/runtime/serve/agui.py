@@ -286,16 +286,24 @@ async def _stream(
     if given.state:
         yield encoder.encode(core.StateSnapshotEvent(snapshot=given.state))
     translator = _Translator(run, core)
-    # events of this request only (a resumed run keeps its older ones)
+    # Events of this request only (a resumed run keeps its older ones). The events ready
+    # together go out in one write: the AG-UI events of each are gathered until the last
+    # event the run holds now (the next one is waited for), then sent.
+    ready: list[str] = []
     async for item in runs.events(run, first):
         if item is None:
-            yield ": keep-alive\n\n"
-            continue
-        index, encoded = item
-        for out in translator.translate(encoded, index):
-            yield encoder.encode(out)
-    for out in translator.close():
-        yield encoder.encode(out)
+            ready.append(": keep-alive\n\n")
+        else:
+            index, encoded = item
+            ready.extend(encoder.encode(out) for out in translator.translate(encoded, index))
+            if index + 1 < len(run.events):
+                continue
+        if ready:
+            yield "".join(ready)
+            ready.clear()
+    ready.extend(encoder.encode(out) for out in translator.close())
+    if ready:
+        yield "".join(ready)
     if run.status == "error":
         yield encoder.encode(core.RunErrorEvent(message=run.reason or "the run failed"))
         return
