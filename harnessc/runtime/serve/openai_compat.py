@@ -211,8 +211,9 @@ def reply_text(run: Run) -> str:
     """The content of the reply: the typed value as JSON, the final text, or a note
     saying where a paused run goes on."""
     if run.paused:
-        held = run.pause.held if run.pause is not None else []
-        if not held:
+        pause = run.pause
+        held = pause.held if pause is not None and pause.kind == "approval" else []
+        if not held:  # a login or a question is answered by its payload, not an approval
             return f"[paused: {run.reason}; continue with POST /v1/runs/{run.id}/resume]"
         # the approval that answers the calls as they are shown here, and only them
         approvals = {c.id: {"decision": "allow", "fingerprint": c.fingerprint} for c in held}
