@@ -9,6 +9,8 @@ same add agent in a process of its own, started fresh for each number of clients
 - ``bare``: the floor, bare aiohttp doing the agent's work (benchmarks/peers/serve_bare.py);
 - ``harnessc``: benchmarks/peers/serve_agent.yaml compiled and started with ``--serve``
   (POST /agui);
+- ``harnessc-plain``: the same without workspace checkpoints (serve_agent_plain.yaml,
+  ``checkpoints: false``): what the checkpoints around each tool batch cost;
 - ``pydantic-ai``: its AG-UI adapter (``AGUIAdapter.dispatch_request``) under uvicorn;
 - ``adk``: Google ADK's agent through ag-ui-adk's FastAPI endpoint under uvicorn.
 
@@ -69,13 +71,14 @@ REPO = ROOT.parent
 PEERS_DIR = ROOT / "peers"
 VENV = ROOT / ".peers-venv"
 SPEC = PEERS_DIR / "serve_agent.yaml"
+PLAIN_SPEC = PEERS_DIR / "serve_agent_plain.yaml"  # the same without checkpoints
 PEER_REQUIREMENTS = [
     "pydantic-ai-slim[openai,ag-ui]",
     "google-adk",
     "ag-ui-adk",
     "uvicorn",
 ]
-SERVERS = ["bare", "harnessc", "pydantic-ai", "adk"]
+SERVERS = ["bare", "harnessc", "harnessc-plain", "pydantic-ai", "adk"]
 _TAG = re.compile(r"run-([A-Za-z0-9]+)")
 
 
@@ -686,15 +689,16 @@ def prepare_peers(skip_install: bool) -> dict[str, str]:
     return {"python": str(python), "versions": ", ".join(v for v in versions if v)}
 
 
-def compile_agent(folder: Path) -> Path:
-    """benchmarks/peers/serve_agent.yaml compiled by ``harnessc build`` into ``folder``."""
+def compile_agent(folder: Path, spec: Path = SPEC) -> Path:
+    """``spec`` (benchmarks/peers/serve_agent.yaml) compiled by ``harnessc build`` into
+    ``folder``."""
     done = subprocess.run(
         [
             sys.executable,
             "-c",
             "from harnessc.cli import main; main()",
             "build",
-            str(SPEC),
+            str(spec),
             "-o",
             str(folder),
         ],
@@ -703,13 +707,13 @@ def compile_agent(folder: Path) -> Path:
         env={**os.environ, "PYTHONPATH": str(REPO)},
         check=False,
     )
-    module = folder / "serve_agent.py"
+    module = folder / f"{spec.stem}.py"
     if done.returncode != 0 or not module.exists():
         raise SystemExit(f"harnessc build failed: {(done.stderr or done.stdout).strip()}")
     return module
 
 
-def server_kinds(module: Path, peers: dict[str, str]) -> list[ServerKind]:
+def server_kinds(module: Path, plain: Path | None, peers: dict[str, str]) -> list[ServerKind]:
     kinds = [
         ServerKind(
             "bare",
@@ -726,6 +730,17 @@ def server_kinds(module: Path, peers: dict[str, str]) -> list[ServerKind]:
             {"PYTHONPATH": str(REPO)},
         ),
     ]
+    if plain is not None:
+        kinds.append(
+            ServerKind(
+                "harnessc-plain",
+                "/agui",
+                "the same without workspace checkpoints (checkpoints: false)",
+                [sys.executable, str(plain), "--serve", "--port", "PORT", "--max-runs", "CLIENTS"]
+                + ["--max-connections", "4096"],
+                {"PYTHONPATH": str(REPO)},
+            )
+        )
     if peers:
         python = peers["python"]
         kinds.append(
@@ -765,14 +780,14 @@ def report(rows: list[Row], args: argparse.Namespace) -> None:
         f" (a run's own: {model_s * 1000:.0f} ms), {args.duration:.0f} s of load per row"
     )
     header = (
-        f"{'server':<12} {'clients':>7} {'runs':>6} {'failed':>6} {'runs/s':>7} "
+        f"{'server':<14} {'clients':>7} {'runs':>6} {'failed':>6} {'runs/s':>7} "
         f"{'p50 over':>9} {'p99 over':>9} {'CPU/run':>8} {'KiB/open':>9} {'open':>5} "
         f"{'idle MiB':>8} {'peak MiB':>8}  load before -> after"
     )
     print(header)
     for r in rows:
         print(
-            f"{r.server:<12} {r.clients:>7} {r.runs:>6} {r.failed:>6} {r.runs_per_s:>7.1f} "
+            f"{r.server:<14} {r.clients:>7} {r.runs:>6} {r.failed:>6} {r.runs_per_s:>7.1f} "
             f"{r.overhead_ms(0.5, model_s):>7.0f}ms {r.overhead_ms(0.99, model_s):>7.0f}ms "
             f"{r.cpu_per_run_ms:>6.1f}ms {r.kib_per_open_run:>9.0f} {r.open_runs:>5} "
             f"{r.idle_mib:>8.1f} {r.peak_mib:>8.1f}  {r.load}"
@@ -807,6 +822,15 @@ def report(rows: list[Row], args: argparse.Namespace) -> None:
             )
         elif any(name in at for name in ("pydantic-ai", "adk")):
             print(f"  {n} clients: no peer finished a run")
+        plain = at.get("harnessc-plain")
+        if plain is not None and plain.runs and ours.runs:
+            print(
+                f"  {n} clients: workspace checkpoints' cost (harnessc against harnessc-plain): "
+                f"CPU per run {ours.cpu_per_run_ms:.1f} against {plain.cpu_per_run_ms:.1f} ms "
+                f"(+{ours.cpu_per_run_ms - plain.cpu_per_run_ms:.1f}), p99 over the model's "
+                f"{ours.overhead_ms(0.99, model_s):.0f} against "
+                f"{plain.overhead_ms(0.99, model_s):.0f} ms"
+            )
         bare = at.get("bare")
         if bare is not None and bare.runs and ours.runs:
             if n == 100:
@@ -854,7 +878,10 @@ def main() -> int:
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as tmp:
         module = compile_agent(Path(tmp) / "generated")
-        kinds = [k for k in server_kinds(module, peers) if k.name in wanted]
+        plain = None
+        if "harnessc-plain" in wanted and PLAIN_SPEC.exists():
+            plain = compile_agent(Path(tmp) / "generated", PLAIN_SPEC)
+        kinds = [k for k in server_kinds(module, plain, peers) if k.name in wanted]
         for name in wanted:
             if name not in {k.name for k in kinds}:
                 print(f"skipping {name}: not set up (the peers' venv: {VENV})")

@@ -571,6 +571,8 @@ class _Builder:
                 if claude.permission_mode is not None:
                     kwargs["permission_mode"] = Lit(claude.permission_mode)
                 kwargs["source"] = Lit(claude.path.name)
+            if ref.budget is not None:
+                kwargs["budget"] = self.kwargs_call("", "Budget", ref.budget)
             items.append(self.call(".agent.subagents", "SubAgent", **kwargs))
         return self.call(
             ".agent.subagents",

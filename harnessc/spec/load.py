@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from harnessc.spec.checks import check_spec, tool_names
 from harnessc.spec.diagnostics import Diagnostic, has_errors
 from harnessc.spec.errors import translate_errors
-from harnessc.spec.models import AgentSpec
+from harnessc.spec.models import AgentSpec, SubAgentBudgetSpec
 from harnessc.spec.sandbox import subagent_widening
 from harnessc.spec.subagents import (
     DEFAULT_MAX_DEPTH,
@@ -36,6 +36,7 @@ class SubAgentRef:
     claude: ClaudeAgentFile | None = None
     a2a: str | None = None  # a remote A2A agent's URL
     headers: dict[str, str] = field(default_factory=dict)  # sent to the remote agent
+    budget: SubAgentBudgetSpec | None = None  # the limits of each hand-over to it
 
     @property
     def levels(self) -> int:
@@ -169,6 +170,9 @@ def _load_subagents(loaded: LoadedSpec, spec: AgentSpec, within: tuple[Path, ...
             text = entry_spec.description or f"A remote agent (A2A) at {entry_spec.a2a}."
             ref = SubAgentRef(name, text, a2a=entry_spec.a2a, headers=entry_spec.headers or {})
             loaded.subagents.append(ref)
+    for ref in loaded.subagents:
+        declared = remote.get(ref.name)
+        ref.budget = declared.budget if declared is not None else None
     limit = spec.max_depth or DEFAULT_MAX_DEPTH
     for ref in loaded.subagents:
         if ref.levels > limit:

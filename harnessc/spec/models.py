@@ -1131,6 +1131,21 @@ class McpSpec(SpecModel):
         return dict(self.__pydantic_extra__ or {})
 
 
+class SubAgentBudgetSpec(SpecModel):
+    """Hard limits of one hand-over to a sub-agent (its run, from the hand-over to its answer); hitting one pauses the whole run."""
+
+    turns: PosInt | None = None
+    """Most model steps of the sub-agent's run."""
+    tool_calls: PosInt | None = None
+    """Most tool calls of the sub-agent's run."""
+    wall_clock_s: PosFloat | None = None
+    """Most seconds the sub-agent's run may spend working (the clock stops while the run is paused)."""
+    tokens: PosInt | None = None
+    """Most tokens of the sub-agent's replies (cached ones included)."""
+    cost_usd: PosFloat | None = None
+    """Most dollars the sub-agent's run may cost (from its models' cost)."""
+
+
 class SubAgentSpec(SpecModel):
     """One sub-agent: another harnessc spec (``spec:``), a Claude Code subagent file (``from:``) or a remote A2A agent (``a2a:``)."""
 
@@ -1144,6 +1159,8 @@ class SubAgentSpec(SpecModel):
     """a2a: HTTP headers of every request to the remote agent; a credential comes from the environment (Authorization: Bearer ${REMOTE_TOKEN})."""
     description: NonEmptyStr | None = None
     """What the model is told the sub-agent does; default: the spec's or the file's description (a2a: a line naming the URL)."""
+    budget: SubAgentBudgetSpec | None = None
+    """Limits of each of this sub-agent's hand-overs, beside the tree's one budget (and the sub-agent's own spec's): the tightest holds. Hitting one pauses the whole run like the tree's budget; a resume raising that limit by name lets the sub-agent go on."""
 
     @model_validator(mode="after")
     def _one_source(self) -> SubAgentSpec:
@@ -1152,6 +1169,11 @@ class SubAgentSpec(SpecModel):
             raise _custom("subagent_source", "a sub-agent needs exactly one of spec, from or a2a")
         if self.headers is not None and self.a2a is None:
             raise _custom("subagent_headers", "headers are only sent to an a2a sub-agent")
+        if self.budget is not None and self.a2a is not None:
+            raise _custom(
+                "subagent_budget",
+                "a remote a2a agent runs under its own limits: budget is for spec and from sub-agents",
+            )
         if self.a2a is not None and not re.match(r"^(https?://|\$\{)", self.a2a):
             raise _custom("subagent_a2a", "a2a must be an http:// or https:// URL")
         for name, value in (self.headers or {}).items():

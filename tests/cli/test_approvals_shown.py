@@ -119,3 +119,13 @@ def test_always_on_a_python_tool_stores_and_prints_the_exact_call(
     term.expect_prompt()
     term.eof()
     assert term.wait() == 0
+    # the session keeps the rule: the agent started again on it does not ask
+    again = Terminal(agent, "-i", "--continue", env={"AGENT_PERMISSIONS": rules, "NO_COLOR": "1"})
+    terminals.append(again)
+    again.expect_prompt()
+    server.enqueue(tool_reply(("c4", "slow", {"seconds": 0})), text_reply("slept after restart"))
+    again.sendline("sleep once more")
+    again.expect("slept after restart")
+    assert "allow?" not in again.expect_prompt()
+    again.eof()
+    assert again.wait() == 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from harnessc.runtime.cli.output import format_number
 from harnessc.runtime.cli.pause import describe_pause
@@ -117,3 +118,37 @@ def test_the_usage_line_counts_the_time_the_budget_counts() -> None:
     asyncio.run(harness.prompt("hello"))
     summary.stop()
     assert summary.seconds >= harness.budget.used("wall_clock_s") > 0.2
+
+
+def test_the_status_line_shows_each_working_hand_over_with_its_turn_and_tokens() -> None:
+    import asyncio
+    import io
+
+    from harnessc.runtime.cli.output import TextPrinter
+    from harnessc.runtime.core.events import AgentEndEvent, AgentStartEvent, SubagentEvent
+
+    def of(path: list[str], call: str, inner: Any) -> SubagentEvent:
+        return SubagentEvent(agent_path=path, tool_call_id=call, event=inner)
+
+    usage = Usage(input=1000, output=200, cache_read=300)
+    reply = MessageEndEvent(message=AssistantMessage(content=[], usage=usage))
+
+    async def show() -> tuple[str, str, str]:
+        err = io.StringIO()
+        printer = TextPrinter(io.StringIO(), err, spinner=True)
+        printer(of(["lead", "a"], "h1", AgentStartEvent(prompt="one")))
+        printer(of(["lead", "b"], "h2", AgentStartEvent(prompt="two")))
+        for _ in range(2):
+            printer(of(["lead", "a"], "h1", TurnStartEvent(turn=1)))
+            printer(of(["lead", "a"], "h1", reply))
+        printer(of(["lead", "b"], "h2", TurnStartEvent(turn=1)))
+        both = printer.handovers_label()
+        printer(of(["lead", "a"], "h1", AgentEndEvent()))
+        one = printer.handovers_label()
+        printer.close()
+        return both, one, err.getvalue()
+
+    both, one, drawn = asyncio.run(show())
+    assert both == "lead > a: turn 2, 3000 tokens; lead > b: turn 1, 0 tokens"
+    assert one == "lead > b: turn 1, 0 tokens"
+    assert "lead > a: turn 2, 3000 tokens" in drawn  # on the terminal's status line

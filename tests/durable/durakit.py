@@ -76,10 +76,14 @@ AGENT_SOURCE = textwrap.dedent(
         if os.environ.get("SUBAGENT"):  # a sub-agent on these options: work and the MCP tool
             from harnessc.runtime.agent.subagents import SubAgent, SubAgents
 
+            turns = os.environ.get("SUBAGENT_TURNS")  # its own limit (agents.helper.budget)
             helper = SubAgent(name="helper", description="Does work.",
                               system_prompt="You are a helper.",
-                              tools=("work", "mcp__tickets__create"))
-            extensions.append(SubAgents([helper], agent="dtester"))
+                              tools=("work", "mcp__tickets__create"),
+                              budget=Budget(turns=int(turns)) if turns else None)
+            parallel = os.environ.get("SUBAGENT_PARALLEL")
+            extensions.append(SubAgents([helper], agent="dtester",
+                                        max_parallel=int(parallel) if parallel else None))
         tools = []
         sandbox = None
         if os.environ.get("BASH_SANDBOX"):  # bash, in a sandbox hiding .env

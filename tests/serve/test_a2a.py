@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from harnessc.runtime.permissions.shown_args import fingerprint
 from harnessc.testing import ProtocolServer
 
 from .servekit import SPEC, Served, compile_agent
@@ -285,3 +286,43 @@ def test_the_0_3_wire_format(server: Served) -> None:
     result = answer.json()["result"]
     assert result["kind"] == "task" and result["status"]["state"] == "completed"
     assert result["artifacts"][0]["parts"][0] == {"kind": "text", "text": "echo: raw 0.3"}
+
+
+def test_an_approval_carries_the_shown_calls_fingerprint(server: Served) -> None:
+    from a2a.types import a2a_pb2 as a2a
+    from google.protobuf.json_format import MessageToDict, ParseDict
+    from google.protobuf.struct_pb2 import Value
+
+    items = asyncio.run(_send(server, 'call bash {"command": "echo via-a2a"}', streaming=False))
+    state, _, task_id = _final_state(items)
+    assert state == a2a.TaskState.TASK_STATE_INPUT_REQUIRED
+    task = _task(items)
+    meta = MessageToDict(task.status.message.metadata)["harnessc"]
+    [call] = meta["pause"]["calls"]
+    assert call["fingerprint"] == fingerprint("bash", {"command": "echo via-a2a"})
+
+    def answer(shown: str) -> list[Any]:
+        approvals = {call["id"]: {"decision": "allow", "fingerprint": shown}}
+        request = _message("", task_id=task_id, context_id=task.context_id)
+        del request.message.parts[:]
+        request.message.parts.append(a2a.Part(data=ParseDict({"approvals": approvals}, Value())))
+        return asyncio.run(_send_request(server, request))
+
+    state, text, _ = _final_state(answer(fingerprint("bash", {"command": "touch pwned"})))
+    assert state == a2a.TaskState.TASK_STATE_INPUT_REQUIRED  # refused: asked again
+    assert "not the one that was shown" in text
+    state, text, _ = _final_state(answer(call["fingerprint"]))
+    assert state == a2a.TaskState.TASK_STATE_COMPLETED and "via-a2a" in text
+
+
+async def _send_request(server: Served, request: Any) -> list[Any]:
+    from a2a.client import ClientConfig, create_client
+
+    async with httpx.AsyncClient(headers=server.headers, timeout=30) as http:
+        client = await create_client(
+            server.url, client_config=ClientConfig(streaming=False, httpx_client=http)
+        )
+        try:
+            return [item async for item in client.send_message(request)]
+        finally:
+            await client.close()

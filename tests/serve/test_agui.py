@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 from pydantic import TypeAdapter
 
+from harnessc.runtime.permissions.shown_args import fingerprint
+
 from .servekit import Served
 
 core = pytest.importorskip("ag_ui.core")
@@ -99,13 +101,36 @@ def test_a_local_tool_result_and_a_permission_interrupt(server: Served) -> None:
     finished = events[-1]
     [interrupt] = finished.outcome.interrupts
     assert interrupt.reason == "permission"
+    shown = interrupt.metadata
+    assert shown["arguments"] == {"command": "echo from-agui"}
+    assert shown["fingerprint"] == fingerprint("bash", shown["arguments"])
+    # a resolution given for other arguments than the call holds is refused
+    stale = {"fingerprint": fingerprint("bash", {"command": "touch pwned"})}
+    with server.client() as client:
+        refused = client.post(
+            "/agui",
+            json=_input(
+                "thread-3",
+                "run-2",
+                [prompt],
+                resume=[{"interruptId": interrupt.id, "status": "resolved", "payload": stale}],
+            ),
+            headers={"Accept": "text/event-stream"},
+        )
+    assert refused.status_code == 409 and "not the one that was shown" in refused.text
     events = _run(
         server,
         _input(
             "thread-3",
             "run-2",
             [prompt],
-            resume=[{"interruptId": interrupt.id, "status": "resolved"}],
+            resume=[
+                {
+                    "interruptId": interrupt.id,
+                    "status": "resolved",
+                    "payload": {"fingerprint": shown["fingerprint"]},
+                }
+            ],
         ),
     )
     result = next(e for e in events if e.type.value == "TOOL_CALL_RESULT")

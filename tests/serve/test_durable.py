@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
+from harnessc.runtime.permissions.shown_args import fingerprint
 from harnessc.testing import ProtocolServer
 
 from .servekit import (
@@ -158,6 +159,10 @@ def test_runs_over_http_are_submitted_run_by_a_worker_and_answered(durable: Dura
         status = client.get(f"/v1/runs/{run_id}").json()
         assert (status["status"], status["text"]) == ("done", "echo: hello durable")
         assert status["session_id"]
+        # the result carries the tree's usage, as its agent_end reports it
+        tree = events[-1][1]["usage"]
+        assert status["usage_by_agent"] == tree["agents"] and tree["total"]["turns"] == 1
+        assert {k: status["usage"][k] for k in tree["total"]} == tree["total"]
         # a permission ask pauses the run in its worker; the approval goes over HTTP
         paused = wait_status(client, ask_id, "paused", timeout=90)
         [call] = paused["pending_tool_calls"]
@@ -168,12 +173,21 @@ def test_runs_over_http_are_submitted_run_by_a_worker_and_answered(durable: Dura
             client.post(f"/v1/runs/{ask_id}/resume", json={"results": {"x": "y"}}).status_code
             == 409
         )
-        resumed = client.post(f"/v1/runs/{ask_id}/resume", json={"approvals": {call["id"]: True}})
+        # an approval of other arguments than the held call's is refused, plain or durable
+        other = fingerprint("bash", {"command": "touch pwned"})
+        stale = {call["id"]: {"decision": "allow", "fingerprint": other}}
+        refused = client.post(f"/v1/runs/{ask_id}/resume", json={"approvals": stale})
+        assert refused.status_code == 409 and "not the one that was shown" in refused.text
+        shown = {call["id"]: {"decision": "always", "fingerprint": call["fingerprint"]}}
+        resumed = client.post(f"/v1/runs/{ask_id}/resume", json={"approvals": shown})
         assert resumed.status_code == 200, resumed.text
         done = wait_status(client, ask_id, "done", timeout=90)
         assert done["text"].startswith("done: ") and "ok-1" in done["text"]
-        kinds = [e["type"] for _, e in _events(client, ask_id)]
+        asked = _events(client, ask_id)
+        kinds = [e["type"] for _, e in asked]
         assert kinds.count("agent_start") == 1 and kinds[-1] == "agent_end"
+        notices = [e["message"] for _, e in asked if e["type"] == "notice"]
+        assert "always allowed for this session: Bash(echo ok-1)" in notices
         # unknown runs and sessions are 404
         assert client.get("/v1/runs/no-such-run").status_code == 404
         unknown = client.post("/v1/runs", json={"prompt": "x", "session_id": "0badc0de"})

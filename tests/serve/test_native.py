@@ -8,6 +8,8 @@ import time
 
 import httpx
 
+from harnessc.runtime.permissions.shown_args import fingerprint
+
 from .servekit import API_KEY, AgentKit, Served, sse_events, wait_status
 
 
@@ -90,7 +92,16 @@ def test_an_ask_is_approved_over_http_and_the_call_runs(server: Served) -> None:
         assert call["name"] == "bash"
         bad = client.post(f"/v1/runs/{run_id}/resume", json={"approvals": {call["id"]: "yes"}})
         assert bad.status_code == 400 and "true or false" in bad.json()["error"]["message"]
-        ok = client.post(f"/v1/runs/{run_id}/resume", json={"approvals": {call["id"]: True}})
+        # an approval of other arguments than those the call holds now is refused
+        assert call["fingerprint"] == fingerprint("bash", call["arguments"])
+        other = fingerprint("bash", {"command": "touch pwned"})
+        stale = {call["id"]: {"decision": "allow", "fingerprint": other}}
+        refused = client.post(f"/v1/runs/{run_id}/resume", json={"approvals": stale})
+        assert refused.status_code == 409, refused.text
+        assert "not the one that was shown" in refused.json()["error"]["message"]
+        assert client.get(f"/v1/runs/{run_id}").json()["status"] == "paused"
+        shown = {call["id"]: {"decision": "allow", "fingerprint": call["fingerprint"]}}
+        ok = client.post(f"/v1/runs/{run_id}/resume", json={"approvals": shown})
         assert ok.status_code == 200, ok.text
         assert "approved-run" in wait_status(client, run_id, "done")["text"]
         # a held call left unanswered: a new prompt on the session starts afresh
@@ -104,6 +115,25 @@ def test_an_ask_is_approved_over_http_and_the_call_runs(server: Served) -> None:
         assert fresh.status_code == 201, fresh.text
         assert wait_status(client, fresh.json()["run_id"], "done")["text"] == "echo: instead"
         assert client.get(f"/v1/runs/{held['run_id']}").json()["status"] == "aborted"
+
+
+def test_always_over_http_prints_its_rule_and_the_session_keeps_it(server: Served) -> None:
+    with server.client() as client:
+        started = client.post("/v1/runs", json={"prompt": 'call bash {"command": "echo kept"}'})
+        run_id, session_id = started.json()["run_id"], started.json()["session_id"]
+        [call] = wait_status(client, run_id, "paused")["pending_tool_calls"]
+        always = client.post(
+            f"/v1/runs/{run_id}/resume", json={"approvals": {call["id"]: "always"}}
+        )
+        assert always.status_code == 200, always.text
+        assert "kept" in wait_status(client, run_id, "done")["text"]
+        notices = [e["message"] for _, e in _events(client, run_id) if e["type"] == "notice"]
+        assert "always allowed for this session: Bash(echo kept)" in notices
+        again = client.post(
+            "/v1/runs",
+            json={"prompt": 'call bash {"command": "echo kept"}', "session_id": session_id},
+        )
+        assert "kept" in wait_status(client, again.json()["run_id"], "done")["text"]
 
 
 def test_a_dropped_stream_resumes_with_last_event_id(server: Served) -> None:

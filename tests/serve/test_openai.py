@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
+
+from harnessc.runtime.permissions.shown_args import fingerprint
 
 from .servekit import AgentKit, Served
 
@@ -55,6 +59,13 @@ def test_streamed_deltas_add_up_to_exactly_the_final_text(server: Served) -> Non
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     # the bash call waits for approval: the reply says where to continue
     assert text.startswith("[paused: permission needed") and "/resume" in text
+    # the note's body approves the call as shown, and only it
+    body = json.loads(text[text.index("{") : text.rindex("}") + 1])
+    [(call_id, approval)] = body["approvals"].items()
+    assert approval == {
+        "decision": "allow",
+        "fingerprint": fingerprint("bash", {"command": "echo streamed"}),
+    }
     assert chunks[-1].choices[0].finish_reason == "stop"
     stream = client.chat.completions.create(
         model="helper", messages=[{"role": "user", "content": "slow stream"}], stream=True

@@ -112,3 +112,15 @@ def test_sub_agents_in_a_durable_run_are_accepted(tmp_path: Path) -> None:
         )
     )
     assert problems(lead) == []
+
+
+def test_a_sub_agents_budget_names_its_limits_and_not_a_remote_agents(tmp_path: Path) -> None:
+    lead = tmp_path / "lead.yaml"
+    lead.write_text(
+        spec("lead", "agents:\n  judge:\n    a2a: http://127.0.0.1:1/\n    budget: {turns: 2}\n")
+    )
+    [problem] = problems(lead)
+    assert "budget is for spec and from sub-agents" in problem and problem.startswith("lead.yaml:")
+    lead.write_text(spec("lead", "agents:\n  reviewer:\n    from: r.md\n    budget: {turn: 2}\n"))
+    found = problems(lead)
+    assert any("lead.yaml:13:" in p and "turns" in p for p in found), found

@@ -72,6 +72,7 @@ __all__ = [
     "SubAgentRuntime",
     "SubAgents",
     "child_session_dir",
+    "pass_budget_raise",
     "register_module",
     "usage_line",
 ]
@@ -99,6 +100,9 @@ class SubAgent:
     permission_mode: str | None = None
     source: str = ""  # the file it was declared in (for messages)
     remote: RemoteA2A | None = None
+    # the limits of each hand-over to it (``agents.<name>.budget`` of the parent's spec),
+    # beside its own spec's and what is left of the tree's: the tightest holds
+    budget: Budget | None = None
 
 
 class SubAgentRuntime(Protocol):
@@ -256,7 +260,10 @@ class SubAgents:
         if live is not None:
             self._live[call_id] = live
             child = live.harness
-            child.budget.budget = _tightest(_own_limits(child), host.budget, child.budget)
+            own = _raised(_own_limits(child), child.budget.budget, answers.get("budget"))
+            if answers.get("budget"):  # a deeper hand-over stopped at its limit goes on too
+                pass_budget_raise(child, answers["budget"])
+            child.budget.budget = _tightest(own, host.budget, child.budget)
             results = answers.get("results") or None
             approvals = answers.get("approvals") or None
             if approvals:
@@ -398,6 +405,8 @@ class SubAgents:
             options = self._claude_options(agent, session)
         # the parent's checkpoints before and after the hand-over cover what it changes
         options.checkpoints = None
+        if agent.budget is not None:  # the parent's limits of a hand-over to it
+            options.budget = _narrowest(options.budget, agent.budget)
         if self.adjust is not None:
             self.adjust(options)
         mode = self._mode_for(agent)
@@ -705,6 +714,48 @@ def _record_approvals(child: AgentHarness, approvals: dict[str, Any]) -> None:
 
 def _own_limits(child: AgentHarness) -> Budget:
     return child.options.budget or Budget()
+
+
+def _limits(budget: Budget) -> dict[str, Any]:
+    return {name: getattr(budget, name) for name in BUDGET_LIMITS}
+
+
+def _narrowest(own: Budget | None, given: Budget) -> Budget:
+    """Each limit the lower of ``own``'s and ``given``'s (a missing one: the other's)."""
+    if own is None:
+        return given
+    values = {}
+    for name in BUDGET_LIMITS:
+        mine, theirs = getattr(own, name), getattr(given, name)
+        values[name] = theirs if mine is None else mine if theirs is None else min(mine, theirs)
+    return Budget(**values, soft_ratio=own.soft_ratio)
+
+
+def _raised(own: Budget, current: Budget, raised: Any) -> Budget:
+    """A resumed sub-agent's own limits: those raised for it before (``current``, its
+    limits in force, restored from its session) stay raised, and the limits the resume
+    raised by name (``raised``) are raised for it too."""
+    values = _limits(own)
+    given = raised if isinstance(raised, dict) else {}
+    for name in BUDGET_LIMITS:
+        mine, kept = values[name], getattr(current, name)
+        if mine is not None and kept is not None and kept > mine:
+            values[name] = mine = kept
+        value = given.get(name)
+        if mine is not None and isinstance(value, int | float) and not isinstance(value, bool):
+            values[name] = max(mine, int(value) if isinstance(mine, int) else float(value))
+    return Budget(**values, soft_ratio=own.soft_ratio)
+
+
+def pass_budget_raise(harness: AgentHarness, limits: dict[str, Any]) -> None:
+    """A resume's raised limits (by name) for the hand-overs of ``harness``'s run that a
+    sub-agent's own limit stopped: each hand-over's sub-agent gets them when it goes on
+    (a hand-over waiting on calls gets its answers there instead)."""
+    run = harness.run_state
+    for record in run.calls if run is not None else []:
+        nested = record.nested
+        if record.result is None and isinstance(nested, dict) and not record.nested_calls():
+            record.answers = {**(record.answers or {}), "budget": dict(limits)}
 
 
 def _tightest(own: Budget, parent: Any, child: Any | None = None) -> Budget:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -28,10 +30,32 @@ __all__ = ["BatchCheckpoints", "Runner", "open_workspace"]
 Runner = Callable[[Callable[[], dict[str, Any]]], Awaitable[dict[str, Any]]]
 
 
+# The workspaces open in this process, by store, folder and settings: the agents of one
+# process checkpointing one folder share its stat cache and folder memos (a thousand
+# sessions in one project hold one copy). Every operation of a workspace holds its
+# file lock, taken on a descriptor of its own, so the threads of one process take
+# their checkpoints in turn as processes do.
+_open: weakref.WeakValueDictionary[tuple[Any, ...], Workspace] = weakref.WeakValueDictionary()
+_open_lock = threading.Lock()
+
+
 def open_workspace(settings: CheckpointSettings, cwd: str) -> Workspace:
-    """The workspace ``cwd`` in the store the settings name (resolved from ``cwd``)."""
-    store = CheckpointStore(resolve_folder(settings.folder, cwd))
-    return Workspace(store, cwd, settings)
+    """The workspace ``cwd`` in the store the settings name (resolved from ``cwd``),
+    shared with the other agents of this process that checkpoint it alike."""
+    real = os.path.realpath(cwd)
+    folder = resolve_folder(settings.folder, real)
+    key = (
+        str(folder),
+        real,
+        tuple(settings.exclude),
+        settings.max_file_bytes,
+        settings.max_files,
+    )
+    with _open_lock:
+        found = _open.get(key)
+        if found is None:
+            found = _open[key] = Workspace(CheckpointStore(folder), real, settings)
+    return found
 
 
 async def _in_thread(work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
@@ -41,21 +65,25 @@ async def _in_thread(work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
 class BatchCheckpoints:
     """An agent's checkpoints (see the module docstring)."""
 
-    __slots__ = ("settings", "runner", "_workspace", "_notes", "failed", "pending")
+    __slots__ = ("settings", "runner", "_workspace", "_cwd", "_notes", "failed", "pending")
 
     def __init__(self, settings: CheckpointSettings, runner: Runner | None = None) -> None:
         self.settings = settings
         self.runner: Runner = runner or _in_thread
         self._workspace: Workspace | None = None
+        self._cwd = ""  # the session's folder as given, of ``_workspace``
         self._notes: list[Recovery] = []
         self.failed: str | None = None  # why checkpoints stopped (a workspace too large)
         self.pending: list[str] = []  # reports for the agent's start, not yet shown
 
     def workspace(self, session: Session) -> Workspace:
-        cwd = os.path.realpath(session.cwd or os.getcwd())
+        """The workspace of the session's folder (resolved when it names another one
+        than the last call's: each take asks, and a resolve costs a stat a component)."""
+        cwd = session.cwd or os.getcwd()
         found = self._workspace
-        if found is None or found.root != cwd:
+        if found is None or cwd != self._cwd:
             found = self._workspace = open_workspace(self.settings, cwd)
+            self._cwd = cwd
         return found
 
     def recover(self, session: Session) -> list[Recovery]:

@@ -226,6 +226,8 @@ class Workspace:
         "last_scan",
         "_notes",
         "_saved_at",
+        "_scanned",
+        "__weakref__",
     )
 
     def __init__(
@@ -249,6 +251,9 @@ class Workspace:
         self.last_scan: ScanResult | None = None  # the latest scan's counts and time
         self._notes: list[Recovery] = []
         self._saved_at = 0.0
+        # The latest scan of a take and when it began (time.monotonic_ns): a take asked
+        # for before that scan began, and waiting for the lock meanwhile, uses it.
+        self._scanned: tuple[int, ScanResult] | None = None
 
     def __repr__(self) -> str:
         return f"Workspace({self.root!r}, store={str(self.store.root)!r})"
@@ -264,6 +269,7 @@ class Workspace:
                 self.cache.refresh()
                 if self.cache._seen != before:
                     self.memos.clear()  # another process scanned since
+                    self._scanned = None
                 self._recover_locked()
                 yield
 
@@ -349,6 +355,7 @@ class Workspace:
             listed = ", ".join(f"{k.path} ({k.reason})" for k in outcome.kept[:10])
             message += f", except {len(outcome.kept)} path(s) left as they are: {listed}"
         self.memos.clear()
+        self._scanned = None
         return Recovery("rewind", message, journal, outcome)
 
     def _write_journal(self, journal: dict[str, Any], *, done: bool = False) -> None:
@@ -417,11 +424,25 @@ class Workspace:
         in_memory: bool = False,
     ) -> Checkpoint:
         """Take a checkpoint of the workspace as it is; with ``session_id``, list it
-        as that session's."""
+        as that session's.
+
+        Takes asked for together share a scan: one that waited for the workspace's lock
+        while another take's scan began and ended uses that scan, a picture of the
+        workspace taken after it was asked for (as its own scan would be), so a
+        thousand sessions in one folder asking at once make a few scans, not a thousand.
+        A rewind made in this process since forgets the shared scan."""
+        asked = time.monotonic_ns()
         with self._hold():
             self._busy("checkpoint", session_id)
             try:
-                checkpoint = self._checkpoint(self._scan(), phase)
+                scanned = self._scanned
+                if scanned is not None and scanned[0] > asked:
+                    result = scanned[1]
+                else:
+                    began = time.monotonic_ns()
+                    result = self._scan()
+                    self._scanned = (began, result)
+                checkpoint = self._checkpoint(result, phase)
                 crash_point("take:scanned")
                 if session_id is not None:
                     self.store.record(
@@ -571,6 +592,7 @@ class Workspace:
             )
             leftover_temporaries(self.root, changes, journal_id)
             self.memos.clear()
+            self._scanned = None
             all_kept = kept + outcome.kept
             after = self._checkpoint(self._scan(), "rewind", kept=[k.path for k in all_kept])
             journal["stage"] = "files-done"

@@ -119,11 +119,14 @@ async def run_one_shot(
 
 
 def _answer(cli: CliHost, action: str, results: dict[str, Any] | None) -> Answer:
-    """The answer an invocation gives the paused run of its session."""
+    """The answer an invocation gives the paused run of its session; ``--max-turns``
+    raises the turns limit of the run and of a sub-agent its own limit paused."""
+    turns = getattr(cli.args, "max_turns", None)
+    budget: dict[str, float] = {"turns": turns} if turns is not None else {}
     if action == "resume_tools":
         assert results is not None
-        return Answer(results=results)
+        return Answer(results=results, budget=budget)
     if action == "answers":
         assert cli.approvals is not None
-        return Answer(approvals=dict(cli.approvals))  # type: ignore[arg-type]
-    return Answer()
+        return Answer(approvals=dict(cli.approvals), budget=budget)  # type: ignore[arg-type]
+    return Answer(budget=budget)

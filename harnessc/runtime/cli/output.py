@@ -158,6 +158,8 @@ class TextPrinter:
         self._streamed = False  # this message's text came as deltas
         self._running: dict[str, tuple[str, str, float]] = {}  # call id -> name, arg, start
         self._calls: dict[str, str] = {}  # call id -> key argument, from the model's reply
+        # the hand-overs working now: (agent path, hand-over call id) -> [turn, tokens]
+        self._handovers: dict[tuple[tuple[str, ...], str], list[int]] = {}
         self._errors: set[str] = set()
         self.muted: set[str] = set()  # event types not shown for now
 
@@ -293,6 +295,9 @@ class TextPrinter:
         self._show_running()
 
     def _show_running(self) -> None:
+        if self._handovers:  # sub-agents at work: each one's path, turn and tokens
+            self._status(self.handovers_label())
+            return
         if not self._running:
             self._status("waiting for the model")
             return
@@ -319,14 +324,44 @@ class TextPrinter:
         self.line(text)
         self._show_running()
 
+    def handovers_label(self) -> str:
+        """The status line while hand-overs work: ``lead > worker: turn 2, 1,200 tokens``
+        for each (the deepest last)."""
+        return "; ".join(
+            f"{' > '.join(path)}: turn {turn}, {format_number(tokens)} tokens"
+            for (path, _), (turn, tokens) in self._handovers.items()
+        )
+
+    def _track_handover(self, event: Any, inner: Any) -> None:
+        """Follow a working sub-agent's turn and tokens (its own events, any depth)."""
+        key = (tuple(event.agent_path), event.tool_call_id)
+        kind = inner.type
+        if kind in ("agent_start", "agent_resume"):
+            self._handovers[key] = [0, 0]
+        elif kind in ("agent_end", "agent_pause"):
+            self._handovers.pop(key, None)
+        elif key in self._handovers and kind == "turn_start":
+            self._handovers[key][0] += 1
+        elif key in self._handovers and kind == "message_end":
+            usage = getattr(inner.message, "usage", None)
+            if isinstance(inner.message, AssistantMessage) and usage is not None:
+                self._handovers[key][1] += (
+                    usage.input + usage.output + usage.cache_read + usage.cache_write
+                )
+        else:
+            return
+        self._show_running()
+
     def _on_subagent(self, event: Any) -> None:
-        """A sub-agent's start and tool calls, indented under the hand-over by depth."""
+        """A sub-agent's start and tool calls, indented under the hand-over by depth;
+        the status line names the hand-overs working, with their turn and tokens."""
         inner = event.event
         path = list(event.agent_path)
         depth = max(1, len(path) - 1)
         key = f"{' > '.join(path)}/{getattr(inner, 'tool_call_id', '')}"
         if inner is None:
             return
+        self._track_handover(event, inner)
         if inner.type == "agent_start":
             self.line("  " * (depth - 1) + f"> {' > '.join(path)}: {one_line(inner.prompt, 70)}")
         elif inner.type == "tool_execution_start":

@@ -274,9 +274,10 @@ async def durable_run(request: dict[str, Any]) -> dict[str, Any]:
             if isinstance(message, str):
                 result = await harness.abort_paused(message)
             else:
-                from harnessc.runtime.runs.answers import resume_arguments
+                from harnessc.runtime.runs.answers import resume_arguments, resume_run
 
-                result = await harness.resume(**resume_arguments(harness, pause, message))
+                arguments = resume_arguments(harness, pause, message)
+                result = await resume_run(harness, pause, message, arguments)
     finally:
         session.close()
     config = harness.options.output

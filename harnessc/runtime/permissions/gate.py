@@ -108,6 +108,10 @@ class PermissionGate:
             calls = [{"path": _literal_rule(t)} for t in targets] or [args]
             kept = [remembered_rule(tool, call) for call in calls]
             self.remembered.extend(kept)
+            session = getattr(harness, "session", None)
+            for call in calls if session is not None else []:
+                # kept in the session: a resumed or restarted run of it allows them too
+                record_answer(session, tool, call, "always", event.tool_call_id)
             notice = getattr(harness, "notice", None)
             if notice is not None:  # the user sees what "always" allowed
                 await notice("permissions", f"always allowed for this session: {kept[0].text}")

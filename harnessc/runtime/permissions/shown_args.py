@@ -6,22 +6,31 @@ the input the hooks give then is the same. Arguments changed after the question 
 hook, a new process, anything) are a new question, never a silent run.
 
 Two calls are the same when their tool and arguments are equal as canonical JSON (keys
-sorted): key order does not matter, any change of a value does.
+sorted): key order does not matter, any change of a value does. A door shows a held
+call's ``fingerprint`` (a hash of that JSON) beside its arguments; an approval that
+carries one answers the call only while its arguments are still those.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["changed_note", "same_call"]
+__all__ = ["changed_note", "fingerprint", "same_call"]
 
 
 def _canonical(tool: str, args: Mapping[str, Any]) -> str:
     return json.dumps(
         [tool, dict(args)], sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
     )
+
+
+def fingerprint(tool: str, args: Mapping[str, Any]) -> str:
+    """The fingerprint of a call as it is shown: 32 hex digits of the SHA-256 of its
+    canonical JSON."""
+    return hashlib.sha256(_canonical(tool, args).encode("utf-8")).hexdigest()[:32]
 
 
 def same_call(tool: str, shown: Mapping[str, Any] | None, now: Mapping[str, Any]) -> bool:

@@ -4,6 +4,9 @@
   "..."}`` / ``{"content": [...]}``), every pending call answered;
 - ``approvals``: call id -> ``allow``, ``deny`` or ``always`` (allow, and allow the same
   call again for the rest of the session) for calls held for approval;
+- ``fingerprints``: call id -> the fingerprint of the call as the answering user saw it
+  (``PendingCall.fingerprint``): an approval carrying one answers the call only while
+  its arguments are still those, else it is refused and the call is asked about again;
 - ``budget``: limits by name raised (the others kept), with any pause (the run may go on
   past its limit) and with tool results too;
 - ``payload``: the answer to an MCP pause (``pauses``): ``{"redirect": URL}`` (or
@@ -17,6 +20,7 @@ harness's ``resume`` call, recording approvals in the session as ``--approve`` d
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -29,11 +33,13 @@ from harnessc.runtime.runs.pauses import Pause
 
 if TYPE_CHECKING:
     from harnessc.runtime.agent import AgentHarness
+    from harnessc.runtime.agent.results import RunResult
 
 __all__ = [
     "DECISIONS",
     "MCP_KINDS",
     "Answer",
+    "always_rules",
     "Decision",
     "check_answer",
     "check_limits",
@@ -42,6 +48,8 @@ __all__ = [
     "raised_budget",
     "record_approvals",
     "resume_arguments",
+    "resume_run",
+    "split_approvals",
 ]
 
 Decision = Literal["allow", "deny", "always"]
@@ -55,10 +63,11 @@ class Answer(Struct):
     approvals: dict[str, Decision] = {}
     budget: dict[str, float] = {}
     payload: dict[str, Any] = {}
+    fingerprints: dict[str, str] = {}
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for name in ("results", "approvals", "budget", "payload"):
+        for name in ("results", "approvals", "budget", "payload", "fingerprints"):
             value = getattr(self, name)
             if value:
                 out[name] = dict(value)
@@ -70,7 +79,27 @@ class Answer(Struct):
             value = data.get(name)
             return dict(value) if isinstance(value, dict) else {}
 
-        return cls(part("results"), part("approvals"), part("budget"), part("payload"))
+        approvals, fingerprints = split_approvals(part("approvals"))
+        fingerprints.update({k: v for k, v in part("fingerprints").items() if isinstance(v, str)})
+        return cls(part("results"), approvals, part("budget"), part("payload"), fingerprints)
+
+
+def split_approvals(given: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """Approvals as a door receives them, each a decision (``allow``, ``deny``,
+    ``always``, true or false) or ``{"decision": ..., "fingerprint": ...}``: the
+    decisions and the fingerprints given with them (a decision not understood is kept
+    as it is, for ``check_answer`` to name)."""
+    decisions: dict[str, Any] = {}
+    fingerprints: dict[str, str] = {}
+    for call_id, value in given.items():
+        if isinstance(value, Mapping):
+            if isinstance(value.get("fingerprint"), str):
+                fingerprints[call_id] = value["fingerprint"]
+            value = value.get("decision")
+        if isinstance(value, bool):
+            value = "allow" if value else "deny"
+        decisions[call_id] = value
+    return decisions, fingerprints
 
 
 def check_result(call_id: str, result: Any) -> None:
@@ -131,6 +160,22 @@ def check_answer(pause: Pause, answer: Answer, run_id: str = "", *, current: boo
     for call_id, decision in answer.approvals.items():
         if decision not in DECISIONS:
             raise Conflict(f"the approval of {call_id} must be allow, deny or always")
+    shown = {c.id: c for c in pause.held}
+    for call_id, given in answer.fingerprints.items():
+        call = shown.get(call_id)
+        if call is None:
+            raise Conflict(f"no held call {call_id} (held: {', '.join(shown) or 'none'})")
+        if given != call.fingerprint and answer.approvals.get(call_id) != "deny":
+            raise Conflict(
+                f"the {call.name} call {call_id} is not the one that was shown (its "
+                f"fingerprint is {call.fingerprint}, not {given}): its arguments are now "
+                f"{_clip(call.arguments)}; answer it again as it is now"
+            )
+
+
+def _clip(arguments: Mapping[str, Any], limit: int = 200) -> str:
+    text = json.dumps(dict(arguments), ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 MCP_KINDS = ("mcp_login", "mcp_elicitation")
@@ -218,10 +263,36 @@ def record_approvals(harness: AgentHarness, approvals: Mapping[str, Decision]) -
     return out
 
 
+def always_rules(pause: Pause, answer: Answer) -> list[str]:
+    """The rules the ``always`` answers store, as the user is shown them (one for each
+    held call answered ``always``: the narrowest rule covering the call as shown)."""
+    from harnessc.runtime.permissions.rules import remembered_rule
+
+    return [
+        remembered_rule(c.name, c.arguments).text
+        for c in pause.held
+        if answer.approvals.get(c.id) == "always"
+    ]
+
+
+async def resume_run(
+    harness: AgentHarness, pause: Pause, answer: Answer, arguments: dict[str, Any]
+) -> RunResult:
+    """``harness.resume(**arguments)``, after a notice on the run's stream for each rule
+    an ``always`` answer stored (``always allowed for this session: Bash(ls)``)."""
+    for text in always_rules(pause, answer):
+        await harness.notice("permissions", f"always allowed for this session: {text}")
+    return await harness.resume(**arguments)
+
+
 def resume_arguments(harness: AgentHarness, pause: Pause, answer: Answer) -> dict[str, Any]:
     """The keyword arguments of ``harness.resume`` for ``answer`` (checked against
     ``pause`` first: ``check_answer``)."""
     budget = raised_budget(harness.budget.budget, answer.budget)
+    if answer.budget:  # a sub-agent stopped at a limit of its own: raised for it too
+        from harnessc.runtime.agent.subagents import pass_budget_raise
+
+        pass_budget_raise(harness, dict(answer.budget))
     if pause.awaiting_tool:
         return {"results": dict(answer.results), "budget": budget}
     if pause.kind in MCP_KINDS:

@@ -32,6 +32,7 @@ from msgspec import Struct
 
 from harnessc.runtime.core.hooks import PERMISSION_PAUSE
 from harnessc.runtime.core.messages import ToolCall
+from harnessc.runtime.permissions.shown_args import fingerprint
 
 if TYPE_CHECKING:
     from harnessc.runtime.agent import AgentHarness
@@ -75,10 +76,17 @@ class PendingCall(Struct):
     held: bool = False  # an approval answers it (a permission ask, a hook's hold)
     path: str = ""  # the sub-agent path of a call a paused sub-agent waits on ("" for the run's)
 
+    @property
+    def fingerprint(self) -> str:
+        """The fingerprint of the call as shown (an approval may carry it: it answers the
+        call only while its arguments are these)."""
+        return fingerprint(self.name, self.arguments)
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "name": self.name, "arguments": self.arguments}
         if self.held:
             out["held"] = True
+            out["fingerprint"] = self.fingerprint
         if self.path:
             out["path"] = self.path
         return out

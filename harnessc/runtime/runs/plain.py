@@ -22,7 +22,13 @@ from typing import Any
 
 from harnessc.runtime.agent import AgentHarness, HarnessBusyError, RunResult
 from harnessc.runtime.runs.agent import AgentSource, give_client_tools
-from harnessc.runtime.runs.answers import Answer, check_answer, raised_budget, resume_arguments
+from harnessc.runtime.runs.answers import (
+    Answer,
+    check_answer,
+    raised_budget,
+    resume_arguments,
+    resume_run,
+)
 from harnessc.runtime.runs.control import RunRequest, Transcript
 from harnessc.runtime.runs.errors import (
     Conflict,
@@ -316,7 +322,7 @@ class PlainRuns:
         pause = run.pause
         check_answer(pause, answer, run.id)
         arguments = resume_arguments(harness, pause, answer)
-        self._launch(run, harness, lambda: harness.resume(**arguments))
+        self._launch(run, harness, lambda: resume_run(harness, pause, answer, arguments))
 
     async def abort(self, run: Run, reason: str = "aborted") -> None:
         assert isinstance(run, PlainRun)

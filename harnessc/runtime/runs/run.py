@@ -181,6 +181,7 @@ class Run:
             "pause": pause.to_dict() if pause is not None else None,
             "pending_tool_calls": [
                 {"id": c.id, "name": c.name, "arguments": c.arguments}
+                | ({"fingerprint": c.fingerprint} if c.held else {})
                 for c in (pause.calls if pause is not None else [])
             ],
             "events": len(self.events),

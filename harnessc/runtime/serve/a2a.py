@@ -12,8 +12,11 @@ that task answers it: its text is the result of every pending external call, or,
 calls a permission rule held, "yes" / "approve" runs them and anything else refuses
 them (fail closed); for an MCP login its text is the address the browser was sent back
 to (or "done"), for an MCP server's question a data part holds the form's fields
-(accepted) or the text says decline or cancel; a data part holding the run API's answer (``{"results"}``,
-``{"approvals"}``, ``{"budget": {"turns": 20}}``) answers any pause. ``tasks/cancel``
+(accepted) or the text says decline or cancel; a data part holding the run API's answer
+(``{"results"}``, ``{"approvals"}``, ``{"budget": {"turns": 20}}``) answers any pause;
+an approval ``{"decision": "allow", "fingerprint": ...}`` carrying the fingerprint the
+metadata's pause showed answers the call only while its arguments are those (else the
+task stays ``input-required``, its message naming the change). ``tasks/cancel``
 aborts the run, paused or working, and the task ends ``canceled``; a task that has
 ended is not cancelable.
 """
@@ -117,7 +120,14 @@ def _executor_class() -> type:
             try:
                 run = await _known(state, run_id)
                 if run is not None and run.paused:
-                    await _answer(state, run, text, _data(context.message))
+                    try:
+                        await _answer(state, run, text, _data(context.message))
+                    except Conflict as exc:  # the pause stands: its question is put again
+                        message = f"{exc}\n{_describe(run)}"
+                        await updater.requires_input(
+                            updater.new_agent_message([new_text_part(message)], _metadata(run))
+                        )
+                        return
                 else:
                     session_id = None
                     if state.runs.continues_sessions:

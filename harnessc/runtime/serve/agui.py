@@ -9,7 +9,9 @@ ends with RUN_FINISHED listing the pending call ids, and the next input on the t
 answers it with tool messages. Any other pause ends the run with an interrupt outcome:
 a permission ask an interrupt per held call (id = the call id; a ``resume`` entry
 ``resolved`` runs it, ``{"always": true}`` as its payload allows the same call for the
-rest of the session, ``cancelled`` refuses it); a budget pause or a hook's one interrupt
+rest of the session, ``cancelled`` refuses it; the interrupt's ``metadata`` holds the
+call's arguments and ``fingerprint``, and a payload carrying that fingerprint answers the
+call only while its arguments are still those); a budget pause or a hook's one interrupt
 (id = the run id; ``resolved`` goes on, with ``{"budget": {"turns": 20}}`` as payload
 raising limits; ``cancelled`` aborts the run); an MCP login or an MCP server's question
 one interrupt (id = the call id, the URL or the question in its metadata): ``resolved``
@@ -186,7 +188,11 @@ async def _answer(runs: RunControl, run: Run, given: Any) -> None:
         return
     if pause.held:
         approvals: dict[str, Decision] = {}
+        fingerprints: dict[str, str] = {}
         for call_id, entry in entries.items():
+            shown = entry.payload.get("fingerprint") if isinstance(entry.payload, dict) else None
+            if isinstance(shown, str):
+                fingerprints[call_id] = shown
             if entry.status != "resolved":
                 approvals[call_id] = "deny"
             elif isinstance(entry.payload, dict) and entry.payload.get("always") is True:
@@ -199,7 +205,7 @@ async def _answer(runs: RunControl, run: Run, given: Any) -> None:
                 f"the thread's run is paused ({run.reason}): answer its interrupts with resume",
                 "conflict",
             )
-        await runs.answer(run, Answer(approvals=approvals))
+        await runs.answer(run, Answer(approvals=approvals, fingerprints=fingerprints))
         return
     entry = entries.get(run.id)
     if entry is None:
@@ -280,16 +286,24 @@ async def _stream(
     if given.state:
         yield encoder.encode(core.StateSnapshotEvent(snapshot=given.state))
     translator = _Translator(run, core)
-    # events of this request only (a resumed run keeps its older ones)
+    # Events of this request only (a resumed run keeps its older ones). The events ready
+    # together go out in one write: the AG-UI events of each are gathered until the last
+    # event the run holds now (the next one is waited for), then sent.
+    ready: list[str] = []
     async for item in runs.events(run, first):
         if item is None:
-            yield ": keep-alive\n\n"
-            continue
-        index, encoded = item
-        for out in translator.translate(encoded, index):
-            yield encoder.encode(out)
-    for out in translator.close():
-        yield encoder.encode(out)
+            ready.append(": keep-alive\n\n")
+        else:
+            index, encoded = item
+            ready.extend(encoder.encode(out) for out in translator.translate(encoded, index))
+            if index + 1 < len(run.events):
+                continue
+        if ready:
+            yield "".join(ready)
+            ready.clear()
+    ready.extend(encoder.encode(out) for out in translator.close())
+    if ready:
+        yield "".join(ready)
     if run.status == "error":
         yield encoder.encode(core.RunErrorEvent(message=run.reason or "the run failed"))
         return
@@ -300,7 +314,13 @@ async def _stream(
     pause = run.pause if run.paused else None
     if pause is not None and not pause.awaiting_tool:
         interrupts = _mcp_interrupts(core, run) or [
-            core.Interrupt(id=c.id, reason="permission", message=run.reason, tool_call_id=c.id)
+            core.Interrupt(
+                id=c.id,
+                reason="permission",
+                message=run.reason,
+                tool_call_id=c.id,
+                metadata={"tool": c.name, "arguments": c.arguments, "fingerprint": c.fingerprint},
+            )
             for c in pause.held
         ]
         interrupts = interrupts or [

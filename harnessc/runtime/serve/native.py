@@ -14,7 +14,13 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from harnessc.runtime.core.messages import ImageContent
-from harnessc.runtime.runs.answers import DECISIONS, Answer, Decision, check_limits
+from harnessc.runtime.runs.answers import (
+    DECISIONS,
+    Answer,
+    Decision,
+    check_limits,
+    split_approvals,
+)
 from harnessc.runtime.runs.control import RunControl, RunRequest
 from harnessc.runtime.runs.errors import Conflict
 from harnessc.runtime.runs.run import PAUSED, Run
@@ -141,23 +147,25 @@ def parse_results(value: dict[str, Any] | None) -> dict[str, Any]:
     return value
 
 
-def parse_approvals(value: dict[str, Any] | None) -> dict[str, Decision]:
-    """call id -> true / false, or "allow" / "deny" / "always"."""
+def parse_approvals(value: dict[str, Any] | None) -> tuple[dict[str, Decision], dict[str, str]]:
+    """call id -> true / false, "allow" / "deny" / "always", or ``{"decision": ...,
+    "fingerprint": ...}`` (the fingerprint of the call as it was shown); the decisions
+    and the fingerprints."""
     if value is None:
-        return {}
-    out: dict[str, Decision] = {}
+        return {}, {}
     for call_id, answer in value.items():
-        if isinstance(answer, bool):
-            out[call_id] = "allow" if answer else "deny"
-        elif isinstance(answer, str) and answer in DECISIONS:
-            out[call_id] = answer  # type: ignore[assignment]
-        else:
+        if isinstance(answer, dict) and not isinstance(answer.get("fingerprint", ""), str):
+            raise ApiError(400, f"the fingerprint of {call_id} must be a string", param="approvals")
+    decisions, fingerprints = split_approvals(value)
+    for call_id, answer in decisions.items():
+        if not (isinstance(answer, str) and answer in DECISIONS):
             raise ApiError(
                 400,
-                f"the approval of {call_id} must be true or false (or allow, deny, always)",
+                f"the approval of {call_id} must be true or false (or allow, deny, always), "
+                'or {"decision": ..., "fingerprint": ...}',
                 param="approvals",
             )
-    return out
+    return decisions, fingerprints
 
 
 @guarded
@@ -165,13 +173,15 @@ async def resume_run(request: Request) -> Response:
     state = serve_state(request)
     run = await state.runs.get(request.path_params["run_id"])
     body = await read_json(request, state.config)
+    approvals, fingerprints = parse_approvals(optional(body, "approvals", dict))
     await state.runs.answer(
         run,
         Answer(
             results=parse_results(optional(body, "results", dict)),
-            approvals=parse_approvals(optional(body, "approvals", dict)),
+            approvals=approvals,
             budget=parse_budget(optional(body, "budget", dict)),
             payload=optional(body, "payload", dict) or {},
+            fingerprints=fingerprints,
         ),
     )
     return JSONResponse(

@@ -12,7 +12,8 @@ pauses (a message the model finished without a tool call may not be its last: a 
 can make it go on), in the pieces the model wrote it; with
 ``stream_options.include_usage`` a last chunk with no choices carries the usage. A run
 that pauses (an external tool, an approval) answers with a note saying where to
-continue it; the run id is in ``X-Run-Id`` either way.
+continue it (for held calls, the approval body with each call's fingerprint: it answers
+the calls as shown in the note); the run id is in ``X-Run-Id`` either way.
 """
 
 from __future__ import annotations
@@ -210,7 +211,13 @@ def reply_text(run: Run) -> str:
     """The content of the reply: the typed value as JSON, the final text, or a note
     saying where a paused run goes on."""
     if run.paused:
-        return f"[paused: {run.reason}; continue with POST /v1/runs/{run.id}/resume]"
+        held = run.pause.held if run.pause is not None else []
+        if not held:
+            return f"[paused: {run.reason}; continue with POST /v1/runs/{run.id}/resume]"
+        # the approval that answers the calls as they are shown here, and only them
+        approvals = {c.id: {"decision": "allow", "fingerprint": c.fingerprint} for c in held}
+        body = json.dumps({"approvals": approvals})
+        return f"[paused: {run.reason}; continue with POST /v1/runs/{run.id}/resume {body}]"
     if run.status == "aborted":
         return run.text or f"[aborted: {run.reason}]"
     if run.output is not None:

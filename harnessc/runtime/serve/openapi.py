@@ -178,10 +178,20 @@ def openapi_document(agent_name: str, description: str) -> dict[str, Any]:
                                 "oneOf": [
                                     {"type": "boolean"},
                                     {"enum": ["allow", "deny", "always"]},
+                                    {
+                                        "type": "object",
+                                        "properties": {
+                                            "decision": {"enum": ["allow", "deny", "always"]},
+                                            "fingerprint": {"type": "string"},
+                                        },
+                                        "required": ["decision"],
+                                    },
                                 ]
                             },
                             "description": "held call id -> true / allow (run it), false / "
-                            "deny (refuse it), always (run it and the same call again)",
+                            "deny (refuse it), always (run it and the same call again); "
+                            "with the fingerprint of the call as it was shown, it answers "
+                            "that call only (409 when its arguments changed)",
                         },
                         "budget": {
                             "type": "object",

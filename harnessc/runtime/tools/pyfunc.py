@@ -12,6 +12,7 @@ import inspect
 import json
 import pathlib
 import sys
+import time
 import weakref
 from collections.abc import Callable
 from pathlib import Path
@@ -58,10 +59,21 @@ def result_from_value(value: Any) -> ToolResult:
     return text_result(cap_text(text), value if isinstance(value, dict | list) else None)
 
 
-class _Analysis:
-    """What a function's signature, hints and docstring give (read-only once made)."""
+# A sync function runs on the event loop instead of a worker thread (whose hand-off
+# costs about 0.3-0.5 ms of CPU a call, more than a quick function's own time) once
+# its first calls in the thread each took under INLINE_BELOW_S; an inline call that
+# takes INLINE_SLOW_S or more sends the function back to the thread for good.
+INLINE_AFTER = 5
+INLINE_BELOW_S = 0.0005
+INLINE_SLOW_S = 0.002
 
-    __slots__ = ("parameters", "signature", "is_async", "names", "required")
+
+class _Analysis:
+    """What a function's signature, hints and docstring give (read-only once made),
+    and how long its calls took (``quick``: calls in a row under INLINE_BELOW_S;
+    ``inline``: True runs it on the loop, False always in a thread, None: measuring)."""
+
+    __slots__ = ("parameters", "signature", "is_async", "names", "required", "quick", "inline")
 
     def __init__(self, func: Callable[..., Any]) -> None:
         self.parameters: FunctionSchema = function_schema(func)
@@ -78,6 +90,53 @@ class _Analysis:
             self.required = frozenset(p.name for p in params if p.default is p.empty)
         target = hint_target(func)
         self.is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(target)
+        self.quick = 0
+        self.inline: bool | None = None
+
+    def timed(self, took: float) -> None:
+        """A call in the thread took ``took`` seconds of the function's own time."""
+        if self.inline is not None:
+            return
+        if took >= INLINE_BELOW_S:
+            self.quick = 0
+        else:
+            self.quick += 1
+            if self.quick >= INLINE_AFTER:
+                self.inline = True
+
+
+# What asyncio raises when code meant for a thread starts an event loop on the loop's
+# own thread (``asyncio.run``, ``run_until_complete``).
+_LOOP_RUNNING = ("running event loop", "loop is already running", "another loop is running")
+
+
+async def _inline(func: Callable[..., Any], known: _Analysis, kwargs: dict[str, Any]) -> Any:
+    """``func(**kwargs)`` on the loop; a call of INLINE_SLOW_S or more sends the function
+    back to the thread for good, and so does one that tried to run an event loop of its
+    own (that call is made again in the thread)."""
+    started = time.perf_counter()
+    try:
+        value = func(**kwargs)
+    except RuntimeError as exc:
+        if not any(text in str(exc) for text in _LOOP_RUNNING):
+            raise
+        known.inline = False
+        value = await asyncio.to_thread(functools.partial(func, **kwargs))
+    finally:
+        if time.perf_counter() - started >= INLINE_SLOW_S:
+            known.inline = False
+    if inspect.isawaitable(value):
+        value = await value
+    return value
+
+
+def _run_timed(func: Callable[..., Any], known: _Analysis, kwargs: dict[str, Any]) -> Any:
+    """``func(**kwargs)`` in the worker thread, its time told to ``known``."""
+    started = time.perf_counter()
+    try:
+        return func(**kwargs)
+    finally:
+        known.timed(time.perf_counter() - started)
 
 
 # Kept while the function lives: the harnesses of one process that make a tool of one
@@ -136,8 +195,11 @@ class _Call:
         try:
             if known.is_async:
                 value = await func(**kwargs)
+            elif known.inline:
+                value = await _inline(func, known, kwargs)
             else:
-                value = await asyncio.to_thread(functools.partial(func, **kwargs))
+                run = functools.partial(_run_timed, func, known, kwargs)
+                value = await asyncio.to_thread(run)
                 if inspect.isawaitable(value):
                     value = await value
         except Exception as exc:  # the model sees the failure, the run goes on
@@ -157,7 +219,10 @@ def python_tool(
 
     The schema comes from the signature and docstring unless ``parameters`` is given.
     A parameter named ``context`` (or annotated ``ToolContext``) receives the tool
-    context and is left out of the schema. Sync functions run in a worker thread.
+    context and is left out of the schema. A sync function runs in a worker thread
+    until its calls have shown it quick (INLINE_AFTER calls in a row under
+    INLINE_BELOW_S), then on the event loop; an inline call that takes INLINE_SLOW_S or
+    more sends it back to the thread for good.
     ``timeout_s``: the loop ends a call running longer (default: the harness's
     ``tool_timeout_s``).
     """
