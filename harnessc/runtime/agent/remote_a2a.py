@@ -20,17 +20,25 @@ request (``Authorization: Bearer ${TOKEN}``: read from the environment, never wr
 
 The task's id and context, and the usage counted so far, are recorded on the hand-over
 call (``nested.remote``), so a run resumed in another process goes on with the same task.
+
+In a durable run (``steps``: ``RemoteSteps``) a send is two steps of the run: ``sent``
+records the task's id once the remote acknowledged the message (at most once: a send an
+earlier execution started and did not record is not made again), ``ended`` the task's
+last state. A run recovered after its worker stopped between them re-attaches to the
+same task by its id (``SubscribeToTask``, else ``GetTask`` until it stops working)
+instead of sending it again; a recorded end is replayed without asking the remote.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from harnessc.runtime.core.budget import BudgetUsage
 from harnessc.runtime.core.events import Event, NoticeEvent
@@ -43,6 +51,7 @@ __all__ = [
     "INPUT_TOOL",
     "RemoteA2A",
     "RemoteHandOver",
+    "RemoteSteps",
     "cancel_task",
     "card_address",
 ]
@@ -51,6 +60,14 @@ CARD_PATH = "/.well-known/agent-card.json"
 INPUT_TOOL = "a2a_input"  # the call a remote agent's question waits on
 _ANSWER_KEYS = frozenset({"results", "approvals", "budget"})
 _USAGE = ("turns", "tool_calls", "input_tokens", "output_tokens", "cost_usd")
+# a task's states while it works (TASK_STATE_SUBMITTED, TASK_STATE_WORKING)
+_WORKING = frozenset({1, 2})
+_POLL_S = 0.5  # between GetTask calls while a re-attached task works
+LOST = (
+    "The worker running this durable run stopped while it sent this hand-over to the "
+    "remote agent, before the remote's task was recorded. It was not sent again: the "
+    "remote agent may or may not have started it."
+)
 
 
 @dataclass(slots=True, frozen=True)
@@ -74,6 +91,19 @@ def card_address(url: str) -> tuple[str, str | None]:
 
 
 Emit = Callable[[Event], Awaitable[Any]]
+Work = Callable[[], Awaitable[Any]]
+
+
+class RemoteSteps(Protocol):
+    """How a durable run records a send to a remote agent: each is one step of the run,
+    its value recorded and, in a later execution, returned without running ``work``."""
+
+    async def sent(self, work: Work) -> Any:
+        """``work()`` at most once in the run: None when an earlier execution started it
+        and stopped before its value was recorded."""
+        ...
+
+    async def ended(self, work: Work) -> Any: ...
 
 
 async def cancel_task(remote: RemoteA2A, task_id: str) -> None:
@@ -112,8 +142,10 @@ class RemoteHandOver:
         call_id: str,
         emit: Emit,
         usage: BudgetUsage,
+        steps: RemoteSteps | None = None,
     ) -> None:
         self.remote = remote
+        self.steps = steps
         self.name = name
         self.path = path
         self.call_id = call_id
@@ -122,6 +154,10 @@ class RemoteHandOver:
         self.task_id = ""
         self.context_id = ""
         self.counted: dict[str, float] = {}  # the remote run's usage counted so far
+        self.state: Any = None  # the task's last state, message and artifacts
+        self.status_message: Any = None
+        self.artifacts: dict[str, Any] = {}
+        self.acked = asyncio.Event()  # the remote's first answer to the message came
 
     async def run(
         self,
@@ -132,10 +168,16 @@ class RemoteHandOver:
     ) -> ToolResult:
         """Send the task (or the answer to its question, ``nested`` naming the task
         paused before); the result, or HoldCall when the remote waits for input."""
+        message = self._first(prompt) if not nested else self._reply(nested, answers or {})
+        return await self._send(message, signal)
+
+    @contextlib.asynccontextmanager
+    async def _client(self) -> AsyncIterator[Any]:
+        """The a2a-sdk's client of the remote agent, made from its card (a card that
+        cannot be read is a ``_CardError``)."""
         import httpx
         from a2a.client import ClientConfig, create_client
 
-        message = self._first(prompt) if not nested else self._reply(nested, answers or {})
         base, card_path = card_address(self.remote.url)
         timeout = httpx.Timeout(self.remote.timeout_s, connect=30.0)
         async with httpx.AsyncClient(headers=dict(self.remote.headers), timeout=timeout) as http:
@@ -146,9 +188,11 @@ class RemoteHandOver:
                     relative_card_path=card_path,
                 )
             except Exception as exc:
-                return _error(f"Remote agent {self.name}: cannot read its card: {_say(exc)}")
+                raise _CardError(
+                    f"Remote agent {self.name}: cannot read its card: {_say(exc)}"
+                ) from exc
             try:
-                return await self._send(client, message, signal)
+                yield client
             finally:
                 with contextlib.suppress(Exception):
                     await client.close()
@@ -198,39 +242,64 @@ class RemoteHandOver:
 
     # -- the task ---------------------------------------------------------------------------
 
-    async def _send(self, client: Any, message: Any, signal: AbortSignal) -> ToolResult:
+    async def _send(self, message: Any, signal: AbortSignal) -> ToolResult:
         from a2a.types import a2a_pb2 as a2a
 
-        state: Any = None
-        status_message: Any = None
-        artifacts: dict[str, Any] = {}
+        request = a2a.SendMessageRequest(message=message)
+        if self.steps is None:
+            failed = await self._watch(signal, self._sending(request))
+            if failed is not None:
+                return failed
+        else:
+            ended = await self._durable(request, signal, self.steps)
+            if "error" in ended:
+                return _error(str(ended["error"]))
+            self._restore(ended)
+        return self._outcome(self.state, self.status_message, list(self.artifacts.values()))
 
-        async def follow() -> None:
-            nonlocal state, status_message
-            request = a2a.SendMessageRequest(message=message)
-            async for item in client.send_message(request):
-                if item.HasField("task"):
-                    task = item.task
-                    self.task_id, self.context_id = task.id, task.context_id
-                    state, status_message = task.status.state, task.status.message
-                    for artifact in task.artifacts:
-                        artifacts[artifact.artifact_id] = artifact
-                elif item.HasField("status_update"):
-                    update = item.status_update
-                    self.task_id = update.task_id or self.task_id
-                    self.context_id = update.context_id or self.context_id
-                    state, status_message = update.status.state, update.status.message
-                    await self._notice(f"status: {a2a.TaskState.Name(state)}")
-                elif item.HasField("artifact_update"):
-                    artifact = item.artifact_update.artifact
-                    artifacts[artifact.artifact_id] = artifact
-                    await self._notice(f"artifact {artifact.name or artifact.artifact_id}")
-                elif item.HasField("message"):
-                    status_message = item.message
-                    state = a2a.TaskState.TASK_STATE_COMPLETED
-                self._count(status_message)
+    async def _sending(self, request: Any) -> None:
+        async with self._client() as client:
+            await self._follow(client.send_message(request))
 
-        work = asyncio.ensure_future(follow())
+    async def _durable(
+        self, request: Any, signal: AbortSignal, steps: RemoteSteps
+    ) -> dict[str, Any]:
+        """The send as two steps of the durable run: the task's ids once the remote
+        acknowledged the message, then its end, followed on the task this or an earlier
+        execution of the run sent."""
+        work: asyncio.Future[ToolResult | None] | None = None
+
+        async def send() -> dict[str, str]:
+            nonlocal work
+            work = asyncio.ensure_future(self._watch(signal, self._sending(request)))
+            acked = asyncio.ensure_future(self.acked.wait())
+            await asyncio.wait({work, acked}, return_when=asyncio.FIRST_COMPLETED)
+            acked.cancel()
+            return {"task_id": self.task_id, "context_id": self.context_id}
+
+        async def end() -> dict[str, Any]:
+            if work is not None:
+                failed = await work
+            elif self.task_id:
+                failed = await self._watch(signal, self._reattach())
+            else:  # answered without a task, and the answer was not recorded
+                return {"error": LOST}
+            if failed is not None:
+                return {"error": _text(failed.content)}
+            return self._record()
+
+        sent = await steps.sent(send)
+        if sent is None:
+            return {"error": LOST}
+        self.task_id = str(sent.get("task_id") or self.task_id)
+        self.context_id = str(sent.get("context_id") or self.context_id)
+        ended: dict[str, Any] = await steps.ended(end)
+        return ended
+
+    async def _watch(self, signal: AbortSignal, follow: Awaitable[None]) -> ToolResult | None:
+        """``follow`` until it ends (None), fails (an error result) or the parent aborts
+        (the remote task is cancelled)."""
+        work = asyncio.ensure_future(follow)
 
         def stop_work() -> None:
             work.cancel()
@@ -240,23 +309,100 @@ class RemoteHandOver:
             await work
         except asyncio.CancelledError:
             if signal.aborted:
-                await self._cancel(client)
+                await self._cancel_by_id()
             raise
+        except _CardError as exc:
+            return _error(str(exc))
         except Exception as exc:
             return _error(f"Remote agent {self.name} failed: {_say(exc)}")
         finally:
             stop()
-        return self._outcome(state, status_message, list(artifacts.values()))
+        return None
 
-    async def _cancel(self, client: Any) -> None:
-        """The parent's abort: cancel the remote task (best effort, bounded)."""
+    async def _follow(self, stream: Any, *, until_stopped: bool = False) -> None:
+        """The task's updates from ``stream`` (``StreamResponse`` items); ``until_stopped``:
+        leave once the task ends or waits for input (a subscription stays open)."""
         from a2a.types import a2a_pb2 as a2a
 
-        if not self.task_id:
-            return
-        with contextlib.suppress(Exception):
-            async with asyncio.timeout(10):
-                await asyncio.shield(client.cancel_task(a2a.CancelTaskRequest(id=self.task_id)))
+        async for item in stream:
+            self.acked.set()
+            if item.HasField("task"):
+                self._take_task(item.task)
+            elif item.HasField("status_update"):
+                update = item.status_update
+                self.task_id = update.task_id or self.task_id
+                self.context_id = update.context_id or self.context_id
+                self.state, self.status_message = update.status.state, update.status.message
+                await self._notice(f"status: {a2a.TaskState.Name(self.state)}")
+            elif item.HasField("artifact_update"):
+                artifact = item.artifact_update.artifact
+                self.artifacts[artifact.artifact_id] = artifact
+                await self._notice(f"artifact {artifact.name or artifact.artifact_id}")
+            elif item.HasField("message"):
+                self.status_message = item.message
+                self.state = a2a.TaskState.TASK_STATE_COMPLETED
+            self._count(self.status_message)
+            if until_stopped and self.state not in _WORKING:
+                return
+
+    def _take_task(self, task: Any) -> None:
+        self.task_id, self.context_id = task.id, task.context_id
+        self.state, self.status_message = task.status.state, task.status.message
+        for artifact in task.artifacts:
+            self.artifacts[artifact.artifact_id] = artifact
+
+    async def _reattach(self) -> None:
+        """Follow the task an earlier execution of the run sent: its subscription, else
+        (a task that ended, a server that keeps no stream) ``GetTask`` until it stops
+        working."""
+        from a2a.types import a2a_pb2 as a2a
+
+        async with self._client() as client:
+            with contextlib.suppress(Exception):  # GetTask below says what went wrong
+                subscription = client.subscribe(a2a.SubscribeToTaskRequest(id=self.task_id))
+                await self._follow(subscription, until_stopped=True)
+            while self.state is None or self.state in _WORKING:
+                task = await client.get_task(a2a.GetTaskRequest(id=self.task_id))
+                self._take_task(task)
+                self._count(self.status_message)
+                if self.state in _WORKING:
+                    await asyncio.sleep(_POLL_S)
+
+    def _record(self) -> dict[str, Any]:
+        """What the ``ended`` step records: the task's last state, message, artifacts
+        and the usage counted (protobuf messages as base64 of their bytes)."""
+        message = self.status_message
+        return {
+            "task_id": self.task_id,
+            "context_id": self.context_id,
+            "state": int(self.state) if self.state is not None else None,
+            "message": _pack(message) if message is not None and message.ByteSize() else None,
+            "artifacts": [_pack(a) for a in self.artifacts.values()],
+            "counted": dict(self.counted),
+        }
+
+    def _restore(self, ended: dict[str, Any]) -> None:
+        """The recorded end back; the usage an earlier execution counted is added to
+        the parent's (a replayed step counts nothing itself)."""
+        from a2a.types import a2a_pb2 as a2a
+
+        self.task_id = str(ended.get("task_id") or self.task_id)
+        self.context_id = str(ended.get("context_id") or self.context_id)
+        self.state = ended.get("state")
+        packed = ended.get("message")
+        self.status_message = _unpack(a2a.Message(), packed) if packed else None
+        self.artifacts = {}
+        for item in ended.get("artifacts") or []:
+            artifact = _unpack(a2a.Artifact(), item)
+            self.artifacts[artifact.artifact_id] = artifact
+        counted = {k: float(v) for k, v in (ended.get("counted") or {}).items()}
+        self._add_usage({k: v - self.counted.get(k, 0.0) for k, v in counted.items()})
+        self.counted = counted
+
+    async def _cancel_by_id(self) -> None:
+        """The parent's abort: cancel the remote task (best effort, bounded)."""
+        if self.task_id:
+            await asyncio.shield(cancel_task(self.remote, self.task_id))
 
     def _outcome(self, state: Any, message: Any, artifacts: list[Any]) -> ToolResult:
         from a2a.types import a2a_pb2 as a2a
@@ -353,6 +499,10 @@ class RemoteHandOver:
             if isinstance(value, int | float) and not isinstance(value, bool):
                 delta[key] = max(0.0, float(value) - self.counted.get(key, 0.0))
                 self.counted[key] = max(float(value), self.counted.get(key, 0.0))
+        self._add_usage(delta)
+
+    def _add_usage(self, delta: dict[str, float]) -> None:
+        delta = {k: max(0.0, v) for k, v in delta.items()}
         self.usage.turns += int(delta.get("turns", 0))
         self.usage.tool_calls += int(delta.get("tool_calls", 0))
         self.usage.tokens += int(delta.get("input_tokens", 0) + delta.get("output_tokens", 0))
@@ -365,6 +515,19 @@ class RemoteHandOver:
         await self.emit(
             SubagentEvent(agent_path=list(self.path), tool_call_id=self.call_id, event=event)
         )
+
+
+class _CardError(Exception):
+    """The remote agent's card could not be read (its text says so)."""
+
+
+def _pack(message: Any) -> str:
+    return base64.b64encode(message.SerializeToString()).decode("ascii")
+
+
+def _unpack(empty: Any, packed: str) -> Any:
+    empty.ParseFromString(base64.b64decode(packed))
+    return empty
 
 
 def _metadata(message: Any) -> dict[str, Any]:

@@ -63,7 +63,7 @@ from harnessc.runtime.telemetry.extension import trace_subagent
 from harnessc.runtime.tools.base import ExecutionMode, HoldCall, ToolResult, ToolUpdate
 
 if TYPE_CHECKING:
-    from harnessc.runtime.agent.remote_a2a import RemoteA2A
+    from harnessc.runtime.agent.remote_a2a import RemoteA2A, RemoteSteps
     from harnessc.runtime.options.harness_context import HarnessContext
 
 __all__ = [
@@ -113,6 +113,10 @@ class SubAgentRuntime(Protocol):
     def session(self, header: SessionHeader, file: str | None, key: str) -> Session: ...
 
     def harness(self, options: AgentHarnessOptions, key: str) -> AgentHarness: ...
+
+    def remote_steps(self) -> RemoteSteps | None:
+        """How a send to a remote A2A agent is recorded (None: it is not)."""
+        ...
 
 
 @dataclass(slots=True)
@@ -300,6 +304,7 @@ class SubAgents:
             call_id=call_id,
             emit=host.emit,
             usage=host.budget.usage,
+            steps=self.runtime.remote_steps() if self.runtime is not None else None,
         )
         nested = record.nested if record is not None else None
         answers = record.answers if record is not None else None

@@ -8,6 +8,8 @@ tool is a durable wait instead, and the sub-agent hand-over (``task``) is no ste
 own: the sub-agent it starts is a ``DurableHarness`` too (``DurableSubAgents``), so its
 model calls and tools are steps of the parent's workflow, in one order, and a recovered
 run replays a finished hand-over from its steps without running or asking anything
+again. A hand-over to a remote A2A agent records its task's id and end as steps
+(``RemoteTaskSteps``): a recovered run re-attaches to the task instead of sending it
 again. A sub-agent's session gets reproducible entry ids and the run clock's times, as
 the run's own session does, and its file skips the entries it already holds.
 """
@@ -29,6 +31,7 @@ from harnessc.runtime.durable.steps import (
     DurableProvider,
     DurableTool,
     EventSink,
+    RemoteTaskSteps,
     checkpoint_runner,
 )
 from harnessc.runtime.options.harness_options import AgentHarnessOptions
@@ -146,6 +149,10 @@ class DurableSubAgents:
     def harness(self, options: AgentHarnessOptions, key: str) -> AgentHarness:
         inputs = SubAgentInputs(self.steps.clock, self._seed(key))
         return DurableHarness(prepare(options, self.steps, inputs), self.steps)
+
+    def remote_steps(self) -> RemoteTaskSteps:
+        """A hand-over to a remote A2A agent: its send and its task's end are steps."""
+        return RemoteTaskSteps(self.steps.sink, self.steps.clock)
 
 
 def _open_locked(file: str) -> Any:

@@ -39,6 +39,7 @@ __all__ = [
     "DurableProvider",
     "DurableTool",
     "EventSink",
+    "RemoteTaskSteps",
     "checkpoint_runner",
     "flush_events",
     "is_read_only",
@@ -77,7 +78,7 @@ def step_events(name: str, output: Any) -> list[dict[str, Any]]:
     """The events a step of a run recorded (``DBOSClient.list_workflow_steps`` rows)."""
     if name == EVENTS_STEP and isinstance(output, list):
         return output
-    carries = name in ("model_call", CHECKPOINT_STEP) or name.startswith("tool:")
+    carries = name in ("model_call", CHECKPOINT_STEP) or name.startswith(("tool:", "a2a:"))
     if carries and isinstance(output, list | tuple):
         if len(output) == 3 and isinstance(output[2], list):
             return output[2]
@@ -218,3 +219,29 @@ class DurableTool:
 
         result: ToolResult = await _step(f"tool:{self.name}", self.sink, self.clock, run)
         return result
+
+
+class RemoteTaskSteps:
+    """A send to a remote A2A agent as steps of the run (``remote_a2a.RemoteSteps``):
+    ``a2a:sent`` (the task's ids; at most once, as a tool with outside effects is) and
+    ``a2a:ended`` (the task's end)."""
+
+    def __init__(self, sink: EventSink, clock: RunClock) -> None:
+        self.sink = sink
+        self.clock = clock
+
+    async def sent(self, work: Callable[[], Any]) -> Any:
+        clock = self.clock
+        clock.tool_runs += 1
+        key = f"{clock.tool_runs}:a2a"  # the same in every execution of the run
+        marker = _MARKER[0] if _MARKER else None
+
+        async def run() -> Any:
+            if marker is not None and not await asyncio.to_thread(marker, clock.run_id, key):
+                return None
+            return await work()
+
+        return await _step("a2a:sent", self.sink, clock, run)
+
+    async def ended(self, work: Callable[[], Any]) -> Any:
+        return await _step("a2a:ended", self.sink, self.clock, work)
