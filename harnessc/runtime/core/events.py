@@ -349,7 +349,8 @@ class HandoverProgressEvent(Event, kw_only=True):
     ``agent_path`` names the sub-agent (top-level first), ``tool_call_id`` the parent's
     hand-over call; ``turn`` counts the turns it started, ``input_tokens`` (cached ones
     included) and ``output_tokens`` its replies' tokens so far; ``status`` is
-    ``working`` or ``ended`` (it ended or paused).
+    ``working``, ``paused`` (the tree paused: its counts start again when it resumes) or
+    ``ended``.
     """
 
     type: ClassVar[str] = "handover_progress"

@@ -35,7 +35,7 @@ class HandoverTracker:
             return None
         if kind in ("agent_end", "agent_pause"):
             del self.working[key]
-            return _next(now, status="ended")
+            return _next(now, status="ended" if kind == "agent_end" else "paused")
         if kind == "turn_start":
             now = _next(now, turn=now.turn + 1)
         elif kind == "message_end":

@@ -319,7 +319,7 @@ MOMENTS: tuple[Moment, ...] = (
         "handover_progress",
         acting=False,
         when=(
-            "a hand-over's sub-agent started, began a turn, got a reply, or ended "
+            "a hand-over's sub-agent started, began a turn, got a reply, paused or ended "
             "(`agent_path`, `turn`, `input_tokens`, `output_tokens`, `status`)"
         ),
     ),
