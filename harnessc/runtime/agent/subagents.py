@@ -43,7 +43,13 @@ from harnessc.runtime.agent.harness import AgentHarness
 from harnessc.runtime.agent.results import RunResult
 from harnessc.runtime.agent.usage_tree import TREE_DETAILS, usage_of_run
 from harnessc.runtime.core.budget import BUDGET_LIMITS, Budget, BudgetUsage
-from harnessc.runtime.core.events import Event, SubagentEvent, to_jsonable
+from harnessc.runtime.core.events import (
+    Event,
+    HandoverProgressEvent,
+    SubagentEvent,
+    to_jsonable,
+)
+from harnessc.runtime.core.handovers import HandoverTracker
 from harnessc.runtime.core.loop_states import LoopState
 from harnessc.runtime.core.messages import TextContent
 from harnessc.runtime.core.options import MAX_SUBAGENT_DEPTH
@@ -322,11 +328,17 @@ class SubAgents:
         assert host is not None
         path = self._live[call_id].path
 
+        progress = HandoverTracker()
+
         async def forward(event: Event) -> None:
-            if isinstance(event, SubagentEvent):  # a deeper agent's: already tagged
+            if isinstance(event, (SubagentEvent, HandoverProgressEvent)):  # a deeper agent's
                 await host.emit(event)
                 return
-            await host.emit(SubagentEvent(agent_path=list(path), tool_call_id=call_id, event=event))
+            tagged = SubagentEvent(agent_path=list(path), tool_call_id=call_id, event=event)
+            await host.emit(tagged)
+            moved = progress.see(tagged)  # the hand-over's turn and tokens, for the doors
+            if moved is not None:
+                await host.emit(moved)
 
         unsubscribe = child.subscribe(forward)
         record = host.run_state.record(call_id) if host.run_state is not None else None

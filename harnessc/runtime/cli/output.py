@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from harnessc.runtime.core.events import Event
+from harnessc.runtime.core.handovers import HandoverTracker
 from harnessc.runtime.core.messages import AssistantMessage, ToolResultMessage
 
 __all__ = [
@@ -158,8 +159,7 @@ class TextPrinter:
         self._streamed = False  # this message's text came as deltas
         self._running: dict[str, tuple[str, str, float]] = {}  # call id -> name, arg, start
         self._calls: dict[str, str] = {}  # call id -> key argument, from the model's reply
-        # the hand-overs working now: (agent path, hand-over call id) -> [turn, tokens]
-        self._handovers: dict[tuple[tuple[str, ...], str], list[int]] = {}
+        self._handovers = HandoverTracker()  # the hand-overs working now
         self._errors: set[str] = set()
         self.muted: set[str] = set()  # event types not shown for now
 
@@ -295,7 +295,7 @@ class TextPrinter:
         self._show_running()
 
     def _show_running(self) -> None:
-        if self._handovers:  # sub-agents at work: each one's path, turn and tokens
+        if self._handovers.working:  # sub-agents at work: each one's path, turn and tokens
             self._status(self.handovers_label())
             return
         if not self._running:
@@ -328,29 +328,15 @@ class TextPrinter:
         """The status line while hand-overs work: ``lead > worker: turn 2, 1,200 tokens``
         for each (the deepest last)."""
         return "; ".join(
-            f"{' > '.join(path)}: turn {turn}, {format_number(tokens)} tokens"
-            for (path, _), (turn, tokens) in self._handovers.items()
+            f"{' > '.join(p.agent_path)}: turn {p.turn}, {format_number(p.tokens)} tokens"
+            for p in self._handovers.working.values()
         )
 
-    def _track_handover(self, event: Any, inner: Any) -> None:
-        """Follow a working sub-agent's turn and tokens (its own events, any depth)."""
-        key = (tuple(event.agent_path), event.tool_call_id)
-        kind = inner.type
-        if kind in ("agent_start", "agent_resume"):
-            self._handovers[key] = [0, 0]
-        elif kind in ("agent_end", "agent_pause"):
-            self._handovers.pop(key, None)
-        elif key in self._handovers and kind == "turn_start":
-            self._handovers[key][0] += 1
-        elif key in self._handovers and kind == "message_end":
-            usage = getattr(inner.message, "usage", None)
-            if isinstance(inner.message, AssistantMessage) and usage is not None:
-                self._handovers[key][1] += (
-                    usage.input + usage.output + usage.cache_read + usage.cache_write
-                )
-        else:
-            return
-        self._show_running()
+    def _track_handover(self, event: Any) -> None:
+        """Follow a working sub-agent's turn and tokens (its own events, any depth), as
+        its parent counts them for the ``handover_progress`` events."""
+        if self._handovers.see(event) is not None:
+            self._show_running()
 
     def _on_subagent(self, event: Any) -> None:
         """A sub-agent's start and tool calls, indented under the hand-over by depth;
@@ -361,7 +347,7 @@ class TextPrinter:
         key = f"{' > '.join(path)}/{getattr(inner, 'tool_call_id', '')}"
         if inner is None:
             return
-        self._track_handover(event, inner)
+        self._track_handover(event)
         if inner.type == "agent_start":
             self.line("  " * (depth - 1) + f"> {' > '.join(path)}: {one_line(inner.prompt, 70)}")
         elif inner.type == "tool_execution_start":

@@ -32,6 +32,7 @@ __all__ = [
     "BudgetWarnEvent",
     "ErrorEvent",
     "Event",
+    "HandoverProgressEvent",
     "MessageEndEvent",
     "MessageStartEvent",
     "MessageUpdateEvent",
@@ -339,6 +340,31 @@ class SubagentEvent(Event, kw_only=True):
     agent_path: list[str] = []
     tool_call_id: str = ""
     event: Event | None = None
+
+
+class HandoverProgressEvent(Event, kw_only=True):
+    """A working hand-over's progress, from the parent that runs it: sent when its
+    sub-agent starts or resumes, starts a turn, gets a model reply, and ends or pauses.
+
+    ``agent_path`` names the sub-agent (top-level first), ``tool_call_id`` the parent's
+    hand-over call; ``turn`` counts the turns it started, ``input_tokens`` (cached ones
+    included) and ``output_tokens`` its replies' tokens so far; ``status`` is
+    ``working``, ``paused`` (the tree paused: its counts start again when it resumes) or
+    ``ended``.
+    """
+
+    type: ClassVar[str] = "handover_progress"
+    agent_path: list[str] = []
+    tool_call_id: str = ""
+    turn: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    status: str = "working"
+
+    @property
+    def tokens(self) -> int:
+        """Every token of its replies so far."""
+        return self.input_tokens + self.output_tokens
 
 
 # The event moments of the catalog (core/moments.py), each with its record above.

@@ -315,6 +315,14 @@ MOMENTS: tuple[Moment, ...] = (
         acting=False,
         when="an event of a sub-agent (see [sub-agents](subagents.md)), with its agent path",
     ),
+    Moment(
+        "handover_progress",
+        acting=False,
+        when=(
+            "a hand-over's sub-agent started, began a turn, got a reply, paused or ended "
+            "(`agent_path`, `turn`, `input_tokens`, `output_tokens`, `status`)"
+        ),
+    ),
 )
 
 _BY_NAME: dict[str, Moment] = {m.name: m for m in MOMENTS}

@@ -431,6 +431,9 @@ class _Translator:
                     role="tool",
                 )
             )
+        elif kind == "handover_progress":  # a sub-agent's turn and tokens, as it works
+            value = {k: v for k, v in event.items() if k not in ("type", "seq", "timestamp")}
+            out.append(core.CustomEvent(name="handover_progress", value=value))
         return out
 
     def close(self) -> list[Any]:
