@@ -38,7 +38,9 @@ pytest.importorskip("dbos", reason="durable runs need dbos (pip install -e '.[de
 pytest.importorskip("mcp", reason="the MCP tool needs the SDK (pip install -e '.[dev]')")
 
 HERE = Path(__file__).resolve().parent
-EXAMPLES = int(os.environ.get("HARNESSC_DURABLE_EXAMPLES", "2"))
+# One drawn scenario per backend beside the two written-out examples (a sub-agent killed
+# mid-call; caps and a sub-agent's own limit): HARNESSC_DURABLE_EXAMPLES=20 explores more.
+EXAMPLES = int(os.environ.get("HARNESSC_DURABLE_EXAMPLES", "1"))
 SQLITE = "sqlite:///.harnessc/durable.sqlite"
 
 
