@@ -184,6 +184,19 @@ class AgentKit:
             served.wait_up()
         return served
 
+    def stop(self) -> None:
+        """Kill the servers this kit started that still run."""
+        for served in self.served:
+            if served.process.poll() is None:
+                served.process.kill()
+                served.process.wait(10)
+
+    def __enter__(self) -> AgentKit:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
 
 @pytest.fixture(scope="module")
 def model_server() -> Iterator[ProtocolServer]:
@@ -224,13 +237,8 @@ def kit(
     tmp_path_factory: pytest.TempPathFactory, model_server: ProtocolServer
 ) -> Iterator[AgentKit]:
     made = compile_agent(tmp_path_factory.mktemp("serve"), model_server.url)
-    try:
+    with made:
         yield made
-    finally:
-        for served in made.served:
-            if served.process.poll() is None:
-                served.process.kill()
-                served.process.wait(10)
 
 
 @pytest.fixture(scope="module")

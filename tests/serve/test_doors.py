@@ -98,10 +98,7 @@ def doors(tmp_path_factory: pytest.TempPathFactory, model: ProtocolServer) -> It
             worker.kill()
             worker.wait(30)
         for kit in kits.values():
-            for served in kit.served:
-                if served.process.poll() is None:
-                    served.process.kill()
-                    served.process.wait(10)
+            kit.stop()
 
 
 def _parent(root: Path, url: str) -> AgentKit:

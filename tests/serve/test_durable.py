@@ -117,10 +117,7 @@ def _durable(tmp: Path, model_url: str, kind: str) -> Iterator[Durable]:
             yield Durable(kit, workers, kit.serve())
         finally:
             workers.stop()
-            for served in kit.served:
-                if served.process.poll() is None:
-                    served.process.kill()
-                served.process.wait(10)
+            kit.stop()
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])

@@ -137,13 +137,8 @@ def agent(
     tmp_path_factory: pytest.TempPathFactory, model_server: ProtocolServer
 ) -> Iterator[AgentKit]:
     made = compile_agent(tmp_path_factory.mktemp("conformance-server"), model_server.url)
-    try:
+    with made:
         yield made
-    finally:
-        for served in made.served:
-            if served.process.poll() is None:
-                served.process.kill()
-                served.process.wait(10)
 
 
 @pytest.fixture(scope="module")

@@ -128,13 +128,8 @@ def kit(
     (tmp / "spec" / "scout.md").write_text(SCOUT)
     made = compile_agent(tmp, model_server.url, SPEC)
     made.env.update(NOTES_URL=oauth.url, XDG_DATA_HOME=str(logged_in))
-    try:
+    with made:
         yield made
-    finally:
-        for served in made.served:
-            if served.process.poll() is None:
-                served.process.kill()
-                served.process.wait(10)
 
 
 @pytest.fixture(scope="module")
@@ -331,10 +326,7 @@ def durable(
             yield Durable(made, workers, made.serve())
         finally:
             workers.stop()
-            for served in made.served:
-                if served.process.poll() is None:
-                    served.process.kill()
-                served.process.wait(10)
+            made.stop()
 
 
 def _pause_url(client: httpx.Client, run_id: str, other_than: str = "") -> str:

@@ -37,13 +37,8 @@ def typed_model() -> Iterator[ProtocolServer]:
 
 def _kit(tmp: Path, url: str, spec: str) -> Iterator[AgentKit]:
     made = compile_agent(tmp, url, spec)
-    try:
+    with made:
         yield made
-    finally:
-        for served in made.served:
-            if served.process.poll() is None:
-                served.process.kill()
-                served.process.wait(10)
 
 
 @pytest.fixture(scope="module")

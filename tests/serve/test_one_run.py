@@ -47,10 +47,7 @@ def kits(
         yield made
     finally:
         for kit in made.values():
-            for served in kit.served:
-                if served.process.poll() is None:
-                    served.process.kill()
-                    served.process.wait(10)
+            kit.stop()
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ import pytest
 
 from harnessc.testing import ProtocolServer
 
-from .servekit import TOKEN, AgentKit, Served, compile_agent, wait_status
+from .servekit import TOKEN, Served, compile_agent, wait_status
 from .typedkit import TYPED_SPEC, VALUE, model_reply
 
 pytest.importorskip("a2a.client")
@@ -52,13 +52,6 @@ def model() -> Iterator[ProtocolServer]:
         yield running
 
 
-def _stop_all(kit: AgentKit) -> None:
-    for served in kit.served:
-        if served.process.poll() is None:
-            served.process.kill()
-            served.process.wait(10)
-
-
 @pytest.fixture(scope="module")
 def judge(tmp_path_factory: pytest.TempPathFactory, model: ProtocolServer) -> Iterator[Served]:
     kit = compile_agent(tmp_path_factory.mktemp("judge"), model.url, TYPED_SPEC)
@@ -66,7 +59,7 @@ def judge(tmp_path_factory: pytest.TempPathFactory, model: ProtocolServer) -> It
     try:
         yield kit.serve(token=JUDGE_TOKEN)
     finally:
-        _stop_all(kit)
+        kit.stop()
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +71,7 @@ def lead(
     try:
         yield kit.serve()
     finally:
-        _stop_all(kit)
+        kit.stop()
 
 
 def _start(lead: Served, prompt: str) -> dict[str, Any]:
@@ -211,7 +204,7 @@ def test_a_wrong_token_is_an_error_result(
         assert end["is_error"] and "judge" in end["result"]["content"][0]["text"]
         assert run["status"] == "done"
     finally:
-        _stop_all(kit)
+        kit.stop()
 
 
 def test_the_spec_keeps_the_credential_in_the_environment(tmp_path: Path) -> None:
@@ -245,7 +238,7 @@ def test_a_pause_on_the_judge_survives_a_restart_of_the_lead(
         assert done["status"] == "done" and "approve" in done["text"], done
         assert marker.exists()
     finally:
-        _stop_all(kit)
+        kit.stop()
 
 
 def test_check_reads_the_remote_card_and_shows_its_skills(

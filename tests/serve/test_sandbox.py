@@ -88,7 +88,4 @@ def test_a_served_agents_bash_runs_in_the_sandbox(
                 assert "OUTSIDE-LEAK" not in text and outside == []
             served.stop()
     finally:
-        for served in kit.served:
-            if served.process.poll() is None:
-                served.process.kill()
-                served.process.wait(10)
+        kit.stop()
