@@ -17,12 +17,14 @@ from harnessc.testing import ProtocolServer, RecordedRequest, ScriptedResponse
 from harnessc.testing.streams import openai_events
 
 from .test_durable_runs import wait_for
-from .test_durable_subagents import HELPER, MODEL, Tree, _results, _tool
+from .test_durable_subagents import HELPER, MODEL, Tree, _results, _tool, database_url, server
 
 pytest.importorskip("dbos", reason="durable runs need dbos (pip install -e '.[dev]')")
 pytest.importorskip("a2a.client")
 
 from tests.serve.servekit import TOKEN, Served, compile_agent  # noqa: E402
+
+__all__ = ["database_url", "server"]  # the fixtures shared with test_durable_subagents
 
 LEAD = f"""\
 version: 1
@@ -69,24 +71,8 @@ def judge(
 ) -> Iterator[Served]:
     judge_model.reset()
     judge_model.set_handler(judge_script)
-    kit = compile_agent(tmp_path_factory.mktemp("judge"), judge_model.url)
-    served = kit.serve()
-    yield served
-    served.process.kill()
-    served.process.wait(10)
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ProtocolServer]:
-    with ProtocolServer() as running:
-        yield running
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def database_url(request: pytest.FixtureRequest) -> str:
-    if request.param == "sqlite":
-        return "sqlite:///.harnessc/durable.sqlite"
-    return str(request.getfixturevalue("pg_database"))
+    with compile_agent(tmp_path_factory.mktemp("judge"), judge_model.url) as kit:
+        yield kit.serve()
 
 
 @pytest.fixture
@@ -104,12 +90,21 @@ def _judged(judge_model: ProtocolServer) -> list[Any]:
     return [r for r in judge_model.requests if "judge this" in json.dumps(r.json)]
 
 
+def _sent(runs: Any, run_id: str) -> bool:
+    steps = runs.client.list_workflow_steps(run_id)
+    return any(step["function_name"] == "a2a:sent" for step in steps)
+
+
 def test_a_worker_killed_during_a_remote_task_reattaches_to_it(
     tree: Tree, judge_model: ProtocolServer
 ) -> None:
     run_id = tree.submit("go")
     victim = tree.worker()
     wait_for(lambda: len(_judged(judge_model)) == 1, what="the judge's model call")
+    # killed once the remote task's id is recorded (a kill between the send and that
+    # record is the at-most-once case: the hand-over fails, it is not sent again)
+    with tree.runs() as runs:
+        wait_for(lambda: _sent(runs, run_id), what="the remote task's id recorded")
     victim.kill()
     victim.wait(timeout=30)
     tree.worker()  # the same worker id: recovers the run at once
