@@ -66,9 +66,6 @@ FLOORS["durable"] = FLOORS["runs"] | {"runs"}
 # The doors: each a translation of runs/ into its protocol; no door imports another.
 FLOORS["cli"] = FLOORS["durable"] | {"durable"}
 FLOORS["serve"] = FLOORS["durable"] | {"durable"}
-# The entry points above the doors: the command line with its --serve (the terminal
-# hands the agent to the server door it is given, never importing it).
-FLOORS["entry"] = FLOORS["cli"] | {"cli", "serve"}
 
 # Imports against the floors that a change in progress removes; each names its issue.
 PENDING: dict[tuple[str, str], str] = {}

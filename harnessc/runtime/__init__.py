@@ -2,11 +2,19 @@
 
 Stays light: the standard library; aiohttp on the first model request, and what a spec
 uses (watchfiles when reloading, MCP, DBOS) only when it is used.
+
+This module is also where a generated agent's entry points are put together:
+``run_cli`` (and ``run_durable_cli`` for a spec with ``durable:``), the command line
+with every door it opens. The terminal (``runtime.cli``) and the server
+(``runtime.serve``) are doors side by side on the run-control layer and neither imports
+the other: the agent's ``--serve`` flag reaches the server through ``serve_door``,
+passed to the terminal here. Each door is imported when it is used.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TextIO
 
 from harnessc.runtime.agent import AgentHarness, HarnessBusyError, RunResult
 from harnessc.runtime.core.budget import Budget
@@ -39,7 +47,9 @@ from harnessc.runtime.session.session import Session
 from harnessc.runtime.tools.base import ExternalTool, Tool, ToolResult
 
 if TYPE_CHECKING:
-    from harnessc.runtime.entry import run_cli, run_durable_cli
+    import argparse
+
+    from harnessc.runtime.runs.agent import AgentSource
 
 __all__ = [
     "AgentHarness",
@@ -75,13 +85,31 @@ __all__ = [
     "env",
     "run_cli",
     "run_durable_cli",
+    "serve_door",
 ]
 
 
-def __getattr__(name: str) -> Any:
-    # run_cli pulls in the command line (argparse, terminal handling): load it on demand.
-    if name in ("run_cli", "run_durable_cli"):
-        from harnessc.runtime import entry
+def serve_door(source: AgentSource, args: argparse.Namespace, err: TextIO, prog: str) -> int:
+    """``--serve``: the agent served over HTTP with the flags of its command line."""
+    from harnessc.runtime.serve.launch import serve_agent
 
-        return getattr(entry, name)
-    raise AttributeError(f"module 'harnessc.runtime' has no attribute {name!r}")
+    return serve_agent(source, args, err, prog)
+
+
+def run_cli(build_options: Callable[..., Any], argv: list[str] | None = None, **kwargs: Any) -> int:
+    """The agent's command line (``runtime.cli.main.run_cli``), able to serve."""
+    from harnessc.runtime.cli.main import run_cli as terminal
+
+    kwargs.setdefault("serve", serve_door)
+    return terminal(build_options, argv, **kwargs)
+
+
+def run_durable_cli(
+    build_options: Callable[..., Any], argv: Sequence[str] | None = None, **kwargs: Any
+) -> int:
+    """The command line of an agent with ``durable:`` (``runtime.cli.durable``), able to
+    serve."""
+    from harnessc.runtime.cli.durable import run_durable_cli as terminal
+
+    kwargs.setdefault("serve", serve_door)
+    return terminal(build_options, argv, **kwargs)

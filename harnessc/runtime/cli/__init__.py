@@ -6,7 +6,7 @@ interactive mode sees), ``one_shot`` (a run and its report), ``output`` / ``rend
 (what a run prints), ``pause`` (pull points as lines), ``sessions`` (session flags and
 listings), ``summary`` (the line after a run), ``repl/`` (the interactive mode and its
 /commands), ``durable`` / ``durable_show`` (the durable verbs). ``--serve`` reaches the
-server through the door ``runtime.entry`` passes in: this package never imports it.
+server through the door ``harnessc.runtime.run_cli`` passes in: this package never imports it.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Sessions, overrides and pull points are resolved here before the harness runs; t
 run itself is ``one_shot.run_one_shot`` or the interactive mode of ``repl``, both on
 the run-control layer. ``--serve`` hands the agent (``runs.agent.AgentSource``) to the
 server door it was given (``serve``: the terminal never imports the server; the entry
-point ``harnessc.runtime.entry.run_cli`` passes it). Exit codes: 0 done, 1 runtime
+point ``harnessc.runtime.run_cli`` passes it). Exit codes: 0 done, 1 runtime
 error, 2 usage or configuration error, 3 paused, 130 aborted by Ctrl-C.
 """
 
