@@ -535,15 +535,13 @@ def test_the_terminal_login_catches_the_redirect_on_its_loopback_server(
 # -- through an agent's run ----------------------------------------------------------------
 
 
-def test_an_agent_run_meets_a_login_and_a_question_and_no_token_is_kept_anywhere(
-    server: OAuthMcpServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data_home: Path
-) -> None:
-    """An agent whose MCP server needs a login: the run's first tool call meets it (the
-    toolset's user logs in), the next asks a question (the same user answers), a long
-    call reports progress; a tool that echoes its bearer token back shows it redacted,
-    and no token is in the session file, the logs or the events."""
+def _agent(
+    server: OAuthMcpServer, tmp_path: Path, user: Any, tools: list[str]
+) -> tuple[Any, Any, Any]:
+    """A harness whose scripted model calls the notes server's ``tools`` one a turn
+    (ids c1, c2 ...) and then says "done"; its toolset's user is ``user``. The harness,
+    the toolset and the session (a file under ``tmp_path/sessions``)."""
     from harnessc.runtime.agent import AgentHarness
-    from harnessc.runtime.core.messages import ToolResultMessage
     from harnessc.runtime.core.model_options import Model
     from harnessc.runtime.mcp import McpToolset
     from harnessc.runtime.options.harness_options import AgentHarnessOptions
@@ -554,21 +552,12 @@ def test_an_agent_run_meets_a_login_and_a_question_and_no_token_is_kept_anywhere
     )
     from harnessc.runtime.session import JsonlSessionRepo
 
-    monkeypatch.chdir(tmp_path)
-    user = User([ElicitationAnswer("accept", {"name": "Tom"})])
     toolset = McpToolset(
         [McpServerConfig(name="notes", url=server.url, timeout_s=15)],
         user=user,
         log_dir=tmp_path / "logs",
     )
-    provider = ScriptedProvider(
-        [
-            reply_tool_calls([("mcp__notes__whoami", {}, "c1")]),
-            reply_tool_calls([("mcp__notes__ask", {}, "c2")]),
-            reply_tool_calls([("mcp__notes__echo_token", {}, "c3")]),
-            reply_text("done"),
-        ]
-    )
+    calls = [reply_tool_calls([(f"mcp__notes__{t}", {}, f"c{i}")]) for i, t in enumerate(tools, 1)]
     session = JsonlSessionRepo(tmp_path / "sessions").create(cwd=str(tmp_path))
     options = AgentHarnessOptions(
         session=session,
@@ -576,8 +565,22 @@ def test_an_agent_run_meets_a_login_and_a_question_and_no_token_is_kept_anywhere
         model="m",
         extensions=[toolset],
     )
-    options.provider = provider
-    harness = AgentHarness(options)
+    options.provider = ScriptedProvider([*calls, reply_text("done")])
+    return AgentHarness(options), toolset, session
+
+
+def test_an_agent_run_meets_a_login_and_a_question_and_no_token_is_kept_anywhere(
+    server: OAuthMcpServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data_home: Path
+) -> None:
+    """An agent whose MCP server needs a login: the run's first tool call meets it (the
+    toolset's user logs in), the next asks a question (the same user answers), a long
+    call reports progress; a tool that echoes its bearer token back shows it redacted,
+    and no token is in the session file, the logs or the events."""
+    from harnessc.runtime.core.messages import ToolResultMessage
+
+    monkeypatch.chdir(tmp_path)
+    user = User([ElicitationAnswer("accept", {"name": "Tom"})])
+    harness, toolset, session = _agent(server, tmp_path, user, ["whoami", "ask", "echo_token"])
     events: list[str] = []
     harness.subscribe(lambda event: events.append(repr(event)))
     try:
@@ -704,41 +707,12 @@ def test_a_login_and_a_question_in_a_call_pause_the_run_and_the_answers_resume_i
     authorization URL, the server's call left open; a resume without an answer pauses
     again; the redirect as the answer and a resume finish the call. A question in a
     later call pauses the same way. The toolset stays: nothing is disabled."""
-    from harnessc.runtime.agent import AgentHarness
     from harnessc.runtime.core.messages import ToolResultMessage
-    from harnessc.runtime.core.model_options import Model
-    from harnessc.runtime.mcp import McpToolset, PausingUser
-    from harnessc.runtime.options.harness_options import AgentHarnessOptions
-    from harnessc.runtime.providers.scripted import (
-        ScriptedProvider,
-        reply_text,
-        reply_tool_calls,
-    )
-    from harnessc.runtime.session import JsonlSessionRepo
+    from harnessc.runtime.mcp import PausingUser
 
     monkeypatch.chdir(tmp_path)
     first = User()
-    toolset = McpToolset(
-        [McpServerConfig(name="notes", url=server.url, timeout_s=15)],
-        user=first,
-        log_dir=tmp_path / "logs",
-    )
-    provider = ScriptedProvider(
-        [
-            reply_tool_calls([("mcp__notes__whoami", {}, "c1")]),
-            reply_tool_calls([("mcp__notes__ask", {}, "c2")]),
-            reply_text("done"),
-        ]
-    )
-    session = JsonlSessionRepo(tmp_path / "sessions").create(cwd=str(tmp_path))
-    options = AgentHarnessOptions(
-        session=session,
-        models={"m": Model(id="m", api="openai-completions", base_url="http://127.0.0.1:9")},
-        model="m",
-        extensions=[toolset],
-    )
-    options.provider = provider
-    harness = AgentHarness(options)
+    harness, toolset, session = _agent(server, tmp_path, first, ["whoami", "ask"])
     pausing = PausingUser()
     try:
         asyncio.run(toolset.start())  # logged in at start-up, by the first user
