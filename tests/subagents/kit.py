@@ -107,6 +107,14 @@ class Tree:
         path.write_text(text)
         return path
 
+    def setup(self, specs: dict[str, str], **rules: Rule) -> None:
+        """Write ``specs`` (file name -> YAML), build ``lead.yaml`` and script each agent
+        by the marker of its system prompt (``rules``)."""
+        for name, text in specs.items():
+            self.write(name, text)
+        self.build()
+        self.scripts.rules.update(rules)
+
     def build(self, spec: str = "lead.yaml") -> None:
         loaded = load_spec(self.root / spec)
         assert loaded.ok, [d.format() for d in loaded.diagnostics]

@@ -45,10 +45,7 @@ def worker(messages: list[dict[str, Any]]) -> Any:
 
 
 def setup(tree: Tree) -> None:
-    tree.write("lead.yaml", LEAD)
-    tree.write("worker.yaml", WORKER)
-    tree.build()
-    tree.scripts.rules.update(LEAD=lead, WORKER=worker)
+    tree.setup({"lead.yaml": LEAD, "worker.yaml": WORKER}, LEAD=lead, WORKER=worker)
 
 
 def test_a_budget_exhausted_inside_a_sub_agent_pauses_the_run(tree: Tree) -> None:

@@ -21,10 +21,7 @@ agents:
 
 
 def test_a_sub_agents_own_turn_limit_pauses_the_run_and_a_raise_resumes_it(tree: Tree) -> None:
-    tree.write("lead.yaml", LEAD)
-    tree.write("worker.yaml", WORKER)
-    tree.build()
-    tree.scripts.rules.update(LEAD=lead, WORKER=worker)
+    tree.setup({"lead.yaml": LEAD, "worker.yaml": WORKER}, LEAD=lead, WORKER=worker)
     generated = (tree.root / "generated" / "lead.py").read_text()
     assert "budget=Budget(turns=2)" in generated
 

@@ -40,10 +40,7 @@ def worker(messages: list[dict[str, Any]]) -> Any:
 
 
 def setup(tree: Tree) -> None:
-    tree.write("lead.yaml", LEAD)
-    tree.write("worker.yaml", WORKER)
-    tree.build()
-    tree.scripts.rules.update(LEAD=lead, WORKER=worker)
+    tree.setup({"lead.yaml": LEAD, "worker.yaml": WORKER}, LEAD=lead, WORKER=worker)
 
 
 def test_the_usage_line_counts_the_whole_tree_and_each_agent(tree: Tree) -> None:
