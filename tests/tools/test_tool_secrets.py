@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -106,6 +107,31 @@ COMMAND = (
 )
 
 
+def _run(
+    server: ProtocolServer,
+    module: Path,
+    env: dict[str, str],
+    prompt: str,
+    calls: list[tuple[str, str, dict[str, Any]]],
+) -> tuple[subprocess.CompletedProcess[str], list[Any]]:
+    """The generated ``module`` run once on ``prompt`` (in the ``agents`` folder beside its
+    ``generated``) against ``server``, which answers with ``calls`` and then "all done";
+    the finished process and the model requests it made."""
+    server.enqueue(
+        ScriptedResponse.sse(openai_tool_call_events(calls)),
+        ScriptedResponse.sse(openai_events(["all done"])),
+    )
+    proc = subprocess.run(
+        [sys.executable, str(module), "--json", prompt],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=module.parents[1] / "agents",
+        timeout=60,
+    )
+    return proc, server.requests
+
+
 def test_model_printenv_leaks_nothing(tmp_path: Path) -> None:
     agents = tmp_path / "agents"
     agents.mkdir()
@@ -130,19 +156,9 @@ def test_model_printenv_leaks_nothing(tmp_path: Path) -> None:
             KEY_COPY=KEY,
             PASSED_TOKEN="passed-through-value",
         )
-        server.enqueue(
-            ScriptedResponse.sse(openai_tool_call_events([("call_1", "bash", args)])),
-            ScriptedResponse.sse(openai_events(["all done"])),
+        proc, requests = _run(
+            server, module, env, "check the environment", [("call_1", "bash", args)]
         )
-        proc = subprocess.run(
-            [sys.executable, str(module), "--json", "check the environment"],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=agents,
-            timeout=60,
-        )
-        requests = server.requests
     assert proc.returncode == 0, proc.stderr
     assert len(requests) == 2
     # the bash call did run: its output (with the passed-through variable) reached the model
@@ -213,19 +229,7 @@ def test_the_agents_own_key_in_a_workspace_file_is_redacted_from_tool_results(
             LEAK_SESSIONS=str(tmp_path / "sessions"),
             OPENAI_API_KEY=KEY,
         )
-        server.enqueue(
-            ScriptedResponse.sse(openai_tool_call_events(calls)),
-            ScriptedResponse.sse(openai_events(["all done"])),
-        )
-        proc = subprocess.run(
-            [sys.executable, str(module), "--json", "read the settings"],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=agents,
-            timeout=60,
-        )
-        requests = server.requests
+        proc, requests = _run(server, module, env, "read the settings", calls)
     assert proc.returncode == 0, proc.stderr
     second = requests[1].body.decode("utf-8")
     assert second.count("yes-visible") >= 2  # read and bash did read the file
