@@ -71,7 +71,7 @@ _TAG = re.compile(r"session-(\d+)\b")
 
 def _handler(steps: int, latency_s: float) -> Any:
     from harnessc.testing import ScriptedResponse
-    from harnessc.testing.streams import openai_events, openai_tool_call_events
+    from harnessc.testing.streams import openai_completion, openai_events, openai_tool_call_events
 
     def reply(request: Any) -> Any:
         body = request.json
@@ -87,31 +87,8 @@ def _handler(steps: int, latency_s: float) -> Any:
         if body.get("stream"):
             events = openai_tool_call_events([call], pieces=1) if call else openai_events([text])
             return ScriptedResponse.sse(events, per_chunk=100, delay_s=latency_s)
-        message: dict[str, Any] = {"role": "assistant", "content": None if call else text}
-        if call:
-            message["tool_calls"] = [
-                {
-                    "id": call[0],
-                    "type": "function",
-                    "function": {"name": "add", "arguments": call[2]},
-                }
-            ]
-        completion = {
-            "id": "chatcmpl-bench",
-            "object": "chat.completion",
-            "created": 0,
-            "model": body.get("model") or "bench-model",
-            "choices": [
-                {
-                    "index": 0,
-                    "message": message,
-                    "finish_reason": "tool_calls" if call else "stop",
-                    "logprobs": None,
-                }
-            ],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-        }
-        response = ScriptedResponse.json_body(200, completion)
+        whole = openai_completion(body.get("model") or "bench-model", text, call)
+        response = ScriptedResponse.json_body(200, whole)
         response.delay_s = latency_s
         return response
 

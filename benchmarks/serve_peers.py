@@ -138,7 +138,7 @@ class Model:
 
 def _openai(body: dict[str, Any], call: bool, done: int, tag: str, text: str) -> Any:
     from harnessc.testing import ScriptedResponse
-    from harnessc.testing.streams import openai_events, openai_tool_call_events
+    from harnessc.testing.streams import openai_completion, openai_events, openai_tool_call_events
 
     arguments = json.dumps({"a": done, "b": 1})
     call_id = f"call_{tag}_{done}"
@@ -149,27 +149,9 @@ def _openai(body: dict[str, Any], call: bool, done: int, tag: str, text: str) ->
             else openai_events([text])
         )
         return ScriptedResponse.sse(events, per_chunk=100)
-    message: dict[str, Any] = {"role": "assistant", "content": None if call else text}
-    if call:
-        message["tool_calls"] = [
-            {"id": call_id, "type": "function", "function": {"name": "add", "arguments": arguments}}
-        ]
-    completion = {
-        "id": "chatcmpl-bench",
-        "object": "chat.completion",
-        "created": 0,
-        "model": body.get("model") or "bench-model",
-        "choices": [
-            {
-                "index": 0,
-                "message": message,
-                "finish_reason": "tool_calls" if call else "stop",
-                "logprobs": None,
-            }
-        ],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-    }
-    return ScriptedResponse.json_body(200, completion)
+    model = body.get("model") or "bench-model"
+    whole = openai_completion(model, text, (call_id, "add", arguments) if call else None)
+    return ScriptedResponse.json_body(200, whole)
 
 
 def _gemini(route: str, call: bool, done: int, text: str) -> Any:

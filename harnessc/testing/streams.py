@@ -19,6 +19,7 @@ __all__ = [
     "google_chunk",
     "google_events",
     "openai_chunk",
+    "openai_completion",
     "openai_events",
     "openai_tool_call_events",
     "openai_usage",
@@ -74,6 +75,42 @@ def openai_chunk(
     if usage is not None:
         chunk["usage"] = usage
     return chunk
+
+
+def openai_completion(
+    model: str,
+    text: str | None = None,
+    call: tuple[str, str, str] | None = None,
+    usage: tuple[int, int] = (10, 5),
+) -> dict[str, Any]:
+    """A whole (not streamed) Chat Completions reply: ``text``, or one tool ``call``
+    (id, name, JSON arguments); ``usage`` is (prompt, completion) tokens."""
+    message: dict[str, Any] = {"role": "assistant", "content": None if call else text}
+    if call is not None:
+        call_id, name, arguments = call
+        message["tool_calls"] = [
+            {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+        ]
+    prompt, completion = usage
+    return {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if call else "stop",
+                "logprobs": None,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        },
+    }
 
 
 def openai_usage(prompt: int, completion: int, cached: int = 0) -> dict[str, Any]:
