@@ -1,0 +1,444 @@
+"""A login met while listing an MCP server's tools, and a sub-agent's own MCP servers, in
+served runs (issue 44).
+
+The lead's server ``notes`` and the sub-agent ``scout``'s own server ``desk`` are real
+OAuth-protected MCP servers (``OAuthMcpServer``, two of them, on loopback in this
+process). With no token stored, the toolset's start meets a login while it lists the
+tools: the run pauses (``mcp_login``, the server and the authorization URL) before the
+model is asked anything, and the caller's answer (the redirect, or ``done`` after a
+login made elsewhere) lists the tools and the run goes on with them, through the native
+API, A2A and AG-UI, and in a durable worker killed while it waits. ``scout`` (a ``spec:``
+sub-agent) starts ``desk`` itself: its first login, its step-up in a call and its form
+question each pause the whole tree, and the answer goes back to the sub-agent, whose
+result reaches the lead. No token reaches a session file, the server's log or its events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from harnessc.testing import ProtocolServer
+
+from .servekit import AgentKit, Served, compile_agent, wait_status
+
+pytest.importorskip("mcp")
+pytest.importorskip("a2a.client")
+
+from harnessc.testing.mcp_oauth import OAuthMcpServer  # noqa: E402
+
+from .test_mcp_logins import _Browser, _context, follow  # noqa: E402
+
+MODEL = """\
+models:
+  main:
+    provider: openai
+    id: test-model
+    base_url: ${TEST_BASE_URL}
+    api_key_env: TEST_API_KEY
+"""
+LEAD = f"""\
+version: 1
+name: helper
+description: A lead whose MCP server needs a first login.
+{MODEL}system_prompt: You are a test agent.
+session:
+  dir: ./sessions
+mcp:
+  notes:
+    url: ${{NOTES_URL}}
+    timeout_s: 30
+agents:
+  scout: {{spec: scout.yaml}}
+"""
+SCOUT = f"""\
+version: 1
+name: scout
+description: Looks things up on its own MCP server.
+{MODEL}system_prompt: You are the scout.
+mcp:
+  desk:
+    url: ${{DESK_URL}}
+    timeout_s: 30
+"""
+
+
+def _handover(prompt: str) -> str:
+    args = {"subagent_type": "scout", "description": "d", "prompt": prompt}
+    return "call task " + json.dumps(args)
+
+
+@pytest.fixture(scope="module")
+def notes() -> Iterator[OAuthMcpServer]:
+    with OAuthMcpServer() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def desk() -> Iterator[OAuthMcpServer]:
+    with OAuthMcpServer() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The data folder of the served agent (its MCP tokens)."""
+    return tmp_path_factory.mktemp("data")
+
+
+def _build(root: Path, model_url: str, spec: str) -> AgentKit:
+    """The lead (and ``scout.yaml``) compiled into ``root/generated``."""
+    from harnessc.compiler import compile as compile_specs
+    from harnessc.compiler.write import write_outputs
+    from harnessc.spec import load_spec
+
+    (root / "spec").mkdir()
+    (root / "spec" / "scout.yaml").write_text(SCOUT)
+    kit = compile_agent(root, model_url, spec)  # the folders and the environment
+    spec_dir = kit.module.parent.parent / "spec"
+    (spec_dir / "lead.yaml").write_text(spec)
+    loaded = load_spec(spec_dir / "lead.yaml")
+    assert loaded.ok, [d.format() for d in loaded.diagnostics]
+    write_outputs(compile_specs([loaded], kit.module.parent), kit.module.parent)
+    kit.module = kit.module.parent / "helper.py"
+    return kit
+
+
+@pytest.fixture(scope="module")
+def kit(
+    tmp_path_factory: pytest.TempPathFactory,
+    model_server: ProtocolServer,
+    notes: OAuthMcpServer,
+    desk: OAuthMcpServer,
+    home: Path,
+) -> Iterator[AgentKit]:
+    made = _build(tmp_path_factory.mktemp("first-login"), model_server.url, LEAD)
+    made.env.update(NOTES_URL=notes.url, DESK_URL=desk.url, XDG_DATA_HOME=str(home))
+    with made:
+        yield made
+
+
+@pytest.fixture(scope="module")
+def server(kit: AgentKit) -> Served:
+    return kit.serve()
+
+
+@pytest.fixture
+def no_tokens(home: Path) -> Path:
+    """No login made yet: every server meets its first login."""
+    shutil.rmtree(home / "harnessc", ignore_errors=True)
+    return home
+
+
+def _log_in(home: Path, url: str, name: str) -> None:
+    """A login made elsewhere (a terminal of the same user): a token stored in ``home``."""
+    from harnessc.runtime.mcp.client import ServerConnection
+    from harnessc.runtime.mcp.config import McpServerConfig
+    from harnessc.runtime.mcp.user_bridge import UserBridge
+
+    before = os.environ.get("XDG_DATA_HOME")
+    os.environ["XDG_DATA_HOME"] = str(home)
+    try:
+        config = McpServerConfig(name=name, url=url, timeout_s=15)
+        config.validate()
+        connection = ServerConnection(
+            config, environ=os.environ, log_dir=home, user=UserBridge(_Browser())
+        )
+
+        async def login() -> None:
+            await connection.start()
+            await connection.close()
+
+        asyncio.run(login())
+    finally:
+        if before is None:
+            os.environ.pop("XDG_DATA_HOME", None)
+        else:
+            os.environ["XDG_DATA_HOME"] = before
+
+
+@pytest.fixture
+def desk_logged_in(no_tokens: Path, desk: OAuthMcpServer, notes: OAuthMcpServer) -> None:
+    """Both servers logged in once (no ``admin`` scope): only a step-up meets a login."""
+    _log_in(no_tokens, notes.url, "notes")
+    _log_in(no_tokens, desk.url, "desk")
+
+
+def _asked(model: ProtocolServer, prompt: str) -> int:
+    """How many model requests carried ``prompt``."""
+    return sum(prompt in json.dumps(r.json) for r in model.requests)
+
+
+def _events(server: Served, run_id: str) -> str:
+    with server.client() as client, client.stream("GET", f"/v1/runs/{run_id}/events") as stream:
+        return "\n".join(line for line in stream.iter_lines())
+
+
+def _no_token_kept(kit: AgentKit, served: Served, texts: list[str], *servers: Any) -> None:
+    tokens = [t for s in servers for t in s.state.tokens()]
+    assert tokens
+    kept = [p for p in (kit.workdir / "sessions").rglob("*") if p.is_file()]
+    assert kept
+    for text in [served.output(), *texts, *(p.read_text(errors="replace") for p in kept)]:
+        for token in tokens:
+            assert token not in text
+
+
+def _login_pause(status: dict[str, Any], server: str) -> dict[str, Any]:
+    assert status["status"] == "paused", status
+    pause = status["pause"]
+    assert pause["kind"] == "mcp_login", pause
+    payload = pause["payload"]
+    assert payload["server"] == server, payload
+    assert payload["url"].startswith("http://127.0.0.1:"), payload
+    assert payload["url"] in status["reason"], status
+    assert isinstance(payload["call_id"], str) and payload["call_id"], payload
+    return dict(payload)
+
+
+def _start(client: httpx.Client, prompt: str) -> tuple[str, dict[str, Any]]:
+    run_id = client.post("/v1/runs", json={"prompt": prompt}).json()["run_id"]
+    return run_id, wait_status(client, run_id, "paused", "done", "error", timeout=90)
+
+
+# -- gap 1: a first login met while listing the tools ------------------------------------
+
+
+def test_a_first_login_while_listing_pauses_before_the_model_and_the_redirect_resumes(
+    kit: AgentKit,
+    server: Served,
+    model_server: ProtocolServer,
+    notes: OAuthMcpServer,
+    no_tokens: Path,
+) -> None:
+    """No token: the run pauses with the login's URL before any model request; a resume
+    without an answer pauses again; the redirect lists the tools and the model's call
+    of one of them gets its result."""
+    prompt = "call mcp__notes__whoami {}"
+    with server.client() as client:
+        run_id, status = _start(client, prompt)
+        payload = _login_pause(status, "notes")
+        assert _asked(model_server, prompt) == 0, "the model was asked before the login"
+        again = client.post(f"/v1/runs/{run_id}/resume", json={})
+        assert again.status_code == 200, again.text
+        status = wait_status(client, run_id, "paused", "done", "error", timeout=60)
+        assert _login_pause(status, "notes")["url"] == payload["url"]
+        back = follow(payload["url"])
+        done = client.post(f"/v1/runs/{run_id}/resume", json={"payload": {"redirect": back}})
+        assert done.status_code == 200, done.text
+        status = wait_status(client, run_id, "done", "error", "paused", timeout=60)
+        assert status["status"] == "done", status
+        assert status["text"].startswith("done: "), status
+        assert "scopes" in status["text"] or "client" in status["text"], status
+    assert _asked(model_server, prompt) >= 1
+    _no_token_kept(kit, server, [_events(server, run_id)], notes)
+
+
+def test_done_after_a_login_made_elsewhere_lists_the_tools(
+    server: Served, notes: OAuthMcpServer, desk: OAuthMcpServer, no_tokens: Path
+) -> None:
+    """The pause answered ``done`` once the user logged in elsewhere (a token stored):
+    the start is made afresh with that token."""
+    with server.client() as client:
+        run_id, status = _start(client, "call mcp__notes__whoami {}")
+        _login_pause(status, "notes")
+        _log_in(no_tokens, notes.url, "notes")
+        client.post(
+            f"/v1/runs/{run_id}/resume", json={"payload": {"redirect": "done"}}
+        ).raise_for_status()
+        status = wait_status(client, run_id, "done", "error", "paused", timeout=60)
+        assert status["status"] == "done" and status["text"].startswith("done: "), status
+
+
+def test_an_a2a_task_is_input_required_on_a_first_login(server: Served, no_tokens: Path) -> None:
+    """Through A2A: the task is input-required with the URL; the redirect as the next
+    message completes it."""
+    from a2a.types import a2a_pb2 as a2a
+
+    from .test_a2a import _final_state, _send
+
+    items = asyncio.run(_send(server, "call mcp__notes__whoami {}", streaming=True))
+    state, text, task_id = _final_state(items)
+    assert state == a2a.TaskState.TASK_STATE_INPUT_REQUIRED, text
+    assert "mcp server 'notes' needs a login" in text
+    url = text.split("open ", 1)[1].split(" and log in", 1)[0]
+    items = asyncio.run(
+        _send(server, follow(url), streaming=False, task_id=task_id, context_id=_context(items))
+    )
+    state, text, _ = _final_state(items)
+    assert state == a2a.TaskState.TASK_STATE_COMPLETED, text
+    assert text.startswith("done: ")
+
+
+def test_an_agui_run_ends_with_an_interrupt_for_a_first_login(
+    server: Served, no_tokens: Path
+) -> None:
+    """Through AG-UI: the first login is an interrupt whose metadata holds the URL;
+    resolved with the redirect, the tool call runs."""
+    pytest.importorskip("ag_ui.core")
+    from .test_agui import _input, _run
+
+    message = {"id": "u1", "role": "user", "content": "call mcp__notes__whoami {}"}
+    events = _run(server, _input("first-thread", "r1", [message]))
+    [interrupt] = events[-1].outcome.interrupts
+    assert interrupt.reason == "mcp_login"
+    assert interrupt.metadata["server"] == "notes"
+    back = follow(interrupt.metadata["url"])
+    resolved = {"interruptId": interrupt.id, "status": "resolved", "payload": {"redirect": back}}
+    events = _run(server, _input("first-thread", "r2", [message], resume=[resolved]))
+    result = next(e for e in events if e.type.value == "TOOL_CALL_RESULT")
+    assert "scopes" in result.content or "client" in result.content, result.content
+
+
+# -- gap 2: a sub-agent's own MCP servers --------------------------------------------------
+
+
+def test_a_sub_agents_first_login_on_its_own_server_pauses_the_tree(
+    kit: AgentKit,
+    server: Served,
+    notes: OAuthMcpServer,
+    desk: OAuthMcpServer,
+    no_tokens: Path,
+) -> None:
+    """The lead logs in to ``notes`` first (its own start); then the scout's own server
+    ``desk`` meets its first login: the whole run pauses with desk's URL, the redirect
+    goes back to the scout, whose tool result reaches the lead."""
+    _log_in(no_tokens, notes.url, "notes")
+    with server.client() as client:
+        run_id, status = _start(client, _handover("call mcp__desk__whoami {}"))
+        payload = _login_pause(status, "desk")
+        assert payload.get("path") == "helper > scout", payload
+        back = follow(payload["url"])
+        client.post(
+            f"/v1/runs/{run_id}/resume", json={"payload": {"redirect": back}}
+        ).raise_for_status()
+        status = wait_status(client, run_id, "done", "error", "paused", timeout=90)
+        assert status["status"] == "done", status
+        assert "scopes" in status["text"] or "client" in status["text"], status
+    _no_token_kept(kit, server, [_events(server, run_id)], notes, desk)
+
+
+def test_a_sub_agents_step_up_on_its_own_server_pauses_the_tree(
+    server: Served, desk_logged_in: None
+) -> None:
+    """``admin`` on the scout's own server needs a step-up: the tree pauses on the
+    scout's call (its path), the redirect resumes the scout and the lead gets the
+    result."""
+    with server.client() as client:
+        run_id, status = _start(client, _handover("call mcp__desk__admin {}"))
+        payload = _login_pause(status, "desk")
+        assert payload.get("path") == "helper > scout", payload
+        assert "admin" in payload["scopes"]
+        back = follow(payload["url"])
+        client.post(
+            f"/v1/runs/{run_id}/resume", json={"payload": {"redirect": back}}
+        ).raise_for_status()
+        status = wait_status(client, run_id, "done", "error", "paused", timeout=90)
+        assert status["status"] == "done", status
+        assert "admin ok" in status["text"], status
+
+
+def test_a_sub_agents_own_servers_question_pauses_the_tree(
+    server: Served, desk_logged_in: None
+) -> None:
+    """The scout's own server asks a form question: the tree pauses
+    (``mcp_elicitation``, the schema, the scout's path); the form goes back to it."""
+    with server.client() as client:
+        run_id, status = _start(client, _handover("call mcp__desk__ask {}"))
+        assert status["status"] == "paused", status
+        pause = status["pause"]
+        assert pause["kind"] == "mcp_elicitation", pause
+        assert pause["payload"]["server"] == "desk"
+        assert pause["payload"].get("path") == "helper > scout"
+        assert "name" in pause["payload"]["schema"]["properties"]
+        answer = {"action": "accept", "content": {"name": "Rex", "legs": 3}}
+        client.post(f"/v1/runs/{run_id}/resume", json={"payload": answer}).raise_for_status()
+        status = wait_status(client, run_id, "done", "error", "paused", timeout=90)
+        assert status["status"] == "done", status
+        assert "pet Rex with 3 legs, a cat" in status["text"], status
+
+
+# -- a durable worker: killed while the first login waits ----------------------------------
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def durable(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    model_server: ProtocolServer,
+    notes: OAuthMcpServer,
+    desk: OAuthMcpServer,
+    home: Path,
+) -> Iterator[Any]:
+    from .test_durable import Durable, Workers, _database
+
+    spec = LEAD + "durable:\n  database_url: ${DURABLE_URL}\n  queue: {name: first}\n  lease_s: 2\n"
+    with _database(request.param) as url:
+        made = _build(tmp_path_factory.mktemp("first-durable"), model_server.url, spec)
+        made.env.update(
+            NOTES_URL=notes.url, DESK_URL=desk.url, XDG_DATA_HOME=str(home), DURABLE_URL=url
+        )
+        workers = Workers(made)
+        try:
+            yield Durable(made, workers, made.serve())
+        finally:
+            workers.stop()
+            made.stop()
+
+
+def _pause_url(client: httpx.Client, run_id: str, other_than: str = "") -> str:
+    deadline = time.monotonic() + 90
+    while True:
+        status = client.get(f"/v1/runs/{run_id}").json()
+        pause = status.get("pause") or {}
+        url = (pause.get("payload") or {}).get("url")
+        if pause.get("kind") == "mcp_login" and url and url != other_than:
+            return str(url)
+        assert status["status"] not in ("done", "error"), status
+        assert time.monotonic() < deadline, status
+        time.sleep(0.1)
+
+
+def test_a_durable_first_login_survives_a_worker_kill_with_a_fresh_url(
+    durable: Any, model_server: ProtocolServer, notes: OAuthMcpServer, no_tokens: Path
+) -> None:
+    """The worker waits at the first login, before any model request; SIGKILLed, the
+    next worker recovers the run and meets the login again with a fresh URL (the first
+    one's verifier died with the first worker); its redirect lists the tools and the
+    run ends with the tool's result."""
+    prompt = "call mcp__notes__whoami {} (durable)"
+    workers = durable.workers
+    victim = workers.start("fw1")
+    with durable.server.client(timeout=90) as client:
+        run_id = client.post("/v1/runs", json={"prompt": prompt}).json()["run_id"]
+        first = _pause_url(client, run_id)
+        assert _asked(model_server, prompt) == 0, "the model was asked before the login"
+        victim.kill()
+        victim.wait(30)
+        workers.start("fw1")  # the same id: it recovers its runs at once
+        client.post(
+            f"/v1/runs/{run_id}/resume", json={"payload": {"redirect": follow(first)}}
+        ).raise_for_status()
+        fresh = _pause_url(client, run_id, other_than=first)
+        client.post(
+            f"/v1/runs/{run_id}/resume", json={"payload": {"redirect": follow(fresh)}}
+        ).raise_for_status()
+        status = wait_status(client, run_id, "done", "error", timeout=90)
+        assert status["status"] == "done" and status["text"].startswith("done: "), status
+        events = _events(durable.server, run_id)
+    tokens = notes.state.tokens()
+    assert tokens
+    kept = [p for p in durable.kit.workdir.rglob("*.jsonl") if p.is_file()]
+    assert kept
+    for text in [durable.server.output(), events, *(p.read_text() for p in kept)]:
+        for token in tokens:
+            assert token not in text
