@@ -152,6 +152,10 @@ class SubAgents:
     # top agent's as well (--base-url / $HARNESSC_BASE_URL points every model at a server).
     adjust: Callable[[AgentHarnessOptions], None] | None = None
     runtime: SubAgentRuntime | None = None  # None: plain sessions and harnesses
+    # A served or durable run's: the logins and questions of its sub-agents' own MCP
+    # servers pause the whole tree (their toolsets get a PausingUser, found through
+    # ``child_extensions``); False: the default user answers them (the terminal).
+    mcp_pausing: bool = False
     max_parallel: int | None = None  # this agent's hand-overs running at once
     max_parallel_tree: int | None = None  # the tree's (the top agent's setting holds)
     tree_slots: Slots | None = None  # the tree's places, shared by its agents (set below)
@@ -203,6 +207,11 @@ class SubAgents:
         clients, self._clients = self._clients, None
         if clients is not None:
             await clients.aclose()
+
+    def child_extensions(self) -> list[Sequence[Any]]:
+        """The extensions of the sub-agents working or paused in this agent's calls
+        (whose MCP users hold their logins and questions: ``pausing_user.users_of``)."""
+        return [live.harness.options.extensions for live in self._live.values()]
 
     def http_clients(self) -> Any:
         """The HTTP clients sub-agents share: the parent's when it was given some, else
@@ -438,9 +447,12 @@ class SubAgents:
                     remembered=remembered,
                     adjust=self.adjust,
                     tree_slots=self.tree_slots,
+                    mcp_pausing=self.mcp_pausing,
                 )
             extensions.append(ext)
         options.extensions = extensions
+        if self.mcp_pausing:
+            _pause_own_mcp(extensions)
         gate = find_gate(options.hooks)
         if gate is not None and asker is not None:
             # Asked where this agent asks (the interactive prompt), naming the agent
@@ -685,6 +697,20 @@ def _with_mode(hooks: Sequence[Any], mode: str) -> list[Any]:
     spec = HookSpec(moment="tool_call", handler=mine, name="permissions")
     kept = [h for h in hooks if getattr(h, "handler", None) is not gate or gate is None]
     return [*kept, spec]
+
+
+def _pause_own_mcp(extensions: Sequence[Any]) -> None:
+    """A sub-agent's own MCP toolsets (not its parent's shared servers) with no user of
+    their own get a ``PausingUser``: a login or a question pauses the sub-agent, so the
+    whole tree, and the answer reaches it through ``child_extensions``."""
+    toolset = "harnessc.runtime.mcp.toolset"
+    found = [e for e in extensions if type(e).__module__ == toolset and e.user is None]
+    if not found:
+        return
+    from harnessc.runtime.mcp.pausing_user import PausingUser
+
+    for extension in found:
+        extension.user = PausingUser()
 
 
 def _error(text: str) -> ToolResult:

@@ -135,8 +135,19 @@ def _users(among: Iterable[PausingUser] | None) -> list[PausingUser]:
 
 def users_of(extensions: Iterable[Any]) -> list[PausingUser]:
     """The ``PausingUser`` of each MCP toolset among a harness's ``extensions`` (a
-    run's calls, its sub-agents' sharing its servers too, are theirs)."""
-    return [u for e in extensions if isinstance(u := getattr(e, "user", None), PausingUser)]
+    run's calls, its sub-agents' sharing its servers too, are theirs), and those of the
+    sub-agents working or paused in its calls (an extension's ``child_extensions``:
+    their own servers' logins and questions are the tree's)."""
+    found: list[PausingUser] = []
+    for extension in extensions:
+        user = getattr(extension, "user", None)
+        if isinstance(user, PausingUser):
+            found.append(user)
+        children = getattr(extension, "child_extensions", None)
+        if callable(children):
+            for below in children():
+                found += users_of(below)
+    return found
 
 
 def waiting(call_id: str, among: Iterable[PausingUser] | None = None) -> Request | None:

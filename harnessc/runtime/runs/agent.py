@@ -168,9 +168,13 @@ class AgentSource:
 
 
 def pause_mcp_requests(options: AgentHarnessOptions) -> None:
-    """The agent's MCP servers' logins and questions met in a tool call pause the run
-    (each toolset with no user of its own gets a ``PausingUser``): the pause names the
-    authorization URL or the question, and ``RunControl.answer`` gives the answer."""
+    """The agent's MCP servers' logins and questions pause the run (each toolset with
+    no user of its own gets a ``PausingUser``): the pause names the authorization URL
+    or the question, and ``RunControl.answer`` gives the answer. Its sub-agents' own
+    servers do the same (``SubAgents.mcp_pausing``): their pauses are the tree's."""
+    for extension in options.extensions:
+        if hasattr(extension, "mcp_pausing"):
+            extension.mcp_pausing = True
     toolset = "harnessc.runtime.mcp.toolset"
     found = [e for e in options.extensions if type(e).__module__ == toolset]
     if not found:
