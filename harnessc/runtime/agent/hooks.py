@@ -37,6 +37,7 @@ from harnessc.runtime.core.hooks import (
     FailRun,
     HookProtocolError,
     HookSpec,
+    PauseRun,
     SessionBeforeCompactEvent,
     SessionBeforeCompactResult,
     SessionBeforeTreeEvent,
@@ -172,8 +173,8 @@ class HookRunner:
                 if inspect.isawaitable(result):
                     timeout = spec.timeout_s if spec is not None else None
                     result = await (asyncio.wait_for(result, timeout) if timeout else result)
-            except (asyncio.CancelledError, FailRun):
-                raise  # FailRun: the handler ends the run (fail closed)
+            except (asyncio.CancelledError, FailRun, PauseRun):
+                raise  # FailRun: the handler ends the run (fail closed); PauseRun pauses it
             except (Exception, SystemExit) as exc:  # a hook's sys.exit() must not end the agent
                 await self._failed(moment, handler, exc, "failed", fail)
                 continue

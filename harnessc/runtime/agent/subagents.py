@@ -452,7 +452,7 @@ class SubAgents:
             extensions.append(ext)
         options.extensions = extensions
         if self.mcp_pausing:
-            _pause_own_mcp(extensions)
+            _pause_own_mcp(extensions, " > ".join(path))
         gate = find_gate(options.hooks)
         if gate is not None and asker is not None:
             # Asked where this agent asks (the interactive prompt), naming the agent
@@ -699,7 +699,7 @@ def _with_mode(hooks: Sequence[Any], mode: str) -> list[Any]:
     return [*kept, spec]
 
 
-def _pause_own_mcp(extensions: Sequence[Any]) -> None:
+def _pause_own_mcp(extensions: Sequence[Any], path: str) -> None:
     """A sub-agent's own MCP toolsets (not its parent's shared servers) with no user of
     their own get a ``PausingUser``: a login or a question pauses the sub-agent, so the
     whole tree, and the answer reaches it through ``child_extensions``."""
@@ -710,7 +710,7 @@ def _pause_own_mcp(extensions: Sequence[Any]) -> None:
     from harnessc.runtime.mcp.pausing_user import PausingUser
 
     for extension in found:
-        extension.user = PausingUser()
+        extension.user = PausingUser(path)
 
 
 def _error(text: str) -> ToolResult:

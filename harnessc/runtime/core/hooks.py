@@ -43,6 +43,7 @@ __all__ = [
     "ContextEvent",
     "ContextResult",
     "FailRun",
+    "PauseRun",
     "HookProtocolError",
     "HookSpec",
     "PauseRequest",
@@ -275,6 +276,17 @@ class FailRun(Exception):
     """Raised by a hook handler to end the run now with status "error" and this message
     (fail closed: something the run needs, such as a required MCP server, is missing).
     Any other exception a handler raises is reported and the run goes on."""
+
+
+class PauseRun(Exception):  # noqa: N818 - a signal to the loop, not an error
+    """Raised by a handler of a moment before a model request (``context``) to pause the
+    run there, with this reason, before the request is made: the run goes back to IDLE
+    and its resume comes back to the same moment (an MCP server's login met while its
+    tools are listed: the model must not be asked without them)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 class PauseRequest(Struct):

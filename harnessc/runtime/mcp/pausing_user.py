@@ -24,8 +24,11 @@ on this machine and free): a browser sent back there completes the login, and th
 answer ``done`` resumes the run. ``done`` when nothing came back (the login was made
 elsewhere, a token is stored) drops the held call: the resumed call is made afresh.
 
-A login met while listing tools (no tool call to hold) fails the start of that server,
-as ``HeadlessUser`` does; the next call tries again.
+A login met while listing a server's tools (its start: no tool call to hold) waits the
+same way under the key ``start_key(server)``: the toolset's start waits on it, and the
+run pauses before its next model request (``McpToolset``, ``PauseRun``); the pause's
+``call_id`` is that key, and its answer reaches the start as a call's reaches the call.
+A question outside a tool call fails, as ``HeadlessUser``'s does.
 
 Its methods run on the MCP loop itself (``runs_anywhere``), so a request outlives the
 event loop of the run that met it (``prompt_sync`` ends its loop when the run pauses).
@@ -40,7 +43,6 @@ import weakref
 from collections.abc import Iterable
 from typing import Any
 
-from harnessc.runtime.mcp.user import HeadlessUser
 from harnessc.runtime.mcp.user_types import (
     ElicitationAnswer,
     ElicitationRequest,
@@ -57,8 +59,11 @@ __all__ = [
     "is_mcp_reason",
     "login_state",
     "pause_reason",
+    "is_start_key",
     "request_payload",
     "same_login",
+    "start_key",
+    "starting",
     "users_of",
     "waiting",
 ]
@@ -73,6 +78,19 @@ _USERS: weakref.WeakSet[PausingUser] = weakref.WeakSet()
 _USERS_LOCK = threading.Lock()
 
 
+_START = "mcp-start:"  # the key of a login met while a server's tools are listed
+
+
+def start_key(server: str) -> str:
+    """The key a login met at ``server``'s start (listing its tools) waits under, in
+    place of a tool call's id."""
+    return _START + server
+
+
+def is_start_key(call_id: str) -> bool:
+    return call_id.startswith(_START)
+
+
 def is_mcp_reason(reason: str) -> bool:
     """Whether a pause reason is a PausingUser's (a login or a question)."""
     return reason.startswith(_MCP) and (" needs a login" in reason or " asks" in reason)
@@ -84,7 +102,9 @@ def is_login_reason(reason: str) -> bool:
 
 def request_payload(request: Request) -> dict[str, Any]:
     """What a pause shows of ``request``: for a login the server, the URL to open, where
-    the browser comes back and why; for a question its mode, message, schema or URL."""
+    the browser comes back and why; for a question its mode, message, schema or URL.
+    ``call_id``: the call that met it, or ``start_key(server)`` for a login met while
+    listing the server's tools."""
     if isinstance(request, LoginRequest):
         return {
             "call_id": request.call_id,
@@ -148,6 +168,16 @@ def users_of(extensions: Iterable[Any]) -> list[PausingUser]:
             for below in children():
                 found += users_of(below)
     return found
+
+
+def starting(among: Iterable[PausingUser]) -> tuple[Request, PausingUser] | None:
+    """A login met while listing a server's tools that waits in one of ``among`` (and
+    that user), else None."""
+    for user in among:
+        for call_id, request in user.pending().items():
+            if is_start_key(call_id):
+                return request, user
+    return None
 
 
 def waiting(call_id: str, among: Iterable[PausingUser] | None = None) -> Request | None:
@@ -218,11 +248,13 @@ class PausingUser:
 
     runs_anywhere = True  # its methods need not run on the agent's loop
 
-    def __init__(self) -> None:
+    def __init__(self, path: str = "") -> None:
+        """``path``: the agent path of the sub-agent whose own servers it answers for
+        (``lead > scout``; "" for the run's own agent)."""
+        self.path = path
         self._lock = threading.Lock()
         self._pending: dict[str, tuple[Request, concurrent.futures.Future[Answer]]] = {}
         self._wanted: dict[str, concurrent.futures.Future[str]] = {}
-        self._headless = HeadlessUser()
         self._fresh: set[str] = set()  # held calls to make afresh at their resume
         self._caught: set[str] = set()  # calls whose login a loopback callback caught
         # answers to questions given before the call met them (a recovered run), by call
@@ -360,8 +392,10 @@ class PausingUser:
             return False
 
     async def login(self, request: LoginRequest) -> LoginAnswer:
-        if request.call_id is None:  # listing tools: no call to hold
-            return await self._headless.login(request)
+        if request.call_id is None:  # listing the tools: the start waits under its key
+            from msgspec.structs import replace
+
+            request = replace(request, call_id=start_key(request.server))
         answer = await self._wait(request)
         assert isinstance(answer, LoginAnswer)
         return answer

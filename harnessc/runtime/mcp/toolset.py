@@ -11,6 +11,13 @@ each model call, servers that sent ``tools/list_changed`` are listed again.
 A required server that fails to start ends the run with an error naming it (fail
 closed); ``required: false`` makes it a warning and the run goes on without it.
 
+With a ``PausingUser`` (a served or durable run), a login met while a server's tools
+are listed does not fail its start: the start waits for the answer (on the MCP loop)
+and the run pauses before its next model request (``PauseRun`` at the ``context``
+moment, the reason naming the server and the URL); the resume finds the same start
+waiting, which the answer (the redirect) lets finish, and the model is asked with the
+tools. The answer ``done`` (a login made elsewhere) makes the start afresh.
+
 ``user`` is who answers a server's login or question (``user.py``): by default the
 terminal when there is one, else no one (the call fails saying what to do); a door
 sets its own (``toolset.user = ...``). Its methods run on the agent's loop.
@@ -30,13 +37,13 @@ from pathlib import Path
 from typing import Any
 
 from harnessc.runtime.core.commands import CommandOutcome
-from harnessc.runtime.core.hooks import FailRun
+from harnessc.runtime.core.hooks import FailRun, PauseRun
 from harnessc.runtime.core.messages import TextContent
 from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.mcp.config import McpConfigError, McpServerConfig, load_mcp_json
 from harnessc.runtime.mcp.env import child_env, child_environ
 from harnessc.runtime.mcp.loop import mcp_loop, run_in_mcp_loop
-from harnessc.runtime.mcp.pausing_user import PausingUser
+from harnessc.runtime.mcp.pausing_user import PausingUser, start_key
 from harnessc.runtime.mcp.user_bridge import UserBridge
 from harnessc.runtime.mcp.user_types import McpUser
 from harnessc.runtime.options.harness_context import HarnessContext
@@ -108,6 +115,9 @@ class McpToolset:
         # Calls held for a login or a question (PausingUser), open at the server, by the
         # tool call id: the held call's next run waits on it.
         self._parked: dict[str, concurrent.futures.Future[Any]] = {}
+        # The start waiting on a login met while listing (PausingUser): the run's resume
+        # waits on it again.
+        self._starting: concurrent.futures.Future[dict[str, str]] | None = None
         self.roots = [os.fspath(r) for r in roots] if roots is not None else None
         self._remove_closer = mcp_loop().on_shutdown(self._close_all)
 
@@ -151,7 +161,7 @@ class McpToolset:
         await self.start()
 
     async def _on_context(self, event: Any) -> None:
-        await self.start()
+        await self.start(pause=True)
         await self.refresh()
 
     async def _load_command(self, name: str) -> None:
@@ -163,29 +173,46 @@ class McpToolset:
         except McpStartFailed as exc:  # the command stays unknown; say why
             await self._notice(str(exc))
 
-    async def start(self) -> None:
+    async def start(self, *, pause: bool = False) -> None:
         """Start the servers not running yet; report the ones that fail.
 
         A required server that fails, or a tool name taken twice, fails this run; the
-        next run tries again (fail closed on every run until the server is up).
+        next run tries again (fail closed on every run until the server is up). A login
+        met while listing, with a ``PausingUser``, leaves the start waiting for it:
+        ``pause`` raises ``PauseRun`` naming it, else this returns (the next start, the
+        one before the model request, pauses).
         """
         if self._started:
             return
-        starting = [
-            s.name
-            for s in self.servers
-            if not getattr(self._connections.get(s.name), "alive", False)
-        ]
         self._bridge.agent_loop = asyncio.get_running_loop()
-        if starting and self._harness is not None:  # the terminal shows it as its status line
-            await self._harness.notice(
-                "mcp", f"starting MCP servers: {', '.join(starting)}…", "progress"
-            )
+        pausing = self._pausing()
+        future = self._starting
+        if future is not None and pausing is not None and self._made_afresh(pausing):
+            future.cancel()  # a login made elsewhere: start again with its token
+            future = self._starting = None
+        if future is None:
+            starting = [
+                s.name
+                for s in self.servers
+                if not getattr(self._connections.get(s.name), "alive", False)
+            ]
+            if starting and self._harness is not None:  # the terminal's status line
+                await self._harness.notice(
+                    "mcp", f"starting MCP servers: {', '.join(starting)}…", "progress"
+                )
+            future = self._starting = mcp_loop().submit(self._start_all())
         try:
-            errors = await run_in_mcp_loop(self._start_all())
+            errors = await self._started_or_login(future, pausing)
         except BaseException:
+            future.cancel()
+            self._starting = None
             self._started = False  # cancelled (Ctrl-C): the next run tries again
             raise
+        if isinstance(errors, str):  # a login waits: the start stays parked
+            if pause:
+                raise PauseRun(errors)
+            return
+        self._starting = None
         collisions: list[str] = []
         for server in self.servers:
             connection = self._connections.get(server.name)
@@ -206,6 +233,37 @@ class McpToolset:
         if required or collisions:
             raise McpStartFailed("; ".join(required + collisions))
         self._started = True
+
+    def _pausing(self) -> PausingUser | None:
+        user = self._bridge.user
+        return user if isinstance(user, PausingUser) else None
+
+    def _made_afresh(self, pausing: PausingUser) -> bool:
+        """Whether a login met while listing was answered ``done`` (made elsewhere)."""
+        fresh = [pausing.take_fresh(start_key(s.name)) for s in self.servers]
+        return any(fresh)
+
+    async def _started_or_login(
+        self, future: concurrent.futures.Future[dict[str, str]], pausing: PausingUser | None
+    ) -> dict[str, str] | str:
+        """The start's errors by server once it ended, or the pause reason of a login
+        it met while listing (a ``PausingUser``'s: it waits for the answer)."""
+        loop = asyncio.get_running_loop()
+        started = _watch(future, loop)
+        wanted: list[asyncio.Future[str]] = []
+        if pausing is not None:
+            wanted = [asyncio.wrap_future(pausing.wanted(start_key(s.name))) for s in self.servers]
+        try:
+            done, _ = await asyncio.wait({started, *wanted}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiting in wanted:
+                if not waiting.done():
+                    waiting.cancel()
+        if started in done or not done:
+            for server in self.servers if pausing is not None else ():
+                pausing.drop(start_key(server.name))  # type: ignore[union-attr]
+            return await started
+        return next(w.result() for w in wanted if w in done and not w.cancelled())
 
     async def _start_all(self) -> dict[str, str]:
         from harnessc.runtime.mcp.stdio import discard
@@ -461,6 +519,9 @@ class McpToolset:
 
     async def _close_all(self) -> None:
         """Stop every server; the connections stay (a later call or run starts them)."""
+        starting, self._starting = self._starting, None
+        if starting is not None:
+            starting.cancel()
         parked, self._parked = list(self._parked.values()), {}
         for future in parked:
             future.cancel()
