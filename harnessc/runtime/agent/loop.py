@@ -52,6 +52,7 @@ from harnessc.runtime.core.hooks import (
     BeforeAgentStartResult,
     BeforeStopEvent,
     PauseRequest,
+    PauseRun,
     StopDecision,
 )
 from harnessc.runtime.core.loop_states import LoopState
@@ -189,7 +190,10 @@ async def drive(
             stage = _STAGES.get(run.state)
             if stage is None:  # pragma: no cover - the stages never leave the run elsewhere
                 raise RuntimeError(f"unexpected state {run.state.value}")
-            outcome = await stage(agent, run)
+            try:
+                outcome = await stage(agent, run)
+            except PauseRun as exc:  # a hook before the model request: the run waits there
+                outcome = Pause(exc.reason)
             if isinstance(outcome, LoopState):
                 run.machine.transition(outcome)
             elif isinstance(outcome, Again):

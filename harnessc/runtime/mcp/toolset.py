@@ -187,9 +187,11 @@ class McpToolset:
         self._bridge.agent_loop = asyncio.get_running_loop()
         pausing = self._pausing()
         future = self._starting
-        if future is not None and pausing is not None and self._made_afresh(pausing):
+        afresh = self._made_afresh(pausing) if future is not None and pausing else []
+        if future is not None and afresh:
             future.cancel()  # a login made elsewhere: start again with its token
             future = self._starting = None
+            await run_in_mcp_loop(self._forget(afresh))
         if future is None:
             starting = [
                 s.name
@@ -238,10 +240,18 @@ class McpToolset:
         user = self._bridge.user
         return user if isinstance(user, PausingUser) else None
 
-    def _made_afresh(self, pausing: PausingUser) -> bool:
-        """Whether a login met while listing was answered ``done`` (made elsewhere)."""
-        fresh = [pausing.take_fresh(start_key(s.name)) for s in self.servers]
-        return any(fresh)
+    def _made_afresh(self, pausing: PausingUser) -> list[str]:
+        """The servers whose login met while listing was answered ``done`` (made
+        elsewhere: their token is stored)."""
+        return [s.name for s in self.servers if pausing.take_fresh(start_key(s.name))]
+
+    async def _forget(self, names: list[str]) -> None:
+        """Close and drop the connections of ``names``: their next start reads the
+        stored token afresh (a connection keeps its login's state)."""
+        for name in names:
+            connection = self._connections.pop(name, None)
+            if connection is not None:
+                await connection.close()
 
     async def _started_or_login(
         self, future: concurrent.futures.Future[dict[str, str]], pausing: PausingUser | None

@@ -193,6 +193,12 @@ def mcp_answer(
 
     call_id = payload.get("call_id") or pause.payload.get("call_id")
     held = {c.id for c in pause.held}
+    shown = pause.payload.get("call_id")
+    if isinstance(shown, str):
+        from harnessc.runtime.mcp.pausing_user import is_start_key
+
+        if is_start_key(shown):  # a login met while listing a server's tools: no call holds it
+            held.add(shown)
     if not isinstance(call_id, str) or call_id not in held:
         raise Conflict(f"no held call {call_id!r} (held: {', '.join(sorted(held)) or 'none'})")
     if pause.kind == "mcp_login":

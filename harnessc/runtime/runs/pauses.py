@@ -17,7 +17,10 @@ A pause has a kind, a reason and a typed payload:
   ``call_id``, ``server``, ``mode`` (form or url), ``message``, ``schema`` or ``url``;
   answered by ``{"action": "accept" | "decline" | "cancel", "content": {...}}``.
 
-An MCP pause found again in another process (a restart) has only ``call_id`` and
+A login met while a server's tools were listed (its start, before the model request
+that needs them) is an ``mcp_login`` pause with no held call: its ``call_id`` is
+``mcp-start:<server>``, and ``path`` names the sub-agent whose own server it is. An MCP
+pause found again in another process (a restart) has only ``call_id`` and
 ``stale: true`` in its payload: the request was lost with the process, and the resume
 meets it again (a login with a fresh URL).
 """
@@ -244,10 +247,17 @@ def pause_of(harness: AgentHarness, reason: str | None = None) -> Pause | None:
 
 
 def _mcp_pause(reason: str, calls: list[PendingCall], harness: AgentHarness) -> Pause | None:
-    """The pause of a call held for an MCP login or question (None: none is)."""
+    """The pause of a call held for an MCP login or question, or of a login met while
+    a server's tools were listed (the run's or a sub-agent's own server's: its
+    ``call_id`` is ``start_key(server)``) (None: neither)."""
     held = [c for c in calls if c.held]
     if "harnessc.runtime.mcp.pausing_user" in sys.modules:  # a PausingUser may exist
-        from harnessc.runtime.mcp.pausing_user import request_payload, users_of, waiting
+        from harnessc.runtime.mcp.pausing_user import (
+            request_payload,
+            starting,
+            users_of,
+            waiting,
+        )
         from harnessc.runtime.mcp.user_types import LoginRequest
 
         users = users_of(harness.options.extensions)
@@ -260,11 +270,35 @@ def _mcp_pause(reason: str, calls: list[PendingCall], harness: AgentHarness) -> 
                 if call.path:
                     payload["path"] = call.path
                 return Pause(kind, reason, calls, payload=payload)
-    if not held or not reason.startswith("mcp server "):
+        start = starting(users) if reason.startswith("mcp server ") else None
+        if start is not None:
+            request, user = start
+            payload = request_payload(request)
+            if user.path:
+                payload["path"] = user.path
+            return Pause("mcp_login", reason, calls, payload=payload)
+    if not reason.startswith("mcp server "):
         return None
-    from harnessc.runtime.mcp.pausing_user import is_login_reason, is_mcp_reason
+    from harnessc.runtime.mcp.pausing_user import is_login_reason, is_mcp_reason, start_key
 
     if not is_mcp_reason(reason):
         return None
     kind = "mcp_login" if is_login_reason(reason) else "mcp_elicitation"
-    return Pause(kind, reason, calls, payload={"call_id": held[0].id, "stale": True})
+    if held:
+        return Pause(kind, reason, calls, payload={"call_id": held[0].id, "stale": True})
+    if kind == "mcp_login":  # met while listing, in a process that is gone
+        server = _quoted(reason[len("mcp server ") :])
+        return Pause(kind, reason, calls, payload={"call_id": start_key(server), "stale": True})
+    return None
+
+
+def _quoted(text: str) -> str:
+    """The Python literal ``text`` starts with (a server name as ``repr`` shows it)."""
+    import ast
+
+    literal = text.split(" needs a login", 1)[0]
+    try:
+        value = ast.literal_eval(literal)
+    except (ValueError, SyntaxError):
+        return literal.strip("'\"")
+    return value if isinstance(value, str) else literal
