@@ -613,6 +613,33 @@ def test_an_agent_run_meets_a_login_and_a_question_and_no_token_is_kept_anywhere
     assert stat.S_IMODE(file.stat().st_mode) == 0o600
 
 
+def test_a_terminal_run_prints_the_first_login_at_its_start_and_waits_for_it(
+    server: OAuthMcpServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On the terminal (no PausingUser) the login met while listing the tools at the
+    run's start is asked in place: the URL is printed, the run waits for the browser's
+    redirect and goes on with the tools; it never pauses."""
+    from harnessc.runtime.core.messages import ToolResultMessage
+    from harnessc.runtime.mcp.terminal_user import TerminalUser
+
+    def browser(url: str) -> bool:
+        httpx.get(url, follow_redirects=True, timeout=10).raise_for_status()
+        return True
+
+    harness, toolset, _ = _agent(
+        server, tmp_path, TerminalUser(opener=browser, wait_s=20), ["whoami"]
+    )
+    try:
+        result = harness.prompt_sync("go")
+    finally:
+        toolset.close()
+    assert result.status == "done", result.reason
+    shown = capsys.readouterr().err
+    assert "mcp server 'notes' needs a login (first use: no token yet)" in shown
+    [whoami] = [m for m in harness.messages if isinstance(m, ToolResultMessage)]
+    assert not whoami.is_error and "".join(c.text for c in whoami.content).endswith(" mcp")
+
+
 # -- configuration -------------------------------------------------------------------------
 
 

@@ -292,6 +292,7 @@ def test_an_agui_run_ends_with_an_interrupt_for_a_first_login(
     [interrupt] = events[-1].outcome.interrupts
     assert interrupt.reason == "mcp_login"
     assert interrupt.metadata["server"] == "notes"
+    assert interrupt.tool_call_id is None  # no tool call holds it: the start does
     back = follow(interrupt.metadata["url"])
     resolved = {"interruptId": interrupt.id, "status": "resolved", "payload": {"redirect": back}}
     events = _run(server, _input("first-thread", "r2", [message], resume=[resolved]))

@@ -137,12 +137,14 @@ def _mcp_interrupts(core: Any, run: Run) -> list[Any]:
             },
             "required": ["action"],
         }
+    from harnessc.runtime.mcp.pausing_user import is_start_key
+
     return [
         core.Interrupt(
             id=call_id,
             reason=pause.kind,
             message=run.reason,
-            tool_call_id=call_id,
+            tool_call_id=None if is_start_key(call_id) else call_id,  # a start: no call
             response_schema=schema,
             metadata=dict(pause.payload),
         )
