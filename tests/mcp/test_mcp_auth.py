@@ -778,3 +778,73 @@ def test_a_login_and_a_question_in_a_call_pause_the_run_and_the_answers_resume_i
     assert results["c2"] == "pet Rex with 3 legs, a cat"
     assert not pausing.pending()
     assert server.state.count("refresh_token") == 1  # refreshed once, refused, then a login
+
+
+def test_two_first_logins_while_listing_pause_the_run_one_after_the_other(
+    server: OAuthMcpServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two servers with no token, a ``PausingUser``: the run pauses before its model
+    request on one server's login (``mcp_login``, its start key, the URL of its own
+    reason), then on the other's; answered in turn through the run-control layer, the
+    run goes on with both servers' tools."""
+    from harnessc.runtime.agent import AgentHarness
+    from harnessc.runtime.core.messages import ToolResultMessage
+    from harnessc.runtime.core.model_options import Model
+    from harnessc.runtime.mcp import McpToolset, PausingUser
+    from harnessc.runtime.options.harness_options import AgentHarnessOptions
+    from harnessc.runtime.providers.scripted import ScriptedProvider, reply_text, reply_tool_calls
+    from harnessc.runtime.runs.answers import Answer, check_answer, resume_arguments
+    from harnessc.runtime.runs.pauses import pause_of
+    from harnessc.runtime.session import JsonlSessionRepo
+
+    monkeypatch.chdir(tmp_path)
+    browser = User()
+    with OAuthMcpServer() as other:
+        toolset = McpToolset(
+            [
+                McpServerConfig(name="notes", url=server.url, timeout_s=15),
+                McpServerConfig(name="desk", url=other.url, timeout_s=15),
+            ],
+            user=PausingUser(),
+            log_dir=tmp_path / "logs",
+        )
+        provider = ScriptedProvider(
+            [
+                reply_tool_calls(
+                    [("mcp__notes__whoami", {}, "c1"), ("mcp__desk__whoami", {}, "c2")]
+                ),
+                reply_text("done"),
+            ]
+        )
+        options = AgentHarnessOptions(
+            session=JsonlSessionRepo(tmp_path / "sessions").create(cwd=str(tmp_path)),
+            models={"m": Model(id="m", api="openai-completions", base_url="http://127.0.0.1:9")},
+            model="m",
+            extensions=[toolset],
+        )
+        options.provider = provider
+        harness = AgentHarness(options)
+        try:
+            result = harness.prompt_sync("go")
+            servers = []
+            while result.status == "paused":
+                pause = pause_of(harness, result.reason)
+                assert pause is not None and pause.kind == "mcp_login", pause
+                assert pause.calls == [] and pause.payload["call_id"].startswith("mcp-start:")
+                assert pause.payload["url"] in pause.reason
+                servers.append(pause.payload["server"])
+                assert not provider.requests, "the model was asked before the logins"
+                request = LoginRequest(pause.payload["server"], pause.payload["url"], "")
+                answer = Answer(payload={"redirect": asyncio.run(browser.login(request)).redirect})
+                check_answer(pause, answer)
+                result = harness.resume_sync(**resume_arguments(harness, pause, answer))
+            assert result.status == "done", result.reason
+            assert sorted(servers) == ["desk", "notes"]
+        finally:
+            toolset.close()
+    results = {
+        m.tool_call_id: "".join(c.text for c in m.content)
+        for m in harness.messages
+        if isinstance(m, ToolResultMessage)
+    }
+    assert results["c1"].endswith(" mcp") and results["c2"].endswith(" mcp"), results

@@ -170,14 +170,19 @@ def users_of(extensions: Iterable[Any]) -> list[PausingUser]:
     return found
 
 
-def starting(among: Iterable[PausingUser]) -> tuple[Request, PausingUser] | None:
+def starting(among: Iterable[PausingUser], reason: str = "") -> tuple[Request, PausingUser] | None:
     """A login met while listing a server's tools that waits in one of ``among`` (and
-    that user), else None."""
-    for user in among:
-        for call_id, request in user.pending().items():
-            if is_start_key(call_id):
-                return request, user
-    return None
+    that user): the one whose pause reason is ``reason`` when one is (several servers
+    may wait at once), else the first; None when none waits."""
+    found = [
+        (request, user)
+        for user in among
+        for call_id, request in user.pending().items()
+        if is_start_key(call_id)
+    ]
+    named = [f for f in found if pause_reason(f[0]) == reason]
+    chosen = named or found
+    return chosen[0] if chosen else None
 
 
 def waiting(call_id: str, among: Iterable[PausingUser] | None = None) -> Request | None:

@@ -270,7 +270,7 @@ def _mcp_pause(reason: str, calls: list[PendingCall], harness: AgentHarness) -> 
                 if call.path:
                     payload["path"] = call.path
                 return Pause(kind, reason, calls, payload=payload)
-        start = starting(users) if reason.startswith("mcp server ") else None
+        start = starting(users, reason) if reason.startswith("mcp server ") else None
         if start is not None:
             request, user = start
             payload = request_payload(request)
