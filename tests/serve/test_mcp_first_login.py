@@ -191,10 +191,14 @@ def _events(server: Served, run_id: str) -> str:
 
 
 def _no_token_kept(kit: AgentKit, served: Served, texts: list[str], *servers: Any) -> None:
+    """No token of ``servers`` in the session files, the agent's data folder but for its
+    token files (its logs), the server's output or ``texts`` (the run's events)."""
     tokens = [t for s in servers for t in s.state.tokens()]
     assert tokens
     kept = [p for p in (kit.workdir / "sessions").rglob("*") if p.is_file()]
     assert kept
+    data = Path(kit.env["XDG_DATA_HOME"]) / "harnessc"
+    kept += [p for p in data.rglob("*") if p.is_file() and "mcp-auth" not in p.parts]
     for text in [served.output(), *texts, *(p.read_text(errors="replace") for p in kept)]:
         for token in tokens:
             assert token not in text
@@ -445,13 +449,7 @@ def test_a_durable_first_login_survives_a_worker_kill_with_a_fresh_url(
         assert status["status"] == "done", status
         assert _whoami(status["text"]), status
         events = _events(durable.server, run_id)
-    tokens = notes.state.tokens()
-    assert tokens
-    kept = [p for p in durable.kit.workdir.rglob("*.jsonl") if p.is_file()]
-    assert kept
-    for text in [durable.server.output(), events, *(p.read_text() for p in kept)]:
-        for token in tokens:
-            assert token not in text
+    _no_token_kept(durable.kit, durable.server, [events], notes)
 
 
 def test_a_durable_sub_agents_first_login_on_its_own_server_survives_a_worker_kill(
@@ -486,9 +484,5 @@ def test_a_durable_sub_agents_first_login_on_its_own_server_survives_a_worker_ki
         assert status["status"] == "done", status
         assert _whoami(status["text"]), status
         events = _events(durable.server, run_id)
-    tokens = [*notes.state.tokens(), *desk.state.tokens()]
-    kept = [p for p in durable.kit.workdir.rglob("*.jsonl") if p.is_file()]
-    assert len(kept) >= 2  # the lead's session and the scout's
-    for text in [durable.server.output(), events, *(p.read_text() for p in kept)]:
-        for token in tokens:
-            assert token not in text
+    assert len(list((durable.kit.workdir / "sessions").rglob("*.jsonl"))) >= 2  # lead, scout
+    _no_token_kept(durable.kit, durable.server, [events], notes, desk)
