@@ -310,6 +310,42 @@ def test_an_agui_run_ends_with_an_interrupt_for_a_first_login(
     assert _whoami(result.content), result.content
 
 
+def test_a_first_login_pause_survives_a_restart_of_the_server(
+    kit: AgentKit, notes: OAuthMcpServer, no_tokens: Path
+) -> None:
+    """The server is stopped while its run waits at a first login; the next server
+    shows the pause (its start key, stale: the login's verifier went with the process),
+    a resume with the old URL's redirect meets the login afresh with a new URL, and
+    that one's redirect finishes the run."""
+    first = kit.serve()
+    with first.client() as client:
+        run_id, status = _start(client, "call mcp__notes__whoami {}")
+        old = _login_pause(status, "notes")["url"]
+    assert first.stop() == 0
+    second = kit.serve()
+    try:
+        with second.client() as client:
+            status = client.get(f"/v1/runs/{run_id}").json()
+            assert status["status"] == "paused", status
+            pause = status["pause"]
+            assert pause["kind"] == "mcp_login", pause
+            assert pause["payload"] == {"call_id": "mcp-start:notes", "stale": True}
+            client.post(
+                f"/v1/runs/{run_id}/resume", json={"payload": {"redirect": follow(old)}}
+            ).raise_for_status()
+            status = wait_status(client, run_id, "paused", "done", "error", timeout=60)
+            fresh = _login_pause(status, "notes")["url"]
+            assert fresh != old
+            client.post(
+                f"/v1/runs/{run_id}/resume", json={"payload": {"redirect": follow(fresh)}}
+            ).raise_for_status()
+            status = wait_status(client, run_id, "done", "error", "paused", timeout=60)
+            assert status["status"] == "done" and _whoami(status["text"]), status
+        _no_token_kept(kit, second, [first.output()], notes)
+    finally:
+        second.stop()
+
+
 # -- gap 2: a sub-agent's own MCP servers --------------------------------------------------
 
 
