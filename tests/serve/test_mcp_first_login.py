@@ -135,8 +135,11 @@ def server(kit: AgentKit) -> Served:
 
 @pytest.fixture
 def no_tokens(home: Path) -> Path:
-    """No login made yet: every server meets its first login."""
-    shutil.rmtree(home / "harnessc", ignore_errors=True)
+    """No login made yet: every server meets its first login (only the token files go:
+    the served agents write their logs beside them meanwhile)."""
+    tokens = home / "harnessc" / "mcp-auth"
+    if tokens.exists():
+        shutil.rmtree(tokens)
     return home
 
 
