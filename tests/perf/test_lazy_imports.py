@@ -97,6 +97,16 @@ def test_the_runtime_leaves_what_a_tool_batch_needs_unloaded() -> None:
     assert not loaded & set(NOT_AT_IMPORT), sorted(loaded & set(NOT_AT_IMPORT))
 
 
+def test_the_runtime_compiles_the_credential_pattern_on_first_use() -> None:
+    probe = (
+        "import harnessc.runtime\n"
+        "from harnessc.runtime.support import secrets\n"
+        "assert not secrets._COMPILED, 'compiled at import'\n"
+        "assert secrets.is_credential_name('OPENAI_API_KEY') and secrets._COMPILED\n"
+    )
+    subprocess.run([sys.executable, "-c", probe], check=True)
+
+
 def test_js_number_still_spells_unusual_floats() -> None:
     from harnessc.runtime.session.jsonl import js_number
 
