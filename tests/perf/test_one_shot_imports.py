@@ -40,6 +40,10 @@ NEVER = (
     "harnessc.runtime.telemetry",
     "opentelemetry",
     "harnessc.runtime.tools.bash",
+    # an agent without permissions: never loads the gate, its rules or the shell reader
+    "harnessc.runtime.permissions.gate",
+    "harnessc.runtime.permissions.rules",
+    "harnessc.runtime.permissions.shell_rules",
     "harnessc.runtime.providers.anthropic_messages",
     "harnessc.runtime.providers.google_generative_ai",
     "harnessc.runtime.providers.replay",
