@@ -313,6 +313,63 @@ def test_an_agui_run_ends_with_an_interrupt_for_a_first_login(
     assert _whoami(result.content), result.content
 
 
+def test_an_openai_completion_names_the_first_login_and_the_native_resume_finishes_it(
+    server: Served, no_tokens: Path
+) -> None:
+    """The OpenAI-compatible door cannot carry an answer: its reply names the first
+    login's URL and the run to resume; the native resume with the redirect lists the
+    tools and the call runs."""
+    openai = pytest.importorskip("openai")
+    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=server.token or "x")
+    reply = client.chat.completions.create(
+        model="helper", messages=[{"role": "user", "content": "call mcp__notes__whoami {}"}]
+    )
+    text = reply.choices[0].message.content or ""
+    assert "needs a login" in text and "/resume]" in text, text
+    assert "approv" not in text.lower(), text  # a login, not an approval
+    url = text.split("open ", 1)[1].split(" and log in", 1)[0]
+    run_id = text.split("/v1/runs/", 1)[1].split("/resume", 1)[0]
+    with server.client() as http:
+        resumed = http.post(
+            f"/v1/runs/{run_id}/resume", json={"payload": {"redirect": follow(url)}}
+        )
+        assert resumed.status_code == 200, resumed.text
+        status = wait_status(http, run_id, "done", "error", "paused", timeout=60)
+    assert status["status"] == "done" and _whoami(status["text"]), status
+
+
+def test_the_mcp_door_puts_a_first_login_as_url_elicitation(
+    server: Served, no_tokens: Path
+) -> None:
+    """The official SDK's client calls the agent through ``/mcp``: the agent's first
+    login, met while it lists its server's tools, is a URL-mode elicitation of the
+    authorization URL; the client's "browser" follows it, the agent's loopback callback
+    catches the redirect, the client accepts, and the call's answer comes back."""
+    import mcp_types as types
+
+    from .test_mcp_server import _http, _text
+
+    asked: list[Any] = []
+
+    async def on_elicit(context: Any, params: Any) -> Any:
+        asked.append(params)
+        if params.mode == "url":
+            back = await asyncio.to_thread(follow, params.url)
+            assert (await asyncio.to_thread(httpx.get, back, timeout=30)).status_code == 200
+            return types.ElicitResult(action="accept")
+        return types.ElicitResult(action="decline")
+
+    async def scenario() -> Any:
+        async with _http(server, elicitation_callback=on_elicit) as client:
+            return await client.call_tool("helper", {"prompt": "call mcp__notes__whoami {}"})
+
+    answer = asyncio.run(scenario())
+    assert not answer.is_error, _text(answer)
+    assert _whoami(_text(answer)), _text(answer)
+    assert [a.mode for a in asked] == ["url"], asked
+    assert "needs a login" in asked[0].message
+
+
 def test_a_first_login_pause_survives_a_restart_of_the_server(
     kit: AgentKit, notes: OAuthMcpServer, no_tokens: Path
 ) -> None:
