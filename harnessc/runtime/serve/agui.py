@@ -36,7 +36,7 @@ from starlette.routing import Route
 from harnessc.runtime.core.messages import AssistantMessage, ImageContent, TextContent, UserMessage
 from harnessc.runtime.runs.answers import MCP_KINDS, Answer, Decision
 from harnessc.runtime.runs.control import RunControl, RunRequest
-from harnessc.runtime.runs.run import Run
+from harnessc.runtime.runs.run import Run, event_type
 from harnessc.runtime.serve.bodies import ApiError, read_json
 from harnessc.runtime.serve.errors import guarded, serve_state
 from harnessc.runtime.serve.images import MAX_IMAGES, image
@@ -369,18 +369,31 @@ def _usage(core: Any, run: Run) -> dict[str, Any]:
     }
 
 
+# The harness's events that become AG-UI events; the others (two in three of a tool
+# step's events) are passed over without being decoded.
+_TRANSLATED = frozenset(
+    {"message_update", "message_end", "tool_execution_end", "handover_progress"}
+)
+
+
 class _Translator:
     """The harness's events (as ``--json`` encodes them) to AG-UI events."""
 
     def __init__(self, run: Run, core: Any) -> None:
+        from msgspec.json import Decoder
+
         self.run = run
         self.core = core
         self.open_text: str | None = None
         self.count = 0
+        self.decode = Decoder().decode
 
     def translate(self, encoded: str, index: int) -> list[Any]:
         core = self.core
-        event = json.loads(encoded)
+        kind = event_type(encoded)
+        if kind is not None and kind not in _TRANSLATED:
+            return []
+        event = self.decode(encoded)
         kind = event.get("type")
         out: list[Any] = []
         if kind == "message_update" and event.get("delta_type") == "text_delta":
