@@ -82,7 +82,10 @@ async def _start(state: ServeState, given: Any) -> tuple[Run, int]:
         session_id = state.threads.get(given.thread_id)
         if session_id is None and (
             runs.latest(given.thread_id) is not None
-            or await asyncio.to_thread(state.source.has_session, given.thread_id)
+            or (
+                state.source.stored  # sessions in memory: no store to look in
+                and await asyncio.to_thread(state.source.has_session, given.thread_id)
+            )
         ):
             session_id = given.thread_id
         latest = runs.latest(session_id) if session_id else None
