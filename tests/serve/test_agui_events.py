@@ -3,6 +3,7 @@ turns into AG-UI events (a tool step's other events are passed over by their typ
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 from typing import Any
@@ -91,3 +92,56 @@ def test_an_event_is_encoded_once_as_its_dict() -> None:
     assert json.loads(encode_event_data({"type": "x", "v": set}))["v"] == str(set)
     assert json.loads(encode_event_data({"type": "x", "n": math.nan}))["n"] is None
     assert event_type('{"seq":1,"type":"x"}') is None  # not at the start: decoded whole
+
+
+def test_a_runs_last_events_go_out_with_run_finished_in_one_write() -> None:
+    """Each yielded piece is one write to the socket: RUN_STARTED with the state
+    snapshot, then the events of a run that has ended together with RUN_FINISHED."""
+    from ag_ui.encoder import EventEncoder
+
+    from harnessc.runtime.runs.run import follow
+    from harnessc.runtime.serve.agui import _stream
+
+    run = Run("run-2")
+    run.add(AgentStartEvent(prompt="add"))
+    _step(run, 0)
+    answer = AssistantMessage(content=[TextContent("done: 1")])
+    run.add(MessageUpdateEvent(delta_type="text_delta", delta="done: 1", message=answer))
+    run.add(MessageEndEvent(message=answer))
+    run.text, run.status = "done: 1", "done"
+
+    class Runs:
+        def events(self, run: Run, after: int = 0) -> Any:
+            return follow(run, after)
+
+    given = core.RunAgentInput(
+        thread_id="t",
+        run_id="r",
+        state={"step": 1},
+        messages=[],
+        tools=[],
+        context=[],
+        forwarded_props={},
+    )
+
+    async def writes() -> list[str]:
+        return [piece async for piece in _stream(Runs(), run, 0, given, EventEncoder())]  # type: ignore[arg-type]
+
+    pieces = asyncio.run(writes())
+    kinds = [
+        [json.loads(line[5:])["type"] for line in p.split("\n") if line.startswith("data:")]
+        for p in pieces
+    ]
+    assert kinds == [
+        ["RUN_STARTED", "STATE_SNAPSHOT"],
+        [
+            "TOOL_CALL_START",
+            "TOOL_CALL_ARGS",
+            "TOOL_CALL_END",
+            "TOOL_CALL_RESULT",
+            "TEXT_MESSAGE_START",
+            "TEXT_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_END",
+            "RUN_FINISHED",
+        ],
+    ]

@@ -285,13 +285,15 @@ async def _stream(
 ) -> AsyncIterator[str]:
     from ag_ui import core
 
-    yield encoder.encode(core.RunStartedEvent(thread_id=given.thread_id, run_id=given.run_id))
+    opening = encoder.encode(core.RunStartedEvent(thread_id=given.thread_id, run_id=given.run_id))
     if given.state:
-        yield encoder.encode(core.StateSnapshotEvent(snapshot=given.state))
+        opening += encoder.encode(core.StateSnapshotEvent(snapshot=given.state))
+    yield opening
     translator = _Translator(run, core)
     # Events of this request only (a resumed run keeps its older ones). The events ready
     # together go out in one write: the AG-UI events of each are gathered until the last
-    # event the run holds now (the next one is waited for), then sent.
+    # event the run holds now (the next one is waited for), then sent; those of a run
+    # that ended meanwhile go out with its last event (RUN_FINISHED or RUN_ERROR).
     ready: list[str] = []
     async for item in runs.events(run, first):
         if item is None:
@@ -299,20 +301,22 @@ async def _stream(
         else:
             index, encoded = item
             ready.extend(encoder.encode(out) for out in translator.translate(encoded, index))
-            if index + 1 < len(run.events):
+            if index + 1 < len(run.events) or run.over:
                 continue
         if ready:
             yield "".join(ready)
             ready.clear()
     ready.extend(encoder.encode(out) for out in translator.close())
-    if ready:
-        yield "".join(ready)
+    ready.append(encoder.encode(_last_event(core, run, given)))
+    yield "".join(ready)
+
+
+def _last_event(core: Any, run: Run, given: Any) -> Any:
+    """RUN_ERROR, or RUN_FINISHED with the run's result or its pause's interrupts."""
     if run.status == "error":
-        yield encoder.encode(core.RunErrorEvent(message=run.reason or "the run failed"))
-        return
+        return core.RunErrorEvent(message=run.reason or "the run failed")
     if run.status == "aborted":
-        yield encoder.encode(core.RunErrorEvent(message=run.reason or "aborted", code="aborted"))
-        return
+        return core.RunErrorEvent(message=run.reason or "aborted", code="aborted")
     usage = _usage(core, run)
     pause = run.pause if run.paused else None
     if pause is not None and not pause.awaiting_tool:
@@ -329,25 +333,20 @@ async def _stream(
         interrupts = interrupts or [
             core.Interrupt(id=run.id, reason=pause.kind, message=run.reason)
         ]
-        yield encoder.encode(
-            core.RunFinishedEvent(
-                thread_id=given.thread_id,
-                run_id=given.run_id,
-                outcome=core.RunFinishedInterruptOutcome(interrupts=interrupts),
-                **usage,
-            )
-        )
-        return
-    pending = [c.id for c in pause.calls] if pause is not None else None
-    result = run.output if run.output is not None else run.text
-    yield encoder.encode(
-        core.RunFinishedEvent(
+        return core.RunFinishedEvent(
             thread_id=given.thread_id,
             run_id=given.run_id,
-            result=result if run.status == "done" else None,
-            outcome=core.RunFinishedSuccessOutcome(pending_tool_call_ids=pending),
+            outcome=core.RunFinishedInterruptOutcome(interrupts=interrupts),
             **usage,
         )
+    pending = [c.id for c in pause.calls] if pause is not None else None
+    result = run.output if run.output is not None else run.text
+    return core.RunFinishedEvent(
+        thread_id=given.thread_id,
+        run_id=given.run_id,
+        result=result if run.status == "done" else None,
+        outcome=core.RunFinishedSuccessOutcome(pending_tool_call_ids=pending),
+        **usage,
     )
 
 
