@@ -21,7 +21,9 @@ harnessc module).
     python benchmarks/call_path.py [prompt|request|both] [--scope PREFIX ...] [--all] [--path]
 
 Prints, per trace: the modules entered, the stays, the returns, the most stays of one
-module, and (``--path``) the path itself, one stay a line.
+module, the modules the run goes *through* (those on the call stack when the request
+reaches the model and when a tool runs; the others are calls that return first), and
+(``--path``) the path itself, one stay a line.
 """
 
 from __future__ import annotations
@@ -60,6 +62,9 @@ class Recorder:
     def __init__(self) -> None:
         self.on = False
         self.first: list[tuple[str, str]] = []  # (module, qualified name)
+        # the harnessc modules on the stack when a request goes to the model (a
+        # provider's ``stream``) and when a tool runs (its ``execute``)
+        self.stacks: list[list[str]] = []
         self._seen: set[CodeType] = set()
         self._lock = threading.Lock()
 
@@ -76,6 +81,8 @@ class Recorder:
             if code not in self._seen:
                 self._seen.add(code)
                 self.first.append((module, code.co_qualname))
+                if _reaches(module, code.co_qualname):
+                    self.stacks.append(_stack(frame.f_back))
 
     def definitions(self) -> list[tuple[str, str]]:
         """The first use of each top-level definition (a class, a function): a reader
@@ -100,6 +107,32 @@ class Recorder:
             threading.setprofile(None)  # type: ignore[arg-type]
 
 
+def _reaches(module: str, name: str) -> bool:
+    """A request to the model or a tool's run."""
+    last = name.rsplit(".", 1)[-1]
+    if module.startswith(PACKAGE + "providers."):
+        return last == "stream"
+    return module.startswith(PACKAGE + "tools.") and last == "execute"
+
+
+def _stack(frame: FrameType | None) -> list[str]:
+    out: list[str] = []
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if module.startswith(PACKAGE) and module not in out:
+            out.append(module)
+        frame = frame.f_back
+    return out
+
+
+def through(stacks: list[list[str]], keep: Callable[[str], bool]) -> list[str]:
+    """The modules a prompt goes *through*: those of the scope on the call stack when it
+    reaches the model (a provider's ``stream``) or a tool (its ``execute``); what else
+    the path enters are calls that return before either is reached (the run's
+    services: events, hooks, settings, budget, state)."""
+    return sorted({m for stack in stacks for m in stack if keep(m)})
+
+
 def stays(first: list[tuple[str, str]], keep: Callable[[str], bool]) -> list[tuple[str, list[str]]]:
     """The reading path: in-scope first calls, consecutive ones of a module folded."""
     out: list[tuple[str, list[str]]] = []
@@ -113,15 +146,19 @@ def stays(first: list[tuple[str, str]], keep: Callable[[str], bool]) -> list[tup
     return out
 
 
-def report(title: str, path: list[tuple[str, list[str]]], show: bool) -> None:
+def report(
+    title: str, path: list[tuple[str, list[str]]], show: bool, through: list[str] | None = None
+) -> None:
     entries = Counter(module for module, _ in path)
-    figures = {
+    figures: dict[str, Any] = {
         "modules": len(entries),
         "stays": len(path),
         "returns": len(path) - len(entries),
         "most_stays": max(entries.values(), default=0),
         "entered_more_than_twice": sorted(m for m, n in entries.items() if n > 2),
     }
+    if through is not None:
+        figures["through"] = [_short(m) for m in through]
     print(f"{title}: {json.dumps(figures)}")
     by_module = ", ".join(f"{_short(m)} {n}" for m, n in entries.most_common())
     print(f"  stays by module: {by_module}")
@@ -249,7 +286,8 @@ def main(argv: list[str] | None = None) -> int:
 
         for unit, first in (("definition", recorder.definitions()), ("function", recorder.first)):
             title = f"{which}, by {unit} ({scope})"
-            report(title, stays(first, keep), args.path)
+            shown = through(recorder.stacks, keep) if unit == "definition" else None
+            report(title, stays(first, keep), args.path, shown)
     return 0
 
 

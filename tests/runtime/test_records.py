@@ -17,8 +17,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from harnessc.runtime.agent import endings, results, run_state, typed_result
 from harnessc.runtime.agent import hooks as hook_runner
+from harnessc.runtime.agent import results, run_state, typed_result
 from harnessc.runtime.cli import sessions as cli_sessions
 from harnessc.runtime.compaction import (
     branch_summary,
@@ -64,7 +64,6 @@ MODULES = (
     messages,
     provider_base,
     fallback,
-    endings,
     hook_runner,
     results,
     run_state,

@@ -8,6 +8,7 @@ budget, and the lead's abort cancels the judge's task."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Iterator
@@ -205,6 +206,48 @@ def test_a_wrong_token_is_an_error_result(
         assert run["status"] == "done"
     finally:
         kit.stop()
+
+
+def test_hand_overs_to_one_remote_share_its_client_until_an_exchange_fails(
+    judge: Served,
+) -> None:
+    """In one event loop the hand-overs to a remote share one client (its card read and
+    its HTTP client made once, also by two first hand-overs at once); a hand-over whose
+    exchange fails (here a wrong token) drops it, and the next one makes a new one."""
+    from harnessc.runtime.agent.remote_a2a import (
+        RemoteA2A,
+        RemoteHandOver,
+        drop_client,
+        shared_client,
+    )
+    from harnessc.runtime.core.budget import BudgetUsage
+    from harnessc.runtime.core.signal import AbortSignal
+
+    async def emit(event: Any) -> None:
+        return None
+
+    async def main() -> None:
+        good = RemoteA2A(judge.url, headers={"Authorization": f"Bearer {JUDGE_TOKEN}"})
+        first, second = await asyncio.gather(
+            shared_client(good, "judge"), shared_client(good, "judge")
+        )
+        assert first is second and await shared_client(good, "judge") is first
+        await drop_client(good)
+        assert await shared_client(good, "judge") is not first
+        await drop_client(good)
+
+        bad = RemoteA2A(judge.url, headers={"Authorization": "Bearer wrong-token"})
+        before = await shared_client(bad, "judge")  # the card is public: made
+        handover = RemoteHandOver(
+            bad, name="judge", path=("lead", "judge"), call_id="c1", emit=emit, usage=BudgetUsage()
+        )
+        result = await handover.run("verdict please", AbortSignal(), None, None)
+        assert result.is_error
+        after = await shared_client(bad, "judge")
+        assert after is not before
+        await drop_client(bad)
+
+    asyncio.run(main())
 
 
 def test_the_spec_keeps_the_credential_in_the_environment(tmp_path: Path) -> None:

@@ -1,16 +1,24 @@
-"""The loop: a run walks the turn's stages until DONE or a pull point.
+"""The loop: a run's entries, ``drive``, the turn's two deciding stages and its endings.
 
-A turn is three stages, one module each: ``plan`` (PLANNING: open the turn, call the
-model through ``call_model``, commit its plan), ``run_tools`` (EXECUTING: the tool
-batch) and ``reflect`` (REFLECTING: decide what comes next). Each stage reads the run
-state and returns the next state or where else the run goes (``endings``: a pause, a
-pull point, DONE, or the same stage again). ``drive`` is the only loop: it calls the
-stage of the current state and applies what it returned, so every transition goes
-through the run's ``StateMachine``.
+A turn is four stages: ``plan`` (PLANNING: open the turn, call the model through
+``call_model.py``, commit its plan), ``run_tools.py`` (EXECUTING: the tool batch) and
+``reflect`` (REFLECTING: decide what comes next). ``plan`` and ``reflect`` are here, the
+model call and the tool batch each in its own module. Each stage reads the run state and
+returns the next state or where else the run goes (``Pause``, ``AwaitTools``, ``Finish``,
+``Again``: run_state.py). ``drive`` is the only loop: it calls the stage of the current
+state and applies what it returned, so every transition goes through the run's
+``StateMachine``; a run ends here too (a pause, the pull point, DONE, an abort, a crash).
 
-A run enters here: ``begin`` (a prompt), ``resume_tools`` (the caller's results at a
-pull point), ``resume_paused`` (after a pause); ``abandon`` settles a paused run that
-a new prompt replaces.
+Reading order: the entries (``begin`` a prompt, ``resume_tools`` the caller's results at
+a pull point, ``resume_paused`` after a pause; ``abandon`` settles a paused run a new
+prompt replaces), ``drive``, ``plan``, ``reflect``, the endings.
+
+Compaction inside a run (``auto_compact`` before a model call, ``recover_overflow``
+after an overflow) carries the run's abort signal and is bounded by its wall-clock
+deadline; when that passes the compaction is stopped and the run pauses on the budget,
+as during a model call. A pause writes the run-state record into the session
+(``harnessc.pause``) *before* it is reported, so local results finished before it are
+never lost or run twice.
 """
 
 from __future__ import annotations
@@ -19,15 +27,33 @@ import asyncio
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-from harnessc.runtime.agent import endings, plan, reflect, run_tools
+from harnessc.runtime.agent import call_model, restore, run_tools, typed_result
+from harnessc.runtime.agent.budget_gate import SPEND_LIMITS, check, count_reply
 from harnessc.runtime.agent.call_model import checked_messages
-from harnessc.runtime.agent.endings import Again, AwaitTools, Finish, Next, Pause
 from harnessc.runtime.agent.hooks import coerce
 from harnessc.runtime.agent.parts import AgentParts
-from harnessc.runtime.agent.results import RunResult
-from harnessc.runtime.agent.run_state import RunState
-from harnessc.runtime.core.events import AgentResumeEvent, AgentStartEvent
-from harnessc.runtime.core.hooks import BeforeAgentStartEvent, BeforeAgentStartResult
+from harnessc.runtime.agent.results import RunResult, RunStatus
+from harnessc.runtime.agent.run_state import AGAIN, Again, AwaitTools, Finish, Next, Pause, RunState
+from harnessc.runtime.agent.usage_tree import agent_path_of, usage_of_run
+from harnessc.runtime.core.events import (
+    AbortEvent,
+    AgentEndEvent,
+    AgentPauseEvent,
+    AgentResumeEvent,
+    AgentStartEvent,
+    ErrorEvent,
+    ToolExecutionEndEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+    describe_exception,
+)
+from harnessc.runtime.core.hooks import (
+    BeforeAgentStartEvent,
+    BeforeAgentStartResult,
+    BeforeStopEvent,
+    PauseRequest,
+    StopDecision,
+)
 from harnessc.runtime.core.loop_states import LoopState
 from harnessc.runtime.core.messages import (
     AssistantMessage,
@@ -38,16 +64,29 @@ from harnessc.runtime.core.messages import (
 )
 from harnessc.runtime.core.run_inputs import LIVE
 from harnessc.runtime.support.start_gate import admit
+from harnessc.runtime.support.timeouts import until
 
-__all__ = ["abandon", "abort_paused", "begin", "drive", "resume_paused", "resume_tools"]
-
-
-# The stage of each state a run can be in while it runs.
-_STAGES: dict[LoopState, Callable[[AgentParts, RunState], Awaitable[Next]]] = {
-    LoopState.PLANNING: plan.step,
-    LoopState.EXECUTING: run_tools.step,
-    LoopState.REFLECTING: reflect.step,
-}
+__all__ = [
+    "abandon",
+    "abort_paused",
+    "abort_unfinished",
+    "aborted",
+    "auto_compact",
+    "await_tools",
+    "begin",
+    "crashed",
+    "drive",
+    "end_turn",
+    "finish",
+    "open_turn",
+    "pause",
+    "plan",
+    "recover_overflow",
+    "reflect",
+    "resume_paused",
+    "resume_tools",
+    "tree_usage",
+]
 
 
 def begin(
@@ -122,7 +161,7 @@ async def _open(
             active_tools=list(settings.active_tool_names),
         )
     )
-    reason = await plan.open_turn(agent, run)
+    reason = await open_turn(agent, run)
     await agent.append(message)
     for item in extra:
         await agent.append(item)
@@ -143,9 +182,9 @@ async def drive(
             reason = await opening
             opening = None  # a finished coroutine keeps its memory while it is referenced
             if isinstance(reason, Finish):
-                return await endings.finish(agent, run, reason.status, reason.reason)
+                return await finish(agent, run, reason.status, reason.reason)
             if reason is not None:
-                return await endings.pause(agent, run, reason)
+                return await pause(agent, run, reason)
         while True:
             stage = _STAGES.get(run.state)
             if stage is None:  # pragma: no cover - the stages never leave the run elsewhere
@@ -156,13 +195,11 @@ async def drive(
             elif isinstance(outcome, Again):
                 continue
             elif isinstance(outcome, Pause):
-                return await endings.pause(agent, run, outcome.reason)
+                return await pause(agent, run, outcome.reason)
             elif isinstance(outcome, AwaitTools):
-                return await endings.await_tools(agent, run)
+                return await await_tools(agent, run)
             else:
-                return await endings.finish(
-                    agent, run, outcome.status, outcome.reason, outcome.output
-                )
+                return await finish(agent, run, outcome.status, outcome.reason, outcome.output)
     except asyncio.CancelledError:
         # The run's own ending: ``abort`` (it aborts the signal, then cancels the task
         # the run is on) or a CancelledError raised inside the run (a blocked prompt, a
@@ -176,12 +213,12 @@ async def drive(
             task.uncancel()
         if signal is not None and not own:
             signal.abort("cancelled")
-        result = await endings.aborted(agent, run)
+        result = await aborted(agent, run)
         if not own:
             raise
         return result
     except Exception as exc:
-        return await endings.crashed(agent, run, exc)
+        return await crashed(agent, run, exc)
 
 
 def resume_tools(
@@ -248,10 +285,377 @@ async def abort_paused(agent: AgentParts, run: RunState, reason: str) -> RunResu
     _replay().record_resume(agent.session, run_id=run.run_id, aborted=reason)
     run.pause_reason = None
     run.pause_requested = None
-    await endings.abort_unfinished(
-        agent, run, f"No result provided: the run was aborted ({reason})."
+    await abort_unfinished(agent, run, f"No result provided: the run was aborted ({reason}).")
+    return await aborted(agent, run, reason)
+
+
+# Plan: PLANNING, the first stage of a turn, up to the plan the model's reply commits.
+# It checks the budget, applies resources that arrived between turns, opens the turn
+# (``turn_start``, the turn budget), compacts the context once it passes the threshold,
+# then calls the model (call_model.py), counts the reply and commits its tool calls
+# (``run_tools.commit_plan``: the ``after_plan`` hooks). A failed reply is handled here:
+# a context overflow is compacted and the turn asked again once, a wall-clock stop
+# pauses the run, any other failure ends it.
+
+
+async def plan(agent: AgentParts, run: RunState) -> Next:
+    """PLANNING: one model call (or the calls left over from a pause)."""
+    if run.reply is not None and run.to_run:
+        return LoopState.EXECUTING
+    if (reason := await check(agent, SPEND_LIMITS)) is not None:
+        return Pause(reason)
+    if agent.settings.pending_resources is not None:
+        await agent.settings.apply_resources()
+    await agent.bus.flush()
+    if not run.turn_open and (reason := await open_turn(agent, run)) is not None:
+        return Pause(reason)
+    if (reason := await auto_compact(agent)) is not None:
+        return Pause(reason)
+    request, deadline = await call_model.make_request(agent, run)
+    reply = await call_model.stream_reply(agent, request, deadline)
+    count_reply(agent, reply)
+    run.set_reply(reply)
+    if reply.stop_reason == "aborted":
+        raise asyncio.CancelledError()
+    if reply.stop_reason == "error":
+        return await _failed_reply(agent, run)
+    if reply.stop_reason == "length" and run.calls:
+        await run_tools.commit_plan(agent, run, runnable=False)
+        for record in run.planned:
+            await run_tools.block(
+                agent,
+                run,
+                record,
+                "Tool call was not executed: the reply hit the output token limit "
+                "(stop reason 'length'), so its arguments may be incomplete.",
+            )
+        return LoopState.EXECUTING
+    await run_tools.commit_plan(agent, run)
+    return LoopState.EXECUTING
+
+
+async def open_turn(agent: AgentParts, run: RunState) -> str | None:
+    """Start a turn (turn_start), unless the turn budget is spent (the pause reason)."""
+    if (reason := await check(agent, ("turns",), pending=1)) is not None:
+        return reason
+    run.turn += 1
+    run.turn_open = True
+    agent.budget.usage.turns += 1
+    await agent.bus.emit(TurnStartEvent(turn=run.turn))
+    return None
+
+
+async def _failed_reply(agent: AgentParts, run: RunState) -> Next:
+    reply = run.reply
+    assert reply is not None
+    recovered: bool | str = False
+    if reply.context_overflow and not run.overflow_retried:
+        recovered = await recover_overflow(agent)
+        if recovered is True:
+            run.overflow_retried = True
+            run.calls = []
+            return AGAIN  # the same turn, once more after compaction
+    await run_tools.commit_plan(agent, run, runnable=False)
+    for record in run.planned:
+        await run_tools.block(
+            agent, run, record, "Tool call was not executed: the model reply failed."
+        )
+    await agent.commit(run)
+    if isinstance(recovered, str):  # the time ran out while compacting
+        await end_turn(agent, run)
+        return Pause(recovered)
+    if reply.error_message == call_model.WALL_CLOCK_STOP:
+        reason = await check(agent, ("wall_clock_s",))
+        if reason is None:  # a handler extended the clock: ask again in the same turn
+            return AGAIN
+        await end_turn(agent, run)
+        return Pause(reason)
+    await end_turn(agent, run)
+    message = reply.error_message or "model call failed"
+    await agent.bus.emit(ErrorEvent(source="provider", message=message, fatal=True))
+    return Finish("error", message)
+
+
+async def auto_compact(agent: AgentParts) -> str | None:
+    """Compact before a model call once the context passes the compaction threshold;
+    the budget pause reason when the wall-clock deadline passed meanwhile.
+
+    With a compaction pipeline installed, its own trigger (on the ``context`` moment)
+    is the only one.
+    """
+    if agent.compaction_pipeline is not None:
+        return None
+    from harnessc.runtime.compaction.trigger import needs_compaction
+
+    if not needs_compaction(agent):
+        return None
+    scope = until(agent.budget.deadline())
+    try:
+        async with scope:
+            await agent.compact(reason="threshold")
+    except TimeoutError as exc:
+        if scope.expired():
+            return await check(agent, ("wall_clock_s",))
+        await agent.bus.error("compaction", exc)
+    except Exception as exc:
+        await agent.bus.error("compaction", exc)
+    return None
+
+
+async def recover_overflow(agent: AgentParts) -> bool | str:
+    """Compact after a context overflow (the installed pipeline, else the session
+    summary); True when the turn should be retried, the budget pause reason when the
+    wall-clock deadline passed meanwhile."""
+    pipeline = agent.compaction_pipeline
+    scope = until(agent.budget.deadline())
+    try:
+        async with scope:
+            if pipeline is not None:
+                return bool(await pipeline.recover(agent.callbacks_harness()))
+            outcome = await agent.compact(reason="overflow")
+    except TimeoutError as exc:
+        if scope.expired():
+            return await check(agent, ("wall_clock_s",)) or False
+        await agent.bus.error("compaction", exc)
+        return False
+    except Exception as exc:
+        await agent.bus.error("compaction", exc)
+        return False
+    return bool(outcome)
+
+
+# Reflect: REFLECTING, the last stage of a turn, which decides what comes next. More
+# tool calls left (a batch cut short) go back to EXECUTING; otherwise the turn ends
+# (``turn_end``) and, in order: a pause a hook asked for; a typed run's verdict on the
+# answer; every call asking to terminate; queued steering; another model call after tool
+# results; queued follow-ups; the ``before_stop`` hooks (continue, pause or stop); DONE.
+
+
+async def reflect(agent: AgentParts, run: RunState) -> Next:
+    """REFLECTING: decide between more tool calls, another model call, a pause and DONE."""
+    if run.to_run:
+        return LoopState.EXECUTING
+    await end_turn(agent, run)
+    if run.pause_requested:
+        return Pause(run.pause_requested)
+    if agent.options.output is not None:  # a typed run ends with a valid answer
+        verdict = await typed_result.judge(agent, run)
+        if verdict is not None:
+            if verdict.retry:
+                return LoopState.PLANNING
+            return Finish("done" if verdict.ok else "error", verdict.reason, verdict.value)
+    had_calls = bool(run.calls)
+    if had_calls and all(r.terminate for r in run.calls):
+        return Finish("done", _termination_reason(run))
+    if steering := agent.dequeue("steering"):
+        for message in steering:
+            await agent.append(message)
+        return LoopState.PLANNING
+    if had_calls:
+        return LoopState.PLANNING
+    if follow := agent.dequeue("follow_up"):
+        for message in follow:
+            await agent.append(message)
+        return LoopState.PLANNING
+    stopped = False
+    event = BeforeStopEvent(message=run.reply, messages=list(agent.context.messages))
+    for decision in await agent.hooks.run("before_stop", event):
+        if isinstance(decision, PauseRequest):
+            return Pause(decision.reason)
+        decision = coerce(decision, StopDecision)
+        if decision.continue_:
+            for message in decision.messages:
+                await agent.append(message)
+            return LoopState.PLANNING
+        stopped = True
+    if run.pause_requested:
+        return Pause(run.pause_requested)
+    if stopped:
+        return Finish("done", "turn_continue_stop")
+    reply = run.reply
+    answered = reply is not None and bool(reply.text.strip())
+    return Finish("done", "goal_met" if answered else "no_plan")
+
+
+async def end_turn(agent: AgentParts, run: RunState) -> None:
+    """End the open turn (turn_end) and let the session catch up on disk."""
+    if not run.turn_open:
+        return
+    run.turn_open = False
+    results = [r.result for r in run.calls if r.result is not None]
+    await agent.bus.emit(TurnEndEvent(turn=run.turn, message=run.reply, tool_results=results))
+    await agent.session.sync_off_loop()  # other sessions keep running meanwhile
+
+
+def _termination_reason(run: RunState) -> str:
+    if any(r.terminated_by == "hook" for r in run.calls):
+        return "hook_terminated"
+    if any(r.call.name == "finish" for r in run.calls):
+        return "finish_tool"
+    return "tool_terminated"
+
+
+# The stage of each state a run can be in while it runs: plan and reflect above,
+# run_tools.step in its own module.
+_STAGES: dict[LoopState, Callable[[AgentParts, RunState], Awaitable[Next]]] = {
+    LoopState.PLANNING: plan,
+    LoopState.EXECUTING: run_tools.step,
+    LoopState.REFLECTING: reflect,
+}
+
+
+# The endings: a pause, the pull point, DONE, an abort, a crash.
+
+
+def tree_usage(agent: AgentParts, messages: list[Any]) -> dict[str, Any]:
+    """What the run's tree of agents used since the prompt (or the resume), by path."""
+    own = agent_path_of(agent.options.extensions, agent.session.header.metadata)
+    return usage_of_run(messages, own)
+
+
+def _sync_budget(agent: AgentParts, run: RunState) -> None:
+    run.limits = agent.budget.budget
+    run.warned = agent.budget.warned
+
+
+async def pause(agent: AgentParts, run: RunState, reason: str) -> RunResult:
+    if run.turn_open and run.state is not LoopState.REFLECTING:
+        await agent.commit(run, partial=True)
+    run.machine.transition(LoopState.IDLE)
+    run.pause_reason = reason
+    run.pause_requested = None
+    _sync_budget(agent, run)
+    restore.record_pause(agent, run, reason)
+    pending = run.unanswered
+    await agent.bus.emit(
+        AgentPauseEvent(run_id=run.run_id, reason=reason, pending_tool_calls=pending)
     )
-    return await endings.aborted(agent, run, reason)
+    return RunResult(
+        status="paused",
+        reason=reason,
+        pending_tool_calls=pending,
+        messages=list(agent.new_messages),
+    )
+
+
+async def await_tools(agent: AgentParts, run: RunState) -> RunResult:
+    await agent.commit(run, partial=True)
+    run.machine.transition(LoopState.AWAITING_TOOL)
+    run.pause_reason = "awaiting_tool"
+    _sync_budget(agent, run)
+    restore.record_pause(agent, run, "awaiting_tool")
+    pending = [r.call for r in run.awaiting]
+    await agent.bus.emit(
+        AgentPauseEvent(run_id=run.run_id, reason="awaiting_tool", pending_tool_calls=pending)
+    )
+    return RunResult(
+        status="awaiting_tool",
+        reason="awaiting_tool",
+        pending_tool_calls=pending,
+        messages=list(agent.new_messages),
+    )
+
+
+def _close(agent: AgentParts, run: RunState, state: LoopState) -> None:
+    agent.session.sync()
+    agent.run = None
+    agent.last_state = state
+
+
+async def finish(
+    agent: AgentParts, run: RunState, status: RunStatus, reason: str, output: Any = None
+) -> RunResult:
+    run.machine.transition(LoopState.DONE)
+    run.finish_reason = reason
+    messages = list(agent.new_messages)
+    config = agent.options.output
+    shown = config.to_json(output) if config is not None and status == "done" else None
+    await agent.bus.emit(
+        AgentEndEvent(
+            run_id=run.run_id,
+            status=status,
+            reason=reason,
+            messages=messages,
+            output=shown,
+            usage=tree_usage(agent, messages),
+        )
+    )
+    _close(agent, run, LoopState.DONE)
+    return RunResult(status=status, reason=reason, messages=messages, output=output)
+
+
+async def aborted(agent: AgentParts, run: RunState, why: str | None = None) -> RunResult:
+    """After an abort: every call left without a result gets an error result (no hooks).
+    ``why``: the reason of an abort of a paused run (else the signal's)."""
+    await abort_unfinished(agent, run, "No result provided: the run was aborted.")
+    signal = agent.signal
+    reason = signal.reason if signal is not None and signal.aborted else "aborted"
+    if why is not None:
+        reason = why
+    await agent.bus.emit(AbortEvent(reason=reason))
+    return await _stopped(agent, run, "aborted", reason)
+
+
+async def crashed(agent: AgentParts, run: RunState, exc: Exception) -> RunResult:
+    from harnessc.runtime.core.hooks import FailRun
+    from harnessc.runtime.session.entries import SessionError
+
+    if isinstance(exc, SessionError):  # disk full, a lock lost: expected, and named
+        message = f"session error: {exc}"
+    elif isinstance(exc, FailRun):  # a hook ended the run on purpose: its own words
+        message = str(exc)
+    else:
+        message = f"internal error: {describe_exception(exc)}"
+    await agent.bus.emit(ErrorEvent(source="harness", message=message, fatal=True))
+    try:
+        await abort_unfinished(agent, run, f"No result provided: {message}")
+    except Exception:
+        pass
+    return await _stopped(agent, run, "error", message)
+
+
+async def _stopped(agent: AgentParts, run: RunState, status: RunStatus, reason: str) -> RunResult:
+    """The end of a run stopped short (aborted, crashed): back to IDLE, ``agent_end``."""
+    if run.state not in (LoopState.IDLE, LoopState.DONE):
+        run.machine.transition(LoopState.IDLE)
+    messages = list(agent.new_messages)
+    await agent.bus.emit(
+        AgentEndEvent(
+            run_id=run.run_id,
+            status=status,
+            reason=reason,
+            messages=messages,
+            usage=tree_usage(agent, messages),
+        )
+    )
+    _close(agent, run, LoopState.IDLE)
+    return RunResult(status=status, reason=reason, messages=messages)
+
+
+async def abort_unfinished(agent: AgentParts, run: RunState, text: str) -> None:
+    """Give every call without a result an error result; no hooks run.
+
+    A call that started gets its ``tool_execution_end``; one that never started (still
+    in the stream, or planned) gets only the result message its call needs.
+    """
+    for record in run.calls:
+        if record.result is not None:
+            continue
+        message = ToolResultMessage(
+            record.call.id, record.call.name, [TextContent(text)], is_error=True
+        )
+        record.result = message
+        if record.started:
+            await agent.bus.emit(
+                ToolExecutionEndEvent(
+                    tool_call_id=record.call.id,
+                    tool_name=record.call.name,
+                    result=message,
+                    is_error=True,
+                    duration_ms=0.0,
+                )
+            )
+    await agent.commit(run)
 
 
 def _replay() -> Any:

@@ -36,6 +36,7 @@ import base64
 import contextlib
 import json
 import uuid
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -88,6 +89,74 @@ def card_address(url: str) -> tuple[str, str | None]:
         head, _, tail = base.rpartition("/")
         return head, tail
     return base, None
+
+
+# The clients of the remote agents this process hands work to, one per remote (its URL,
+# headers and timeout) and event loop: a hand-over after the first neither builds an
+# HTTP client (an httpx client's TLS set-up is most of a first hand-over's CPU) nor
+# reads the card again. Kept until the loop goes away or an exchange fails.
+_CLIENTS: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, dict[tuple[Any, ...], asyncio.Task[Any]]
+] = weakref.WeakKeyDictionary()
+
+
+def _key(remote: RemoteA2A) -> tuple[Any, ...]:
+    return (remote.url, tuple(sorted(remote.headers.items())), remote.timeout_s)
+
+
+async def shared_client(remote: RemoteA2A, name: str) -> Any:
+    """The a2a-sdk's streaming client of ``remote`` in this event loop, made from its card
+    on first use (a card that cannot be read is a ``_CardError``, and nothing is kept)."""
+    clients = _CLIENTS.setdefault(asyncio.get_running_loop(), {})
+    key = _key(remote)
+    made = clients.get(key)
+    if made is None:
+        made = clients[key] = asyncio.ensure_future(_make_client(remote))
+        made.add_done_callback(_retrieved)
+    try:
+        client, _ = await asyncio.shield(made)  # a caller cancelled leaves it to the others
+    except Exception as exc:
+        if clients.get(key) is made:
+            del clients[key]
+        raise _CardError(f"Remote agent {name}: cannot read its card: {_say(exc)}") from exc
+    return client
+
+
+def _retrieved(made: asyncio.Task[Any]) -> None:
+    if not made.cancelled():
+        made.exception()  # read: a failure its callers already reported is not logged
+
+
+async def _make_client(remote: RemoteA2A) -> tuple[Any, Any]:
+    import httpx
+    from a2a.client import ClientConfig, create_client
+
+    base, card_path = card_address(remote.url)
+    timeout = httpx.Timeout(remote.timeout_s, connect=30.0)
+    http = httpx.AsyncClient(headers=dict(remote.headers), timeout=timeout)
+    try:
+        client = await create_client(
+            base,
+            client_config=ClientConfig(streaming=True, httpx_client=http),
+            relative_card_path=card_path,
+        )
+    except BaseException:
+        await http.aclose()
+        raise
+    return client, http
+
+
+async def drop_client(remote: RemoteA2A) -> None:
+    """Forget ``remote``'s client in this event loop and close it."""
+    clients = _CLIENTS.get(asyncio.get_running_loop(), {})
+    made = clients.pop(_key(remote), None)
+    if made is None or not made.done() or made.cancelled() or made.exception() is not None:
+        return
+    client, http = made.result()
+    with contextlib.suppress(Exception):
+        await client.close()
+    with contextlib.suppress(Exception):
+        await http.aclose()
 
 
 Emit = Callable[[Event], Awaitable[Any]]
@@ -173,29 +242,14 @@ class RemoteHandOver:
 
     @contextlib.asynccontextmanager
     async def _client(self) -> AsyncIterator[Any]:
-        """The a2a-sdk's client of the remote agent, made from its card (a card that
-        cannot be read is a ``_CardError``)."""
-        import httpx
-        from a2a.client import ClientConfig, create_client
-
-        base, card_path = card_address(self.remote.url)
-        timeout = httpx.Timeout(self.remote.timeout_s, connect=30.0)
-        async with httpx.AsyncClient(headers=dict(self.remote.headers), timeout=timeout) as http:
-            try:
-                client = await create_client(
-                    base,
-                    client_config=ClientConfig(streaming=True, httpx_client=http),
-                    relative_card_path=card_path,
-                )
-            except Exception as exc:
-                raise _CardError(
-                    f"Remote agent {self.name}: cannot read its card: {_say(exc)}"
-                ) from exc
-            try:
-                yield client
-            finally:
-                with contextlib.suppress(Exception):
-                    await client.close()
+        """The a2a-sdk's client of the remote agent (``shared_client``); an exchange that
+        fails drops it, so the next hand-over reads the card again."""
+        client = await shared_client(self.remote, self.name)
+        try:
+            yield client
+        except Exception:
+            await drop_client(self.remote)
+            raise
 
     # -- messages -------------------------------------------------------------------------
 

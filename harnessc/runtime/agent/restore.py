@@ -1,4 +1,5 @@
-"""Continuing a session: its context, settings and the run-state record of an open pause.
+"""Continuing a session: its context, settings and the run-state record of an open pause,
+which ``record_pause`` writes.
 
 A pause written by this harness carries the whole ``RunState`` (key ``run``); it is
 rebuilt exactly. A pause record of an older harnessc (no ``run`` key) is rebuilt from
@@ -16,7 +17,7 @@ from harnessc.runtime.core.budget import BUDGET_LIMITS, Budget, BudgetUsage
 from harnessc.runtime.core.loop_states import LoopState, StateMachine
 from harnessc.runtime.core.messages import AssistantMessage, ToolResultMessage
 
-__all__ = ["from_session", "open_pause"]
+__all__ = ["from_session", "open_pause", "record_pause"]
 
 
 def from_session(agent: AgentParts) -> None:
@@ -83,3 +84,22 @@ def _legacy(agent: AgentParts, pause: dict[str, Any]) -> RunState | None:
     run.usage = BudgetUsage.from_dict(pause.get("usage"))
     run.machine = StateMachine(state=LoopState.AWAITING_TOOL if run.awaiting else LoopState.IDLE)
     return run
+
+
+def record_pause(agent: AgentParts, run: RunState, reason: str) -> None:
+    """Write the run-state record of a pause into the session, synced."""
+    from harnessc.runtime.session import replay  # on first use: start-up stays lean
+
+    pending = [r.call for r in run.calls if r.result is None]
+    data = run.to_dict(wall_clock_s=agent.budget.elapsed())
+    replay.record_pause(
+        agent.session,
+        reason,
+        pending,
+        run_id=run.run_id,
+        state=run.state.value,
+        external_tool_calls=[r.id for r in run.awaiting],
+        usage=data["usage"],
+        run=data,
+    )
+    agent.session.sync()

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from msgspec import Struct, field
 
+from harnessc.runtime.agent.results import RunStatus
 from harnessc.runtime.core.budget import BUDGET_LIMITS, NO_WARNINGS, Budget, BudgetUsage
 from harnessc.runtime.core.loop_states import LoopState, StateMachine
 from harnessc.runtime.core.messages import (
@@ -29,7 +30,19 @@ from harnessc.runtime.core.messages import (
     message_from_dict,
 )
 
-__all__ = ["CALL_STATUSES", "RUN_STATE_VERSION", "CallRecord", "CallStatus", "RunState"]
+__all__ = [
+    "AGAIN",
+    "CALL_STATUSES",
+    "RUN_STATE_VERSION",
+    "Again",
+    "AwaitTools",
+    "CallRecord",
+    "CallStatus",
+    "Finish",
+    "Next",
+    "Pause",
+    "RunState",
+]
 
 RUN_STATE_VERSION = 1
 
@@ -315,3 +328,30 @@ def _limits_dict(budget: Budget) -> dict[str, Any]:
 
 def _limits_from(data: dict[str, Any]) -> Budget:
     return Budget(**{k: data[k] for k in (*BUDGET_LIMITS, "soft_ratio") if k in data})
+
+
+# Where a stage leads besides the next state: back to IDLE (``Pause``), the pull point
+# AWAITING_TOOL (``AwaitTools``), DONE (``Finish``) or the same stage once more (``Again``).
+
+
+class Pause(Struct, frozen=True):
+    reason: str
+
+
+class AwaitTools(Struct, frozen=True):
+    pass
+
+
+class Finish(Struct, frozen=True):
+    status: RunStatus
+    reason: str
+    output: Any = None  # the validated typed result (``output:``)
+
+
+class Again(Struct, frozen=True):
+    """Run the same stage once more, in the same state (not a transition)."""
+
+
+AGAIN = Again()
+
+Next = LoopState | Pause | AwaitTools | Finish | Again

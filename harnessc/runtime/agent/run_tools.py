@@ -32,10 +32,9 @@ from typing import Any
 from harnessc.runtime.agent.budget_gate import SPEND_LIMITS, check
 from harnessc.runtime.agent.call_model import short_json
 from harnessc.runtime.agent.checkpoints import BatchGuard
-from harnessc.runtime.agent.endings import AwaitTools, Next, Pause
 from harnessc.runtime.agent.hooks import coerce
 from harnessc.runtime.agent.parts import AgentParts
-from harnessc.runtime.agent.run_state import CallRecord, RunState
+from harnessc.runtime.agent.run_state import AwaitTools, CallRecord, Next, Pause, RunState
 from harnessc.runtime.core.events import (
     PlanCommitEvent,
     ToolExecutionEndEvent,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from harnessc.runtime.agent import endings, restore
+from harnessc.runtime.agent import restore
 from harnessc.runtime.agent.parts import AgentParts
 from harnessc.runtime.agent.run_state import RunState
 from harnessc.runtime.core.loop_states import LoopState
@@ -70,4 +70,4 @@ def settle(agent: AgentParts, reason: str) -> None:
 def reopen(agent: AgentParts, run: RunState) -> None:
     """Undo ``settle`` (the move did not happen): the run is paused again, and recorded."""
     agent.adopt(run)
-    endings.record_pause(agent, run, run.pause_reason or "paused")
+    restore.record_pause(agent, run, run.pause_reason or "paused")
