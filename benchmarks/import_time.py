@@ -8,7 +8,9 @@ what the runtime needs from the standard library and nothing of harnessc's own).
 alternately, with bytecode caching on, from ``/`` with ``PYTHONPATH`` set to the tree
 under test (this work tree, and each ``--tree``); each figure is the median over
 ``--runs`` of the whole process's wall time and CPU time (user + system, which other
-load on the machine disturbs far less) minus those of a bare ``python -c pass``.
+load on the machine disturbs far less) minus those of a bare ``python -c pass``. With a
+``--tree``, this tree's import is also given as a ratio to that tree's (issue 42: no
+worse than 5c361bc, the tree before the records became msgspec Structs).
 """
 
 from __future__ import annotations
@@ -95,6 +97,13 @@ def main() -> None:
         print(
             f"  {name}: runtime / floor {by_wall:.2f}x by wall time, {by_cpu:.2f}x by CPU time "
             f"(target 2x: {verdict} it by CPU)"
+        )
+    mine_wall, mine_cpu = wall["harnessc.runtime (this tree)"], cpu["harnessc.runtime (this tree)"]
+    for name, _ in trees[1:]:  # issue 42: no worse than the tree before the change
+        other = f"harnessc.runtime ({name})"
+        print(
+            f"  this tree / {name}: {(mine_wall - bare_wall) / (wall[other] - bare_wall):.2f}x "
+            f"by wall time, {(mine_cpu - bare_cpu) / (cpu[other] - bare_cpu):.2f}x by CPU time"
         )
     print(f"  load average now: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
 

@@ -6,6 +6,8 @@ creates, so the kill comes inside the call without a fixed sleep."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -119,9 +121,66 @@ def test_a_call_is_marked_started_once_and_never_by_a_worker_that_lost_its_lease
         with pytest.raises(RuntimeError, match="lease was lost"):
             beat.start_call("run", "3:a")
         assert lost == ["recovered by x"]
-        with beat.engine.begin() as conn:
-            calls = conn.execute(sa.select(beat.started.c.call)).scalars().all()
-        assert sorted(calls) == ["1:a", "2:a"]  # nothing recorded without the lease
+        assert beat.marks.calls("run") == ["1:a", "2:a"]  # nothing recorded without the lease
+    finally:
+        beat.engine.dispose()
+        beat.marks.close()
+
+
+def _mark_in_a_process_that_dies(url: str, key: str) -> None:
+    """A worker process that marks a call started and dies at once (no close)."""
+    code = (
+        "import os, sys\n"
+        "from harnessc.runtime.durable.engine import Heartbeat\n"
+        "beat = Heartbeat(sys.argv[1], 'dying', 'q', 30.0)\n"
+        "beat.take()\n"
+        "assert beat.start_call('run', sys.argv[2])\n"
+        "os._exit(9)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, url, key], capture_output=True, text=True)
+    assert done.returncode == 9, done.stderr
+
+
+def test_sqlite_marks_are_a_write_ahead_log_beside_the_system_database(tmp_path: Path) -> None:
+    import sqlite3
+
+    from harnessc.runtime.durable.engine import Heartbeat, calls_path
+
+    database = tmp_path / "d.sqlite"
+    url = f"sqlite:///{database}"
+    _mark_in_a_process_that_dies(url, "1:a")  # the mark outlives the worker
+    beat = Heartbeat(url, "w", "q", 30.0)
+    try:
+        beat.take()
+        assert beat.start_call("run", "1:a") is False  # the dead worker's mark holds
+        assert beat.start_call("run", "2:a") is True
+        assert beat.marks.calls("run") == ["1:a", "2:a"]
+    finally:
+        beat.engine.dispose()
+        beat.marks.close()
+    with sqlite3.connect(calls_path(str(database))) as lite:
+        assert lite.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    with sqlite3.connect(database) as system:  # DBOS's database keeps its journal mode
+        assert system.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+
+
+def test_marks_an_older_worker_left_in_the_system_database_still_hold(tmp_path: Path) -> None:
+    import sqlite3
+
+    from harnessc.runtime.durable.engine import Heartbeat
+
+    database = tmp_path / "d.sqlite"
+    with sqlite3.connect(database) as system:  # as a worker before the calls file wrote it
+        system.execute(
+            "CREATE TABLE harnessc_started_calls (run_id TEXT NOT NULL, call TEXT NOT NULL,"
+            " worker_id TEXT NOT NULL, PRIMARY KEY (run_id, call))"
+        )
+        system.execute("INSERT INTO harnessc_started_calls VALUES ('run', '1:a', 'old')")
+    beat = Heartbeat(f"sqlite:///{database}", "w", "q", 30.0)
+    try:
+        beat.take()
+        assert beat.start_call("run", "1:a") is False  # started by the older worker
+        assert beat.start_call("run", "2:a") is True
     finally:
         beat.engine.dispose()
         beat.marks.close()

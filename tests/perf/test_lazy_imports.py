@@ -76,6 +76,37 @@ def test_the_runtime_loads_no_dataclass_machinery() -> None:
     assert "dataclasses" not in loaded and "difflib" not in loaded
 
 
+# What a run needs only once a tool batch runs (the permission gate, the argument checker,
+# the sandbox's binding) or once the spec asks for it (a sandbox policy): none of it loads
+# with the runtime (issue 42: msgspec's import is paid for by these).
+NOT_AT_IMPORT = (
+    "harnessc.runtime.permissions.gate",
+    "harnessc.runtime.permissions.rules",
+    "harnessc.runtime.permissions.shell_rules",
+    "harnessc.runtime.permissions.shown_args",
+    "harnessc.runtime.sandbox",
+    "harnessc.runtime.sandbox.spawn",
+    "harnessc.runtime.tools.validation",
+    "hashlib",
+    "shlex",
+)
+
+
+def test_the_runtime_leaves_what_a_tool_batch_needs_unloaded() -> None:
+    loaded = _loaded_after("import harnessc.runtime")
+    assert not loaded & set(NOT_AT_IMPORT), sorted(loaded & set(NOT_AT_IMPORT))
+
+
+def test_the_runtime_compiles_the_credential_pattern_on_first_use() -> None:
+    probe = (
+        "import harnessc.runtime\n"
+        "from harnessc.runtime.support import secrets\n"
+        "assert not secrets._COMPILED, 'compiled at import'\n"
+        "assert secrets.is_credential_name('OPENAI_API_KEY') and secrets._COMPILED\n"
+    )
+    subprocess.run([sys.executable, "-c", probe], check=True)
+
+
 def test_js_number_still_spells_unusual_floats() -> None:
     from harnessc.runtime.session.jsonl import js_number
 

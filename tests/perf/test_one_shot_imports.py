@@ -40,6 +40,13 @@ NEVER = (
     "harnessc.runtime.telemetry",
     "opentelemetry",
     "harnessc.runtime.tools.bash",
+    # an agent without permissions: never loads the gate, its rules or the shell reader
+    "harnessc.runtime.permissions.gate",
+    "harnessc.runtime.permissions.rules",
+    "harnessc.runtime.permissions.shell_rules",
+    # `sandbox: auto` checks the machine at start; what wraps a program loads with the first
+    "harnessc.runtime.sandbox.bwrap",
+    "harnessc.runtime.sandbox.layout",
     "harnessc.runtime.providers.anthropic_messages",
     "harnessc.runtime.providers.google_generative_ai",
     "harnessc.runtime.providers.replay",

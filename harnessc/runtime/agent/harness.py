@@ -42,7 +42,6 @@ from harnessc.runtime.core.signal import AbortSignal
 from harnessc.runtime.options.harness_options import AgentHarnessOptions
 from harnessc.runtime.providers.base import Provider, ToolSpec
 from harnessc.runtime.resources.types import AgentHarnessResources
-from harnessc.runtime.sandbox.spawn import check_at_start
 from harnessc.runtime.session.session import Session
 from harnessc.runtime.tools.base import AgentTool
 
@@ -79,7 +78,10 @@ class AgentHarness:
     )
 
     def __init__(self, options: AgentHarnessOptions) -> None:
-        check_at_start(options.sandbox)  # a required sandbox this machine lacks: no start
+        if options.sandbox is not None:  # a required sandbox this machine lacks: no start
+            from harnessc.runtime.sandbox.spawn import check_at_start
+
+            check_at_start(options.sandbox)
         self.options = options
         self.session: Session = options.session if options.session is not None else Session()
         self.commands = CommandRegistry()

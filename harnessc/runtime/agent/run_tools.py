@@ -54,12 +54,8 @@ from harnessc.runtime.core.hooks import (
 )
 from harnessc.runtime.core.loop_states import LoopState
 from harnessc.runtime.core.messages import TextContent, ToolResultMessage
-from harnessc.runtime.permissions.gate import find_gate, tool_context_with_rules
-from harnessc.runtime.permissions.shown_args import changed_note, same_call
-from harnessc.runtime.sandbox.spawn import using as using_sandbox
 from harnessc.runtime.support.timeouts import until
 from harnessc.runtime.tools.base import HoldCall, ToolResult, redacted
-from harnessc.runtime.tools.validation import validate_arguments
 
 __all__ = [
     "block",
@@ -130,6 +126,8 @@ async def _run_batch(agent: AgentParts, run: RunState, guard: BatchGuard) -> str
         if (spent := await check(agent, ("wall_clock_s",))) is not None:
             return spent
     todo, limited = await _within_call_limit(agent, todo)
+    from harnessc.runtime.permissions.gate import find_gate, tool_context_with_rules
+
     context = tool_context_with_rules(
         await agent.settings.tool_context.resolve(),
         find_gate(agent.options.hooks),
@@ -257,6 +255,8 @@ async def _prepare(agent: AgentParts, run: RunState, record: CallRecord) -> Tool
             f"The arguments of this {call.name} call are not valid JSON ({call.parse_error}). "
             "Call the tool again with a JSON object matching its schema."
         )
+    from harnessc.runtime.tools.validation import validate_arguments
+
     args, errors = validate_arguments(call.arguments, tool.parameters)
     if errors:
         listed = "\n".join(f"  - {e}" for e in errors)
@@ -280,6 +280,8 @@ async def _prepare(agent: AgentParts, run: RunState, record: CallRecord) -> Tool
         "tool_call", event, tool_name=call.name, fail=failures, on_result=chain_input
     )
     # an approval answers the call as it was shown: the same arguments after every hook
+    from harnessc.runtime.permissions.shown_args import same_call
+
     approved = record.approval == "allow" and same_call(call.name, shown, event.input)
     for result in results:
         if isinstance(result, PauseRequest):
@@ -320,6 +322,8 @@ def _hold_for_question(
     ``record.args``: an approval answers exactly them); the run pauses on ``reason``. An
     approval given for other arguments (``shown``) is void: this is a new question."""
     if record.approval == "allow" and shown is not None:
+        from harnessc.runtime.permissions.shown_args import changed_note
+
         reason = f"{reason} ({changed_note(record.call.name, shown, now)})"
     record.approval = None
     record.args = dict(now)
@@ -343,6 +347,8 @@ async def _execute(agent: AgentParts, record: CallRecord, context: Any) -> tuple
             ),
             now=True,
         )
+
+    from harnessc.runtime.sandbox.spawn import using as using_sandbox
 
     limit = getattr(tool, "timeout_s", None) or agent.options.tool_timeout_s
     scope = asyncio.timeout(limit) if limit else until(None)

@@ -23,6 +23,7 @@ from harnessc.runtime.durable.workflow import DurableAgent, register_agent
 __all__ = [
     "APP_VERSION",
     "CallMarks",
+    "calls_path",
     "EXIT_LEASE_LOST",
     "Heartbeat",
     "db_now",
@@ -176,7 +177,8 @@ class Heartbeat:
         self.table = workers_table()
         self.started = started_table()
         _create_table(self.engine, self.table)
-        _create_table(self.engine, self.started)
+        if not url.startswith("sqlite:///"):  # SQLite's are in a file of their own
+            _create_table(self.engine, self.started)
         self.marks = CallMarks(url)
         self.recovered: list[str] = []
         self.renewed = 0.0  # time.monotonic() before the last renewal that held
@@ -307,7 +309,14 @@ class CallMarks:
     there (SQLite's ``OR IGNORE``, PostgreSQL's ``ON CONFLICT DO NOTHING``). A mark does
     not wait for the disk (SQLite ``synchronous = NORMAL``, PostgreSQL
     ``synchronous_commit = off``): it survives the worker's death, which is what it is
-    for; one lost with the database server's crash makes that call run again."""
+    for; one lost with the machine's or database server's crash makes that call run again.
+
+    On SQLite the marks have a database file of their own beside the system database
+    (``calls_path``), in write-ahead-log mode: a mark is then an append to the log with no
+    file created, synced or deleted (in the system database's rollback-journal mode, which
+    DBOS keeps, each mark cost a journal file's create and delete: 5-7 ms). Marks an
+    older harnessc left in the system database are copied over when that file is made.
+    """
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -319,8 +328,14 @@ class CallMarks:
             import sqlite3
 
             path = self.url[len("sqlite:///") :]
-            lite = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+            marks = calls_path(path)
+            new = not os.path.exists(marks)
+            lite = sqlite3.connect(marks, isolation_level=None, check_same_thread=False, timeout=30)
+            lite.execute("PRAGMA journal_mode = WAL")  # a mark appends to the log
             lite.execute("PRAGMA synchronous = NORMAL")  # no fsync of its own per mark
+            lite.execute(_SQLITE_CALLS)
+            if new:
+                _copy_older_marks(lite, path)
             return lite
         import psycopg
 
@@ -353,6 +368,17 @@ class CallMarks:
                 self.close_locked()
                 raise
 
+    def calls(self, run_id: str) -> list[str]:
+        """The keys of the calls marked started in run ``run_id``."""
+        with self.lock:
+            if self.conn is None:
+                self.conn = self._connect()
+            sqlite = self.url.startswith("sqlite:///")
+            query = "SELECT call FROM harnessc_started_calls WHERE run_id = " + (
+                "?" if sqlite else "%s"
+            )
+            return sorted(str(row[0]) for row in self.conn.execute(query, (run_id,)).fetchall())
+
     def close(self) -> None:
         with self.lock:
             self.close_locked()
@@ -364,6 +390,37 @@ class CallMarks:
                 conn.close()
             except Exception:  # a connection already broken: nothing to release
                 pass
+
+
+_SQLITE_CALLS = (
+    "CREATE TABLE IF NOT EXISTS harnessc_started_calls (run_id TEXT NOT NULL,"
+    " call TEXT NOT NULL, worker_id TEXT NOT NULL, PRIMARY KEY (run_id, call))"
+)
+
+
+def calls_path(database: str) -> str:
+    """The SQLite file of the call marks of the system database at ``database``."""
+    return database + ".calls"
+
+
+def _copy_older_marks(lite: Any, database: str) -> None:
+    """Copy the marks an older harnessc wrote into the system database itself (a run it
+    started may be recovered by this one); workers starting together copy alike."""
+    if not os.path.exists(database):
+        return
+    lite.execute("ATTACH DATABASE ? AS system", (database,))
+    try:
+        found = lite.execute(
+            "SELECT 1 FROM system.sqlite_master WHERE type = 'table'"
+            " AND name = 'harnessc_started_calls'"
+        ).fetchone()
+        if found:
+            lite.execute(
+                "INSERT OR IGNORE INTO main.harnessc_started_calls (run_id, call, worker_id)"
+                " SELECT run_id, call, worker_id FROM system.harnessc_started_calls"
+            )
+    finally:
+        lite.execute("DETACH DATABASE system")
 
 
 def _lease_lost(state: str) -> None:

@@ -8,6 +8,7 @@ a server from the flags it was started with.
 
 from __future__ import annotations
 
+import sys
 import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -186,8 +187,6 @@ def give_client_tools(harness: AgentHarness, tools: Sequence[AgentTool]) -> None
     """Make ``tools`` (a client's external tools) the harness's client tools, in place
     of those an earlier run of the session had; a tool of the agent's own name wins. An
     ``ask`` never holds a client tool (the client answers it itself); a deny rule does."""
-    from harnessc.runtime.permissions.gate import find_gate
-
     before = _CLIENT_TOOLS.get(harness, frozenset())
     if before:
         harness.remove_tools(list(before))
@@ -196,6 +195,10 @@ def give_client_tools(harness: AgentHarness, tools: Sequence[AgentTool]) -> None
         harness.add_tools(fresh)
     names = frozenset(t.name for t in fresh)
     _CLIENT_TOOLS[harness] = names
+    if "harnessc.runtime.permissions.gate" not in sys.modules:
+        return  # no PermissionGate was ever made: nothing to tell
+    from harnessc.runtime.permissions.gate import find_gate
+
     gate = find_gate(harness.options.hooks)
     if gate is not None:
         gate.client_tools = names

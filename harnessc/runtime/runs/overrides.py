@@ -10,6 +10,7 @@ flags it was started with, a durable worker for every run it executes.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -153,12 +154,19 @@ def _both(
     return adjust
 
 
+# A PermissionGate exists only once this module is loaded: an agent without
+# ``permissions:`` starts without loading the gate, its rules and the shell reader.
+_GATE_MODULE = "harnessc.runtime.permissions.gate"
+
+
 def install_gate(
     options: Any, mode: str | None, warn: Callable[[str], object] | None = None
 ) -> Any:
     """The agent's gate (its spec's ``permissions:``) in ``mode``; one without rules is
     added when a mode other than default is asked for and the spec has none. A rule
     naming no tool of the agent is a SetupError (the agent does not start)."""
+    if mode in (None, "default") and _GATE_MODULE not in sys.modules:
+        return None  # no gate was ever made (its module is not loaded) and none is asked for
     from harnessc.runtime.permissions.gate import find_gate, permission_hook
     from harnessc.runtime.permissions.rules import PermissionError_, check_rule_tools
 

@@ -17,8 +17,6 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
 
-from harnessc.runtime.sandbox.bwrap import bwrap_argv, proxy_environment
-from harnessc.runtime.sandbox.layout import SandboxLayoutError, resolve_layout
 from harnessc.runtime.sandbox.policy import SandboxPolicy
 from harnessc.runtime.sandbox.probe import probe
 
@@ -115,6 +113,10 @@ def sandboxed(
         if policy.mode == "auto":
             return list(argv), out_env
         raise SandboxUnavailable(f"this machine cannot enforce the sandbox: {found.reason}")
+    # loaded with the first sandboxed program, not when an agent starts
+    from harnessc.runtime.sandbox.bwrap import bwrap_argv, proxy_environment
+    from harnessc.runtime.sandbox.layout import SandboxLayoutError, resolve_layout
+
     try:
         if writable:
             policy = SandboxPolicy(
