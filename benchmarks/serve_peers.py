@@ -8,7 +8,8 @@ same add agent in a process of its own, started fresh for each number of clients
 
 - ``bare``: the floor, bare aiohttp doing the agent's work (benchmarks/peers/serve_bare.py);
 - ``harnessc``: benchmarks/peers/serve_agent.yaml compiled and started with ``--serve``
-  (POST /agui);
+  (POST /agui); its ``add`` tool is declared ``read_only: true``, as docs/tools.md tells
+  a user to declare a pure function, so its batches take no workspace checkpoint;
 - ``harnessc-plain``: the same without workspace checkpoints (serve_agent_plain.yaml,
   ``checkpoints: false``): what the checkpoints around each tool batch cost;
 - ``pydantic-ai``: its AG-UI adapter (``AGUIAdapter.dispatch_request``) under uvicorn;

@@ -33,7 +33,7 @@ def build_options(*, session: Session | None = None, cwd: str | None = None) -> 
             ),
         },
         model="main",
-        tools=[python_tool(import_object("add_tools:add", SPEC_DIR))],
+        tools=[python_tool(import_object("add_tools:add", SPEC_DIR), read_only=True)],
         system_prompt=SYSTEM_PROMPT,
     )
 

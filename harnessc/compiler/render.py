@@ -406,6 +406,7 @@ class _Builder:
                 description=Lit(py.description) if py.description is not None else None,
                 parameters=from_json(py.parameters) if py.parameters is not None else None,
                 timeout_s=Lit(py.timeout_s) if py.timeout_s is not None else None,
+                read_only=Lit(True) if py.read_only else None,
             )
         if entry.external is not None:
             ext = entry.external

@@ -486,6 +486,8 @@ class PythonToolSpec(SpecModel):
     """JSON Schema of the arguments; default: derived from the type hints."""
     timeout_s: PosFloat | None = None
     """Seconds one call may run before the agent loop ends it with an error result; default: tool_timeout_s."""
+    read_only: bool = False
+    """The function only reads (changes no file, has no outside effect): its batches take no workspace checkpoint, and a durable run whose worker stopped during a call runs it again. Undeclared, a python tool may change files."""
 
     @model_validator(mode="before")
     @classmethod
@@ -519,7 +521,8 @@ _TOOL_ENTRY_DOC = (
     "One tool: a built-in name (``read``), or a single key naming the kind with its options."
 )
 _PYTHON_TOOL_DOC = (
-    "A Python function as a tool: 'module:function', or {function, name, description, parameters}."
+    "A Python function as a tool: 'module:function', or "
+    "{function, name, description, parameters, timeout_s, read_only}."
 )
 _EXTERNAL_TOOL_DOC = (
     "A tool answered by the caller: calling it pauses the run until its result is given "
@@ -532,7 +535,7 @@ class _ToolEntryBase(SpecModel):
 
     misplaced_keys: ClassVar[dict[str, str]] = {
         key: f"options go under the tool kind, e.g. `python: {{function: mod:func, {key}: ...}}`"
-        for key in ("function", "name", "description", "parameters")
+        for key in ("function", "name", "description", "parameters", "read_only")
     } | {"timeout_s": "options go under the tool kind, e.g. `bash: {timeout_s: 60}`"}
 
     @model_validator(mode="before")

@@ -32,7 +32,7 @@ def test_a_change_between_the_look_and_the_wait_is_not_lost() -> None:
         run.changed()  # the run's last change, made right then
         await _step(20)  # a handful of loop iterations, never the keep-alive
         assert first.done(), "the stream slept through the run's last change"
-        assert first.result() == (0, '{"type": "agent_end"}')
+        assert first.result() == (0, '{"type":"agent_end"}')
         rest = [item async for item in stream]
         assert rest == []  # the run ended: the stream ends after its events
 

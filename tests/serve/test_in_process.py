@@ -150,3 +150,43 @@ def test_sessions_in_memory_are_bounded_by_kept_runs() -> None:
         await runs.drain(0)
 
     asyncio.run(scenario())
+
+
+def test_a_run_on_sessions_in_memory_starts_without_a_worker_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With sessions in memory there is no file to create or look for: a run's start
+    through the native door and AG-UI hands nothing to a worker thread (each hand-off
+    costs the loop a wake-up)."""
+    pytest.importorskip("ag_ui")
+    handed: list[str] = []
+    to_thread = asyncio.to_thread
+
+    async def watched(func: Any, /, *args: Any, **kwargs: Any) -> Any:
+        handed.append(getattr(func, "__qualname__", repr(func)))
+        return await to_thread(func, *args, **kwargs)
+
+    monkeypatch.setattr(asyncio, "to_thread", watched)
+
+    async def scenario() -> None:
+        app, runs = _app(None)
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://in") as client:
+            started = (await client.post("/v1/runs", json={"prompt": "hello"})).json()
+            assert (await _settle(client, started["run_id"]))["status"] == "done"
+            body = {
+                "threadId": "t-1",
+                "runId": "r-1",
+                "state": {},
+                "messages": [{"id": "u1", "role": "user", "content": "hi"}],
+                "tools": [],
+                "context": [],
+                "forwardedProps": {},
+            }
+            answer = await client.post("/agui", json=body)
+            assert answer.status_code == 200 and "echo: hi" in answer.text
+            assert "RUN_FINISHED" in answer.text
+        await runs.drain(0)
+
+    asyncio.run(scenario())
+    assert handed == [], f"handed to a worker thread: {handed}"

@@ -187,8 +187,11 @@ class PlainRuns:
             harness = self.source.harness(target, request.tools)
         elif target is not None:
             harness = await self._idle_harness(target, list(request.tools))
-        else:
+        elif self.source.stored:
             session = await asyncio.to_thread(self.source.new_session, request.context)
+            harness = self.source.harness(session, request.tools)
+        else:  # a session in memory: no file to write, so no worker thread's hand-off
+            session = self.source.new_session(request.context)
             harness = self.source.harness(session, request.tools)
         try:
             await _override(harness, request)

@@ -36,7 +36,7 @@ from starlette.routing import Route
 from harnessc.runtime.core.messages import AssistantMessage, ImageContent, TextContent, UserMessage
 from harnessc.runtime.runs.answers import MCP_KINDS, Answer, Decision
 from harnessc.runtime.runs.control import RunControl, RunRequest
-from harnessc.runtime.runs.run import Run
+from harnessc.runtime.runs.run import Run, event_type
 from harnessc.runtime.serve.bodies import ApiError, read_json
 from harnessc.runtime.serve.errors import guarded, serve_state
 from harnessc.runtime.serve.images import MAX_IMAGES, image
@@ -82,7 +82,10 @@ async def _start(state: ServeState, given: Any) -> tuple[Run, int]:
         session_id = state.threads.get(given.thread_id)
         if session_id is None and (
             runs.latest(given.thread_id) is not None
-            or await asyncio.to_thread(state.source.has_session, given.thread_id)
+            or (
+                state.source.stored  # sessions in memory: no store to look in
+                and await asyncio.to_thread(state.source.has_session, given.thread_id)
+            )
         ):
             session_id = given.thread_id
         latest = runs.latest(session_id) if session_id else None
@@ -284,13 +287,15 @@ async def _stream(
 ) -> AsyncIterator[str]:
     from ag_ui import core
 
-    yield encoder.encode(core.RunStartedEvent(thread_id=given.thread_id, run_id=given.run_id))
+    opening = encoder.encode(core.RunStartedEvent(thread_id=given.thread_id, run_id=given.run_id))
     if given.state:
-        yield encoder.encode(core.StateSnapshotEvent(snapshot=given.state))
+        opening += encoder.encode(core.StateSnapshotEvent(snapshot=given.state))
+    yield opening
     translator = _Translator(run, core)
     # Events of this request only (a resumed run keeps its older ones). The events ready
     # together go out in one write: the AG-UI events of each are gathered until the last
-    # event the run holds now (the next one is waited for), then sent.
+    # event the run holds now (the next one is waited for), then sent; those of a run
+    # that ended meanwhile go out with its last event (RUN_FINISHED or RUN_ERROR).
     ready: list[str] = []
     async for item in runs.events(run, first):
         if item is None:
@@ -298,20 +303,22 @@ async def _stream(
         else:
             index, encoded = item
             ready.extend(encoder.encode(out) for out in translator.translate(encoded, index))
-            if index + 1 < len(run.events):
+            if index + 1 < len(run.events) or run.over:
                 continue
         if ready:
             yield "".join(ready)
             ready.clear()
     ready.extend(encoder.encode(out) for out in translator.close())
-    if ready:
-        yield "".join(ready)
+    ready.append(encoder.encode(_last_event(core, run, given)))
+    yield "".join(ready)
+
+
+def _last_event(core: Any, run: Run, given: Any) -> Any:
+    """RUN_ERROR, or RUN_FINISHED with the run's result or its pause's interrupts."""
     if run.status == "error":
-        yield encoder.encode(core.RunErrorEvent(message=run.reason or "the run failed"))
-        return
+        return core.RunErrorEvent(message=run.reason or "the run failed")
     if run.status == "aborted":
-        yield encoder.encode(core.RunErrorEvent(message=run.reason or "aborted", code="aborted"))
-        return
+        return core.RunErrorEvent(message=run.reason or "aborted", code="aborted")
     usage = _usage(core, run)
     pause = run.pause if run.paused else None
     if pause is not None and not pause.awaiting_tool:
@@ -328,25 +335,20 @@ async def _stream(
         interrupts = interrupts or [
             core.Interrupt(id=run.id, reason=pause.kind, message=run.reason)
         ]
-        yield encoder.encode(
-            core.RunFinishedEvent(
-                thread_id=given.thread_id,
-                run_id=given.run_id,
-                outcome=core.RunFinishedInterruptOutcome(interrupts=interrupts),
-                **usage,
-            )
-        )
-        return
-    pending = [c.id for c in pause.calls] if pause is not None else None
-    result = run.output if run.output is not None else run.text
-    yield encoder.encode(
-        core.RunFinishedEvent(
+        return core.RunFinishedEvent(
             thread_id=given.thread_id,
             run_id=given.run_id,
-            result=result if run.status == "done" else None,
-            outcome=core.RunFinishedSuccessOutcome(pending_tool_call_ids=pending),
+            outcome=core.RunFinishedInterruptOutcome(interrupts=interrupts),
             **usage,
         )
+    pending = [c.id for c in pause.calls] if pause is not None else None
+    result = run.output if run.output is not None else run.text
+    return core.RunFinishedEvent(
+        thread_id=given.thread_id,
+        run_id=given.run_id,
+        result=result if run.status == "done" else None,
+        outcome=core.RunFinishedSuccessOutcome(pending_tool_call_ids=pending),
+        **usage,
     )
 
 
@@ -371,18 +373,31 @@ def _usage(core: Any, run: Run) -> dict[str, Any]:
     }
 
 
+# The harness's events that become AG-UI events; the others (two in three of a tool
+# step's events) are passed over without being decoded.
+_TRANSLATED = frozenset(
+    {"message_update", "message_end", "tool_execution_end", "handover_progress"}
+)
+
+
 class _Translator:
     """The harness's events (as ``--json`` encodes them) to AG-UI events."""
 
     def __init__(self, run: Run, core: Any) -> None:
+        from msgspec.json import Decoder
+
         self.run = run
         self.core = core
         self.open_text: str | None = None
         self.count = 0
+        self.decode = Decoder().decode
 
     def translate(self, encoded: str, index: int) -> list[Any]:
         core = self.core
-        event = json.loads(encoded)
+        kind = event_type(encoded)
+        if kind is not None and kind not in _TRANSLATED:
+            return []
+        event = self.decode(encoded)
         kind = event.get("type")
         out: list[Any] = []
         if kind == "message_update" and event.get("delta_type") == "text_delta":

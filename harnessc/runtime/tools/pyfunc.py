@@ -214,6 +214,7 @@ def python_tool(
     description: str | None = None,
     parameters: dict[str, Any] | None = None,
     timeout_s: float | None = None,
+    read_only: bool = False,
 ) -> Tool:
     """A tool that calls ``func`` with the model's arguments.
 
@@ -224,7 +225,9 @@ def python_tool(
     INLINE_BELOW_S), then on the event loop; an inline call that takes INLINE_SLOW_S or
     more sends it back to the thread for good.
     ``timeout_s``: the loop ends a call running longer (default: the harness's
-    ``tool_timeout_s``).
+    ``tool_timeout_s``). ``read_only``: ``func`` changes no file and has no outside
+    effect (its batches take no workspace checkpoint; a recovered durable run calls it
+    again); a tool not declared so may change files.
     """
     if not callable(func):
         raise TypeError(f"python_tool needs a callable, got {type(func).__name__}")
@@ -241,6 +244,7 @@ def python_tool(
         parameters=schema,
         run=_Call(func, tool_name, known),
         timeout_s=timeout_s,
+        read_only=read_only,
     )
 
 
