@@ -29,7 +29,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -219,9 +218,6 @@ def main() -> None:
     def reply(request: Any) -> ScriptedResponse:
         return ScriptedResponse.sse(openai_events(["hello ", "there"]), delay_s=delay["s"])
 
-    # The model server's listen backlog (5 by default) would drop the SYNs of N runs
-    # connecting at once, and each dropped SYN costs the run a one-second retransmit.
-    ThreadingHTTPServer.request_queue_size = 4096
     with ProtocolServer() as model, tempfile.TemporaryDirectory() as tmp:
         model.set_handler(reply)
         folder = Path(tmp)

@@ -171,13 +171,9 @@ def _gemini(route: str, call: bool, done: int, text: str) -> Any:
 
 def model_server(steps: int, latency_s: float) -> None:
     """``--model``: serve the scripted model, print its URL, stop when stdin ends."""
-    from http.server import ThreadingHTTPServer
 
     from harnessc.testing import ProtocolServer
 
-    # The default listen backlog (5) drops the SYNs of many clients connecting at once,
-    # and each dropped SYN costs its request a one-second retransmit.
-    ThreadingHTTPServer.request_queue_size = 4096
     model = Model(steps, latency_s)
     with ProtocolServer() as server:
         server.set_handler(model.handle)

@@ -119,6 +119,10 @@ Handler = Callable[[RecordedRequest], ScriptedResponse]
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    # The listen backlog: socketserver's 5 drops the SYNs of many clients connecting at
+    # once (a benchmark's thousand sessions), each costing its request a one-second
+    # retransmit. The kernel caps it at net.core.somaxconn.
+    request_queue_size = 4096
     owner: ProtocolServer
 
     def handle_error(self, request: Any, client_address: Any) -> None:

@@ -251,3 +251,20 @@ def test_a_reply_that_spent_nothing_shares_the_empty_cost() -> None:
     assert NO_COST.total == 0.0  # the priced reply did not write into the shared one
     assert Usage.from_dict(free.to_dict()).cost is NO_COST
     assert Usage.from_dict(priced.to_dict()).cost == priced.cost
+
+
+def test_the_scripted_server_queues_a_burst_of_connections() -> None:
+    """Many clients connecting at once (a benchmark's thousand sessions) wait in the
+    scripted server's accept queue instead of losing their SYNs to a full one: its
+    listening socket's backlog is 4096, or the kernel's cap (``somaxconn``) below it.
+    Linux reports a listener's backlog in ``tcp_info``'s ``tcpi_sacked``."""
+    import socket
+    import struct
+
+    cap = int(Path("/proc/sys/net/core/somaxconn").read_text())
+    with ProtocolServer() as server:
+        listener = server._server
+        assert listener is not None
+        info = listener.socket.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 32)
+        backlog = struct.unpack_from("I", info, 28)[0]
+    assert backlog == min(4096, cap), backlog
