@@ -53,22 +53,40 @@ def judge_model() -> Iterator[ProtocolServer]:
         yield running
 
 
-def judge_reply(request: RecordedRequest) -> ScriptedResponse:
-    """The judge's model; its reply to the answer is slow (a kill lands during it)."""
-    response = model_reply(request)
-    if request.json["messages"][-1]["role"] == "tool":
-        response.delay_s = 4.0
-    return response
+class JudgeReply:
+    """The judge's model; with ``slow`` on, its reply to the answer takes 4 s (a kill
+    lands during it)."""
+
+    def __init__(self) -> None:
+        self.slow = False
+
+    def __call__(self, request: RecordedRequest) -> ScriptedResponse:
+        response = model_reply(request)
+        if self.slow and request.json["messages"][-1]["role"] == "tool":
+            response.delay_s = 4.0
+        return response
+
+
+@pytest.fixture(scope="module")
+def served_judge(
+    tmp_path_factory: pytest.TempPathFactory, judge_model: ProtocolServer
+) -> Iterator[Served]:
+    with compile_agent(tmp_path_factory.mktemp("judge"), judge_model.url, TYPED_SPEC) as kit:
+        yield kit.serve()
 
 
 @pytest.fixture
-def judge(
-    tmp_path_factory: pytest.TempPathFactory, judge_model: ProtocolServer
-) -> Iterator[Served]:
+def judge_script(judge_model: ProtocolServer) -> JudgeReply:
     judge_model.reset()
-    judge_model.set_handler(judge_reply)
-    with compile_agent(tmp_path_factory.mktemp("judge"), judge_model.url, TYPED_SPEC) as kit:
-        yield kit.serve()
+    script = JudgeReply()
+    judge_model.set_handler(script)
+    return script
+
+
+@pytest.fixture
+def judge(served_judge: Served, judge_script: JudgeReply) -> Served:
+    """The judge, served once for the module; its model's requests start afresh."""
+    return served_judge
 
 
 class RemoteTree(Tree):
@@ -107,7 +125,7 @@ def _sends(runs: Any, run_id: str) -> int:
 
 @pytest.mark.parametrize("when", ["paused", "answered-meanwhile", "answer-sent"])
 def test_a_remote_question_answered_around_a_worker_kill_goes_on_in_the_same_task(
-    tree: RemoteTree, judge_model: ProtocolServer, when: str
+    tree: RemoteTree, judge_model: ProtocolServer, judge_script: JudgeReply, when: str
 ) -> None:
     """The worker is killed while the run waits (``paused``: the answer reaches the
     next worker), before the answer comes (``answered-meanwhile``: it waits for the
@@ -115,6 +133,7 @@ def test_a_remote_question_answered_around_a_worker_kill_goes_on_in_the_same_tas
     worker follows the task the answer went on, it does not send it again)."""
     from harnessc.runtime.runs.answers import Answer
 
+    judge_script.slow = when == "answer-sent"
     run_id = tree.submit("go")
     victim = tree.worker()
     with tree.runs() as runs:
@@ -171,6 +190,7 @@ def test_a_remote_permission_ask_approved_after_a_worker_kill_runs_once(
     path ``lead > judge``); killed while paused, the next worker takes the approval to
     the judge's task, which runs the call once."""
     marker = judge.log.parent / "durable-approved.txt"
+    marker.unlink(missing_ok=True)  # the judge is the module's: an earlier case's call
     tree.lead.prompt = f'call bash {{"command": "touch {marker.name}"}}'
     run_id = tree.submit("go")
     victim = tree.worker()
