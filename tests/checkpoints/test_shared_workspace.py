@@ -125,3 +125,26 @@ def test_takes_asked_for_together_share_one_scan_and_a_later_one_scans_again(
     (ws / "a.txt").write_text("changed\n")
     later = workspace.take("after")
     assert later.tree != taken[0].tree and len(scans) <= 3
+
+
+def test_an_agents_start_sees_a_cut_short_checkpoint_after_earlier_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each agent's start asks whether a checkpoint or a rewind of its folder was cut
+    short: the answer's place is found once per folder and data folder, the question is
+    asked again each time (a busy note made after earlier starts is seen), and another
+    data folder is another store."""
+    from harnessc.runtime.checkpoints.layout import BUSY, cut_short, store_root, workspace_dir
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    settings = CheckpointSettings()
+    assert not cut_short(settings, str(folder))
+    assert not cut_short(settings, str(folder))
+    place = workspace_dir(store_root(settings, str(folder)), str(folder.resolve()))
+    place.mkdir(parents=True)
+    (place / BUSY).write_text("")
+    assert cut_short(settings, str(folder))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "other"))
+    assert not cut_short(settings, str(folder))

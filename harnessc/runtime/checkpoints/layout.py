@@ -3,11 +3,12 @@ and busy note): ``<store>/workspaces/<key of the workspace's real path>/``."""
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
 from harnessc.runtime.core.checkpoint_settings import CheckpointSettings
-from harnessc.runtime.support.data_folder import project_key, resolve_folder
+from harnessc.runtime.support.data_folder import DataFolder, project_key, resolve_folder
 
 __all__ = ["WORKSPACES", "cut_short", "store_root", "workspace_dir"]
 
@@ -29,5 +30,18 @@ def workspace_dir(store: str | os.PathLike[str], workspace: str) -> Path:
 def cut_short(settings: CheckpointSettings, cwd: str) -> bool:
     """Whether a checkpoint or a rewind of ``cwd`` was under way when its process ended
     (or is under way now): two stat calls, nothing created."""
-    folder = workspace_dir(store_root(settings, cwd), os.path.realpath(cwd))
-    return os.path.exists(folder / JOURNAL) or os.path.exists(folder / BUSY)
+    setting = settings.folder
+    key = setting if isinstance(setting, DataFolder) else os.fspath(setting)
+    environ = os.environ
+    journal, busy = _markers(key, cwd, environ.get("XDG_DATA_HOME", ""), environ.get("HOME", ""))
+    return os.path.exists(journal) or os.path.exists(busy)
+
+
+@functools.lru_cache(maxsize=64)
+def _markers(setting: str | DataFolder, cwd: str, data_home: str, home: str) -> tuple[str, str]:
+    """The journal and busy note ``cut_short`` looks for, found once per store setting,
+    folder and data folder (its environment is in the key): every agent a process starts
+    in a folder asks at its start, a service's thousand at once."""
+    store = Path(os.path.abspath(resolve_folder(setting, cwd)))
+    folder = workspace_dir(store, os.path.realpath(cwd))
+    return str(folder / JOURNAL), str(folder / BUSY)
