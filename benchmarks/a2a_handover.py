@@ -27,14 +27,11 @@ import argparse
 import asyncio
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
-
-import httpx
 
 ROOT = Path(__file__).resolve().parent
 # This folder holds an mcp.py: keep it off the import path, load serve_peers.py (the
@@ -100,39 +97,6 @@ async def _loop(turns: int, judge: Any) -> tuple[float, float]:
     return took, cpu
 
 
-def _serve(module: Path, env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = serve_peers._free_port()
-    with log.open("w") as out:
-        server = subprocess.Popen(
-            [sys.executable, str(module), "--serve", "--port", str(port)],
-            cwd=serve_peers.PEERS_DIR,
-            env=env,
-            stdout=out,
-            stderr=out,
-            start_new_session=True,
-        )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                return server, url
-        except httpx.HTTPError:
-            pass
-        if server.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit(f"the server did not start:\n{log.read_text()[-2000:]}")
-        time.sleep(0.2)
-
-
-def _stop(server: subprocess.Popen[bytes]) -> None:
-    server.terminate()
-    try:
-        server.wait(30)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.wait()
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=50, help="hand-overs per loop")
@@ -147,16 +111,15 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         module = serve_peers.compile_agent(Path(tmp) / "generated", serve_peers.PLAIN_SPEC)
         model = serve_peers.ModelProcess(args.steps, 0.0)
-        env = {
-            **os.environ,
-            "PYTHONPATH": str(serve_peers.REPO),
-            "BENCH_BASE_URL": f"{model.url}/v1",
-            "OPENAI_API_KEY": "sk-bench-dummy",
-            "XDG_DATA_HOME": str(Path(tmp) / "data"),
-        }
-        env.pop("HARNESSC_SERVE_TOKEN", None)
-        os.environ.update({k: env[k] for k in ("BENCH_BASE_URL", "OPENAI_API_KEY")})
-        server, url = _serve(module, env, Path(tmp) / "serve.log")
+        served = serve_peers.ServerKind(
+            "harnessc-plain",
+            "/a2a",
+            command=[sys.executable, str(module), "--serve", "--port", "PORT"],
+            env={"PYTHONPATH": str(serve_peers.REPO)},
+        )
+        os.environ.update(BENCH_BASE_URL=f"{model.url}/v1", OPENAI_API_KEY="sk-bench-dummy")
+        server = serve_peers.Running(served, model.url, Path(tmp), 1)
+        url = f"http://127.0.0.1:{server.port}"
         judges = {
             "local": SubAgent("judge", "Adds numbers.", module=module),
             "a2a": SubAgent("judge", "Adds numbers.", remote=RemoteA2A(url)),
@@ -169,13 +132,13 @@ def main() -> int:
                 asyncio.run(_loop(3, judges[kind]))
             for _ in range(args.rounds):
                 for kind in KINDS:
-                    served = serve_peers.cpu_s(server.pid)
+                    spent = serve_peers.cpu_s(server.proc.pid)
                     took, cpu = asyncio.run(_loop(args.turns, judges[kind]))
-                    served = serve_peers.cpu_s(server.pid) - served
-                    rows[kind].append((took / args.turns, cpu / args.turns, served / args.turns))
+                    spent = serve_peers.cpu_s(server.proc.pid) - spent
+                    rows[kind].append((took / args.turns, cpu / args.turns, spent / args.turns))
         finally:
             os.chdir(cwd)
-            _stop(server)
+            server.stop()
             model.stop()
     after = os.getloadavg()
     print(

@@ -20,7 +20,6 @@ import json
 import os
 import re
 import shutil
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,7 @@ pytest.importorskip("a2a.client")
 
 from harnessc.testing.mcp_oauth import OAuthMcpServer  # noqa: E402
 
-from .test_mcp_logins import _Browser, _context, follow  # noqa: E402
+from .test_mcp_logins import _Browser, _context, _pause_url, follow  # noqa: E402
 
 MODEL = """\
 models:
@@ -502,17 +501,26 @@ def durable(
             made.stop()
 
 
-def _pause_url(client: httpx.Client, run_id: str, other_than: str = "") -> str:
-    deadline = time.monotonic() + 90
-    while True:
-        status = client.get(f"/v1/runs/{run_id}").json()
-        pause = status.get("pause") or {}
-        url = (pause.get("payload") or {}).get("url")
-        if pause.get("kind") == "mcp_login" and url and url != other_than:
-            return str(url)
-        assert status["status"] not in ("done", "error"), (status, status.get("text"))
-        assert time.monotonic() < deadline, status
-        time.sleep(0.1)
+def _again_after_a_kill(
+    durable: Any, client: httpx.Client, run_id: str, first: str, victim: Any, worker_id: str
+) -> str:
+    """Kill ``victim``, the only worker (waiting at the login of ``first``), start one
+    under its id (it recovers its runs at once), answer with ``first``'s redirect, which
+    the new worker cannot use, and log in at the fresh URL it shows; the run's events."""
+    victim.kill()
+    victim.wait(30)
+    durable.workers.start(worker_id)
+    client.post(
+        f"/v1/runs/{run_id}/resume", json={"payload": {"redirect": follow(first)}}
+    ).raise_for_status()
+    fresh = _pause_url(client, run_id, other_than=first)
+    client.post(
+        f"/v1/runs/{run_id}/resume", json={"payload": {"redirect": follow(fresh)}}
+    ).raise_for_status()
+    status = wait_status(client, run_id, "done", "error", timeout=90)
+    assert status["status"] == "done", status
+    assert _whoami(status["text"]), status
+    return _events(durable.server, run_id)
 
 
 def test_a_durable_first_login_survives_a_worker_kill_with_a_fresh_url(
@@ -531,20 +539,7 @@ def test_a_durable_first_login_survives_a_worker_kill_with_a_fresh_url(
         run_id = client.post("/v1/runs", json={"prompt": prompt}).json()["run_id"]
         first = _pause_url(client, run_id)
         assert _asked(model_server, prompt) == asked, "the model was asked before the login"
-        victim.kill()
-        victim.wait(30)
-        workers.start("fw1")  # the same id: it recovers its runs at once
-        client.post(
-            f"/v1/runs/{run_id}/resume", json={"payload": {"redirect": follow(first)}}
-        ).raise_for_status()
-        fresh = _pause_url(client, run_id, other_than=first)
-        client.post(
-            f"/v1/runs/{run_id}/resume", json={"payload": {"redirect": follow(fresh)}}
-        ).raise_for_status()
-        status = wait_status(client, run_id, "done", "error", timeout=90)
-        assert status["status"] == "done", status
-        assert _whoami(status["text"]), status
-        events = _events(durable.server, run_id)
+        events = _again_after_a_kill(durable, client, run_id, first, victim, "fw1")
     _no_token_kept(durable.kit, durable.server, [events], notes)
 
 
@@ -566,19 +561,6 @@ def test_a_durable_sub_agents_first_login_on_its_own_server_survives_a_worker_ki
         pause = client.get(f"/v1/runs/{run_id}").json()["pause"]
         assert pause["payload"]["server"] == "desk", pause
         assert pause["payload"].get("path") == "helper > scout", pause
-        victim.kill()
-        victim.wait(30)
-        workers.start("fw2")
-        client.post(
-            f"/v1/runs/{run_id}/resume", json={"payload": {"redirect": follow(first)}}
-        ).raise_for_status()
-        fresh = _pause_url(client, run_id, other_than=first)
-        client.post(
-            f"/v1/runs/{run_id}/resume", json={"payload": {"redirect": follow(fresh)}}
-        ).raise_for_status()
-        status = wait_status(client, run_id, "done", "error", timeout=90)
-        assert status["status"] == "done", status
-        assert _whoami(status["text"]), status
-        events = _events(durable.server, run_id)
+        events = _again_after_a_kill(durable, client, run_id, first, victim, "fw2")
     assert len(list((durable.kit.workdir / "sessions").rglob("*.jsonl"))) >= 2  # lead, scout
     _no_token_kept(durable.kit, durable.server, [events], notes, desk)

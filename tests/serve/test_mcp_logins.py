@@ -140,9 +140,11 @@ def server(kit: AgentKit) -> Served:
 @pytest.fixture
 def no_admin(logged_in: Path) -> None:
     """The token of the first login again (a step-up made by an earlier test stored one
-    with the ``admin`` scope): ``admin`` meets a login."""
-    shutil.rmtree(logged_in / "harnessc")
-    shutil.copytree(logged_in / "first-login", logged_in / "harnessc")
+    with the ``admin`` scope): ``admin`` meets a login. Only the tokens go back: the
+    served agents write their logs and checkpoints in the same data folder meanwhile."""
+    tokens = logged_in / "harnessc" / "mcp-auth"
+    shutil.rmtree(tokens, ignore_errors=True)
+    shutil.copytree(logged_in / "first-login" / "mcp-auth", tokens)
 
 
 def _paused(client: httpx.Client, prompt: str) -> tuple[str, dict[str, Any]]:
@@ -338,6 +340,7 @@ def _pause_url(client: httpx.Client, run_id: str, other_than: str = "") -> str:
         url = (pause.get("payload") or {}).get("url")
         if pause.get("kind") == "mcp_login" and url and url != other_than:
             return str(url)
+        assert status["status"] not in ("done", "error"), (status, status.get("text"))
         assert time.monotonic() < deadline, status
         time.sleep(0.1)
 
