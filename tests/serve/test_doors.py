@@ -313,12 +313,16 @@ def cli_door(kit: AgentKit, name: str) -> Outcome:
     return out
 
 
-def _follow(kit: AgentKit, run_id: str, code: int) -> subprocess.CompletedProcess[str]:
-    """``--follow`` until it ends with ``code`` (a worker takes the answer meanwhile)."""
+def _follow(
+    kit: AgentKit, run_id: str, code: int, answered: list[str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``--follow`` until it ends with ``code`` (a worker takes the answer meanwhile); with
+    ``answered`` (the flags of an answer given), at a pause other than the answered one:
+    until a worker took the answer, the run still shows the pause it was given for."""
     deadline = time.monotonic() + 120
     while True:
         done = _cli(kit, "--follow", run_id)
-        if done.returncode == code:
+        if done.returncode == code and (answered is None or _hint(done.stderr) != answered):
             return done
         assert time.monotonic() < deadline, done.stderr
         time.sleep(0.3)
@@ -330,8 +334,9 @@ def durable_cli_door(kit: AgentKit, name: str) -> Outcome:
     assert first.returncode == 3, first.stderr
     [run_id] = [x.split()[1] for x in first.stderr.splitlines() if x.startswith("run ")]
     out.pauses.append("approval")
-    assert _cli(kit, *_hint(first.stderr)).returncode == 0  # --run RUN --approve CALL
-    second = _follow(kit, run_id, 3)
+    approve = _hint(first.stderr)
+    assert _cli(kit, *approve).returncode == 0  # --run RUN --approve CALL
+    second = _follow(kit, run_id, 3, answered=approve)
     assert "budget limit hit: turns" in second.stderr, second.stderr
     out.pauses.append("budget")
     assert _cli(kit, *_hint(second.stderr)).returncode == 0  # --resume-with budget
