@@ -206,6 +206,16 @@ async def read_attempt(
                 item = await queue.get()
                 if interrupt.kind:
                     if interrupt.kind == "idle":  # a finished reply left open (no end marker)
+                        # what came before the timer fired is read first: on a busy loop
+                        # the reply's last chunk can wait in the queue behind it
+                        while item[0] == CHUNK and not state.done:
+                            for event, data in parser.feed(item[1]):
+                                state.handle(event, data)
+                                if state.done:
+                                    break
+                            if not len(queue):
+                                break
+                            item = await queue.get()  # there: no wait
                         with contextlib.suppress(ProviderError):
                             state.end()
                         if state.done:
