@@ -151,6 +151,10 @@ def _mode_map() -> dict[str, Callable[[_Conn], None]]:
         c.stream([b"".join(google_events(["gemini"]))], end=False)
         c.hold()
 
+    def google_left_open_late(c: _Conn) -> None:  # the same, its body 0.3 s after the head
+        c.stream([b"".join(google_events(["gemini"]))], end=False, delay_s=0.3)
+        c.hold()
+
     def keepalives_only(c: _Conn) -> None:
         c.head(transfer_encoding="chunked")
         _keepalives_forever(c)

@@ -76,6 +76,7 @@ CASES: dict[str, Case] = {
     "anthropic-open-after-stop": Case("done", "stopped", api="anthropic-messages"),
     "finished-left-open": Case("done", "finished"),
     "google-left-open": Case("done", "gemini", api="google-generative-ai"),
+    "google-left-open-late": Case("done", "gemini", api="google-generative-ai"),
     "keepalives-only": Case("error", "without reply data (the server sent only keepalives)"),
     "endless-text": Case("error", "time budget ran out", deadline_s=1.5),
     "slow-drip": Case("error", f"timed out after {TIMEOUT_MS} ms without reply data"),
@@ -262,3 +263,28 @@ def test_session_survives_hostile_server(hostile: HostileServer, mode: str, tmp_
         wanted = SESSION_RESULTS[mode]
         assert len(results) == len(wanted), results
         assert all(want in got for want, got in zip(wanted, results, strict=True)), results
+
+
+def test_a_reply_left_open_ends_well_after_a_stall_of_the_loop(hostile: HostileServer) -> None:
+    """A finished reply the server leaves open ends by the idle timer. When the loop
+    stalls past that timer while the reply's bytes come (blocked from 0.1 s to 1.6 s;
+    the body sent at 0.3 s; the timer due at about 1 s), both are due at once: the
+    bytes are read first, and the reply ends as done, not as timed out."""
+    mode = "google-left-open-late"
+    case = CASES[mode]
+    model = Model(id="m", api=case.api, base_url=_base(hostile, mode, case.api))
+
+    async def run() -> list[str]:
+        pool = ProviderPool()
+        request = ProviderRequest(
+            model=model,
+            context=Context("", [UserMessage("go")]),
+            stream_options=AgentHarnessStreamOptions(timeout_ms=TIMEOUT_MS, max_retries=0),
+        )
+        asyncio.get_running_loop().call_later(0.1, time.sleep, 1.5)  # the loop stalls
+        types = [event.type async for event in pool.get(case.api).stream(request)]
+        await pool.aclose()
+        return types
+
+    types = asyncio.run(run())
+    assert types[0] == "start" and types[-1] == "done", types

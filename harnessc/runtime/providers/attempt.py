@@ -159,7 +159,9 @@ async def read_attempt(
                     return
             clock.begin_content()
             item = await queue.get()
-            if interrupt.kind:
+            # the idle timer may trip with the first bytes already come (after a stall
+            # of the loop): those are read first, and the reply may still end well
+            if interrupt.kind and not (interrupt.kind == "idle" and item[0] == CHUNK):
                 outcome.error = interrupted_error(interrupt.kind, timeout_ms, url, clock, parser)
                 return
             if item[0] == BODY:

@@ -112,9 +112,15 @@ class RequestClock:
         if now >= self.end:
             target.trip(self.end_kind)
         elif self.watching and now >= self.last + self.idle_s:
-            target.trip("idle")
+            # one more turn of the loop first: after a stall, bytes that came meanwhile
+            # wake their reader in the turn the timer fires, and must reach the driver
+            self.loop.call_soon(self._idle, target)
         else:  # content came meanwhile: look again when it could next run out
             self._schedule(min(self.end, self.last + self.idle_s) if self.watching else self.end)
+
+    def _idle(self, target: Interrupt) -> None:
+        if self._target is target:  # still the attempt it watched
+            target.trip("idle")
 
 
 class AbortWatch:
