@@ -73,24 +73,11 @@ def _reply(n: int, body: dict[str, Any]) -> tuple[dict[str, Any] | None, str | N
 
 
 def _completion(model: str, call: dict[str, Any] | None, text: str | None) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": text}
-    if call is not None:
-        message["tool_calls"] = [call]
-    return {
-        "id": "chatcmpl-bench",
-        "object": "chat.completion",
-        "created": 0,
-        "model": model,
-        "choices": [
-            {
-                "index": 0,
-                "message": message,
-                "finish_reason": "tool_calls" if call else "stop",
-                "logprobs": None,
-            }
-        ],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-    }
+    from harnessc.testing.streams import openai_completion
+
+    function = call["function"] if call is not None else None
+    whole = (call["id"], function["name"], function["arguments"]) if function else None
+    return openai_completion(model, text, whole)
 
 
 def _sse(model: str, call: dict[str, Any] | None, text: str | None, usage: bool) -> bytes:
