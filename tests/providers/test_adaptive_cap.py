@@ -116,3 +116,33 @@ def test_a_given_max_concurrent_stays_fixed():
         return cap
 
     assert asyncio.run(run()) == 2
+
+
+def test_each_request_measures_its_own_wait_for_the_slot_it_was_handed():
+    """Before: the lateness was measured from the last hand-over of the origin, so a
+    request handed its slot early in a long turn of the loop, and woken only in the next,
+    counted as prompt when another slot was handed just before it woke: with a thousand
+    sessions the cap grew to 300-500 while the loop ran 100 ms late. Now each request
+    measures from its own hand-over."""
+
+    async def run() -> int:
+        clients = HttpClientPool(max_concurrent=None)
+        leases = [await clients.acquire(URL) for _ in range(START)]
+        waiting = [asyncio.create_task(clients.acquire(URL)) for _ in range(3)]
+        await _settle()
+        assert all(lease is not None for lease in leases[:3])
+        leases[0].release()  # handed to the first waiter, which runs only in the next turn
+        time.sleep(0.08)  # the rest of a long turn of the loop
+        leases[1].release()  # handed to the second: it too waits 40 ms and more
+        time.sleep(0.04)
+        leases[2].release()  # the third is handed its slot just before they all wake
+        await _settle()
+        assert all(task.done() for task in waiting)
+        cap = clients.cap(URL)  # two late (one fewer each), one prompt (one more)
+        for lease in [*leases[3:], *(task.result() for task in waiting)]:
+            assert isinstance(lease, Lease)
+            lease.release()
+        await clients.aclose()
+        return cap
+
+    assert asyncio.run(run()) == START - 1

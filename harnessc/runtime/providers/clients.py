@@ -215,7 +215,6 @@ class _Origin:
         "free",
         "cap",
         "adaptive",
-        "granted_at",
         "waiters",
         "session",
         "url",
@@ -231,9 +230,9 @@ class _Origin:
         self.cap = ADAPTIVE_CAP[0] if max_concurrent is None else max_concurrent
         # Slots not in use; below zero when an adaptive cap came down while they were.
         self.free = self.cap
-        self.granted_at = 0.0  # the loop's time when a waiting request was last handed one
-        # A waiter's result: True when it is handed a slot, False when interrupted.
-        self.waiters: deque[asyncio.Future[bool]] = deque()
+        # A waiter's result: the loop's time when it was handed a slot, or None when it
+        # was interrupted first.
+        self.waiters: deque[asyncio.Future[float | None]] = deque()
         self.session: ClientSession | None = None
         self.url = url
         self.proxy: Proxy | None = None
@@ -264,14 +263,14 @@ class _Origin:
         while waiters:
             waiter = waiters.popleft()
             if not waiter.done():
-                waiter.set_result(True)
-                self.granted_at = waiter.get_loop().time()
+                waiter.set_result(waiter.get_loop().time())
                 return
         self.free += 1
 
     def adapt(self, late_s: float) -> None:
         """An adaptive cap follows how late a waiting request woke up with its slot
-        (the loop's lag): one more slot when it was prompt, one fewer when it was late.
+        (the loop's lag: from the moment that request was handed the slot to the moment
+        it ran again): one more slot when it was prompt, one fewer when it was late.
         Requests in flight beyond what the loop's CPU serves add no throughput, only
         replies that wait on the loop together; below that, more go at once."""
         low, high = ADAPTIVE_CAP[1], ADAPTIVE_CAP[2]
@@ -403,23 +402,23 @@ class HttpClientPool:
             entry.free -= 1
         else:
             loop = asyncio.get_running_loop()
-            waiter: asyncio.Future[bool] = loop.create_future()
+            waiter: asyncio.Future[float | None] = loop.create_future()
             waiters.append(waiter)
             if interrupt is not None:
                 interrupt.waiter = waiter
             try:
-                granted = await waiter
+                granted_at = await waiter
             except asyncio.CancelledError:
-                if waiter.done() and not waiter.cancelled() and waiter.result():
+                if waiter.done() and not waiter.cancelled() and waiter.result() is not None:
                     entry.hand_on()  # handed a slot just as the task was cancelled
                 raise
             finally:
                 if interrupt is not None:
                     interrupt.waiter = None
-            if not granted:
+            if granted_at is None:
                 return None
-            if entry.adaptive:
-                entry.adapt(loop.time() - entry.granted_at)
+            if entry.adaptive:  # how late this request woke with its own slot
+                entry.adapt(loop.time() - granted_at)
         try:
             session = entry.open(self._connections)
         except BaseException:

@@ -43,13 +43,15 @@ class Interrupt:
         self.kind = ""  # "abort" | "idle" | "total" | "deadline"
         self.task: asyncio.Task[None] | None = None
         self.queue: Channel[tuple[Any, ...]] | None = None
-        self.waiter: asyncio.Future[bool] | None = None  # waiting for a request slot
+        # Waiting for a request slot: its result is the time the slot was handed over,
+        # None when the wait was interrupted (``HttpClientPool.acquire``).
+        self.waiter: asyncio.Future[float | None] | None = None
 
     def trip(self, kind: str) -> None:
         if not self.kind:
             self.kind = kind
         if self.waiter is not None and not self.waiter.done():
-            self.waiter.set_result(False)
+            self.waiter.set_result(None)
         if self.task is not None and not self.task.done():
             self.task.cancel()
         if self.queue is not None:  # when full, the driver is busy and will check ``kind``
