@@ -57,7 +57,8 @@ def test_a_bad_value_names_its_place(tmp_path: Path) -> None:
 
 def test_an_agents_start_imports_no_checkpoint_machinery() -> None:
     """Checkpoints are on by default: an agent's start checks for a cut-short rewind with
-    two stat calls and imports the store only when a tool batch may change files."""
+    two stat calls and imports the store only when a tool batch may change files. On a
+    new session the check waits for the first use (``checkpoint_notes`` here)."""
     import subprocess
     import sys
 
@@ -65,8 +66,10 @@ def test_an_agents_start_imports_no_checkpoint_machinery() -> None:
         "import sys\n"
         "from harnessc.runtime import AgentHarness, AgentHarnessOptions, Model\n"
         "from harnessc.runtime.core.checkpoint_settings import CheckpointSettings\n"
-        "AgentHarness(AgentHarnessOptions(models={'m': Model(id='m', api='openai-completions')},"
+        "h = AgentHarness(AgentHarnessOptions(models={'m': Model(id='m', api='openai-completions')},"
         " checkpoints=CheckpointSettings()))\n"
+        "assert not [m for m in sys.modules if m.startswith('harnessc.runtime.checkpoints')]\n"
+        "assert h.checkpoint_notes() == []\n"
         "loaded = sorted(m for m in sys.modules if m.startswith('harnessc.runtime.checkpoints'))\n"
         "assert loaded == ['harnessc.runtime.checkpoints', 'harnessc.runtime.checkpoints.layout'], loaded\n"
         "assert 'pathspec' not in sys.modules\n"

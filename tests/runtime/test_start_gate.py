@@ -104,3 +104,55 @@ def test_a_thousand_prompts_under_one_gather_do_not_all_begin_in_one_turn() -> N
         per_turn[turn] = per_turn.get(turn, 0) + 1
     assert len(started) == n
     assert max(per_turn.values()) <= PER_TURN
+
+
+def test_a_run_admitted_with_hold_is_not_queued_again_in_that_turn() -> None:
+    """A harness admits its run before the run's start work (``hold``): the run's own
+    admit in the same turn passes at once, not behind the runs still waiting; a pass
+    is good only in the turn it was given in."""
+
+    async def run() -> tuple[list[tuple[int, int, int]], int, int]:
+        begun: list[tuple[int, int, int]] = []
+        with Turns() as turns:
+
+            async def one(i: int) -> None:
+                await admit(hold=True)
+                first = turns.now
+                await admit()  # the same run's: at once
+                begun.append((i, first, turns.now))
+
+            await asyncio.gather(*(one(i) for i in range(3 * PER_TURN + 1)))
+            await admit(hold=True)
+            await asyncio.sleep(0)
+            await asyncio.sleep(0)
+            before = turns.now
+            await admit()  # a turn later: no pass left, but nothing waits either
+            return begun, before, turns.now
+
+    begun, before, after = asyncio.run(run())
+    assert [i for i, _, _ in begun] == list(range(3 * PER_TURN + 1))
+    assert all(first == second for _, first, second in begun)
+    assert before == after
+
+
+def test_a_pass_left_unused_does_not_let_a_later_run_skip_the_queue() -> None:
+    async def run() -> list[str]:
+        order: list[str] = []
+        with Turns():
+
+            async def holder() -> None:
+                await admit(hold=True)  # never used in this turn
+                await asyncio.sleep(0)
+                await asyncio.sleep(0)
+                await admit()  # a later turn, behind the waiting runs
+                order.append("holder")
+
+            async def other(i: int) -> None:
+                await admit()
+                order.append(f"run {i}")
+
+            await asyncio.gather(holder(), *(other(i) for i in range(3 * PER_TURN)))
+        return order
+
+    order = asyncio.run(run())
+    assert order.index("holder") > PER_TURN

@@ -43,6 +43,7 @@ from harnessc.runtime.options.harness_options import AgentHarnessOptions
 from harnessc.runtime.providers.base import Provider, ToolSpec
 from harnessc.runtime.resources.types import AgentHarnessResources
 from harnessc.runtime.session.session import Session
+from harnessc.runtime.support.start_gate import admit
 from harnessc.runtime.tools.base import AgentTool
 
 if TYPE_CHECKING:
@@ -74,6 +75,7 @@ class AgentHarness:
         "_idle",
         "_watcher",
         "_closers",
+        "_unchecked",
         "__weakref__",
     )
 
@@ -92,9 +94,17 @@ class AgentHarness:
         self._closers: list[Callable[[], Awaitable[None]]] | None = None  # by on_close
         for spec in options.hooks:
             self._agent.hooks.add(spec.moment, spec.handler, spec)
-        if options.checkpoints is not None:  # a rewind cut short is finished first
-            checkpoints.attach(self._agent)
-        restore.from_session(self._agent)
+        session = self.session
+        # A new session (no entries, not a fork) has nothing to restore, and its
+        # workspace's check for a checkpoint or rewind cut short waits for the first
+        # thing that needs it (a run, once admitted): a harness built and never used
+        # touches no file, and a thousand built at once do not stall the loop.
+        fresh = not len(session) and session.header.parent_session is None
+        self._unchecked = fresh and options.checkpoints is not None
+        if not fresh:
+            if options.checkpoints is not None:  # a rewind cut short is finished first
+                checkpoints.attach(self._agent)
+            restore.from_session(self._agent)
         context: HarnessContext = self  # the typed seam extensions see (checked by mypy)
         for extension in options.extensions:
             extension.install(context)
@@ -292,6 +302,10 @@ class AgentHarness:
     ) -> RunResult:
         """Run the agent on a prompt until it is done, paused or awaiting a tool result."""
         self._check_idle()
+        if self._unchecked:  # the start's file work waits for the run's admission
+            await admit(hold=True)
+            self._check_idle()  # another call may have begun a run meanwhile
+            self._check_workspace()
         if self.state is LoopState.AWAITING_TOOL:
             ids = ", ".join(c.id for c in self.pending_tool_calls)
             raise HarnessBusyError(
@@ -337,6 +351,7 @@ class AgentHarness:
         ``ask``): call id -> True (run it) or False (refuse it).
         """
         self._check_idle()
+        self._check_workspace()
         run = self._agent.run
         if run is None:
             raise RuntimeError("nothing to resume: the agent is not paused")
@@ -377,6 +392,7 @@ class AgentHarness:
         unanswered calls get error results, recorded in the session, so a new prompt goes
         on from there. RuntimeError when nothing is paused."""
         self._check_idle()
+        self._check_workspace()
         run = self._agent.run
         if run is None or self.paused_reason is None:
             raise RuntimeError("nothing to abort: the agent is not paused")
@@ -414,6 +430,13 @@ class AgentHarness:
         if self._idle is None:
             self._idle = asyncio.get_running_loop().create_future()
         await asyncio.shield(self._idle)
+
+    def _check_workspace(self) -> None:
+        """The start's check of the workspace for a checkpoint or a rewind cut short,
+        left by ``__init__`` for a new session: done once, before anything needs it."""
+        if self._unchecked:
+            self._unchecked = False
+            checkpoints.attach(self._agent)
 
     def _check_idle(self) -> None:
         if self._agent.busy:
@@ -516,6 +539,7 @@ class AgentHarness:
         A paused run is settled first: it is left on the old branch and never resumed.
         """
         self._check_idle()
+        self._check_workspace()
         return await session_moves.navigate_tree(
             self,
             self._agent,
@@ -543,6 +567,7 @@ class AgentHarness:
         the changes before anything changes; ``dry_run`` only plans; ``force`` also
         overwrites files changed outside the agent since the checkpoint."""
         self._check_idle()
+        self._check_workspace()
         return await checkpoints.rewind(
             self,
             self._agent,
@@ -557,11 +582,13 @@ class AgentHarness:
     def rewind_points(self, limit: int = 10) -> list[Any]:
         """The latest checkpoints before tool batches on this branch, newest first, each
         with what restoring it would change now (``RewindPoint``)."""
+        self._check_workspace()
         return checkpoints.rewind_points(self._agent, limit)
 
     def checkpoint_notes(self) -> list[str]:
         """What the start found of a checkpoint or rewind cut short by a killed process
         (each note once; the first tool batch shows those not taken here)."""
+        self._check_workspace()
         return checkpoints.take_notes(self._agent)
 
     # -- the rest -----------------------------------------------------------------------
