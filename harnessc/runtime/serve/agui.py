@@ -31,7 +31,7 @@ from typing import Any
 
 import msgspec
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import Route
 
 from harnessc.runtime.core.messages import AssistantMessage, ImageContent, TextContent, UserMessage
@@ -43,6 +43,7 @@ from harnessc.runtime.serve.errors import guarded, serve_state
 from harnessc.runtime.serve.images import MAX_IMAGES, image
 from harnessc.runtime.serve.native import check_prompt
 from harnessc.runtime.serve.state import ServeState
+from harnessc.runtime.serve.streams import EventStream
 from harnessc.runtime.tools.base import ExternalTool
 
 __all__ = ["agui_routes"]
@@ -69,7 +70,7 @@ async def run_agent(request: Request) -> Response:
         raise ApiError(400, f"not a RunAgentInput: {problems}") from None
     run, first = await _start(state, given)
     encoder = EventEncoder(accept=request.headers.get("accept", ""))
-    return StreamingResponse(
+    return EventStream(
         _stream(state.runs, run, first, given, encoder), media_type=encoder.get_content_type()
     )
 
