@@ -116,7 +116,7 @@ _CROWDED = r"""
 import asyncio, json, os, subprocess, sys, threading, time
 
 from harnessc.runtime.core.signal import AbortSignal
-from harnessc.runtime.tools import python_tool
+from harnessc.runtime.tools import pyfunc, python_tool
 
 cpu = min(os.sched_getaffinity(0))
 os.sched_setaffinity(0, {cpu})
@@ -133,6 +133,9 @@ def spin(n: int) -> int:
 
 async def main() -> list[str]:
     tool = python_tool(spin)
+    # shown quick already: no worker thread lives in this process (a thread's wait for
+    # the GIL is a wait of the loop's thread too, and would count)
+    pyfunc._analysis(spin).inline = True
     loop_thread = threading.get_ident()
     seen = []
     for _ in range(400):
@@ -163,6 +166,4 @@ def test_a_quick_tool_preempted_by_a_busy_machine_stays_on_the_loop():
     )
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
-    first_inline = seen.index("loop")  # preempted calls in the thread count their CPU only
-    assert first_inline <= pyfunc.INLINE_AFTER + 20, seen
-    assert seen[first_inline:] == ["loop"] * (len(seen) - first_inline), seen
+    assert seen == ["loop"] * len(seen), seen
