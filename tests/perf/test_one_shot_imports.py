@@ -52,6 +52,10 @@ NEVER = (
     "harnessc.runtime.providers.replay",
     "harnessc.runtime.providers.scripted",
     "harnessc.testing",
+    # an agent without tools, hooks or extensions starts no program for the model: the
+    # guard that keeps its keys from children (ctypes, for prctl) is not taken
+    "ctypes",
+    "harnessc.runtime.processes.children",
     "jinja2",
     "pydantic",
     "sqlite3",
