@@ -44,9 +44,12 @@ NEVER = (
     "harnessc.runtime.permissions.gate",
     "harnessc.runtime.permissions.rules",
     "harnessc.runtime.permissions.shell_rules",
-    # `sandbox: auto` checks the machine at start; what wraps a program loads with the first
+    # `sandbox: auto` checks the machine when an agent that can start a program starts (hello
+    # has no tool, hook or extension: no check, no bwrap child); what wraps a program loads
+    # with the first
     "harnessc.runtime.sandbox.bwrap",
     "harnessc.runtime.sandbox.layout",
+    "harnessc.runtime.sandbox.spawn",
     "harnessc.runtime.providers.anthropic_messages",
     "harnessc.runtime.providers.google_generative_ai",
     "harnessc.runtime.providers.replay",
