@@ -31,6 +31,13 @@ NEVER = (
     "harnessc.runtime.extensions",
     "harnessc.runtime.session.index",
     "harnessc.runtime.session.jsonl",
+    # a new session has no pause to reopen
+    "harnessc.runtime.session.replay",
+    # hello's window (8,192) is below the default reserve (16,384): the threshold passes at
+    # every turn, but there is nothing before what the summary keeps, so none starts
+    "harnessc.runtime.compaction.apply",
+    "harnessc.runtime.compaction.cut_point",
+    "harnessc.runtime.compaction.summarize",
     "harnessc.runtime.agent.tree_moves",
     # context files are read at every start; skills and templates only when the spec has some
     "harnessc.runtime.resources.frontmatter",
