@@ -39,6 +39,12 @@ NEVER = (
     "harnessc.runtime.compaction.cut_point",
     "harnessc.runtime.compaction.summarize",
     "harnessc.runtime.agent.tree_moves",
+    # a reply without tool calls makes no batch: no workspace checkpoint is found or taken
+    "harnessc.runtime.checkpoints.batch",
+    "harnessc.runtime.checkpoints.scan",
+    # an agent without output: never judges a typed answer
+    "harnessc.runtime.agent.typed_result",
+    "harnessc.runtime.options.typed_output",
     # context files are read at every start; skills and templates only when the spec has some
     "harnessc.runtime.resources.frontmatter",
     "harnessc.runtime.resources.skills",
