@@ -29,7 +29,7 @@ import asyncio
 from collections.abc import Awaitable, Coroutine
 from typing import Any
 
-from harnessc.runtime.agent import call_model, restore, run_tools, typed_result
+from harnessc.runtime.agent import call_model, restore, run_tools
 from harnessc.runtime.agent.budget_gate import SPEND_LIMITS, check, count_reply
 from harnessc.runtime.agent.call_model import checked_messages
 from harnessc.runtime.agent.hooks import coerce
@@ -464,6 +464,8 @@ class RunLoop:
         if run.pause_requested:
             return Pause(run.pause_requested)
         if agent.options.output is not None:  # a typed run ends with a valid answer
+            from harnessc.runtime.agent import typed_result
+
             verdict = await typed_result.judge(agent, run)
             if verdict is not None:
                 if verdict.retry:

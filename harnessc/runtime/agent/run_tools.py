@@ -109,6 +109,8 @@ async def run_batch(agent: AgentParts, run: RunState) -> str | None:
 
     The workspace is checkpointed before the first call that may change files runs
     and again when the batch ends (``checkpoints``)."""
+    if not run.to_run:  # a reply without calls: no batch, no checkpoints to find
+        return None
     guard = BatchGuard(agent, run)
     reason = await _run_batch(agent, run, guard)
     await guard.after()
@@ -117,8 +119,6 @@ async def run_batch(agent: AgentParts, run: RunState) -> str | None:
 
 async def _run_batch(agent: AgentParts, run: RunState, guard: BatchGuard) -> str | None:
     todo = run.to_run
-    if not todo:
-        return None
     # -- once, before the batch runs -----------------------------------------------
     if agent.budget.budget.wall_clock_s is not None:
         # Out of time before the batch starts (a slow hook, a recovered run): its calls
