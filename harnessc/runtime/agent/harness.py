@@ -426,7 +426,7 @@ class AgentHarness:
         if self._agent.signal is not None:
             self._agent.signal.abort(reason)
         task, self._task = self._task, None
-        if task is not None:  # once per run; the run ends as aborted (loop.drive)
+        if task is not None:  # once per run; the run ends as aborted (RunLoop.drive)
             task.cancel()
 
     async def wait_for_idle(self) -> None:
@@ -450,7 +450,7 @@ class AgentHarness:
     def _enter(self) -> None:
         """A run's body is about to be awaited on the caller's task (no task of its own:
         a thousand harnesses of one process each save one). ``abort`` cancels that task
-        while the body runs; ``loop.drive`` turns its own cancellation into the run's
+        while the body runs; ``RunLoop.drive`` turns its own cancellation into the run's
         ending, and re-raises any other (the caller was cancelled) once the run is
         recorded as aborted. ``_leave`` follows, whatever the body did."""
         agent = self._agent
