@@ -123,3 +123,42 @@ def test_sqlite_marks_log_is_copied_by_the_heartbeat_not_by_the_mark(tmp_path: P
     finally:
         beat.engine.dispose()
         beat.marks.close()
+
+
+def test_closing_the_marks_from_another_thread_waits_for_a_mark_in_flight(
+    pg_database: str,
+) -> None:
+    """A worker's heartbeat stops (closing the marks) while its runs drain: a mark in
+    flight on the loop still completes, and the connection closes after it."""
+    import threading
+
+    from harnessc.runtime.durable.engine import CallMarks, Heartbeat
+
+    Heartbeat(pg_database, "w", "q", 30.0).engine.dispose()  # makes the marks' table
+    marks = CallMarks(pg_database)
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever)
+    thread.start()
+    try:
+
+        async def busy_then_mark() -> bool:
+            conn = await marks._aconnection()
+            slow = asyncio.ensure_future(conn.execute("SELECT pg_sleep(0.5)"))
+            await asyncio.sleep(0)  # the slow query holds the connection first
+            result = await marks.first_async("run", "1:a", "w")
+            await slow
+            return result
+
+        pending = asyncio.run_coroutine_threadsafe(busy_then_mark(), loop)
+        while marks.inflight == 0 and not pending.done():
+            threading.Event().wait(0.01)
+        marks.close()  # from this thread, the mark still in flight
+        assert pending.result(timeout=30) is True
+        closed = asyncio.run_coroutine_threadsafe(asyncio.sleep(0, marks.aconn), loop)
+        assert closed.result(timeout=5) is None  # closed once the mark was done
+        assert marks.calls("run") == ["1:a"]
+    finally:
+        marks.close()
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=10)
+        loop.close()

@@ -345,6 +345,9 @@ class CallMarks:
         self.conn: Any = None
         self.aconn: Any = None  # PostgreSQL: the asyncio connection of ``first_async``
         self.aloop: Any = None  # the event loop ``aconn`` belongs to
+        self.alock: Any = None  # an asyncio.Lock of that loop: one connection is made
+        self.inflight = 0  # marks awaiting ``aconn`` (on its loop)
+        self.closing = False  # ``close`` came while marks were in flight
         self.copier: Any = None  # SQLite: the heartbeat thread's connection (``checkpoint``)
 
     def _connect(self) -> Any:
@@ -391,22 +394,60 @@ class CallMarks:
         """``first`` from the event loop, without a thread."""
         if self.sqlite:
             return self.first(run_id, key, worker_id)
-        loop = asyncio.get_running_loop()
-        if self.aconn is None or self.aloop is not loop:
-            import psycopg
-
-            _finish(self.aconn)  # one made on another loop (a loop that ended)
-            self.aconn, self.aloop = None, loop
-            conn = await psycopg.AsyncConnection.connect(_dbapi_url(self.url), autocommit=True)
-            await conn.execute("SET synchronous_commit = off")
-            self.aconn = conn
+        conn = await self._aconnection()
+        self.inflight += 1
         try:
-            cursor = await self.aconn.execute(_PG_MARK, (run_id, key, worker_id))
+            cursor = await conn.execute(_PG_MARK, (run_id, key, worker_id))
             return await cursor.fetchone() is not None
         except Exception:
-            _finish(self.aconn)
-            self.aconn = None
+            _finish(conn)
+            if self.aconn is conn:
+                self.aconn = None
             raise
+        finally:
+            self.inflight -= 1
+            if self.closing and self.inflight == 0:
+                self._drop_async()
+
+    async def _aconnection(self) -> Any:
+        """The asyncio connection of the running loop (one made on a loop that ended is
+        closed first)."""
+        import psycopg
+
+        loop = asyncio.get_running_loop()
+        if self.aloop is not loop:
+            _finish(self.aconn)
+            self.aconn, self.aloop, self.alock = None, loop, asyncio.Lock()
+        async with self.alock:  # runs marking at once open one connection
+            if self.aconn is None:
+                conn = await psycopg.AsyncConnection.connect(_dbapi_url(self.url), autocommit=True)
+                await conn.execute("SET synchronous_commit = off")
+                self.aconn = conn
+            return self.aconn
+
+    def _close_async(self) -> None:
+        """Close the asyncio connection on its own loop once no mark is in flight on it
+        (a worker's heartbeat stops while its runs still drain); directly when that loop
+        no longer runs."""
+        loop = self.aloop
+        if self.aconn is None:
+            return
+        try:
+            here = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        if loop is not None and loop is not here and loop.is_running():
+            loop.call_soon_threadsafe(self._drop_async)
+        else:
+            self._drop_async()
+
+    def _drop_async(self) -> None:
+        if self.inflight:  # the last mark in flight closes it
+            self.closing = True
+            return
+        self.closing = False
+        _finish(self.aconn)
+        self.aconn = None
 
     def checkpoint(self) -> None:
         """SQLite: copy the marks' log into their file (a passive checkpoint, which never
@@ -433,11 +474,10 @@ class CallMarks:
     def close(self) -> None:
         with self.lock:
             self.close_locked()
-            _finish(self.aconn)
-            self.aconn = None
             copier, self.copier = self.copier, None
             if copier is not None:
                 copier.close()
+        self._close_async()
 
     def close_locked(self) -> None:
         conn, self.conn = self.conn, None
