@@ -255,14 +255,14 @@ class Heartbeat:
         return self.marks.first(run_id, key, self.worker_id)
 
     async def start_call_async(self, run_id: str, key: str) -> bool:
-        """``start_call`` on the event loop, with no thread hand-off: the mark is one
-        statement (SQLite: an append to the marks' write-ahead log; PostgreSQL: one round
-        trip the loop awaits). When the lease's renewal is due, the renewal and the mark
-        run in a thread as ``start_call`` does (the renewal is a transaction on the system
-        database)."""
-        if time.monotonic() - self.renewed > self.lease_s / 2:
-            return await asyncio.to_thread(self.start_call, run_id, key)
-        return await self.marks.first_async(run_id, key, self.worker_id)
+        """``start_call`` from the run's event loop. On SQLite the mark is an append to
+        the marks' write-ahead log, made on the loop with no thread hand-off (tens of
+        microseconds, no sync). On PostgreSQL it is a round trip, made in a thread as
+        ``start_call`` (an asyncio connection measured no quicker), and so is any mark
+        when the lease's renewal is due (a transaction on the system database)."""
+        if self.marks.sqlite and time.monotonic() - self.renewed <= self.lease_s / 2:
+            return self.marks.first(run_id, key, self.worker_id)
+        return await asyncio.to_thread(self.start_call, run_id, key)
 
     def guard(self) -> None:
         """Before a step: the lease still holds (renewed within half of it here, or now
@@ -332,10 +332,6 @@ class CallMarks:
     older harnessc left in the system database are copied over when that file is made.
     The connection that writes the marks never copies the log into the file (a copy
     syncs the disk); ``checkpoint``, from the heartbeat's thread, does.
-
-    ``first_async`` marks from the event loop the runs execute on: on SQLite the same
-    append (microseconds, no sync), on PostgreSQL through an asyncio connection of its
-    own, so no mark waits for a thread of the pool.
     """
 
     def __init__(self, url: str) -> None:
@@ -343,11 +339,6 @@ class CallMarks:
         self.sqlite = url.startswith("sqlite:///")
         self.lock = threading.Lock()  # marks come from several threads (asyncio.to_thread)
         self.conn: Any = None
-        self.aconn: Any = None  # PostgreSQL: the asyncio connection of ``first_async``
-        self.aloop: Any = None  # the event loop ``aconn`` belongs to
-        self.alock: Any = None  # an asyncio.Lock of that loop: one connection is made
-        self.inflight = 0  # marks awaiting ``aconn`` (on its loop)
-        self.closing = False  # ``close`` came while marks were in flight
         self.copier: Any = None  # SQLite: the heartbeat thread's connection (``checkpoint``)
 
     def _connect(self) -> Any:
@@ -390,65 +381,6 @@ class CallMarks:
                 self.close_locked()
                 raise
 
-    async def first_async(self, run_id: str, key: str, worker_id: str) -> bool:
-        """``first`` from the event loop, without a thread."""
-        if self.sqlite:
-            return self.first(run_id, key, worker_id)
-        conn = await self._aconnection()
-        self.inflight += 1
-        try:
-            cursor = await conn.execute(_PG_MARK, (run_id, key, worker_id))
-            return await cursor.fetchone() is not None
-        except Exception:
-            _finish(conn)
-            if self.aconn is conn:
-                self.aconn = None
-            raise
-        finally:
-            self.inflight -= 1
-            if self.closing and self.inflight == 0:
-                self._drop_async()
-
-    async def _aconnection(self) -> Any:
-        """The asyncio connection of the running loop (one made on a loop that ended is
-        closed first)."""
-        import psycopg
-
-        loop = asyncio.get_running_loop()
-        if self.aloop is not loop:
-            _finish(self.aconn)
-            self.aconn, self.aloop, self.alock = None, loop, asyncio.Lock()
-        async with self.alock:  # runs marking at once open one connection
-            if self.aconn is None:
-                conn = await psycopg.AsyncConnection.connect(_dbapi_url(self.url), autocommit=True)
-                await conn.execute("SET synchronous_commit = off")
-                self.aconn = conn
-            return self.aconn
-
-    def _close_async(self) -> None:
-        """Close the asyncio connection on its own loop once no mark is in flight on it
-        (a worker's heartbeat stops while its runs still drain); directly when that loop
-        no longer runs."""
-        loop = self.aloop
-        if self.aconn is None:
-            return
-        try:
-            here = asyncio.get_running_loop()
-        except RuntimeError:
-            here = None
-        if loop is not None and loop is not here and loop.is_running():
-            loop.call_soon_threadsafe(self._drop_async)
-        else:
-            self._drop_async()
-
-    def _drop_async(self) -> None:
-        if self.inflight:  # the last mark in flight closes it
-            self.closing = True
-            return
-        self.closing = False
-        _finish(self.aconn)
-        self.aconn = None
-
     def checkpoint(self) -> None:
         """SQLite: copy the marks' log into their file (a passive checkpoint, which never
         waits for a writer), on a connection of the calling thread's own."""
@@ -477,7 +409,6 @@ class CallMarks:
             copier, self.copier = self.copier, None
             if copier is not None:
                 copier.close()
-        self._close_async()
 
     def close_locked(self) -> None:
         conn, self.conn = self.conn, None
@@ -496,13 +427,6 @@ _PG_MARK = (
 
 def _dbapi_url(url: str) -> str:
     return _sqlalchemy_url(url).replace("+psycopg", "", 1)
-
-
-def _finish(aconn: Any) -> None:
-    """Close a psycopg asyncio connection from any thread or loop (its ``close`` awaits
-    nothing: it ends the libpq connection, as this does)."""
-    if aconn is not None and not aconn.closed:
-        aconn.pgconn.finish()
 
 
 _SQLITE_CALLS = (
