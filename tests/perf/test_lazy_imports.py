@@ -36,6 +36,13 @@ LAZY = {
         "harnessc.runtime.compaction.prompts",
         "harnessc.runtime.compaction.summarize",
     ],
+    # a generated module names the policy; the spawning side loads with the first program
+    # (or when an agent that can start one is built)
+    "harnessc.runtime.sandbox": [
+        "harnessc.runtime.sandbox.bwrap",
+        "harnessc.runtime.sandbox.layout",
+        "harnessc.runtime.sandbox.spawn",
+    ],
     "harnessc.runtime.tools": [
         "harnessc.runtime.tools.bash",
         "harnessc.runtime.tools.edit",

@@ -31,7 +31,20 @@ NEVER = (
     "harnessc.runtime.extensions",
     "harnessc.runtime.session.index",
     "harnessc.runtime.session.jsonl",
+    # a new session has no pause to reopen
+    "harnessc.runtime.session.replay",
+    # hello's window (8,192) is below the default reserve (16,384): the threshold passes at
+    # every turn, but there is nothing before what the summary keeps, so none starts
+    "harnessc.runtime.compaction.apply",
+    "harnessc.runtime.compaction.cut_point",
+    "harnessc.runtime.compaction.summarize",
     "harnessc.runtime.agent.tree_moves",
+    # a reply without tool calls makes no batch: no workspace checkpoint is found or taken
+    "harnessc.runtime.checkpoints.batch",
+    "harnessc.runtime.checkpoints.scan",
+    # an agent without output: never judges a typed answer
+    "harnessc.runtime.agent.typed_result",
+    "harnessc.runtime.options.typed_output",
     # context files are read at every start; skills and templates only when the spec has some
     "harnessc.runtime.resources.frontmatter",
     "harnessc.runtime.resources.skills",
@@ -44,14 +57,21 @@ NEVER = (
     "harnessc.runtime.permissions.gate",
     "harnessc.runtime.permissions.rules",
     "harnessc.runtime.permissions.shell_rules",
-    # `sandbox: auto` checks the machine at start; what wraps a program loads with the first
+    # `sandbox: auto` checks the machine when an agent that can start a program starts (hello
+    # has no tool, hook or extension: no check, no bwrap child); what wraps a program loads
+    # with the first
     "harnessc.runtime.sandbox.bwrap",
     "harnessc.runtime.sandbox.layout",
+    "harnessc.runtime.sandbox.spawn",
     "harnessc.runtime.providers.anthropic_messages",
     "harnessc.runtime.providers.google_generative_ai",
     "harnessc.runtime.providers.replay",
     "harnessc.runtime.providers.scripted",
     "harnessc.testing",
+    # an agent without tools, hooks or extensions starts no program for the model: the
+    # guard that keeps its keys from children (ctypes, for prctl) is not taken
+    "ctypes",
+    "harnessc.runtime.processes.children",
     "jinja2",
     "pydantic",
     "sqlite3",

@@ -110,10 +110,10 @@ def server() -> Iterator[ProtocolServer]:
         yield running
 
 
-def _build(root: Path, hooks: dict[str, Any]) -> Path:
+def _build(root: Path, hooks: dict[str, Any], tools: list[Any] | None = None) -> Path:
     spec = root / "agents" / "children.yaml"
     spec.parent.mkdir(exist_ok=True)
-    spec.write_text(yaml.safe_dump({**SPEC, "hooks": hooks}))
+    spec.write_text(yaml.safe_dump({**SPEC, "hooks": hooks, "tools": tools or SPEC["tools"]}))
     loaded = load_spec(spec)
     assert not [d for d in loaded.diagnostics if d.severity == "error"], loaded.diagnostics
     out = root / "generated"
@@ -187,6 +187,59 @@ def test_children_cannot_read_the_agent_key_through_proc(
     denied = ("mem",) if os.geteuid() == 0 else ("environ", "dotdot", "task-environ", "mem")
     _assert_probe_found_nothing(_tool_result(server.requests[1]), agent.pid, denied=denied)
     _assert_probe_found_nothing(hook_report.read_text(), agent.pid, denied=denied)
+
+
+# A python tool that starts a program itself, not through the runtime's supervisor: the
+# agent must already be protected when its first tool runs (the guard is taken once the
+# agent is built, not when the first supervised child starts).
+PYTHON_TOOL = textwrap.dedent(
+    """\
+    import subprocess
+    import sys
+
+
+    def run_probe(path: str) -> str:
+        \"\"\"Runs the probe script at path; its report goes to path + ".out".\"\"\"
+        with open(path + ".out", "w") as out:
+            subprocess.run([sys.executable, path], stdout=out, stderr=subprocess.STDOUT)
+        return "probed"
+    """
+)
+
+
+def test_a_python_tools_own_child_cannot_read_the_agent_key_in_its_environment(
+    tmp_path: Path, server: ProtocolServer
+) -> None:
+    server.reset()
+    probe = tmp_path / "probe.py"
+    probe.write_text(PROBE)
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents" / "probe_tool.py").write_text(PYTHON_TOOL)
+    module = _build(tmp_path, {}, tools=[{"python": "probe_tool:run_probe"}])
+    arguments = json.dumps({"path": str(probe)})
+    server.enqueue(
+        ScriptedResponse.sse(openai_tool_call_events([("c1", "run_probe", arguments)])),
+        ScriptedResponse.sse(openai_events(["done"])),
+    )
+    agent = subprocess.Popen(
+        [sys.executable, str(module), "probe"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(server),
+        cwd=tmp_path,
+    )
+    out, err = agent.communicate(timeout=60)
+    assert agent.returncode == 0, err
+    assert _tool_result(server.requests[1]) == "probed"
+    # (a file: what reaches the model has the key's value redacted already)
+    report = Path(f"{probe}.out").read_text()
+    # The child keeps the user's capabilities (it is not the supervisor's), so root may
+    # read the memory; the environment block, which every reader of /proc sees, is blank.
+    for what in ("environ", "dotdot", "task-environ"):
+        lines = [line for line in report.splitlines() if line.startswith(f"{agent.pid} {what}: ")]
+        assert lines, (what, report)
+        assert all(MARK not in line for line in lines), (what, report)
 
 
 SETPRIV = shutil.which("setpriv")

@@ -9,6 +9,7 @@ import math
 from typing import Any
 
 import pytest
+from ag_ui.encoder import EventEncoder
 
 from harnessc.runtime.core.events import (
     AgentStartEvent,
@@ -57,7 +58,7 @@ def test_the_agui_door_decodes_only_the_events_it_translates() -> None:
     answer = AssistantMessage(content=[TextContent("done: 3")])
     run.add(MessageUpdateEvent(delta_type="text_delta", delta="done: 3", message=answer))
     run.add(MessageEndEvent(message=answer))
-    translator = _Translator(run, core)
+    translator = _Translator(run, core, EventEncoder())
     decoded: list[str] = []
     decode = getattr(translator, "decode", json.loads)
 
@@ -66,8 +67,11 @@ def test_the_agui_door_decodes_only_the_events_it_translates() -> None:
         return decode(encoded)
 
     translator.decode = counting
-    out = [e for i, encoded in enumerate(run.events) for e in translator.translate(encoded, i)]
-    out += translator.close()
+    frames: list[str] = []
+    for i, encoded in enumerate(run.events):
+        translator.translate(encoded, i, frames)
+    translator.close(frames)
+    out = [_parsed(frame) for frame in frames]
     kinds = [e.type.value for e in out]
     assert kinds == [
         *(["TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT"] * 3),
@@ -80,6 +84,59 @@ def test_the_agui_door_decodes_only_the_events_it_translates() -> None:
     types = [json.loads(e)["type"] for e in decoded]
     assert len(decoded) == 3 * 3 + 2 < len(run.events) == 1 + 3 * 8 + 2
     assert set(types) == {"message_update", "message_end", "tool_execution_end"}
+
+
+def _parsed(frame: str) -> Any:
+    """An SSE frame as the ag-ui-protocol model of its type, checking that the frame is
+    byte for byte what that model and the protocol's own encoder write."""
+    from ag_ui.core import events
+    from ag_ui.encoder import EventEncoder
+    from pydantic import TypeAdapter
+
+    assert frame.startswith("data: ") and frame.endswith("\n\n") and frame.count("\n") == 2
+    event = TypeAdapter(events.Event).validate_json(frame[6:-2])
+    assert EventEncoder().encode(event) == frame
+    return event
+
+
+def test_the_frequent_agui_events_are_written_as_the_protocols_encoder_writes_them() -> None:
+    """RUN_STARTED, text, tool calls and a finished run's RUN_FINISHED are written from
+    dicts (no pydantic model per event): the same bytes as the protocol's models give."""
+    from ag_ui.encoder import EventEncoder
+
+    from harnessc.runtime.serve.agui import _frame, _last_event, _Translator
+
+    run = Run("run-3")
+    _step(run, 0)
+    # text streamed with a tool call after it (the call's parent is the message), and
+    # characters JSON escapes or not
+    reply = AssistantMessage(
+        content=[TextContent('é "q" \\ \n \u2028 <b>'), ToolCall("c9", "add", {})]
+    )
+    run.add(MessageUpdateEvent(delta_type="text_delta", delta='é "q" \\ \n', message=reply))
+    run.add(MessageUpdateEvent(delta_type="text_delta", delta=" \u2028 <b>", message=reply))
+    run.add(MessageEndEvent(message=reply))
+    # recorded whole (a durable run's): no deltas before its end
+    run.add(MessageEndEvent(message=AssistantMessage(content=[TextContent("whole")])))
+    translator = _Translator(run, core, EventEncoder())
+    frames = [_frame({"type": "RUN_STARTED", "threadId": "t", "runId": "r"})]
+    for i, encoded in enumerate(run.events):
+        translator.translate(encoded, i, frames)
+    translator.close(frames)
+    kinds = [_parsed(frame).type.value for frame in frames]
+    assert kinds.count("TEXT_MESSAGE_START") == kinds.count("TEXT_MESSAGE_END") == 2
+    assert kinds.count("TOOL_CALL_START") == 2 and kinds[0] == "RUN_STARTED"
+    given = core.RunAgentInput(
+        thread_id="t", run_id="r", state={}, messages=[], tools=[], context=[], forwarded_props={}
+    )
+    run.usage.input, run.usage.output, run.usage.cache_read, run.usage.cost = 7, 3, 2, 1.5e-7
+    for status, output in (("done", None), ("done", {"n": [1, 2.5, None]}), ("done", 0)):
+        run.status, run.text, run.output = status, "the answer", output
+        last = _parsed(_last_event(core, run, given, EventEncoder()))
+        assert last.result == ("the answer" if output is None else output)
+        assert last.usage[0].input_tokens == 9 and last.metadata == {"cost_usd": 1.5e-7}
+    run.text, run.output = "", None
+    assert _parsed(_last_event(core, run, given, EventEncoder())).result == ""
 
 
 def test_an_event_is_encoded_once_as_its_dict() -> None:

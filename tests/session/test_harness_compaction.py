@@ -217,3 +217,46 @@ def test_event_log_replay_follows_compaction_and_tree_moves(repo: JsonlSessionRe
     replayed = replay_events(log.to_dicts())
     assert replayed.messages == harness.snapshot()["messages"]
     assert len(replayed.messages) == 4  # question 0, answer 1, then the new turn
+
+
+SMALL_WINDOW_PROBE = """
+import asyncio, sys
+from harnessc.runtime import AgentHarness, AgentHarnessOptions, Model
+from harnessc.runtime.providers.scripted import ScriptedProvider, reply_text
+
+harness = AgentHarness(AgentHarnessOptions(
+    models={"m": Model(id="s1", api="scripted", provider="t", context_window=8192)},
+    provider=ScriptedProvider(lambda ctx: reply_text("hi")),
+))
+
+async def main():
+    for _ in range(3):
+        await harness.prompt("hello")
+
+asyncio.run(main())
+print(sorted(m for m in sys.modules if m.startswith("harnessc.runtime.compaction")))
+"""
+
+
+def test_a_window_below_the_reserve_does_not_start_a_compaction_at_every_turn() -> None:
+    """8,192 tokens against the default reserve of 16,384: the threshold is passed at
+    every turn, but the context is far below what the summary keeps, so no compaction
+    starts (its modules stay unloaded) and none is recorded."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", SMALL_WINDOW_PROBE], capture_output=True, text=True, check=True
+    )
+    loaded = done.stdout.strip().splitlines()[-1]
+    assert loaded == "['harnessc.runtime.compaction', 'harnessc.runtime.compaction.trigger']"
+
+
+def test_the_threshold_still_compacts_a_context_past_what_the_summary_keeps(
+    tmp_path: Any,
+) -> None:
+    brain = Model_()
+    harness, log = make(JsonlSessionRepo(str(tmp_path)), brain)
+    configure(harness, CompactionSettings(reserve_tokens=WINDOW + 1, keep_recent_tokens=250))
+    ask(harness, 3)
+    assert [e.type for e in log.events].count("session_compact") >= 1

@@ -4,6 +4,10 @@ slow one stays in a worker thread, and one that turns slow goes back to the thre
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -103,3 +107,63 @@ def test_a_quick_tool_that_runs_an_event_loop_of_its_own_goes_back_to_the_thread
     assert "loop" not in seen  # never returned from the loop's thread
     analysis = pyfunc._analysis(runs_a_loop)
     assert analysis.inline is not True
+
+
+# A child process pinned to one CPU with two busy processes beside it: the scheduler
+# preempts its calls mid-way, so a quick call's wall time now and then spans another
+# process's time slice (milliseconds) though the call itself needs 0.1 ms of CPU.
+_CROWDED = r"""
+import asyncio, json, os, subprocess, sys, threading, time
+
+from harnessc.runtime.core.signal import AbortSignal
+from harnessc.runtime.tools import pyfunc, python_tool
+
+cpu = min(os.sched_getaffinity(0))
+os.sched_setaffinity(0, {cpu})
+hog = f"import os, time\nos.sched_setaffinity(0, {{{cpu}}})\nend = time.time() + 60\nwhile time.time() < end: pass"
+hogs = [subprocess.Popen([sys.executable, "-c", hog]) for _ in range(2)]
+
+
+def spin(n: int) -> int:
+    end = time.thread_time() + 0.0001
+    while time.thread_time() < end:
+        pass
+    return threading.get_ident()
+
+
+async def main() -> list[str]:
+    tool = python_tool(spin)
+    # shown quick already: no worker thread lives in this process (a thread's wait for
+    # the GIL is a wait of the loop's thread too, and would count)
+    pyfunc._analysis(spin).inline = True
+    loop_thread = threading.get_ident()
+    seen = []
+    for _ in range(400):
+        result = await tool.execute("c1", {"n": 1}, AbortSignal(), lambda _: None, None)
+        seen.append("loop" if result.content[0].text == str(loop_thread) else "worker")
+    return seen
+
+
+try:
+    time.sleep(0.2)  # the hogs are running
+    print(json.dumps(asyncio.run(main())))
+finally:
+    for p in hogs:
+        p.kill()
+        p.wait()
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity (Linux)")
+def test_a_quick_tool_preempted_by_a_busy_machine_stays_on_the_loop():
+    """Before: an inline call's wall time decided, so the first call the scheduler
+    preempted (another process's time slice, milliseconds, while the call needed 0.1
+    ms) sent a quick tool back to the thread for good, and every later call paid the
+    hand-off. Now a call counts as slow by its own CPU time, or by its wall time when
+    it waited (a voluntary context switch: sleep, I/O, a lock)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _CROWDED], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen == ["loop"] * len(seen), seen

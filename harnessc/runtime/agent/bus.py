@@ -99,7 +99,7 @@ class EventBus:
         for listener in self.listeners:
             try:
                 outcome = listener(event)
-                if inspect.isawaitable(outcome):
+                if outcome is not None and inspect.isawaitable(outcome):
                     await outcome
             except Exception as exc:  # a subscriber never breaks the run
                 if not isinstance(event, ErrorEvent):

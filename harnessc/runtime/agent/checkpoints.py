@@ -146,19 +146,19 @@ def take_notes(agent: AgentParts) -> list[str]:
 class BatchGuard:
     """The checkpoints of one tool batch (see the module docstring)."""
 
-    __slots__ = ("agent", "run", "before_taken")
+    __slots__ = ("agent", "run", "found", "before_taken")
 
     def __init__(self, agent: AgentParts, run: RunState) -> None:
         self.agent = agent
         self.run = run
+        self.found = batch_checkpoints(agent)
         self.before_taken: Checkpoint | None = None
 
     async def before(self, records: list[CallRecord]) -> None:
         """The batch's first checkpoint, when one of ``records`` may change files."""
         if self.before_taken is not None:
             return
-        agent = self.agent
-        found = batch_checkpoints(agent)
+        agent, found = self.agent, self.found
         if found is None or found.failed is not None:
             return
         names = []
@@ -175,9 +175,8 @@ class BatchGuard:
         """The checkpoint that closes the batch (when it began with one)."""
         if self.before_taken is None:
             return
-        found = batch_checkpoints(self.agent)
-        if found is not None:
-            await _take(self.agent, found, "after", [])
+        if self.found is not None:
+            await _take(self.agent, self.found, "after", [])
         self.before_taken = None
 
 

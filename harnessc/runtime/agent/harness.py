@@ -78,10 +78,15 @@ class AgentHarness:
     )
 
     def __init__(self, options: AgentHarnessOptions) -> None:
-        if options.sandbox is not None:  # a required sandbox this machine lacks: no start
+        # A required sandbox this machine lacks: no start. ``auto`` is probed (and warns)
+        # only for an agent with something it wraps (tools, hooks, extensions).
+        sandbox = options.sandbox
+        if sandbox is not None and (
+            sandbox.mode == "on" or options.tools or options.hooks or options.extensions
+        ):
             from harnessc.runtime.sandbox.spawn import check_at_start
 
-            check_at_start(options.sandbox)
+            check_at_start(sandbox)
         self.options = options
         self.session: Session = options.session if options.session is not None else Session()
         self.commands = CommandRegistry()

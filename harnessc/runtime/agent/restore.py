@@ -29,10 +29,12 @@ def from_session(agent: AgentParts) -> None:
 def open_pause(agent: AgentParts) -> None:
     """The run paused on the session's current branch, as a process opening the session
     now would see it (None when the branch has no open pause)."""
-    from harnessc.runtime.session import replay  # on first use: start-up stays lean
-
     agent.run = None
     agent.last_state = LoopState.IDLE
+    if agent.session.leaf_id is None:  # a new session: nothing recorded, nothing open
+        return
+    from harnessc.runtime.session import replay  # on first use: start-up stays lean
+
     open_pause = replay.pending_state(agent.session)
     if open_pause is None:
         return

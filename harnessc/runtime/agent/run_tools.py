@@ -78,15 +78,15 @@ async def commit_plan(agent: AgentParts, run: RunState, *, runnable: bool = True
         result = coerce(result, AfterPlanResult)
         if result.tool_calls is not None:
             todo = list(result.tool_calls)
-    known = {r.id for r in run.planned}
+    known = {r.call.id for r in run.planned}
     kept = {c.id: c for c in todo if c.id in known}  # a hook may drop or rewrite, not invent
     await agent.bus.emit(PlanCommitEvent(tool_calls=list(kept.values())))
     run.plan_committed = True
     if not runnable:
         return
     for record in run.planned:
-        if record.id in kept:
-            record.call = kept[record.id]
+        if record.call.id in kept:
+            record.call = kept[record.call.id]
         else:
             await block(agent, run, record, "Tool call was skipped by an after_plan hook.")
 
@@ -109,6 +109,8 @@ async def run_batch(agent: AgentParts, run: RunState) -> str | None:
 
     The workspace is checkpointed before the first call that may change files runs
     and again when the batch ends (``checkpoints``)."""
+    if not run.to_run:  # a reply without calls: no batch, no checkpoints to find
+        return None
     guard = BatchGuard(agent, run)
     reason = await _run_batch(agent, run, guard)
     await guard.after()
@@ -117,8 +119,6 @@ async def run_batch(agent: AgentParts, run: RunState) -> str | None:
 
 async def _run_batch(agent: AgentParts, run: RunState, guard: BatchGuard) -> str | None:
     todo = run.to_run
-    if not todo:
-        return None
     # -- once, before the batch runs -----------------------------------------------
     if agent.budget.budget.wall_clock_s is not None:
         # Out of time before the batch starts (a slow hook, a recovered run): its calls
@@ -152,8 +152,8 @@ async def _within_call_limit(
     limited = await check(agent, ("tool_calls",), pending=len(fresh))
     if limited is not None:  # the limit as it stands after on_budget_exceeded
         room = max(0, int(agent.budget.budget.tool_calls or 0) - agent.budget.usage.tool_calls)
-        cut = {r.id for r in fresh[room:]}
-        todo = [r for r in todo if r.id not in cut]
+        cut = {r.call.id for r in fresh[room:]}
+        todo = [r for r in todo if r.call.id not in cut]
     return todo, limited
 
 
@@ -176,15 +176,15 @@ async def _side_by_side(
     for record in todo:
         refused = await _prepare(agent, run, record)
         if refused is not None:
-            refusals[record.id] = refused
+            refusals[record.call.id] = refused
     prepared = [r for r in todo if r.status == "prepared"]
     await guard.before(prepared)
     outcomes = await _execute_all(agent, prepared, context, agent.budget.deadline())
     for record in todo:
-        if record.id in refusals:
-            await finalize(agent, run, record, refusals[record.id], 0.0)
+        if record.call.id in refusals:
+            await finalize(agent, run, record, refusals[record.call.id], 0.0)
         elif record.status == "prepared":
-            await finalize(agent, run, record, *(outcomes.get(record.id) or _stopped()))
+            await finalize(agent, run, record, *(outcomes.get(record.call.id) or _stopped()))
         elif record in prepared and record.status == "held":  # its tool held it
             _hold(run, record)
     if len(outcomes) < len(prepared):
@@ -212,8 +212,8 @@ async def _one_by_one(
             if record.status == "held":  # its tool held it: the calls after it wait
                 _hold(run, record)
                 break
-            await finalize(agent, run, record, *(outcomes.get(record.id) or _stopped()))
-            if record.id not in outcomes and (spent := await _out_of_time(agent)):
+            await finalize(agent, run, record, *(outcomes.get(record.call.id) or _stopped()))
+            if record.call.id not in outcomes and (spent := await _out_of_time(agent)):
                 return spent
     return None
 
@@ -409,7 +409,7 @@ async def _execute_all(
     if len(records) == 1:  # nothing to run alongside: no task, no extra loop turn
         try:
             async with scope:
-                outcomes[records[0].id] = await _execute(agent, records[0], context)
+                outcomes[records[0].call.id] = await _execute(agent, records[0], context)
         except TimeoutError:
             if not scope.expired():
                 raise
@@ -429,7 +429,7 @@ async def _execute_all(
             await asyncio.gather(*running, return_exceptions=True)
     for record, task in zip(records, tasks, strict=True):
         if not task.cancelled():
-            outcomes[record.id] = task.result()
+            outcomes[record.call.id] = task.result()
     return outcomes
 
 

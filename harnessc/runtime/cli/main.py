@@ -41,7 +41,6 @@ from harnessc.runtime.cli.sessions import (
 from harnessc.runtime.cli.shutdown import close_harness
 from harnessc.runtime.cli.start_up import StartUp
 from harnessc.runtime.options.harness_options import AgentHarnessOptions
-from harnessc.runtime.processes.children import protect_secrets
 from harnessc.runtime.session.repo_protocol import SessionRepo
 from harnessc.runtime.support.data_folder import (
     DataFolder,
@@ -97,7 +96,6 @@ def run_cli(
     the run's garbage collections (``start_up.StartUp``). ``serve``: what ``--serve``
     runs (None: ``--serve`` is refused).
     """
-    protect_secrets()  # before any child runs: none can read the keys through /proc
     prog = prog or program_name()
     parser = build_parser(prog, agent_name)
     try:
@@ -136,6 +134,16 @@ def run_cli(
         return EXIT_DONE
     finally:
         cli.restore_stdout()
+
+
+def _protect_secrets() -> None:
+    """Before a program the model can direct may start (a tool, a hook or an extension
+    of the agent, or any agent ``--serve`` builds): no child can read the agent's keys
+    through /proc (``processes.children``). An agent with none of them starts no program
+    on the model's behalf, and does not load ctypes for it."""
+    from harnessc.runtime.processes.children import protect_secrets
+
+    protect_secrets()
 
 
 def _describe(exc: BaseException) -> str:
@@ -197,6 +205,7 @@ class CliInvocation:
         if args.serve:
             if self.serve is None:
                 raise UsageError("--serve: this command line cannot serve the agent")
+            _protect_secrets()  # every harness it serves is built later, per request
             self.start_up.begin_run()
             return self.serve(self.agent(), args, self.err, self.prog)
         if args.json:
@@ -419,6 +428,8 @@ class CliInvocation:
             options.session = choice.session
         try:
             self.apply_overrides(options)
+            if options.tools or options.hooks or options.extensions:
+                _protect_secrets()  # before any of them can start a program
             harness = AgentHarness(options)
         except UsageError:
             self._drop_fresh(options.session, choice.new)

@@ -98,7 +98,15 @@ def should_compact(
 
 
 def needs_compaction(harness: CompactionHost) -> bool:
-    """True when the harness's context passed ``context_window - reserve_tokens``."""
+    """True when the harness's context passed ``context_window - reserve_tokens`` and
+    there is something to compact.
+
+    The session summary keeps the last ``keep_recent_tokens`` (by the per-message
+    estimate) and summarises what comes before: when the whole context's estimate is
+    below that, it would find nothing, so it is not started (a window smaller than the
+    reserve, like 8,192 against 16,384, passes the threshold at every turn). An
+    extension's ``compactor`` decides for itself and is always asked.
+    """
     settings = getattr(harness, "compaction_settings", None) or CompactionSettings()
     if not settings.enabled:
         return False
@@ -108,7 +116,15 @@ def needs_compaction(harness: CompactionHost) -> bool:
         tokens = counter(use_usage)
     else:
         tokens = estimate_context_tokens(harness.messages, use_usage)
-    return should_compact(tokens, harness.model.context_window, settings)
+    if not should_compact(tokens, harness.model.context_window, settings):
+        return False
+    if getattr(harness, "compactor", None) is not None:
+        return True
+    if counter is not None:
+        estimate = counter(False)
+    else:
+        estimate = estimate_context_tokens(harness.messages, False)
+    return estimate >= settings.keep_recent_tokens
 
 
 def compacted_since_reply(session: Session) -> bool:

@@ -62,9 +62,14 @@ __all__ = [
 ]
 
 
+# The values ``to_jsonable`` returns as they are (by exact type: a subclass, an enum's
+# member among them, takes the longer way).
+_PLAIN: frozenset[type] = frozenset({str, int, float, bool, type(None)})
+
+
 def to_jsonable(value: Any) -> Any:
     """Turn messages, dataclasses and enums into plain JSON values."""
-    if value is None or isinstance(value, str | int | float | bool):
+    if type(value) in _PLAIN or isinstance(value, str | int | float | bool):
         return value
     to_dict = getattr(value, "to_dict", None)
     if to_dict is not None and callable(to_dict):
@@ -93,8 +98,10 @@ class Event(Struct, kw_only=True):
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self.type}
+        plain = _PLAIN
         for name in self.__struct_fields__:
-            out[name] = to_jsonable(getattr(self, name))
+            value = getattr(self, name)
+            out[name] = value if type(value) in plain else to_jsonable(value)
         return out
 
 

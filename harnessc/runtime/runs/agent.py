@@ -68,6 +68,11 @@ class AgentSource:
         self.skills: list[tuple[str, str]] = []  # (name, description), set by check()
         self.subagents: list[tuple[str, str]] = []  # (name, description), set by check()
         self.tool_names: frozenset[str] = frozenset()  # the agent's own tools
+        # The harnesses that pause at their next turn end while draining: those working
+        # when the drain began or launched since (``watch_drain``). A harness gets the
+        # hook only then: registering it costs a signature's inspection, and every turn
+        # end would run it.
+        self._watched: weakref.WeakSet[AgentHarness] = weakref.WeakSet()
 
     @property
     def stored(self) -> bool:
@@ -139,8 +144,17 @@ class AgentSource:
             raise
         if client_tools:
             give_client_tools(harness, client_tools)
-        harness.on("turn_end", self._drain_check)
+        if self.draining:
+            self.watch_drain(harness)
         return harness
+
+    def watch_drain(self, harness: AgentHarness) -> None:
+        """Make ``harness`` pause at its next turn end once the source drains (the
+        server's SIGTERM); a run control calls it for every harness it runs while
+        draining, and for those working when the drain begins."""
+        if harness not in self._watched:
+            self._watched.add(harness)
+            harness.on("turn_end", self._drain_check)
 
     def durable_config(self) -> Any:
         """The generated module's ``durable_config`` (a spec with ``durable:``), else None."""

@@ -102,13 +102,16 @@ class PlainRuns:
         self.keep_events = keep_events
         self.runs: OrderedDict[str, PlainRun] = OrderedDict()
         self.by_session: dict[str, PlainRun] = {}  # the latest run of each session
+        # The runs whose harness works on a task now: only these can be working, so
+        # ``working`` counts them and not every run kept (up to ``kept_runs``).
+        self._driven: set[PlainRun] = set()
         self._recovering: dict[str, asyncio.Future[PlainRun]] = {}
 
     # -- looking up --------------------------------------------------------------------
 
     @property
     def working(self) -> int:
-        return sum(1 for run in self.runs.values() if run.working)
+        return sum(1 for run in self._driven if run.working)
 
     def latest(self, session_id: str) -> Run | None:
         return self.by_session.get(session_id)
@@ -241,11 +244,27 @@ class PlainRuns:
         run.reason = ""
         run.pause = None
         unsubscribe = harness.subscribe(run.add)
+        if self.source.draining:
+            self.source.watch_drain(harness)
         self._keep(run)
         run.changed()
+        self._driven.add(run)
         run.task = asyncio.create_task(self._drive(run, harness, body, unsubscribe))
 
     async def _drive(
+        self,
+        run: PlainRun,
+        harness: AgentHarness,
+        body: Callable[[], Awaitable[RunResult]],
+        unsubscribe: Callable[[], None],
+    ) -> None:
+        try:
+            await self._drive_body(run, harness, body, unsubscribe)
+        finally:
+            if run.task is asyncio.current_task():
+                self._driven.discard(run)
+
+    async def _drive_body(
         self,
         run: PlainRun,
         harness: AgentHarness,
@@ -360,6 +379,9 @@ class PlainRuns:
         sessions), those still working after ``grace_s`` are aborted; then every harness
         closes."""
         self.source.draining = True
+        for run in list(self._driven):
+            if run.working and run.harness is not None:
+                self.source.watch_drain(run.harness)
         tasks = [r.task for r in self.runs.values() if r.working and r.task is not None]
         if tasks:
             _, late = await asyncio.wait(tasks, timeout=grace_s)

@@ -178,15 +178,18 @@ class Run:
         TimeoutError after ``timeout`` seconds without a change."""
         if self.version != seen:
             return
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
         self._waiters.append(waiter)
+        # the timeout ends the waiter itself (a timer handle: no task is cancelled)
+        timer = None if timeout is None else loop.call_later(timeout, _time_out, waiter)
         try:
-            if timeout is None:
-                await waiter
-            else:
-                async with asyncio.timeout(timeout):
-                    await waiter
+            await waiter
         finally:
+            if timer is not None:
+                timer.cancel()
+                if waiter.done() and not waiter.cancelled():
+                    waiter.exception()  # retrieved, also when this task was cancelled
             if waiter in self._waiters:
                 self._waiters.remove(waiter)
 
@@ -216,6 +219,11 @@ class Run:
             ],
             "events": len(self.events),
         }
+
+
+def _time_out(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_exception(TimeoutError())
 
 
 async def follow(

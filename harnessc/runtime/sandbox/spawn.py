@@ -111,6 +111,7 @@ def sandboxed(
     found = probe()
     if not found.available or found.program is None:
         if policy.mode == "auto":
+            check_at_start(policy)  # its warning, if the agent's start did not show it
             return list(argv), out_env
         raise SandboxUnavailable(f"this machine cannot enforce the sandbox: {found.reason}")
     # loaded with the first sandboxed program, not when an agent starts

@@ -29,8 +29,9 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+import msgspec
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import Route
 
 from harnessc.runtime.core.messages import AssistantMessage, ImageContent, TextContent, UserMessage
@@ -42,6 +43,7 @@ from harnessc.runtime.serve.errors import guarded, serve_state
 from harnessc.runtime.serve.images import MAX_IMAGES, image
 from harnessc.runtime.serve.native import check_prompt
 from harnessc.runtime.serve.state import ServeState
+from harnessc.runtime.serve.streams import EventStream
 from harnessc.runtime.tools.base import ExternalTool
 
 __all__ = ["agui_routes"]
@@ -68,7 +70,7 @@ async def run_agent(request: Request) -> Response:
         raise ApiError(400, f"not a RunAgentInput: {problems}") from None
     run, first = await _start(state, given)
     encoder = EventEncoder(accept=request.headers.get("accept", ""))
-    return StreamingResponse(
+    return EventStream(
         _stream(state.runs, run, first, given, encoder), media_type=encoder.get_content_type()
     )
 
@@ -287,11 +289,11 @@ async def _stream(
 ) -> AsyncIterator[str]:
     from ag_ui import core
 
-    opening = encoder.encode(core.RunStartedEvent(thread_id=given.thread_id, run_id=given.run_id))
+    opening = _frame({"type": "RUN_STARTED", "threadId": given.thread_id, "runId": given.run_id})
     if given.state:
         opening += encoder.encode(core.StateSnapshotEvent(snapshot=given.state))
     yield opening
-    translator = _Translator(run, core)
+    translator = _Translator(run, core, encoder)
     # Events of this request only (a resumed run keeps its older ones). The events ready
     # together go out in one write: the AG-UI events of each are gathered until the last
     # event the run holds now (the next one is waited for), then sent; those of a run
@@ -302,26 +304,40 @@ async def _stream(
             ready.append(": keep-alive\n\n")
         else:
             index, encoded = item
-            ready.extend(encoder.encode(out) for out in translator.translate(encoded, index))
+            translator.translate(encoded, index, ready)
             if index + 1 < len(run.events) or run.over:
                 continue
         if ready:
             yield "".join(ready)
             ready.clear()
-    ready.extend(encoder.encode(out) for out in translator.close())
-    ready.append(encoder.encode(_last_event(core, run, given)))
+    translator.close(ready)
+    ready.append(_last_event(core, run, given, encoder))
     yield "".join(ready)
 
 
-def _last_event(core: Any, run: Run, given: Any) -> Any:
+# The AG-UI events a run sends most (its text, its tool calls, RUN_STARTED and a run's
+# RUN_FINISHED) are written from dicts by msgspec, as ag-ui-protocol's own encoder
+# writes its models: ``data: <compact JSON, camelCase keys, no null fields>``; the
+# others (errors, interrupts, state, custom events) through its models and encoder.
+_ENCODE = msgspec.json.Encoder().encode
+
+
+def _frame(event: dict[str, Any]) -> str:
+    """One AG-UI event as an SSE frame."""
+    return f"data: {_ENCODE(event).decode()}\n\n"
+
+
+def _last_event(core: Any, run: Run, given: Any, encoder: Any) -> str:
     """RUN_ERROR, or RUN_FINISHED with the run's result or its pause's interrupts."""
     if run.status == "error":
-        return core.RunErrorEvent(message=run.reason or "the run failed")
+        return encoder.encode(core.RunErrorEvent(message=run.reason or "the run failed"))
     if run.status == "aborted":
-        return core.RunErrorEvent(message=run.reason or "aborted", code="aborted")
-    usage = _usage(core, run)
+        return encoder.encode(core.RunErrorEvent(message=run.reason or "aborted", code="aborted"))
     pause = run.pause if run.paused else None
-    if pause is not None and not pause.awaiting_tool:
+    if pause is None:
+        return _finished(run, given)
+    usage = _usage(core, run)
+    if not pause.awaiting_tool:
         interrupts = _mcp_interrupts(core, run) or [
             core.Interrupt(
                 id=c.id,
@@ -335,21 +351,51 @@ def _last_event(core: Any, run: Run, given: Any) -> Any:
         interrupts = interrupts or [
             core.Interrupt(id=run.id, reason=pause.kind, message=run.reason)
         ]
-        return core.RunFinishedEvent(
+        return encoder.encode(
+            core.RunFinishedEvent(
+                thread_id=given.thread_id,
+                run_id=given.run_id,
+                outcome=core.RunFinishedInterruptOutcome(interrupts=interrupts),
+                **usage,
+            )
+        )
+    return encoder.encode(  # waiting for the front end's tool results
+        core.RunFinishedEvent(
             thread_id=given.thread_id,
             run_id=given.run_id,
-            outcome=core.RunFinishedInterruptOutcome(interrupts=interrupts),
+            outcome=core.RunFinishedSuccessOutcome(
+                pending_tool_call_ids=[c.id for c in pause.calls]
+            ),
             **usage,
         )
-    pending = [c.id for c in pause.calls] if pause is not None else None
-    result = run.output if run.output is not None else run.text
-    return core.RunFinishedEvent(
-        thread_id=given.thread_id,
-        run_id=given.run_id,
-        result=result if run.status == "done" else None,
-        outcome=core.RunFinishedSuccessOutcome(pending_tool_call_ids=pending),
-        **usage,
     )
+
+
+def _finished(run: Run, given: Any) -> str:
+    """RUN_FINISHED of a run that ended without a pause, as ``RunFinishedEvent`` with
+    a success outcome writes it."""
+    used = run.usage
+    prompt = used.input + used.cache_read + used.cache_write
+    event: dict[str, Any] = {
+        "type": "RUN_FINISHED",
+        "metadata": {"cost_usd": round(used.cost, 10)},
+        "threadId": given.thread_id,
+        "runId": given.run_id,
+    }
+    result = run.output if run.output is not None else run.text
+    if run.status == "done" and result is not None:
+        event["result"] = result
+    event["outcome"] = {"type": "success"}
+    event["usage"] = [
+        {
+            "inputTokens": prompt,
+            "outputTokens": used.output,
+            "totalTokens": prompt + used.output,
+            "cachedInputTokens": used.cache_read,
+            "cacheWriteInputTokens": used.cache_write,
+        }
+    ]
+    return _frame(event)
 
 
 def _usage(core: Any, run: Run) -> dict[str, Any]:
@@ -381,80 +427,92 @@ _TRANSLATED = frozenset(
 
 
 class _Translator:
-    """The harness's events (as ``--json`` encodes them) to AG-UI events."""
+    """The harness's events (as ``--json`` encodes them) to AG-UI events, as SSE frames."""
 
-    def __init__(self, run: Run, core: Any) -> None:
+    def __init__(self, run: Run, core: Any, encoder: Any) -> None:
         from msgspec.json import Decoder
 
         self.run = run
         self.core = core
+        self.encoder = encoder
         self.open_text: str | None = None
         self.count = 0
         self.decode = Decoder().decode
 
-    def translate(self, encoded: str, index: int) -> list[Any]:
-        core = self.core
+    def _open(self, out: list[str]) -> str:
+        self.count += 1
+        message_id = self.open_text = f"{self.run.id}-m{self.count}"
+        out.append(
+            _frame({"type": "TEXT_MESSAGE_START", "messageId": message_id, "role": "assistant"})
+        )
+        return message_id
+
+    def translate(self, encoded: str, index: int, out: list[str]) -> None:
+        """Append the AG-UI events of one encoded event to ``out``."""
         kind = event_type(encoded)
         if kind is not None and kind not in _TRANSLATED:
-            return []
+            return
         event = self.decode(encoded)
         kind = event.get("type")
-        out: list[Any] = []
         if kind == "message_update" and event.get("delta_type") == "text_delta":
             delta = event.get("delta") or ""
             if not delta:
-                return out
-            if self.open_text is None:
-                self.count += 1
-                self.open_text = f"{self.run.id}-m{self.count}"
-                out.append(core.TextMessageStartEvent(message_id=self.open_text, role="assistant"))
-            out.append(core.TextMessageContentEvent(message_id=self.open_text, delta=delta))
+                return
+            message_id = self.open_text if self.open_text is not None else self._open(out)
+            out.append(
+                _frame({"type": "TEXT_MESSAGE_CONTENT", "messageId": message_id, "delta": delta})
+            )
         elif kind == "message_end" and (event.get("message") or {}).get("role") == "assistant":
             parts = event["message"].get("content", [])
             text = "".join(p.get("text", "") for p in parts if p.get("type") == "text")
             if self.open_text is None and text:  # recorded whole (a durable run): no deltas
-                self.count += 1
-                self.open_text = f"{self.run.id}-m{self.count}"
-                out.append(core.TextMessageStartEvent(message_id=self.open_text, role="assistant"))
-                out.append(core.TextMessageContentEvent(message_id=self.open_text, delta=text))
+                message_id = self._open(out)
+                out.append(
+                    _frame({"type": "TEXT_MESSAGE_CONTENT", "messageId": message_id, "delta": text})
+                )
             parent = self.open_text
-            out.extend(self.close())
+            self.close(out)
             for part in parts:
                 if part.get("type") != "toolCall":
                     continue
+                call_id = part["id"]
+                start: dict[str, Any] = {
+                    "type": "TOOL_CALL_START",
+                    "toolCallId": call_id,
+                    "toolCallName": part["name"],
+                }
+                if parent is not None:
+                    start["parentMessageId"] = parent
+                out.append(_frame(start))
+                arguments = json.dumps(part.get("arguments") or {})
                 out.append(
-                    core.ToolCallStartEvent(
-                        tool_call_id=part["id"],
-                        tool_call_name=part["name"],
-                        parent_message_id=parent,
-                    )
+                    _frame({"type": "TOOL_CALL_ARGS", "toolCallId": call_id, "delta": arguments})
                 )
-                out.append(
-                    core.ToolCallArgsEvent(
-                        tool_call_id=part["id"], delta=json.dumps(part.get("arguments") or {})
-                    )
-                )
-                out.append(core.ToolCallEndEvent(tool_call_id=part["id"]))
+                out.append(_frame({"type": "TOOL_CALL_END", "toolCallId": call_id}))
         elif kind == "tool_execution_end":
             result = event.get("result") or {}
             text = "".join(
                 p.get("text", "") for p in result.get("content", []) if isinstance(p, dict)
             )
             out.append(
-                core.ToolCallResultEvent(
-                    message_id=f"{self.run.id}-r{index}",
-                    tool_call_id=event.get("tool_call_id", ""),
-                    content=text,
-                    role="tool",
+                _frame(
+                    {
+                        "type": "TOOL_CALL_RESULT",
+                        "messageId": f"{self.run.id}-r{index}",
+                        "toolCallId": str(event.get("tool_call_id", "")),
+                        "content": text,
+                        "role": "tool",
+                    }
                 )
             )
         elif kind == "handover_progress":  # a sub-agent's turn and tokens, as it works
             value = {k: v for k, v in event.items() if k not in ("type", "seq", "timestamp")}
-            out.append(core.CustomEvent(name="handover_progress", value=value))
-        return out
+            custom = self.core.CustomEvent(name="handover_progress", value=value)
+            out.append(self.encoder.encode(custom))
 
-    def close(self) -> list[Any]:
+    def close(self, out: list[str]) -> None:
+        """Append the end of the open text message, if one is open, to ``out``."""
         if self.open_text is None:
-            return []
+            return
         message_id, self.open_text = self.open_text, None
-        return [self.core.TextMessageEndEvent(message_id=message_id)]
+        out.append(_frame({"type": "TEXT_MESSAGE_END", "messageId": message_id}))

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from harnessc.runtime.core.messages import ImageContent
@@ -28,6 +28,7 @@ from harnessc.runtime.serve.bodies import ApiError, optional, read_json, require
 from harnessc.runtime.serve.errors import guarded, serve_state
 from harnessc.runtime.serve.images import MAX_IMAGES, image
 from harnessc.runtime.serve.state import ServeState
+from harnessc.runtime.serve.streams import EventStream
 
 __all__ = ["check_prompt", "event_stream", "native_routes", "parse_budget"]
 
@@ -98,7 +99,7 @@ async def run_events(request: Request) -> Response:
         raise ApiError(400, f"Last-Event-ID must be an event number, not {raw[:40]!r}") from None
     if after < 0:
         raise ApiError(400, "Last-Event-ID must not be negative")
-    return StreamingResponse(
+    return EventStream(
         event_stream(runs, run, after),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},

@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from harnessc.runtime.core.messages import (
@@ -43,6 +43,7 @@ from harnessc.runtime.serve.errors import guarded, serve_state
 from harnessc.runtime.serve.images import MAX_IMAGES, data_url_image
 from harnessc.runtime.serve.native import check_prompt
 from harnessc.runtime.serve.state import ServeState
+from harnessc.runtime.serve.streams import EventStream
 
 __all__ = ["openai_routes", "openai_usage", "reply_text"]
 
@@ -178,7 +179,7 @@ async def chat_completions(request: Request) -> Response:
         headers["X-Session-Id"] = run.session_id
     completion_id = f"chatcmpl-{run.id}"
     if stream:
-        return StreamingResponse(
+        return EventStream(
             _chunks(state.runs, run, completion_id, model, include_usage),
             media_type="text/event-stream",
             headers={**headers, "Cache-Control": "no-store"},

@@ -67,6 +67,35 @@ INLINE_AFTER = 5
 INLINE_BELOW_S = 0.0005
 INLINE_SLOW_S = 0.002
 
+try:  # the context switches of the calling thread (Linux)
+    from resource import RUSAGE_THREAD, getrusage
+except ImportError:  # elsewhere a call's wall time is its time
+    getrusage = None  # type: ignore[assignment]
+
+
+class _Stopwatch:
+    """How long one call took of the function's own time: its wall time when it waited
+    (a voluntary context switch: a sleep, I/O, a lock), else its CPU time. So a call
+    the scheduler preempted on a loaded machine (another process's time slice,
+    milliseconds) counts the little CPU it used, not the time it was kept off the CPU."""
+
+    __slots__ = ("wall", "cpu", "waits")
+
+    def __init__(self) -> None:
+        self.waits = getrusage(RUSAGE_THREAD).ru_nvcsw if getrusage is not None else -1
+        self.cpu = time.thread_time()
+        self.wall = time.perf_counter()
+
+    def took(self, at_least: float) -> float:
+        """The call's time; its wall time when that is under ``at_least`` (the case
+        that needs no more system calls)."""
+        wall = time.perf_counter() - self.wall
+        if wall < at_least or self.waits < 0:
+            return wall
+        if getrusage(RUSAGE_THREAD).ru_nvcsw != self.waits:
+            return wall
+        return time.thread_time() - self.cpu
+
 
 class _Analysis:
     """What a function's signature, hints and docstring give (read-only once made),
@@ -114,7 +143,7 @@ async def _inline(func: Callable[..., Any], known: _Analysis, kwargs: dict[str, 
     """``func(**kwargs)`` on the loop; a call of INLINE_SLOW_S or more sends the function
     back to the thread for good, and so does one that tried to run an event loop of its
     own (that call is made again in the thread)."""
-    started = time.perf_counter()
+    watch = _Stopwatch()
     try:
         value = func(**kwargs)
     except RuntimeError as exc:
@@ -123,7 +152,7 @@ async def _inline(func: Callable[..., Any], known: _Analysis, kwargs: dict[str, 
         known.inline = False
         value = await asyncio.to_thread(functools.partial(func, **kwargs))
     finally:
-        if time.perf_counter() - started >= INLINE_SLOW_S:
+        if watch.took(INLINE_SLOW_S) >= INLINE_SLOW_S:
             known.inline = False
     if inspect.isawaitable(value):
         value = await value
@@ -132,11 +161,11 @@ async def _inline(func: Callable[..., Any], known: _Analysis, kwargs: dict[str, 
 
 def _run_timed(func: Callable[..., Any], known: _Analysis, kwargs: dict[str, Any]) -> Any:
     """``func(**kwargs)`` in the worker thread, its time told to ``known``."""
-    started = time.perf_counter()
+    watch = _Stopwatch()
     try:
         return func(**kwargs)
     finally:
-        known.timed(time.perf_counter() - started)
+        known.timed(watch.took(INLINE_BELOW_S))
 
 
 # Kept while the function lives: the harnesses of one process that make a tool of one
