@@ -4,7 +4,7 @@ in the same process, and the peak RSS of a worker.
 
 Run: python benchmarks/durable.py [--runs 1000] [--steps 5] [--latency-ms 20] [--sqlite]
      [--workers 1,2,4] [--concurrency 8,1] [--tree DIR] [--databases postgresql,sqlite]
-     [--step-runs N]
+     [--step-runs N] [--rounds 3]
 --tree DIR measures the harnessc of another checkout (``git archive main | tar -x -C
 DIR``) with this script, so two versions are compared by the same measurement.
 --workers "" only measures the in-process overhead; --concurrency is each worker's queue
@@ -18,7 +18,12 @@ Needs PostgreSQL (HARNESSC_TEST_PG_DSN, or scripts/pg-test-up starts the machine
 the other, and ends with a table of the durable step against DBOS's minimal async step on
 each (``--workers "" --databases postgresql,sqlite`` for the durable step alone, issue
 47); --step-runs is the number of sequential runs of the in-process measurement
-(default: --runs / 20, at least 5).
+(default: --runs / 20, at least 5); --rounds measures every in-process figure that many
+times, one after the other in each round, so a round's figures share the disk's and the
+machine's state (the figures are the rounds' medians; the table gives each round's ratio).
+Beside DBOS's minimal async step back to back, the same step at a durable run's cadence
+(each one after an await of the model's latency, less the awaits): a step that follows
+an idle loop costs DBOS more than one that follows another step.
 Targets: 4 workers >= 3.5x one worker; a durable step's overhead <= 1.25x DBOS's minimal
 async step (issue 47; issue 28 asked for 1.5x). Prints figures, asserts nothing; wall
 times need an idle machine.
@@ -271,8 +276,14 @@ def throughput(
 
 
 def in_process(
-    workdir: Path, env: dict[str, str], url: str, runs: int, steps: int, latency_s: float
-) -> dict[str, float]:
+    workdir: Path,
+    env: dict[str, str],
+    url: str,
+    runs: int,
+    steps: int,
+    latency_s: float,
+    rounds_n: int = 1,
+) -> dict[str, Any]:
     """Sequential runs in this process, plain and durable, with no tool step and with
     ``steps`` (the difference is what the steps cost), DBOS's minimal steps (a sync and
     an async no-op in one workflow) and an async step awaiting the model latency. Seconds
@@ -327,7 +338,13 @@ def in_process(
         marks[0] += 1
         return bool(heartbeat.start_call(run_id, key))
 
-    if hasattr(step_module, "set_call_marker"):
+    async def mark_on_loop(run_id: str, key: str) -> bool:
+        marks[0] += 1
+        return bool(await heartbeat.start_call_async(run_id, key))
+
+    if hasattr(heartbeat, "start_call_async"):  # as a worker marks (from the run's loop)
+        step_module.set_call_marker(mark_on_loop)
+    elif hasattr(step_module, "set_call_marker"):
         step_module.set_call_marker(mark)
 
     def durable(n: int, tool_steps: int, tag: str = "d") -> tuple[float, float]:
@@ -371,22 +388,45 @@ def in_process(
     async def awaiting(n: int) -> int:
         return await async_steps(n, "await", await_model)
 
-    def per_step(workflow: Any, n: int) -> tuple[float, float]:
-        return timed(lambda: DBOS.start_workflow(workflow, n).get_result(), n)
+    @DBOS.workflow()
+    async def between_awaits(n: int, step: bool) -> int:
+        # DBOS's minimal async step at a durable run's cadence: each one after an await
+        # of the model's latency, as a run's steps come (less the awaits alone)
+        total = 0
+        for i in range(n):
+            await asyncio.sleep(latency_s)
+            if step:
+                total += await DBOS.run_step_async({"name": "noop"}, anoop, i)
+        return total
+
+    def per_step(workflow: Any, n: int, *args: Any) -> tuple[float, float]:
+        return timed(lambda: DBOS.start_workflow(workflow, n, *args).get_result(), n)
 
     try:
         durable(2, 0), plain(2, 0)  # warm up: imports, connections
         figures: dict[str, float] = {}
-        for key, (wall, cpu) in {
-            "plain_0": plain(runs, 0),
-            "plain_n": plain(runs, steps),
-            "durable_0": durable(runs, 0),
-            "durable_n": durable(runs, steps),
-        }.items():
-            figures[key], figures[key + "_cpu"] = wall, cpu
         n = runs * (2 * steps + 1)
+        paced = min(n, 100)
+        rounds: list[dict[str, float]] = []
+        for _ in range(max(1, rounds_n)):  # the same conditions for every figure of a round
+            one: dict[str, float] = {}
+            for key, (wall, cpu) in {
+                "plain_0": plain(runs, 0),
+                "plain_n": plain(runs, steps),
+                "durable_0": durable(runs, 0),
+                "durable_n": durable(runs, steps),
+                "minimal_async": per_step(aminimal, n),
+                "paced_step": per_step(between_awaits, paced, True),
+                "paced_await": per_step(between_awaits, paced, False),
+            }.items():
+                one[key], one[key + "_cpu"] = wall, cpu
+            for kind in ("", "_cpu"):
+                one["paced" + kind] = one["paced_step" + kind] - one["paced_await" + kind]
+            rounds.append(one)
+        for key in rounds[0]:  # each figure: its median over the rounds
+            figures[key] = statistics.median(r[key] for r in rounds)
+        figures["rounds"] = rounds  # type: ignore[assignment]
         figures["minimal_sync"], figures["minimal_sync_cpu"] = per_step(minimal, n)
-        figures["minimal_async"], figures["minimal_async_cpu"] = per_step(aminimal, n)
         wall, cpu = per_step(awaiting, min(n, 200))
         figures["awaiting"], figures["awaiting_cpu"] = wall - latency_s, cpu
         before = marks[0]
@@ -442,6 +482,12 @@ def main() -> None:
         "--databases", default="", help="postgresql,sqlite: each in its own process, then a table"
     )
     parser.add_argument("--step-runs", type=int, default=0, help="sequential runs in-process")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="rounds of the in-process figures, each round every figure once (medians)",
+    )
     args = parser.parse_args()
     databases = [d for d in args.databases.split(",") if d]
     if unknown := set(databases) - {"postgresql", "sqlite"}:
@@ -476,13 +522,17 @@ def main() -> None:
             small = args.step_runs or max(5, args.runs // 20)
             url, name = database(dsn, workdir, "inproc")
             try:
-                figures = in_process(workdir, env, url, small, args.steps, args.latency_ms / 1000)
+                figures = in_process(
+                    workdir, env, url, small, args.steps, args.latency_ms / 1000, args.rounds
+                )
             finally:
                 if name:
                     drop_database(dsn or "", name)
             report_overhead(figures, small, args.steps)
             ratio = _step_ratio(figures, args.steps)
             cpu = _step_ratio(figures, args.steps, "_cpu")
+            each = [_step_ratio(r, args.steps) for r in figures["rounds"]]
+            each_cpu = [_step_ratio(r, args.steps, "_cpu") for r in figures["rounds"]]
             print(
                 "RESULT "
                 + json.dumps(
@@ -494,6 +544,18 @@ def main() -> None:
                         "step_cpu_ms": cpu[0] * 1000,
                         "async_cpu_ms": figures["minimal_async_cpu"] * 1000,
                         "cpu_ratio": cpu[1],
+                        # each round's: the durable step against DBOS's minimal async step
+                        # back to back, and against the same step at a run's cadence
+                        "ratios": [r[1] for r in each],
+                        "cpu_ratios": [r[1] for r in each_cpu],
+                        "paced_ratios": [
+                            r[0] / f["paced"] for r, f in zip(each, figures["rounds"], strict=True)
+                        ],
+                        "paced_cpu_ratios": [
+                            r[0] / f["paced_cpu"]
+                            for r, f in zip(each_cpu, figures["rounds"], strict=True)
+                        ],
+                        "paced_ms": figures["paced"] * 1000,
                         "load": list(os.getloadavg()),
                     }
                 ),
@@ -505,7 +567,7 @@ def main() -> None:
         server.wait(timeout=10)
 
 
-def _step_ratio(f: dict[str, float], steps: int, kind: str = "") -> tuple[float, float]:
+def _step_ratio(f: dict[str, Any], steps: int, kind: str = "") -> tuple[float, float]:
     """The durable overhead per step (s; ``kind`` "_cpu": CPU s) and its ratio to DBOS's
     minimal async step."""
     d0, dn = f["durable_0" + kind], f["durable_n" + kind]
@@ -550,6 +612,16 @@ def each_database(databases: list[str]) -> None:
             f"{r['step_cpu_ms']:.2f} / {r['async_cpu_ms']:.2f} ms: {r['cpu_ratio']:.2f}x; load "
             + ", ".join(f"{x:.1f}" for x in r["load"])
         )
+        if "ratios" in r:
+            print(
+                f"    rounds: {_spread(r['ratios'])} (CPU {_spread(r['cpu_ratios'])}); against"
+                f" DBOS's minimal async step at a run's cadence ({r['paced_ms']:.2f} ms):"
+                f" {_spread(r['paced_ratios'])} (CPU {_spread(r['paced_cpu_ratios'])})"
+            )
+
+
+def _spread(values: list[float]) -> str:
+    return f"{min(values):.2f}-{max(values):.2f}x (median {statistics.median(values):.2f}x)"
 
 
 def database(dsn: str | None, workdir: Path, label: str) -> tuple[str, str]:
@@ -609,7 +681,7 @@ def scaling(
                 )
 
 
-def report_overhead(f: dict[str, float], runs: int, steps: int) -> None:
+def report_overhead(f: dict[str, Any], runs: int, steps: int) -> None:
     """The durable cost per step (the runs with ``steps`` tool steps against the runs
     without: 2 steps, a tool execution and a model call, per tool step) and per run."""
     ms = 1000
@@ -639,6 +711,9 @@ def report_overhead(f: dict[str, float], runs: int, steps: int) -> None:
         f" async {asyn * ms:.2f} ms ({f['minimal_async_cpu'] * ms:.2f} ms CPU); ratio per step "
         f"{per_step / sync:.2f} (sync) / {per_step / asyn:.2f} (async), spread "
         f"{total / sync:.2f} / {total / asyn:.2f} (target: per step / async <= 1.25)\n"
+        f"  DBOS minimal async step at a run's cadence (after an await of the model latency,"
+        f" less the await) {f['paced'] * ms:.2f} ms ({f['paced_cpu'] * ms:.2f} ms CPU); ratio"
+        f" per step {per_step / f['paced']:.2f} ({cpu_step / f['paced_cpu']:.2f} by CPU)\n"
         f"  for comparison, a DBOS async step whose body awaits the model latency costs "
         f"{f['awaiting'] * ms:.2f} ms beyond the await ({f['awaiting_cpu'] * ms:.2f} ms CPU)\n"
         f"  system database per {steps}-tool durable run: {f['transactions']:.1f} transactions,"

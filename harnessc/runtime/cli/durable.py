@@ -325,7 +325,9 @@ class _Working:
         self.heartbeat = Heartbeat(url, self.worker_id, config.queue, config.lease_s)
         self.heartbeat.start()
         set_step_guard(self.heartbeat.guard)
-        set_call_marker(None if config.interrupted_tools == "rerun" else self.heartbeat.start_call)
+        set_call_marker(
+            None if config.interrupted_tools == "rerun" else self.heartbeat.start_call_async
+        )
 
     def say_started(self, err: TextIO) -> None:
         err.write(
@@ -431,7 +433,7 @@ def _one_shot(
     heartbeat = Heartbeat(url, worker_id, config.queue, config.lease_s, claim=False)
     heartbeat.start()
     set_step_guard(heartbeat.guard)
-    set_call_marker(None if config.interrupted_tools == "rerun" else heartbeat.start_call)
+    set_call_marker(None if config.interrupted_tools == "rerun" else heartbeat.start_call_async)
     paused = False
     try:
         code, paused = asyncio.run(

@@ -11,6 +11,7 @@ ends at once (exit 75), so the runs it lost go on only where they were recovered
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 import time
@@ -253,6 +254,16 @@ class Heartbeat:
             raise RuntimeError("this worker's lease was lost")
         return self.marks.first(run_id, key, self.worker_id)
 
+    async def start_call_async(self, run_id: str, key: str) -> bool:
+        """``start_call`` from the run's event loop. On SQLite the mark is an append to
+        the marks' write-ahead log, made on the loop with no thread hand-off (tens of
+        microseconds, no sync). On PostgreSQL it is a round trip, made in a thread as
+        ``start_call`` (an asyncio connection measured no quicker), and so is any mark
+        when the lease's renewal is due (a transaction on the system database)."""
+        if self.marks.sqlite and time.monotonic() - self.renewed <= self.lease_s / 2:
+            return self.marks.first(run_id, key, self.worker_id)
+        return await asyncio.to_thread(self.start_call, run_id, key)
+
     def guard(self) -> None:
         """Before a step: the lease still holds (renewed within half of it here, or now
         in the database)."""
@@ -291,7 +302,10 @@ class Heartbeat:
         interval = max(0.05, self.lease_s / 3)
         while not self._stop.wait(interval):
             try:
-                if not self.beat() or not self.claim:
+                if not self.beat():
+                    continue
+                self.marks.checkpoint()
+                if not self.claim:
                     continue
                 dead = self.claim_dead()
                 if dead:
@@ -316,15 +330,19 @@ class CallMarks:
     file created, synced or deleted (in the system database's rollback-journal mode, which
     DBOS keeps, each mark cost a journal file's create and delete: 5-7 ms). Marks an
     older harnessc left in the system database are copied over when that file is made.
+    The connection that writes the marks never copies the log into the file (a copy
+    syncs the disk); ``checkpoint``, from the heartbeat's thread, does.
     """
 
     def __init__(self, url: str) -> None:
         self.url = url
+        self.sqlite = url.startswith("sqlite:///")
         self.lock = threading.Lock()  # marks come from several threads (asyncio.to_thread)
         self.conn: Any = None
+        self.copier: Any = None  # SQLite: the heartbeat thread's connection (``checkpoint``)
 
     def _connect(self) -> Any:
-        if self.url.startswith("sqlite:///"):
+        if self.sqlite:
             import sqlite3
 
             path = self.url[len("sqlite:///") :]
@@ -333,15 +351,14 @@ class CallMarks:
             lite = sqlite3.connect(marks, isolation_level=None, check_same_thread=False, timeout=30)
             lite.execute("PRAGMA journal_mode = WAL")  # a mark appends to the log
             lite.execute("PRAGMA synchronous = NORMAL")  # no fsync of its own per mark
+            lite.execute("PRAGMA wal_autocheckpoint = 0")  # copied by ``checkpoint``
             lite.execute(_SQLITE_CALLS)
             if new:
                 _copy_older_marks(lite, path)
             return lite
         import psycopg
 
-        conn = psycopg.connect(
-            _sqlalchemy_url(self.url).replace("+psycopg", "", 1), autocommit=True
-        )
+        conn = psycopg.connect(_dbapi_url(self.url), autocommit=True)
         conn.execute("SET synchronous_commit = off")  # no wait for the WAL flush per mark
         return conn
 
@@ -351,37 +368,47 @@ class CallMarks:
             if self.conn is None:
                 self.conn = self._connect()
             try:
-                if self.url.startswith("sqlite:///"):
+                if self.sqlite:
                     done = self.conn.execute(
                         "INSERT OR IGNORE INTO harnessc_started_calls (run_id, call, worker_id)"
                         " VALUES (?, ?, ?)",
                         (run_id, key, worker_id),
                     )
                     return bool(done.rowcount == 1)
-                row = self.conn.execute(
-                    "INSERT INTO harnessc_started_calls (run_id, call, worker_id) VALUES"
-                    " (%s, %s, %s) ON CONFLICT DO NOTHING RETURNING run_id",
-                    (run_id, key, worker_id),
-                ).fetchone()
+                row = self.conn.execute(_PG_MARK, (run_id, key, worker_id)).fetchone()
                 return row is not None
             except Exception:
                 self.close_locked()
                 raise
+
+    def checkpoint(self) -> None:
+        """SQLite: copy the marks' log into their file (a passive checkpoint, which never
+        waits for a writer), on a connection of the calling thread's own."""
+        if not self.sqlite or self.conn is None:
+            return
+        if self.copier is None:
+            import sqlite3
+
+            path = calls_path(self.url[len("sqlite:///") :])
+            self.copier = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self.copier.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
     def calls(self, run_id: str) -> list[str]:
         """The keys of the calls marked started in run ``run_id``."""
         with self.lock:
             if self.conn is None:
                 self.conn = self._connect()
-            sqlite = self.url.startswith("sqlite:///")
             query = "SELECT call FROM harnessc_started_calls WHERE run_id = " + (
-                "?" if sqlite else "%s"
+                "?" if self.sqlite else "%s"
             )
             return sorted(str(row[0]) for row in self.conn.execute(query, (run_id,)).fetchall())
 
     def close(self) -> None:
         with self.lock:
             self.close_locked()
+            copier, self.copier = self.copier, None
+            if copier is not None:
+                copier.close()
 
     def close_locked(self) -> None:
         conn, self.conn = self.conn, None
@@ -390,6 +417,16 @@ class CallMarks:
                 conn.close()
             except Exception:  # a connection already broken: nothing to release
                 pass
+
+
+_PG_MARK = (
+    "INSERT INTO harnessc_started_calls (run_id, call, worker_id) VALUES"
+    " (%s, %s, %s) ON CONFLICT DO NOTHING RETURNING run_id"
+)
+
+
+def _dbapi_url(url: str) -> str:
+    return _sqlalchemy_url(url).replace("+psycopg", "", 1)
 
 
 _SQLITE_CALLS = (

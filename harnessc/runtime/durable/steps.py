@@ -18,7 +18,8 @@ writes none twice and a follower reads them from the steps and the output.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from harnessc.runtime.core.messages import AssistantMessage, TextContent
@@ -109,14 +110,25 @@ def set_step_guard(guard: Callable[[], None] | None) -> None:
     _GUARD[:] = [guard] if guard is not None else []
 
 
-_MARKER: list[Callable[[str, str], bool]] = []
+_MARKER: list[Callable[[str, str], Awaitable[bool]]] = []
 
 
-def set_call_marker(marker: Callable[[str, str], bool] | None) -> None:
+def set_call_marker(marker: Callable[[str, str], bool | Awaitable[bool]] | None) -> None:
     """``marker(run_id, key)`` records that a call with outside effects starts and says
     whether it is the first to (False: an earlier execution of the run started it).
-    None: such calls run again on recovery, as read-only ones do."""
-    _MARKER[:] = [marker] if marker is not None else []
+    A coroutine function is awaited on the run's event loop; a plain function runs in a
+    thread. None: such calls run again on recovery, as read-only ones do."""
+    if marker is None:
+        _MARKER.clear()
+    elif inspect.iscoroutinefunction(marker):
+        _MARKER[:] = [marker]
+    else:
+        plain = marker
+
+        async def in_thread(run_id: str, key: str) -> bool:
+            return bool(await asyncio.to_thread(plain, run_id, key))
+
+        _MARKER[:] = [in_thread]
 
 
 async def _step(name: str, sink: EventSink, clock: RunClock, work: Callable[[], Any]) -> Any:
@@ -212,7 +224,7 @@ class DurableTool:
         marker = _MARKER[0] if _MARKER and not is_read_only(self.inner) else None
 
         async def run() -> ToolResult:
-            if marker is not None and not await asyncio.to_thread(marker, clock.run_id, key):
+            if marker is not None and not await marker(clock.run_id, key):
                 content: list[Any] = [TextContent(INTERRUPTED)]
                 return ToolResult(content, details={"interrupted": True}, is_error=True)
             return await self.inner.execute(tool_call_id, params, signal, on_update, context)
@@ -237,7 +249,7 @@ class RemoteTaskSteps:
         marker = _MARKER[0] if _MARKER else None
 
         async def run() -> Any:
-            if marker is not None and not await asyncio.to_thread(marker, clock.run_id, key):
+            if marker is not None and not await marker(clock.run_id, key):
                 return None
             return await work()
 

@@ -124,6 +124,20 @@ def _begin(request: dict[str, Any], run_id: str) -> dict[str, Any]:
     return {"header": None, "session_id": session_id, "ts": iso_now()}
 
 
+async def _begin_in_memory(request: dict[str, Any], run_id: str) -> dict[str, Any]:
+    return _begin(request, run_id)
+
+
+def _begin_step() -> Callable[[dict[str, Any], str], Any]:
+    """``_begin`` as the step runs it: on the loop when the agent keeps its sessions in
+    memory (a header made, no file touched), else in a thread (DBOS runs a plain
+    function's step in one)."""
+    agent = _agent()
+    if agent.session_repo is None and agent.session_dir is None:
+        return _begin_in_memory
+    return _begin
+
+
 LOCK_POLL_S = 0.2  # a session another process holds is tried again this often
 
 
@@ -251,10 +265,13 @@ async def durable_run(request: dict[str, Any]) -> dict[str, Any]:
 
     run_id = DBOS.workflow_id or ""
     clock, sink = RunClock(run_id=run_id), EventSink()
-    begin = await DBOS.run_step_async({"name": "begin"}, _begin, request, run_id)
+    begin = await DBOS.run_step_async({"name": "begin"}, _begin_step(), request, run_id)
     begin["cwd"] = request["cwd"]
     clock.tick(begin["ts"])
-    session = await asyncio.to_thread(_session, begin, run_id, clock)  # may wait for its lock
+    if begin["session_id"] is None:  # in memory: nothing to open, no lock to wait for
+        session = _session(begin, run_id, clock)
+    else:  # a stored session: read from its store, and its lock may be held
+        session = await asyncio.to_thread(_session, begin, run_id, clock)
     try:
         _context(session, request)
         steps = RunSteps(sink, clock, _agent().base_url, _agent().sandbox)
