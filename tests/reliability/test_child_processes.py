@@ -133,6 +133,23 @@ def _env(server: ProtocolServer) -> dict[str, str]:
     return env
 
 
+def _probe_run(
+    module: Path, server: ProtocolServer, cwd: Path
+) -> tuple[subprocess.Popen[str], str, str]:
+    """Run the built agent on "probe" to its end; it must succeed."""
+    agent = subprocess.Popen(
+        [sys.executable, str(module), "probe"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(server),
+        cwd=cwd,
+    )
+    out, err = agent.communicate(timeout=60)
+    assert agent.returncode == 0, err
+    return agent, out, err
+
+
 def _bash_call(command: str) -> ScriptedResponse:
     arguments = json.dumps({"command": command})
     return ScriptedResponse.sse(openai_tool_call_events([("c1", "bash", arguments)]))
@@ -172,16 +189,7 @@ def test_children_cannot_read_the_agent_key_through_proc(
     server.enqueue(
         _bash_call(f"{sys.executable} {probe}"), ScriptedResponse.sse(openai_events(["done"]))
     )
-    agent = subprocess.Popen(
-        [sys.executable, str(module), "probe"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=_env(server),
-        cwd=tmp_path,
-    )
-    out, err = agent.communicate(timeout=60)
-    assert agent.returncode == 0, err
+    agent, out, err = _probe_run(module, server, tmp_path)
     assert MARK not in out + err
     # root without CAP_SYS_PTRACE may still open environ (blanked), never the memory
     denied = ("mem",) if os.geteuid() == 0 else ("environ", "dotdot", "task-environ", "mem")
@@ -221,16 +229,7 @@ def test_a_python_tools_own_child_cannot_read_the_agent_key_in_its_environment(
         ScriptedResponse.sse(openai_tool_call_events([("c1", "run_probe", arguments)])),
         ScriptedResponse.sse(openai_events(["done"])),
     )
-    agent = subprocess.Popen(
-        [sys.executable, str(module), "probe"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=_env(server),
-        cwd=tmp_path,
-    )
-    out, err = agent.communicate(timeout=60)
-    assert agent.returncode == 0, err
+    agent, out, err = _probe_run(module, server, tmp_path)
     assert _tool_result(server.requests[1]) == "probed"
     # (a file: what reaches the model has the key's value redacted already)
     report = Path(f"{probe}.out").read_text()
