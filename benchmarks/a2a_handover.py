@@ -33,24 +33,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent
-# This folder holds an mcp.py: keep it off the import path, load serve_peers.py (the
-# scripted model and the compiler) from its file.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT]
+import serve_peers  # beside this script
 
-
-def _serve_peers() -> Any:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("serve_peers", ROOT / "serve_peers.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["serve_peers"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-serve_peers = _serve_peers()
 KINDS = ("local", "a2a")
 
 

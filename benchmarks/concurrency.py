@@ -351,8 +351,8 @@ def main() -> int:
 
     from harnessc.testing import ProtocolServer
 
-    # -I keeps benchmarks/ (mcp.py would shadow the mcp package) and PYTHONPATH off
-    # the children's path; a harnessc child puts this work tree first itself.
+    # -I keeps benchmarks/ and PYTHONPATH off the children's path (the peers must not
+    # import this tree); a harnessc child puts this work tree first itself.
     env = dict(os.environ, OPENAI_API_KEY="sk-bench-dummy", OPENAI_AGENTS_DISABLE_TRACING="1")
     env.pop("OPENAI_BASE_URL", None)
     pool = (

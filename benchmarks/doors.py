@@ -26,28 +26,9 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import httpx
-
-ROOT = Path(__file__).resolve().parent
-# This folder holds an mcp.py: keep it off the import path, load serve_peers.py (the
-# scripted model and the compiler) from its file.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT]
-
-
-def _serve_peers() -> Any:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("serve_peers", ROOT / "serve_peers.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["serve_peers"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-serve_peers = _serve_peers()
+import serve_peers  # beside this script
 
 DOORS = ["native", "mcp", "a2a", "agui"]
 

@@ -41,17 +41,21 @@ pytest.importorskip("uvicorn")
 API_KEY = "sk-serve-test-SECRET-7373"
 TOKEN = "serve-token-0123456789abcdef"
 
-SPEC = """\
-version: 1
-name: helper
-description: A test agent that echoes, calls tools and asks a human.
+# The model every served test agent talks to (the local protocol server).
+MODEL = """\
 models:
   main:
     provider: openai
     id: test-model
     base_url: ${TEST_BASE_URL}
     api_key_env: TEST_API_KEY
-system_prompt: You are a test agent.
+"""
+
+SPEC = f"""\
+version: 1
+name: helper
+description: A test agent that echoes, calls tools and asks a human.
+{MODEL}system_prompt: You are a test agent.
 tools:
   - bash
   - external:
@@ -60,7 +64,7 @@ tools:
       parameters:
         type: object
         properties:
-          question: {type: string}
+          question: {{type: string}}
 permissions:
   ask: ["Bash(*)"]
 """

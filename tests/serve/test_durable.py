@@ -108,16 +108,24 @@ class Durable:
 
 
 @contextlib.contextmanager
+def served_durably(kit: AgentKit) -> Iterator[Durable]:
+    """``kit`` served, its workers started by the tests; the workers and the server are
+    stopped after."""
+    workers = Workers(kit)
+    try:
+        yield Durable(kit, workers, kit.serve())
+    finally:
+        workers.stop()
+        kit.stop()
+
+
+@contextlib.contextmanager
 def _durable(tmp: Path, model_url: str, kind: str) -> Iterator[Durable]:
     with _database(kind) as url:
         kit = compile_agent(tmp, model_url, DURABLE_SPEC)
         kit.env["DURABLE_URL"] = url
-        workers = Workers(kit)
-        try:
-            yield Durable(kit, workers, kit.serve())
-        finally:
-            workers.stop()
-            kit.stop()
+        with served_durably(kit) as made:
+            yield made
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])

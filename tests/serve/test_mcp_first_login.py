@@ -29,23 +29,22 @@ import pytest
 
 from harnessc.testing import ProtocolServer
 
-from .servekit import AgentKit, Served, compile_agent, wait_status
+from .servekit import MODEL, AgentKit, Served, compile_agent, wait_status
 
 pytest.importorskip("mcp")
 pytest.importorskip("a2a.client")
 
 from harnessc.testing.mcp_oauth import OAuthMcpServer  # noqa: E402
 
-from .test_mcp_logins import _Browser, _context, _pause_url, follow  # noqa: E402
+from .test_mcp_logins import (  # noqa: E402
+    _Browser,
+    _context,
+    _no_token_kept,
+    _pause_url,
+    _paused,
+    follow,
+)
 
-MODEL = """\
-models:
-  main:
-    provider: openai
-    id: test-model
-    base_url: ${TEST_BASE_URL}
-    api_key_env: TEST_API_KEY
-"""
 LEAD = f"""\
 version: 1
 name: helper
@@ -192,20 +191,6 @@ def _events(server: Served, run_id: str) -> str:
         return "\n".join(line for line in stream.iter_lines())
 
 
-def _no_token_kept(kit: AgentKit, served: Served, texts: list[str], *servers: Any) -> None:
-    """No token of ``servers`` in the session files, the agent's data folder but for its
-    token files (its logs), the server's output or ``texts`` (the run's events)."""
-    tokens = [t for s in servers for t in s.state.tokens()]
-    assert tokens
-    kept = [p for p in (kit.workdir / "sessions").rglob("*") if p.is_file()]
-    assert kept
-    data = Path(kit.env["XDG_DATA_HOME"]) / "harnessc"
-    kept += [p for p in data.rglob("*") if p.is_file() and "mcp-auth" not in p.parts]
-    for text in [served.output(), *texts, *(p.read_text(errors="replace") for p in kept)]:
-        for token in tokens:
-            assert token not in text
-
-
 def _login_pause(status: dict[str, Any], server: str) -> dict[str, Any]:
     assert status["status"] == "paused", status
     pause = status["pause"]
@@ -216,11 +201,6 @@ def _login_pause(status: dict[str, Any], server: str) -> dict[str, Any]:
     assert payload["url"] in status["reason"], status
     assert isinstance(payload["call_id"], str) and payload["call_id"], payload
     return dict(payload)
-
-
-def _start(client: httpx.Client, prompt: str) -> tuple[str, dict[str, Any]]:
-    run_id = client.post("/v1/runs", json={"prompt": prompt}).json()["run_id"]
-    return run_id, wait_status(client, run_id, "paused", "done", "error", timeout=90)
 
 
 # -- gap 1: a first login met while listing the tools ------------------------------------
@@ -238,7 +218,7 @@ def test_a_first_login_while_listing_pauses_before_the_model_and_the_redirect_re
     of one of them gets its result."""
     prompt = "call mcp__notes__whoami {}"
     with server.client() as client:
-        run_id, status = _start(client, prompt)
+        run_id, status = _paused(client, prompt, timeout=90)
         payload = _login_pause(status, "notes")
         assert _asked(model_server, prompt) == 0, "the model was asked before the login"
         again = client.post(f"/v1/runs/{run_id}/resume", json={})
@@ -261,7 +241,7 @@ def test_done_after_a_login_made_elsewhere_lists_the_tools(
     """The pause answered ``done`` once the user logged in elsewhere (a token stored):
     the start is made afresh with that token."""
     with server.client() as client:
-        run_id, status = _start(client, "call mcp__notes__whoami {}")
+        run_id, status = _paused(client, "call mcp__notes__whoami {}", timeout=90)
         _login_pause(status, "notes")
         _log_in(no_tokens, notes.url, "notes")
         client.post(
@@ -378,7 +358,7 @@ def test_a_first_login_pause_survives_a_restart_of_the_server(
     that one's redirect finishes the run."""
     first = kit.serve()
     with first.client() as client:
-        run_id, status = _start(client, "call mcp__notes__whoami {}")
+        run_id, status = _paused(client, "call mcp__notes__whoami {}", timeout=90)
         old = _login_pause(status, "notes")["url"]
     assert first.stop() == 0
     second = kit.serve()
@@ -420,7 +400,7 @@ def test_a_sub_agents_first_login_on_its_own_server_pauses_the_tree(
     goes back to the scout, whose tool result reaches the lead."""
     _log_in(no_tokens, notes.url, "notes")
     with server.client() as client:
-        run_id, status = _start(client, _handover("call mcp__desk__whoami {}"))
+        run_id, status = _paused(client, _handover("call mcp__desk__whoami {}"), timeout=90)
         payload = _login_pause(status, "desk")
         assert payload.get("path") == "helper > scout", payload
         back = follow(payload["url"])
@@ -440,7 +420,7 @@ def test_a_sub_agents_step_up_on_its_own_server_pauses_the_tree(
     scout's call (its path), the redirect resumes the scout and the lead gets the
     result."""
     with server.client() as client:
-        run_id, status = _start(client, _handover("call mcp__desk__admin {}"))
+        run_id, status = _paused(client, _handover("call mcp__desk__admin {}"), timeout=90)
         payload = _login_pause(status, "desk")
         assert payload.get("path") == "helper > scout", payload
         assert "admin" in payload["scopes"]
@@ -459,7 +439,7 @@ def test_a_sub_agents_own_servers_question_pauses_the_tree(
     """The scout's own server asks a form question: the tree pauses
     (``mcp_elicitation``, the schema, the scout's path); the form goes back to it."""
     with server.client() as client:
-        run_id, status = _start(client, _handover("call mcp__desk__ask {}"))
+        run_id, status = _paused(client, _handover("call mcp__desk__ask {}"), timeout=90)
         assert status["status"] == "paused", status
         pause = status["pause"]
         assert pause["kind"] == "mcp_elicitation", pause
@@ -485,7 +465,7 @@ def durable(
     desk: OAuthMcpServer,
     home: Path,
 ) -> Iterator[Any]:
-    from .test_durable import Durable, Workers, _database
+    from .test_durable import _database, served_durably
 
     spec = LEAD + "durable:\n  database_url: ${DURABLE_URL}\n  queue: {name: first}\n  lease_s: 2\n"
     with _database(request.param) as url:
@@ -493,12 +473,8 @@ def durable(
         made.env.update(
             NOTES_URL=notes.url, DESK_URL=desk.url, XDG_DATA_HOME=str(home), DURABLE_URL=url
         )
-        workers = Workers(made)
-        try:
-            yield Durable(made, workers, made.serve())
-        finally:
-            workers.stop()
-            made.stop()
+        with served_durably(made) as running:
+            yield running
 
 
 def _again_after_a_kill(

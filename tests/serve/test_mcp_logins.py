@@ -147,17 +147,22 @@ def no_admin(logged_in: Path) -> None:
     shutil.copytree(logged_in / "first-login" / "mcp-auth", tokens)
 
 
-def _paused(client: httpx.Client, prompt: str) -> tuple[str, dict[str, Any]]:
+def _paused(client: httpx.Client, prompt: str, timeout: float = 60) -> tuple[str, dict[str, Any]]:
+    """A new run on ``prompt``, once it paused or ended; its id and status."""
     run_id = client.post("/v1/runs", json={"prompt": prompt}).json()["run_id"]
-    return run_id, wait_status(client, run_id, "paused", "done", "error", timeout=60)
+    return run_id, wait_status(client, run_id, "paused", "done", "error", timeout=timeout)
 
 
-def _no_token_kept(kit: AgentKit, served: Served, oauth: OAuthMcpServer) -> None:
-    tokens = oauth.state.tokens()
+def _no_token_kept(kit: AgentKit, served: Served, texts: list[str], *servers: Any) -> None:
+    """No token of ``servers`` in the session files, the agent's data folder but for its
+    token files (its logs), the server's output or ``texts`` (the run's events)."""
+    tokens = [t for s in servers for t in s.state.tokens()]
     assert tokens
     kept = [p for p in (kit.workdir / "sessions").rglob("*") if p.is_file()]
     assert kept
-    for text in [served.output(), *(p.read_text(errors="replace") for p in kept)]:
+    data = Path(kit.env["XDG_DATA_HOME"]) / "harnessc"
+    kept += [p for p in data.rglob("*") if p.is_file() and "mcp-auth" not in p.parts]
+    for text in [served.output(), *texts, *(p.read_text(errors="replace") for p in kept)]:
         for token in tokens:
             assert token not in text
 
@@ -186,7 +191,7 @@ def test_a_login_in_a_tool_call_pauses_a_served_run_and_the_redirect_resumes_it(
         status = wait_status(client, run_id, "done", "error", "paused", timeout=60)
         assert status["status"] == "done", status
         assert status["text"].startswith("done: admin ok"), status["text"]
-    _no_token_kept(kit, server, oauth)
+    _no_token_kept(kit, server, [], oauth)
 
 
 def test_a_question_in_a_tool_call_pauses_a_served_run_and_the_form_resumes_it(
@@ -312,7 +317,7 @@ def durable(
     oauth: OAuthMcpServer,
     logged_in: Path,
 ) -> Iterator[Any]:
-    from .test_durable import Durable, Workers, _database
+    from .test_durable import _database, served_durably
 
     tmp = tmp_path_factory.mktemp("logins-durable")
     (tmp / "spec").mkdir()
@@ -323,12 +328,8 @@ def durable(
     with _database(request.param) as url:
         made = compile_agent(tmp, model_server.url, spec)
         made.env.update(NOTES_URL=oauth.url, XDG_DATA_HOME=str(logged_in), DURABLE_URL=url)
-        workers = Workers(made)
-        try:
-            yield Durable(made, workers, made.serve())
-        finally:
-            workers.stop()
-            made.stop()
+        with served_durably(made) as running:
+            yield running
 
 
 def _pause_url(client: httpx.Client, run_id: str, other_than: str = "") -> str:

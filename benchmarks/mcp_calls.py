@@ -2,7 +2,7 @@
 with one stdio server (the SDK's notes server), and the per-call overhead of an MCP tool through harnessc against the SDK's own
 client calling the same server in the same run.
 
-    python benchmarks/mcp.py [--calls 200]
+    python benchmarks/mcp_calls.py [--calls 200]
 
 Targets: start-up without MCP equal to an agent that never heard of MCP (the MCP
 package is not imported); per stdio call within 1.5x of the SDK's client and under
