@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from harnessc.testing import ProtocolServer
 from tests.pgtest import drop_database
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -79,3 +80,10 @@ def make_repo(kind: str, tmp_path: Path, request: Any) -> Any:
     )
     request.addfinalizer(repo.close)
     return repo
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ProtocolServer]:
+    """The scripted model server of a module's tests."""
+    with ProtocolServer() as running:
+        yield running

@@ -7,7 +7,6 @@ the files the bash call changed."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,12 +41,6 @@ durable:
 """
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[ProtocolServer]:
-    with ProtocolServer() as running:
-        yield running
-
-
 @pytest.mark.parametrize("database", ["sqlite", "postgres"])
 def test_a_recovered_run_takes_no_second_checkpoint(
     tmp_path: Path, server: ProtocolServer, database: str, request: Any
@@ -70,11 +63,7 @@ def test_a_recovered_run_takes_no_second_checkpoint(
 
     server.set_handler(script)
     try:
-        run_id = tree.submit("go")
-        victim = tree.worker()
-        wait_for(lambda: tree.effects_seen()["started"] == 1, what="the bash call to start")
-        victim.kill()  # SIGKILL inside the call its checkpoint guards
-        victim.wait(timeout=30)
+        run_id = tree.killed_inside_a_call("the bash call to start")
         go.touch()
         tree.worker()  # recovers the run
         with tree.runs() as runs:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,12 +38,6 @@ durable:
 """
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[ProtocolServer]:
-    with ProtocolServer() as running:
-        yield running
-
-
 @pytest.mark.parametrize(
     ("policy", "database"), [("fail", "sqlite"), ("fail", "postgres"), ("rerun", "sqlite")]
 )
@@ -69,11 +62,7 @@ def test_a_worker_killed_inside_a_bash_call(
 
     server.set_handler(script)
     try:
-        run_id = tree.submit("go")
-        victim = tree.worker()
-        wait_for(lambda: tree.effects_seen()["started"] == 1, what="the bash call to start")
-        victim.kill()  # SIGKILL inside the call
-        victim.wait(timeout=30)
+        run_id = tree.killed_inside_a_call("the bash call to start")
         tree.worker()  # the same worker id: recovers the run at once
         with tree.runs() as runs:
             if policy == "rerun":

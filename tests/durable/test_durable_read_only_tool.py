@@ -6,7 +6,6 @@ kill comes inside the call without a fixed sleep."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -53,12 +52,6 @@ durable:
 """
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[ProtocolServer]:
-    with ProtocolServer() as running:
-        yield running
-
-
 @pytest.mark.parametrize("read_only", [True, False])
 def test_a_worker_killed_inside_a_python_call(
     tmp_path: Path, server: ProtocolServer, read_only: bool
@@ -75,11 +68,7 @@ def test_a_worker_killed_inside_a_python_call(
 
     server.set_handler(script)
     try:
-        run_id = tree.submit("go")
-        victim = tree.worker()
-        wait_for(lambda: tree.effects_seen()["started"] == 1, what="the python call to start")
-        victim.kill()  # SIGKILL inside the call
-        victim.wait(timeout=30)
+        run_id = tree.killed_inside_a_call("the python call to start")
         tree.worker()  # the same worker id: recovers the run at once
         with tree.runs() as runs:
             if read_only:

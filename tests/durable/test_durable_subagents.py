@@ -189,6 +189,16 @@ class Tree:
         text = self.effects.read_text() if self.effects.exists() else ""
         return Counter(text.split())
 
+    def killed_inside_a_call(self, what: str) -> str:
+        """A run submitted on "go", its worker SIGKILLed once the tool call (``what``, as
+        the wait names it) has started; the run's id."""
+        run_id = self.submit("go")
+        victim = self.worker()
+        wait_for(lambda: self.effects_seen()["started"] == 1, what=what)
+        victim.kill()
+        victim.wait(timeout=30)
+        return run_id
+
     def requests(self) -> Counter[tuple[str, int]]:
         return Counter(self.script.key(r) for r in self.server.requests)
 
@@ -209,12 +219,6 @@ def tree_shape(path: Path) -> list[Any]:
             for key in ("session", "session_id", "wall_clock_s", "elapsed_s"):
                 details.pop(key, None)
     return out
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ProtocolServer]:
-    with ProtocolServer() as running:
-        yield running
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
