@@ -236,6 +236,26 @@ def compile_agent(tmp: Path, model_url: str, spec: str = SPEC) -> AgentKit:
     return AgentKit(module, workdir, environment, [])
 
 
+def compile_with_subagent(
+    root: Path, model_url: str, spec: str, sub_file: str, sub_spec: str
+) -> AgentKit:
+    """``spec`` (``lead.yaml``) and its sub-agent's ``sub_file`` in ``root/spec``, compiled
+    together into ``root/generated`` as ``harnessc build`` compiles them."""
+    from harnessc.compiler import compile as compile_specs
+    from harnessc.compiler.write import write_outputs
+    from harnessc.spec import load_spec
+
+    (root / "spec").mkdir(exist_ok=True)
+    (root / "spec" / sub_file).write_text(sub_spec)
+    kit = compile_agent(root, model_url, spec)  # the folders and the environment
+    (root / "spec" / "lead.yaml").write_text(spec)
+    loaded = load_spec(root / "spec" / "lead.yaml")
+    assert loaded.ok and loaded.spec is not None, [d.format() for d in loaded.diagnostics]
+    write_outputs(compile_specs([loaded], kit.module.parent), kit.module.parent)
+    kit.module = kit.module.parent / f"{loaded.spec.name}.py"
+    return kit
+
+
 @pytest.fixture(scope="module")
 def kit(
     tmp_path_factory: pytest.TempPathFactory, model_server: ProtocolServer

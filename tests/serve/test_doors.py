@@ -21,7 +21,6 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -29,7 +28,7 @@ import pytest
 
 from harnessc.testing import ProtocolServer
 
-from .servekit import SPEC, AgentKit, Served, compile_agent
+from .servekit import SPEC, AgentKit, Served, compile_agent, compile_with_subagent
 from .typedkit import OUTPUT, VALUE, model_reply
 
 pytest.importorskip("dbos", reason="durable runs need dbos (pip install -e '.[dev]')")
@@ -80,7 +79,9 @@ def doors(tmp_path_factory: pytest.TempPathFactory, model: ProtocolServer) -> It
             tmp_path_factory.mktemp("durable"), model.url, DOORS_SPEC + DURABLE
         ),
     }
-    kits["handover"] = _parent(tmp_path_factory.mktemp("lead"), model.url)
+    kits["handover"] = compile_with_subagent(
+        tmp_path_factory.mktemp("lead"), model.url, PARENT_SPEC, "judge.yaml", JUDGE_SPEC
+    )
     worker = None
     try:
         durable = kits["durable"]
@@ -99,25 +100,6 @@ def doors(tmp_path_factory: pytest.TempPathFactory, model: ProtocolServer) -> It
             worker.wait(30)
         for kit in kits.values():
             kit.stop()
-
-
-def _parent(root: Path, url: str) -> AgentKit:
-    """The parent agent ``lead`` and its sub-agent ``judge`` (the typed agent), compiled
-    together as ``harnessc build`` compiles them."""
-    from harnessc.compiler import compile as compile_specs
-    from harnessc.compiler.write import write_outputs
-    from harnessc.spec import load_spec
-
-    (root / "spec").mkdir()
-    (root / "spec" / "judge.yaml").write_text(JUDGE_SPEC)
-    kit = compile_agent(root, url, PARENT_SPEC)  # the folders and the environment
-    spec_dir = kit.module.parent.parent / "spec"
-    (spec_dir / "lead.yaml").write_text(PARENT_SPEC)
-    loaded = load_spec(spec_dir / "lead.yaml")
-    assert loaded.ok, [d.format() for d in loaded.diagnostics]
-    write_outputs(compile_specs([loaded], kit.module.parent), kit.module.parent)
-    kit.module = kit.module.parent / "lead.py"
-    return kit
 
 
 def _prompt(name: str) -> str:

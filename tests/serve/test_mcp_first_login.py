@@ -29,7 +29,7 @@ import pytest
 
 from harnessc.testing import ProtocolServer
 
-from .servekit import MODEL, AgentKit, Served, compile_agent, wait_status
+from .servekit import MODEL, AgentKit, Served, compile_with_subagent, wait_status
 
 pytest.importorskip("mcp")
 pytest.importorskip("a2a.client")
@@ -94,24 +94,6 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("data")
 
 
-def _build(root: Path, model_url: str, spec: str) -> AgentKit:
-    """The lead (and ``scout.yaml``) compiled into ``root/generated``."""
-    from harnessc.compiler import compile as compile_specs
-    from harnessc.compiler.write import write_outputs
-    from harnessc.spec import load_spec
-
-    (root / "spec").mkdir()
-    (root / "spec" / "scout.yaml").write_text(SCOUT)
-    kit = compile_agent(root, model_url, spec)  # the folders and the environment
-    spec_dir = kit.module.parent.parent / "spec"
-    (spec_dir / "lead.yaml").write_text(spec)
-    loaded = load_spec(spec_dir / "lead.yaml")
-    assert loaded.ok, [d.format() for d in loaded.diagnostics]
-    write_outputs(compile_specs([loaded], kit.module.parent), kit.module.parent)
-    kit.module = kit.module.parent / "helper.py"
-    return kit
-
-
 @pytest.fixture(scope="module")
 def kit(
     tmp_path_factory: pytest.TempPathFactory,
@@ -120,7 +102,9 @@ def kit(
     desk: OAuthMcpServer,
     home: Path,
 ) -> Iterator[AgentKit]:
-    made = _build(tmp_path_factory.mktemp("first-login"), model_server.url, LEAD)
+    made = compile_with_subagent(
+        tmp_path_factory.mktemp("first-login"), model_server.url, LEAD, "scout.yaml", SCOUT
+    )
     made.env.update(NOTES_URL=notes.url, DESK_URL=desk.url, XDG_DATA_HOME=str(home))
     with made:
         yield made
@@ -469,7 +453,9 @@ def durable(
 
     spec = LEAD + "durable:\n  database_url: ${DURABLE_URL}\n  queue: {name: first}\n  lease_s: 2\n"
     with _database(request.param) as url:
-        made = _build(tmp_path_factory.mktemp("first-durable"), model_server.url, spec)
+        made = compile_with_subagent(
+            tmp_path_factory.mktemp("first-durable"), model_server.url, spec, "scout.yaml", SCOUT
+        )
         made.env.update(
             NOTES_URL=notes.url, DESK_URL=desk.url, XDG_DATA_HOME=str(home), DURABLE_URL=url
         )
