@@ -17,14 +17,14 @@ from harnessc.testing import ProtocolServer, RecordedRequest, ScriptedResponse
 from harnessc.testing.streams import openai_events
 
 from .test_durable_runs import wait_for
-from .test_durable_subagents import HELPER, MODEL, Tree, _results, _tool, database_url, server
+from .test_durable_subagents import HELPER, MODEL, Tree, _results, _tool, database_url
 
 pytest.importorskip("dbos", reason="durable runs need dbos (pip install -e '.[dev]')")
 pytest.importorskip("a2a.client")
 
 from tests.serve.servekit import TOKEN, Served, compile_agent  # noqa: E402
 
-__all__ = ["database_url", "server"]  # the fixtures shared with test_durable_subagents
+__all__ = ["database_url"]  # the fixture shared with test_durable_subagents
 
 LEAD = f"""\
 version: 1

@@ -20,7 +20,7 @@ from harnessc.testing.streams import openai_events
 
 from .test_durable_remote_a2a import LEAD
 from .test_durable_runs import wait_for
-from .test_durable_subagents import HELPER, Tree, _results, _tool, database_url, server
+from .test_durable_subagents import HELPER, Tree, _results, _tool, database_url
 
 pytest.importorskip("dbos", reason="durable runs need dbos (pip install -e '.[dev]')")
 pytest.importorskip("a2a.client")
@@ -28,7 +28,7 @@ pytest.importorskip("a2a.client")
 from tests.serve.servekit import TOKEN, Served, compile_agent  # noqa: E402
 from tests.serve.typedkit import TYPED_SPEC, VALUE, model_reply  # noqa: E402
 
-__all__ = ["database_url", "server"]  # the fixtures shared with test_durable_subagents
+__all__ = ["database_url"]  # the fixture shared with test_durable_subagents
 
 QUESTION = 'call ask_human {"question": "which branch?"}'
 
