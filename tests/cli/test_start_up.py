@@ -121,7 +121,8 @@ def test_a_start_up_that_ends_without_a_run_turns_the_collector_back_on() -> Non
     with pytest.raises(RuntimeError), StartUp(own_process=True):
         assert not gc.isenabled()
         raise RuntimeError("the options could not be built")
-    assert gc.isenabled() and gc.get_freeze_count() == frozen
+    # Nothing frozen (the count may fall: frozen objects are still freed by refcount).
+    assert gc.isenabled() and gc.get_freeze_count() <= frozen
 
 
 def test_a_collector_that_was_off_stays_off() -> None:
