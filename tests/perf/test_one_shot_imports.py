@@ -22,6 +22,11 @@ REPO = Path(__file__).resolve().parents[2]
 # Loaded only by the interactive mode, other wire APIs, other tools, the compiler, the
 # index, durable runs and MCP: a piped one-shot run of hello.py needs none of them.
 NEVER = (
+    # a command line of prompt words alone is read without argparse (and its gettext)
+    "argparse",
+    "gettext",
+    # a run that does not pause never puts a pause in words
+    "harnessc.runtime.cli.pause",
     "harnessc.compiler",
     "harnessc.spec",
     "harnessc.runtime.cli.repl",

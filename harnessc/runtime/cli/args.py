@@ -1,13 +1,21 @@
-"""The command line of a generated agent: argparse parser, help text and checks."""
+"""The command line of a generated agent: its flags, help text and checks.
+
+A command line of prompt words alone (the common one-shot run) is read without argparse;
+argparse reads any other (a flag, ``--help``, a usage error) with the parser below.
+"""
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.core.options import ThinkingLevel
 from harnessc.runtime.runs.errors import SetupError
+
+if TYPE_CHECKING:
+    import argparse
 
 __all__ = [
     "EXIT_ABORTED",
@@ -15,11 +23,13 @@ __all__ = [
     "EXIT_ERROR",
     "EXIT_PAUSED",
     "EXIT_USAGE",
+    "CommandLine",
     "UsageError",
     "build_parser",
     "check_args",
     "completion_script",
     "program_name",
+    "read_command_line",
 ]
 
 EXIT_DONE = 0
@@ -78,7 +88,84 @@ exit codes: 0 done, 1 runtime error, 2 usage or configuration error (e.g. a miss
 """
 
 
+class CommandLine:
+    """One invocation's flags under the parser's names (``args.prompt``,
+    ``args.continue_``...): argparse fills one, ``read_command_line`` makes one."""
+
+    def __init__(self, **values: Any) -> None:
+        self.__dict__.update(values)
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={value!r}" for name, value in vars(self).items())
+        return f"CommandLine({fields})"
+
+    if TYPE_CHECKING:
+
+        def __getattr__(self, name: str) -> Any: ...
+
+        def __setattr__(self, name: str, value: Any) -> None: ...
+
+
+def _defaults() -> dict[str, Any]:
+    """Every flag of ``build_parser`` at its default, new lists each time (the parser's
+    own: ``tests/cli/test_args.py`` compares them)."""
+    return {
+        "interactive": False,
+        "show_thinking": False,
+        "json": False,
+        "session": None,
+        "continue_": False,
+        "fork": None,
+        "sessions": False,
+        "search": None,
+        "session_dir": None,
+        "no_session": False,
+        "rewind": None,
+        "rewind_mode": None,
+        "rewind_force": False,
+        "rewind_dry_run": False,
+        "model": None,
+        "thinking": None,
+        "base_url": None,
+        "cwd": None,
+        "max_turns": None,
+        "replay": None,
+        "watch": False,
+        "completion": None,
+        "sandbox": None,
+        "permission_mode": None,
+        "resume_with": None,
+        "approve": [],
+        "deny": [],
+        "serve": False,
+        "mcp": False,
+        "host": "127.0.0.1",
+        "port": 8000,
+        "token_env": None,
+        "max_runs": 64,
+        "max_connections": 1024,
+        "header_timeout": 10.0,
+        "body_timeout": 30.0,
+    }
+
+
+def read_command_line(argv: Sequence[str] | None, prog: str, agent_name: str) -> CommandLine:
+    """The flags of ``argv`` (None: ``sys.argv[1:]``); raises SystemExit as argparse does
+    (0 after ``--help``, 2 after a usage error it printed).
+
+    Words none of which starts with "-" (but "-" itself, stdin) are all prompt words and
+    every flag is at its default, as argparse would read them: they are read without it
+    (argparse and its help machinery are a third of a MiB of a one-shot run's memory).
+    """
+    words = list(sys.argv[1:] if argv is None else argv)
+    if all(word == "-" or not word.startswith("-") for word in words):
+        return CommandLine(prompt=words, **_defaults())
+    return build_parser(prog, agent_name).parse_args(words, namespace=CommandLine())
+
+
 def build_parser(prog: str, agent_name: str) -> argparse.ArgumentParser:
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog=prog,
         description=_DESCRIPTION.format(agent=agent_name),
@@ -278,6 +365,8 @@ def build_parser(prog: str, agent_name: str) -> argparse.ArgumentParser:
 
 
 def _positive_float(text: str) -> float:
+    import argparse
+
     try:
         value = float(text)
     except ValueError:
@@ -288,6 +377,8 @@ def _positive_float(text: str) -> float:
 
 
 def _positive_int(text: str) -> int:
+    import argparse
+
     try:
         value = int(text)
     except ValueError:
@@ -297,7 +388,7 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def check_args(args: argparse.Namespace) -> None:
+def check_args(args: CommandLine) -> None:
     """Combinations argparse cannot express; raises UsageError."""
     listing = [
         flag for flag, on in (("--sessions", args.sessions), ("--search", args.search)) if on
