@@ -27,6 +27,17 @@ NEVER = (
     "gettext",
     # a run that does not pause never puts a pause in words
     "harnessc.runtime.cli.pause",
+    # the terminal's protocols are types only
+    "harnessc.runtime.cli.host",
+    # a request that succeeds at once: no failure to put in words, no retry
+    "harnessc.runtime.providers.hints",
+    "harnessc.runtime.providers.retry",
+    # a reply without tool calls: no arguments to parse, no tool result to clean
+    "harnessc.runtime.providers.tool_args",
+    "harnessc.runtime.tools.clean",
+    # a new session: nothing to restore, no move in its tree
+    "harnessc.runtime.agent.restore",
+    "harnessc.runtime.agent.session_moves",
     "harnessc.compiler",
     "harnessc.spec",
     "harnessc.runtime.cli.repl",

@@ -8,16 +8,16 @@ import sys
 from typing import TYPE_CHECKING, Any, Protocol
 
 from harnessc.runtime.cli.args import UsageError
-from harnessc.runtime.cli.host import CliHost
 
 if TYPE_CHECKING:
     from harnessc.runtime.agent import AgentHarness
+    from harnessc.runtime.cli.host import CliHost
+
+    class CliInvocationHost(CliHost, Protocol):
+        approvals: dict[str, Any] | None
+
 
 __all__ = ["choose_action", "pending_message"]
-
-
-class CliInvocationHost(CliHost, Protocol):
-    approvals: dict[str, Any] | None
 
 
 def choose_action(

@@ -33,7 +33,6 @@ from harnessc.runtime.cli.args import (
     program_name,
     read_command_line,
 )
-from harnessc.runtime.cli.host import BuildOptions
 from harnessc.runtime.cli.sessions import (
     SessionChoice,
     choose_session,
@@ -51,6 +50,7 @@ from harnessc.runtime.support.data_folder import (
 )
 
 if TYPE_CHECKING:
+    from harnessc.runtime.cli.host import BuildOptions
     from harnessc.runtime.permissions.gate import PermissionGate
     from harnessc.runtime.runs.agent import AgentSource
 

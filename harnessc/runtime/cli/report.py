@@ -10,12 +10,12 @@ from shlex import quote
 from typing import TYPE_CHECKING
 
 from harnessc.runtime.cli.args import EXIT_ABORTED, EXIT_DONE, EXIT_ERROR, EXIT_PAUSED, EXIT_USAGE
-from harnessc.runtime.cli.host import CliHost
 from harnessc.runtime.cli.output import JsonPrinter, TextPrinter
 from harnessc.runtime.runs.pauses import budget_limit, is_permission_pause
 
 if TYPE_CHECKING:
     from harnessc.runtime.cli.args import CommandLine
+    from harnessc.runtime.cli.host import CliHost
     from harnessc.runtime.runs.run import Run
     from harnessc.runtime.session.session import Session
 
