@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from harnessc.runtime.cli.args import build_parser, read_command_line
+from harnessc.runtime.cli.args import read_command_line
+from harnessc.runtime.cli.parser import build_parser
 
 PROMPT_WORDS = (
     [],

@@ -25,6 +25,7 @@ NEVER = (
     # a command line of prompt words alone is read without argparse (and its gettext)
     "argparse",
     "gettext",
+    "harnessc.runtime.cli.parser",
     # a run that does not pause never puts a pause in words
     "harnessc.runtime.cli.pause",
     # the terminal's protocols are types only

@@ -27,9 +27,7 @@ from harnessc.runtime.cli.args import (
     EXIT_USAGE,
     CommandLine,
     UsageError,
-    build_parser,
     check_args,
-    completion_script,
     program_name,
     read_command_line,
 )
@@ -103,6 +101,8 @@ def run_cli(
     except SystemExit as exc:  # --help (0) or a usage error argparse already printed (2)
         return exc.code if isinstance(exc.code, int) else (EXIT_DONE if exc.code is None else 2)
     if args.completion:
+        from harnessc.runtime.cli.parser import build_parser, completion_script
+
         parser = build_parser(prog, agent_name)
         sys.stdout.write(completion_script(parser, prog, args.completion))
         return EXIT_DONE
