@@ -47,8 +47,7 @@ from harnessc.runtime.session.session import Session
 from harnessc.runtime.tools.base import ExternalTool, Tool, ToolResult
 
 if TYPE_CHECKING:
-    import argparse
-
+    from harnessc.runtime.cli.args import CommandLine
     from harnessc.runtime.runs.agent import AgentSource
 
 __all__ = [
@@ -89,7 +88,7 @@ __all__ = [
 ]
 
 
-def serve_door(source: AgentSource, args: argparse.Namespace, err: TextIO, prog: str) -> int:
+def serve_door(source: AgentSource, args: CommandLine, err: TextIO, prog: str) -> int:
     """``--serve``: the agent served over HTTP with the flags of its command line."""
     from harnessc.runtime.serve.launch import serve_agent
 

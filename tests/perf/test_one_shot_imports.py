@@ -22,6 +22,23 @@ REPO = Path(__file__).resolve().parents[2]
 # Loaded only by the interactive mode, other wire APIs, other tools, the compiler, the
 # index, durable runs and MCP: a piped one-shot run of hello.py needs none of them.
 NEVER = (
+    # a command line of prompt words alone is read without argparse (and its gettext)
+    "argparse",
+    "gettext",
+    "harnessc.runtime.cli.parser",
+    # a run that does not pause never puts a pause in words
+    "harnessc.runtime.cli.pause",
+    # the terminal's protocols are types only
+    "harnessc.runtime.cli.host",
+    # a request that succeeds at once: no failure to put in words, no retry
+    "harnessc.runtime.providers.hints",
+    "harnessc.runtime.providers.retry",
+    # a reply without tool calls: no arguments to parse, no tool result to clean
+    "harnessc.runtime.providers.tool_args",
+    "harnessc.runtime.tools.clean",
+    # a new session: nothing to restore, no move in its tree
+    "harnessc.runtime.agent.restore",
+    "harnessc.runtime.agent.session_moves",
     "harnessc.compiler",
     "harnessc.spec",
     "harnessc.runtime.cli.repl",

@@ -14,7 +14,7 @@ import os
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from harnessc.runtime.agent import checkpoints, loop, restore, session_moves
+from harnessc.runtime.agent import checkpoints, loop
 from harnessc.runtime.agent.parts import AgentParts
 from harnessc.runtime.agent.results import HarnessBusyError, RunResult
 from harnessc.runtime.agent.run_state import RunState
@@ -109,6 +109,8 @@ class AgentHarness:
         if not fresh:
             if options.checkpoints is not None:  # a rewind cut short is finished first
                 checkpoints.attach(self._agent)
+            from harnessc.runtime.agent import restore
+
             restore.from_session(self._agent)
         context: HarnessContext = self  # the typed seam extensions see (checked by mypy)
         for extension in options.extensions:
@@ -545,6 +547,8 @@ class AgentHarness:
         """
         self._check_idle()
         self._check_workspace()
+        from harnessc.runtime.agent import session_moves
+
         return await session_moves.navigate_tree(
             self,
             self._agent,

@@ -29,7 +29,7 @@ import asyncio
 from collections.abc import Awaitable, Coroutine
 from typing import Any
 
-from harnessc.runtime.agent import call_model, restore, run_tools
+from harnessc.runtime.agent import call_model, run_tools
 from harnessc.runtime.agent.budget_gate import SPEND_LIMITS, check, count_reply
 from harnessc.runtime.agent.call_model import checked_messages
 from harnessc.runtime.agent.hooks import coerce
@@ -531,6 +531,8 @@ class RunLoop:
         run.pause_reason = reason
         run.pause_requested = None
         self._sync_budget()
+        from harnessc.runtime.agent import restore
+
         restore.record_pause(agent, run, reason)
         pending = run.unanswered
         await agent.bus.emit(
@@ -549,6 +551,8 @@ class RunLoop:
         run.machine.transition(LoopState.AWAITING_TOOL)
         run.pause_reason = "awaiting_tool"
         self._sync_budget()
+        from harnessc.runtime.agent import restore
+
         restore.record_pause(agent, run, "awaiting_tool")
         pending = [r.call for r in run.awaiting]
         await agent.bus.emit(

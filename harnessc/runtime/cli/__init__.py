@@ -1,7 +1,8 @@
 """The command line of every generated agent: ``run_cli(build_options, argv, ...)``.
 
 The terminal's door to the run-control layer (``harnessc.runtime.runs``). Modules:
-``args`` (the parser), ``main`` (one invocation), ``host`` (the protocols the
+``args`` (the flags and their checks), ``parser`` (argparse's parser, its help and the
+completion script), ``main`` (one invocation), ``host`` (the protocols the
 interactive mode sees), ``one_shot`` (a run and its report), ``output`` / ``render``
 (what a run prints), ``pause`` (pull points as lines), ``sessions`` (session flags and
 listings), ``summary`` (the line after a run), ``repl/`` (the interactive mode and its

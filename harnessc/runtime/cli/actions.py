@@ -1,4 +1,6 @@
-"""What an invocation does with the harness it built: the REPL, a prompt, a resume."""
+"""What an invocation does with the harness it built: the REPL, a prompt, a resume.
+
+What a pause waits for is put in words (``cli.pause``) only for a paused session."""
 
 from __future__ import annotations
 
@@ -6,17 +8,16 @@ import sys
 from typing import TYPE_CHECKING, Any, Protocol
 
 from harnessc.runtime.cli.args import UsageError
-from harnessc.runtime.cli.host import CliHost
-from harnessc.runtime.cli.pause import check_results, describe_pause
 
 if TYPE_CHECKING:
     from harnessc.runtime.agent import AgentHarness
+    from harnessc.runtime.cli.host import CliHost
+
+    class CliInvocationHost(CliHost, Protocol):
+        approvals: dict[str, Any] | None
+
 
 __all__ = ["choose_action", "pending_message"]
-
-
-class CliInvocationHost(CliHost, Protocol):
-    approvals: dict[str, Any] | None
 
 
 def choose_action(
@@ -44,6 +45,8 @@ def choose_action(
             raise UsageError(
                 f"--resume-with: session {harness.session.id} is not waiting for tool results"
             )
+        from harnessc.runtime.cli.pause import check_results
+
         check_results(results, harness.pending_tool_calls)
         return "repl" if args.interactive else "resume_tools"
     if args.interactive:
@@ -65,6 +68,8 @@ def choose_action(
 
 
 def pending_message(harness: AgentHarness) -> str:
+    from harnessc.runtime.cli.pause import describe_pause
+
     pending = harness.pending_tool_calls
     lines = describe_pause("awaiting_tool", pending, awaiting_tool=True)
     example = ", ".join(f'"{c.id}": "..."' for c in pending)

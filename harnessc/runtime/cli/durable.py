@@ -67,7 +67,7 @@ durable workflow; these verbs share the queue with every worker of this agent. -
 def help_parser(prog: str, agent_name: str) -> argparse.ArgumentParser:
     """The ordinary command line's parser with the durable verbs: for --help and
     --completion only (the verbs are parsed by ``_parser``)."""
-    from harnessc.runtime.cli.args import build_parser
+    from harnessc.runtime.cli.parser import build_parser
 
     parser = build_parser(prog, agent_name)
     group = parser.add_argument_group("durable runs", _GROUP)
@@ -118,7 +118,8 @@ def _help_or_completion(
     rest: list[str], agent_name: str, out: TextIO, prog: str | None
 ) -> int | None:
     """--help / --completion SHELL of the agent with its durable verbs, else None."""
-    from harnessc.runtime.cli.args import completion_script, program_name
+    from harnessc.runtime.cli.args import program_name
+    from harnessc.runtime.cli.parser import completion_script
 
     words = rest[: rest.index("--")] if "--" in rest else rest
     prog = prog or program_name()

@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 if TYPE_CHECKING:
-    import argparse
-
     from harnessc.runtime.agent import AgentHarness
+    from harnessc.runtime.cli.args import CommandLine
     from harnessc.runtime.cli.output import TextPrinter
     from harnessc.runtime.cli.sessions import SessionChoice
     from harnessc.runtime.cli.summary import RunSummary
@@ -36,7 +35,7 @@ class CliHost(Protocol):
     """One invocation of an agent's command line, as the interactive mode uses it."""
 
     build_options: BuildOptions
-    args: argparse.Namespace
+    args: CommandLine
     prog: str
     agent_name: str
     session_dir: str | Path | None

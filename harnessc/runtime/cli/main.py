@@ -10,7 +10,6 @@ error, 2 usage or configuration error, 3 paused, 130 aborted by Ctrl-C.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import sys
@@ -26,13 +25,12 @@ from harnessc.runtime.cli.args import (
     EXIT_ERROR,
     EXIT_PAUSED,
     EXIT_USAGE,
+    CommandLine,
     UsageError,
-    build_parser,
     check_args,
-    completion_script,
     program_name,
+    read_command_line,
 )
-from harnessc.runtime.cli.host import BuildOptions
 from harnessc.runtime.cli.sessions import (
     SessionChoice,
     choose_session,
@@ -50,6 +48,7 @@ from harnessc.runtime.support.data_folder import (
 )
 
 if TYPE_CHECKING:
+    from harnessc.runtime.cli.host import BuildOptions
     from harnessc.runtime.permissions.gate import PermissionGate
     from harnessc.runtime.runs.agent import AgentSource
 
@@ -70,7 +69,7 @@ __all__ = [
 # which reads its URL from the environment when called).
 SessionRepoSource = SessionRepo | Callable[[], SessionRepo]
 # The server door ``--serve`` hands the agent to: (agent, flags, stderr, prog) -> exit code.
-ServeDoor = Callable[["AgentSource", argparse.Namespace, TextIO, str], int]
+ServeDoor = Callable[["AgentSource", CommandLine, TextIO, str], int]
 
 
 def run_cli(
@@ -97,12 +96,14 @@ def run_cli(
     runs (None: ``--serve`` is refused).
     """
     prog = prog or program_name()
-    parser = build_parser(prog, agent_name)
     try:
-        args = parser.parse_args(argv)
+        args = read_command_line(argv, prog, agent_name)
     except SystemExit as exc:  # --help (0) or a usage error argparse already printed (2)
         return exc.code if isinstance(exc.code, int) else (EXIT_DONE if exc.code is None else 2)
     if args.completion:
+        from harnessc.runtime.cli.parser import build_parser, completion_script
+
+        parser = build_parser(prog, agent_name)
         sys.stdout.write(completion_script(parser, prog, args.completion))
         return EXIT_DONE
     cli = CliInvocation(
@@ -164,7 +165,7 @@ class CliInvocation:
     def __init__(
         self,
         build_options: BuildOptions,
-        args: argparse.Namespace,
+        args: CommandLine,
         *,
         prog: str,
         agent_name: str,

@@ -9,11 +9,10 @@ answer its pause (``runs.answers.Answer``), the printer and the usage line liste
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime.agent import AgentHarness
 from harnessc.runtime.cli.args import UsageError
-from harnessc.runtime.cli.host import CliHost
 from harnessc.runtime.cli.output import JsonPrinter, TextPrinter
 from harnessc.runtime.cli.quiet_keys import QuietKeys
 from harnessc.runtime.cli.render import make_printer
@@ -28,6 +27,9 @@ from harnessc.runtime.runs.control import RunRequest
 from harnessc.runtime.runs.errors import Conflict
 from harnessc.runtime.runs.plain import PlainRuns
 from harnessc.runtime.runs.run import Run
+
+if TYPE_CHECKING:
+    from harnessc.runtime.cli.host import CliHost
 
 __all__ = ["run_one_shot"]
 

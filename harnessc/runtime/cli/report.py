@@ -4,19 +4,18 @@ waits for and the command that continues it. It reads the run-control layer's ``
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from shlex import quote
 from typing import TYPE_CHECKING
 
 from harnessc.runtime.cli.args import EXIT_ABORTED, EXIT_DONE, EXIT_ERROR, EXIT_PAUSED, EXIT_USAGE
-from harnessc.runtime.cli.host import CliHost
 from harnessc.runtime.cli.output import JsonPrinter, TextPrinter
-from harnessc.runtime.cli.pause import pause_lines as describe
 from harnessc.runtime.runs.pauses import budget_limit, is_permission_pause
 
 if TYPE_CHECKING:
+    from harnessc.runtime.cli.args import CommandLine
+    from harnessc.runtime.cli.host import CliHost
     from harnessc.runtime.runs.run import Run
     from harnessc.runtime.session.session import Session
 
@@ -32,7 +31,7 @@ class RunReport:
         self.err = cli.err
 
     @property
-    def args(self) -> argparse.Namespace:
+    def args(self) -> CommandLine:
         return self.cli.args
 
     @property
@@ -99,10 +98,12 @@ class RunReport:
         return f"/{name} is a command of the interactive mode: run {self.prog} -i and type /{name}"
 
     def pause_lines(self, run: Run, session: Session) -> list[str]:
+        from harnessc.runtime.cli.pause import pause_lines
+
         pause = run.pause
         if pause is None:
             return [f"paused: {run.reason}"]
-        lines = describe(pause)
+        lines = pause_lines(pause)
         target = self.session_target(session)
         if target is None:
             lines.append("the session is in memory only (--no-session): it cannot be continued")

@@ -9,6 +9,9 @@ the attempt came to (the final event, or the error to retry or report) is left i
 The reply is complete at the protocol's end marker (``[DONE]``, ``message_stop``):
 a server that keeps the connection open after it, or sends keepalives, does not
 delay the reply by more than ``END_GRACE_S``.
+
+What a failure means (``hints``) is loaded with the first failure: a reply that comes
+needs none of it.
 """
 
 from __future__ import annotations
@@ -24,7 +27,6 @@ from harnessc.runtime.providers.channel import Channel
 from harnessc.runtime.providers.clients import HttpClientPool, Lease, Timeout, origin_of
 from harnessc.runtime.providers.clock import Interrupt, RequestClock
 from harnessc.runtime.providers.errors import ProviderError, redact
-from harnessc.runtime.providers.hints import answer_error, interrupted_error, transport_error
 from harnessc.runtime.providers.sse import SSEParser
 from harnessc.runtime.providers.transport import BODY, CHUNK, END, FAIL, exchange
 from harnessc.runtime.providers.wire import StreamState
@@ -111,6 +113,8 @@ async def read_attempt(
                 outcome.error = exc
                 return
         if lease is None:
+            from harnessc.runtime.providers.hints import interrupted_error
+
             outcome.error = interrupted_error(interrupt.kind, timeout_ms, out.origin, clock, None)
             return
         if not out.url:
@@ -125,6 +129,8 @@ async def read_attempt(
                 out.url = ""
                 outcome.error = exc
             if outcome.error is None and interrupt.kind:  # stopped while it was built
+                from harnessc.runtime.providers.hints import interrupted_error
+
                 outcome.error = interrupted_error(
                     interrupt.kind, timeout_ms, out.origin, clock, None
                 )
@@ -144,9 +150,13 @@ async def read_attempt(
             item = await queue.get()
             head_timer.cancel()
             if interrupt.kind:
+                from harnessc.runtime.providers.hints import interrupted_error
+
                 outcome.error = interrupted_error(interrupt.kind, timeout_ms, url, clock, parser)
                 return
             if item[0] == FAIL:
+                from harnessc.runtime.providers.hints import transport_error
+
                 outcome.error = transport_error(item[1], timeout_ms, url, _label(lease))
                 return
             status: int = item[1]
@@ -162,9 +172,13 @@ async def read_attempt(
             # the idle timer may trip with the first bytes already come (after a stall
             # of the loop): those are read first, and the reply may still end well
             if interrupt.kind and not (interrupt.kind == "idle" and item[0] == CHUNK):
+                from harnessc.runtime.providers.hints import interrupted_error
+
                 outcome.error = interrupted_error(interrupt.kind, timeout_ms, url, clock, parser)
                 return
             if item[0] == BODY:
+                from harnessc.runtime.providers.hints import answer_error
+
                 outcome.error = answer_error(
                     status, item[1], response_headers, model, url, reader.base_url_hint, out.secrets
                 )
@@ -203,6 +217,8 @@ async def read_attempt(
                         return
                     break
                 elif kind == FAIL:
+                    from harnessc.runtime.providers.hints import transport_error
+
                     outcome.error = transport_error(item[1], timeout_ms, url, _label(lease))
                     return
                 item = await queue.get()
@@ -222,6 +238,8 @@ async def read_attempt(
                             state.end()
                         if state.done:
                             break
+                    from harnessc.runtime.providers.hints import interrupted_error
+
                     outcome.error = interrupted_error(
                         interrupt.kind, timeout_ms, url, clock, parser
                     )

@@ -31,7 +31,6 @@ from harnessc.runtime.core.options import Model
 from harnessc.runtime.providers.base import AssistantMessageEvent
 from harnessc.runtime.providers.errors import MAX_ERROR_CHARS, ProviderError, cut_text, redact
 from harnessc.runtime.providers.text import SurrogateJoiner
-from harnessc.runtime.providers.tool_args import parse_tool_arguments
 
 __all__ = ["MAX_NAME_CHARS", "MessageBuilder", "compute_cost", "cut_name", "finalize_usage"]
 
@@ -215,6 +214,8 @@ class MessageBuilder:
         call = self.partial.content[index]
         raw = "".join(self._args.get(index, ()))
         if isinstance(call, ToolCall):
+            from harnessc.runtime.providers.tool_args import parse_tool_arguments
+
             call.arguments, call.parse_error = parse_tool_arguments(raw, call.name)
         return raw
 

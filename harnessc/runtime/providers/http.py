@@ -46,12 +46,6 @@ from harnessc.runtime.providers.errors import (
     secret_values,
     url_secrets,
 )
-from harnessc.runtime.providers.retry import (
-    DEFAULT_MAX_RETRIES,
-    DEFAULT_MAX_RETRY_DELAY_MS,
-    retry_delay_ms,
-    sleep_unless_aborted,
-)
 from harnessc.runtime.providers.sse import feed_sse, json_data
 from harnessc.runtime.providers.text import payload_bytes
 from harnessc.runtime.providers.transport import ACCEPT_ENCODING
@@ -187,12 +181,6 @@ class HttpProvider:
         options = request.stream_options
         timeout_ms = options.timeout_ms
         timeout = Timeout.of(timeout_ms)
-        max_retries = DEFAULT_MAX_RETRIES if options.max_retries is None else options.max_retries
-        max_delay = (
-            DEFAULT_MAX_RETRY_DELAY_MS
-            if options.max_retry_delay_ms is None
-            else options.max_retry_delay_ms
-        )
         signal = request.signal
         interrupt = watch.interrupt
         attempt = 0
@@ -226,6 +214,21 @@ class HttpProvider:
                     return
                 # Output received (even if not yielded yet) is never thrown away by a retry.
                 received = outcome.streamed or builder.has_content
+                from harnessc.runtime.providers.retry import (
+                    DEFAULT_MAX_RETRIES,
+                    DEFAULT_MAX_RETRY_DELAY_MS,
+                    retry_delay_ms,
+                    sleep_unless_aborted,
+                )
+
+                max_retries = (
+                    DEFAULT_MAX_RETRIES if options.max_retries is None else options.max_retries
+                )
+                max_delay = (
+                    DEFAULT_MAX_RETRY_DELAY_MS
+                    if options.max_retry_delay_ms is None
+                    else options.max_retry_delay_ms
+                )
                 delay = retry_delay_ms(attempt, request.retry, error.retry_after_ms, max_delay)
                 no_time = error.retryable and delay / 1000 >= clock.left_s()
                 if not error.retryable or received or attempt > max_retries or no_time:

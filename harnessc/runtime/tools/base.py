@@ -10,7 +10,6 @@ from msgspec import Struct, field
 
 from harnessc.runtime.core.messages import TextContent, UserContent
 from harnessc.runtime.core.signal import AbortSignal
-from harnessc.runtime.tools.clean import clean_result_value, clean_text
 
 __all__ = [
     "READ_ONLY_TOOLS",
@@ -163,6 +162,8 @@ def clean_result(result: ToolResult) -> ToolResult:
     a file name that is not UTF-8 never breaks the context or the session."""
     if not isinstance(result, ToolResult):
         return result
+    from harnessc.runtime.tools.clean import clean_result_value, clean_text
+
     for block in result.content:
         if isinstance(block, TextContent) and isinstance(block.text, str):
             block.text = clean_text(block.text)
