@@ -9,7 +9,9 @@ frozen out of later collections (``gc.freeze``): the run's collections walk only
 the run makes.
 
 Only a process that is the agent's own (its command line came from ``sys.argv``) does
-this: a program calling the command line in-process keeps its collector as it was.
+this: a program calling the command line in-process keeps its collector running through
+start-up, and its first run freezes what exists then, as any program's first run does
+(``support.collector``).
 """
 
 from __future__ import annotations

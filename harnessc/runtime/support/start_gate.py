@@ -11,6 +11,9 @@ a run that begins alone begins at once.
 ``await admit(hold=True)`` (a harness before its run's own start work) leaves the task
 a pass: its next ``admit()`` in the same turn of the loop returns at once, so the run
 is admitted once, not queued again behind the runs still waiting.
+
+The process's first admission also settles its garbage collector (``collector.settle``):
+what start-up made leaves the collections the runs' objects cause.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections import deque
+
+from harnessc.runtime.support.collector import settle
 
 __all__ = ["PER_TURN", "admit"]
 
@@ -63,7 +68,8 @@ async def admit(*, hold: bool = False) -> None:
     task's next ``admit`` in this turn passes at once (the same run's)."""
     loop = asyncio.get_running_loop()
     gate = _gates.get(loop)
-    if gate is None:
+    if gate is None:  # the first run on this loop: start-up is over (the first loop's)
+        settle()
         gate = _gates[loop] = _Gate()
     task = asyncio.current_task() if hold or gate.passes else None
     if gate.passes and task in gate.passes:
