@@ -150,6 +150,10 @@ def test_a_program_serving_in_process_keeps_its_collector() -> None:
         "False",
         "True",
     ]
+    # HARNESSC_GC_FREEZE=0: the collector as it is
+    assert _collector_after_settling(
+        "import os; os.environ['HARNESSC_GC_FREEZE'] = '0'; gc.freeze()"
+    ) == ["False", "700", "False", "True"]
     # a collector turned off stays off, with its thresholds
     assert _collector_after_settling("gc.freeze(); gc.disable()") == [
         "False",

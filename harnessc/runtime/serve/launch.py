@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
 from typing import TYPE_CHECKING, Any, TextIO
 
 from harnessc.runtime.serve.config import (
@@ -162,8 +163,12 @@ def settle_collector() -> bool:
     doors; the agent's own start is frozen already) out of later collections, and make
     young collections rarer (``SERVE_YOUNG_COLLECTION``). Only in the agent's own
     process, which froze its start-up (``cli/start_up.StartUp``); a program serving the
-    agent in-process, or one that turned the collector off, keeps its collector as it
-    is. True when it settled it."""
+    agent in-process, one that turned the collector off, or ``HARNESSC_GC_FREEZE=0``
+    keeps the collector as it is. True when it settled it."""
+    from harnessc.runtime.support.collector import ENV
+
+    if os.environ.get(ENV, "").strip() == "0":
+        return False
     if not gc.isenabled() or gc.get_freeze_count() == 0:
         return False
     gc.freeze()
