@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from harnessc.runtime.cli.start_up import StartUp
+from harnessc.runtime.support.collector import settle
 from harnessc.testing import ProtocolServer
 
 from .clikit import text_reply, tool_reply
@@ -94,10 +95,14 @@ def test_the_agents_own_process_freezes_its_start_up_and_collects_during_the_run
 def test_a_command_line_called_in_process_leaves_the_collector_alone(
     agent: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """No pause through start-up and no freeze of its own: the caller's collector runs
+    as it did. (The process's first run settles it once, as any program's first run
+    does: ``test_collector.py``; here it has happened before the call.)"""
     spec = importlib.util.spec_from_file_location("gc_agent_in_process", agent)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    settle()
     frozen = gc.get_freeze_count()
     with ProtocolServer() as server:
         server.enqueue(tool_reply(("call_1", "gc_state", {})), text_reply("done"))
@@ -106,8 +111,9 @@ def test_a_command_line_called_in_process_leaves_the_collector_alone(
         monkeypatch.chdir(tmp_path)
         assert module.main(["--no-session", "go"]) == 0
         state = _tool_result(server)
-    assert state == {"enabled": True, "frozen": frozen}
-    assert gc.isenabled() and gc.get_freeze_count() == frozen
+    # Frozen objects are still freed by reference counting: the count may only fall.
+    assert state["enabled"] is True and state["frozen"] <= frozen
+    assert gc.isenabled() and gc.get_freeze_count() <= frozen
 
 
 def test_a_start_up_that_ends_without_a_run_turns_the_collector_back_on() -> None:
