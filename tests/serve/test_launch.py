@@ -114,3 +114,50 @@ def test_an_agent_that_is_not_served_never_imports_the_web_stack(kit: AgentKit) 
     assert result.returncode == 0, result.stderr
     assert "echo: hello" in result.stdout
     assert "LOADED []" in result.stderr
+
+
+def _collector_after_settling(before: str) -> list[str]:
+    """In a child process (the collector is process-wide): ``before``, then
+    ``settle_collector``; what it returned, the young threshold, whether it froze more."""
+    code = (
+        "import gc\n"
+        "from harnessc.runtime.serve.launch import settle_collector\n"
+        f"{before}\n"
+        "frozen = gc.get_freeze_count()\n"
+        "made = [[i] for i in range(100)]\n"
+        "settled = settle_collector()\n"
+        "print(settled, gc.get_threshold()[0], gc.get_freeze_count() > frozen, gc.isenabled())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    return done.stdout.split()
+
+
+def test_a_server_in_the_agents_own_process_freezes_its_start_and_collects_less_often() -> None:
+    from harnessc.runtime.serve.launch import SERVE_YOUNG_COLLECTION
+
+    # the agent's own process froze its start-up (cli/start_up.StartUp)
+    settled, young, froze, enabled = _collector_after_settling("gc.freeze()")
+    assert (settled, young, froze, enabled) == ("True", str(SERVE_YOUNG_COLLECTION), "True", "True")
+
+
+def test_a_program_serving_in_process_keeps_its_collector() -> None:
+    # nothing frozen: a program that serves the agent in-process, not the agent's own
+    assert _collector_after_settling("gc.set_threshold(500, 10, 10)") == [
+        "False",
+        "500",
+        "False",
+        "True",
+    ]
+    # HARNESSC_GC_FREEZE=0: the collector as it is
+    assert _collector_after_settling(
+        "import os; os.environ['HARNESSC_GC_FREEZE'] = '0'; gc.freeze()"
+    ) == ["False", "700", "False", "True"]
+    # a collector turned off stays off, with its thresholds
+    assert _collector_after_settling("gc.freeze(); gc.disable()") == [
+        "False",
+        "700",
+        "False",
+        "False",
+    ]
