@@ -118,14 +118,14 @@ def test_an_agent_that_is_not_served_never_imports_the_web_stack(kit: AgentKit) 
 
 def _collector_after_settling(before: str) -> list[str]:
     """In a child process (the collector is process-wide): ``before``, then
-    ``settle_collector``; what it returned, the young threshold, whether it froze more."""
+    ``settle_server``; what it returned, the young threshold, whether it froze more."""
     code = (
         "import gc\n"
-        "from harnessc.runtime.serve.launch import settle_collector\n"
+        "from harnessc.runtime.support.collector import settle_server\n"
         f"{before}\n"
         "frozen = gc.get_freeze_count()\n"
         "made = [[i] for i in range(100)]\n"
-        "settled = settle_collector()\n"
+        "settled = settle_server()\n"
         "print(settled, gc.get_threshold()[0], gc.get_freeze_count() > frozen, gc.isenabled())\n"
     )
     done = subprocess.run(
@@ -135,11 +135,16 @@ def _collector_after_settling(before: str) -> list[str]:
 
 
 def test_a_server_in_the_agents_own_process_freezes_its_start_and_collects_less_often() -> None:
-    from harnessc.runtime.serve.launch import SERVE_YOUNG_COLLECTION
+    from harnessc.runtime.support.collector import SERVER_YOUNG_COLLECTION
 
     # the agent's own process froze its start-up (cli/start_up.StartUp)
     settled, young, froze, enabled = _collector_after_settling("gc.freeze()")
-    assert (settled, young, froze, enabled) == ("True", str(SERVE_YOUNG_COLLECTION), "True", "True")
+    assert (settled, young, froze, enabled) == (
+        "True",
+        str(SERVER_YOUNG_COLLECTION),
+        "True",
+        "True",
+    )
 
 
 def test_a_program_serving_in_process_keeps_its_collector() -> None:

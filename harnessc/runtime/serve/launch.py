@@ -10,8 +10,6 @@ second signal stops it at once.
 from __future__ import annotations
 
 import asyncio
-import gc
-import os
 from typing import TYPE_CHECKING, Any, TextIO
 
 from harnessc.runtime.serve.config import (
@@ -30,13 +28,6 @@ __all__ = ["serve_agent"]
 
 EXIT_DONE = 0
 EXIT_USAGE = 2
-
-# A young collection of a listening server waits for this many new tracked objects
-# (Python's default: 700). A served run makes thousands of objects that live as long
-# as the run, nearly none of them in cycles (the collections of a served benchmark
-# found a few per thousand runs): each young collection walked them and handed them
-# on, 0.4-0.5 ms of a run's 6-7 ms of CPU.
-SERVE_YOUNG_COLLECTION = 7000
 
 
 def serve_agent(source: AgentSource, args: Any, err: TextIO, prog: str) -> int:
@@ -158,26 +149,6 @@ async def _serve(source: AgentSource, config: ServeConfig, err: TextIO, prog: st
     return EXIT_DONE
 
 
-def settle_collector() -> bool:
-    """Once the server listens: freeze what its start made (uvicorn, the app, the
-    doors; the agent's own start is frozen already) out of later collections, and make
-    young collections rarer (``SERVE_YOUNG_COLLECTION``). Only in the agent's own
-    process, which froze its start-up (``cli/start_up.StartUp``); a program serving the
-    agent in-process, one that turned the collector off, or ``HARNESSC_GC_FREEZE=0``
-    keeps the collector as it is. True when it settled it."""
-    from harnessc.runtime.support.collector import ENV
-
-    if os.environ.get(ENV, "").strip() == "0":
-        return False
-    if not gc.isenabled() or gc.get_freeze_count() == 0:
-        return False
-    gc.freeze()
-    young, middle, old = gc.get_threshold()
-    if 0 < young < SERVE_YOUNG_COLLECTION:
-        gc.set_threshold(SERVE_YOUNG_COLLECTION, middle, old)
-    return True
-
-
 async def _durable_runs(source: AgentSource, durable: Any, config: ServeConfig) -> Any:
     """The run control of a durable agent: a DBOS client on its database (made, with its
     queue, if it is new, as ``--submit`` makes it)."""
@@ -237,7 +208,9 @@ def _draining_server_class() -> type:
             self.loop = asyncio.get_running_loop()
             await super().startup(sockets)
             if self.started:
-                settle_collector()
+                from harnessc.runtime.support.collector import settle_server
+
+                settle_server()
 
         def handle_exit(self, sig: int, frame: Any) -> None:
             if self.draining is not None or self.loop is None:
