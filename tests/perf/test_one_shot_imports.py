@@ -25,6 +25,9 @@ NEVER = (
     # a command line of prompt words alone is read without argparse (and its gettext)
     "argparse",
     "gettext",
+    # a run's id is random bytes from os.urandom: no secrets module (and its hmac)
+    "secrets",
+    "hmac",
     "harnessc.runtime.cli.parser",
     # a run that does not pause never puts a pause in words
     "harnessc.runtime.cli.pause",

@@ -15,7 +15,7 @@ the event loop.
 from __future__ import annotations
 
 import asyncio
-import secrets
+import os
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -424,7 +424,8 @@ def _transcript(session_id: str, session: Session) -> Transcript:
 
 
 def _run_id(session: Session) -> str:
-    return f"{session.id}.{secrets.token_hex(4)}"
+    # os.urandom: what secrets.token_hex reads, without the hmac and hashlib it imports
+    return f"{session.id}.{os.urandom(4).hex()}"
 
 
 def _awaiting(session_id: str, run_id: str | None) -> str:
