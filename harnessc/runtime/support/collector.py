@@ -22,7 +22,7 @@ from __future__ import annotations
 import gc
 import os
 
-__all__ = ["SERVER_YOUNG_COLLECTION", "settle", "settle_server", "settled"]
+__all__ = ["SERVER_YOUNG_COLLECTION", "settle", "settle_server"]
 
 ENV = "HARNESSC_GC_FREEZE"
 
@@ -65,8 +65,3 @@ def settle_server() -> bool:
 
 def _turned_off() -> bool:
     return os.environ.get(ENV, "").strip() == "0"
-
-
-def settled() -> bool:
-    """Whether ``settle()`` has run in this process (frozen or not)."""
-    return _settled
