@@ -121,7 +121,7 @@ def _collector_after_settling(before: str) -> list[str]:
     ``settle_server``; what it returned, the young threshold, whether it froze more."""
     code = (
         "import gc\n"
-        "from harnessc.runtime.support.collector import settle_server\n"
+        "from harnessc.runtime.support.collector import freeze_start_up, settle_server\n"
         f"{before}\n"
         "frozen = gc.get_freeze_count()\n"
         "made = [[i] for i in range(100)]\n"
@@ -138,7 +138,7 @@ def test_a_server_in_the_agents_own_process_freezes_its_start_and_collects_less_
     from harnessc.runtime.support.collector import SERVER_YOUNG_COLLECTION
 
     # the agent's own process froze its start-up (cli/start_up.StartUp)
-    settled, young, froze, enabled = _collector_after_settling("gc.freeze()")
+    settled, young, froze, enabled = _collector_after_settling("freeze_start_up()")
     assert (settled, young, froze, enabled) == (
         "True",
         str(SERVER_YOUNG_COLLECTION),
@@ -148,8 +148,9 @@ def test_a_server_in_the_agents_own_process_freezes_its_start_and_collects_less_
 
 
 def test_a_program_serving_in_process_keeps_its_collector() -> None:
-    # nothing frozen: a program that serves the agent in-process, not the agent's own
-    assert _collector_after_settling("gc.set_threshold(500, 10, 10)") == [
+    # a program that serves the agent in-process, not the agent's own, even one that
+    # froze objects itself (or whose first run did: support/collector.settle)
+    assert _collector_after_settling("gc.set_threshold(500, 10, 10); gc.freeze()") == [
         "False",
         "500",
         "False",
@@ -157,10 +158,10 @@ def test_a_program_serving_in_process_keeps_its_collector() -> None:
     ]
     # HARNESSC_GC_FREEZE=0: the collector as it is
     assert _collector_after_settling(
-        "import os; os.environ['HARNESSC_GC_FREEZE'] = '0'; gc.freeze()"
+        "import os; os.environ['HARNESSC_GC_FREEZE'] = '0'; freeze_start_up()"
     ) == ["False", "700", "False", "True"]
     # a collector turned off stays off, with its thresholds
-    assert _collector_after_settling("gc.freeze(); gc.disable()") == [
+    assert _collector_after_settling("freeze_start_up(); gc.disable()") == [
         "False",
         "700",
         "False",

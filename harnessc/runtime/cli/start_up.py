@@ -19,6 +19,8 @@ from __future__ import annotations
 import gc
 from types import TracebackType
 
+from harnessc.runtime.support.collector import freeze_start_up
+
 __all__ = ["StartUp"]
 
 
@@ -44,7 +46,7 @@ class StartUp:
         """Freeze what start-up made and turn the collector back on (once)."""
         if self._paused:
             self._paused = False
-            gc.freeze()
+            freeze_start_up()
             gc.enable()
 
     def __exit__(

@@ -22,7 +22,7 @@ from __future__ import annotations
 import gc
 import os
 
-__all__ = ["SERVER_YOUNG_COLLECTION", "settle", "settle_server"]
+__all__ = ["SERVER_YOUNG_COLLECTION", "freeze_start_up", "settle", "settle_server"]
 
 ENV = "HARNESSC_GC_FREEZE"
 
@@ -34,6 +34,8 @@ ENV = "HARNESSC_GC_FREEZE"
 SERVER_YOUNG_COLLECTION = 7000
 
 _settled = False
+# Whether this is the agent's own process, whose command line froze its start-up.
+_own_start_up = False
 
 
 def settle() -> None:
@@ -47,6 +49,14 @@ def settle() -> None:
     gc.freeze()
 
 
+def freeze_start_up() -> None:
+    """The agent's own process, as its run begins (``cli/start_up.StartUp``): freeze
+    what start-up made. The first run's ``settle`` then has nothing left to do."""
+    global _settled, _own_start_up
+    gc.freeze()
+    _settled = _own_start_up = True
+
+
 def settle_server() -> bool:
     """Once a server listens: freeze what its start made (uvicorn, the app, the doors;
     the agent's own start is frozen already) out of later collections, and make young
@@ -54,7 +64,7 @@ def settle_server() -> bool:
     which froze its start-up (``cli/start_up.StartUp``); a program serving the agent
     in-process, one that turned the collector off, or ``HARNESSC_GC_FREEZE=0`` keeps
     the collector as it is. True when it settled it."""
-    if _turned_off() or not gc.isenabled() or gc.get_freeze_count() == 0:
+    if _turned_off() or not gc.isenabled() or not _own_start_up:
         return False
     gc.freeze()
     young, middle, old = gc.get_threshold()
