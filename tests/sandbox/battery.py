@@ -49,7 +49,7 @@ READS_A_SECRET = [
     "cat ./sub/../.env",
     "cat $PWD/.env",
     "cat /proc/self/root$PWD/.env",
-    "cp .env /tmp/x && cat /tmp/x",
+    "cp .env {OUT}/x && cat {OUT}/x",  # not /tmp: the unsandboxed control would leave it
     "python3 -c 'print(open(\".env\").read())'",
     "cat {HOME}/.ssh/id_rsa",
     "cat {HOME}/.local/share/harnessc/projects/p/session.jsonl",

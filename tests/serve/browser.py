@@ -8,6 +8,7 @@ import fcntl
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -66,6 +67,9 @@ class Browser:
             # chromium makes an org.chromium.Chromium.* folder in TMPDIR that it never
             # removes: inside the profile, it goes with the profile
             env={**os.environ, "TMPDIR": self.profile},
+            # its own process group: close() ends chromium's helper processes too, before
+            # the profile they write into is removed
+            start_new_session=True,
         )
         os.close(to_browser_r)
         os.close(from_browser_w)
@@ -79,13 +83,20 @@ class Browser:
                 os.close(fd)
             except OSError:
                 pass
-        self.process.terminate()
+        self._signal_group(signal.SIGTERM)
         try:
             self.process.wait(10)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait(10)
+        self._signal_group(signal.SIGKILL)  # a helper process still writing its profile
         shutil.rmtree(self.profile, ignore_errors=True)
+
+    def _signal_group(self, signum: int) -> None:
+        try:
+            os.killpg(self.process.pid, signum)
+        except ProcessLookupError:
+            pass
 
     def _read(self) -> dict[str, Any]:
         while b"\0" not in self._buffer:
